@@ -1,0 +1,140 @@
+// Backend: device memory and the few numeric ops the models need. `cpu` (Eigen) is the reference
+// implementation; `cuda` lives in kernels/. Models call only this interface, so they run unchanged
+// on either. All matrices are row-major and contiguous; pointers are device pointers.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/check.h"
+
+namespace fedpar {
+
+enum class Trans { kNo, kYes };
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  // One line on what the backend runs on (BLAS, threads, device), for logs and benchmarks.
+  virtual std::string describe() const = 0;
+  // True when device pointers are plain host memory (the CPU backend): callers may then write
+  // batches straight into device buffers instead of staging them.
+  virtual bool host_memory() const { return false; }
+
+  // ---- memory (bytes); contents of fresh memory are unspecified ----
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void deallocate(void* p) noexcept = 0;
+  virtual void upload(void* dst, const void* host, size_t bytes) = 0;
+  virtual void download(void* host, const void* src, size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+  virtual void fill(float* x, float value, size_t n) = 0;
+
+  // ---- dense algebra ----
+  // c(m, n) = alpha * op(a) * op(b) + beta * c, op(a) is (m, k), op(b) is (k, n).
+  virtual void gemm(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a,
+                    const float* b, float beta, float* c) = 0;
+  // y(rows, cols) += bias(cols) broadcast over rows.
+  virtual void add_bias(float* y, const float* bias, int rows, int cols) = 0;
+  // out(cols) = beta * out + column sums of x(rows, cols).
+  virtual void sum_rows(float* out, const float* x, int rows, int cols, float beta) = 0;
+
+  // ---- elementwise ----
+  virtual void relu_forward(float* y, const float* x, size_t n) = 0;
+  // dx = dy where y > 0, else 0. (y is the forward output.)
+  virtual void relu_backward(float* dx, const float* dy, const float* y, size_t n) = 0;
+  virtual void axpy(float* y, const float* x, float a, size_t n) = 0;  // y += a * x
+  virtual void scale(float* x, float a, size_t n) = 0;                // x *= a
+  // SGD with momentum and L2 weight decay, PyTorch's convention:
+  //   d = g + wd * w;  v = momentum * v + d;  w -= lr * (nesterov ? d + momentum * v : v)
+  // With momentum == 0, v is not touched (may be null).
+  virtual void sgd_step(float* w, float* v, const float* g, float lr, float momentum, float wd,
+                        bool nesterov, size_t n) = 0;
+
+  // ---- reductions (accumulated in double) ----
+  virtual double dot(const float* x, const float* y, size_t n) = 0;
+
+  // ---- losses; targets are class labels ----
+  // Softmax cross-entropy per row of logits(rows, classes). Returns the SUM of row losses and
+  // writes dlogits = grad_scale * (softmax - onehot). dlogits may be null (forward only).
+  virtual double softmax_xent(float* dlogits, const float* logits, const int32_t* labels, int rows,
+                              int classes, float grad_scale) = 0;
+  // Squared error against one-hot targets: per row 0.5 * ||pred - onehot||^2. Returns the SUM;
+  // dpred = grad_scale * (pred - onehot). dpred may be null.
+  virtual double squared_error(float* dpred, const float* pred, const int32_t* labels, int rows,
+                               int outputs, float grad_scale) = 0;
+  // Number of rows whose argmax (first maximum) equals the label.
+  virtual int64_t count_correct(const float* scores, const int32_t* labels, int rows,
+                                int classes) = 0;
+
+  // ---- convolution helpers, NHWC layout, stride 1, square kernel k, zero padding pad ----
+  // cols(n*h*w, k*k*c): row = output pixel, columns ordered (ky, kx, c).
+  virtual void im2col(float* cols, const float* x, int n, int h, int w, int c, int k, int pad) = 0;
+  // Inverse scatter-add of im2col: dx (overwritten) from dcols.
+  virtual void col2im(float* dx, const float* dcols, int n, int h, int w, int c, int k,
+                      int pad) = 0;
+  // 2x2 max-pool, stride 2 (h, w even). argmax holds the winner's index in its window
+  // (0..3, row-major; first maximum wins ties).
+  virtual void maxpool2_forward(float* y, int32_t* argmax, const float* x, int n, int h, int w,
+                                int c) = 0;
+  // dx (overwritten, n*h*w*c) from dy (n*h/2*w/2*c).
+  virtual void maxpool2_backward(float* dx, const float* dy, const int32_t* argmax, int n, int h,
+                                 int w, int c) = 0;
+};
+
+// Owns n elements of T in a backend's memory. Move-only; frees in its destructor.
+template <typename T>
+class DeviceArray {
+ public:
+  DeviceArray() = default;
+  DeviceArray(Backend& be, size_t n) : be_(&be), n_(n) {
+    if (n > 0) p_ = static_cast<T*>(be.allocate(n * sizeof(T)));
+  }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  DeviceArray(DeviceArray&& o) noexcept { swap(o); }
+  DeviceArray& operator=(DeviceArray&& o) noexcept {
+    DeviceArray(std::move(o)).swap(*this);
+    return *this;
+  }
+  ~DeviceArray() {
+    if (p_) be_->deallocate(p_);
+  }
+  void swap(DeviceArray& o) noexcept {
+    std::swap(be_, o.be_);
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+  }
+  T* data() { return p_; }
+  const T* data() const { return p_; }
+  size_t size() const { return n_; }
+  // Grows (never shrinks) to hold at least n elements; contents are not preserved.
+  void reserve(Backend& be, size_t n) {
+    if (n > n_ || !be_) *this = DeviceArray(be, std::max(n, n_));
+  }
+  void upload(const T* host, size_t n) { be_->upload(p_, host, n * sizeof(T)); }
+  std::vector<T> download() const {
+    std::vector<T> v(n_);
+    if (n_) be_->download(v.data(), p_, n_ * sizeof(T));
+    return v;
+  }
+
+ private:
+  Backend* be_ = nullptr;
+  T* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+// Names accepted by make_backend in this build ("cpu", plus "cuda" when compiled with CUDA).
+std::vector<std::string> backend_names();
+// Creates a backend by name, or throws Error naming the valid choices / why it is unavailable.
+// `threads` is the CPU thread count for matrix products (0 = library default).
+std::unique_ptr<Backend> make_backend(std::string_view name, int threads = 1);
+
+}  // namespace fedpar

@@ -1,0 +1,244 @@
+// Config; see config.h.
+#include "core/config.h"
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/check.h"
+
+namespace fedpar {
+namespace {
+
+// Visits every leaf (value or array) of `t`, with its dotted key.
+template <typename F>
+void for_each_leaf(const toml::table& t, const std::string& prefix, F&& f) {
+  for (const auto& [k, node] : t) {
+    const std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    if (const auto* sub = node.as_table()) for_each_leaf(*sub, key, f);
+    else f(key, node);
+  }
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string_view type_name(toml::node_type t) {
+  switch (t) {
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a number";
+    case toml::node_type::boolean: return "true or false";
+    case toml::node_type::string: return "a string";
+    case toml::node_type::array: return "a list of integers";
+    default: return "a value";
+  }
+}
+
+// Splits "a.b.c" into a path toml++ can insert at.
+std::vector<std::string> split_dots(std::string_view key) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = key.find('.', start);
+    parts.emplace_back(key.substr(start, dot == std::string_view::npos ? dot : dot - start));
+    if (dot == std::string_view::npos) return parts;
+    start = dot + 1;
+  }
+}
+
+}  // namespace
+
+Config::Config(std::string_view defaults_toml) {
+  table_ = toml::parse(defaults_toml);
+  for_each_leaf(table_, "", [&](const std::string& key, const toml::node& node) {
+    keys_.push_back(key);
+    types_[key] = node.type();
+  });
+}
+
+void Config::allow_words(const std::string& key, std::set<std::string> words) {
+  FEDPAR_CHECK(types_.count(key)) << "no key " << key;
+  words_[key] = std::move(words);
+}
+
+void Config::check_key(const std::string& key, std::string_view source) const {
+  if (types_.count(key)) return;
+  std::string best;
+  size_t best_d = 4;  // suggest only close matches
+  for (const auto& k : keys_)
+    if (size_t d = edit_distance(k, key); d < best_d) best_d = d, best = k;
+  throw Error(fmt::format("{}unknown config key '{}'{} (valid keys: {})", source, key,
+                          best.empty() ? "" : fmt::format("; did you mean '{}'?", best),
+                          fmt::join(keys_, ", ")));
+}
+
+void Config::assign(const std::string& key, const toml::node& value, std::string_view source) {
+  check_key(key, source);
+  const toml::node_type want = types_.at(key);
+  auto parts = split_dots(key);
+  toml::table* t = &table_;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) t = (*t)[parts[i]].as_table();
+  const std::string& leaf_name = parts.back();
+  if (want == value.type()) {
+    value.visit([&](const auto& v) { t->insert_or_assign(leaf_name, v); });
+    if (want == toml::node_type::array) {
+      for (const auto& e : *value.as_array())
+        if (!e.is_integer())
+          throw Error(fmt::format("{}config key '{}' must be {}", source, key, type_name(want)));
+    }
+    return;
+  }
+  if (want == toml::node_type::floating_point && value.is_integer()) {
+    t->insert_or_assign(leaf_name, double(value.as_integer()->get()));
+    return;
+  }
+  if (value.is_string() && words_.count(key) && words_.at(key).count(value.as_string()->get())) {
+    t->insert_or_assign(leaf_name, value.as_string()->get());
+    return;
+  }
+  std::string also;
+  if (words_.count(key)) also = fmt::format(" or one of \"{}\"", fmt::join(words_.at(key), "\", \""));
+  throw Error(fmt::format("{}config key '{}' must be {}{}", source, key, type_name(want), also));
+}
+
+void Config::merge_toml(std::string_view text, std::string_view source_name) {
+  toml::table user;
+  try {
+    user = toml::parse(text, source_name);
+  } catch (const toml::parse_error& e) {
+    throw Error(fmt::format("{}:{}:{}: {}", source_name, e.source().begin.line,
+                            e.source().begin.column, e.description()));
+  }
+  const std::string where = fmt::format("{}: ", source_name);
+  for_each_leaf(user, "", [&](const std::string& key, const toml::node& node) {
+    assign(key, node, where);
+  });
+}
+
+void Config::merge_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(fmt::format("cannot open config file {}", path.string()));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  merge_toml(ss.str(), path.string());
+}
+
+void Config::set(std::string_view key_view, std::string_view value) {
+  const std::string key(key_view);
+  check_key(key, "");
+  const toml::node_type want = types_.at(key);
+  auto fail = [&] {
+    std::string also;
+    if (words_.count(key)) also = fmt::format(" or one of \"{}\"", fmt::join(words_.at(key), "\", \""));
+    return Error(fmt::format("'{}={}': {} must be {}{}", key, value, key, type_name(want), also));
+  };
+  auto parse_int = [&](std::string_view s) {
+    int64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size()) throw fail();
+    return v;
+  };
+  if (words_.count(key) && words_.at(key).count(std::string(value))) {
+    assign(key, toml::value<std::string>(std::string(value)), "");
+    return;
+  }
+  switch (want) {
+    case toml::node_type::integer:
+      assign(key, toml::value<int64_t>(parse_int(value)), "");
+      return;
+    case toml::node_type::floating_point: {
+      double v = 0;
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+      if (ec != std::errc() || p != value.data() + value.size()) throw fail();
+      assign(key, toml::value<double>(v), "");
+      return;
+    }
+    case toml::node_type::boolean:
+      if (value == "true" || value == "1") assign(key, toml::value<bool>(true), "");
+      else if (value == "false" || value == "0") assign(key, toml::value<bool>(false), "");
+      else throw fail();
+      return;
+    case toml::node_type::array: {
+      toml::array arr;
+      std::string_view s = value;
+      if (s.starts_with('[') && s.ends_with(']')) s = s.substr(1, s.size() - 2);
+      size_t start = 0;
+      while (start < s.size()) {
+        size_t comma = s.find(',', start);
+        if (comma == std::string_view::npos) comma = s.size();
+        std::string_view item = s.substr(start, comma - start);
+        while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+        while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+        if (!item.empty()) arr.push_back(parse_int(item));
+        start = comma + 1;
+      }
+      assign(key, arr, "");
+      return;
+    }
+    default:
+      assign(key, toml::value<std::string>(std::string(value)), "");
+  }
+}
+
+const toml::node& Config::leaf(std::string_view key) const {
+  const toml::node* n = table_.at_path(key).node();
+  FEDPAR_CHECK(n) << "no config key " << key;
+  return *n;
+}
+
+int64_t Config::get_int(std::string_view key) const {
+  const auto* v = leaf(key).as_integer();
+  FEDPAR_CHECK(v) << key << " is not an integer";
+  return v->get();
+}
+double Config::get_float(std::string_view key) const {
+  const auto& n = leaf(key);
+  if (const auto* i = n.as_integer()) return double(i->get());
+  FEDPAR_CHECK(n.as_floating_point()) << key << " is not a number";
+  return n.as_floating_point()->get();
+}
+bool Config::get_bool(std::string_view key) const {
+  const auto* v = leaf(key).as_boolean();
+  FEDPAR_CHECK(v) << key << " is not a boolean";
+  return v->get();
+}
+std::string Config::get_string(std::string_view key) const {
+  const auto* v = leaf(key).as_string();
+  FEDPAR_CHECK(v) << key << " is not a string";
+  return v->get();
+}
+std::vector<int64_t> Config::get_int_list(std::string_view key) const {
+  const auto* a = leaf(key).as_array();
+  FEDPAR_CHECK(a) << key << " is not a list";
+  std::vector<int64_t> out;
+  for (const auto& e : *a) out.push_back(e.as_integer()->get());
+  return out;
+}
+bool Config::is_word(std::string_view key, std::string_view word) const {
+  const auto* v = leaf(key).as_string();
+  return v && v->get() == word;
+}
+
+std::string Config::to_toml() const {
+  std::ostringstream os;
+  os << table_ << "\n";
+  return os.str();
+}
+
+}  // namespace fedpar

@@ -1,0 +1,53 @@
+// Config: a TOML table whose keys and types are fixed by a defaults document. Files and
+// `key=value` overrides are merged over the defaults; an unknown key or a wrong type is an Error
+// that names the valid keys. The merged table is the "resolved config" written beside results.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <toml++/toml.h>
+
+namespace fedpar {
+
+class Config {
+ public:
+  // `defaults_toml` is trusted (compiled in); every leaf in it is a valid key.
+  explicit Config(std::string_view defaults_toml);
+
+  // Lets an integer key also take one of `words` as a string (e.g. batch = "full").
+  void allow_words(const std::string& key, std::set<std::string> words);
+
+  void merge_file(const std::filesystem::path& path);
+  void merge_toml(std::string_view text, std::string_view source_name);
+  // `key` is dotted ("train.epochs"); `value` is parsed by the key's type. Lists: "200,200".
+  void set(std::string_view key, std::string_view value);
+
+  int64_t get_int(std::string_view key) const;
+  double get_float(std::string_view key) const;
+  bool get_bool(std::string_view key) const;
+  std::string get_string(std::string_view key) const;
+  std::vector<int64_t> get_int_list(std::string_view key) const;
+  // True when the key currently holds one of its allowed words instead of an integer.
+  bool is_word(std::string_view key, std::string_view word) const;
+
+  std::string to_toml() const;
+  const std::vector<std::string>& keys() const { return keys_; }
+
+ private:
+  const toml::node& leaf(std::string_view key) const;
+  void check_key(const std::string& key, std::string_view source) const;
+  void assign(const std::string& key, const toml::node& value, std::string_view source);
+
+  toml::table table_;
+  std::vector<std::string> keys_;
+  std::map<std::string, toml::node_type> types_;
+  std::map<std::string, std::set<std::string>> words_;
+};
+
+}  // namespace fedpar

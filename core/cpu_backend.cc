@@ -1,0 +1,263 @@
+// CPU backend on Eigen; see cpu_backend.h and backend.h for the op contracts.
+#include "core/cpu_backend.h"
+
+#include <Eigen/Core>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+
+namespace fedpar {
+namespace {
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MapC = Eigen::Map<const RowMat, Eigen::Unaligned>;
+using Map = Eigen::Map<RowMat, Eigen::Unaligned>;
+
+constexpr size_t kAlignment = 64;
+
+template <typename A, typename B>
+void gemm_into(Map& c, const A& a, const B& b, float alpha, float beta) {
+  if (beta == 0.0f) {
+    c.noalias() = alpha * a * b;
+  } else {
+    if (beta != 1.0f) c *= beta;
+    c.noalias() += alpha * a * b;
+  }
+}
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int threads) : threads_(threads) {
+    if (threads > 0) Eigen::setNbThreads(threads);
+  }
+  std::string_view name() const override { return "cpu"; }
+  bool host_memory() const override { return true; }
+  std::string describe() const override {
+    return fmt::format("cpu: Eigen {}.{}.{} ({}), {} thread(s) for matrix products",
+                       EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION,
+                       Eigen::SimdInstructionSetsInUse(), Eigen::nbThreads());
+  }
+
+  void* allocate(size_t bytes) override {
+    const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    void* p = std::aligned_alloc(kAlignment, rounded);
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  void deallocate(void* p) noexcept override { std::free(p); }
+  void upload(void* dst, const void* host, size_t bytes) override { copy(dst, host, bytes); }
+  void download(void* host, const void* src, size_t bytes) override { copy(host, src, bytes); }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memmove(dst, src, bytes);
+  }
+  void fill(float* x, float value, size_t n) override { std::fill(x, x + n, value); }
+
+  void gemm(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a, const float* b,
+            float beta, float* c) override {
+    Map cm(c, m, n);
+    if (m == 0 || n == 0) return;
+    if (k == 0) {
+      if (beta == 0.0f) cm.setZero(); else cm *= beta;
+      return;
+    }
+    const bool at = ta == Trans::kYes, bt = tb == Trans::kYes;
+    MapC am(a, at ? k : m, at ? m : k);
+    MapC bm(b, bt ? n : k, bt ? k : n);
+    if (!at && !bt) gemm_into(cm, am, bm, alpha, beta);
+    else if (!at && bt) gemm_into(cm, am, bm.transpose(), alpha, beta);
+    else if (at && !bt) gemm_into(cm, am.transpose(), bm, alpha, beta);
+    else gemm_into(cm, am.transpose(), bm.transpose(), alpha, beta);
+  }
+
+  void add_bias(float* y, const float* bias, int rows, int cols) override {
+    for (int r = 0; r < rows; ++r) {
+      float* row = y + size_t(r) * cols;
+      for (int c = 0; c < cols; ++c) row[c] += bias[c];
+    }
+  }
+  void sum_rows(float* out, const float* x, int rows, int cols, float beta) override {
+    for (int c = 0; c < cols; ++c) out[c] = beta == 0.0f ? 0.0f : beta * out[c];
+    for (int r = 0; r < rows; ++r) {
+      const float* row = x + size_t(r) * cols;
+      for (int c = 0; c < cols; ++c) out[c] += row[c];
+    }
+  }
+
+  void relu_forward(float* y, const float* x, size_t n) override {
+    for (size_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  }
+  void relu_backward(float* dx, const float* dy, const float* y, size_t n) override {
+    for (size_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+  }
+  void axpy(float* y, const float* x, float a, size_t n) override {
+    for (size_t i = 0; i < n; ++i) y[i] += a * x[i];
+  }
+  void scale(float* x, float a, size_t n) override {
+    for (size_t i = 0; i < n; ++i) x[i] *= a;
+  }
+  void sgd_step(float* w, float* v, const float* g, float lr, float momentum, float wd,
+                bool nesterov, size_t n) override {
+    if (momentum == 0.0f) {
+      for (size_t i = 0; i < n; ++i) w[i] -= lr * (g[i] + wd * w[i]);
+      return;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const float d = g[i] + wd * w[i];
+      v[i] = momentum * v[i] + d;
+      w[i] -= lr * (nesterov ? d + momentum * v[i] : v[i]);
+    }
+  }
+
+  double dot(const float* x, const float* y, size_t n) override {
+    double s = 0.0;
+    for (size_t i = 0; i < n; ++i) s += double(x[i]) * double(y[i]);
+    return s;
+  }
+
+  double softmax_xent(float* dlogits, const float* logits, const int32_t* labels, int rows,
+                      int classes, float grad_scale) override {
+    double total = 0.0;
+    for (int r = 0; r < rows; ++r) {
+      const float* z = logits + size_t(r) * classes;
+      float zmax = z[0];
+      for (int c = 1; c < classes; ++c) zmax = std::max(zmax, z[c]);
+      double sum = 0.0;
+      for (int c = 0; c < classes; ++c) sum += std::exp(double(z[c] - zmax));
+      const int y = labels[r];
+      total += std::log(sum) - double(z[y] - zmax);
+      if (dlogits) {
+        float* d = dlogits + size_t(r) * classes;
+        const double inv = 1.0 / sum;
+        for (int c = 0; c < classes; ++c) {
+          const double p = std::exp(double(z[c] - zmax)) * inv;
+          d[c] = grad_scale * float(p - (c == y ? 1.0 : 0.0));
+        }
+      }
+    }
+    return total;
+  }
+
+  double squared_error(float* dpred, const float* pred, const int32_t* labels, int rows,
+                       int outputs, float grad_scale) override {
+    double total = 0.0;
+    for (int r = 0; r < rows; ++r) {
+      const float* p = pred + size_t(r) * outputs;
+      for (int c = 0; c < outputs; ++c) {
+        const float e = p[c] - (c == labels[r] ? 1.0f : 0.0f);
+        total += 0.5 * double(e) * double(e);
+        if (dpred) dpred[size_t(r) * outputs + c] = grad_scale * e;
+      }
+    }
+    return total;
+  }
+
+  int64_t count_correct(const float* scores, const int32_t* labels, int rows,
+                        int classes) override {
+    int64_t correct = 0;
+    for (int r = 0; r < rows; ++r) {
+      const float* s = scores + size_t(r) * classes;
+      int best = 0;
+      for (int c = 1; c < classes; ++c)
+        if (s[c] > s[best]) best = c;
+      correct += best == labels[r];
+    }
+    return correct;
+  }
+
+  void im2col(float* cols, const float* x, int n, int h, int w, int c, int k, int pad) override {
+    const size_t row_len = size_t(k) * k * c;
+    for (int b = 0; b < n; ++b)
+      for (int oy = 0; oy < h; ++oy)
+        for (int ox = 0; ox < w; ++ox) {
+          float* row = cols + ((size_t(b) * h + oy) * w + ox) * row_len;
+          for (int ky = 0; ky < k; ++ky) {
+            const int iy = oy + ky - pad;
+            for (int kx = 0; kx < k; ++kx) {
+              const int ix = ox + kx - pad;
+              float* dst = row + (size_t(ky) * k + kx) * c;
+              if (iy < 0 || iy >= h || ix < 0 || ix >= w) {
+                std::fill(dst, dst + c, 0.0f);
+              } else {
+                const float* src = x + ((size_t(b) * h + iy) * w + ix) * c;
+                std::copy(src, src + c, dst);
+              }
+            }
+          }
+        }
+  }
+
+  void col2im(float* dx, const float* dcols, int n, int h, int w, int c, int k,
+              int pad) override {
+    std::fill(dx, dx + size_t(n) * h * w * c, 0.0f);
+    const size_t row_len = size_t(k) * k * c;
+    for (int b = 0; b < n; ++b)
+      for (int oy = 0; oy < h; ++oy)
+        for (int ox = 0; ox < w; ++ox) {
+          const float* row = dcols + ((size_t(b) * h + oy) * w + ox) * row_len;
+          for (int ky = 0; ky < k; ++ky) {
+            const int iy = oy + ky - pad;
+            if (iy < 0 || iy >= h) continue;
+            for (int kx = 0; kx < k; ++kx) {
+              const int ix = ox + kx - pad;
+              if (ix < 0 || ix >= w) continue;
+              const float* src = row + (size_t(ky) * k + kx) * c;
+              float* dst = dx + ((size_t(b) * h + iy) * w + ix) * c;
+              for (int ch = 0; ch < c; ++ch) dst[ch] += src[ch];
+            }
+          }
+        }
+  }
+
+  void maxpool2_forward(float* y, int32_t* argmax, const float* x, int n, int h, int w,
+                        int c) override {
+    const int oh = h / 2, ow = w / 2;
+    for (int b = 0; b < n; ++b)
+      for (int oy = 0; oy < oh; ++oy)
+        for (int ox = 0; ox < ow; ++ox)
+          for (int ch = 0; ch < c; ++ch) {
+            int32_t best = 0;
+            float v = x[((size_t(b) * h + 2 * oy) * w + 2 * ox) * c + ch];
+            for (int32_t win = 1; win < 4; ++win) {
+              const float xv = x[((size_t(b) * h + 2 * oy + win / 2) * w + 2 * ox + win % 2) * c + ch];
+              if (xv > v) {
+                v = xv;
+                best = win;
+              }
+            }
+            const size_t o = ((size_t(b) * oh + oy) * ow + ox) * c + ch;
+            y[o] = v;
+            argmax[o] = best;
+          }
+  }
+
+  void maxpool2_backward(float* dx, const float* dy, const int32_t* argmax, int n, int h, int w,
+                         int c) override {
+    std::fill(dx, dx + size_t(n) * h * w * c, 0.0f);
+    const int oh = h / 2, ow = w / 2;
+    for (int b = 0; b < n; ++b)
+      for (int oy = 0; oy < oh; ++oy)
+        for (int ox = 0; ox < ow; ++ox)
+          for (int ch = 0; ch < c; ++ch) {
+            const size_t o = ((size_t(b) * oh + oy) * ow + ox) * c + ch;
+            const int win = argmax[o];
+            dx[((size_t(b) * h + 2 * oy + win / 2) * w + 2 * ox + win % 2) * c + ch] += dy[o];
+          }
+  }
+
+ private:
+  int threads_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(int threads) {
+  return std::make_unique<CpuBackend>(threads);
+}
+
+}  // namespace fedpar

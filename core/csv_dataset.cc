@@ -1,0 +1,92 @@
+// CSV dataset reader; see csv_dataset.h.
+#include "core/csv_dataset.h"
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+
+namespace fedpar {
+namespace {
+
+std::vector<std::string_view> split_commas(std::string_view line) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = line.find(',', start);
+    std::string_view f = line.substr(start, comma == std::string_view::npos ? comma : comma - start);
+    while (!f.empty() && (f.front() == ' ' || f.front() == '\t')) f.remove_prefix(1);
+    while (!f.empty() && (f.back() == ' ' || f.back() == '\t' || f.back() == '\r')) f.remove_suffix(1);
+    out.push_back(f);
+    if (comma == std::string_view::npos) return out;
+    start = comma + 1;
+  }
+}
+
+bool parse_float(std::string_view s, float& v) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && p == s.data() + s.size() && std::isfinite(v);
+}
+
+bool parse_int(std::string_view s, int32_t& v) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+}  // namespace
+
+Dataset read_csv_dataset(const std::filesystem::path& path, bool user_column) {
+  std::ifstream in(path);
+  if (!in) throw Error(fmt::format("cannot open CSV file {}", path.string()));
+  Dataset d;
+  d.name = "csv:" + path.filename().string();
+  std::string line;
+  size_t line_no = 0, width = 0;
+  int32_t max_label = -1;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const auto fields = split_commas(line);
+    float probe = 0.0f;
+    if (d.size() == 0 && width == 0 && !parse_float(fields[0], probe)) {  // a header line
+      if (fields.back() == "user") user_column = true;
+      continue;
+    }
+    const size_t tail = user_column ? 2 : 1;
+    if (width == 0) {
+      if (fields.size() <= tail)
+        throw Error(fmt::format("{}:{}: need at least one feature column before label{}",
+                                path.string(), line_no, user_column ? " and user" : ""));
+      width = fields.size();
+      d.shape = {1, 1, int(width - tail)};
+    }
+    if (fields.size() != width)
+      throw Error(fmt::format("{}:{}: {} columns, but the first row had {}", path.string(), line_no,
+                              fields.size(), width));
+    for (size_t j = 0; j + tail < width; ++j) {
+      float v;
+      if (!parse_float(fields[j], v))
+        throw Error(fmt::format("{}:{}: column {} is not a finite number: '{}'", path.string(),
+                                line_no, j + 1, fields[j]));
+      d.x.push_back(v);
+    }
+    int32_t label, user = 0;
+    if (!parse_int(fields[width - tail], label) || label < 0)
+      throw Error(fmt::format("{}:{}: label must be an integer >= 0, got '{}'", path.string(),
+                              line_no, fields[width - tail]));
+    if (user_column && (!parse_int(fields[width - 1], user) || user < 0))
+      throw Error(fmt::format("{}:{}: user id must be an integer >= 0, got '{}'", path.string(),
+                              line_no, fields[width - 1]));
+    d.y.push_back(label);
+    if (user_column) d.user.push_back(user);
+    max_label = std::max(max_label, label);
+  }
+  if (d.size() == 0) throw Error(fmt::format("{}: no data rows", path.string()));
+  d.num_classes = std::max(2, max_label + 1);
+  return d;
+}
+
+}  // namespace fedpar

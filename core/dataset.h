@@ -1,0 +1,58 @@
+// In-memory datasets: features as float32 rows (NHWC per sample), integer labels, and optional
+// per-sample user ids (the natural federated split). Loaded by name from disk or generated.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/layers.h"
+
+namespace fedpar {
+
+struct Dataset {
+  std::string name;
+  Shape shape;                // per sample
+  int num_classes = 0;
+  std::vector<float> x;       // size() * dim() floats
+  std::vector<int32_t> y;     // labels in [0, num_classes)
+  std::vector<int32_t> user;  // per-sample user id; empty when the data has none
+
+  size_t size() const { return y.size(); }
+  size_t dim() const { return shape.size(); }
+  bool has_users() const { return !user.empty(); }
+  // Copies rows `indices` (in that order) into `x_out` and `y_out`.
+  void gather(std::span<const uint32_t> indices, float* x_out, int32_t* y_out) const;
+  // Keeps only the first n samples (n >= size() keeps all).
+  void truncate(size_t n);
+};
+
+struct TrainTest {
+  Dataset train, test;
+};
+
+struct DataOptions {
+  std::string name = "mnist";  // mnist | synthetic | csv
+  std::filesystem::path data_dir;  // mnist: folder holding mnist/*-ubyte; empty = search
+  // synthetic: FedProx Synthetic(alpha, beta), or its IID variant
+  double alpha = 0.0, beta = 0.0;
+  bool iid = false;
+  int devices = 30;
+  uint64_t seed = 1;
+  // csv: features..., label[, user]
+  std::filesystem::path csv_train, csv_test;
+  bool csv_user_column = false;
+  // subsets: keep the first n samples (0 = all)
+  size_t train_limit = 0, test_limit = 0;
+};
+
+std::vector<std::string> dataset_names();
+// Loads or generates the train and test sets; throws Error with a message that says what to do.
+TrainTest load_dataset(const DataOptions& opts);
+// Where MNIST is looked for when data_dir is empty: $FEDPAR_DATA_DIR, ./data, then the source
+// tree's data/ folder (where scripts/setup.sh puts it).
+std::filesystem::path resolve_data_dir(const std::filesystem::path& given);
+
+}  // namespace fedpar

@@ -1,0 +1,54 @@
+// IDX reader; see idx.h.
+#include "core/idx.h"
+
+#include <fstream>
+
+#include <fmt/format.h>
+#include <fmt/std.h>
+
+#include "core/check.h"
+
+namespace fedpar {
+
+IdxArray read_idx_u8(const std::filesystem::path& path, int expected_rank) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw Error(fmt::format("missing dataset file {} (run scripts/setup.sh, or point --data-dir "
+                            "or FEDPAR_DATA_DIR at the folder that holds mnist/)",
+                            path.string()));
+  const uint64_t file_size = std::filesystem::file_size(path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("cannot open {}", path.string()));
+  auto be32 = [](const unsigned char* b) {
+    return uint32_t(b[0]) << 24 | uint32_t(b[1]) << 16 | uint32_t(b[2]) << 8 | uint32_t(b[3]);
+  };
+  const uint64_t header = 4 + 4 * uint64_t(expected_rank);
+  if (file_size < header)
+    throw Error(fmt::format("{}: truncated IDX file ({} bytes, header alone needs {})",
+                            path.string(), file_size, header));
+  std::vector<unsigned char> head(header);
+  in.read(reinterpret_cast<char*>(head.data()), std::streamsize(header));
+  const uint32_t magic = be32(head.data());
+  const uint32_t want = 0x0800u | uint32_t(expected_rank);  // type 0x08 = unsigned byte
+  if (magic != want)
+    throw Error(fmt::format("{}: wrong IDX magic 0x{:08x}, expected 0x{:08x} (unsigned bytes, {} "
+                            "dimensions); is this the right file?",
+                            path.string(), magic, want, expected_rank));
+  IdxArray out;
+  uint64_t count = 1;
+  for (int i = 0; i < expected_rank; ++i) {
+    out.dims.push_back(be32(head.data() + 4 + 4 * i));
+    count *= out.dims.back();
+  }
+  if (file_size != header + count)
+    throw Error(fmt::format("{}: {} IDX file: dimensions promise {} data bytes but the file holds "
+                            "{}; re-run scripts/setup.sh to fetch it again",
+                            path.string(), file_size < header + count ? "truncated" : "oversized",
+                            count, file_size - header));
+  out.data.resize(count);
+  in.read(reinterpret_cast<char*>(out.data.data()), std::streamsize(count));
+  if (!in) throw Error(fmt::format("{}: read failed", path.string()));
+  return out;
+}
+
+}  // namespace fedpar

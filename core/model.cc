@@ -1,0 +1,175 @@
+// Model presets and the sequential forward / backward pass.
+#include "core/model.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/check.h"
+
+namespace fedpar {
+
+std::vector<std::string> model_names() { return {"logreg", "linreg", "mlp", "2nn", "cnn"}; }
+
+namespace {
+
+struct Stack {
+  std::vector<std::unique_ptr<Layer>> layers;
+  std::vector<std::string> names;  // parameter prefix per layer ("" for parameter-free layers)
+  Shape at;
+  void add(std::unique_ptr<Layer> l, std::string name = "") {
+    at = l->output_shape();
+    layers.push_back(std::move(l));
+    names.push_back(std::move(name));
+  }
+};
+
+// Dense layers with ReLU between them: in -> hidden... -> classes.
+void build_mlp(Stack& s, const std::vector<int>& hidden, int classes) {
+  int i = 1;
+  for (int width : hidden) {
+    FEDPAR_CHECK(width > 0) << "hidden width must be positive";
+    s.add(make_dense(s.at, width), fmt::format("fc{}", i++));
+    s.add(make_relu(s.at));
+  }
+  s.add(make_dense(s.at, classes), fmt::format("fc{}", i));
+}
+
+}  // namespace
+
+Model::Model(Backend& be, const ModelSpec& spec, Shape input, int classes)
+    : be_(be), input_(input), classes_(classes), loss_(LossKind::kSoftmaxCrossEntropy) {
+  if (classes < 2) throw Error(fmt::format("a model needs at least 2 classes, got {}", classes));
+  Stack s{.at = input};
+  const std::string& n = spec.name;
+  if (n != "mlp" && !spec.hidden.empty())
+    throw Error(fmt::format("model '{}' takes no hidden sizes (only 'mlp' does)", n));
+  if (n == "logreg") {
+    build_mlp(s, {}, classes);
+  } else if (n == "linreg") {
+    build_mlp(s, {}, classes);
+    loss_ = LossKind::kSquaredError;
+  } else if (n == "mlp") {
+    if (spec.hidden.empty()) throw Error("model 'mlp' needs hidden sizes, e.g. --hidden 200,200");
+    build_mlp(s, spec.hidden, classes);
+  } else if (n == "2nn") {
+    build_mlp(s, {200, 200}, classes);
+  } else if (n == "cnn") {
+    if (input.h != 28 || input.w != 28 || input.c != 1)
+      throw Error(fmt::format("model 'cnn' needs 28x28x1 images; this dataset has {}x{}x{}",
+                              input.h, input.w, input.c));
+    s.add(make_conv2d(s.at, 32, 5), "conv1");
+    s.add(make_relu(s.at));
+    s.add(make_maxpool2(s.at));
+    s.add(make_conv2d(s.at, 64, 5), "conv2");
+    s.add(make_relu(s.at));
+    s.add(make_maxpool2(s.at));
+    s.add(make_dense(s.at, 512), "fc1");
+    s.add(make_relu(s.at));
+    s.add(make_dense(s.at, classes), "fc2");
+  } else {
+    throw Error(fmt::format("unknown model '{}' (valid models: {})", n,
+                            fmt::join(model_names(), ", ")));
+  }
+  for (size_t i = 0; i < s.layers.size(); ++i)
+    if (!s.names[i].empty()) s.layers[i]->declare(layout_, s.names[i]);
+  layers_ = std::move(s.layers);
+  params_ = DeviceArray<float>(be_, layout_.total());
+  grads_ = DeviceArray<float>(be_, layout_.total());
+  be_.fill(params_.data(), 0.0f, layout_.total());
+  zero_grads();
+}
+
+std::string Model::summary() const {
+  std::string out;
+  Shape at = input_;
+  for (const auto& l : layers_) {
+    at = l->output_shape();
+    out += fmt::format("  {:<28} -> {}x{}x{}\n", l->describe(), at.h, at.w, at.c);
+  }
+  for (const auto& v : layout_.views())
+    out += fmt::format("  {:<28} {:>10} params\n", v.name, v.size);
+  out += fmt::format("  total: {} parameters", layout_.total());
+  return out;
+}
+
+void Model::init(uint64_t seed) {
+  std::vector<float> host(layout_.total());
+  for (size_t i = 0; i < layers_.size(); ++i) layers_[i]->init(host, seed, uint32_t(i));
+  set_params_host(host);
+}
+
+void Model::set_params_host(std::span<const float> host) {
+  FEDPAR_CHECK(host.size() == layout_.total())
+      << "parameter vector has " << host.size() << " floats, model has " << layout_.total();
+  params_.upload(host.data(), host.size());
+}
+
+void Model::zero_grads() { be_.fill(grads_.data(), 0.0f, layout_.total()); }
+
+void Model::reserve(int batch) {
+  if (batch <= reserved_batch_) return;
+  acts_.resize(layers_.size());
+  size_t widest = input_.size();
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const size_t n = size_t(batch) * layers_[i]->output_shape().size();
+    acts_[i].reserve(be_, n);
+    widest = std::max(widest, layers_[i]->output_shape().size());
+  }
+  grad_a_.reserve(be_, size_t(batch) * widest);
+  grad_b_.reserve(be_, size_t(batch) * widest);
+  reserved_batch_ = batch;
+}
+
+const float* Model::run_forward(const float* x, int batch) {
+  reserve(batch);
+  const float* in = x;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->forward(be_, params_.data(), in, acts_[i].data(), batch);
+    in = acts_[i].data();
+  }
+  return in;
+}
+
+double Model::loss_sum(float* dlogits, const float* logits, const int32_t* y, int batch,
+                       float scale) {
+  return loss_ == LossKind::kSoftmaxCrossEntropy
+             ? be_.softmax_xent(dlogits, logits, y, batch, classes_, scale)
+             : be_.squared_error(dlogits, logits, y, batch, classes_, scale);
+}
+
+BatchStats Model::evaluate(const float* x, const int32_t* y, int batch) {
+  if (batch == 0) return {};
+  const float* logits = run_forward(x, batch);
+  return {loss_sum(nullptr, logits, y, batch, 0.0f), be_.count_correct(logits, y, batch, classes_),
+          batch};
+}
+
+BatchStats Model::forward_backward(const float* x, const int32_t* y, int batch, float scale) {
+  if (batch == 0) return {};
+  const float* logits = run_forward(x, batch);
+  BatchStats st{0.0, be_.count_correct(logits, y, batch, classes_), batch};
+  float* dy = grad_a_.data();
+  float* dx = grad_b_.data();
+  st.loss_sum = loss_sum(dy, logits, y, batch, scale);
+  for (size_t i = layers_.size(); i-- > 0;) {
+    const float* in = i == 0 ? x : acts_[i - 1].data();
+    layers_[i]->backward(be_, params_.data(), grads_.data(), in, acts_[i].data(), dy,
+                         i == 0 ? nullptr : dx, batch);
+    std::swap(dy, dx);
+  }
+  return st;
+}
+
+size_t Model::activation_bytes(int batch) const {
+  size_t bytes = 0;
+  size_t widest = input_.size();
+  for (const auto& l : layers_) {
+    bytes += size_t(batch) * l->output_shape().size() * sizeof(float) + l->scratch_bytes(batch);
+    widest = std::max(widest, l->output_shape().size());
+  }
+  return bytes + 2 * size_t(batch) * widest * sizeof(float);
+}
+
+}  // namespace fedpar

@@ -1,0 +1,88 @@
+// Model: a sequential stack of layers, a loss, and the flat parameter / gradient vectors.
+// Presets: logreg, linreg, mlp (hidden sizes), 2nn (784-200-200-10), cnn (the FedAvg CNN).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/layers.h"
+#include "core/params.h"
+
+namespace fedpar {
+
+enum class LossKind { kSoftmaxCrossEntropy, kSquaredError };
+
+struct ModelSpec {
+  std::string name = "2nn";  // one of model_names()
+  std::vector<int> hidden;   // mlp only: hidden layer widths
+};
+
+// Valid preset names, for help texts and error messages.
+std::vector<std::string> model_names();
+
+// Loss and count of correct predictions, summed over the samples of a batch.
+struct BatchStats {
+  double loss_sum = 0.0;
+  int64_t correct = 0;
+  int64_t samples = 0;
+  BatchStats& operator+=(const BatchStats& o) {
+    loss_sum += o.loss_sum;
+    correct += o.correct;
+    samples += o.samples;
+    return *this;
+  }
+};
+
+class Model {
+ public:
+  // Throws Error for unknown names or shapes the preset cannot take (cnn needs 28x28x1).
+  Model(Backend& be, const ModelSpec& spec, Shape input, int classes);
+
+  Backend& backend() { return be_; }
+  const ParamLayout& layout() const { return layout_; }
+  size_t num_params() const { return layout_.total(); }
+  LossKind loss() const { return loss_; }
+  int classes() const { return classes_; }
+  Shape input_shape() const { return input_; }
+  std::string summary() const;  // one line per layer with its parameter count
+
+  float* params() { return params_.data(); }
+  float* grads() { return grads_.data(); }
+  // Deterministic init from `seed`: layer i draws from stream (seed, "init", i).
+  void init(uint64_t seed);
+  std::vector<float> params_host() const { return params_.download(); }
+  std::vector<float> grads_host() const { return grads_.download(); }
+  void set_params_host(std::span<const float> host);
+
+  void zero_grads();
+  // Forward only: loss and correct count over x(batch, input) with labels y (device pointers).
+  BatchStats evaluate(const float* x, const int32_t* y, int batch);
+  // Forward and backward. ADDS grad_scale * d(sum of sample losses)/d(params) into grads(), so
+  // micro-batches with grad_scale = 1/B accumulate exactly the mean-loss gradient of a batch B.
+  BatchStats forward_backward(const float* x, const int32_t* y, int batch, float grad_scale);
+  // Bytes of activations and scratch held for a batch of `batch` samples.
+  size_t activation_bytes(int batch) const;
+
+ private:
+  void reserve(int batch);
+  const float* run_forward(const float* x, int batch);
+  double loss_sum(float* dlogits, const float* logits, const int32_t* y, int batch, float scale);
+
+  Backend& be_;
+  Shape input_;
+  int classes_;
+  LossKind loss_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  ParamLayout layout_;
+  DeviceArray<float> params_, grads_;
+  std::vector<DeviceArray<float>> acts_;  // output of each layer
+  DeviceArray<float> grad_a_, grad_b_;    // ping-pong buffers for activation gradients
+  int reserved_batch_ = 0;
+};
+
+}  // namespace fedpar

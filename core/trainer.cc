@@ -1,0 +1,118 @@
+// Centralized trainer; see trainer.h.
+#include "core/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+#include "core/rng.h"
+
+namespace fedpar {
+namespace {
+
+// Holds one batch in device memory; gathers rows into it (directly when the backend's memory is
+// host memory, through a host staging buffer otherwise).
+class BatchBuffer {
+ public:
+  BatchBuffer(Backend& be, size_t dim) : be_(be), dim_(dim) {}
+  void load(const Dataset& d, std::span<const uint32_t> idx) {
+    const size_t n = idx.size();
+    x_.reserve(be_, n * dim_);
+    y_.reserve(be_, n);
+    if (be_.host_memory()) {
+      d.gather(idx, x_.data(), y_.data());
+      return;
+    }
+    hx_.resize(n * dim_);
+    hy_.resize(n);
+    d.gather(idx, hx_.data(), hy_.data());
+    x_.upload(hx_.data(), hx_.size());
+    y_.upload(hy_.data(), hy_.size());
+  }
+  const float* x() const { return x_.data(); }
+  const int32_t* y() const { return y_.data(); }
+  const float* x_at(size_t row) const { return x_.data() + row * dim_; }
+  const int32_t* y_at(size_t row) const { return y_.data() + row; }
+
+ private:
+  Backend& be_;
+  size_t dim_;
+  DeviceArray<float> x_;
+  DeviceArray<int32_t> y_;
+  std::vector<float> hx_;
+  std::vector<int32_t> hy_;
+};
+
+}  // namespace
+
+int64_t steps_per_epoch(size_t n, int64_t batch) {
+  if (batch <= 0 || size_t(batch) >= n) return n > 0 ? 1 : 0;
+  return int64_t((n + size_t(batch) - 1) / size_t(batch));
+}
+
+BatchStats evaluate(Model& model, const Dataset& data, int64_t batch) {
+  BatchBuffer buf(model.backend(), data.dim());
+  BatchStats total;
+  std::vector<uint32_t> idx;
+  for (size_t start = 0; start < data.size(); start += size_t(batch)) {
+    const size_t n = std::min(size_t(batch), data.size() - start);
+    idx.resize(n);
+    std::iota(idx.begin(), idx.end(), uint32_t(start));
+    buf.load(data, idx);
+    total += model.evaluate(buf.x(), buf.y(), int(n));
+  }
+  return total;
+}
+
+void train(Model& model, const Dataset& train_set, const Dataset& test_set, TrainOptions opts,
+           const TrainCallbacks& cb, bool init) {
+  FEDPAR_CHECK(train_set.size() > 0) << "empty training set";
+  FEDPAR_CHECK(opts.accumulate >= 1) << "accumulate must be >= 1";
+  const size_t n = train_set.size();
+  const size_t batch = opts.batch <= 0 ? n : std::min<size_t>(size_t(opts.batch), n);
+  const int64_t per_epoch = steps_per_epoch(n, opts.batch);
+  const int64_t total_steps = per_epoch * opts.epochs;
+  if (opts.lr.total_steps <= 0) opts.lr.total_steps = total_steps;
+  opts.lr.validate();
+
+  if (init) model.init(opts.seed);
+  Backend& be = model.backend();
+  Sgd sgd(be, model.num_params(), opts.sgd);
+  BatchBuffer buf(be, train_set.dim());
+  std::vector<uint32_t> order(n);
+  int64_t step = 0, samples = 0;
+
+  for (int epoch = 1; epoch <= opts.epochs; ++epoch) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::iota(order.begin(), order.end(), 0u);
+    if (opts.shuffle) Rng(opts.seed, "shuffle", 0, uint32_t(epoch)).shuffle(std::span(order));
+    EpochInfo ep{.epoch = epoch};
+    for (size_t start = 0; start < n; start += batch) {
+      const size_t b = std::min(batch, n - start);
+      buf.load(train_set, std::span(order).subspan(start, b));
+      model.zero_grads();
+      // Micro-batches: each adds (1/b) * its summed gradient, so their total is the batch mean.
+      const size_t micro = (b + size_t(opts.accumulate) - 1) / size_t(opts.accumulate);
+      BatchStats st;
+      for (size_t m0 = 0; m0 < b; m0 += micro) {
+        const size_t mb = std::min(micro, b - m0);
+        st += model.forward_backward(buf.x_at(m0), buf.y_at(m0), int(mb), 1.0f / float(b));
+      }
+      const float lr = opts.lr.at(step);
+      sgd.step(model.params(), model.grads(), lr);
+      ++step;
+      samples += int64_t(b);
+      ep.train += st;
+      if (cb.on_step) cb.on_step({epoch, step, total_steps, samples, lr, st});
+    }
+    ep.step = step;
+    ep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (test_set.size() > 0) ep.test = evaluate(model, test_set, opts.eval_batch);
+    if (cb.on_epoch) cb.on_epoch(ep);
+  }
+}
+
+}  // namespace fedpar

@@ -1,0 +1,16 @@
+// Subcommands of the `fedpar` executable. Each registers its flags on a CLI11 app and returns the
+// action to run after parsing.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace fedpar {
+
+using Action = std::function<int()>;
+
+Action add_train_command(CLI::App& app);
+Action add_models_command(CLI::App& app);
+
+}  // namespace fedpar

@@ -1,0 +1,36 @@
+// The `fedpar` executable: one binary, one subcommand per job. Errors from user input are
+// printed on one line with exit code 2; nothing else is left behind.
+#include <cstdio>
+#include <exception>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+#include "experiments/cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"fedpar: federated learning and data-parallel training, side by side"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "fedpar 0.1.0");
+  std::map<std::string, fedpar::Action> actions;
+  actions["train"] = fedpar::add_train_command(app);
+  actions["models"] = fedpar::add_models_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    fmt::print(stderr, "fedpar: error: {} (see fedpar {}--help)\n", e.what(),
+               app.get_subcommands().empty() ? "" : app.get_subcommands()[0]->get_name() + " ");
+    return 2;
+  }
+  try {
+    return actions.at(app.get_subcommands()[0]->get_name())();
+  } catch (const fedpar::Error& e) {
+    fmt::print(stderr, "\nfedpar: error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "\nfedpar: internal error: {}\n", e.what());
+    return 1;
+  }
+}

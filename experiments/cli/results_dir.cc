@@ -1,0 +1,58 @@
+// ResultsDir and JsonlWriter; see results_dir.h.
+#include "experiments/cli/results_dir.h"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+
+namespace fedpar {
+
+namespace fs = std::filesystem;
+
+ResultsDir::ResultsDir(const fs::path& parent, const std::string& name)
+    : parent_(parent), name_(name) {
+  std::error_code ec;
+  fs::create_directories(parent_, ec);
+  if (ec) throw Error(fmt::format("cannot create results folder {}: {}", parent_.string(), ec.message()));
+  partial_ = parent_ / fmt::format(".{}.partial-{}", name_, ::getpid());
+  fs::remove_all(partial_, ec);
+  fs::create_directory(partial_, ec);
+  if (ec) throw Error(fmt::format("cannot create {}: {}", partial_.string(), ec.message()));
+}
+
+ResultsDir::~ResultsDir() {
+  if (committed_) return;
+  std::error_code ec;
+  fs::remove_all(partial_, ec);
+}
+
+void ResultsDir::write_text(const std::string& file, const std::string& text) const {
+  std::ofstream out(partial_ / file, std::ios::trunc);
+  out << text;
+  if (!out) throw Error(fmt::format("cannot write {}", (partial_ / file).string()));
+}
+
+void ResultsDir::write_json(const std::string& file, const nlohmann::json& j) const {
+  write_text(file, j.dump(2) + "\n");
+}
+
+fs::path ResultsDir::commit() {
+  fs::path final_path = parent_ / name_;
+  for (int i = 2; fs::exists(final_path); ++i) final_path = parent_ / fmt::format("{}-{}", name_, i);
+  fs::rename(partial_, final_path);
+  committed_ = true;
+  return final_path;
+}
+
+JsonlWriter::JsonlWriter(const fs::path& path) : out_(path, std::ios::trunc) {
+  if (!out_) throw Error(fmt::format("cannot write {}", path.string()));
+}
+
+void JsonlWriter::write(const nlohmann::json& record) {
+  out_ << record.dump() << '\n';
+  out_.flush();
+}
+
+}  // namespace fedpar

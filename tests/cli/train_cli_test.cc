@@ -1,0 +1,144 @@
+// `fedpar train` as a user runs it: a real process, real MNIST, the results folder, and one-line
+// errors with exit code 2 that leave nothing behind.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/dataset.h"
+#include "core/model.h"
+#include "core/backend.h"
+#include "core/safetensors.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+struct CliRun {
+  int code;
+  std::string out, err;
+};
+
+CliRun run_fedpar(const std::string& args, const std::filesystem::path& tmp) {
+  const auto out = tmp / "stdout.txt", err = tmp / "stderr.txt";
+  const std::string cmd = std::string(FEDPAR_BIN) + " " + args + " >" + out.string() + " 2>" +
+                          err.string();
+  const int status = std::system(cmd.c_str());
+  auto slurp = [](const std::filesystem::path& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+bool have_mnist() {
+  return std::filesystem::exists(resolve_data_dir({}) / "mnist" / "train-labels-idx1-ubyte");
+}
+
+size_t entries(const std::filesystem::path& dir) {
+  if (!std::filesystem::exists(dir)) return 0;
+  return size_t(std::distance(std::filesystem::directory_iterator(dir), {}));
+}
+
+TEST(TrainCli, TrainsOnMnistAndWritesResults) {
+  if (!have_mnist()) GTEST_SKIP() << "MNIST not fetched: run scripts/setup.sh";
+  testing::TempDir tmp;
+  const auto results = tmp / "results";
+  CliRun r = run_fedpar("train --model logreg --dataset mnist --epochs 2 --batch 10 --lr 0.1 "
+                     "--train-limit 3000 --test-limit 1000 --name t1 --results-dir " +
+                         results.string(), tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(test accuracy: (\d+\.\d\d)%\n$)"))) << r.out;
+  EXPECT_GT(std::stod(m[1]), 80.0);
+  const auto dir = results / "t1";
+  for (const char* f : {"config.resolved.toml", "metrics.jsonl", "model.safetensors",
+                        "summary.json", "README.md"})
+    EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
+  EXPECT_EQ(entries(results), 1u);  // no partial folder left
+
+  std::ifstream metrics(dir / "metrics.jsonl");
+  int evals = 0;
+  for (std::string line; std::getline(metrics, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (j["kind"] == "eval") ++evals;
+  }
+  EXPECT_EQ(evals, 2);
+  const auto summary = nlohmann::json::parse(std::ifstream(dir / "summary.json"));
+  EXPECT_NEAR(100.0 * summary["final"]["test_accuracy"].get<double>(), std::stod(m[1]), 0.006);
+
+  auto be = make_backend("cpu");
+  Model model(*be, {"logreg"}, {28, 28, 1}, 10);
+  EXPECT_EQ(load_params(dir / "model.safetensors", model.layout()).size(), 7850u);
+
+  // The resolved config reproduces the run bit for bit.
+  CliRun again = run_fedpar("train --quiet --config " + (dir / "config.resolved.toml").string() +
+                             " --name t2", tmp.path());
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(again.out, r.out);
+  EXPECT_EQ(load_params(results / "t2" / "model.safetensors", model.layout()),
+            load_params(dir / "model.safetensors", model.layout()));
+}
+
+TEST(TrainCli, SyntheticDatasetNeedsNoFiles) {
+  testing::TempDir tmp;
+  CliRun r = run_fedpar("train --quiet --model logreg --dataset synthetic --set data.alpha=0.5 "
+                     "--set data.beta=0.5 --batch 10 --lr 0.01 --results-dir " +
+                         (tmp / "res").string(), tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("test accuracy: "), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(tmp / "res" / "logreg-synthetic-e1-b10-s1" / "summary.json"));
+}
+
+struct BadInput {
+  const char* args;
+  const char* message;
+};
+
+class TrainCliErrors : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(TrainCliErrors, OneLineErrorExitTwoNothingWritten) {
+  testing::TempDir tmp;
+  const auto results = tmp / "results";
+  CliRun r = run_fedpar(std::string("train --quiet ") + GetParam().args + " --results-dir " +
+                         results.string(), tmp.path());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find(GetParam().message), std::string::npos) << r.err;
+  std::string trimmed = r.err;
+  while (!trimmed.empty() && trimmed.front() == '\n') trimmed.erase(0, 1);
+  EXPECT_EQ(std::count(trimmed.begin(), trimmed.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(entries(results), 0u);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadInputs, TrainCliErrors,
+    ::testing::Values(
+        BadInput{"--model resnet", "unknown model 'resnet' (valid models: logreg, linreg, mlp, 2nn, cnn)"},
+        BadInput{"--dataset cifar", "unknown dataset 'cifar' (valid datasets: mnist, synthetic, csv)"},
+        BadInput{"--epoch 3", "--epoch"},
+        BadInput{"--set train.epoch=3", "did you mean 'train.epochs'"},
+        BadInput{"--batch ten", "train.batch must be an integer or one of \"full\""},
+        BadInput{"--lr -1", "lr must be a positive number"},
+        BadInput{"--device tpu", "unknown device 'tpu' (valid devices: cpu)"},
+        BadInput{"--data-dir /nonexistent", "missing dataset file /nonexistent/mnist/train-images-idx3-ubyte"},
+        BadInput{"--dataset csv", "needs a training file"},
+        BadInput{"--config /nonexistent.toml", "File does not exist"}),
+    [](const auto& info) { return "case" + std::to_string(info.index); });
+
+TEST(TrainCli, ConfigFileErrorsNameTheFile) {
+  testing::TempDir tmp;
+  std::ofstream(tmp / "bad.toml") << "[train]\nepochz = 2\n";
+  CliRun r = run_fedpar("train --quiet --config " + (tmp / "bad.toml").string(), tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("bad.toml: unknown config key 'train.epochz'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("valid keys:"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace fedpar

@@ -1,0 +1,180 @@
+// The CPU backend's ops against naive double-precision loops that define them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/backend.h"
+#include "core/check.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using testing::all_close;
+using testing::random_vector;
+
+class CpuOps : public ::testing::Test {
+ protected:
+  std::unique_ptr<Backend> be = make_backend("cpu");
+};
+
+// c = alpha * op(a) op(b) + beta * c, in double.
+std::vector<float> gemm_ref(bool ta, bool tb, int m, int n, int k, float alpha,
+                            const std::vector<float>& a, const std::vector<float>& b, float beta,
+                            std::vector<float> c) {
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double s = 0;
+      for (int p = 0; p < k; ++p)
+        s += double(ta ? a[size_t(p) * m + i] : a[size_t(i) * k + p]) *
+             double(tb ? b[size_t(j) * k + p] : b[size_t(p) * n + j]);
+      c[size_t(i) * n + j] = float(alpha * s + (beta == 0.0f ? 0.0 : beta * double(c[size_t(i) * n + j])));
+    }
+  return c;
+}
+
+TEST_F(CpuOps, GemmAllTransposesAndBetas) {
+  int seed = 0;
+  for (auto [m, n, k] : {std::tuple{1, 1, 1}, {3, 5, 7}, {17, 13, 31}, {64, 10, 200}, {2, 0, 3}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (float beta : {0.0f, 1.0f, 0.5f}) {
+          auto a = random_vector(size_t(m) * k, ++seed);
+          auto b = random_vector(size_t(k) * n, ++seed);
+          auto c = random_vector(size_t(m) * n, ++seed);
+          auto want = gemm_ref(ta, tb, m, n, k, 0.75f, a, b, beta, c);
+          be->gemm(ta ? Trans::kYes : Trans::kNo, tb ? Trans::kYes : Trans::kNo, m, n, k, 0.75f,
+                   a.data(), b.data(), beta, c.data());
+          EXPECT_TRUE(all_close(c, want, 1e-5, 1e-5)) << m << "x" << n << "x" << k << " ta=" << ta
+                                                      << " tb=" << tb << " beta=" << beta;
+        }
+}
+
+TEST_F(CpuOps, BiasAndColumnSums) {
+  auto y = random_vector(12, 1), bias = random_vector(4, 2);
+  auto want = y;
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 4; ++c) want[r * 4 + c] += bias[c];
+  be->add_bias(y.data(), bias.data(), 3, 4);
+  EXPECT_TRUE(all_close(y, want, 0, 0));
+
+  std::vector<float> out = {1, 2, 3, 4};
+  std::vector<float> sums = {1, 2, 3, 4};
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 4; ++c) sums[c] += y[r * 4 + c];
+  be->sum_rows(out.data(), y.data(), 3, 4, 1.0f);
+  EXPECT_TRUE(all_close(out, sums, 1e-6, 1e-6));
+}
+
+TEST_F(CpuOps, SoftmaxCrossEntropyMatchesDefinition) {
+  const int rows = 5, classes = 7;
+  auto z = random_vector(rows * classes, 3, -20.0f, 20.0f);  // large logits: stability matters
+  std::vector<int32_t> y = {0, 6, 3, 3, 1};
+  std::vector<float> d(rows * classes);
+  const double loss = be->softmax_xent(d.data(), z.data(), y.data(), rows, classes, 0.5f);
+  double want = 0;
+  std::vector<float> want_d(rows * classes);
+  for (int r = 0; r < rows; ++r) {
+    double m = -1e300, s = 0;
+    for (int c = 0; c < classes; ++c) m = std::max(m, double(z[r * classes + c]));
+    for (int c = 0; c < classes; ++c) s += std::exp(double(z[r * classes + c]) - m);
+    want += m + std::log(s) - z[r * classes + y[r]];
+    for (int c = 0; c < classes; ++c)
+      want_d[r * classes + c] = float(0.5 * (std::exp(z[r * classes + c] - m) / s - (c == y[r])));
+  }
+  EXPECT_NEAR(loss, want, 1e-8 * std::abs(want));  // float vs double shift by the max
+  EXPECT_TRUE(all_close(d, want_d, 1e-7, 1e-6));
+  EXPECT_TRUE(std::isfinite(be->softmax_xent(nullptr, z.data(), y.data(), rows, classes, 0.0f)));
+}
+
+TEST_F(CpuOps, SquaredErrorAgainstOneHot) {
+  std::vector<float> p = {0.5f, 0.25f, -1.0f, 2.0f};
+  std::vector<int32_t> y = {1, 0};
+  std::vector<float> d(4);
+  const double loss = be->squared_error(d.data(), p.data(), y.data(), 2, 2, 2.0f);
+  // row 0: (0.5-0)^2 + (0.25-1)^2 = 0.8125; row 1: (-1-1)^2 + 2^2 = 8; halves: 0.40625 + 4
+  EXPECT_DOUBLE_EQ(loss, 4.40625);
+  EXPECT_EQ(d, (std::vector<float>{1.0f, -1.5f, -4.0f, 4.0f}));
+}
+
+TEST_F(CpuOps, CountCorrectTakesFirstMaximum) {
+  std::vector<float> s = {1, 3, 3, 0, 0, 1, 5, 5, 5};
+  std::vector<int32_t> y = {1, 2, 0};
+  EXPECT_EQ(be->count_correct(s.data(), y.data(), 3, 3), 3);
+  y = {2, 2, 1};
+  EXPECT_EQ(be->count_correct(s.data(), y.data(), 3, 3), 1);
+}
+
+TEST_F(CpuOps, Im2colAndCol2imAreAdjoint) {
+  // <im2col(x), c> == <x, col2im(c)> for every x, c: the backward pass is the exact transpose.
+  const int n = 2, h = 6, w = 5, c = 3, k = 5, pad = 2;
+  auto x = random_vector(size_t(n) * h * w * c, 4);
+  auto cols_dir = random_vector(size_t(n) * h * w * k * k * c, 5);
+  std::vector<float> cols(cols_dir.size()), dx(x.size());
+  be->im2col(cols.data(), x.data(), n, h, w, c, k, pad);
+  be->col2im(dx.data(), cols_dir.data(), n, h, w, c, k, pad);
+  const double lhs = be->dot(cols.data(), cols_dir.data(), cols.size());
+  const double rhs = be->dot(x.data(), dx.data(), x.size());
+  EXPECT_NEAR(lhs, rhs, 1e-4 * std::abs(lhs));
+  // The centre tap of each patch is the pixel itself.
+  const size_t centre = (size_t(pad) * k + pad) * c;
+  for (int p = 0; p < n * h * w; ++p)
+    for (int ch = 0; ch < c; ++ch)
+      ASSERT_EQ(cols[size_t(p) * k * k * c + centre + ch], x[size_t(p) * c + ch]);
+}
+
+TEST_F(CpuOps, MaxPoolForwardBackward) {
+  // one sample, 2x4 image, 1 channel -> 1x2
+  std::vector<float> x = {1, 9, 2, 3,
+                          4, 5, 8, 8};
+  std::vector<float> y(2);
+  std::vector<int32_t> arg(2);
+  be->maxpool2_forward(y.data(), arg.data(), x.data(), 1, 2, 4, 1);
+  EXPECT_EQ(y, (std::vector<float>{9, 8}));
+  EXPECT_EQ(arg, (std::vector<int32_t>{1, 2}));  // first maximum wins the 8-8 tie
+  std::vector<float> dy = {10, 20}, dx(8);
+  be->maxpool2_backward(dx.data(), dy.data(), arg.data(), 1, 2, 4, 1);
+  EXPECT_EQ(dx, (std::vector<float>{0, 10, 0, 0, 0, 0, 20, 0}));
+}
+
+TEST_F(CpuOps, SgdStepMatchesPyTorchFormula) {
+  std::vector<float> w = {1.0f, -2.0f}, v = {0.5f, 0.0f}, g = {0.1f, 0.2f};
+  be->sgd_step(w.data(), v.data(), g.data(), 0.1f, 0.9f, 0.01f, false, 2);
+  // d = g + wd*w = {0.11, 0.18}; v = 0.9 v + d = {0.56, 0.18}; w -= 0.1 v
+  EXPECT_FLOAT_EQ(v[0], 0.56f);
+  EXPECT_FLOAT_EQ(v[1], 0.18f);
+  EXPECT_FLOAT_EQ(w[0], 1.0f - 0.056f);
+  EXPECT_FLOAT_EQ(w[1], -2.0f - 0.018f);
+  std::vector<float> w2 = {1.0f}, v2 = {0.5f}, g2 = {0.1f};
+  be->sgd_step(w2.data(), v2.data(), g2.data(), 0.1f, 0.9f, 0.0f, true, 1);
+  // v = 0.45 + 0.1 = 0.55; nesterov: w -= 0.1 * (0.1 + 0.9 * 0.55)
+  EXPECT_FLOAT_EQ(w2[0], 1.0f - 0.1f * (0.1f + 0.9f * 0.55f));
+  std::vector<float> w3 = {1.0f}, g3 = {0.5f};
+  be->sgd_step(w3.data(), nullptr, g3.data(), 0.2f, 0.0f, 0.0f, false, 1);
+  EXPECT_FLOAT_EQ(w3[0], 0.9f);
+}
+
+TEST_F(CpuOps, ReluAndAxpy) {
+  std::vector<float> x = {-1, 0, 2}, y(3), dy = {5, 6, 7}, dx(3);
+  be->relu_forward(y.data(), x.data(), 3);
+  EXPECT_EQ(y, (std::vector<float>{0, 0, 2}));
+  be->relu_backward(dx.data(), dy.data(), y.data(), 3);
+  EXPECT_EQ(dx, (std::vector<float>{0, 0, 7}));
+  be->axpy(y.data(), dy.data(), 2.0f, 3);
+  EXPECT_EQ(y, (std::vector<float>{10, 12, 16}));
+  be->scale(y.data(), 0.5f, 3);
+  EXPECT_EQ(y, (std::vector<float>{5, 6, 8}));
+  EXPECT_DOUBLE_EQ(be->dot(y.data(), dy.data(), 3), 25.0 + 36.0 + 56.0);
+}
+
+TEST(Backends, UnknownDeviceNamesTheChoices) {
+  try {
+    make_backend("tpu");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("valid devices: cpu"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace fedpar

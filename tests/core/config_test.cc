@@ -1,0 +1,100 @@
+// Config: defaults fix the keys and types; files and overrides merge over them with clear errors.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/check.h"
+#include "core/config.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+constexpr const char* kDefaults = R"(
+seed = 1
+[train]
+epochs = 1
+batch = 10
+lr = 0.1
+nesterov = false
+schedule = "constant"
+hidden = []
+)";
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Config, DefaultsAndOverrides) {
+  Config c(kDefaults);
+  c.allow_words("train.batch", {"full"});
+  EXPECT_EQ(c.get_int("train.epochs"), 1);
+  c.set("train.epochs", "3");
+  c.set("train.lr", "0.05");
+  c.set("train.nesterov", "true");
+  c.set("train.hidden", "200,100");
+  c.set("train.batch", "full");
+  EXPECT_EQ(c.get_int("train.epochs"), 3);
+  EXPECT_DOUBLE_EQ(c.get_float("train.lr"), 0.05);
+  EXPECT_TRUE(c.get_bool("train.nesterov"));
+  EXPECT_EQ(c.get_int_list("train.hidden"), (std::vector<int64_t>{200, 100}));
+  EXPECT_TRUE(c.is_word("train.batch", "full"));
+  c.merge_toml("[train]\nlr = 1\nbatch = 600\n", "x.toml");  // an integer is a valid float
+  EXPECT_DOUBLE_EQ(c.get_float("train.lr"), 1.0);
+  EXPECT_EQ(c.get_int("train.batch"), 600);
+}
+
+TEST(Config, UnknownKeySuggestsAndListsValidKeys) {
+  Config c(kDefaults);
+  const std::string e = error_of([&] { c.set("train.epoch", "2"); });
+  EXPECT_NE(e.find("unknown config key 'train.epoch'"), std::string::npos) << e;
+  EXPECT_NE(e.find("did you mean 'train.epochs'"), std::string::npos) << e;
+  EXPECT_NE(e.find("valid keys: seed, train.batch"), std::string::npos) << e;
+  const std::string f = error_of([&] { c.merge_toml("[data]\nname = 'x'\n", "run.toml"); });
+  EXPECT_NE(f.find("run.toml: unknown config key 'data.name'"), std::string::npos) << f;
+}
+
+TEST(Config, WrongTypesAreRejected) {
+  Config c(kDefaults);
+  EXPECT_NE(error_of([&] { c.set("train.epochs", "two"); }).find("must be an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { c.set("train.batch", "full"); }).find("must be an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { c.merge_toml("[train]\nepochs = 'x'\n", "a.toml"); }).find("a.toml"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { c.set("train.nesterov", "maybe"); }).find("true or false"),
+            std::string::npos);
+  EXPECT_EQ(c.get_int("train.epochs"), 1);  // failed sets change nothing
+}
+
+TEST(Config, SyntaxErrorsCarryFileAndLine) {
+  Config c(kDefaults);
+  const std::string e = error_of([&] { c.merge_toml("seed = 2\n[train\n", "bad.toml"); });
+  EXPECT_NE(e.find("bad.toml:2:"), std::string::npos) << e;
+}
+
+TEST(Config, ResolvedTomlRoundTrips) {
+  Config c(kDefaults);
+  c.set("train.epochs", "5");
+  c.set("train.hidden", "[3, 4]");
+  Config d(kDefaults);
+  d.merge_toml(c.to_toml(), "resolved");
+  EXPECT_EQ(d.to_toml(), c.to_toml());
+  EXPECT_EQ(d.get_int("train.epochs"), 5);
+  testing::TempDir dir;
+  {
+    std::ofstream(dir / "x.toml") << c.to_toml();
+  }
+  Config e(kDefaults);
+  e.merge_file(dir / "x.toml");
+  EXPECT_EQ(e.get_int_list("train.hidden"), (std::vector<int64_t>{3, 4}));
+  EXPECT_THROW(e.merge_file(dir / "missing.toml"), Error);
+}
+
+}  // namespace
+}  // namespace fedpar

@@ -1,0 +1,85 @@
+// safetensors: round trip, the byte layout other tools expect, and corrupt files.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/backend.h"
+#include "core/check.h"
+#include "core/model.h"
+#include "core/safetensors.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+TEST(Safetensors, RoundTripIsBitExact) {
+  testing::TempDir d;
+  auto be = make_backend("cpu");
+  Model m(*be, {"cnn"}, {28, 28, 1}, 10);
+  m.init(9);
+  const auto p = m.params_host();
+  save_safetensors(d / "m.safetensors", m.layout(), p, {{"model", "cnn"}});
+  EXPECT_FALSE(std::filesystem::exists(d / "m.safetensors.tmp"));
+  const auto back = load_params(d / "m.safetensors", m.layout());
+  EXPECT_EQ(std::memcmp(back.data(), p.data(), p.size() * sizeof(float)), 0);
+  const TensorFile f = load_safetensors(d / "m.safetensors");
+  EXPECT_EQ(f.metadata.at("model"), "cnn");
+  EXPECT_EQ(f.tensors.at("conv2.weight").shape, (std::vector<int64_t>{64, 5, 5, 32}));
+}
+
+TEST(Safetensors, ByteLayoutFollowsTheFormat) {
+  testing::TempDir d;
+  ParamLayout layout;
+  layout.add("w", {2, 3});
+  layout.add("b", {2});
+  const std::vector<float> p = {1, 2, 3, 4, 5, 6, 7, 8};
+  save_safetensors(d / "x.safetensors", layout, p);
+  std::ifstream in(d / "x.safetensors", std::ios::binary);
+  uint64_t n = 0;
+  in.read(reinterpret_cast<char*>(&n), 8);
+  EXPECT_EQ(n % 8, 0u);
+  std::string header(n, '\0');
+  in.read(header.data(), std::streamsize(n));
+  const auto j = nlohmann::json::parse(header);
+  EXPECT_EQ(j["w"]["dtype"], "F32");
+  EXPECT_EQ(j["w"]["shape"], nlohmann::json::array({2, 3}));
+  EXPECT_EQ(j["w"]["data_offsets"], nlohmann::json::array({0, 24}));
+  EXPECT_EQ(j["b"]["data_offsets"], nlohmann::json::array({24, 32}));
+  std::vector<float> data(8);
+  in.read(reinterpret_cast<char*>(data.data()), 32);
+  EXPECT_EQ(data, p);
+  EXPECT_EQ(std::filesystem::file_size(d / "x.safetensors"), 8 + n + 32);
+}
+
+TEST(Safetensors, CorruptOrMismatchedFilesAreErrors) {
+  testing::TempDir d;
+  ParamLayout layout;
+  layout.add("w", {4});
+  save_safetensors(d / "ok.safetensors", layout, std::vector<float>{1, 2, 3, 4});
+  ParamLayout other;
+  other.add("w", {2, 2});
+  EXPECT_THROW(load_params(d / "ok.safetensors", other), Error);
+  ParamLayout renamed;
+  renamed.add("v", {4});
+  EXPECT_THROW(load_params(d / "ok.safetensors", renamed), Error);
+
+  std::filesystem::resize_file(d / "ok.safetensors", std::filesystem::file_size(d / "ok.safetensors") - 4);
+  EXPECT_THROW(load_safetensors(d / "ok.safetensors"), Error);  // data shorter than offsets
+  {
+    std::ofstream(d / "junk.safetensors", std::ios::binary) << "\xff\xff\xff\xff\xff\xff\xff\x7fxx";
+  }
+  EXPECT_THROW(load_safetensors(d / "junk.safetensors"), Error);
+  {
+    std::ofstream out(d / "badjson.safetensors", std::ios::binary);
+    const uint64_t n = 8;
+    out.write(reinterpret_cast<const char*>(&n), 8);
+    out << "{\"w\":[1]";
+  }
+  EXPECT_THROW(load_safetensors(d / "badjson.safetensors"), Error);
+  EXPECT_THROW(load_safetensors(d / "absent.safetensors"), Error);
+}
+
+}  // namespace
+}  // namespace fedpar

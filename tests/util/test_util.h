@@ -1,0 +1,63 @@
+// Helpers shared by the tests: random vectors that are never all zero, closeness checks with an
+// absolute + relative tolerance, and a temporary folder removed at the end of the test.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+
+namespace fedpar::testing {
+
+inline std::vector<float> random_vector(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+  Rng rng(seed, "test");
+  std::vector<float> v(n);
+  for (float& x : v) x = rng.uniform(lo, hi);
+  return v;
+}
+
+// Element-wise |a - b| <= atol + rtol * |b|; reports the first few failures.
+inline ::testing::AssertionResult all_close(const std::vector<float>& a, const std::vector<float>& b,
+                                            double atol, double rtol) {
+  if (a.size() != b.size())
+    return ::testing::AssertionFailure() << "sizes differ: " << a.size() << " vs " << b.size();
+  int bad = 0;
+  std::string msg;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = std::abs(double(a[i]) - double(b[i]));
+    if (!(d <= atol + rtol * std::abs(double(b[i])))) {
+      if (bad++ < 5) msg += "\n  [" + std::to_string(i) + "] " + std::to_string(a[i]) + " vs " + std::to_string(b[i]);
+    }
+  }
+  if (bad) return ::testing::AssertionFailure() << bad << " of " << a.size() << " differ:" << msg;
+  return ::testing::AssertionSuccess();
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = std::filesystem::temp_directory_path() /
+            ("fedpar-" + std::string(info->test_suite_name()) + "-" + info->name() + "-" +
+             std::to_string(::getpid()));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace fedpar::testing
