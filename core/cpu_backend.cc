@@ -12,6 +12,14 @@
 
 #include "core/check.h"
 
+#ifdef FEDPAR_HAVE_OPENBLAS
+#include <cblas.h>
+extern "C" {
+void openblas_set_num_threads(int);
+char* openblas_get_corename(void);
+}
+#endif
+
 namespace fedpar {
 namespace {
 
@@ -20,6 +28,12 @@ using MapC = Eigen::Map<const RowMat, Eigen::Unaligned>;
 using Map = Eigen::Map<RowMat, Eigen::Unaligned>;
 
 constexpr size_t kAlignment = 64;
+
+// Products with fewer multiply-adds than this run on Eigen, single-threaded: at these sizes
+// Eigen's kernels win and threads cost more than they save (bench/gemm_dispatch.md).
+constexpr double kBlasMinMacs = double(1 << 21);
+// Elementwise loops shorter than this stay on one thread.
+constexpr size_t kParallelMin = size_t(1) << 18;
 
 template <typename A, typename B>
 void gemm_into(Map& c, const A& a, const B& b, float alpha, float beta) {
@@ -33,15 +47,29 @@ void gemm_into(Map& c, const A& a, const B& b, float alpha, float beta) {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int threads) : threads_(threads) {
-    if (threads > 0) Eigen::setNbThreads(threads);
+  explicit CpuBackend(int threads) : threads_(std::max(threads, 1)) {
+    Eigen::setNbThreads(1);
+#ifdef FEDPAR_HAVE_OPENBLAS
+    openblas_set_num_threads(threads_);
+#endif
   }
   std::string_view name() const override { return "cpu"; }
   bool host_memory() const override { return true; }
   std::string describe() const override {
-    return fmt::format("cpu: Eigen {}.{}.{} ({}), {} thread(s) for matrix products",
+#ifdef FEDPAR_HAVE_OPENBLAS
+    const std::string large = fmt::format("OpenBLAS core={}, {} thread(s)", openblas_get_corename(), threads_);
+#else
+    const std::string large = "Eigen, 1 thread (built without OpenBLAS)";
+#endif
+    return fmt::format("cpu: Eigen {}.{}.{} ({}{}) for small products, {} for large",
                        EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION,
-                       Eigen::SimdInstructionSetsInUse(), Eigen::nbThreads());
+                       Eigen::SimdInstructionSetsInUse(),
+#ifdef __FMA__
+                       ", FMA",
+#else
+                       "",
+#endif
+                       large);
   }
 
   void* allocate(size_t bytes) override {
@@ -67,6 +95,13 @@ class CpuBackend final : public Backend {
       return;
     }
     const bool at = ta == Trans::kYes, bt = tb == Trans::kYes;
+#ifdef FEDPAR_HAVE_OPENBLAS
+    if (double(m) * n * k >= kBlasMinMacs) {
+      cblas_sgemm(CblasRowMajor, at ? CblasTrans : CblasNoTrans, bt ? CblasTrans : CblasNoTrans,
+                  m, n, k, alpha, a, at ? m : k, b, bt ? k : n, beta, c, n);
+      return;
+    }
+#endif
     MapC am(a, at ? k : m, at ? m : k);
     MapC bm(b, bt ? n : k, bt ? k : n);
     if (!at && !bt) gemm_into(cm, am, bm, alpha, beta);
@@ -90,9 +125,11 @@ class CpuBackend final : public Backend {
   }
 
   void relu_forward(float* y, const float* x, size_t n) override {
+#pragma omp parallel for simd num_threads(threads_) if (threads_ > 1 && n >= kParallelMin)
     for (size_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
   }
   void relu_backward(float* dx, const float* dy, const float* y, size_t n) override {
+#pragma omp parallel for simd num_threads(threads_) if (threads_ > 1 && n >= kParallelMin)
     for (size_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
   }
   void axpy(float* y, const float* x, float a, size_t n) override {
@@ -172,6 +209,7 @@ class CpuBackend final : public Backend {
 
   void im2col(float* cols, const float* x, int n, int h, int w, int c, int k, int pad) override {
     const size_t row_len = size_t(k) * k * c;
+#pragma omp parallel for num_threads(threads_) if (threads_ > 1 && n > 1)
     for (int b = 0; b < n; ++b)
       for (int oy = 0; oy < h; ++oy)
         for (int ox = 0; ox < w; ++ox) {
@@ -194,9 +232,10 @@ class CpuBackend final : public Backend {
 
   void col2im(float* dx, const float* dcols, int n, int h, int w, int c, int k,
               int pad) override {
-    std::fill(dx, dx + size_t(n) * h * w * c, 0.0f);
     const size_t row_len = size_t(k) * k * c;
-    for (int b = 0; b < n; ++b)
+#pragma omp parallel for num_threads(threads_) if (threads_ > 1 && n > 1)
+    for (int b = 0; b < n; ++b) {  // each sample scatters into its own slice of dx
+      std::fill(dx + size_t(b) * h * w * c, dx + size_t(b + 1) * h * w * c, 0.0f);
       for (int oy = 0; oy < h; ++oy)
         for (int ox = 0; ox < w; ++ox) {
           const float* row = dcols + ((size_t(b) * h + oy) * w + ox) * row_len;
@@ -212,11 +251,13 @@ class CpuBackend final : public Backend {
             }
           }
         }
+    }
   }
 
   void maxpool2_forward(float* y, int32_t* argmax, const float* x, int n, int h, int w,
                         int c) override {
     const int oh = h / 2, ow = w / 2;
+#pragma omp parallel for num_threads(threads_) if (threads_ > 1 && n > 1)
     for (int b = 0; b < n; ++b)
       for (int oy = 0; oy < oh; ++oy)
         for (int ox = 0; ox < ow; ++ox)
@@ -238,9 +279,10 @@ class CpuBackend final : public Backend {
 
   void maxpool2_backward(float* dx, const float* dy, const int32_t* argmax, int n, int h, int w,
                          int c) override {
-    std::fill(dx, dx + size_t(n) * h * w * c, 0.0f);
     const int oh = h / 2, ow = w / 2;
-    for (int b = 0; b < n; ++b)
+#pragma omp parallel for num_threads(threads_) if (threads_ > 1 && n > 1)
+    for (int b = 0; b < n; ++b) {
+      std::fill(dx + size_t(b) * h * w * c, dx + size_t(b + 1) * h * w * c, 0.0f);
       for (int oy = 0; oy < oh; ++oy)
         for (int ox = 0; ox < ow; ++ox)
           for (int ch = 0; ch < c; ++ch) {
@@ -248,6 +290,7 @@ class CpuBackend final : public Backend {
             const int win = argmax[o];
             dx[((size_t(b) * h + 2 * oy + win / 2) * w + 2 * ox + win % 2) * c + ch] += dy[o];
           }
+    }
   }
 
  private:

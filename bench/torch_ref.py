@@ -1,0 +1,129 @@
+"""PyTorch CPU reference for bench_train: the same models, batches, thread counts and step
+(gather a shuffled batch, forward, loss, backward, SGD update), timed the same way (median of
+--reps repetitions, each at least --min-seconds). Prints JSON lines. Run with /usr/bin/python3
+(Debian's python3-torch); scripts/bench.sh does."""
+import argparse
+import ctypes
+import ctypes.util
+import json
+import os
+import struct
+import sys
+import time
+
+import torch
+import torch.nn as nn
+
+
+def blas_info():
+    """Which BLAS torch links and, for OpenBLAS, which kernel core it picked."""
+    for name in ("libblas.so.3", "libopenblas.so.0"):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        if hasattr(lib, "openblas_get_corename"):
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            lib.openblas_get_config.restype = ctypes.c_char_p
+            return "OpenBLAS core=%s (%s)" % (lib.openblas_get_corename().decode(),
+                                             lib.openblas_get_config().decode())
+        return name + " (not OpenBLAS: reference BLAS?)"
+    return "unknown"
+
+
+def model_for(name):
+    if name == "2nn":
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 200), nn.ReLU(), nn.Linear(200, 200),
+                             nn.ReLU(), nn.Linear(200, 10))
+    if name == "logreg":
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 10))
+    if name == "cnn":
+        return nn.Sequential(nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Flatten(), nn.Linear(3136, 512), nn.ReLU(), nn.Linear(512, 10))
+    raise ValueError(name)
+
+
+def load_mnist(data_dir):
+    path = os.path.join(data_dir, "mnist")
+    try:
+        with open(os.path.join(path, "train-images-idx3-ubyte"), "rb") as f:
+            raw = f.read()
+        with open(os.path.join(path, "train-labels-idx1-ubyte"), "rb") as f:
+            labels = f.read()
+        n = struct.unpack(">I", raw[4:8])[0]
+        x = torch.frombuffer(bytearray(raw[16:]), dtype=torch.uint8).float().div_(255).view(n, 1, 28, 28)
+        y = torch.frombuffer(bytearray(labels[8:]), dtype=torch.uint8).long()
+        return x, y, True
+    except OSError:
+        g = torch.Generator().manual_seed(1)
+        return torch.rand(60000, 1, 28, 28, generator=g), torch.randint(0, 10, (60000,), generator=g), False
+
+
+def measure(x, y, model_name, batch, threads, reps, min_seconds):
+    torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    model = model_for(model_name)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+    n = x.shape[0]
+    b = n if batch == 0 else batch
+    order = torch.randperm(n)
+    cursor = [0]
+
+    def step():
+        if cursor[0] + b > n:
+            cursor[0] = 0
+        idx = order[cursor[0]:cursor[0] + b]
+        cursor[0] += b
+        xb, yb = x[idx], y[idx]
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(xb), yb)
+        loss.backward()
+        opt.step()
+
+    if b < n:
+        for _ in range(3):
+            step()
+    rates = []
+    for _ in range(reps):
+        steps, t0 = 0, time.perf_counter()
+        while True:
+            step()
+            steps += 1
+            elapsed = time.perf_counter() - t0
+            if elapsed >= min_seconds:
+                break
+        rates.append(steps * b / elapsed)
+    return rates
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--min-seconds", type=float, default=0.3)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--data-dir", default=os.environ.get("FEDPAR_DATA_DIR", "data"))
+    args = ap.parse_args()
+    x, y, real = load_mnist(args.data_dir)
+    cases = [("2nn", 10), ("2nn", 50), ("2nn", 600), ("2nn", 0), ("logreg", 600), ("cnn", 50)]
+    info = {"torch": torch.__version__, "blas": blas_info(),
+            "mkldnn": torch.backends.mkldnn.is_available(), "data": "mnist" if real else "random"}
+    for t in [int(v) for v in args.threads.split(",")]:
+        for model_name, batch in cases:
+            if args.only and model_name != args.only:
+                continue
+            with torch.no_grad():
+                pass
+            rates = measure(x, y, model_name, batch, t, args.reps, args.min_seconds)
+            rates_sorted = sorted(rates)
+            k = len(rates_sorted)
+            med = rates_sorted[k // 2] if k % 2 else 0.5 * (rates_sorted[k // 2 - 1] + rates_sorted[k // 2])
+            print(json.dumps({"side": "pytorch", "model": model_name,
+                              "batch": "full" if batch == 0 else str(batch), "threads": t,
+                              "samples_per_s": med, "reps": rates, "backend": info}), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
