@@ -13,12 +13,12 @@ Progress::Progress(bool enabled)
     : enabled_(enabled), tty_(::isatty(STDERR_FILENO) == 1),
       start_(std::chrono::steady_clock::now()), last_(start_) {}
 
-void Progress::update(int64_t done, int64_t total, const std::string& text) {
-  if (!enabled_ || total <= 0) return;
+bool Progress::update(int64_t done, int64_t total, const std::string& text) {
+  if (!enabled_ || total <= 0) return false;
   const auto now = std::chrono::steady_clock::now();
   const int decile = int(10 * done / total);
   if (tty_ ? (now - last_ < std::chrono::milliseconds(200) && done < total) : decile == last_decile_)
-    return;
+    return false;
   last_ = now;
   last_decile_ = decile;
   const double elapsed = std::chrono::duration<double>(now - start_).count();
@@ -32,6 +32,7 @@ void Progress::update(int64_t done, int64_t total, const std::string& text) {
     fmt::print(stderr, "{}\n", msg);
   }
   std::fflush(stderr);
+  return true;
 }
 
 void Progress::line(const std::string& text) {

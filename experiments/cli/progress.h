@@ -11,15 +11,16 @@ namespace fedpar {
 class Progress {
  public:
   explicit Progress(bool enabled);
-  // `done` of `total` units; `text` is shown after the percentage. Adds rate and ETA.
-  void update(int64_t done, int64_t total, const std::string& text);
+  // `done` of `total` units; `text` is shown after the percentage. Adds elapsed time and ETA.
+  // Returns true when it printed, so callers can reset what they average between prints.
+  bool update(int64_t done, int64_t total, const std::string& text);
   // Prints a line that stays (clears the in-place line first).
   void line(const std::string& text);
 
  private:
   bool enabled_, tty_;
   std::chrono::steady_clock::time_point start_, last_;
-  int last_decile_ = -1;
+  int last_decile_ = 0;
   bool dirty_ = false;
 };
 

@@ -55,7 +55,7 @@ int run_train(const TrainArgs& args) {
   out.write_text("config.resolved.toml", cfg.to_toml());
   JsonlWriter metrics(out.path() / "metrics.jsonl");
   const int64_t per_epoch = steps_per_epoch(data.train.size(), s.train.batch);
-  BatchStats window;
+  BatchStats window, shown;  // since the last metrics line / the last progress print
   std::vector<nlohmann::json> epochs;
   const auto t0 = std::chrono::steady_clock::now();
   bool diverged = false;
@@ -63,6 +63,7 @@ int run_train(const TrainArgs& args) {
   TrainCallbacks cb;
   cb.on_step = [&](const StepInfo& st) {
     window += st.batch;
+    shown += st.batch;
     if (!std::isfinite(st.batch.loss_sum)) diverged = true;
     if (st.step % s.log_every == 0 || st.step == st.steps_total) {
       metrics.write({{"kind", "train"}, {"epoch", st.epoch}, {"step", st.step},
@@ -70,10 +71,11 @@ int run_train(const TrainArgs& args) {
                      {"accuracy", pct(window) / 100.0}});
       window = {};
     }
-    progress.update(st.step, st.steps_total,
-                    fmt::format("epoch {}/{} step {}/{} loss {:.4f}", st.epoch, s.train.epochs,
-                                st.step - int64_t(st.epoch - 1) * per_epoch, per_epoch,
-                                mean_loss(st.batch)));
+    if (progress.update(st.step, st.steps_total,
+                        fmt::format("epoch {}/{} step {}/{} loss {:.4f} acc {:.1f}%", st.epoch,
+                                    s.train.epochs, st.step - int64_t(st.epoch - 1) * per_epoch,
+                                    per_epoch, mean_loss(shown), pct(shown))))
+      shown = {};
   };
   cb.on_epoch = [&](const EpochInfo& ep) {
     nlohmann::json rec = {{"kind", "eval"},

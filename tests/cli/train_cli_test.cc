@@ -98,6 +98,7 @@ TEST(TrainCli, SyntheticDatasetNeedsNoFiles) {
 struct BadInput {
   const char* args;
   const char* message;
+  friend void PrintTo(const BadInput& b, std::ostream* os) { *os << b.args; }
 };
 
 class TrainCliErrors : public ::testing::TestWithParam<BadInput> {};

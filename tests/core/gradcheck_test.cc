@@ -19,6 +19,7 @@ struct LayerCase {
   const char* name;
   std::function<std::unique_ptr<Layer>()> make;
   Shape in;
+  friend void PrintTo(const LayerCase& c, std::ostream* os) { *os << c.name; }
 };
 
 double probe(Backend& be, Layer& l, const std::vector<float>& p, const std::vector<float>& x,

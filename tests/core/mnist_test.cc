@@ -1,6 +1,7 @@
 // Real MNIST as fetched by scripts/setup.sh: sizes, the known label counts, and a quick fit.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "core/backend.h"
@@ -39,6 +40,22 @@ TEST(Mnist, LogisticRegressionLearnsFromASubset) {
   train(m, tt.train, tt.test, opts);
   const BatchStats st = evaluate(m, tt.test);
   EXPECT_GT(double(st.correct) / double(st.samples), 0.85);
+}
+
+TEST(Mnist, CnnLossFallsOnASubset) {
+  if (!have_mnist()) GTEST_SKIP() << "MNIST not fetched: run scripts/setup.sh";
+  TrainTest tt = load_dataset({.name = "mnist", .train_limit = 100, .test_limit = 1});
+  auto be = make_backend("cpu");
+  Model m(*be, {"cnn"}, tt.train.shape, 10);
+  m.init(1);
+  const double before = evaluate(m, tt.train).loss_sum / 100;
+  TrainOptions opts{.epochs = 10, .batch = 20, .seed = 1};
+  opts.lr.base_lr = 0.1f;
+  opts.sgd.momentum = 0.9f;
+  train(m, tt.train, {}, opts, {}, /*init=*/false);
+  const double after = evaluate(m, tt.train).loss_sum / 100;
+  EXPECT_NEAR(before, std::log(10.0), 0.2);  // an untrained 10-way classifier
+  EXPECT_LT(after, 0.7 * before);
 }
 
 }  // namespace

@@ -1,0 +1,43 @@
+"""Joins bench_train's and torch_ref.py's JSON lines into one table with the ratio
+fedpar / PyTorch per row (medians). Usage: compare.py FEDPAR.jsonl TORCH.jsonl"""
+import json
+import sys
+
+
+def load(path):
+    rows = {}
+    info = None
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            j = json.loads(line)
+            rows[(j["model"], j["batch"], j["threads"])] = j
+            info = j["backend"]
+    return rows, info
+
+
+def main():
+    ours, our_info = load(sys.argv[1])
+    ref, ref_info = load(sys.argv[2])
+    print("fedpar:  %s" % our_info)
+    print("PyTorch: torch %s, BLAS: %s, oneDNN available: %s, data: %s" % (
+        ref_info["torch"], ref_info["blas"], ref_info["mkldnn"], ref_info["data"]))
+    print()
+    print("| model | batch | threads | fedpar samples/s | PyTorch samples/s | ratio |")
+    print("|---|---:|---:|---:|---:|---:|")
+    worst = None
+    for key, row in ours.items():
+        if key not in ref:
+            continue
+        a, b = row["samples_per_s"], ref[key]["samples_per_s"]
+        ratio = a / b
+        worst = ratio if worst is None else min(worst, ratio)
+        print("| %s | %s | %d | %.0f | %.0f | %.2f |" % (key[0], key[1], key[2], a, b, ratio))
+    print()
+    print("lowest ratio: %.2f (medians of the repetitions; each side's reps are in the JSON)" % worst)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# CPU training throughput of fedpar beside PyTorch on the same models, batches, thread counts and
+# data, in one run, with the ratio per row. Installs Debian's python3-torch and the OpenMP
+# OpenBLAS it runs fastest with (bench only); runs PyTorch with /usr/bin/python3.
+# Usage: scripts/bench.sh [--reps N] [--min-seconds S] [--threads 1,2]   (output: bench/results/)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/build.sh
+need=()
+for p in python3-torch libopenblas0-openmp; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+done
+if ((${#need[@]})); then
+  echo "bench: installing ${need[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+# OpenBLAS picks SSE3 kernels on some CPUs unless told the core; name an AVX-512 core only when
+# this CPU has AVX-512 (elsewhere its own detection is right, e.g. Zen or Haswell for AVX2).
+if grep -q avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX; else unset OPENBLAS_CORETYPE; fi
+unset OPENBLAS_L2_SIZE
+out=bench/results
+mkdir -p "$out"
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+echo "bench: fedpar ($(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs))"
+./build/bench_train --json "$@" | tee "$out/fedpar-$stamp.jsonl" >/dev/null
+echo "bench: PyTorch"
+/usr/bin/python3 bench/torch_ref.py "$@" | tee "$out/pytorch-$stamp.jsonl" >/dev/null
+/usr/bin/python3 bench/compare.py "$out/fedpar-$stamp.jsonl" "$out/pytorch-$stamp.jsonl" | tee "$out/table-$stamp.md"
