@@ -100,12 +100,13 @@ int main(int argc, char** argv) {
   int reps = 5;
   double min_seconds = 0.3;
   std::vector<int> threads = {1, 2};
-  std::string only;
+  std::string only, only_batch;
   app.add_flag("--json", json, "JSON lines instead of a table");
   app.add_option("--reps", reps, "repetitions per row (median reported)");
   app.add_option("--min-seconds", min_seconds, "minimum length of one repetition");
   app.add_option("--threads", threads, "thread counts")->delimiter(',');
-  app.add_option("--only", only, "run only rows whose model matches");
+  app.add_option("--only", only, "run only rows of this model");
+  app.add_option("--batch", only_batch, "run only rows of this batch (10, 50, 600, full)");
   CLI11_PARSE(app, argc, argv);
 
   const std::vector<Case> cases = {{"2nn", 10}, {"2nn", 50}, {"2nn", 600}, {"2nn", 0},
@@ -120,10 +121,10 @@ int main(int argc, char** argv) {
   }
   for (int t : threads)
     for (const auto& c : cases) {
-      if (!only.empty() && c.model != only) continue;
+      const std::string batch = c.batch == 0 ? "full" : std::to_string(c.batch);
+      if ((!only.empty() && c.model != only) || (!only_batch.empty() && batch != only_batch)) continue;
       const auto rates = measure(data, c, t, reps, min_seconds);
       const double med = median(rates);
-      const std::string batch = c.batch == 0 ? "full" : std::to_string(c.batch);
       if (json) {
         nlohmann::json j = {{"side", "fedpar"}, {"model", c.model}, {"batch", batch},
                             {"threads", t}, {"samples_per_s", med}, {"reps", rates},

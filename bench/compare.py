@@ -4,7 +4,14 @@ import json
 import sys
 
 
+def median(v):
+    v = sorted(v)
+    k = len(v)
+    return v[k // 2] if k % 2 else 0.5 * (v[k // 2 - 1] + v[k // 2])
+
+
 def load(path):
+    """Rows keyed by (model, batch, threads); repeated rows (interleaved rounds) pool their reps."""
     rows = {}
     info = None
     with open(path) as f:
@@ -13,9 +20,10 @@ def load(path):
             if not line.startswith("{"):
                 continue
             j = json.loads(line)
-            rows[(j["model"], j["batch"], j["threads"])] = j
+            key = (j["model"], j["batch"], j["threads"])
+            rows.setdefault(key, []).extend(j["reps"])
             info = j["backend"]
-    return rows, info
+    return {k: median(v) for k, v in rows.items()}, info
 
 
 def main():
@@ -31,12 +39,13 @@ def main():
     for key, row in ours.items():
         if key not in ref:
             continue
-        a, b = row["samples_per_s"], ref[key]["samples_per_s"]
+        a, b = row, ref[key]
         ratio = a / b
         worst = ratio if worst is None else min(worst, ratio)
         print("| %s | %s | %d | %.0f | %.0f | %.2f |" % (key[0], key[1], key[2], a, b, ratio))
     print()
-    print("lowest ratio: %.2f (medians of the repetitions; each side's reps are in the JSON)" % worst)
+    print("lowest ratio: %.2f (medians over all repetitions of all rounds; the JSON files hold "
+          "every repetition)" % worst)
 
 
 if __name__ == "__main__":

@@ -104,6 +104,7 @@ def main():
     ap.add_argument("--min-seconds", type=float, default=0.3)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--only", default="")
+    ap.add_argument("--batch", default="")
     ap.add_argument("--data-dir", default=os.environ.get("FEDPAR_DATA_DIR", "data"))
     args = ap.parse_args()
     x, y, real = load_mnist(args.data_dir)
@@ -114,8 +115,8 @@ def main():
         for model_name, batch in cases:
             if args.only and model_name != args.only:
                 continue
-            with torch.no_grad():
-                pass
+            if args.batch and args.batch != ("full" if batch == 0 else str(batch)):
+                continue
             rates = measure(x, y, model_name, batch, t, args.reps, args.min_seconds)
             rates_sorted = sorted(rates)
             k = len(rates_sorted)

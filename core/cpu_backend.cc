@@ -32,8 +32,30 @@ constexpr size_t kAlignment = 64;
 // Products with fewer multiply-adds than this run on Eigen, single-threaded: at these sizes
 // Eigen's kernels win and threads cost more than they save (bench/gemm_dispatch.md).
 constexpr double kBlasMinMacs = double(1 << 21);
-// Elementwise loops shorter than this stay on one thread.
-constexpr size_t kParallelMin = size_t(1) << 18;
+// Elementwise loops shorter than this stay on one thread (about PyTorch's grain size).
+constexpr size_t kParallelMin = size_t(1) << 15;
+
+// Visits every tap of every k x k patch of sample b (NHWC, stride 1, zero padding pad) in im2col's
+// order, calling f(col, pix): `col` is the offset of the tap's c floats in the patch matrix, `pix`
+// the offset of the input pixel's c floats, or kPadding where the tap falls outside the image.
+constexpr size_t kPadding = ~size_t(0);
+template <typename F>
+void for_each_tap(int b, int h, int w, int c, int k, int pad, F&& f) {
+  const size_t row_len = size_t(k) * k * c;
+  for (int oy = 0; oy < h; ++oy)
+    for (int ox = 0; ox < w; ++ox) {
+      const size_t row = ((size_t(b) * h + oy) * w + ox) * row_len;
+      for (int ky = 0; ky < k; ++ky) {
+        const int iy = oy + ky - pad;
+        for (int kx = 0; kx < k; ++kx) {
+          const int ix = ox + kx - pad;
+          const bool inside = iy >= 0 && iy < h && ix >= 0 && ix < w;
+          f(row + (size_t(ky) * k + kx) * c,
+            inside ? ((size_t(b) * h + iy) * w + ix) * c : kPadding);
+        }
+      }
+    }
+}
 
 template <typename A, typename B>
 void gemm_into(Map& c, const A& a, const B& b, float alpha, float beta) {
@@ -111,6 +133,7 @@ class CpuBackend final : public Backend {
   }
 
   void add_bias(float* y, const float* bias, int rows, int cols) override {
+#pragma omp parallel for num_threads(threads_) if (threads_ > 1 && size_t(rows) * cols >= kParallelMin)
     for (int r = 0; r < rows; ++r) {
       float* row = y + size_t(r) * cols;
       for (int c = 0; c < cols; ++c) row[c] += bias[c];
@@ -133,17 +156,21 @@ class CpuBackend final : public Backend {
     for (size_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
   }
   void axpy(float* y, const float* x, float a, size_t n) override {
+#pragma omp parallel for simd num_threads(threads_) if (threads_ > 1 && n >= kParallelMin)
     for (size_t i = 0; i < n; ++i) y[i] += a * x[i];
   }
   void scale(float* x, float a, size_t n) override {
+#pragma omp parallel for simd num_threads(threads_) if (threads_ > 1 && n >= kParallelMin)
     for (size_t i = 0; i < n; ++i) x[i] *= a;
   }
   void sgd_step(float* w, float* v, const float* g, float lr, float momentum, float wd,
                 bool nesterov, size_t n) override {
     if (momentum == 0.0f) {
+#pragma omp parallel for simd num_threads(threads_) if (threads_ > 1 && n >= kParallelMin)
       for (size_t i = 0; i < n; ++i) w[i] -= lr * (g[i] + wd * w[i]);
       return;
     }
+#pragma omp parallel for simd num_threads(threads_) if (threads_ > 1 && n >= kParallelMin)
     for (size_t i = 0; i < n; ++i) {
       const float d = g[i] + wd * w[i];
       v[i] = momentum * v[i] + d;
@@ -208,49 +235,23 @@ class CpuBackend final : public Backend {
   }
 
   void im2col(float* cols, const float* x, int n, int h, int w, int c, int k, int pad) override {
-    const size_t row_len = size_t(k) * k * c;
 #pragma omp parallel for num_threads(threads_) if (threads_ > 1 && n > 1)
     for (int b = 0; b < n; ++b)
-      for (int oy = 0; oy < h; ++oy)
-        for (int ox = 0; ox < w; ++ox) {
-          float* row = cols + ((size_t(b) * h + oy) * w + ox) * row_len;
-          for (int ky = 0; ky < k; ++ky) {
-            const int iy = oy + ky - pad;
-            for (int kx = 0; kx < k; ++kx) {
-              const int ix = ox + kx - pad;
-              float* dst = row + (size_t(ky) * k + kx) * c;
-              if (iy < 0 || iy >= h || ix < 0 || ix >= w) {
-                std::fill(dst, dst + c, 0.0f);
-              } else {
-                const float* src = x + ((size_t(b) * h + iy) * w + ix) * c;
-                std::copy(src, src + c, dst);
-              }
-            }
-          }
-        }
+      for_each_tap(b, h, w, c, k, pad, [&](size_t col, size_t pix) {
+        if (pix == kPadding) std::fill(cols + col, cols + col + c, 0.0f);
+        else std::copy(x + pix, x + pix + c, cols + col);
+      });
   }
 
   void col2im(float* dx, const float* dcols, int n, int h, int w, int c, int k,
               int pad) override {
-    const size_t row_len = size_t(k) * k * c;
 #pragma omp parallel for num_threads(threads_) if (threads_ > 1 && n > 1)
     for (int b = 0; b < n; ++b) {  // each sample scatters into its own slice of dx
       std::fill(dx + size_t(b) * h * w * c, dx + size_t(b + 1) * h * w * c, 0.0f);
-      for (int oy = 0; oy < h; ++oy)
-        for (int ox = 0; ox < w; ++ox) {
-          const float* row = dcols + ((size_t(b) * h + oy) * w + ox) * row_len;
-          for (int ky = 0; ky < k; ++ky) {
-            const int iy = oy + ky - pad;
-            if (iy < 0 || iy >= h) continue;
-            for (int kx = 0; kx < k; ++kx) {
-              const int ix = ox + kx - pad;
-              if (ix < 0 || ix >= w) continue;
-              const float* src = row + (size_t(ky) * k + kx) * c;
-              float* dst = dx + ((size_t(b) * h + iy) * w + ix) * c;
-              for (int ch = 0; ch < c; ++ch) dst[ch] += src[ch];
-            }
-          }
-        }
+      for_each_tap(b, h, w, c, k, pad, [&](size_t col, size_t pix) {
+        if (pix == kPadding) return;
+        for (int ch = 0; ch < c; ++ch) dx[pix + ch] += dcols[col + ch];
+      });
     }
   }
 

@@ -2,7 +2,9 @@
 # CPU training throughput of fedpar beside PyTorch on the same models, batches, thread counts and
 # data, in one run, with the ratio per row. Installs Debian's python3-torch and the OpenMP
 # OpenBLAS it runs fastest with (bench only); runs PyTorch with /usr/bin/python3.
-# Usage: scripts/bench.sh [--reps N] [--min-seconds S] [--threads 1,2]   (output: bench/results/)
+# The machine is noisy, so the two sides alternate row by row for ROUNDS rounds (default 3) and the
+# table reports medians over all repetitions: a slow spell hits both sides alike.
+# Usage: ROUNDS=3 scripts/bench.sh [--reps N] [--min-seconds S]   (output: bench/results/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -22,8 +24,16 @@ unset OPENBLAS_L2_SIZE
 out=bench/results
 mkdir -p "$out"
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
-echo "bench: fedpar ($(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs))"
-./build/bench_train --json "$@" | tee "$out/fedpar-$stamp.jsonl" >/dev/null
-echo "bench: PyTorch"
-/usr/bin/python3 bench/torch_ref.py "$@" | tee "$out/pytorch-$stamp.jsonl" >/dev/null
+echo "bench: $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); ${ROUNDS:-3} rounds"
+rows="2nn:10 2nn:50 2nn:600 2nn:full logreg:600 cnn:50"
+for round in $(seq "${ROUNDS:-3}"); do
+  for threads in 1 2; do
+    for row in $rows; do
+      model=${row%%:*} batch=${row##*:}
+      echo "bench: round $round, $model batch $batch, $threads thread(s)" >&2
+      ./build/bench_train --json --only "$model" --batch "$batch" --threads "$threads" "$@" >>"$out/fedpar-$stamp.jsonl"
+      /usr/bin/python3 bench/torch_ref.py --only "$model" --batch "$batch" --threads "$threads" "$@" >>"$out/pytorch-$stamp.jsonl"
+    done
+  done
+done
 /usr/bin/python3 bench/compare.py "$out/fedpar-$stamp.jsonl" "$out/pytorch-$stamp.jsonl" | tee "$out/table-$stamp.md"

@@ -38,6 +38,7 @@ int run_train(const TrainArgs& args) {
     cfg.set(kv.substr(0, eq), kv.substr(eq + 1));
   }
   const TrainSetup s = resolve_train_setup(cfg);
+  cfg.set("name", s.name);  // the resolved config names the folder it was written to
   Progress progress(!args.quiet);
 
   // Everything that can fail on user input happens before the results folder exists.
@@ -67,7 +68,7 @@ int run_train(const TrainArgs& args) {
     if (!std::isfinite(st.batch.loss_sum)) diverged = true;
     if (st.step % s.log_every == 0 || st.step == st.steps_total) {
       metrics.write({{"kind", "train"}, {"epoch", st.epoch}, {"step", st.step},
-                     {"samples", st.samples}, {"lr", st.lr}, {"loss", mean_loss(window)},
+                     {"samples", st.samples}, {"lr", std::stod(fmt::format("{:.7g}", st.lr))}, {"loss", mean_loss(window)},
                      {"accuracy", pct(window) / 100.0}});
       window = {};
     }
