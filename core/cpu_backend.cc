@@ -2,6 +2,7 @@
 #include "core/cpu_backend.h"
 
 #include <Eigen/Core>
+#include <omp.h>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -133,11 +134,12 @@ class CpuBackend final : public Backend {
   }
 
   void add_bias(float* y, const float* bias, int rows, int cols) override {
-#pragma omp parallel for num_threads(threads_) if (threads_ > 1 && size_t(rows) * cols >= kParallelMin)
-    for (int r = 0; r < rows; ++r) {
-      float* row = y + size_t(r) * cols;
-      for (int c = 0; c < cols; ++c) row[c] += bias[c];
-    }
+    ranges(size_t(rows), size_t(rows) * cols, [&](size_t lo, size_t hi) {
+      for (size_t r = lo; r < hi; ++r) {
+        float* row = y + r * cols;
+        for (int c = 0; c < cols; ++c) row[c] += bias[c];
+      }
+    });
   }
   void sum_rows(float* out, const float* x, int rows, int cols, float beta) override {
     for (int c = 0; c < cols; ++c) out[c] = beta == 0.0f ? 0.0f : beta * out[c];
@@ -148,34 +150,38 @@ class CpuBackend final : public Backend {
   }
 
   void relu_forward(float* y, const float* x, size_t n) override {
-#pragma omp parallel for simd num_threads(threads_) if (threads_ > 1 && n >= kParallelMin)
-    for (size_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    ranges(n, n, [&](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    });
   }
   void relu_backward(float* dx, const float* dy, const float* y, size_t n) override {
-#pragma omp parallel for simd num_threads(threads_) if (threads_ > 1 && n >= kParallelMin)
-    for (size_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+    ranges(n, n, [&](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+    });
   }
   void axpy(float* y, const float* x, float a, size_t n) override {
-#pragma omp parallel for simd num_threads(threads_) if (threads_ > 1 && n >= kParallelMin)
-    for (size_t i = 0; i < n; ++i) y[i] += a * x[i];
+    ranges(n, n, [&](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i) y[i] += a * x[i];
+    });
   }
   void scale(float* x, float a, size_t n) override {
-#pragma omp parallel for simd num_threads(threads_) if (threads_ > 1 && n >= kParallelMin)
-    for (size_t i = 0; i < n; ++i) x[i] *= a;
+    ranges(n, n, [&](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i) x[i] *= a;
+    });
   }
   void sgd_step(float* w, float* v, const float* g, float lr, float momentum, float wd,
                 bool nesterov, size_t n) override {
-    if (momentum == 0.0f) {
-#pragma omp parallel for simd num_threads(threads_) if (threads_ > 1 && n >= kParallelMin)
-      for (size_t i = 0; i < n; ++i) w[i] -= lr * (g[i] + wd * w[i]);
-      return;
-    }
-#pragma omp parallel for simd num_threads(threads_) if (threads_ > 1 && n >= kParallelMin)
-    for (size_t i = 0; i < n; ++i) {
-      const float d = g[i] + wd * w[i];
-      v[i] = momentum * v[i] + d;
-      w[i] -= lr * (nesterov ? d + momentum * v[i] : v[i]);
-    }
+    ranges(n, n, [&](size_t lo, size_t hi) {
+      if (momentum == 0.0f) {
+        for (size_t i = lo; i < hi; ++i) w[i] -= lr * (g[i] + wd * w[i]);
+        return;
+      }
+      for (size_t i = lo; i < hi; ++i) {
+        const float d = g[i] + wd * w[i];
+        v[i] = momentum * v[i] + d;
+        w[i] -= lr * (nesterov ? d + momentum * v[i] : v[i]);
+      }
+    });
   }
 
   double dot(const float* x, const float* y, size_t n) override {
@@ -235,66 +241,82 @@ class CpuBackend final : public Backend {
   }
 
   void im2col(float* cols, const float* x, int n, int h, int w, int c, int k, int pad) override {
-#pragma omp parallel for num_threads(threads_) if (threads_ > 1 && n > 1)
-    for (int b = 0; b < n; ++b)
-      for_each_tap(b, h, w, c, k, pad, [&](size_t col, size_t pix) {
-        if (pix == kPadding) std::fill(cols + col, cols + col + c, 0.0f);
-        else std::copy(x + pix, x + pix + c, cols + col);
-      });
+    ranges(size_t(n), size_t(n) * h * w * k * k * c, [&](size_t lo, size_t hi) {
+      for (size_t b = lo; b < hi; ++b)
+        for_each_tap(int(b), h, w, c, k, pad, [&](size_t col, size_t pix) {
+          if (pix == kPadding) std::fill(cols + col, cols + col + c, 0.0f);
+          else std::copy(x + pix, x + pix + c, cols + col);
+        });
+    });
   }
 
   void col2im(float* dx, const float* dcols, int n, int h, int w, int c, int k,
               int pad) override {
-#pragma omp parallel for num_threads(threads_) if (threads_ > 1 && n > 1)
-    for (int b = 0; b < n; ++b) {  // each sample scatters into its own slice of dx
-      std::fill(dx + size_t(b) * h * w * c, dx + size_t(b + 1) * h * w * c, 0.0f);
-      for_each_tap(b, h, w, c, k, pad, [&](size_t col, size_t pix) {
-        if (pix == kPadding) return;
-        for (int ch = 0; ch < c; ++ch) dx[pix + ch] += dcols[col + ch];
-      });
-    }
+    // Each sample scatters into its own slice of dx, so samples can go to different threads.
+    ranges(size_t(n), size_t(n) * h * w * k * k * c, [&](size_t lo, size_t hi) {
+      std::fill(dx + lo * h * w * c, dx + hi * h * w * c, 0.0f);
+      for (size_t b = lo; b < hi; ++b)
+        for_each_tap(int(b), h, w, c, k, pad, [&](size_t col, size_t pix) {
+          if (pix == kPadding) return;
+          for (int ch = 0; ch < c; ++ch) dx[pix + ch] += dcols[col + ch];
+        });
+    });
   }
 
   void maxpool2_forward(float* y, int32_t* argmax, const float* x, int n, int h, int w,
                         int c) override {
     const int oh = h / 2, ow = w / 2;
-#pragma omp parallel for num_threads(threads_) if (threads_ > 1 && n > 1)
-    for (int b = 0; b < n; ++b)
-      for (int oy = 0; oy < oh; ++oy)
-        for (int ox = 0; ox < ow; ++ox)
-          for (int ch = 0; ch < c; ++ch) {
-            int32_t best = 0;
-            float v = x[((size_t(b) * h + 2 * oy) * w + 2 * ox) * c + ch];
-            for (int32_t win = 1; win < 4; ++win) {
-              const float xv = x[((size_t(b) * h + 2 * oy + win / 2) * w + 2 * ox + win % 2) * c + ch];
-              if (xv > v) {
-                v = xv;
-                best = win;
-              }
+    ranges(size_t(n), size_t(n) * h * w * c, [&](size_t lo, size_t hi) {
+      for (size_t b = lo; b < hi; ++b)
+        for (int oy = 0; oy < oh; ++oy)
+          for (int ox = 0; ox < ow; ++ox)
+            for (int ch = 0; ch < c; ++ch) {
+              auto at = [&](int win) {
+                return ((b * h + 2 * oy + win / 2) * w + 2 * ox + win % 2) * c + ch;
+              };
+              int32_t best = 0;
+              for (int32_t win = 1; win < 4; ++win)
+                if (x[at(win)] > x[at(best)]) best = win;  // the first maximum wins ties
+              const size_t o = ((b * oh + oy) * ow + ox) * c + ch;
+              y[o] = x[at(best)];
+              argmax[o] = best;
             }
-            const size_t o = ((size_t(b) * oh + oy) * ow + ox) * c + ch;
-            y[o] = v;
-            argmax[o] = best;
-          }
+    });
   }
 
   void maxpool2_backward(float* dx, const float* dy, const int32_t* argmax, int n, int h, int w,
                          int c) override {
     const int oh = h / 2, ow = w / 2;
-#pragma omp parallel for num_threads(threads_) if (threads_ > 1 && n > 1)
-    for (int b = 0; b < n; ++b) {
-      std::fill(dx + size_t(b) * h * w * c, dx + size_t(b + 1) * h * w * c, 0.0f);
-      for (int oy = 0; oy < oh; ++oy)
-        for (int ox = 0; ox < ow; ++ox)
-          for (int ch = 0; ch < c; ++ch) {
-            const size_t o = ((size_t(b) * oh + oy) * ow + ox) * c + ch;
-            const int win = argmax[o];
-            dx[((size_t(b) * h + 2 * oy + win / 2) * w + 2 * ox + win % 2) * c + ch] += dy[o];
-          }
-    }
+    ranges(size_t(n), size_t(n) * h * w * c, [&](size_t lo, size_t hi) {
+      std::fill(dx + lo * h * w * c, dx + hi * h * w * c, 0.0f);
+      for (size_t b = lo; b < hi; ++b)
+        for (int oy = 0; oy < oh; ++oy)
+          for (int ox = 0; ox < ow; ++ox)
+            for (int ch = 0; ch < c; ++ch) {
+              const size_t o = ((b * oh + oy) * ow + ox) * c + ch;
+              const int win = argmax[o];
+              dx[((b * h + 2 * oy + win / 2) * w + 2 * ox + win % 2) * c + ch] += dy[o];
+            }
+    });
   }
 
  private:
+  // Runs body(lo, hi) over [0, n) split into one contiguous range per thread when `work` (floats
+  // touched) is worth a parallel region; otherwise calls it once, inline. Even an OpenMP region
+  // whose `if` is false costs microseconds, which small batches cannot afford.
+  template <typename F>
+  void ranges(size_t n, size_t work, F&& body) {
+    if (threads_ <= 1 || n < 2 || work < kParallelMin) {
+      body(size_t(0), n);
+      return;
+    }
+#pragma omp parallel num_threads(threads_)
+    {
+      const size_t t = size_t(omp_get_thread_num()), nt = size_t(omp_get_num_threads());
+      body(n * t / nt, n * (t + 1) / nt);
+    }
+  }
+
   int threads_;
 };
 
