@@ -96,12 +96,12 @@ void Config::assign(const std::string& key, const toml::node& value, std::string
   for (size_t i = 0; i + 1 < parts.size(); ++i) t = (*t)[parts[i]].as_table();
   const std::string& leaf_name = parts.back();
   if (want == value.type()) {
-    value.visit([&](const auto& v) { t->insert_or_assign(leaf_name, v); });
-    if (want == toml::node_type::array) {
+    if (want == toml::node_type::array) {  // validate before changing anything
       for (const auto& e : *value.as_array())
         if (!e.is_integer())
           throw Error(fmt::format("{}config key '{}' must be {}", source, key, type_name(want)));
     }
+    value.visit([&](const auto& v) { t->insert_or_assign(leaf_name, v); });
     return;
   }
   if (want == toml::node_type::floating_point && value.is_integer()) {

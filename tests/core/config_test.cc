@@ -69,7 +69,11 @@ TEST(Config, WrongTypesAreRejected) {
             std::string::npos);
   EXPECT_NE(error_of([&] { c.set("train.nesterov", "maybe"); }).find("true or false"),
             std::string::npos);
+  EXPECT_NE(error_of([&] { c.merge_toml("[train]\nhidden = [1, 'x']\n", "b.toml"); })
+                .find("must be a list of integers"),
+            std::string::npos);
   EXPECT_EQ(c.get_int("train.epochs"), 1);  // failed sets change nothing
+  EXPECT_TRUE(c.get_int_list("train.hidden").empty());
 }
 
 TEST(Config, SyntaxErrorsCarryFileAndLine) {
