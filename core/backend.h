@@ -18,8 +18,18 @@ namespace fedpar {
 
 enum class Trans { kNo, kYes };
 
+// A 'same' convolution, stride 1: x (n, h, w, c) NHWC, weights (oc, k, k, c) OHWI, bias (oc),
+// y (n, h, w, oc). k is odd; the padding is k / 2 on every side.
+struct ConvShape {
+  int n, h, w, c, oc, k;
+  auto operator<=>(const ConvShape&) const = default;
+};
+
 class Backend {
  public:
+  Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
   // One line on what the backend runs on (BLAS, threads, device), for logs and benchmarks.
@@ -79,6 +89,14 @@ class Backend {
   // Inverse scatter-add of im2col: dx (overwritten) from dcols.
   virtual void col2im(float* dx, const float* dcols, int n, int h, int w, int c, int k,
                       int pad) = 0;
+  // ---- convolution (Im2colConv in core/im2col_conv.h runs it on the ops above) ----
+  // y = conv(x, weights) + bias.
+  virtual void conv2d_forward(const ConvShape& s, const float* x, const float* weights,
+                              const float* bias, float* y) = 0;
+  // ADDS the weight and bias gradients into dweights and dbias; overwrites dx unless it is null.
+  virtual void conv2d_backward(const ConvShape& s, const float* x, const float* weights,
+                               const float* dy, float* dx, float* dweights, float* dbias) = 0;
+
   // 2x2 max-pool, stride 2 (h, w even). argmax holds the winner's index in its window
   // (0..3, row-major; first maximum wins ties).
   virtual void maxpool2_forward(float* y, int32_t* argmax, const float* x, int n, int h, int w,

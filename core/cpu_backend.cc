@@ -12,6 +12,10 @@
 #include <fmt/format.h>
 
 #include "core/check.h"
+#include "core/im2col_conv.h"
+#ifdef FEDPAR_HAVE_ONEDNN
+#include "core/onednn_conv.h"
+#endif
 
 #ifdef FEDPAR_HAVE_OPENBLAS
 #include <cblas.h>
@@ -72,6 +76,7 @@ class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int threads) : threads_(std::max(threads, 1)) {
     Eigen::setNbThreads(1);
+    omp_set_num_threads(threads_);  // oneDNN's OpenMP runtime takes its thread count from here
 #ifdef FEDPAR_HAVE_OPENBLAS
     openblas_set_num_threads(threads_);
 #endif
@@ -84,7 +89,13 @@ class CpuBackend final : public Backend {
 #else
     const std::string large = "Eigen, 1 thread (built without OpenBLAS)";
 #endif
-    return fmt::format("cpu: Eigen {}.{}.{} ({}{}) for small products, {} for large",
+#ifdef FEDPAR_HAVE_ONEDNN
+    const std::string conv = conv_.describe();
+#else
+    const std::string conv = "im2col + matrix product";
+#endif
+    return fmt::format("cpu: Eigen {}.{}.{} ({}{}) for small products, {} for large; "
+                       "convolutions: {}",
                        EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION,
                        Eigen::SimdInstructionSetsInUse(),
 #ifdef __FMA__
@@ -92,7 +103,7 @@ class CpuBackend final : public Backend {
 #else
                        "",
 #endif
-                       large);
+                       large, conv);
   }
 
   void* allocate(size_t bytes) override {
@@ -263,6 +274,15 @@ class CpuBackend final : public Backend {
     });
   }
 
+  void conv2d_forward(const ConvShape& s, const float* x, const float* w, const float* b,
+                      float* y) override {
+    conv_.forward(s, x, w, b, y);
+  }
+  void conv2d_backward(const ConvShape& s, const float* x, const float* w, const float* dy,
+                       float* dx, float* dw, float* db) override {
+    conv_.backward(s, x, w, dy, dx, dw, db);
+  }
+
   void maxpool2_forward(float* y, int32_t* argmax, const float* x, int n, int h, int w,
                         int c) override {
     const int oh = h / 2, ow = w / 2;
@@ -318,6 +338,11 @@ class CpuBackend final : public Backend {
   }
 
   int threads_;
+#ifdef FEDPAR_HAVE_ONEDNN
+  OneDnnConv conv_;
+#else
+  Im2colConv conv_{*this};
+#endif
 };
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Dense, ReLU, convolution (im2col + gemm) and max-pool layers over the Backend interface.
+// Dense, ReLU, convolution and max-pool layers over the Backend interface.
 #include "core/layers.h"
 
 #include <cmath>
@@ -91,35 +91,23 @@ class Conv2d final : public Layer {
     init_uniform_fan_in(host, w_, b_, size_t(k_) * k_ * in_.c, seed, id);
   }
   void forward(Backend& be, const float* p, const float* x, float* y, int batch) override {
-    const int pixels = batch * in_.h * in_.w;
-    cols_.reserve(be, size_t(pixels) * patch());
-    be.im2col(cols_.data(), x, batch, in_.h, in_.w, in_.c, k_, k_ / 2);
-    be.gemm(Trans::kNo, Trans::kYes, pixels, out_, patch(), 1.0f, cols_.data(), p + w_.offset,
-            0.0f, y);
-    be.add_bias(y, p + b_.offset, pixels, out_);
+    be.conv2d_forward(shape(batch), x, p + w_.offset, p + b_.offset, y);
   }
-  void backward(Backend& be, const float* p, float* g, const float*, const float*,
+  void backward(Backend& be, const float* p, float* g, const float* x, const float*,
                 const float* dy, float* dx, int batch) override {
-    const int pixels = batch * in_.h * in_.w;
-    be.gemm(Trans::kYes, Trans::kNo, out_, patch(), pixels, 1.0f, dy, cols_.data(), 1.0f,
-            g + w_.offset);
-    be.sum_rows(g + b_.offset, dy, pixels, out_, 1.0f);
-    if (!dx) return;
-    // The patches are no longer needed: reuse their buffer for their gradient.
-    be.gemm(Trans::kNo, Trans::kNo, pixels, patch(), out_, 1.0f, dy, p + w_.offset, 0.0f,
-            cols_.data());
-    be.col2im(dx, cols_.data(), batch, in_.h, in_.w, in_.c, k_, k_ / 2);
+    be.conv2d_backward(shape(batch), x, p + w_.offset, dy, dx, g + w_.offset, g + b_.offset);
   }
   size_t scratch_bytes(int batch) const override {
+    // The im2col path's patch matrix; oneDNN keeps less (its layouts of x, y and weights).
     return size_t(batch) * in_.h * in_.w * patch() * sizeof(float);
   }
 
  private:
   int patch() const { return k_ * k_ * in_.c; }
+  ConvShape shape(int batch) const { return {batch, in_.h, in_.w, in_.c, out_, k_}; }
   Shape in_;
   int out_, k_;
   ParamView w_, b_;
-  DeviceArray<float> cols_;  // (batch*h*w, k*k*c) patches, kept from forward for backward
 };
 
 class MaxPool2 final : public Layer {

@@ -5,6 +5,7 @@
 
 #include "core/backend.h"
 #include "core/check.h"
+#include "core/im2col_conv.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
@@ -121,6 +122,36 @@ TEST_F(CpuOps, Im2colAndCol2imAreAdjoint) {
   for (int p = 0; p < n * h * w; ++p)
     for (int ch = 0; ch < c; ++ch)
       ASSERT_EQ(cols[size_t(p) * k * k * c + centre + ch], x[size_t(p) * c + ch]);
+}
+
+TEST_F(CpuOps, ConvolutionMatchesIm2colReference) {
+  // The backend's convolution (oneDNN when built with it) against im2col + gemm, which defines it.
+  Im2colConv ref(*be);
+  int seed = 100;
+  for (ConvShape s : {ConvShape{2, 6, 5, 3, 4, 3}, ConvShape{3, 28, 28, 1, 8, 5},
+                      ConvShape{2, 14, 14, 8, 6, 5}, ConvShape{1, 1, 1, 1, 1, 1},
+                      ConvShape{5, 7, 7, 16, 32, 5}}) {
+    const size_t nx = size_t(s.n) * s.h * s.w * s.c, ny = size_t(s.n) * s.h * s.w * s.oc;
+    const size_t nw = size_t(s.oc) * s.k * s.k * s.c;
+    auto x = random_vector(nx, ++seed), w = random_vector(nw, ++seed);
+    auto b = random_vector(size_t(s.oc), ++seed), dy = random_vector(ny, ++seed);
+    std::vector<float> y(ny), y_ref(ny);
+    be->conv2d_forward(s, x.data(), w.data(), b.data(), y.data());
+    ref.forward(s, x.data(), w.data(), b.data(), y_ref.data());
+    EXPECT_TRUE(all_close(y, y_ref, 1e-5, 1e-4)) << "forward n=" << s.n << " c=" << s.c;
+    // Gradients are ADDED to what is there: start both from the same non-zero values.
+    auto dw = random_vector(nw, ++seed), db = random_vector(size_t(s.oc), ++seed);
+    auto dw_ref = dw, db_ref = db;
+    std::vector<float> dx(nx), dx_ref(nx);
+    be->conv2d_backward(s, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data());
+    ref.backward(s, x.data(), w.data(), dy.data(), dx_ref.data(), dw_ref.data(), db_ref.data());
+    EXPECT_TRUE(all_close(dx, dx_ref, 1e-5, 1e-4)) << "dx n=" << s.n << " c=" << s.c;
+    EXPECT_TRUE(all_close(dw, dw_ref, 1e-4, 1e-4)) << "dw n=" << s.n << " c=" << s.c;
+    EXPECT_TRUE(all_close(db, db_ref, 1e-4, 1e-4)) << "db n=" << s.n << " c=" << s.c;
+    std::vector<float> dw2 = dw;  // dx = null: weights still get their gradient
+    be->conv2d_backward(s, x.data(), w.data(), dy.data(), nullptr, dw2.data(), db.data());
+    EXPECT_NE(dw2, dw);
+  }
 }
 
 TEST_F(CpuOps, MaxPoolForwardBackward) {
