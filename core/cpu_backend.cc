@@ -292,7 +292,7 @@ class CpuBackend final : public Backend {
           for (int ox = 0; ox < ow; ++ox)
             for (int ch = 0; ch < c; ++ch) {
               auto at = [&](int win) {
-                return ((b * h + 2 * oy + win / 2) * w + 2 * ox + win % 2) * c + ch;
+                return ((b * h + 2 * size_t(oy) + win / 2) * w + 2 * size_t(ox) + win % 2) * c + ch;
               };
               int32_t best = 0;
               for (int32_t win = 1; win < 4; ++win)
@@ -315,7 +315,7 @@ class CpuBackend final : public Backend {
             for (int ch = 0; ch < c; ++ch) {
               const size_t o = ((b * oh + oy) * ow + ox) * c + ch;
               const int win = argmax[o];
-              dx[((b * h + 2 * oy + win / 2) * w + 2 * ox + win % 2) * c + ch] += dy[o];
+              dx[((b * h + 2 * size_t(oy) + win / 2) * w + 2 * size_t(ox) + win % 2) * c + ch] += dy[o];
             }
     });
   }

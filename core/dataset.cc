@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/csv_dataset.h"
+#include "core/hash.h"
 #include "core/idx.h"
 #include "core/synthetic.h"
 
@@ -34,6 +35,14 @@ void Dataset::truncate(size_t n) {
   x.resize(n * dim());
   y.resize(n);
   if (!user.empty()) user.resize(n);
+}
+
+std::string Dataset::content_hash() const {
+  const int64_t head[4] = {shape.h, shape.w, shape.c, num_classes};
+  uint64_t h = hash_bytes(head, sizeof(head));
+  h = hash_bytes(y.data(), y.size() * sizeof(int32_t), h);
+  h = hash_bytes(user.data(), user.size() * sizeof(int32_t), h);
+  return hash_hex(hash_bytes(x.data(), x.size() * sizeof(float), h));
 }
 
 std::vector<std::string> dataset_names() { return {"mnist", "synthetic", "csv"}; }

@@ -27,6 +27,8 @@ struct Dataset {
   void gather(std::span<const uint32_t> indices, float* x_out, int32_t* y_out) const;
   // Keeps only the first n samples (n >= size() keeps all).
   void truncate(size_t n);
+  // 16 hex digits over shape, labels, users and features: names the exact data a manifest is for.
+  std::string content_hash() const;
 };
 
 struct TrainTest {

@@ -1,6 +1,7 @@
 // Philox4x32-10 and the stream wrapper; see rng.h.
 #include "core/rng.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -88,6 +89,47 @@ uint64_t Rng::below(uint64_t n) {
   uint64_t x = next_u64();
   while (x >= limit) x = next_u64();
   return x % n;
+}
+
+double Rng::gamma(double shape) {
+  if (shape < 1.0) {
+    // Boost: Gamma(a) = Gamma(a + 1) * U^(1/a). Kept in log space by dirichlet() for tiny a.
+    const double u = std::max(uniform_double(), 0x1.0p-53);
+    return gamma(shape + 1.0) * std::pow(u, 1.0 / shape);
+  }
+  const double d = shape - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+  while (true) {
+    double x, v;
+    do {
+      x = normal();
+      v = 1.0 + c * x;
+    } while (v <= 0.0);
+    v = v * v * v;
+    const double u = uniform_double();
+    if (u < 1.0 - 0.0331 * x * x * x * x) return d * v;
+    if (std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v))) return d * v;
+  }
+}
+
+std::vector<double> Rng::dirichlet(std::span<const double> alpha) {
+  // Draw log-gammas: log Gamma(a) = log Gamma(a + 1) + log(U) / a, exact even when a is so small
+  // that the gamma itself underflows; then normalize with the log-sum-exp trick.
+  std::vector<double> logs(alpha.size());
+  double top = -INFINITY;
+  for (size_t i = 0; i < alpha.size(); ++i) {
+    const double a = alpha[i];
+    if (a < 1.0) {
+      const double u = std::max(uniform_double(), 0x1.0p-53);
+      logs[i] = std::log(gamma(a + 1.0)) + std::log(u) / a;
+    } else {
+      logs[i] = std::log(gamma(a));
+    }
+    top = std::max(top, logs[i]);
+  }
+  double sum = 0.0;
+  for (double& l : logs) sum += (l = std::exp(l - top));
+  for (double& l : logs) l /= sum;
+  return logs;
 }
 
 }  // namespace fedpar

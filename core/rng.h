@@ -8,6 +8,7 @@
 #include <span>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace fedpar {
 
@@ -33,6 +34,10 @@ class Rng {
   float uniform(float lo, float hi);  // [lo, hi)
   double normal();                    // N(0, 1) by Box-Muller in double precision
   uint64_t below(uint64_t n);         // uniform on [0, n), unbiased (rejection)
+  double gamma(double shape);         // Gamma(shape, 1), Marsaglia-Tsang; shape > 0
+  // A draw from Dirichlet(alpha_1..alpha_n) (normalized gammas). Tiny alphas can underflow every
+  // gamma to 0; then all mass goes to the largest gamma's log, so the result is still a simplex.
+  std::vector<double> dirichlet(std::span<const double> alpha);
 
   // Fisher-Yates, drawing `below(i + 1)` for i from the end: a fixed, documented order.
   template <typename T>

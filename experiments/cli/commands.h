@@ -12,5 +12,6 @@ using Action = std::function<int()>;
 
 Action add_train_command(CLI::App& app);
 Action add_models_command(CLI::App& app);
+Action add_partition_command(CLI::App& app);
 
 }  // namespace fedpar

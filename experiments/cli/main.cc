@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   std::map<std::string, fedpar::Action> actions;
   actions["train"] = fedpar::add_train_command(app);
   actions["models"] = fedpar::add_models_command(app);
+  actions["partition"] = fedpar::add_partition_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

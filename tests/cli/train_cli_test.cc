@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <fstream>
 #include <regex>
-#include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
 
@@ -14,27 +13,14 @@
 #include "core/model.h"
 #include "core/backend.h"
 #include "core/safetensors.h"
+#include "tests/util/run_fedpar.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
 namespace {
 
-struct CliRun {
-  int code;
-  std::string out, err;
-};
-
-CliRun run_fedpar(const std::string& args, const std::filesystem::path& tmp) {
-  const auto out = tmp / "stdout.txt", err = tmp / "stderr.txt";
-  const std::string cmd = std::string(FEDPAR_BIN) + " " + args + " >" + out.string() + " 2>" +
-                          err.string();
-  const int status = std::system(cmd.c_str());
-  auto slurp = [](const std::filesystem::path& p) {
-    std::ifstream in(p);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-}
+using testing::CliRun;
+using testing::run_fedpar;
 
 bool have_mnist() {
   return std::filesystem::exists(resolve_data_dir({}) / "mnist" / "train-labels-idx1-ubyte");

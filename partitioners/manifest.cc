@@ -1,0 +1,120 @@
+// Manifest; see manifest.h.
+#include "partitioners/manifest.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+#include "core/rng.h"
+
+namespace fedpar {
+
+size_t Manifest::assigned() const {
+  size_t n = 0;
+  for (const auto& c : clients) n += c.indices.size();
+  return n;
+}
+
+namespace {
+
+uint64_t manifest_hash(const Manifest& m) {
+  const std::string head = fmt::format("{}|{}|{}|{}|{}", m.scheme, m.params.dump(), m.seed,
+                                       m.dataset_name, m.dataset_hash);
+  uint64_t h = hash_bytes(head.data(), head.size());
+  for (const auto& c : m.clients) {
+    const uint64_t meta[2] = {c.id, c.indices.size()};
+    h = hash_bytes(meta, sizeof(meta), h);
+    h = hash_bytes(&c.noise, sizeof(c.noise), h);
+    h = hash_bytes(c.indices.data(), c.indices.size() * sizeof(uint32_t), h);
+  }
+  return h;
+}
+
+}  // namespace
+
+void Manifest::finalize(const std::vector<int32_t>& labels, int num_classes) {
+  for (auto& c : clients) {
+    std::sort(c.indices.begin(), c.indices.end());
+    c.label_histogram.assign(size_t(num_classes), 0);
+    for (uint32_t i : c.indices) ++c.label_histogram[size_t(labels[i])];
+  }
+  hash = hash_hex(manifest_hash(*this));
+}
+
+nlohmann::json to_json(const Manifest& m) {
+  nlohmann::json clients = nlohmann::json::array();
+  for (const auto& c : m.clients) {
+    nlohmann::json jc = {{"id", c.id},
+                         {"size", c.indices.size()},
+                         {"label_histogram", c.label_histogram},
+                         {"indices", c.indices}};
+    if (c.noise != 0.0) jc["noise"] = c.noise;
+    clients.push_back(std::move(jc));
+  }
+  return {{"format", "fedpar-manifest"},
+          {"version", 1},
+          {"scheme", m.scheme},
+          {"params", m.params},
+          {"seed", m.seed},
+          {"dataset", {{"name", m.dataset_name}, {"hash", m.dataset_hash}}},
+          {"hash", m.hash},
+          {"clients", clients}};
+}
+
+Manifest manifest_from_json(const nlohmann::json& j, size_t dataset_size) {
+  Manifest m;
+  try {
+    if (j.value("format", "") != "fedpar-manifest" || j.value("version", 0) != 1)
+      throw Error("not a fedpar manifest of version 1");
+    m.scheme = j.at("scheme").get<std::string>();
+    m.params = j.at("params");
+    m.seed = j.at("seed").get<uint64_t>();
+    m.dataset_name = j.at("dataset").at("name").get<std::string>();
+    m.dataset_hash = j.at("dataset").at("hash").get<std::string>();
+    std::vector<bool> seen(dataset_size, false);
+    for (const auto& jc : j.at("clients")) {
+      ClientShard c;
+      c.id = jc.at("id").get<uint32_t>();
+      c.indices = jc.at("indices").get<std::vector<uint32_t>>();
+      c.label_histogram = jc.at("label_histogram").get<std::vector<int64_t>>();
+      c.noise = jc.value("noise", 0.0);
+      for (uint32_t i : c.indices) {
+        if (i >= dataset_size)
+          throw Error(fmt::format("client {}: index {} is outside the dataset ({} samples)", c.id,
+                                  i, dataset_size));
+        if (seen[i]) throw Error(fmt::format("sample {} is assigned twice", i));
+        seen[i] = true;
+      }
+      m.clients.push_back(std::move(c));
+    }
+    m.hash = j.at("hash").get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("malformed manifest: {}", e.what()));
+  }
+  if (hash_hex(manifest_hash(m)) != m.hash)
+    throw Error(fmt::format("manifest hash mismatch: file says {}, contents give {}", m.hash,
+                            hash_hex(manifest_hash(m))));
+  return m;
+}
+
+void write_manifest(const std::filesystem::path& path, const Manifest& m) {
+  const auto tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << to_json(m).dump() << "\n";
+    if (!out) throw Error(fmt::format("cannot write {}", tmp));
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+Manifest read_manifest(const std::filesystem::path& path, size_t dataset_size) {
+  std::ifstream in(path);
+  if (!in) throw Error(fmt::format("cannot open manifest {}", path.string()));
+  const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw Error(fmt::format("{}: not valid JSON", path.string()));
+  return manifest_from_json(j, dataset_size);
+}
+
+}  // namespace fedpar

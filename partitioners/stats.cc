@@ -1,0 +1,83 @@
+// Partition statistics; see stats.h.
+#include "partitioners/stats.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace fedpar {
+
+Summary summarize(std::vector<double> v) {
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  const size_t k = v.size();
+  return {v.front(), k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]), v.back(), sum / double(k)};
+}
+
+PartitionStats partition_stats(const Manifest& m) {
+  PartitionStats s;
+  const size_t L = m.clients.empty() ? 0 : m.clients[0].label_histogram.size();
+  std::vector<double> global(L, 0);
+  for (const auto& c : m.clients)
+    for (size_t l = 0; l < L; ++l) global[l] += double(c.label_histogram[l]);
+  double total = 0;
+  for (double g : global) total += g;
+  for (double& g : global) g = total > 0 ? g / total : 0;
+  s.global_distribution = global;
+  s.assigned = size_t(total);
+  std::vector<double> sizes, present, ent, emd, kl;
+  for (const auto& c : m.clients) {
+    ClientStats cs{.id = c.id, .size = c.indices.size()};
+    for (size_t l = 0; l < L; ++l) {
+      const double p = cs.size ? double(c.label_histogram[l]) / double(cs.size) : 0;
+      cs.labels_present += c.label_histogram[l] > 0;
+      if (p > 0) {
+        cs.entropy_bits -= p * std::log2(p);
+        cs.kl += p * std::log(p / global[l]);
+      }
+      cs.emd += std::abs(p - global[l]);
+    }
+    sizes.push_back(double(cs.size));
+    present.push_back(cs.labels_present);
+    ent.push_back(cs.entropy_bits);
+    emd.push_back(cs.emd);
+    kl.push_back(cs.kl);
+    s.clients.push_back(cs);
+  }
+  s.size = summarize(sizes);
+  s.labels_present = summarize(present);
+  s.entropy_bits = summarize(ent);
+  s.emd = summarize(emd);
+  s.kl = summarize(kl);
+  return s;
+}
+
+std::string format_stats(const Manifest& m, const PartitionStats& s, size_t max_rows) {
+  std::string out = fmt::format("scheme {} | {} clients | {} samples assigned | seed {} | hash {}\n\n",
+                                m.scheme, m.clients.size(), s.assigned, m.seed, m.hash);
+  out += fmt::format("{:<22} {:>10} {:>10} {:>10} {:>10}\n", "per client", "min", "median", "max", "mean");
+  auto row = [&](const char* name, const Summary& x, const char* f) {
+    out += fmt::format(fmt::runtime(std::string("{:<22} ") + f + " " + f + " " + f + " " + f + "\n"),
+                       name, x.min, x.median, x.max, x.mean);
+  };
+  row("size", s.size, "{:>10.0f}");
+  row("labels present", s.labels_present, "{:>10.1f}");
+  row("label entropy (bits)", s.entropy_bits, "{:>10.3f}");
+  row("EMD to global", s.emd, "{:>10.3f}");
+  row("KL to global (nats)", s.kl, "{:>10.3f}");
+  out += fmt::format("\n{:>6} {:>7} {:>7} {:>9} {:>7} {:>7}\n", "client", "size", "labels",
+                     "entropy", "EMD", "KL");
+  for (size_t i = 0; i < s.clients.size() && i < max_rows; ++i) {
+    const auto& c = s.clients[i];
+    out += fmt::format("{:>6} {:>7} {:>7} {:>9.3f} {:>7.3f} {:>7.3f}\n", c.id, c.size,
+                       c.labels_present, c.entropy_bits, c.emd, c.kl);
+  }
+  if (s.clients.size() > max_rows)
+    out += fmt::format("   ... {} more clients in manifest.json\n", s.clients.size() - max_rows);
+  return out;
+}
+
+}  // namespace fedpar

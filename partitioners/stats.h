@@ -1,0 +1,36 @@
+// Statistics of a manifest: per client and overall sizes, label histograms, label entropy, and the
+// distance of each client's label distribution to the global one (EMD as the L1 distance of
+// Zhao et al. 2018; KL(client || global) in nats). Definitions: docs/partitioning.md.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "partitioners/manifest.h"
+
+namespace fedpar {
+
+struct ClientStats {
+  uint32_t id = 0;
+  size_t size = 0;
+  int labels_present = 0;
+  double entropy_bits = 0, emd = 0, kl = 0;
+};
+
+struct Summary {
+  double min = 0, median = 0, max = 0, mean = 0;
+};
+
+struct PartitionStats {
+  std::vector<ClientStats> clients;
+  std::vector<double> global_distribution;  // over labels of the assigned samples
+  Summary size, labels_present, entropy_bits, emd, kl;
+  size_t assigned = 0;
+};
+
+PartitionStats partition_stats(const Manifest& m);
+Summary summarize(std::vector<double> values);
+// A readable table: the summary rows, then (up to `max_rows`) per-client rows.
+std::string format_stats(const Manifest& m, const PartitionStats& s, size_t max_rows = 10);
+
+}  // namespace fedpar

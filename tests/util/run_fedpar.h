@@ -1,0 +1,32 @@
+// Runs the real fedpar binary (FEDPAR_BIN, set by CMake) as a user would, capturing its output.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace fedpar::testing {
+
+struct CliRun {
+  int code;
+  std::string out, err;
+};
+
+// `tmp` receives the captured stdout.txt and stderr.txt.
+inline CliRun run_fedpar(const std::string& args, const std::filesystem::path& tmp) {
+  const auto out = tmp / "stdout.txt", err = tmp / "stderr.txt";
+  const std::string cmd = std::string(FEDPAR_BIN) + " " + args + " >" + out.string() + " 2>" +
+                          err.string();
+  const int status = std::system(cmd.c_str());
+  auto slurp = [](const std::filesystem::path& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+}  // namespace fedpar::testing
