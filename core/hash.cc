@@ -18,7 +18,7 @@ uint64_t hash_bytes(const void* data, size_t bytes, uint64_t h) {
     h = splitmix64(h ^ w);
   }
   uint64_t tail = 0;
-  std::memcpy(&tail, p + i, bytes - i);
+  if (bytes > i) std::memcpy(&tail, p + i, bytes - i);  // p may be null when bytes == 0
   return splitmix64(h ^ tail ^ (uint64_t(bytes) << 56));
 }
 

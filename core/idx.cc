@@ -37,7 +37,7 @@ IdxArray read_idx_u8(const std::filesystem::path& path, int expected_rank) {
   IdxArray out;
   uint64_t count = 1;
   for (int i = 0; i < expected_rank; ++i) {
-    out.dims.push_back(be32(head.data() + 4 + 4 * i));
+    out.dims.push_back(be32(head.data() + 4 + 4 * size_t(i)));
     count *= out.dims.back();
   }
   if (file_size != header + count)

@@ -40,7 +40,10 @@ void LrSchedule::validate() const {
 float LrSchedule::at(int64_t step) const {
   if (step < warmup_steps) return base_lr * float(step + 1) / float(warmup_steps);
   const int64_t t = step - warmup_steps;
-  if (kind == "step") return base_lr * std::pow(gamma, float(t / step_size));
+  if (kind == "step") {
+    const int64_t decays = t / step_size;  // whole periods completed
+    return base_lr * std::pow(gamma, float(decays));
+  }
   if (kind == "cosine") {
     const int64_t span = std::max<int64_t>(1, total_steps - warmup_steps);
     const double frac = std::min(1.0, double(t) / double(span));

@@ -9,7 +9,9 @@
 #include "core/check.h"
 #include "experiments/cli/commands.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   CLI::App app{"fedpar: federated learning and data-parallel training, side by side"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "fedpar 0.1.0");
@@ -32,6 +34,17 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const std::exception& e) {
     fmt::print(stderr, "\nfedpar: internal error: {}\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (...) {  // e.g. std::bad_alloc while setting up the command line
+    std::fputs("fedpar: internal error during start-up\n", stderr);
     return 1;
   }
 }
