@@ -1,0 +1,76 @@
+// The wire protocol shared by server and clients (transport-free, so it is tested on bytes).
+// A message is a multipart ZeroMQ message: frame 0 is this fixed little-endian header, frames
+// 1.. the payload (raw bytes, float32 values sent without copying). Every length is checked
+// against the real frame sizes, and the payload against its CRC32C, before anything is used.
+//
+//   offset  size  field
+//        0     4  magic "FDPR" (0x52504446 little-endian)
+//        4     2  version (kProtocolVersion)
+//        6     2  header length in bytes (kHeaderBytes)
+//        8     2  message type (MessageType)
+//       10     2  flags (reserved, 0)
+//       12     4  client id
+//       16     8  run id
+//       24     8  round
+//       32     8  payload length: the sum of the sizes of frames 1..
+//       40     4  CRC32C of the payload frames, in order
+//       44     2  codec (Codec)
+//       46     2  number of payload frames
+#pragma once
+
+#include <cstdint>
+#include <array>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace fedpar {
+
+constexpr uint32_t kProtocolMagic = 0x52504446u;  // bytes 'F' 'D' 'P' 'R'
+constexpr uint16_t kProtocolVersion = 1;
+constexpr size_t kHeaderBytes = 48;
+constexpr uint16_t kMaxPayloadFrames = 64;
+
+enum class MessageType : uint16_t {
+  kHello = 1,    // client -> server: I host `slots` virtual clients
+  kWelcome = 2,  // server -> client: your virtual client ids and manifest slices
+  kTask = 3,     // server -> client: the model and what to compute this round
+  kUpdate = 4,   // client -> server: gradient or model delta, n_k, loss, timings
+  kStop = 5,     // server -> client: the run is over
+  kError = 6,    // either way: what was wrong with the last message
+};
+const char* message_type_name(MessageType t);  // "UPDATE", or "unknown"
+
+enum class Codec : uint16_t { kRawF32 = 0 };
+
+struct Header {
+  MessageType type = MessageType::kError;
+  uint16_t flags = 0;
+  uint32_t client = 0;
+  uint64_t run = 0;
+  uint64_t round = 0;
+  uint64_t payload_bytes = 0;
+  uint32_t payload_crc = 0;
+  Codec codec = Codec::kRawF32;
+  uint16_t payload_frames = 0;
+};
+
+using HeaderBytes = std::array<uint8_t, kHeaderBytes>;
+
+// Builds the header for `payload` (computes its length, frame count and CRC).
+Header make_header(MessageType type, uint32_t client, uint64_t run, uint64_t round,
+                   std::span<const std::span<const uint8_t>> payload, Codec codec = Codec::kRawF32);
+HeaderBytes encode_header(const Header& h);
+
+// Why a message was rejected: one line for the log and for the ERROR reply.
+struct ProtocolError {
+  std::string reason;
+};
+
+// Parses frame 0 and checks it against the payload frames that came with it: magic, version
+// (an unknown one is named next to the expected one), header length, type, codec, frame count,
+// payload length against the real frame sizes, and the CRC. Never throws, never reads past a frame.
+std::variant<Header, ProtocolError> decode_message(std::span<const std::span<const uint8_t>> frames);
+
+}  // namespace fedpar
