@@ -7,46 +7,11 @@
 
 #include <fmt/format.h>
 
+#include "core/batch_buffer.h"
 #include "core/check.h"
 #include "core/rng.h"
 
 namespace fedpar {
-namespace {
-
-// Holds one batch in device memory; gathers rows into it (directly when the backend's memory is
-// host memory, through a host staging buffer otherwise).
-class BatchBuffer {
- public:
-  BatchBuffer(Backend& be, size_t dim) : be_(be), dim_(dim) {}
-  void load(const Dataset& d, std::span<const uint32_t> idx) {
-    const size_t n = idx.size();
-    x_.reserve(be_, n * dim_);
-    y_.reserve(be_, n);
-    if (be_.host_memory()) {
-      d.gather(idx, x_.data(), y_.data());
-      return;
-    }
-    hx_.resize(n * dim_);
-    hy_.resize(n);
-    d.gather(idx, hx_.data(), hy_.data());
-    x_.upload(hx_.data(), hx_.size());
-    y_.upload(hy_.data(), hy_.size());
-  }
-  const float* x() const { return x_.data(); }
-  const int32_t* y() const { return y_.data(); }
-  const float* x_at(size_t row) const { return x_.data() + row * dim_; }
-  const int32_t* y_at(size_t row) const { return y_.data() + row; }
-
- private:
-  Backend& be_;
-  size_t dim_;
-  DeviceArray<float> x_;
-  DeviceArray<int32_t> y_;
-  std::vector<float> hx_;
-  std::vector<int32_t> hy_;
-};
-
-}  // namespace
 
 int64_t steps_per_epoch(size_t n, int64_t batch) {
   if (batch <= 0 || size_t(batch) >= n) return n > 0 ? 1 : 0;

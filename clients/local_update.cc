@@ -1,0 +1,81 @@
+// compute_update; see local_update.h.
+#include "clients/local_update.h"
+
+#include <algorithm>
+
+#include "core/batch_buffer.h"
+#include "core/check.h"
+#include "core/rng.h"
+
+namespace fedpar {
+namespace {
+
+// First `b` of the shard after a shuffle of a copy: a batch without replacement.
+std::vector<uint32_t> sample_batch(std::span<const uint32_t> shard, size_t b, Rng& rng) {
+  std::vector<uint32_t> v(shard.begin(), shard.end());
+  // Partial Fisher-Yates: only the first b positions are drawn.
+  for (size_t i = 0; i < b; ++i) std::swap(v[i], v[i + rng.below(v.size() - i)]);
+  v.resize(b);
+  return v;
+}
+
+}  // namespace
+
+LocalResult compute_update(Model& model, const Dataset& data, std::span<const uint32_t> shard,
+                           std::span<const float> params, const Task& task, uint64_t seed,
+                           uint32_t client) {
+  FEDPAR_CHECK(!shard.empty()) << "client " << client << " has no samples";
+  Backend& be = model.backend();
+  model.set_params_host(params);
+  BatchBuffer buf(be, data.dim());
+  LocalResult out;
+  const size_t n = shard.size();
+  const size_t b = task.batch <= 0 ? n : std::min<size_t>(size_t(task.batch), n);
+
+  if (task.kind == TaskKind::kGradient) {
+    std::vector<uint32_t> idx;
+    if (b == n) {
+      idx.assign(shard.begin(), shard.end());  // full shard, in index order
+    } else {
+      Rng rng(seed, "batch", client, uint32_t(task.round));
+      idx = sample_batch(shard, b, rng);
+    }
+    buf.load(data, idx);
+    model.zero_grads();
+    const BatchStats st = model.forward_backward(buf.x(), buf.y(), int(b), 1.0f / float(b));
+    out.values = model.grads_host();
+    out.num_samples = b;
+    out.loss_sum = st.loss_sum;
+    out.samples_processed = int64_t(b);
+    return out;
+  }
+
+  Sgd sgd(be, model.num_params(), task.sgd);
+  Rng rng(seed, "local-shuffle", client, uint32_t(task.round));
+  std::vector<uint32_t> order(shard.begin(), shard.end());
+  const int64_t steps_per_pass = int64_t((n + b - 1) / b);
+  const int64_t total_steps =
+      task.local_epochs > 0 ? steps_per_pass * task.local_epochs : int64_t(task.local_steps);
+  FEDPAR_CHECK(total_steps >= 1) << "local training needs at least one step";
+  size_t cursor = n;  // forces a reshuffle before the first step
+  for (int64_t s = 0; s < total_steps; ++s) {
+    if (cursor >= n) {
+      if (b < n) rng.shuffle(std::span(order));  // full batch: order does not matter
+      cursor = 0;
+    }
+    const size_t take = std::min(b, n - cursor);
+    buf.load(data, std::span(order).subspan(cursor, take));
+    cursor += take;
+    model.zero_grads();
+    const BatchStats st = model.forward_backward(buf.x(), buf.y(), int(take), 1.0f / float(take));
+    sgd.step(model.params(), model.grads(), task.lr);
+    out.loss_sum += st.loss_sum;
+    out.samples_processed += int64_t(take);
+  }
+  out.values = model.params_host();
+  for (size_t i = 0; i < out.values.size(); ++i) out.values[i] -= params[i];
+  out.num_samples = n;
+  return out;
+}
+
+}  // namespace fedpar

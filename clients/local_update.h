@@ -1,0 +1,42 @@
+// What one virtual client computes in a round, on its own shard, from the model it was sent:
+// one gradient (the `gradient` regime: synchronous SGD / parameter server) or K local SGD steps /
+// E local epochs whose model delta it returns (the `model` regime: FedAvg / local SGD).
+// No sockets: the client process wraps this; tests call it directly.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/dataset.h"
+#include "core/model.h"
+#include "core/optimizer.h"
+
+namespace fedpar {
+
+enum class TaskKind { kGradient, kLocalTrain };
+
+struct Task {
+  TaskKind kind = TaskKind::kGradient;
+  uint64_t round = 0;
+  int64_t batch = 0;      // 0 = the whole shard; else samples per gradient / local step
+  int local_steps = 1;    // local train: K steps, used when local_epochs == 0
+  int local_epochs = 0;   // local train: E passes over the shard
+  float lr = 0.1f;        // local train: client learning rate
+  SgdOptions sgd;         // local train: client optimizer, fresh every round
+};
+
+struct LocalResult {
+  std::vector<float> values;     // gradient of the mean loss, or (local model - sent model)
+  uint64_t num_samples = 0;      // n_k: samples the update stands for (its weight)
+  double loss_sum = 0;           // summed loss over the samples seen, at the params used
+  int64_t samples_processed = 0; // forward/backward passes, for cost accounting
+};
+
+// Randomness: a gradient on a batch draws it from (seed, "batch", client, round); local training
+// reshuffles its shard each local epoch from (seed, "local-shuffle", client, round).
+LocalResult compute_update(Model& model, const Dataset& data, std::span<const uint32_t> shard,
+                           std::span<const float> params, const Task& task, uint64_t seed,
+                           uint32_t client);
+
+}  // namespace fedpar

@@ -1,0 +1,79 @@
+// Gradient averaging and model averaging; see strategy.h.
+#include "server/strategy.h"
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+
+namespace fedpar {
+
+std::vector<float> weighted_average(std::span<const ClientUpdate> updates, Weighting w) {
+  FEDPAR_CHECK(!updates.empty()) << "no updates to average";
+  const size_t n = updates[0].values.size();
+  double total = 0;
+  for (size_t k = 0; k < updates.size(); ++k) {
+    const auto& u = updates[k];
+    if (u.values.size() != n)
+      throw Error(fmt::format("client {} sent {} values, expected {}", u.client, u.values.size(), n));
+    if (k > 0 && updates[k - 1].client >= u.client)
+      throw Error("updates must be sorted by client id, each client once");
+    total += w == Weighting::kBySamples ? double(u.num_samples) : 1.0;
+  }
+  if (total <= 0) throw Error("update weights sum to zero (every client reported 0 samples)");
+  std::vector<double> acc(n, 0.0);
+  for (const auto& u : updates) {
+    const double wk = (w == Weighting::kBySamples ? double(u.num_samples) : 1.0) / total;
+    for (size_t i = 0; i < n; ++i) acc[i] += wk * double(u.values[i]);
+  }
+  return std::vector<float>(acc.begin(), acc.end());
+}
+
+namespace {
+
+class GradientAveraging final : public Strategy {
+ public:
+  GradientAveraging(Weighting w, LrSchedule lr, SgdOptions sgd)
+      : w_(w), lr_(lr), sgd_opts_(sgd), be_(make_backend("cpu")) {}
+  std::string_view name() const override { return "gradient"; }
+  void apply(std::span<const ClientUpdate> updates, std::span<float> params) override {
+    const std::vector<float> g = weighted_average(updates, w_);
+    FEDPAR_CHECK(g.size() == params.size()) << "gradient and params differ in size";
+    if (!sgd_) sgd_ = std::make_unique<Sgd>(*be_, params.size(), sgd_opts_);
+    sgd_->step(params.data(), g.data(), lr_.at(int64_t(updates[0].round)));  // host memory: cpu
+  }
+
+ private:
+  Weighting w_;
+  LrSchedule lr_;
+  SgdOptions sgd_opts_;
+  std::unique_ptr<Backend> be_;
+  std::unique_ptr<Sgd> sgd_;
+};
+
+class ModelAveraging final : public Strategy {
+ public:
+  ModelAveraging(Weighting w, float server_lr) : w_(w), server_lr_(server_lr) {}
+  std::string_view name() const override { return "model"; }
+  void apply(std::span<const ClientUpdate> updates, std::span<float> params) override {
+    const std::vector<float> delta = weighted_average(updates, w_);
+    FEDPAR_CHECK(delta.size() == params.size()) << "delta and params differ in size";
+    for (size_t i = 0; i < params.size(); ++i) params[i] += server_lr_ * delta[i];
+  }
+
+ private:
+  Weighting w_;
+  float server_lr_;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_gradient_averaging(Weighting w, LrSchedule lr, SgdOptions sgd) {
+  lr.validate();
+  return std::make_unique<GradientAveraging>(w, lr, sgd);
+}
+
+std::unique_ptr<Strategy> make_model_averaging(Weighting w, float server_lr) {
+  return std::make_unique<ModelAveraging>(w, server_lr);
+}
+
+}  // namespace fedpar

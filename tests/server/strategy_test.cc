@@ -1,0 +1,59 @@
+// Strategies on plain vectors: weights, order, the optimizer step, and refusals.
+#include <gtest/gtest.h>
+
+#include "core/check.h"
+#include "server/strategy.h"
+
+namespace fedpar {
+namespace {
+
+TEST(WeightedAverage, BySamplesAndUniform) {
+  const std::vector<float> a = {1, 2}, b = {3, 4};
+  const std::vector<ClientUpdate> u = {{.client = 0, .num_samples = 1, .values = a},
+                                       {.client = 5, .num_samples = 3, .values = b}};
+  EXPECT_EQ(weighted_average(u, Weighting::kBySamples), (std::vector<float>{2.5f, 3.5f}));
+  EXPECT_EQ(weighted_average(u, Weighting::kUniform), (std::vector<float>{2.0f, 3.0f}));
+}
+
+TEST(WeightedAverage, RefusesWhatTheServerMustNeverReduce) {
+  const std::vector<float> a = {1, 2}, b = {3};
+  EXPECT_THROW(weighted_average(std::vector<ClientUpdate>{{.client = 0, .num_samples = 1, .values = a},
+                                                          {.client = 1, .num_samples = 1, .values = b}},
+                                Weighting::kBySamples),
+               Error);  // wrong size
+  EXPECT_THROW(weighted_average(std::vector<ClientUpdate>{{.client = 2, .num_samples = 1, .values = a},
+                                                          {.client = 1, .num_samples = 1, .values = a}},
+                                Weighting::kBySamples),
+               Error);  // arrival order instead of client order
+  EXPECT_THROW(weighted_average(std::vector<ClientUpdate>{{.client = 0, .num_samples = 0, .values = a}},
+                                Weighting::kBySamples),
+               Error);  // no weight at all
+}
+
+TEST(Strategies, GradientAveragingStepsTheServerOptimizer) {
+  LrSchedule lr{.base_lr = 0.5f};
+  auto s = make_gradient_averaging(Weighting::kBySamples, lr, {.momentum = 0.5f});
+  EXPECT_EQ(s->name(), "gradient");
+  std::vector<float> params = {1.0f, 1.0f};
+  const std::vector<float> g0 = {2.0f, 0.0f}, g1 = {0.0f, 4.0f};
+  const std::vector<ClientUpdate> u = {{.client = 0, .num_samples = 1, .values = g0},
+                                       {.client = 1, .num_samples = 1, .values = g1}};
+  s->apply(u, params);  // avg g = (1, 2); v = g; w = 1 - 0.5 * g
+  EXPECT_EQ(params, (std::vector<float>{0.5f, 0.0f}));
+  s->apply(u, params);  // v = 0.5 v + g = (1.5, 3); w -= 0.5 v
+  EXPECT_EQ(params, (std::vector<float>{-0.25f, -1.5f}));
+}
+
+TEST(Strategies, ModelAveragingAddsTheScaledMeanDelta) {
+  auto s = make_model_averaging(Weighting::kBySamples, 0.5f);
+  EXPECT_EQ(s->name(), "model");
+  std::vector<float> params = {1.0f, 1.0f};
+  const std::vector<float> d0 = {-2.0f, 0.0f}, d1 = {2.0f, 4.0f};
+  s->apply(std::vector<ClientUpdate>{{.client = 0, .num_samples = 3, .values = d0},
+                                     {.client = 1, .num_samples = 1, .values = d1}},
+           params);  // mean delta = (-1, 1); w += 0.5 * mean
+  EXPECT_EQ(params, (std::vector<float>{0.5f, 1.5f}));
+}
+
+}  // namespace
+}  // namespace fedpar
