@@ -1,0 +1,104 @@
+// Message bodies; see messages.h.
+#include "core/messages.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace fedpar {
+
+WireMessage encode_message(MessageType type, uint32_t client, uint64_t run, uint64_t round,
+                           const nlohmann::json& body,
+                           std::span<const std::span<const float>> vectors) {
+  WireMessage m;
+  const std::string text = body.dump();
+  m.frames.resize(2 + vectors.size());
+  m.frames[1].assign(text.begin(), text.end());
+  for (size_t i = 0; i < vectors.size(); ++i) {
+    auto& f = m.frames[2 + i];
+    f.resize(vectors[i].size() * sizeof(float));
+    if (!f.empty()) std::memcpy(f.data(), vectors[i].data(), f.size());
+  }
+  std::vector<std::span<const uint8_t>> payload(m.frames.begin() + 1, m.frames.end());
+  const HeaderBytes hb = encode_header(make_header(type, client, run, round, payload));
+  m.frames[0].assign(hb.begin(), hb.end());
+  return m;
+}
+
+std::variant<ParsedMessage, ProtocolError> parse_message(
+    std::span<const std::span<const uint8_t>> frames, std::span<const size_t> expected_floats,
+    bool require_finite) {
+  auto head = decode_message(frames);
+  if (auto* e = std::get_if<ProtocolError>(&head)) return *e;
+  ParsedMessage out{std::get<Header>(head), {}, {}};
+  const char* type = message_type_name(out.header.type);
+  if (frames.size() < 2)
+    return ProtocolError{fmt::format("{} without a body frame", type)};
+  const auto body = frames[1];
+  out.body = nlohmann::json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (out.body.is_discarded() || !out.body.is_object())
+    return ProtocolError{fmt::format("{} body is not a JSON object", type)};
+  const size_t vectors = frames.size() - 2;
+  if (!expected_floats.empty() && vectors != expected_floats.size())
+    return ProtocolError{fmt::format("{} carries {} vectors, expected {}", type, vectors,
+                                     expected_floats.size())};
+  for (size_t i = 0; i < vectors; ++i) {
+    const auto f = frames[2 + i];
+    if (f.size() % sizeof(float) != 0)
+      return ProtocolError{fmt::format("{} vector {} has {} bytes, not a whole number of float32",
+                                       type, i, f.size())};
+    const size_t n = f.size() / sizeof(float);
+    if (!expected_floats.empty() && n != expected_floats[i])
+      return ProtocolError{fmt::format("{} vector {} has {} values, the model has {}", type, i, n,
+                                       expected_floats[i])};
+    if (reinterpret_cast<uintptr_t>(f.data()) % alignof(float) != 0)
+      return ProtocolError{fmt::format("{} vector {} is not float-aligned in memory", type, i)};
+    std::span<const float> v(reinterpret_cast<const float*>(f.data()), n);
+    if (require_finite)
+      for (size_t j = 0; j < n; ++j)
+        if (!std::isfinite(v[j]))
+          return ProtocolError{fmt::format("{} vector {} holds a non-finite value ({}) at index {}",
+                                           type, i, v[j], j)};
+    out.vectors.push_back(v);
+  }
+  return out;
+}
+
+template <typename T>
+std::variant<T, ProtocolError> field(const nlohmann::json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end()) return ProtocolError{fmt::format("missing field '{}'", name)};
+  bool ok = false;
+  if constexpr (std::is_same_v<T, std::string>) ok = it->is_string();
+  else if constexpr (std::is_same_v<T, bool>) ok = it->is_boolean();
+  else if constexpr (std::is_floating_point_v<T>) ok = it->is_number();
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    ok = it->is_number_unsigned() && it->template get<uint64_t>() <= UINT32_MAX;
+  else if constexpr (std::is_same_v<T, std::vector<uint32_t>>) {
+    ok = it->is_array();
+    for (const auto& e : *it)
+      ok = ok && e.is_number_unsigned() && e.template get<uint64_t>() <= UINT32_MAX;
+  }
+  else if constexpr (std::is_unsigned_v<T>) ok = it->is_number_unsigned();
+  else if constexpr (std::is_integral_v<T>) ok = it->is_number_integer();
+  else ok = true;
+  if (!ok) return ProtocolError{fmt::format("field '{}' has the wrong type", name)};
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    return ProtocolError{fmt::format("field '{}' has the wrong type", name)};
+  }
+}
+
+template std::variant<std::string, ProtocolError> field<std::string>(const nlohmann::json&, const char*);
+template std::variant<bool, ProtocolError> field<bool>(const nlohmann::json&, const char*);
+template std::variant<double, ProtocolError> field<double>(const nlohmann::json&, const char*);
+template std::variant<uint64_t, ProtocolError> field<uint64_t>(const nlohmann::json&, const char*);
+template std::variant<int64_t, ProtocolError> field<int64_t>(const nlohmann::json&, const char*);
+template std::variant<uint32_t, ProtocolError> field<uint32_t>(const nlohmann::json&, const char*);
+template std::variant<std::vector<uint32_t>, ProtocolError> field<std::vector<uint32_t>>(
+    const nlohmann::json&, const char*);
+
+}  // namespace fedpar

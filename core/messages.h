@@ -1,0 +1,47 @@
+// Message bodies on top of the wire header (protocol.h): frame 1 is a small JSON object with the
+// message's fields, frames 2.. raw little-endian float32 vectors (parameters, gradients, deltas),
+// sent and received without conversion. Decoding checks every field's presence and type, every
+// vector's length against what the receiver expects, and that floats are finite; a failure is a
+// one-line reason for the log and the ERROR reply, never an exception escaping to the server.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/protocol.h"
+
+namespace fedpar {
+
+// An outgoing message: frames[0] is the header, then the JSON body, then the float vectors.
+struct WireMessage {
+  std::vector<std::vector<uint8_t>> frames;
+};
+
+WireMessage encode_message(MessageType type, uint32_t client, uint64_t run, uint64_t round,
+                           const nlohmann::json& body,
+                           std::span<const std::span<const float>> vectors = {});
+
+// A received message whose header, body and vector frames passed the checks.
+struct ParsedMessage {
+  Header header;
+  nlohmann::json body;                        // always an object
+  std::vector<std::span<const float>> vectors;  // views into the received frames
+};
+
+// `expected_floats[i]` is the length vector i must have (the receiver knows the model size);
+// an empty list accepts any number of vectors of any length, a mismatch in count or length is
+// rejected. `require_finite` rejects NaN and Inf (updates from clients).
+std::variant<ParsedMessage, ProtocolError> parse_message(
+    std::span<const std::span<const uint8_t>> frames, std::span<const size_t> expected_floats = {},
+    bool require_finite = false);
+
+// Typed field access for bodies: returns the value or a ProtocolError naming the field.
+template <typename T>
+std::variant<T, ProtocolError> field(const nlohmann::json& body, const char* name);
+
+}  // namespace fedpar
