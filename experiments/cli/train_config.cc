@@ -7,33 +7,22 @@
 #include <fmt/ranges.h>
 
 #include "core/check.h"
+#include "core/model_data_config.h"
 
 namespace fedpar {
 
-const char* const kTrainDefaults = R"(# fedpar train: centralized (single-process) training
+namespace {
+
+constexpr const char* kTrainTop = R"(# fedpar train: centralized (single-process) training
 name = ""               # results/<name>/; empty: <model>-<dataset>-e<epochs>-b<batch>-s<seed>
 results_dir = "results"
 seed = 1                # init, shuffling and synthetic data all derive from it
 device = "cpu"
 threads = 1             # CPU threads for matrix products
 
-[model]
-name = "2nn"            # logreg | linreg | mlp | 2nn | cnn
-hidden = []             # mlp only: hidden widths, e.g. [200, 200]
+)";
 
-[data]
-name = "mnist"          # mnist | synthetic | csv
-dir = ""                # folder holding mnist/; empty: $FEDPAR_DATA_DIR, ./data, source tree data/
-train_limit = 0         # keep the first n training samples (0 = all)
-test_limit = 0
-alpha = 0.0             # synthetic: model heterogeneity
-beta = 0.0              # synthetic: feature heterogeneity
-iid = false             # synthetic: the IID variant
-devices = 30            # synthetic: number of devices (users)
-csv_train = ""          # csv: features..., label[, user]
-csv_test = ""
-csv_user_column = false
-
+constexpr const char* kTrainSection = R"(
 [train]
 epochs = 1
 batch = 10              # samples per step, or "full"
@@ -52,8 +41,14 @@ eval_batch = 1000
 log_every = 100         # steps between train lines in metrics.jsonl
 )";
 
+}  // namespace
+
+std::string train_defaults() {
+  return std::string(kTrainTop) + kModelDataDefaults + kTrainSection;
+}
+
 Config make_train_config() {
-  Config c(kTrainDefaults);
+  Config c(train_defaults());
   c.allow_words("train.batch", {"full"});
   return c;
 }
@@ -100,35 +95,9 @@ TrainSetup resolve_train_setup(const Config& c) {
   require(s.threads >= 1 && s.threads <= 256, "threads must be between 1 and 256");
   s.results_dir = c.get_string("results_dir");
 
-  s.model.name = c.get_string("model.name");
-  for (int64_t h : c.get_int_list("model.hidden")) {
-    require(h > 0 && h < (1 << 24), fmt::format("model.hidden: width {} is out of range", h));
-    s.model.hidden.push_back(int(h));
-  }
-  const auto models = model_names();
-  require(std::find(models.begin(), models.end(), s.model.name) != models.end(),
-          fmt::format("unknown model '{}' (valid models: {})", s.model.name, fmt::join(models, ", ")));
-
-  DataOptions& d = s.data;
-  d.name = c.get_string("data.name");
-  const auto datasets = dataset_names();
-  require(std::find(datasets.begin(), datasets.end(), d.name) != datasets.end(),
-          fmt::format("unknown dataset '{}' (valid datasets: {})", d.name,
-                      fmt::join(datasets, ", ")));
-  d.data_dir = c.get_string("data.dir");
-  require(c.get_int("data.train_limit") >= 0 && c.get_int("data.test_limit") >= 0,
-          "data.train_limit and data.test_limit must be >= 0");
-  d.train_limit = size_t(c.get_int("data.train_limit"));
-  d.test_limit = size_t(c.get_int("data.test_limit"));
-  d.alpha = c.get_float("data.alpha");
-  d.beta = c.get_float("data.beta");
-  d.iid = c.get_bool("data.iid");
-  d.devices = int(c.get_int("data.devices"));
-  require(d.devices >= 1, "data.devices must be >= 1");
-  d.csv_train = c.get_string("data.csv_train");
-  d.csv_test = c.get_string("data.csv_test");
-  d.csv_user_column = c.get_bool("data.csv_user_column");
-  d.seed = uint64_t(c.get_int("seed"));
+  s.model = resolve_model_spec(c);
+  s.data = resolve_data_options(c, uint64_t(c.get_int("seed")));
+  const DataOptions& d = s.data;
 
   TrainOptions& t = s.train;
   t.seed = uint64_t(c.get_int("seed"));

@@ -13,7 +13,7 @@
 namespace fedpar {
 
 // Defaults; every key a train config may set appears here with a comment.
-extern const char* const kTrainDefaults;
+std::string train_defaults();
 
 Config make_train_config();
 

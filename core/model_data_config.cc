@@ -1,0 +1,69 @@
+// [model] and [data] config sections; see model_data_config.h.
+#include "core/model_data_config.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/check.h"
+
+namespace fedpar {
+
+const char* const kModelDataDefaults = R"(
+[model]
+name = "2nn"            # logreg | linreg | mlp | 2nn | cnn
+hidden = []             # mlp only: hidden widths, e.g. [200, 200]
+
+[data]
+name = "mnist"          # mnist | synthetic | csv
+dir = ""                # folder holding mnist/; empty: $FEDPAR_DATA_DIR, ./data, source tree data/
+train_limit = 0         # keep the first n training samples (0 = all)
+test_limit = 0
+alpha = 0.0             # synthetic: model heterogeneity
+beta = 0.0              # synthetic: feature heterogeneity
+iid = false             # synthetic: the IID variant
+devices = 30            # synthetic: number of devices (users)
+csv_train = ""          # csv: features..., label[, user]
+csv_test = ""
+csv_user_column = false
+)";
+
+ModelSpec resolve_model_spec(const Config& c) {
+  ModelSpec m;
+  m.name = c.get_string("model.name");
+  for (int64_t h : c.get_int_list("model.hidden")) {
+    if (h <= 0 || h >= (1 << 24)) throw Error(fmt::format("model.hidden: width {} is out of range", h));
+    m.hidden.push_back(int(h));
+  }
+  const auto models = model_names();
+  if (std::find(models.begin(), models.end(), m.name) == models.end())
+    throw Error(fmt::format("unknown model '{}' (valid models: {})", m.name, fmt::join(models, ", ")));
+  return m;
+}
+
+DataOptions resolve_data_options(const Config& c, uint64_t seed) {
+  DataOptions d;
+  d.name = c.get_string("data.name");
+  const auto datasets = dataset_names();
+  if (std::find(datasets.begin(), datasets.end(), d.name) == datasets.end())
+    throw Error(fmt::format("unknown dataset '{}' (valid datasets: {})", d.name,
+                            fmt::join(datasets, ", ")));
+  d.data_dir = c.get_string("data.dir");
+  if (c.get_int("data.train_limit") < 0 || c.get_int("data.test_limit") < 0)
+    throw Error("data.train_limit and data.test_limit must be >= 0");
+  d.train_limit = size_t(c.get_int("data.train_limit"));
+  d.test_limit = size_t(c.get_int("data.test_limit"));
+  d.alpha = c.get_float("data.alpha");
+  d.beta = c.get_float("data.beta");
+  d.iid = c.get_bool("data.iid");
+  d.devices = int(c.get_int("data.devices"));
+  if (d.devices < 1) throw Error("data.devices must be >= 1");
+  d.csv_train = c.get_string("data.csv_train");
+  d.csv_test = c.get_string("data.csv_test");
+  d.csv_user_column = c.get_bool("data.csv_user_column");
+  d.seed = seed;
+  return d;
+}
+
+}  // namespace fedpar

@@ -1,0 +1,19 @@
+// The [model] and [data] sections shared by every config that trains (fedpar train, fedpar
+// server): their documented defaults and their resolution into ModelSpec and DataOptions.
+#pragma once
+
+#include <cstdint>
+
+#include "core/config.h"
+#include "core/dataset.h"
+#include "core/model.h"
+
+namespace fedpar {
+
+extern const char* const kModelDataDefaults;
+
+// Throw Error naming the key and the valid choices.
+ModelSpec resolve_model_spec(const Config& c);
+DataOptions resolve_data_options(const Config& c, uint64_t seed);
+
+}  // namespace fedpar
