@@ -13,7 +13,7 @@ WireMessage encode_message(MessageType type, uint32_t client, uint64_t run, uint
                            const nlohmann::json& body,
                            std::span<const std::span<const float>> vectors) {
   WireMessage m;
-  const std::string text = body.dump();
+  const std::string text = body.is_null() ? std::string("{}") : body.dump();  // {} reads as null
   m.frames.resize(2 + vectors.size());
   m.frames[1].assign(text.begin(), text.end());
   for (size_t i = 0; i < vectors.size(); ++i) {
@@ -53,9 +53,14 @@ std::variant<ParsedMessage, ProtocolError> parse_message(
     if (!expected_floats.empty() && n != expected_floats[i])
       return ProtocolError{fmt::format("{} vector {} has {} values, the model has {}", type, i, n,
                                        expected_floats[i])};
-    if (reinterpret_cast<uintptr_t>(f.data()) % alignof(float) != 0)
-      return ProtocolError{fmt::format("{} vector {} is not float-aligned in memory", type, i)};
-    std::span<const float> v(reinterpret_cast<const float*>(f.data()), n);
+    std::span<const float> v;
+    if (reinterpret_cast<uintptr_t>(f.data()) % alignof(float) == 0) {
+      v = {reinterpret_cast<const float*>(f.data()), n};
+    } else {  // ZeroMQ keeps small frames inline, unaligned: copy those
+      auto& copy = out.copies.emplace_back(n);
+      std::memcpy(copy.data(), f.data(), f.size());
+      v = copy;
+    }
     if (require_finite)
       for (size_t j = 0; j < n; ++j)
         if (!std::isfinite(v[j]))

@@ -30,7 +30,8 @@ WireMessage encode_message(MessageType type, uint32_t client, uint64_t run, uint
 struct ParsedMessage {
   Header header;
   nlohmann::json body;                        // always an object
-  std::vector<std::span<const float>> vectors;  // views into the received frames
+  std::vector<std::span<const float>> vectors;  // views into the frames, or into `copies`
+  std::vector<std::vector<float>> copies;        // for frames not aligned for float access
 };
 
 // `expected_floats[i]` is the length vector i must have (the receiver knows the model size);

@@ -13,5 +13,7 @@ using Action = std::function<int()>;
 Action add_train_command(CLI::App& app);
 Action add_models_command(CLI::App& app);
 Action add_partition_command(CLI::App& app);
+Action add_server_command(CLI::App& app);
+Action add_client_command(CLI::App& app);
 
 }  // namespace fedpar

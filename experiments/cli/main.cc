@@ -19,6 +19,8 @@ int run(int argc, char** argv) {
   actions["train"] = fedpar::add_train_command(app);
   actions["models"] = fedpar::add_models_command(app);
   actions["partition"] = fedpar::add_partition_command(app);
+  actions["server"] = fedpar::add_server_command(app);
+  actions["client"] = fedpar::add_client_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

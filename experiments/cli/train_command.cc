@@ -12,7 +12,7 @@
 #include "core/safetensors.h"
 #include "experiments/cli/commands.h"
 #include "experiments/cli/progress.h"
-#include "experiments/cli/results_dir.h"
+#include "core/results_dir.h"
 #include "experiments/cli/train_config.h"
 
 namespace fedpar {

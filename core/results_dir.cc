@@ -1,5 +1,5 @@
 // ResultsDir and JsonlWriter; see results_dir.h.
-#include "experiments/cli/results_dir.h"
+#include "core/results_dir.h"
 
 #include <unistd.h>
 

@@ -1,0 +1,48 @@
+// `fedpar server` and `fedpar client`: the two processes of a distributed run.
+#include <memory>
+
+#include "clients/client.h"
+#include "core/check.h"
+#include "experiments/cli/commands.h"
+#include "server/run_config.h"
+#include "server/server.h"
+
+namespace fedpar {
+
+Action add_server_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("server", "run the rounds of a federated (model) or data-parallel "
+                                           "(gradient) run for connected client processes");
+  struct Args {
+    std::string config;
+    std::vector<std::string> sets;
+    ServerOptions opts;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("--config", a->config, "TOML run config (see experiments/)")->check(CLI::ExistingFile);
+  cmd->add_option("--set", a->sets, "override a config key: --set rounds=5");
+  cmd->add_option("--endpoint-file", a->opts.endpoint_file,
+                  "write the bound endpoint here (useful with tcp://127.0.0.1:*)");
+  cmd->add_flag("--quiet", a->opts.quiet, "no progress on stderr");
+  return [a] {
+    Config cfg = make_run_config();
+    if (!a->config.empty()) cfg.merge_file(a->config);
+    for (const auto& kv : a->sets) {
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos) throw Error("--set '" + kv + "': expected key=value");
+      cfg.set(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+    return run_server(std::move(cfg), a->opts);
+  };
+}
+
+Action add_client_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("client", "host virtual clients for a fedpar server");
+  auto o = std::make_shared<ClientOptions>();
+  cmd->add_option("--server", o->server, "tcp://HOST:PORT or ipc://PATH")->required();
+  cmd->add_option("--slots", o->slots, "virtual clients this process offers")->capture_default_str();
+  cmd->add_option("--wait", o->wait_seconds, "seconds the server may stay silent")->capture_default_str();
+  cmd->add_flag("--quiet", o->quiet, "no progress on stderr");
+  return [o] { return run_client(*o); };
+}
+
+}  // namespace fedpar

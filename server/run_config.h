@@ -1,0 +1,45 @@
+// The configuration of one distributed run (fedpar server; the clients receive it resolved in
+// WELCOME): compiled-in documented defaults, and its resolution into plain structs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/config.h"
+#include "core/dataset.h"
+#include "core/model.h"
+#include "core/optimizer.h"
+#include "partitioners/partition.h"
+#include "server/strategy.h"
+
+namespace fedpar {
+
+std::string run_defaults();
+Config make_run_config();
+
+enum class Regime { kGradient, kModel };
+
+struct RunSetup {
+  std::string name, results_dir, bind;
+  uint64_t seed = 1;
+  int rounds = 1, processes = 1, eval_every = 1, threads = 1;
+  double wait_seconds = 60, fraction = 1.0;
+  Regime regime = Regime::kModel;
+  Weighting weighting = Weighting::kBySamples;
+  bool continue_without_missing = false;  // gradient regime: carry on when a client is missing
+  ModelSpec model;
+  DataOptions data;
+  PartitionParams partition;
+  // model regime: local training and the server learning rate
+  int local_steps = 1, local_epochs = 0;
+  int64_t local_batch = 0;  // 0 = full shard
+  float local_lr = 0.1f, local_momentum = 0.0f, server_lr = 1.0f;
+  // gradient regime: per-client batch and the server optimizer
+  int64_t sgd_batch = 0;
+  float sgd_lr = 0.1f, sgd_momentum = 0.0f;
+};
+
+// Throws Error naming the key and the valid choices.
+RunSetup resolve_run_setup(const Config& c);
+
+}  // namespace fedpar

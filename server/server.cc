@@ -1,0 +1,335 @@
+// The server's run loop; see server.h.
+#include "server/server.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <optional>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "core/check.h"
+#include "core/hash.h"
+#include "core/messages.h"
+#include "core/model.h"
+#include "core/results_dir.h"
+#include "core/rng.h"
+#include "core/safetensors.h"
+#include "core/trainer.h"
+#include "partitioners/partition.h"
+#include "server/run_config.h"
+
+namespace fedpar {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Peer {
+  std::string identity;
+  int slots = 1;
+  std::vector<uint32_t> clients;
+  uint64_t bytes_sent = 0, bytes_received = 0;
+};
+
+struct Received {
+  std::string identity;
+  std::vector<zmq::message_t> frames;  // without the identity frame
+  std::vector<std::span<const uint8_t>> spans() const {
+    std::vector<std::span<const uint8_t>> s;
+    for (const auto& f : frames) s.emplace_back(static_cast<const uint8_t*>(f.data()), f.size());
+    return s;
+  }
+  size_t bytes() const {
+    size_t n = 0;
+    for (const auto& f : frames) n += f.size();
+    return n;
+  }
+};
+
+class Server {
+ public:
+  Server(const Config& cfg, const RunSetup& s, const ServerOptions& o)
+      : cfg_(cfg), s_(s), opts_(o), sock_(ctx_, zmq::socket_type::router) {
+    sock_.set(zmq::sockopt::linger, 2000);  // lets the final STOP reach the clients on close
+    try {
+      sock_.bind(s_.bind);
+    } catch (const zmq::error_t& e) {
+      throw Error(fmt::format("cannot bind {}: {}", s_.bind, e.what()));
+    }
+    endpoint_ = sock_.get(zmq::sockopt::last_endpoint);
+    if (!opts_.endpoint_file.empty()) {
+      const std::string tmp = opts_.endpoint_file + ".tmp";
+      std::ofstream(tmp) << endpoint_ << "\n";
+      std::filesystem::rename(tmp, opts_.endpoint_file);
+    }
+  }
+  const std::string& endpoint() const { return endpoint_; }
+
+  // Waits up to the deadline for one message; nullopt on timeout.
+  std::optional<Received> receive(Clock::time_point deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    zmq::pollitem_t item{sock_.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, left) == 0) return std::nullopt;
+    std::vector<zmq::message_t> parts;
+    if (!zmq::recv_multipart(sock_, std::back_inserter(parts), zmq::recv_flags::dontwait))
+      return std::nullopt;
+    Received r;
+    r.identity = parts[0].to_string();
+    for (size_t i = 1; i < parts.size(); ++i) r.frames.push_back(std::move(parts[i]));
+    if (auto it = peers_.find(r.identity); it != peers_.end()) it->second.bytes_received += r.bytes();
+    return r;
+  }
+
+  void send(const std::string& identity, const WireMessage& m) {
+    std::vector<zmq::const_buffer> bufs;
+    bufs.push_back(zmq::buffer(identity));
+    size_t bytes = 0;
+    for (const auto& f : m.frames) {
+      bufs.push_back(zmq::buffer(f));
+      bytes += f.size();
+    }
+    zmq::send_multipart(sock_, bufs);
+    if (auto it = peers_.find(identity); it != peers_.end()) it->second.bytes_sent += bytes;
+  }
+
+  void reject(const Received& r, const std::string& reason) {
+    log(fmt::format("dropped a message from a peer: {}", reason));
+    send(r.identity, encode_message(MessageType::kError, 0, run_id_, round_, {{"reason", reason}}));
+  }
+
+  void log(const std::string& line) {
+    if (!opts_.quiet) fmt::print(stderr, "server: {}\n", line);
+  }
+
+  int run();
+
+ private:
+  void wait_for_clients(const Manifest& manifest, size_t num_params);
+  std::vector<uint32_t> sample_participants(uint64_t round) const;
+
+  const Config& cfg_;
+  const RunSetup& s_;
+  const ServerOptions& opts_;
+  zmq::context_t ctx_;
+  zmq::socket_t sock_;
+  std::string endpoint_;
+  std::map<std::string, Peer> peers_;
+  std::map<uint32_t, std::string> owner_;  // virtual client -> peer identity
+  uint64_t run_id_ = 0, round_ = 0;
+  size_t num_clients_ = 0;
+};
+
+std::vector<uint32_t> Server::sample_participants(uint64_t round) const {
+  std::vector<uint32_t> ids(num_clients_);
+  std::iota(ids.begin(), ids.end(), 0u);
+  const size_t k = std::max<size_t>(1, size_t(std::lround(s_.fraction * double(num_clients_))));
+  if (k < ids.size()) {
+    Rng rng(s_.seed, "sample", 0, uint32_t(round));
+    for (size_t i = 0; i < k; ++i) std::swap(ids[i], ids[i + rng.below(ids.size() - i)]);
+    ids.resize(k);
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+void Server::wait_for_clients(const Manifest& manifest, size_t num_params) {
+  log(fmt::format("listening on {}; waiting for {} client process(es)", endpoint_, s_.processes));
+  const auto deadline = Clock::now() + std::chrono::duration<double>(s_.wait_seconds);
+  std::vector<std::string> order;
+  while (int(peers_.size()) < s_.processes) {
+    auto r = receive(std::chrono::time_point_cast<Clock::duration>(deadline));
+    if (!r)
+      throw Error(fmt::format("only {} of {} client processes said HELLO within {} s (start them "
+                              "with: fedpar client --server {})",
+                              peers_.size(), s_.processes, s_.wait_seconds, endpoint_));
+    auto parsed = parse_message(r->spans());
+    if (auto* e = std::get_if<ProtocolError>(&parsed)) {
+      reject(*r, e->reason);
+      continue;
+    }
+    const auto& m = std::get<ParsedMessage>(parsed);
+    if (m.header.type != MessageType::kHello) {
+      reject(*r, fmt::format("expected HELLO before the run starts, got {}", message_type_name(m.header.type)));
+      continue;
+    }
+    auto slots = field<int64_t>(m.body, "slots");
+    if (auto* e = std::get_if<ProtocolError>(&slots); e || std::get<int64_t>(slots) < 1) {
+      reject(*r, e ? e->reason : "slots must be >= 1");
+      continue;
+    }
+    if (peers_.count(r->identity)) continue;  // a repeated HELLO
+    peers_[r->identity] = Peer{r->identity, int(std::get<int64_t>(slots)), {}, 0, r->bytes()};
+    order.push_back(r->identity);
+    log(fmt::format("client process {} of {} connected ({} slots)", peers_.size(), s_.processes,
+                    std::get<int64_t>(slots)));
+  }
+  // Virtual clients go round-robin over processes; results do not depend on the assignment.
+  for (uint32_t c = 0; c < num_clients_; ++c) {
+    const std::string& id = order[c % order.size()];
+    peers_[id].clients.push_back(c);
+    owner_[c] = id;
+  }
+  for (const auto& id : order) {
+    nlohmann::json shards = nlohmann::json::array();
+    for (uint32_t c : peers_[id].clients) shards.push_back(manifest.clients[c].indices);
+    send(id, encode_message(MessageType::kWelcome, 0, run_id_, 0,
+                            {{"config", cfg_.to_toml()}, {"clients", peers_[id].clients},
+                             {"shards", shards}, {"num_params", num_params},
+                             {"dataset_hash", manifest.dataset_hash}}));
+  }
+}
+
+int Server::run() {
+  auto be = make_backend("cpu", s_.threads);
+  TrainTest data = load_dataset(s_.data);
+  const Manifest manifest = partition({data.train.name, data.train.content_hash(), data.train.y,
+                                       data.train.user, data.train.num_classes},
+                                      s_.partition);
+  num_clients_ = manifest.clients.size();
+  Model model(*be, s_.model, data.train.shape, data.train.num_classes);
+  model.init(s_.seed);
+  std::vector<float> params = model.params_host();
+  run_id_ = hash_bytes(&s_.seed, sizeof(s_.seed), ::getpid());
+
+  std::unique_ptr<Strategy> strategy =
+      s_.regime == Regime::kGradient
+          ? make_gradient_averaging(s_.weighting, LrSchedule{.base_lr = s_.sgd_lr},
+                                    {.momentum = s_.sgd_momentum})
+          : make_model_averaging(s_.weighting, s_.server_lr);
+
+  ResultsDir out(s_.results_dir, s_.name);
+  out.write_text("config.resolved.toml", cfg_.to_toml());
+  write_manifest(out.path() / "manifest.json", manifest);
+  JsonlWriter metrics(out.path() / "metrics.jsonl");
+
+  wait_for_clients(manifest, params.size());
+  auto stop_all = [&] {
+    for (const auto& [id, p] : peers_) send(id, encode_message(MessageType::kStop, 0, run_id_, round_, {}));
+  };
+  const std::vector<size_t> expect = {params.size()};
+  nlohmann::json last_eval;
+  try {
+    for (int r = 0; r < s_.rounds; ++r) {
+      round_ = uint64_t(r);
+      const auto t0 = Clock::now();
+      const auto participants = sample_participants(round_);
+      std::map<std::string, std::vector<uint32_t>> per_peer;
+      for (uint32_t c : participants) per_peer[owner_[c]].push_back(c);
+      const nlohmann::json task_common = {
+          {"kind", s_.regime == Regime::kGradient ? "gradient" : "local"},
+          {"batch", s_.regime == Regime::kGradient ? s_.sgd_batch : s_.local_batch},
+          {"steps", s_.local_steps}, {"epochs", s_.local_epochs}, {"lr", s_.local_lr},
+          {"momentum", s_.local_momentum}};
+      const std::vector<std::span<const float>> vecs = {params};
+      for (const auto& [id, ids] : per_peer) {
+        nlohmann::json body = task_common;
+        body["clients"] = ids;
+        send(id, encode_message(MessageType::kTask, 0, run_id_, round_, body, vecs));
+      }
+      // Collect one UPDATE per participant; reduce later in client-id order.
+      std::map<uint32_t, std::pair<uint64_t, std::vector<float>>> got;
+      double loss_sum = 0, loss_samples = 0;
+      const auto deadline = Clock::now() + std::chrono::duration<double>(s_.wait_seconds);
+      while (got.size() < participants.size()) {
+        auto msg = receive(std::chrono::time_point_cast<Clock::duration>(deadline));
+        if (!msg) break;
+        auto parsed = parse_message(msg->spans(), expect, /*require_finite=*/true);
+        if (auto* e = std::get_if<ProtocolError>(&parsed)) {
+          reject(*msg, e->reason);
+          continue;
+        }
+        const auto& m = std::get<ParsedMessage>(parsed);
+        const uint32_t c = m.header.client;
+        auto n = field<uint64_t>(m.body, "num_samples");
+        auto l = field<double>(m.body, "loss_sum");
+        std::string why;
+        if (m.header.type != MessageType::kUpdate) why = fmt::format("expected UPDATE, got {}", message_type_name(m.header.type));
+        else if (m.header.round != round_) why = fmt::format("update for round {} during round {}", m.header.round, round_);
+        else if (!owner_.count(c) || owner_[c] != msg->identity) why = fmt::format("client {} is not hosted by this process", c);
+        else if (!std::binary_search(participants.begin(), participants.end(), c)) why = fmt::format("client {} was not asked this round", c);
+        else if (got.count(c)) why = fmt::format("a second update from client {}", c);
+        else if (std::holds_alternative<ProtocolError>(n) || std::holds_alternative<ProtocolError>(l)) why = "UPDATE without num_samples / loss_sum";
+        if (!why.empty()) {
+          reject(*msg, why);
+          continue;
+        }
+        got[c] = {std::get<uint64_t>(n), std::vector<float>(m.vectors[0].begin(), m.vectors[0].end())};
+        loss_sum += std::get<double>(l);
+        loss_samples += double(std::get<uint64_t>(n));
+      }
+      const auto t_wait = Clock::now();
+      if (got.size() < participants.size()) {
+        std::vector<uint32_t> missing;
+        for (uint32_t c : participants) if (!got.count(c)) missing.push_back(c);
+        const std::string what = fmt::format("round {}: no update from client(s) {} within {} s",
+                                             round_, fmt::join(missing, ", "), s_.wait_seconds);
+        if (got.empty() || (s_.regime == Regime::kGradient && !s_.continue_without_missing))
+          throw Error(what + (s_.regime == Regime::kGradient
+                                  ? " (gradient regime stops; set continue_without_missing = true to go on)"
+                                  : ""));
+        log(what + "; continuing with the rest");
+      }
+      std::vector<ClientUpdate> updates;
+      for (const auto& [c, v] : got) updates.push_back({c, round_, v.first, v.second});
+      strategy->apply(updates, params);
+      const auto t_done = Clock::now();
+      uint64_t sent = 0, received = 0;
+      for (const auto& [id, p] : peers_) sent += p.bytes_sent, received += p.bytes_received;
+      nlohmann::json rec = {{"kind", "round"}, {"round", r + 1}, {"participants", participants.size()},
+                            {"received", got.size()},
+                            {"train_loss", loss_samples > 0 ? loss_sum / loss_samples : 0.0},
+                            {"bytes_sent_total", sent}, {"bytes_received_total", received},
+                            {"wait_seconds", std::chrono::duration<double>(t_wait - t0).count()},
+                            {"aggregate_seconds", std::chrono::duration<double>(t_done - t_wait).count()}};
+      if ((r + 1) % s_.eval_every == 0 || r + 1 == s_.rounds) {
+        model.set_params_host(params);
+        const BatchStats st = evaluate(model, data.test);
+        rec["test_loss"] = st.samples ? st.loss_sum / double(st.samples) : 0.0;
+        rec["test_accuracy"] = st.samples ? double(st.correct) / double(st.samples) : 0.0;
+        last_eval = rec;
+      }
+      metrics.write(rec);
+      log(fmt::format("round {}/{}: {} updates, train loss {:.4f}{}", r + 1, s_.rounds, got.size(),
+                      rec["train_loss"].get<double>(),
+                      rec.contains("test_accuracy")
+                          ? fmt::format(", test accuracy {:.2f}%", 100 * rec["test_accuracy"].get<double>())
+                          : ""));
+    }
+  } catch (...) {
+    stop_all();
+    throw;
+  }
+  stop_all();
+  save_safetensors(out.path() / "model.safetensors", model.layout(), params,
+                   {{"format", "fedpar"}, {"model", s_.model.name}});
+  const std::string hash = hash_hex(hash_bytes(params.data(), params.size() * sizeof(float)));
+  out.write_json("summary.json", {{"command", "server"}, {"final", last_eval}, {"model_hash", hash},
+                                  {"clients", num_clients_}, {"processes", s_.processes}});
+  const auto path = out.commit();
+  log(fmt::format("results: {}", path.string()));
+  fmt::print("final model hash: {}\n", hash);
+  if (last_eval.contains("test_accuracy"))
+    fmt::print("test accuracy: {:.2f}%\n", 100 * last_eval["test_accuracy"].get<double>());
+  return 0;
+}
+
+}  // namespace
+
+int run_server(Config cfg, const ServerOptions& opts) {
+  const RunSetup s = resolve_run_setup(cfg);
+  cfg.set("name", s.name);
+  Server server(cfg, s, opts);
+  return server.run();
+}
+
+}  // namespace fedpar

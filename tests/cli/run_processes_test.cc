@@ -1,0 +1,126 @@
+// A real server process and real client processes over ZeroMQ (ipc and tcp loopback): the same
+// config gives the same final model bytes whatever the transport and the number of processes;
+// a peer's garbage gets an ERROR and changes nothing; a client that never answers is dropped
+// from the round in the model regime and stops the gradient regime with a clear error.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "core/messages.h"
+#include "tests/util/process.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using testing::TempDir;
+
+struct RunResult {
+  int server_code = -100;
+  std::string out, err, hash;
+};
+
+// Starts a server with `sets`, then `clients` client processes, and waits for all of them.
+RunResult run_distributed(const TempDir& tmp, const std::string& tag, const std::string& bind,
+                          int clients, const std::vector<std::string>& sets,
+                          const std::function<void(const std::string&)>& extra_peer = {}) {
+  std::vector<std::string> args = {"server", "--endpoint-file", (tmp / (tag + ".ep")).string(),
+                                   "--set", "bind=" + bind, "--set", "results_dir=" + (tmp / "res").string(),
+                                   "--set", "name=" + tag, "--set", "data.name=synthetic",
+                                   "--set", "data.iid=true", "--set", "model.name=logreg",
+                                   "--set", "processes=" + std::to_string(clients + (extra_peer ? 1 : 0))};
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  const pid_t server = testing::spawn_fedpar(args, tmp / (tag + ".out"), tmp / (tag + ".err"));
+  const std::string ep = testing::wait_for_file(tmp / (tag + ".ep"), 20);
+  EXPECT_FALSE(ep.empty()) << "server wrote no endpoint";
+  std::vector<pid_t> pids;
+  for (int i = 0; i < clients; ++i)
+    pids.push_back(testing::spawn_fedpar({"client", "--quiet", "--wait", "60", "--server", ep},
+                                         tmp / (tag + std::to_string(i) + ".cout"),
+                                         tmp / (tag + std::to_string(i) + ".cerr")));
+  if (extra_peer) extra_peer(ep);
+  RunResult r;
+  r.server_code = testing::wait_exit(server, 120).value_or(-99);
+  for (pid_t p : pids) EXPECT_EQ(testing::wait_exit(p, 30).value_or(-99), 0) << "a client failed";
+  r.out = testing::slurp(tmp / (tag + ".out"));
+  r.err = testing::slurp(tmp / (tag + ".err"));
+  std::smatch m;
+  if (std::regex_search(r.out, m, std::regex("final model hash: ([0-9a-f]{16})"))) r.hash = m[1];
+  return r;
+}
+
+class Distributed : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Distributed, SameBytesOverAnyTransportAndProcessCount) {
+  TempDir tmp;
+  const std::vector<std::string> sets = {std::string("regime=") + GetParam(), "rounds=4",
+                                         "partition.clients=6", "local.steps=3", "local.batch=20",
+                                         "local.lr=0.05", "sgd.lr=0.5", "fraction=0.5"};
+  const RunResult a = run_distributed(tmp, "tcp1", "tcp://127.0.0.1:*", 1, sets);
+  ASSERT_EQ(a.server_code, 0) << a.err;
+  ASSERT_EQ(a.hash.size(), 16u) << a.out;
+  const RunResult b = run_distributed(tmp, "ipc2", "ipc://" + (tmp / "s.sock").string(), 2, sets);
+  ASSERT_EQ(b.server_code, 0) << b.err;
+  const RunResult c = run_distributed(tmp, "tcp4", "tcp://127.0.0.1:*", 4, sets);
+  ASSERT_EQ(c.server_code, 0) << c.err;
+  EXPECT_EQ(a.hash, b.hash);
+  EXPECT_EQ(a.hash, c.hash);
+  for (const char* f : {"config.resolved.toml", "manifest.json", "metrics.jsonl", "model.safetensors", "summary.json"})
+    EXPECT_TRUE(std::filesystem::exists(tmp / "res" / "tcp1" / f)) << f;
+}
+
+INSTANTIATE_TEST_SUITE_P(Regimes, Distributed, ::testing::Values("model", "gradient"));
+
+// A DEALER that says HELLO with garbage first, then a valid HELLO, then never answers a TASK.
+void silent_peer(const std::string& ep, bool garbage) {
+  zmq::context_t ctx;
+  zmq::socket_t s(ctx, zmq::socket_type::dealer);
+  s.set(zmq::sockopt::linger, 0);
+  s.connect(ep);
+  if (garbage) {
+    std::vector<zmq::const_buffer> junk = {zmq::str_buffer("not a fedpar header"), zmq::str_buffer("x")};
+    zmq::send_multipart(s, junk);
+    std::vector<zmq::message_t> reply;
+    EXPECT_TRUE(zmq::recv_multipart(s, std::back_inserter(reply)));  // the server answers ERROR
+    std::vector<std::span<const uint8_t>> spans;
+    for (auto& f : reply) spans.emplace_back(static_cast<const uint8_t*>(f.data()), f.size());
+    auto parsed = parse_message(spans);
+    ASSERT_TRUE(std::holds_alternative<ParsedMessage>(parsed));
+    EXPECT_EQ(std::get<ParsedMessage>(parsed).header.type, MessageType::kError);
+    EXPECT_NE(std::get<ParsedMessage>(parsed).body.value("reason", "").find("bad magic"), std::string::npos);
+  }
+  const WireMessage hello = encode_message(MessageType::kHello, 0, 0, 0, {{"slots", 1}});
+  std::vector<zmq::const_buffer> bufs;
+  for (const auto& f : hello.frames) bufs.push_back(zmq::buffer(f));
+  zmq::send_multipart(s, bufs);
+  std::this_thread::sleep_for(std::chrono::seconds(6));  // receives TASKs, answers none
+}
+
+TEST(DistributedFaults, SilentClientIsDroppedInModelRegimeAndStopsGradientRegime) {
+  TempDir tmp;
+  std::thread peer;
+  const RunResult m = run_distributed(
+      tmp, "model", "tcp://127.0.0.1:*", 1,
+      {"regime=model", "rounds=2", "partition.clients=4", "wait_seconds=1"},
+      [&](const std::string& ep) { peer = std::thread(silent_peer, ep, true); });
+  peer.join();
+  EXPECT_EQ(m.server_code, 0) << m.err;
+  EXPECT_NE(m.err.find("dropped a message from a peer: bad magic"), std::string::npos) << m.err;
+  EXPECT_NE(m.err.find("continuing with the rest"), std::string::npos) << m.err;
+  EXPECT_EQ(m.hash.size(), 16u);
+
+  const RunResult g = run_distributed(
+      tmp, "gradient", "tcp://127.0.0.1:*", 1,
+      {"regime=gradient", "rounds=2", "partition.clients=4", "wait_seconds=1"},
+      [&](const std::string& ep) { peer = std::thread(silent_peer, ep, false); });
+  peer.join();
+  EXPECT_EQ(g.server_code, 2);
+  EXPECT_NE(g.err.find("no update from client(s)"), std::string::npos) << g.err;
+  EXPECT_NE(g.err.find("continue_without_missing"), std::string::npos) << g.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "res" / "gradient"));  // nothing half-written
+}
+
+}  // namespace
+}  // namespace fedpar
