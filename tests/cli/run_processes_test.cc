@@ -73,6 +73,28 @@ TEST_P(Distributed, SameBytesOverAnyTransportAndProcessCount) {
 
 INSTANTIATE_TEST_SUITE_P(Regimes, Distributed, ::testing::Values("model", "gradient"));
 
+TEST(FedparRun, SupervisesServerAndClientsAndGivesTheSameBytes) {
+  TempDir tmp;
+  const std::vector<std::string> sets = {"regime=model", "rounds=3", "partition.clients=5",
+                                         "local.steps=2", "local.batch=16"};
+  const RunResult direct = run_distributed(tmp, "direct", "tcp://127.0.0.1:*", 1, sets);
+  ASSERT_EQ(direct.server_code, 0) << direct.err;
+  std::ofstream(tmp / "run.toml") << "seed = 1\n[data]\nname = 'synthetic'\niid = true\n"
+                                     "[model]\nname = 'logreg'\n";
+  std::vector<std::string> args = {"run", (tmp / "run.toml").string(), "-p", "3", "--set",
+                                   "results_dir=" + (tmp / "res").string(), "--set", "name=viarun"};
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  const pid_t pid = testing::spawn_fedpar(args, tmp / "run.out", tmp / "run.err");
+  EXPECT_EQ(testing::wait_exit(pid, 120).value_or(-99), 0) << testing::slurp(tmp / "run.err");
+  EXPECT_NE(testing::slurp(tmp / "run.out").find("final model hash: " + direct.hash), std::string::npos)
+      << testing::slurp(tmp / "run.out");
+
+  const pid_t bad = testing::spawn_fedpar({"run", (tmp / "run.toml").string(), "--set", "rounds=zero"},
+                                          tmp / "bad.out", tmp / "bad.err");
+  EXPECT_EQ(testing::wait_exit(bad, 30).value_or(-99), 2);
+  EXPECT_NE(testing::slurp(tmp / "bad.err").find("rounds must be an integer"), std::string::npos);
+}
+
 // A DEALER that says HELLO with garbage first, then a valid HELLO, then never answers a TASK.
 void silent_peer(const std::string& ep, bool garbage) {
   zmq::context_t ctx;
