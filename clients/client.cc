@@ -8,25 +8,20 @@
 #include <optional>
 
 #include <fmt/format.h>
-#include <zmq.hpp>
-#include <zmq_addon.hpp>
 
 #include "clients/local_update.h"
 #include "core/check.h"
 #include "core/messages.h"
 #include "core/model.h"
 #include "server/run_config.h"
+#include "server/zmq_frames.h"
 
 namespace fedpar {
 namespace {
 
 struct Incoming {
   std::vector<zmq::message_t> frames;
-  std::vector<std::span<const uint8_t>> spans() const {
-    std::vector<std::span<const uint8_t>> s;
-    for (const auto& f : frames) s.emplace_back(static_cast<const uint8_t*>(f.data()), f.size());
-    return s;
-  }
+  std::vector<std::span<const uint8_t>> spans() const { return frame_spans(frames); }
 };
 
 std::optional<Incoming> receive(zmq::socket_t& sock, double seconds) {
@@ -38,11 +33,7 @@ std::optional<Incoming> receive(zmq::socket_t& sock, double seconds) {
   return in;
 }
 
-void send(zmq::socket_t& sock, const WireMessage& m) {
-  std::vector<zmq::const_buffer> bufs;
-  for (const auto& f : m.frames) bufs.push_back(zmq::buffer(f));
-  zmq::send_multipart(sock, bufs);
-}
+void send(zmq::socket_t& sock, const WireMessage& m) { send_message(sock, m); }
 
 template <typename T>
 T need(const nlohmann::json& body, const char* name) {

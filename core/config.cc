@@ -196,6 +196,14 @@ void Config::set(std::string_view key_view, std::string_view value) {
   }
 }
 
+void Config::set_all(const std::vector<std::string>& assignments) {
+  for (const auto& kv : assignments) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos) throw Error(fmt::format("--set '{}': expected key=value", kv));
+    set(std::string_view(kv).substr(0, eq), std::string_view(kv).substr(eq + 1));
+  }
+}
+
 const toml::node& Config::leaf(std::string_view key) const {
   const toml::node* n = table_.at_path(key).node();
   FEDPAR_CHECK(n) << "no config key " << key;

@@ -27,6 +27,8 @@ class Config {
   void merge_toml(std::string_view text, std::string_view source_name);
   // `key` is dotted ("train.epochs"); `value` is parsed by the key's type. Lists: "200,200".
   void set(std::string_view key, std::string_view value);
+  // Applies "key=value" overrides (the --set flags) in order; an item without '=' is an Error.
+  void set_all(const std::vector<std::string>& assignments);
 
   int64_t get_int(std::string_view key) const;
   double get_float(std::string_view key) const;

@@ -14,8 +14,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <zmq.hpp>
-#include <zmq_addon.hpp>
 
 #include "core/check.h"
 #include "core/hash.h"
@@ -27,6 +25,7 @@
 #include "core/trainer.h"
 #include "partitioners/partition.h"
 #include "server/run_config.h"
+#include "server/zmq_frames.h"
 
 namespace fedpar {
 namespace {
@@ -43,11 +42,7 @@ struct Peer {
 struct Received {
   std::string identity;
   std::vector<zmq::message_t> frames;  // without the identity frame
-  std::vector<std::span<const uint8_t>> spans() const {
-    std::vector<std::span<const uint8_t>> s;
-    for (const auto& f : frames) s.emplace_back(static_cast<const uint8_t*>(f.data()), f.size());
-    return s;
-  }
+  std::vector<std::span<const uint8_t>> spans() const { return frame_spans(frames); }
   size_t bytes() const {
     size_t n = 0;
     for (const auto& f : frames) n += f.size();
@@ -91,14 +86,7 @@ class Server {
   }
 
   void send(const std::string& identity, const WireMessage& m) {
-    std::vector<zmq::const_buffer> bufs;
-    bufs.push_back(zmq::buffer(identity));
-    size_t bytes = 0;
-    for (const auto& f : m.frames) {
-      bufs.push_back(zmq::buffer(f));
-      bytes += f.size();
-    }
-    zmq::send_multipart(sock_, bufs);
+    const size_t bytes = send_message(sock_, m, &identity);
     if (auto it = peers_.find(identity); it != peers_.end()) it->second.bytes_sent += bytes;
   }
 

@@ -57,11 +57,7 @@ int run(const RunArgs& a) {
   // Validate the whole config here first: a bad key fails before any process starts.
   Config cfg = make_run_config();
   cfg.merge_file(a.config);
-  for (const auto& kv : a.sets) {
-    const size_t eq = kv.find('=');
-    if (eq == std::string::npos) throw Error("--set '" + kv + "': expected key=value");
-    cfg.set(kv.substr(0, eq), kv.substr(eq + 1));
-  }
+  cfg.set_all(a.sets);
   if (a.processes > 0) cfg.set("processes", std::to_string(a.processes));
   cfg.set("bind", a.bind.empty() ? "tcp://127.0.0.1:*" : a.bind);
   const RunSetup s = resolve_run_setup(cfg);

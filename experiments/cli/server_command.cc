@@ -26,11 +26,7 @@ Action add_server_command(CLI::App& app) {
   return [a] {
     Config cfg = make_run_config();
     if (!a->config.empty()) cfg.merge_file(a->config);
-    for (const auto& kv : a->sets) {
-      const size_t eq = kv.find('=');
-      if (eq == std::string::npos) throw Error("--set '" + kv + "': expected key=value");
-      cfg.set(kv.substr(0, eq), kv.substr(eq + 1));
-    }
+    cfg.set_all(a->sets);
     return run_server(std::move(cfg), a->opts);
   };
 }

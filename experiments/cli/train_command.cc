@@ -32,11 +32,7 @@ int run_train(const TrainArgs& args) {
   Config cfg = make_train_config();
   if (!args.config_path.empty()) cfg.merge_file(args.config_path);
   for (const auto& [key, value] : args.flags) cfg.set(key, value);
-  for (const auto& kv : args.sets) {
-    const size_t eq = kv.find('=');
-    if (eq == std::string::npos) throw Error(fmt::format("--set '{}': expected key=value", kv));
-    cfg.set(kv.substr(0, eq), kv.substr(eq + 1));
-  }
+  cfg.set_all(args.sets);
   const TrainSetup s = resolve_train_setup(cfg);
   cfg.set("name", s.name);  // the resolved config names the folder it was written to
   Progress progress(!args.quiet);
