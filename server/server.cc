@@ -226,6 +226,7 @@ int Server::run() {
       }
       // Collect one UPDATE per participant; reduce later in client-id order.
       std::map<uint32_t, std::pair<uint64_t, std::vector<float>>> got;
+      nlohmann::json per_client = nlohmann::json::array();  // accounting, in arrival order
       double loss_sum = 0, loss_samples = 0;
       const auto deadline = Clock::now() + std::chrono::duration<double>(s_.wait_seconds);
       while (got.size() < participants.size()) {
@@ -252,6 +253,11 @@ int Server::run() {
           continue;
         }
         got[c] = {std::get<uint64_t>(n), std::vector<float>(m.vectors[0].begin(), m.vectors[0].end())};
+        per_client.push_back({{"client", c},
+                              {"bytes_up", msg->bytes()},
+                              {"compute_seconds", m.body.value("compute_seconds", 0.0)},
+                              {"samples_processed", m.body.value("samples_processed", int64_t{0})},
+                              {"loss", std::get<double>(l) / std::max<double>(1.0, double(std::get<uint64_t>(n)))}});
         loss_sum += std::get<double>(l);
         loss_samples += double(std::get<uint64_t>(n));
       }
@@ -277,6 +283,8 @@ int Server::run() {
                             {"received", got.size()},
                             {"train_loss", loss_samples > 0 ? loss_sum / loss_samples : 0.0},
                             {"bytes_sent_total", sent}, {"bytes_received_total", received},
+                            {"bytes_down_per_task", params.size() * sizeof(float)},
+                            {"clients", per_client},
                             {"wait_seconds", std::chrono::duration<double>(t_wait - t0).count()},
                             {"aggregate_seconds", std::chrono::duration<double>(t_done - t_wait).count()}};
       if ((r + 1) % s_.eval_every == 0 || r + 1 == s_.rounds) {
