@@ -69,6 +69,19 @@ TEST_P(Distributed, SameBytesOverAnyTransportAndProcessCount) {
   EXPECT_EQ(a.hash, c.hash);
   for (const char* f : {"config.resolved.toml", "manifest.json", "metrics.jsonl", "model.safetensors", "summary.json"})
     EXPECT_TRUE(std::filesystem::exists(tmp / "res" / "tcp1" / f)) << f;
+  // Every round line accounts for each participant: 3 of 6 clients at fraction 0.5.
+  std::ifstream metrics(tmp / "res" / "tcp1" / "metrics.jsonl");
+  int rounds = 0;
+  for (std::string line; std::getline(metrics, line); ++rounds) {
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["participants"], 3);
+    ASSERT_EQ(j["clients"].size(), 3u);
+    for (const auto& c : j["clients"]) {
+      EXPECT_GT(c["bytes_up"].get<int64_t>(), 4 * 610);  // at least the 610 logreg floats
+      EXPECT_GT(c["samples_processed"].get<int64_t>(), 0);
+    }
+  }
+  EXPECT_EQ(rounds, 4);
 }
 
 INSTANTIATE_TEST_SUITE_P(Regimes, Distributed, ::testing::Values("model", "gradient"));
