@@ -200,13 +200,13 @@ int Server::run() {
   write_manifest(out.path() / "manifest.json", manifest);
   JsonlWriter metrics(out.path() / "metrics.jsonl");
 
-  wait_for_clients(manifest, params.size());
   auto stop_all = [&] {
     for (const auto& [id, p] : peers_) send(id, encode_message(MessageType::kStop, 0, run_id_, round_, {}));
   };
   const std::vector<size_t> expect = {params.size()};
   nlohmann::json last_eval;
   try {
+    wait_for_clients(manifest, params.size());  // inside: those that came hear STOP on failure
     for (int r = 0; r < s_.rounds; ++r) {
       round_ = uint64_t(r);
       const auto t0 = Clock::now();
