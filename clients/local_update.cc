@@ -10,11 +10,10 @@
 namespace fedpar {
 namespace {
 
-// First `b` of the shard after a shuffle of a copy: a batch without replacement.
+// A batch of b samples of the shard, without replacement.
 std::vector<uint32_t> sample_batch(std::span<const uint32_t> shard, size_t b, Rng& rng) {
   std::vector<uint32_t> v(shard.begin(), shard.end());
-  // Partial Fisher-Yates: only the first b positions are drawn.
-  for (size_t i = 0; i < b; ++i) std::swap(v[i], v[i + rng.below(v.size() - i)]);
+  rng.choose(std::span(v), b);
   v.resize(b);
   return v;
 }

@@ -39,6 +39,13 @@ class Rng {
   // gamma to 0; then all mass goes to the largest gamma's log, so the result is still a simplex.
   std::vector<double> dirichlet(std::span<const double> alpha);
 
+  // Moves a uniform random k-subset of v to its front (partial Fisher-Yates from the front,
+  // drawing below(n - i) for i < k); the rest of v keeps what is left.
+  template <typename T>
+  void choose(std::span<T> v, size_t k) {
+    for (size_t i = 0; i < k && i < v.size(); ++i) std::swap(v[i], v[i + below(v.size() - i)]);
+  }
+
   // Fisher-Yates, drawing `below(i + 1)` for i from the end: a fixed, documented order.
   template <typename T>
   void shuffle(std::span<T> v) {

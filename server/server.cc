@@ -122,8 +122,7 @@ std::vector<uint32_t> Server::sample_participants(uint64_t round) const {
   std::iota(ids.begin(), ids.end(), 0u);
   const size_t k = std::max<size_t>(1, size_t(std::lround(s_.fraction * double(num_clients_))));
   if (k < ids.size()) {
-    Rng rng(s_.seed, "sample", 0, uint32_t(round));
-    for (size_t i = 0; i < k; ++i) std::swap(ids[i], ids[i + rng.below(ids.size() - i)]);
+    Rng(s_.seed, "sample", 0, uint32_t(round)).choose(std::span(ids), k);
     ids.resize(k);
   }
   std::sort(ids.begin(), ids.end());

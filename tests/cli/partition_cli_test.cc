@@ -12,8 +12,7 @@ namespace {
 using testing::run_fedpar;
 
 TEST(PartitionCli, MnistShardsWritesManifestStatsAndPicture) {
-  if (!std::filesystem::exists(resolve_data_dir({}) / "mnist" / "train-labels-idx1-ubyte"))
-    GTEST_SKIP() << "MNIST not fetched: run scripts/setup.sh";
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST not fetched: run scripts/setup.sh";
   testing::TempDir tmp;
   const auto out = tmp / "shards";
   auto r = run_fedpar("partition --dataset mnist --scheme shards --clients 100 --out " + out.string(),

@@ -22,17 +22,13 @@ namespace {
 using testing::CliRun;
 using testing::run_fedpar;
 
-bool have_mnist() {
-  return std::filesystem::exists(resolve_data_dir({}) / "mnist" / "train-labels-idx1-ubyte");
-}
-
 size_t entries(const std::filesystem::path& dir) {
   if (!std::filesystem::exists(dir)) return 0;
   return size_t(std::distance(std::filesystem::directory_iterator(dir), {}));
 }
 
 TEST(TrainCli, TrainsOnMnistAndWritesResults) {
-  if (!have_mnist()) GTEST_SKIP() << "MNIST not fetched: run scripts/setup.sh";
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST not fetched: run scripts/setup.sh";
   testing::TempDir tmp;
   const auto results = tmp / "results";
   CliRun r = run_fedpar("train --model logreg --dataset mnist --epochs 2 --batch 10 --lr 0.1 "

@@ -7,16 +7,13 @@
 #include "core/backend.h"
 #include "core/dataset.h"
 #include "core/trainer.h"
+#include "tests/util/test_util.h"
 
 namespace fedpar {
 namespace {
 
-bool have_mnist() {
-  return std::filesystem::exists(resolve_data_dir({}) / "mnist" / "train-images-idx3-ubyte");
-}
-
 TEST(Mnist, SizesAndLabelCounts) {
-  if (!have_mnist()) GTEST_SKIP() << "MNIST not fetched: run scripts/setup.sh";
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST not fetched: run scripts/setup.sh";
   const TrainTest tt = load_dataset({.name = "mnist"});
   ASSERT_EQ(tt.train.size(), 60000u);
   ASSERT_EQ(tt.test.size(), 10000u);
@@ -32,7 +29,7 @@ TEST(Mnist, SizesAndLabelCounts) {
 }
 
 TEST(Mnist, LogisticRegressionLearnsFromASubset) {
-  if (!have_mnist()) GTEST_SKIP() << "MNIST not fetched: run scripts/setup.sh";
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST not fetched: run scripts/setup.sh";
   TrainTest tt = load_dataset({.name = "mnist", .train_limit = 6000, .test_limit = 2000});
   auto be = make_backend("cpu");
   Model m(*be, {"logreg"}, tt.train.shape, 10);
@@ -43,7 +40,7 @@ TEST(Mnist, LogisticRegressionLearnsFromASubset) {
 }
 
 TEST(Mnist, CnnLossFallsOnASubset) {
-  if (!have_mnist()) GTEST_SKIP() << "MNIST not fetched: run scripts/setup.sh";
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST not fetched: run scripts/setup.sh";
   TrainTest tt = load_dataset({.name = "mnist", .train_limit = 100, .test_limit = 1});
   auto be = make_backend("cpu");
   Model m(*be, {"cnn"}, tt.train.shape, 10);

@@ -62,9 +62,4 @@ inline std::string wait_for_file(const std::filesystem::path& p, double seconds)
   return "";
 }
 
-inline std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 }  // namespace fedpar::testing

@@ -9,6 +9,8 @@
 #include <iterator>
 #include <string>
 
+#include "tests/util/test_util.h"
+
 namespace fedpar::testing {
 
 struct CliRun {
@@ -22,10 +24,6 @@ inline CliRun run_fedpar(const std::string& args, const std::filesystem::path& t
   const std::string cmd = std::string(FEDPAR_BIN) + " " + args + " >" + out.string() + " 2>" +
                           err.string();
   const int status = std::system(cmd.c_str());
-  auto slurp = [](const std::filesystem::path& p) {
-    std::ifstream in(p);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
 }
 

@@ -8,9 +8,12 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
+#include "core/dataset.h"
 #include "core/rng.h"
 
 namespace fedpar::testing {
@@ -37,6 +40,17 @@ inline ::testing::AssertionResult all_close(const std::vector<float>& a, const s
   }
   if (bad) return ::testing::AssertionFailure() << bad << " of " << a.size() << " differ:" << msg;
   return ::testing::AssertionSuccess();
+}
+
+// MNIST as scripts/setup.sh fetches it; tests that need it skip (naming the fix) without it.
+inline bool have_mnist() {
+  return std::filesystem::exists(fedpar::resolve_data_dir({}) / "mnist" / "train-images-idx3-ubyte") &&
+         std::filesystem::exists(fedpar::resolve_data_dir({}) / "mnist" / "train-labels-idx1-ubyte");
+}
+
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 class TempDir {
