@@ -45,9 +45,12 @@ std::string_view type_name(toml::node_type t) {
     case toml::node_type::floating_point: return "a number";
     case toml::node_type::boolean: return "true or false";
     case toml::node_type::string: return "a string";
-    case toml::node_type::array: return "a list of integers";
     default: return "a value";
   }
+}
+
+std::string list_type_name(toml::node_type element) {
+  return element == toml::node_type::string ? "a list of strings" : "a list of integers";
 }
 
 // Splits "a.b.c" into a path toml++ can insert at.
@@ -69,6 +72,9 @@ Config::Config(std::string_view defaults_toml) {
   for_each_leaf(table_, "", [&](const std::string& key, const toml::node& node) {
     keys_.push_back(key);
     types_[key] = node.type();
+    // A list's element type comes from its default's first element; an empty default holds integers.
+    if (const auto* a = node.as_array())
+      list_types_[key] = a->empty() ? toml::node_type::integer : (*a)[0].type();
   });
 }
 
@@ -88,6 +94,11 @@ void Config::check_key(const std::string& key, std::string_view source) const {
                           fmt::join(keys_, ", ")));
 }
 
+std::string Config::expected(const std::string& key) const {
+  const toml::node_type want = types_.at(key);
+  return want == toml::node_type::array ? list_type_name(list_types_.at(key)) : std::string(type_name(want));
+}
+
 void Config::assign(const std::string& key, const toml::node& value, std::string_view source) {
   check_key(key, source);
   const toml::node_type want = types_.at(key);
@@ -98,8 +109,8 @@ void Config::assign(const std::string& key, const toml::node& value, std::string
   if (want == value.type()) {
     if (want == toml::node_type::array) {  // validate before changing anything
       for (const auto& e : *value.as_array())
-        if (!e.is_integer())
-          throw Error(fmt::format("{}config key '{}' must be {}", source, key, type_name(want)));
+        if (e.type() != list_types_.at(key))
+          throw Error(fmt::format("{}config key '{}' must be {}", source, key, expected(key)));
     }
     value.visit([&](const auto& v) { t->insert_or_assign(leaf_name, v); });
     return;
@@ -114,7 +125,7 @@ void Config::assign(const std::string& key, const toml::node& value, std::string
   }
   std::string also;
   if (words_.count(key)) also = fmt::format(" or one of \"{}\"", fmt::join(words_.at(key), "\", \""));
-  throw Error(fmt::format("{}config key '{}' must be {}{}", source, key, type_name(want), also));
+  throw Error(fmt::format("{}config key '{}' must be {}{}", source, key, expected(key), also));
 }
 
 void Config::merge_toml(std::string_view text, std::string_view source_name) {
@@ -146,7 +157,7 @@ void Config::set(std::string_view key_view, std::string_view value) {
   auto fail = [&] {
     std::string also;
     if (words_.count(key)) also = fmt::format(" or one of \"{}\"", fmt::join(words_.at(key), "\", \""));
-    return Error(fmt::format("'{}={}': {} must be {}{}", key, value, key, type_name(want), also));
+    return Error(fmt::format("'{}={}': {} must be {}{}", key, value, key, expected(key), also));
   };
   auto parse_int = [&](std::string_view s) {
     int64_t v = 0;
@@ -185,7 +196,12 @@ void Config::set(std::string_view key_view, std::string_view value) {
         std::string_view item = s.substr(start, comma - start);
         while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
         while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-        if (!item.empty()) arr.push_back(parse_int(item));
+        if (item.empty()) {
+        } else if (list_types_.at(key) == toml::node_type::string) {
+          arr.push_back(std::string(item));
+        } else {
+          arr.push_back(parse_int(item));
+        }
         start = comma + 1;
       }
       assign(key, arr, "");
@@ -236,6 +252,14 @@ std::vector<int64_t> Config::get_int_list(std::string_view key) const {
   FEDPAR_CHECK(a) << key << " is not a list";
   std::vector<int64_t> out;
   for (const auto& e : *a) out.push_back(e.as_integer()->get());
+  return out;
+}
+std::vector<std::string> Config::get_string_list(std::string_view key) const {
+  const auto* a = leaf(key).as_array();
+  FEDPAR_CHECK(a && list_types_.at(std::string(key)) == toml::node_type::string)
+      << key << " is not a list of strings";
+  std::vector<std::string> out;
+  for (const auto& e : *a) out.push_back(e.as_string()->get());
   return out;
 }
 bool Config::is_word(std::string_view key, std::string_view word) const {

@@ -25,7 +25,8 @@ class Config {
 
   void merge_file(const std::filesystem::path& path);
   void merge_toml(std::string_view text, std::string_view source_name);
-  // `key` is dotted ("train.epochs"); `value` is parsed by the key's type. Lists: "200,200".
+  // `key` is dotted ("train.epochs"); `value` is parsed by the key's type. Lists: "200,200" or
+  // "logreg,2nn" (a list's element type is that of its default's elements; integers when empty).
   void set(std::string_view key, std::string_view value);
   // Applies "key=value" overrides (the --set flags) in order; an item without '=' is an Error.
   void set_all(const std::vector<std::string>& assignments);
@@ -35,6 +36,7 @@ class Config {
   bool get_bool(std::string_view key) const;
   std::string get_string(std::string_view key) const;
   std::vector<int64_t> get_int_list(std::string_view key) const;
+  std::vector<std::string> get_string_list(std::string_view key) const;
   // True when the key currently holds one of its allowed words instead of an integer.
   bool is_word(std::string_view key, std::string_view word) const;
 
@@ -45,10 +47,12 @@ class Config {
   const toml::node& leaf(std::string_view key) const;
   void check_key(const std::string& key, std::string_view source) const;
   void assign(const std::string& key, const toml::node& value, std::string_view source);
+  std::string expected(const std::string& key) const;  // "an integer", "a list of strings", ...
 
   toml::table table_;
   std::vector<std::string> keys_;
   std::map<std::string, toml::node_type> types_;
+  std::map<std::string, toml::node_type> list_types_;  // element type of each list key
   std::map<std::string, std::set<std::string>> words_;
 };
 

@@ -19,6 +19,7 @@ lr = 0.1
 nesterov = false
 schedule = "constant"
 hidden = []
+models = ["logreg"]
 )";
 
 std::string error_of(const std::function<void()>& f) {
@@ -74,6 +75,21 @@ TEST(Config, WrongTypesAreRejected) {
             std::string::npos);
   EXPECT_EQ(c.get_int("train.epochs"), 1);  // failed sets change nothing
   EXPECT_TRUE(c.get_int_list("train.hidden").empty());
+}
+
+TEST(Config, StringListsTakeTheirElementTypeFromTheDefault) {
+  Config c(kDefaults);
+  EXPECT_EQ(c.get_string_list("train.models"), (std::vector<std::string>{"logreg"}));
+  c.set("train.models", "logreg, 2nn");
+  EXPECT_EQ(c.get_string_list("train.models"), (std::vector<std::string>{"logreg", "2nn"}));
+  c.merge_toml("[train]\nmodels = [\"cnn\"]\n", "a.toml");
+  EXPECT_EQ(c.get_string_list("train.models"), (std::vector<std::string>{"cnn"}));
+  EXPECT_NE(error_of([&] { c.merge_toml("[train]\nmodels = [1]\n", "b.toml"); })
+                .find("must be a list of strings"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { c.set("train.hidden", "a,b"); }).find("must be a list of integers"),
+            std::string::npos);
+  EXPECT_EQ(c.get_string_list("train.models"), (std::vector<std::string>{"cnn"}));
 }
 
 TEST(Config, SyntaxErrorsCarryFileAndLine) {
