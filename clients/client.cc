@@ -84,6 +84,7 @@ int run_client(const ClientOptions& o) {
     throw Error("this machine's dataset differs from the server's (content hash mismatch): "
                 "fetch the same data (scripts/setup.sh) or pass the same data options");
   Model model(*be, s.model, data.train.shape, data.train.num_classes);
+  BatchBuffer buffer(*be, data.train.dim());  // a full shard stays loaded across rounds
   const std::vector<size_t> expect = {model.num_params()};
   log(fmt::format("hosting {} virtual client(s)", ids.size()));
 
@@ -120,7 +121,7 @@ int run_client(const ClientOptions& o) {
         continue;
       }
       const auto t0 = std::chrono::steady_clock::now();
-      const LocalResult r = compute_update(model, data.train, it->second, m.vectors[0], task, s.seed, c);
+      const LocalResult r = compute_update(model, data.train, it->second, m.vectors[0], task, s.seed, c, &buffer);
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const std::vector<std::span<const float>> vecs = {r.values};
       send(sock, encode_message(MessageType::kUpdate, c, run, task.round,

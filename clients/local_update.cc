@@ -2,6 +2,7 @@
 #include "clients/local_update.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/batch_buffer.h"
 #include "core/check.h"
@@ -22,11 +23,13 @@ std::vector<uint32_t> sample_batch(std::span<const uint32_t> shard, size_t b, Rn
 
 LocalResult compute_update(Model& model, const Dataset& data, std::span<const uint32_t> shard,
                            std::span<const float> params, const Task& task, uint64_t seed,
-                           uint32_t client) {
+                           uint32_t client, BatchBuffer* buffer) {
   FEDPAR_CHECK(!shard.empty()) << "client " << client << " has no samples";
   Backend& be = model.backend();
   model.set_params_host(params);
-  BatchBuffer buf(be, data.dim());
+  std::optional<BatchBuffer> own;
+  if (!buffer) buffer = &own.emplace(be, data.dim());
+  BatchBuffer& buf = *buffer;
   LocalResult out;
   const size_t n = shard.size();
   const size_t b = task.batch <= 0 ? n : std::min<size_t>(size_t(task.batch), n);
@@ -56,6 +59,10 @@ LocalResult compute_update(Model& model, const Dataset& data, std::span<const ui
   const int64_t total_steps =
       task.local_epochs > 0 ? steps_per_pass * task.local_epochs : int64_t(task.local_steps);
   FEDPAR_CHECK(total_steps >= 1) << "local training needs at least one step";
+  // The delta is the sum of the applied steps rather than w_K - w_0: for K = 1 it is exactly the
+  // step centralized GD takes, without the extra rounding of w_1 to float.
+  DeviceArray<float> delta(be, model.num_params());
+  be.fill(delta.data(), 0.0f, delta.size());
   size_t cursor = n;  // forces a reshuffle before the first step
   for (int64_t s = 0; s < total_steps; ++s) {
     if (cursor >= n) {
@@ -67,12 +74,12 @@ LocalResult compute_update(Model& model, const Dataset& data, std::span<const ui
     cursor += take;
     model.zero_grads();
     const BatchStats st = model.forward_backward(buf.x(), buf.y(), int(take), 1.0f / float(take));
-    sgd.step(model.params(), model.grads(), task.lr);
+    sgd.step(model.params(), model.grads(), task.lr, delta.data());
     out.loss_sum += st.loss_sum;
     out.samples_processed += int64_t(take);
   }
-  out.values = model.params_host();
-  for (size_t i = 0; i < out.values.size(); ++i) out.values[i] -= params[i];
+  out.values.resize(delta.size());
+  be.download(out.values.data(), delta.data(), delta.size() * sizeof(float));
   out.num_samples = n;
   return out;
 }

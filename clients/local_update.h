@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "core/batch_buffer.h"
 #include "core/dataset.h"
 #include "core/model.h"
 #include "core/optimizer.h"
@@ -35,8 +36,9 @@ struct LocalResult {
 
 // Randomness: a gradient on a batch draws it from (seed, "batch", client, round); local training
 // reshuffles its shard each local epoch from (seed, "local-shuffle", client, round).
+// `buffer`, when given, holds batches across calls, so a full shard is gathered only once.
 LocalResult compute_update(Model& model, const Dataset& data, std::span<const uint32_t> shard,
                            std::span<const float> params, const Task& task, uint64_t seed,
-                           uint32_t client);
+                           uint32_t client, BatchBuffer* buffer = nullptr);
 
 }  // namespace fedpar

@@ -63,9 +63,11 @@ class Backend {
   virtual void scale(float* x, float a, size_t n) = 0;                // x *= a
   // SGD with momentum and L2 weight decay, PyTorch's convention:
   //   d = g + wd * w;  v = momentum * v + d;  w -= lr * (nesterov ? d + momentum * v : v)
-  // With momentum == 0, v is not touched (may be null).
+  // With momentum == 0, v is not touched (may be null). When `applied` is not null the same
+  // change is also accumulated there (applied -= lr * ...), so a sum of steps keeps the bits that
+  // rounding w to float loses (the model delta a client sends).
   virtual void sgd_step(float* w, float* v, const float* g, float lr, float momentum, float wd,
-                        bool nesterov, size_t n) = 0;
+                        bool nesterov, size_t n, float* applied) = 0;
 
   // ---- reductions (accumulated in double) ----
   virtual double dot(const float* x, const float* y, size_t n) = 0;

@@ -181,16 +181,26 @@ class CpuBackend final : public Backend {
     });
   }
   void sgd_step(float* w, float* v, const float* g, float lr, float momentum, float wd,
-                bool nesterov, size_t n) override {
+                bool nesterov, size_t n, float* applied) override {
     ranges(n, n, [&](size_t lo, size_t hi) {
       if (momentum == 0.0f) {
-        for (size_t i = lo; i < hi; ++i) w[i] -= lr * (g[i] + wd * w[i]);
+        if (applied) {
+          for (size_t i = lo; i < hi; ++i) {
+            const float u = g[i] + wd * w[i];
+            w[i] -= lr * u;
+            applied[i] -= lr * u;
+          }
+        } else {
+          for (size_t i = lo; i < hi; ++i) w[i] -= lr * (g[i] + wd * w[i]);
+        }
         return;
       }
       for (size_t i = lo; i < hi; ++i) {
         const float d = g[i] + wd * w[i];
         v[i] = momentum * v[i] + d;
-        w[i] -= lr * (nesterov ? d + momentum * v[i] : v[i]);
+        const float u = nesterov ? d + momentum * v[i] : v[i];
+        w[i] -= lr * u;
+        if (applied) applied[i] -= lr * u;
       }
     });
   }

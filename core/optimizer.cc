@@ -19,9 +19,9 @@ Sgd::Sgd(Backend& be, size_t num_params, SgdOptions opts) : be_(be), n_(num_para
   }
 }
 
-void Sgd::step(float* params, const float* grads, float lr) {
+void Sgd::step(float* params, const float* grads, float lr, float* applied) {
   be_.sgd_step(params, velocity_.data(), grads, lr, opts_.momentum, opts_.weight_decay,
-               opts_.nesterov, n_);
+               opts_.nesterov, n_, applied);
 }
 
 std::vector<std::string> lr_schedule_names() { return {"constant", "step", "cosine"}; }

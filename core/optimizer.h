@@ -19,8 +19,8 @@ struct SgdOptions {
 class Sgd {
  public:
   Sgd(Backend& be, size_t num_params, SgdOptions opts);
-  // params -= lr * update(grads); see Backend::sgd_step for the exact formula.
-  void step(float* params, const float* grads, float lr);
+  // params -= lr * update(grads); see Backend::sgd_step for the exact formula and `applied`.
+  void step(float* params, const float* grads, float lr, float* applied = nullptr);
   const SgdOptions& options() const { return opts_; }
 
  private:

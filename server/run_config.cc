@@ -58,8 +58,8 @@ void require(bool ok, const std::string& what) {
 
 std::string run_defaults() { return std::string(kRunTop) + kModelDataDefaults + kRunSections; }
 
-Config make_run_config() {
-  Config c(run_defaults());
+Config make_run_config(std::string_view extra_sections) {
+  Config c(run_defaults() + std::string(extra_sections));
   c.allow_words("local.batch", {"full"});
   c.allow_words("sgd.batch", {"full"});
   return c;

@@ -15,7 +15,8 @@
 namespace fedpar {
 
 std::string run_defaults();
-Config make_run_config();
+// The run config; `extra_sections` (TOML) adds the keys of an experiment built on runs.
+Config make_run_config(std::string_view extra_sections = "");
 
 enum class Regime { kGradient, kModel };
 

@@ -170,19 +170,34 @@ TEST_F(CpuOps, MaxPoolForwardBackward) {
 
 TEST_F(CpuOps, SgdStepMatchesPyTorchFormula) {
   std::vector<float> w = {1.0f, -2.0f}, v = {0.5f, 0.0f}, g = {0.1f, 0.2f};
-  be->sgd_step(w.data(), v.data(), g.data(), 0.1f, 0.9f, 0.01f, false, 2);
+  be->sgd_step(w.data(), v.data(), g.data(), 0.1f, 0.9f, 0.01f, false, 2, nullptr);
   // d = g + wd*w = {0.11, 0.18}; v = 0.9 v + d = {0.56, 0.18}; w -= 0.1 v
   EXPECT_FLOAT_EQ(v[0], 0.56f);
   EXPECT_FLOAT_EQ(v[1], 0.18f);
   EXPECT_FLOAT_EQ(w[0], 1.0f - 0.056f);
   EXPECT_FLOAT_EQ(w[1], -2.0f - 0.018f);
   std::vector<float> w2 = {1.0f}, v2 = {0.5f}, g2 = {0.1f};
-  be->sgd_step(w2.data(), v2.data(), g2.data(), 0.1f, 0.9f, 0.0f, true, 1);
+  be->sgd_step(w2.data(), v2.data(), g2.data(), 0.1f, 0.9f, 0.0f, true, 1, nullptr);
   // v = 0.45 + 0.1 = 0.55; nesterov: w -= 0.1 * (0.1 + 0.9 * 0.55)
   EXPECT_FLOAT_EQ(w2[0], 1.0f - 0.1f * (0.1f + 0.9f * 0.55f));
   std::vector<float> w3 = {1.0f}, g3 = {0.5f};
-  be->sgd_step(w3.data(), nullptr, g3.data(), 0.2f, 0.0f, 0.0f, false, 1);
+  be->sgd_step(w3.data(), nullptr, g3.data(), 0.2f, 0.0f, 0.0f, false, 1, nullptr);
   EXPECT_FLOAT_EQ(w3[0], 0.9f);
+}
+
+TEST_F(CpuOps, SgdStepAccumulatesTheAppliedChangeWithoutWsRounding) {
+  // w is large, the step tiny: w - lr*g rounds to w's ulp, the accumulated step keeps its bits.
+  for (float momentum : {0.0f, 0.9f}) {
+    std::vector<float> w = {1000.0f, -3.0f}, v = {0.0f, 0.0f}, g = {1e-3f, 0.25f}, applied = {0, 0};
+    const std::vector<float> w0 = w;
+    be->sgd_step(w.data(), v.data(), g.data(), 0.01f, momentum, 0.0f, false, 2, applied.data());
+    EXPECT_EQ(applied[0], -0.01f * 1e-3f);  // exactly the step, unrounded by w
+    EXPECT_EQ(applied[1], -0.01f * 0.25f);
+    EXPECT_NE(w[0] - w0[0], applied[0]);    // the endpoint difference lost it
+    EXPECT_EQ(w[1], w0[1] - 0.01f * 0.25f);
+    be->sgd_step(w.data(), v.data(), g.data(), 0.01f, momentum, 0.0f, false, 2, applied.data());
+    EXPECT_FLOAT_EQ(applied[1], -0.01f * 0.25f * (2.0f + momentum));  // a running sum
+  }
 }
 
 TEST_F(CpuOps, ReluAndAxpy) {

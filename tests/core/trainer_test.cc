@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "core/backend.h"
+#include "core/batch_buffer.h"
 #include "core/synthetic.h"
 #include "core/trainer.h"
 #include "tests/util/test_util.h"
@@ -83,6 +84,24 @@ TEST_F(Trainer, LearnsAndReportsEveryStepAndEpoch) {
   EXPECT_LT(last, 0.8 * first);
   const double acc = double(epochs[2].test.correct) / double(epochs[2].test.samples);
   EXPECT_GT(acc, 0.6);  // 10 classes: chance is 0.1
+}
+
+TEST_F(Trainer, BatchBufferReloadsWhenRowsOrDatasetChange) {
+  BatchBuffer buf(*be, data.train.dim());
+  const size_t d = data.train.dim();
+  auto row_is = [&](const Dataset& ds, size_t slot, uint32_t row) {
+    return std::equal(buf.x_at(slot), buf.x_at(slot) + d, ds.x.begin() + ptrdiff_t(row * d)) &&
+           *buf.y_at(slot) == ds.y[row];
+  };
+  const std::vector<uint32_t> a = {3, 1, 4}, b = {1, 5, 9};
+  buf.load(data.train, a);
+  buf.load(data.train, a);  // the same rows: kept
+  EXPECT_TRUE(row_is(data.train, 0, 3) && row_is(data.train, 2, 4));
+  buf.load(data.train, b);
+  EXPECT_TRUE(row_is(data.train, 0, 1) && row_is(data.train, 1, 5) && row_is(data.train, 2, 9));
+  buf.load(data.train, std::span(b).first(2));  // a prefix is other rows too
+  buf.load(data.test, std::span(b).first(2));   // same indices, another dataset
+  EXPECT_TRUE(row_is(data.test, 0, 1) && row_is(data.test, 1, 5));
 }
 
 TEST(StepsPerEpoch, CountsPartialBatches) {

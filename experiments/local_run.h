@@ -1,0 +1,24 @@
+// One distributed run on this machine: a `fedpar server` process and P `fedpar client` processes,
+// supervised. If a process dies the others are stopped and the run fails naming it; Ctrl-C stops
+// them all. Used by `fedpar run` and by experiments made of several runs.
+#pragma once
+
+#include <string>
+
+#include "core/config.h"
+
+namespace fedpar {
+
+struct LocalRunOptions {
+  std::string bind;    // empty: tcp://127.0.0.1:* (a free port)
+  bool quiet = false;  // the server prints neither round lines nor its result lines
+};
+
+// Runs the (validated) run config `cfg`. Returns the server's exit code, 1 when a client process
+// failed, 130 when interrupted. Throws Error when the processes cannot be started.
+int run_locally(Config cfg, const LocalRunOptions& opts);
+
+// True after SIGINT/SIGTERM reached a run_locally (so a driver of many runs stops too).
+bool local_run_interrupted();
+
+}  // namespace fedpar
