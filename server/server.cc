@@ -11,6 +11,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -113,6 +114,7 @@ class Server {
   std::string endpoint_;
   std::map<std::string, Peer> peers_;
   std::map<uint32_t, std::string> owner_;  // virtual client -> peer identity
+  std::set<std::string> lost_;             // processes that missed a deadline: no more tasks
   uint64_t run_id_ = 0, round_ = 0;
   size_t num_clients_ = 0;
 };
@@ -211,7 +213,9 @@ int Server::run() {
       const auto t0 = Clock::now();
       const auto participants = sample_participants(round_);
       std::map<std::string, std::vector<uint32_t>> per_peer;
-      for (uint32_t c : participants) per_peer[owner_[c]].push_back(c);
+      size_t expected = 0;  // updates we wait for: those of processes still in the run
+      for (uint32_t c : participants)
+        if (!lost_.count(owner_[c])) per_peer[owner_[c]].push_back(c), ++expected;
       const nlohmann::json task_common = {
           {"kind", s_.regime == Regime::kGradient ? "gradient" : "local"},
           {"batch", s_.regime == Regime::kGradient ? s_.sgd_batch : s_.local_batch},
@@ -228,7 +232,7 @@ int Server::run() {
       nlohmann::json per_client = nlohmann::json::array();  // accounting, in arrival order
       double loss_sum = 0, loss_samples = 0;
       const auto deadline = Clock::now() + std::chrono::duration<double>(s_.wait_seconds);
-      while (got.size() < participants.size()) {
+      while (got.size() < expected) {
         auto msg = receive(std::chrono::time_point_cast<Clock::duration>(deadline));
         if (!msg) break;
         auto parsed = parse_message(msg->spans(), expect, /*require_finite=*/true);
@@ -241,7 +245,8 @@ int Server::run() {
         auto n = field<uint64_t>(m.body, "num_samples");
         auto l = field<double>(m.body, "loss_sum");
         std::string why;
-        if (m.header.type != MessageType::kUpdate) why = fmt::format("expected UPDATE, got {}", message_type_name(m.header.type));
+        if (lost_.count(msg->identity)) why = "this process missed a round deadline and was dropped from the run";
+        else if (m.header.type != MessageType::kUpdate) why = fmt::format("expected UPDATE, got {}", message_type_name(m.header.type));
         else if (m.header.round != round_) why = fmt::format("update for round {} during round {}", m.header.round, round_);
         else if (!owner_.count(c) || owner_[c] != msg->identity) why = fmt::format("client {} is not hosted by this process", c);
         else if (!std::binary_search(participants.begin(), participants.end(), c)) why = fmt::format("client {} was not asked this round", c);
@@ -261,16 +266,23 @@ int Server::run() {
         loss_samples += double(std::get<uint64_t>(n));
       }
       const auto t_wait = Clock::now();
-      if (got.size() < participants.size()) {
-        std::vector<uint32_t> missing;
-        for (uint32_t c : participants) if (!got.count(c)) missing.push_back(c);
-        const std::string what = fmt::format("round {}: no update from client(s) {} within {} s",
-                                             round_, fmt::join(missing, ", "), s_.wait_seconds);
+      std::vector<uint32_t> missing;
+      for (uint32_t c : participants) if (!got.count(c)) missing.push_back(c);
+      if (!missing.empty()) {
+        const std::string what = fmt::format("round {}: no update from client(s) {}{}", round_ + 1,
+                                             fmt::join(missing, ", "),
+                                             got.size() < expected ? fmt::format(" within {} s", s_.wait_seconds) : "");
         if (got.empty() || (s_.regime == Regime::kGradient && !s_.continue_without_missing))
           throw Error(what + (s_.regime == Regime::kGradient
                                   ? " (gradient regime stops; set continue_without_missing = true to go on)"
                                   : ""));
         log(what + "; continuing with the rest");
+        for (uint32_t c : missing) {
+          if (lost_.insert(owner_[c]).second)
+            log(fmt::format("a client process (virtual clients {}) missed the deadline; it gets no "
+                            "more tasks in this run",
+                            fmt::join(peers_[owner_[c]].clients, ", ")));
+        }
       }
       std::vector<ClientUpdate> updates;
       for (const auto& [c, v] : got) updates.push_back({c, round_, v.first, v.second});
@@ -279,7 +291,7 @@ int Server::run() {
       uint64_t sent = 0, received = 0;
       for (const auto& [id, p] : peers_) sent += p.bytes_sent, received += p.bytes_received;
       nlohmann::json rec = {{"kind", "round"}, {"round", r + 1}, {"participants", participants.size()},
-                            {"received", got.size()},
+                            {"received", got.size()}, {"missing", missing},
                             {"train_loss", loss_samples > 0 ? loss_sum / loss_samples : 0.0},
                             {"bytes_sent_total", sent}, {"bytes_received_total", received},
                             {"bytes_down_per_task", params.size() * sizeof(float)},

@@ -8,6 +8,8 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include "core/messages.h"
 #include "tests/util/process.h"
 #include "tests/util/test_util.h"
@@ -155,6 +157,73 @@ TEST(DistributedFaults, SilentClientIsDroppedInModelRegimeAndStopsGradientRegime
   EXPECT_NE(g.err.find("no update from client(s)"), std::string::npos) << g.err;
   EXPECT_NE(g.err.find("continue_without_missing"), std::string::npos) << g.err;
   EXPECT_FALSE(std::filesystem::exists(tmp / "res" / "gradient"));  // nothing half-written
+}
+
+// Two client processes; once the server has logged round 2, one of them is killed (SIGKILL).
+RunResult run_with_killed_client(const TempDir& tmp, const std::string& tag,
+                                 const std::vector<std::string>& sets) {
+  std::vector<std::string> args = {"server", "--endpoint-file", (tmp / (tag + ".ep")).string(),
+                                   "--set", "bind=ipc://" + (tmp / (tag + ".sock")).string(),
+                                   "--set", "results_dir=" + (tmp / "res").string(), "--set",
+                                   "name=" + tag, "--set", "data.name=synthetic", "--set",
+                                   "data.iid=true", "--set", "model.name=logreg", "--set",
+                                   "processes=2", "--set", "partition.clients=4", "--set",
+                                   "wait_seconds=2"};
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  const pid_t server = testing::spawn_fedpar(args, tmp / (tag + ".out"), tmp / (tag + ".err"));
+  const std::string ep = testing::wait_for_file(tmp / (tag + ".ep"), 20);
+  std::vector<pid_t> clients;
+  for (int i = 0; i < 2; ++i)
+    clients.push_back(testing::spawn_fedpar({"client", "--quiet", "--wait", "60", "--server", ep},
+                                            tmp / (tag + ".cout"), tmp / (tag + ".cerr")));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (testing::slurp(tmp / (tag + ".err")).find("round 2/") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  kill(clients[1], SIGKILL);
+  waitpid(clients[1], nullptr, 0);
+  RunResult r;
+  r.server_code = testing::wait_exit(server, 120).value_or(-99);
+  EXPECT_EQ(testing::wait_exit(clients[0], 30).value_or(-99), 0) << "the surviving client failed";
+  r.out = testing::slurp(tmp / (tag + ".out"));
+  r.err = testing::slurp(tmp / (tag + ".err"));
+  return r;
+}
+
+TEST(DistributedFaults, KilledClientModelRegimeFinishesWithTheRest) {
+  TempDir tmp;
+  // Rounds long enough (400 local steps) that the kill lands mid-run.
+  const RunResult m = run_with_killed_client(
+      tmp, "model", {"regime=model", "rounds=12", "local.steps=400", "local.batch=full"});
+  ASSERT_EQ(m.server_code, 0) << m.err;
+  EXPECT_NE(m.err.find("continuing with the rest"), std::string::npos) << m.err;
+  EXPECT_NE(m.err.find("gets no more tasks"), std::string::npos) << m.err;
+  // Every round is logged; after the kill, rounds have 2 of 4 updates and name the missing ones,
+  // and only the first of them waited for the deadline.
+  std::ifstream in(tmp / "res" / "model" / "metrics.jsonl");
+  std::string line;
+  int rounds = 0, partial = 0;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);  // still valid JSON lines
+    ++rounds;
+    if (j["received"] == 2) {
+      ++partial;
+      EXPECT_EQ(j["missing"].size(), 2u);
+      if (partial > 1) EXPECT_LT(j["wait_seconds"].get<double>(), 1.9);
+    }
+  }
+  EXPECT_EQ(rounds, 12);
+  EXPECT_GE(partial, 1);
+  EXPECT_NE(m.out.find("final model hash:"), std::string::npos);
+}
+
+TEST(DistributedFaults, KilledClientStopsGradientRegimeWithAClearError) {
+  TempDir tmp;
+  const RunResult g = run_with_killed_client(tmp, "gradient", {"regime=gradient", "rounds=100000"});
+  EXPECT_EQ(g.server_code, 2);
+  EXPECT_NE(g.err.find("no update from client(s)"), std::string::npos) << g.err;
+  EXPECT_NE(g.err.find("continue_without_missing = true"), std::string::npos) << g.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "res" / "gradient"));
 }
 
 }  // namespace
