@@ -114,6 +114,7 @@ class Server {
   std::string endpoint_;
   std::map<std::string, Peer> peers_;
   std::map<uint32_t, std::string> owner_;  // virtual client -> peer identity
+  std::vector<std::string> order_;         // processes in HELLO order (their index in metrics)
   std::set<std::string> lost_;             // processes that missed a deadline: no more tasks
   uint64_t run_id_ = 0, round_ = 0;
   size_t num_clients_ = 0;
@@ -134,7 +135,7 @@ std::vector<uint32_t> Server::sample_participants(uint64_t round) const {
 void Server::wait_for_clients(const Manifest& manifest, size_t num_params) {
   log(fmt::format("listening on {}; waiting for {} client process(es)", endpoint_, s_.processes));
   const auto deadline = Clock::now() + std::chrono::duration<double>(s_.wait_seconds);
-  std::vector<std::string> order;
+  std::vector<std::string>& order = order_;
   while (int(peers_.size()) < s_.processes) {
     auto r = receive(std::chrono::time_point_cast<Clock::duration>(deadline));
     if (!r)
@@ -152,8 +153,9 @@ void Server::wait_for_clients(const Manifest& manifest, size_t num_params) {
       continue;
     }
     auto slots = field<int64_t>(m.body, "slots");
-    if (auto* e = std::get_if<ProtocolError>(&slots); e || std::get<int64_t>(slots) < 1) {
-      reject(*r, e ? e->reason : "slots must be >= 1");
+    if (auto* e = std::get_if<ProtocolError>(&slots);
+        e || std::get<int64_t>(slots) < 1 || std::get<int64_t>(slots) > 1000000) {
+      reject(*r, e ? e->reason : "slots must be between 1 and 1000000");
       continue;
     }
     if (peers_.count(r->identity)) continue;  // a repeated HELLO
@@ -162,12 +164,20 @@ void Server::wait_for_clients(const Manifest& manifest, size_t num_params) {
     log(fmt::format("client process {} of {} connected ({} slots)", peers_.size(), s_.processes,
                     std::get<int64_t>(slots)));
   }
-  // Virtual clients go round-robin over processes; results do not depend on the assignment.
+  // Virtual clients are dealt in proportion to the processes' slots: each goes to the process
+  // with the fewest clients per slot (earliest HELLO on ties). Results do not depend on this.
   for (uint32_t c = 0; c < num_clients_; ++c) {
-    const std::string& id = order[c % order.size()];
-    peers_[id].clients.push_back(c);
-    owner_[c] = id;
+    const std::string* best = &order[0];
+    for (const auto& id : order) {
+      const Peer &p = peers_[id], &b = peers_[*best];
+      if (p.clients.size() * size_t(b.slots) < b.clients.size() * size_t(p.slots)) best = &id;
+    }
+    peers_[*best].clients.push_back(c);
+    owner_[c] = *best;
   }
+  for (const auto& id : order)
+    log(fmt::format("a process with {} slot(s) hosts {} virtual client(s)", peers_[id].slots,
+                    peers_[id].clients.size()));
   for (const auto& id : order) {
     nlohmann::json shards = nlohmann::json::array();
     for (uint32_t c : peers_[id].clients) shards.push_back(manifest.clients[c].indices);
@@ -211,6 +221,8 @@ int Server::run() {
     for (int r = 0; r < s_.rounds; ++r) {
       round_ = uint64_t(r);
       const auto t0 = Clock::now();
+      std::map<std::string, std::pair<uint64_t, uint64_t>> bytes_before;  // sent, received
+      for (const auto& [id, p] : peers_) bytes_before[id] = {p.bytes_sent, p.bytes_received};
       const auto participants = sample_participants(round_);
       std::map<std::string, std::vector<uint32_t>> per_peer;
       size_t expected = 0;  // updates we wait for: those of processes still in the run
@@ -290,12 +302,20 @@ int Server::run() {
       const auto t_done = Clock::now();
       uint64_t sent = 0, received = 0;
       for (const auto& [id, p] : peers_) sent += p.bytes_sent, received += p.bytes_received;
+      nlohmann::json per_process = nlohmann::json::array();  // this round's socket bytes
+      for (size_t i = 0; i < order_.size(); ++i) {
+        const Peer& p = peers_[order_[i]];
+        per_process.push_back({{"process", i}, {"tasks", per_peer.count(order_[i]) ? per_peer[order_[i]].size() : 0},
+                               {"bytes_down", p.bytes_sent - bytes_before[order_[i]].first},
+                               {"bytes_up", p.bytes_received - bytes_before[order_[i]].second},
+                               {"lost", lost_.count(order_[i]) > 0}});
+      }
       nlohmann::json rec = {{"kind", "round"}, {"round", r + 1}, {"participants", participants.size()},
                             {"received", got.size()}, {"missing", missing},
                             {"train_loss", loss_samples > 0 ? loss_sum / loss_samples : 0.0},
                             {"bytes_sent_total", sent}, {"bytes_received_total", received},
                             {"bytes_down_per_task", params.size() * sizeof(float)},
-                            {"clients", per_client},
+                            {"clients", per_client}, {"processes", per_process},
                             {"wait_seconds", std::chrono::duration<double>(t_wait - t0).count()},
                             {"aggregate_seconds", std::chrono::duration<double>(t_done - t_wait).count()}};
       if ((r + 1) % s_.eval_every == 0 || r + 1 == s_.rounds) {
@@ -320,8 +340,12 @@ int Server::run() {
   save_safetensors(out.path() / "model.safetensors", model.layout(), params,
                    {{"format", "fedpar"}, {"model", s_.model.name}});
   const std::string hash = hash_hex(hash_bytes(params.data(), params.size() * sizeof(float)));
+  nlohmann::json hosts = nlohmann::json::array();
+  for (const auto& id : order_)
+    hosts.push_back({{"slots", peers_[id].slots}, {"clients", peers_[id].clients}, {"lost", lost_.count(id) > 0}});
   out.write_json("summary.json", {{"command", "server"}, {"final", last_eval}, {"model_hash", hash},
-                                  {"clients", num_clients_}, {"processes", s_.processes}});
+                                  {"clients", num_clients_}, {"processes", s_.processes},
+                                  {"hosts", hosts}});
   const auto path = out.commit();
   log(fmt::format("results: {}", path.string()));
   fmt::print("final model hash: {}\n", hash);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <set>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
@@ -108,6 +109,39 @@ TEST(FedparRun, SupervisesServerAndClientsAndGivesTheSameBytes) {
                                           tmp / "bad.out", tmp / "bad.err");
   EXPECT_EQ(testing::wait_exit(bad, 30).value_or(-99), 2);
   EXPECT_NE(testing::slurp(tmp / "bad.err").find("rounds must be an integer"), std::string::npos);
+}
+
+TEST(Distributed, VirtualClientsFollowSlotsAndBytesAreCountedPerProcess) {
+  TempDir tmp;
+  pid_t big = -1;
+  const RunResult r = run_distributed(
+      tmp, "slots", "tcp://127.0.0.1:*", 1, {"regime=model", "rounds=2", "partition.clients=8"},
+      [&](const std::string& ep) {
+        big = testing::spawn_fedpar({"client", "--quiet", "--slots", "3", "--server", ep},
+                                    tmp / "big.out", tmp / "big.err");
+      });
+  EXPECT_EQ(testing::wait_exit(big, 30).value_or(-99), 0);
+  ASSERT_EQ(r.server_code, 0) << r.err;
+  const auto summary = nlohmann::json::parse(testing::slurp(tmp / "res/slots/summary.json"));
+  std::multiset<std::pair<int, size_t>> hosts;  // (slots, virtual clients)
+  for (const auto& h : summary["hosts"]) hosts.insert({h["slots"], h["clients"].size()});
+  EXPECT_EQ(hosts, (std::multiset<std::pair<int, size_t>>{{1, 2}, {3, 6}}));
+
+  std::ifstream in(tmp / "res/slots/metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);
+    uint64_t up_clients = 0, up_processes = 0;
+    for (const auto& c : j["clients"]) up_clients += c["bytes_up"].get<uint64_t>();
+    for (const auto& p : j["processes"]) {
+      up_processes += p["bytes_up"].get<uint64_t>();
+      // one TASK per process per round, carrying the model once
+      EXPECT_GT(p["bytes_down"].get<uint64_t>(), j["bytes_down_per_task"].get<uint64_t>());
+      EXPECT_LT(p["bytes_down"].get<uint64_t>(), j["bytes_down_per_task"].get<uint64_t>() + 512);
+    }
+    EXPECT_EQ(up_clients, up_processes);
+    EXPECT_EQ(j["clients"].size(), 8u);
+  }
 }
 
 // A DEALER that says HELLO with garbage first, then a valid HELLO, then never answers a TASK.
