@@ -121,13 +121,14 @@ int run_client(const ClientOptions& o) {
         continue;
       }
       const auto t0 = std::chrono::steady_clock::now();
-      const LocalResult r = compute_update(model, data.train, it->second, m.vectors[0], task, s.seed, c, &buffer);
+      LocalResult r = compute_update(model, data.train, it->second, m.vectors[0], task, s.seed, c, &buffer);
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const std::vector<std::span<const float>> vecs = {r.values};
+      const auto values = std::make_shared<const std::vector<float>>(std::move(r.values));
+      const std::vector<std::span<const float>> vecs = {*values};
       send(sock, encode_message(MessageType::kUpdate, c, run, task.round,
                                 {{"num_samples", r.num_samples}, {"loss_sum", r.loss_sum},
                                  {"samples_processed", r.samples_processed}, {"compute_seconds", secs}},
-                                vecs));
+                                vecs, values));
     }
   }
 }

@@ -9,19 +9,30 @@
 
 namespace fedpar {
 
+std::vector<std::span<const uint8_t>> WireMessage::spans() const {
+  std::vector<std::span<const uint8_t>> out(frames.begin(), frames.end());
+  for (const auto& v : vectors) out.emplace_back(reinterpret_cast<const uint8_t*>(v.data()), v.size_bytes());
+  return out;
+}
+
+std::vector<std::vector<uint8_t>> WireMessage::copy_frames() const {
+  std::vector<std::vector<uint8_t>> out;
+  for (const auto& s : spans()) out.emplace_back(s.begin(), s.end());
+  return out;
+}
+
 WireMessage encode_message(MessageType type, uint32_t client, uint64_t run, uint64_t round,
                            const nlohmann::json& body,
-                           std::span<const std::span<const float>> vectors) {
+                           std::span<const std::span<const float>> vectors,
+                           std::shared_ptr<const void> owner) {
   WireMessage m;
   const std::string text = body.is_null() ? std::string("{}") : body.dump();  // {} reads as null
-  m.frames.resize(2 + vectors.size());
+  m.frames.resize(2);
   m.frames[1].assign(text.begin(), text.end());
-  for (size_t i = 0; i < vectors.size(); ++i) {
-    auto& f = m.frames[2 + i];
-    f.resize(vectors[i].size() * sizeof(float));
-    if (!f.empty()) std::memcpy(f.data(), vectors[i].data(), f.size());
-  }
-  std::vector<std::span<const uint8_t>> payload(m.frames.begin() + 1, m.frames.end());
+  m.vectors.assign(vectors.begin(), vectors.end());
+  m.owner = std::move(owner);
+  auto all = m.spans();
+  std::vector<std::span<const uint8_t>> payload(all.begin() + 1, all.end());  // CRC'd: body + vectors
   const HeaderBytes hb = encode_header(make_header(type, client, run, round, payload));
   m.frames[0].assign(hb.begin(), hb.end());
   return m;

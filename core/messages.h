@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <variant>
@@ -17,14 +18,23 @@
 
 namespace fedpar {
 
-// An outgoing message: frames[0] is the header, then the JSON body, then the float vectors.
+// An outgoing message. `frames` holds the small frames (header, JSON body); the float vectors
+// are views of the caller's memory, not copies: the sender hands them to ZeroMQ without copying
+// when `owner` keeps that memory alive until ZeroMQ is done with it (else it copies them once).
 struct WireMessage {
-  std::vector<std::vector<uint8_t>> frames;
+  std::vector<std::vector<uint8_t>> frames;    // header, body
+  std::vector<std::span<const float>> vectors;  // frames 2..
+  std::shared_ptr<const void> owner;           // holds what `vectors` view, or null
+
+  // Every frame in wire order, and its copy (for tests that corrupt frames).
+  std::vector<std::span<const uint8_t>> spans() const;
+  std::vector<std::vector<uint8_t>> copy_frames() const;
 };
 
 WireMessage encode_message(MessageType type, uint32_t client, uint64_t run, uint64_t round,
                            const nlohmann::json& body,
-                           std::span<const std::span<const float>> vectors = {});
+                           std::span<const std::span<const float>> vectors = {},
+                           std::shared_ptr<const void> owner = {});
 
 // A received message whose header, body and vector frames passed the checks.
 struct ParsedMessage {

@@ -233,11 +233,13 @@ int Server::run() {
           {"batch", s_.regime == Regime::kGradient ? s_.sgd_batch : s_.local_batch},
           {"steps", s_.local_steps}, {"epochs", s_.local_epochs}, {"lr", s_.local_lr},
           {"momentum", s_.local_momentum}};
-      const std::vector<std::span<const float>> vecs = {params};
+      // One snapshot of the model per round, shared by every TASK frame without further copies.
+      const auto snapshot = std::make_shared<const std::vector<float>>(params);
+      const std::vector<std::span<const float>> vecs = {*snapshot};
       for (const auto& [id, ids] : per_peer) {
         nlohmann::json body = task_common;
         body["clients"] = ids;
-        send(id, encode_message(MessageType::kTask, 0, run_id_, round_, body, vecs));
+        send(id, encode_message(MessageType::kTask, 0, run_id_, round_, body, vecs, snapshot));
       }
       // Collect one UPDATE per participant; reduce later in client-id order.
       std::map<uint32_t, std::pair<uint64_t, std::vector<float>>> got;

@@ -164,7 +164,7 @@ void silent_peer(const std::string& ep, bool garbage) {
   }
   const WireMessage hello = encode_message(MessageType::kHello, 0, 0, 0, {{"slots", 1}});
   std::vector<zmq::const_buffer> bufs;
-  for (const auto& f : hello.frames) bufs.push_back(zmq::buffer(f));
+  for (const auto& f : hello.spans()) bufs.push_back(zmq::buffer(f.data(), f.size()));
   zmq::send_multipart(s, bufs);
   std::this_thread::sleep_for(std::chrono::seconds(6));  // receives TASKs, answers none
 }

@@ -24,7 +24,7 @@ std::string reason(const std::variant<ParsedMessage, ProtocolError>& r) {
 
 Frames update_with(const std::vector<float>& values, nlohmann::json body = {{"num_samples", 600}}) {
   const std::vector<std::span<const float>> vecs = {values};
-  return encode_message(MessageType::kUpdate, 3, 77, 5, body, vecs).frames;
+  return encode_message(MessageType::kUpdate, 3, 77, 5, body, vecs).copy_frames();
 }
 
 TEST(Messages, UpdateRoundTrip) {
