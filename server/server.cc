@@ -228,21 +228,26 @@ int Server::run() {
       size_t expected = 0;  // updates we wait for: those of processes still in the run
       for (uint32_t c : participants)
         if (!lost_.count(owner_[c])) per_peer[owner_[c]].push_back(c), ++expected;
-      const nlohmann::json task_common = {
+      // One TASK for every process: it lists all participants and each process serves those it
+      // hosts, so the message is encoded (and its CRC computed) once, and its model frame is one
+      // snapshot that ZeroMQ sends to every process without further copies.
+      const nlohmann::json body = {
           {"kind", s_.regime == Regime::kGradient ? "gradient" : "local"},
           {"batch", s_.regime == Regime::kGradient ? s_.sgd_batch : s_.local_batch},
           {"steps", s_.local_steps}, {"epochs", s_.local_epochs}, {"lr", s_.local_lr},
-          {"momentum", s_.local_momentum}};
-      // One snapshot of the model per round, shared by every TASK frame without further copies.
+          {"momentum", s_.local_momentum}, {"clients", participants}};
       const auto snapshot = std::make_shared<const std::vector<float>>(params);
       const std::vector<std::span<const float>> vecs = {*snapshot};
-      for (const auto& [id, ids] : per_peer) {
-        nlohmann::json body = task_common;
-        body["clients"] = ids;
-        send(id, encode_message(MessageType::kTask, 0, run_id_, round_, body, vecs, snapshot));
-      }
-      // Collect one UPDATE per participant; reduce later in client-id order.
-      std::map<uint32_t, std::pair<uint64_t, std::vector<float>>> got;
+      const WireMessage task = encode_message(MessageType::kTask, 0, run_id_, round_, body, vecs, snapshot);
+      for (const auto& [id, ids] : per_peer) send(id, task);
+      // Collect one UPDATE per participant; reduce later in client-id order. The updates stay in
+      // their received frames (moving a Received keeps its frames' memory in place).
+      struct Arrived {
+        Received msg;
+        ParsedMessage parsed;
+        uint64_t num_samples;
+      };
+      std::map<uint32_t, Arrived> got;
       nlohmann::json per_client = nlohmann::json::array();  // accounting, in arrival order
       double loss_sum = 0, loss_samples = 0;
       const auto deadline = Clock::now() + std::chrono::duration<double>(s_.wait_seconds);
@@ -254,7 +259,7 @@ int Server::run() {
           reject(*msg, e->reason);
           continue;
         }
-        const auto& m = std::get<ParsedMessage>(parsed);
+        ParsedMessage& m = std::get<ParsedMessage>(parsed);
         const uint32_t c = m.header.client;
         auto n = field<uint64_t>(m.body, "num_samples");
         auto l = field<double>(m.body, "loss_sum");
@@ -270,7 +275,6 @@ int Server::run() {
           reject(*msg, why);
           continue;
         }
-        got[c] = {std::get<uint64_t>(n), std::vector<float>(m.vectors[0].begin(), m.vectors[0].end())};
         per_client.push_back({{"client", c},
                               {"bytes_up", msg->bytes()},
                               {"compute_seconds", m.body.value("compute_seconds", 0.0)},
@@ -278,6 +282,7 @@ int Server::run() {
                               {"loss", std::get<double>(l) / std::max<double>(1.0, double(std::get<uint64_t>(n)))}});
         loss_sum += std::get<double>(l);
         loss_samples += double(std::get<uint64_t>(n));
+        got.emplace(c, Arrived{std::move(*msg), std::move(m), std::get<uint64_t>(n)});
       }
       const auto t_wait = Clock::now();
       std::vector<uint32_t> missing;
@@ -299,7 +304,7 @@ int Server::run() {
         }
       }
       std::vector<ClientUpdate> updates;
-      for (const auto& [c, v] : got) updates.push_back({c, round_, v.first, v.second});
+      for (const auto& [c, a] : got) updates.push_back({c, round_, a.num_samples, a.parsed.vectors[0]});
       strategy->apply(updates, params);
       const auto t_done = Clock::now();
       uint64_t sent = 0, received = 0;
