@@ -5,6 +5,7 @@
 # The machine is noisy, so the two sides alternate row by row for ROUNDS rounds (default 3) and the
 # table reports medians over all repetitions: a slow spell hits both sides alike.
 # Usage: ROUNDS=3 scripts/bench.sh [--reps N] [--min-seconds S]   (output: bench/results/)
+#        ROUNDS=3 scripts/bench.sh ddp   per-step overhead of the gradient regime beside DDP (gloo)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -24,6 +25,12 @@ unset OPENBLAS_L2_SIZE
 out=bench/results
 mkdir -p "$out"
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
+if [[ "${1:-}" == ddp ]]; then
+  shift
+  /usr/bin/python3 bench/ddp_overhead.py --rounds "${ROUNDS:-3}" --json "$out/ddp-$stamp.json" "$@" |
+    tee "$out/ddp-table-$stamp.md"
+  exit 0
+fi
 echo "bench: $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); ${ROUNDS:-3} rounds"
 rows="2nn:10 2nn:50 2nn:600 2nn:full logreg:600 cnn:50"
 for round in $(seq "${ROUNDS:-3}"); do

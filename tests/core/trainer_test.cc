@@ -102,6 +102,13 @@ TEST_F(Trainer, BatchBufferReloadsWhenRowsOrDatasetChange) {
   buf.load(data.train, std::span(b).first(2));  // a prefix is other rows too
   buf.load(data.test, std::span(b).first(2));   // same indices, another dataset
   EXPECT_TRUE(row_is(data.test, 0, 1) && row_is(data.test, 1, 5));
+  const std::vector<uint32_t> run = {7, 8, 9};  // consecutive rows: used in place on the CPU
+  buf.load(data.train, run);
+  EXPECT_EQ(buf.x(), data.train.x.data() + 7 * d);
+  EXPECT_TRUE(row_is(data.train, 0, 7) && row_is(data.train, 2, 9));
+  buf.load(data.train, b);  // and copied again for scattered rows
+  EXPECT_NE(buf.x(), data.train.x.data() + 1 * d);
+  EXPECT_TRUE(row_is(data.train, 0, 1) && row_is(data.train, 1, 5) && row_is(data.train, 2, 9));
 }
 
 TEST(StepsPerEpoch, CountsPartialBatches) {
