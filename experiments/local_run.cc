@@ -1,31 +1,39 @@
-// run_locally; see local_run.h.
+// run_locally; see local_run.h. Supervision on Boost.Asio: the children's exits (SIGCHLD, reaped
+// here with waitpid until none is left, since signals coalesce), SIGINT/SIGTERM and the timers are
+// events on one io_context. Boost.Process starts the children; its own on_exit is not used, as
+// Boost 1.74's sometimes misses an exit under load.
 #include "experiments/local_run.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <thread>
+#include <memory>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/process/args.hpp>
+#include <boost/process/child.hpp>
+#include <boost/process/io.hpp>
 #include <fmt/format.h>
 
 #include "core/check.h"
 #include "server/run_config.h"
 
-extern char** environ;
-
 namespace fedpar {
 namespace {
 
-volatile std::sig_atomic_t g_interrupted = 0;
-void on_signal(int) { g_interrupted = 1; }
+namespace asio = boost::asio;
+namespace bp = boost::process;
+using namespace std::chrono_literals;
+
+bool g_interrupted = false;
 
 std::string self_exe() {
   std::error_code ec;
@@ -34,102 +42,155 @@ std::string self_exe() {
   return p.string();
 }
 
-// Starts `args`; with `mute_stdout` its standard output goes to /dev/null.
-pid_t spawn(const std::vector<std::string>& args, bool mute_stdout = false) {
-  std::vector<std::string> all = args;
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  if (mute_stdout) posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) throw Error(fmt::format("cannot start {}", args[0]));
-  return pid;
-}
+// One supervised run: the server, then (once it listens) the clients; the first failure, the
+// server's exit or a signal decides the outcome, and every remaining process is stopped.
+class Supervisor {
+ public:
+  Supervisor(const RunSetup& s, const std::filesystem::path& config, const std::filesystem::path& endpoint,
+             bool quiet)
+      : s_(s), config_(config), endpoint_(endpoint), quiet_(quiet) {}
+
+  int run() {
+    wait_for_children();
+    signals_.async_wait([this](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      g_interrupted = true;
+      fmt::print(stderr, "fedpar run: interrupted; stopping the server and clients\n");
+      finish(130);
+    });
+    std::vector<std::string> args = {"server", "--config", config_.string(), "--endpoint-file", endpoint_.string()};
+    if (quiet_) args.push_back("--quiet");
+    start("server", args);
+    started_ = std::chrono::steady_clock::now();
+    wait_for_endpoint();
+    io_.run();
+    return code_;
+  }
+
+ private:
+  void start(const std::string& name, const std::vector<std::string>& args) {
+    bp::child c;
+    try {
+      if (name == "server" && quiet_) c = bp::child(exe_, bp::args(args), bp::std_out > bp::null);
+      else c = bp::child(exe_, bp::args(args));
+    } catch (const bp::process_error& e) {
+      throw Error(fmt::format("cannot start {} {}: {}", exe_, args[0], e.what()));
+    }
+    alive_[c.id()] = name;
+    c.detach();  // reaped in wait_for_children
+  }
+
+  void wait_for_children() {
+    children_.async_wait([this](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      int status = 0;
+      for (pid_t pid; (pid = ::waitpid(-1, &status, WNOHANG)) > 0;) {
+        auto it = alive_.find(pid);
+        if (it == alive_.end()) continue;
+        const std::string name = it->second;
+        alive_.erase(it);
+        exited(name, status);
+      }
+      if (!(done_ && alive_.empty())) wait_for_children();
+    });
+  }
+
+  // Polls for the endpoint file the server writes once bound (data loading comes first).
+  void wait_for_endpoint() {
+    timer_.expires_after(100ms);
+    timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec || done_) return;
+      std::string ep;
+      std::ifstream(endpoint_) >> ep;
+      if (ep.empty()) {
+        if (std::chrono::steady_clock::now() - started_ > 60s) {
+          fmt::print(stderr, "fedpar run: the server did not start listening within 60 s\n");
+          finish(1);
+        } else {
+          wait_for_endpoint();
+        }
+        return;
+      }
+      for (int i = 0; i < s_.processes; ++i)
+        start(fmt::format("client process {}", i + 1), {"client", "--quiet", "--server", ep});
+    });
+  }
+
+  void exited(const std::string& name, int status) {
+    if (done_) {
+      if (alive_.empty()) stop_io();
+      return;
+    }
+    const int exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (name == "server") {
+      // The server told the clients to stop; give them a moment before stopping them.
+      finish(exit, 5s);
+    } else if (exit != 0) {
+      fmt::print(stderr, "fedpar run: {} {}; stopping the run\n", name,
+                 WIFSIGNALED(status) ? fmt::format("was killed by signal {} ({})", WTERMSIG(status),
+                                                   strsignal(WTERMSIG(status)))
+                                     : fmt::format("exited with code {}", exit));
+      finish(1);
+    }
+  }
+
+  // Decides the outcome; the remaining processes get SIGTERM after `grace`.
+  void finish(int code, std::chrono::milliseconds grace = 0ms) {
+    if (done_) return;
+    done_ = true;
+    code_ = code;
+    signals_.cancel();
+    timer_.cancel();
+    if (alive_.empty()) return stop_io();
+    timer_.expires_after(grace);
+    timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;
+      for (const auto& [pid, name] : alive_) ::kill(pid, SIGTERM);
+    });
+  }
+
+  void stop_io() {
+    timer_.cancel();
+    signals_.cancel();
+    children_.cancel();
+  }
+
+  const RunSetup& s_;
+  std::filesystem::path config_, endpoint_;
+  bool quiet_;
+  std::string exe_ = self_exe();
+  asio::io_context io_;
+  asio::signal_set signals_{io_, SIGINT, SIGTERM};
+  asio::signal_set children_{io_, SIGCHLD};  // installed before any child starts
+  asio::steady_timer timer_{io_};
+  std::map<pid_t, std::string> alive_;  // started and not yet reaped
+  std::chrono::steady_clock::time_point started_;
+  bool done_ = false;
+  int code_ = 0;
+};
 
 }  // namespace
 
-bool local_run_interrupted() { return g_interrupted != 0; }
+bool local_run_interrupted() { return g_interrupted; }
 
 int run_locally(Config cfg, const LocalRunOptions& opts) {
   cfg.set("bind", opts.bind.empty() ? "tcp://127.0.0.1:*" : opts.bind);
   const RunSetup s = resolve_run_setup(cfg);  // a bad key fails before any process starts
+  if (g_interrupted) return 130;
 
   const auto dir = std::filesystem::temp_directory_path() / fmt::format("fedpar-run-{}", ::getpid());
   std::filesystem::create_directories(dir);
-  const auto resolved = dir / "run.toml", endpoint = dir / "endpoint";
+  const auto config = dir / "run.toml", endpoint = dir / "endpoint";
   std::filesystem::remove(endpoint);
-  std::ofstream(resolved) << cfg.to_toml();
-  const std::string exe = self_exe();
-
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
-  std::map<pid_t, std::string> procs;
-  auto stop_all = [&] {
-    for (const auto& [pid, name] : procs) kill(pid, SIGTERM);
-    for (const auto& [pid, name] : procs) waitpid(pid, nullptr, 0);
-    procs.clear();
-    std::filesystem::remove_all(dir);
-  };
-  std::vector<std::string> server_args = {exe, "server", "--config", resolved.string(),
-                                          "--endpoint-file", endpoint.string()};
-  if (opts.quiet) server_args.push_back("--quiet");
-  const pid_t server = spawn(server_args, opts.quiet);
-  procs[server] = "server";
-  std::string ep;
-  for (int i = 0; i < 600 && ep.empty() && !g_interrupted; ++i) {  // 60 s to load data and bind
-    std::ifstream in(endpoint);
-    std::getline(in, ep);
-    int status = 0;
-    if (ep.empty() && waitpid(server, &status, WNOHANG) == server) {
-      procs.erase(server);
-      stop_all();
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 1;  // the server said why on stderr
+  std::ofstream(config) << cfg.to_toml();
+  struct Cleanup {
+    std::filesystem::path dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
     }
-    if (ep.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  if (ep.empty() && !g_interrupted) {
-    stop_all();
-    throw Error("the server did not start listening within 60 s");
-  }
-  if (!g_interrupted)
-    for (int i = 0; i < s.processes; ++i)
-      procs[spawn({exe, "client", "--quiet", "--server", ep})] = fmt::format("client process {}", i + 1);
-
-  while (true) {
-    if (g_interrupted) {
-      fmt::print(stderr, "fedpar run: interrupted; stopping the server and clients\n");
-      stop_all();
-      return 130;
-    }
-    int status = 0;
-    const pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid <= 0 || !procs.count(pid)) {
-      if (pid <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      continue;
-    }
-    const std::string name = procs[pid];
-    procs.erase(pid);
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (pid == server) {
-      // The server told the clients to stop; give them a moment, then clean up.
-      for (int i = 0; i < 100 && !procs.empty(); ++i) {
-        const pid_t c = waitpid(-1, nullptr, WNOHANG);
-        if (c > 0) procs.erase(c);
-        else std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
-      stop_all();
-      return code;
-    }
-    if (code != 0) {
-      fmt::print(stderr, "fedpar run: {} exited with code {}; stopping the run\n", name, code);
-      stop_all();
-      return 1;
-    }
-  }
+  } cleanup{dir};
+  return Supervisor(s, config, endpoint, opts.quiet).run();
 }
 
 }  // namespace fedpar

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -32,6 +33,11 @@ namespace fedpar {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// SIGINT/SIGTERM end the run at the next wait, through the normal error path: clients hear STOP
+// and the partial results folder is removed.
+volatile std::sig_atomic_t g_stop_signal = 0;
+void on_stop_signal(int sig) { g_stop_signal = sig; }
 
 struct Peer {
   std::string identity;
@@ -72,10 +78,20 @@ class Server {
 
   // Waits up to the deadline for one message; nullopt on timeout.
   std::optional<Received> receive(Clock::time_point deadline) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return std::nullopt;
-    zmq::pollitem_t item{sock_.handle(), 0, ZMQ_POLLIN, 0};
-    if (zmq::poll(&item, 1, left) == 0) return std::nullopt;
+    // Polls in slices of at most 100 ms: a stop signal may be handled on another thread (OpenMP's),
+    // which leaves this thread's poll uninterrupted.
+    int ready = 0;
+    while (ready == 0) {
+      if (g_stop_signal) throw Error(fmt::format("stopped by signal {}", int(g_stop_signal)));
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) return std::nullopt;
+      zmq::pollitem_t item{sock_.handle(), 0, ZMQ_POLLIN, 0};
+      try {
+        ready = zmq::poll(&item, 1, std::min(left, std::chrono::milliseconds(100)));
+      } catch (const zmq::error_t& e) {
+        if (e.num() != EINTR) throw;
+      }
+    }
     std::vector<zmq::message_t> parts;
     if (!zmq::recv_multipart(sock_, std::back_inserter(parts), zmq::recv_flags::dontwait))
       return std::nullopt;
@@ -365,6 +381,8 @@ int Server::run() {
 
 int run_server(Config cfg, const ServerOptions& opts) {
   const RunSetup s = resolve_run_setup(cfg);
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
   cfg.set("name", s.name);
   Server server(cfg, s, opts);
   return server.run();

@@ -9,6 +9,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/messages.h"
@@ -141,6 +142,48 @@ TEST(Distributed, VirtualClientsFollowSlotsAndBytesAreCountedPerProcess) {
     }
     EXPECT_EQ(up_clients, up_processes);
     EXPECT_EQ(j["clients"].size(), 8u);
+  }
+}
+
+// The child processes of `pid` whose command line contains `word`.
+std::vector<pid_t> children_with(pid_t pid, const std::string& word) {
+  std::vector<pid_t> out;
+  std::ifstream in(fmt::format("/proc/{}/task/{}/children", pid, pid));
+  for (pid_t c; in >> c;) {
+    std::string cmd = testing::slurp(fmt::format("/proc/{}/cmdline", c));
+    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+    if (cmd.find(word) != std::string::npos) out.push_back(c);
+  }
+  return out;
+}
+
+TEST(FedparRun, StopsEverythingWhenAClientDiesOrOnInterrupt) {
+  TempDir tmp;
+  std::ofstream(tmp / "long.toml") << "rounds = 100000\nprocesses = 2\n[data]\nname = 'synthetic'\n"
+                                      "iid = true\n[model]\nname = 'logreg'\n";
+  for (const bool interrupt : {false, true}) {
+    SCOPED_TRACE(interrupt ? "interrupt" : "killed client");
+    const pid_t run = testing::spawn_fedpar({"run", (tmp / "long.toml").string(), "--set",
+                                             "results_dir=" + (tmp / "res").string()},
+                                            tmp / "run.out", tmp / "run.err");
+    std::vector<pid_t> clients;
+    for (int i = 0; i < 500 && clients.size() < 2; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      clients = children_with(run, "client");
+    }
+    ASSERT_EQ(clients.size(), 2u);
+    const std::vector<pid_t> all = children_with(run, "fedpar");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // some rounds run
+    kill(interrupt ? run : clients[0], interrupt ? SIGINT : SIGKILL);
+    EXPECT_EQ(testing::wait_exit(run, 30).value_or(-99), interrupt ? 130 : 1);
+    const std::string err = testing::slurp(tmp / "run.err");
+    EXPECT_NE(err.find(interrupt ? "interrupted; stopping the server and clients"
+                                 : "was killed by signal 9"), std::string::npos) << err;
+    for (pid_t p : all)
+      EXPECT_NE(kill(p, 0), 0) << "process " << p << " outlived the run: "
+                               << testing::slurp(fmt::format("/proc/{}/cmdline", p)) << "\n" << err;
+    if (std::filesystem::exists(tmp / "res"))  // nothing left from a stopped run, partial or not
+      EXPECT_TRUE(std::filesystem::is_empty(tmp / "res"));
   }
 }
 
