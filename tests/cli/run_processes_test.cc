@@ -245,7 +245,7 @@ RunResult run_with_killed_client(const TempDir& tmp, const std::string& tag,
                                    "name=" + tag, "--set", "data.name=synthetic", "--set",
                                    "data.iid=true", "--set", "model.name=logreg", "--set",
                                    "processes=2", "--set", "partition.clients=4", "--set",
-                                   "wait_seconds=2"};
+                                   "wait_seconds=5"};
   for (const auto& s : sets) args.insert(args.end(), {"--set", s});
   const pid_t server = testing::spawn_fedpar(args, tmp / (tag + ".out"), tmp / (tag + ".err"));
   const std::string ep = testing::wait_for_file(tmp / (tag + ".ep"), 20);
@@ -269,9 +269,10 @@ RunResult run_with_killed_client(const TempDir& tmp, const std::string& tag,
 
 TEST(DistributedFaults, KilledClientModelRegimeFinishesWithTheRest) {
   TempDir tmp;
-  // Rounds long enough (400 local steps) that the kill lands mid-run.
+  // Rounds long enough (200 local steps) that the kill lands mid-run, short enough for the
+  // 5 s deadline under the sanitizers.
   const RunResult m = run_with_killed_client(
-      tmp, "model", {"regime=model", "rounds=12", "local.steps=400", "local.batch=full"});
+      tmp, "model", {"regime=model", "rounds=12", "local.steps=200", "local.batch=full"});
   ASSERT_EQ(m.server_code, 0) << m.err;
   EXPECT_NE(m.err.find("continuing with the rest"), std::string::npos) << m.err;
   EXPECT_NE(m.err.find("gets no more tasks"), std::string::npos) << m.err;
@@ -286,7 +287,7 @@ TEST(DistributedFaults, KilledClientModelRegimeFinishesWithTheRest) {
     if (j["received"] == 2) {
       ++partial;
       EXPECT_EQ(j["missing"].size(), 2u);
-      if (partial > 1) EXPECT_LT(j["wait_seconds"].get<double>(), 1.9);
+      if (partial > 1) EXPECT_LT(j["wait_seconds"].get<double>(), 4.0);
     }
   }
   EXPECT_EQ(rounds, 12);
