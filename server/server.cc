@@ -26,6 +26,7 @@
 #include "core/safetensors.h"
 #include "core/trainer.h"
 #include "partitioners/partition.h"
+#include "server/diagnostics.h"
 #include "server/run_config.h"
 #include "server/zmq_frames.h"
 
@@ -323,6 +324,12 @@ int Server::run() {
       for (const auto& [c, a] : got) updates.push_back({c, round_, a.num_samples, a.parsed.vectors[0]});
       strategy->apply(updates, params);
       const auto t_done = Clock::now();
+      // Diagnostics are measurements, not part of the round: computed after its clock stops.
+      const UpdateDiagnostics diag = diagnose_updates(updates);
+      for (auto& pc : per_client)
+        for (size_t k = 0; k < updates.size(); ++k)
+          if (pc["client"] == updates[k].client) pc["update_norm"] = diag.norms[k];
+
       uint64_t sent = 0, received = 0;
       for (const auto& [id, p] : peers_) sent += p.bytes_sent, received += p.bytes_received;
       nlohmann::json per_process = nlohmann::json::array();  // this round's socket bytes
@@ -339,6 +346,8 @@ int Server::run() {
                             {"bytes_sent_total", sent}, {"bytes_received_total", received},
                             {"bytes_down_per_task", params.size() * sizeof(float)},
                             {"clients", per_client}, {"processes", per_process},
+                            {"mean_pairwise_cosine", diag.mean_pairwise_cosine},
+                            {"gradient_diversity", diag.gradient_diversity},
                             {"wait_seconds", std::chrono::duration<double>(t_wait - t0).count()},
                             {"aggregate_seconds", std::chrono::duration<double>(t_done - t_wait).count()}};
       if ((r + 1) % s_.eval_every == 0 || r + 1 == s_.rounds) {
