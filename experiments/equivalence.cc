@@ -85,17 +85,6 @@ std::vector<float> centralized(Model& m, const Dataset& train_set, const RunSetu
   return m.params_host();
 }
 
-// The plain run config inside an equivalence config (what `fedpar server` accepts).
-Config run_config_of(const Config& c) {
-  toml::table t = toml::parse(c.to_toml());
-  t.erase("equivalence");
-  std::ostringstream os;
-  os << t;
-  Config r = make_run_config();
-  r.merge_toml(os.str(), "the equivalence config");
-  return r;
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -139,7 +128,7 @@ int run_equivalence(const Config& cfg, const LocalRunOptions& opts, const std::s
   nlohmann::json cases = nlohmann::json::array();
   std::ostringstream tables;
   for (size_t i = 0; i < models.size(); ++i) {
-    Config base = run_config_of(cfg);
+    Config base = run_config_without(cfg, "equivalence");
     base.set("model.name", models[i]);
     base.set("data.train_limit", std::to_string(limits[i]));
     base.set("fraction", "1");

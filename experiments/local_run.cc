@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <sstream>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -22,6 +23,7 @@
 #include <boost/process/child.hpp>
 #include <boost/process/io.hpp>
 #include <fmt/format.h>
+#include <toml++/toml.h>
 
 #include "core/check.h"
 #include "server/run_config.h"
@@ -172,6 +174,16 @@ class Supervisor {
 }  // namespace
 
 bool local_run_interrupted() { return g_interrupted; }
+
+Config run_config_without(const Config& cfg, std::string_view section) {
+  toml::table t = toml::parse(cfg.to_toml());
+  t.erase(section);
+  std::ostringstream os;
+  os << t;
+  Config r = make_run_config();
+  r.merge_toml(os.str(), "the experiment's config");
+  return r;
+}
 
 int run_locally(Config cfg, const LocalRunOptions& opts) {
   cfg.set("bind", opts.bind.empty() ? "tcp://127.0.0.1:*" : opts.bind);

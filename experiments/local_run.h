@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "core/config.h"
 
@@ -17,6 +18,10 @@ struct LocalRunOptions {
 // Runs the (validated) run config `cfg`. Returns the server's exit code, 1 when a client process
 // failed, 130 when interrupted. Throws Error when the processes cannot be started.
 int run_locally(Config cfg, const LocalRunOptions& opts);
+
+// The plain run config (what `fedpar server` accepts) inside an experiment's config: `cfg` without
+// its table `section`.
+Config run_config_without(const Config& cfg, std::string_view section);
 
 // True after SIGINT/SIGTERM reached a run_locally (so a driver of many runs stops too).
 bool local_run_interrupted();

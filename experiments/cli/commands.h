@@ -16,5 +16,6 @@ Action add_partition_command(CLI::App& app);
 Action add_server_command(CLI::App& app);
 Action add_client_command(CLI::App& app);
 Action add_run_command(CLI::App& app);
+Action add_suite_command(CLI::App& app);
 
 }  // namespace fedpar

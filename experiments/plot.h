@@ -1,0 +1,26 @@
+// Line plots for reports, drawn by gnuplot (svg terminal): each plot titled and labelled so it
+// stands alone. The data and the gnuplot script are kept beside the SVG, so a reader can restyle.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace fedpar {
+
+struct Series {
+  std::string label;
+  std::vector<double> x, y;
+};
+
+struct LinePlot {
+  std::string title, xlabel, ylabel;
+  bool log_x = false;
+  std::vector<Series> series;
+};
+
+// Writes `svg` (and svg.dat, svg.gp beside it). Returns false, with `why`, when gnuplot is
+// missing or fails; the report then says so instead of showing the plot.
+bool draw_line_plot(const std::filesystem::path& svg, const LinePlot& plot, std::string* why);
+
+}  // namespace fedpar
