@@ -42,6 +42,18 @@ TEST(Suite, IidVsNonIidSmokeShowsSkewCostsAccuracy) {
   EXPECT_TRUE(std::filesystem::exists(tmp / "s/runs/labels-3/metrics.jsonl"));
 }
 
+TEST(Suite, FedproxSyntheticSmokeShowsHeterogeneityCostsAccuracy) {
+  TempDir tmp;
+  const auto r = testing::run_fedpar("suite fedprox-synthetic --smoke --out " + (tmp / "s").string(), tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(testing::slurp(tmp / "s/suite.json"));
+  std::map<std::string, double> acc;
+  for (const auto& run : j["runs"]) acc[run["label"]] = run["final_accuracy"];
+  ASSERT_EQ(acc.size(), 4u);
+  EXPECT_GT(acc["iid"], acc["synthetic-1-1"] + 10);
+  EXPECT_GT(acc["synthetic-0-0"], acc["synthetic-1-1"]);
+}
+
 TEST(Suite, UnknownSuiteNamesTheShippedOnes) {
   TempDir tmp;
   const auto r = testing::run_fedpar("suite no-such-suite", tmp.path());
