@@ -25,7 +25,8 @@ constexpr const char* kSection = R"(
 title = ""
 what = ""                # one paragraph: what the suite compares
 runs = [""]              # "label | key=value key=value ..." (the "" default types the list)
-smoke = [""]             # overrides for --smoke ("key=value"), applied before each run's own
+smoke = [""]             # overrides for --smoke ("key=value"; suite.* keys too), before each run's own
+target_accuracy = 0.0    # > 0 (percent): the table gives the rounds each run took to reach it
 )";
 
 const char* const kSuiteDir = "experiments/suites";
@@ -101,9 +102,12 @@ int run_suite(const SuiteOptions& o) {
   std::vector<RunSpec> runs;
   for (const auto& r : cfg.get_string_list("suite.runs"))
     if (!r.empty()) runs.push_back(parse_run(r));
-  std::vector<std::string> smoke;
-  for (const auto& s : cfg.get_string_list("suite.smoke"))
-    if (!s.empty()) smoke.push_back(s);
+  std::vector<std::string> smoke;  // run overrides; "suite.*" ones change the suite itself
+  for (const auto& s : cfg.get_string_list("suite.smoke")) {
+    if (s.empty()) continue;
+    if (o.smoke && s.starts_with("suite.")) cfg.set_all({s});
+    else smoke.push_back(s);
+  }
   if (runs.empty()) throw Error(fmt::format("{}: suite.runs is empty", file.string()));
   // Validate every run's config before starting any.
   std::vector<Config> configs;
@@ -132,9 +136,12 @@ int run_suite(const SuiteOptions& o) {
                     "MB sent + received at the server (cumulative)", "test accuracy (%)"};
   LinePlot by_cosine{cfg.get_string("suite.title") + ": agreement of client updates",
                      "round", "mean pairwise cosine of client updates"};
+  const double target = cfg.get_float("suite.target_accuracy");
   std::ostringstream table;
-  table << "| run | overrides | clients | median EMD | final accuracy | best accuracy | MB communicated | "
-           "round time (s) |\n|---|---|---|---|---|---|---|---|\n";
+  table << "| run | overrides | clients | median EMD | final accuracy | best accuracy | "
+        << (target > 0 ? fmt::format("rounds to {}% | ", target) : "")
+        << "MB communicated | round time (s) |\n|---|---|---|---|---|---|---|---|"
+        << (target > 0 ? "---|" : "") << "\n";
   for (size_t i = 0; i < runs.size(); ++i) {
     Config c = configs[i];
     c.set("results_dir", runs_dir.string());
@@ -159,12 +166,20 @@ int run_suite(const SuiteOptions& o) {
     for (double a : curves.accuracy) best = std::max(best, a);
     std::string overrides;
     for (const auto& s : runs[i].sets) overrides += (overrides.empty() ? "" : " ") + s;
-    table << fmt::format("| {} | `{}` | {} | {:.3f} | {:.2f}% | {:.2f}% | {:.1f} | {:.2f} |\n", runs[i].label,
-                         overrides, st.clients.size(), st.emd.median, final_acc, best,
+    int to_target = 0;  // first round at or above the target; 0 = not reached
+    for (size_t k = 0; k < curves.accuracy.size() && target > 0 && !to_target; ++k)
+      if (curves.accuracy[k] >= target) to_target = int(curves.round[k]);
+    const std::string target_cell =
+        target > 0 ? (to_target ? fmt::format("{} | ", to_target)
+                                : fmt::format("not in {} | ", curves.round.empty() ? 0 : int(curves.round.back())))
+                   : "";
+    table << fmt::format("| {} | `{}` | {} | {:.3f} | {:.2f}% | {:.2f}% | {}{:.1f} | {:.2f} |\n", runs[i].label,
+                         overrides, st.clients.size(), st.emd.median, final_acc, best, target_cell,
                          curves.bytes.empty() ? 0.0 : curves.bytes.back(),
                          curves.round.empty() ? 0.0 : curves.seconds / double(curves.round.size()));
     rows.push_back({{"label", runs[i].label}, {"overrides", runs[i].sets}, {"median_emd", st.emd.median},
                     {"final_accuracy", final_acc}, {"best_accuracy", best}, {"accuracy", curves.accuracy},
+                    {"rounds_to_target", to_target},
                     {"mb_communicated", curves.bytes}, {"mean_pairwise_cosine", curves.cosine},
                     {"seconds", secs}, {"results", "runs/" + runs[i].label}});
     by_round.series.push_back({runs[i].label, curves.round, curves.accuracy});

@@ -19,6 +19,7 @@ bind = "tcp://127.0.0.1:5555"  # also ipc://PATH; tcp port * picks a free one
 processes = 1            # client processes to wait for
 wait_seconds = 60.0      # for the processes to say HELLO, and for each round's updates
 eval_every = 1           # rounds between test-set evaluations
+stop_at_accuracy = 0.0   # end the run once test accuracy (0..1) reaches this; 0 = all rounds
 weighting = "samples"    # samples (n_k / n) | uniform (1 / K)
 fraction = 1.0           # C: share of clients sampled per round (at least one)
 continue_without_missing = false  # gradient regime: go on when a client misses a round
@@ -81,6 +82,8 @@ RunSetup resolve_run_setup(const Config& c) {
   require(s.wait_seconds > 0, "wait_seconds must be > 0");
   s.eval_every = int(c.get_int("eval_every"));
   require(s.eval_every >= 1, "eval_every must be >= 1");
+  s.stop_at_accuracy = c.get_float("stop_at_accuracy");
+  require(s.stop_at_accuracy >= 0 && s.stop_at_accuracy <= 1, "stop_at_accuracy must be in [0, 1]");
   const std::string w = c.get_string("weighting");
   require(w == "samples" || w == "uniform", fmt::format("weighting must be samples or uniform, got '{}'", w));
   s.weighting = w == "samples" ? Weighting::kBySamples : Weighting::kUniform;

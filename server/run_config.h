@@ -25,6 +25,7 @@ struct RunSetup {
   uint64_t seed = 1;
   int rounds = 1, processes = 1, eval_every = 1, threads = 1;
   double wait_seconds = 60, fraction = 1.0;
+  double stop_at_accuracy = 0;  // > 0: stop after the first evaluation at or above it
   Regime regime = Regime::kModel;
   Weighting weighting = Weighting::kBySamples;
   bool continue_without_missing = false;  // gradient regime: carry on when a client is missing

@@ -233,6 +233,7 @@ int Server::run() {
   };
   const std::vector<size_t> expect = {params.size()};
   nlohmann::json last_eval;
+  int stopped_at = 0;  // the round stop_at_accuracy ended the run after, if it did
   try {
     wait_for_clients(manifest, params.size());  // inside: those that came hear STOP on failure
     for (int r = 0; r < s_.rounds; ++r) {
@@ -363,6 +364,13 @@ int Server::run() {
                       rec.contains("test_accuracy")
                           ? fmt::format(", test accuracy {:.2f}%", 100 * rec["test_accuracy"].get<double>())
                           : ""));
+      if (s_.stop_at_accuracy > 0 && rec.contains("test_accuracy") &&
+          rec["test_accuracy"].get<double>() >= s_.stop_at_accuracy) {
+        log(fmt::format("test accuracy reached {:.2f}% after round {}; stopping (stop_at_accuracy)",
+                        100 * s_.stop_at_accuracy, r + 1));
+        stopped_at = r + 1;
+        break;
+      }
     }
   } catch (...) {
     stop_all();
@@ -377,7 +385,8 @@ int Server::run() {
     hosts.push_back({{"slots", peers_[id].slots}, {"clients", peers_[id].clients}, {"lost", lost_.count(id) > 0}});
   out.write_json("summary.json", {{"command", "server"}, {"final", last_eval}, {"model_hash", hash},
                                   {"clients", num_clients_}, {"processes", s_.processes},
-                                  {"hosts", hosts}});
+                                  {"hosts", hosts}, {"rounds_run", stopped_at ? stopped_at : s_.rounds},
+                                  {"stopped_at_accuracy", stopped_at > 0}});
   const auto path = out.commit();
   log(fmt::format("results: {}", path.string()));
   fmt::print("final model hash: {}\n", hash);

@@ -54,6 +54,24 @@ TEST(Suite, FedproxSyntheticSmokeShowsHeterogeneityCostsAccuracy) {
   EXPECT_GT(acc["synthetic-0-0"], acc["synthetic-1-1"]);
 }
 
+TEST(Suite, FedavgPaperSmokeCountsRoundsToTargetAndStopsThere) {
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
+  TempDir tmp;
+  const auto r = testing::run_fedpar("suite fedavg-paper --smoke --out " + (tmp / "s").string(), tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(testing::slurp(tmp / "s/suite.json"));
+  std::map<std::string, int> rounds;  // 0 = target not reached
+  for (const auto& run : j["runs"]) rounds[run["label"]] = run["rounds_to_target"];
+  ASSERT_GT(rounds["fedavg-iid"], 0);
+  for (const char* slower : {"fedavg-noniid", "fedsgd-iid", "fedsgd-noniid"})
+    EXPECT_TRUE(rounds[slower] == 0 || rounds[slower] > rounds["fedavg-iid"]) << slower;
+  // The run stopped at the round it reached the target: no more rounds were logged.
+  const auto summary = nlohmann::json::parse(testing::slurp(tmp / "s/runs/fedavg-iid/summary.json"));
+  EXPECT_TRUE(summary["stopped_at_accuracy"].get<bool>());
+  EXPECT_EQ(summary["rounds_run"], rounds["fedavg-iid"]);
+  EXPECT_NE(testing::slurp(tmp / "s/report.md").find("rounds to 85%"), std::string::npos);
+}
+
 TEST(Suite, UnknownSuiteNamesTheShippedOnes) {
   TempDir tmp;
   const auto r = testing::run_fedpar("suite no-such-suite", tmp.path());
