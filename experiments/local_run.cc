@@ -113,8 +113,13 @@ class Supervisor {
         }
         return;
       }
-      for (int i = 0; i < s_.processes; ++i)
-        start(fmt::format("client process {}", i + 1), {"client", "--quiet", "--server", ep});
+      try {
+        for (int i = 0; i < s_.processes; ++i)
+          start(fmt::format("client process {}", i + 1), {"client", "--quiet", "--server", ep});
+      } catch (const Error& e) {  // stop what did start rather than leave it orphaned
+        fmt::print(stderr, "fedpar run: {}\n", e.what());
+        finish(1);
+      }
     });
   }
 

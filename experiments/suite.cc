@@ -1,11 +1,13 @@
 // run_suite; see suite.h.
 #include "experiments/suite.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
