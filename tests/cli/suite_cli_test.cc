@@ -12,14 +12,21 @@ namespace {
 
 using testing::TempDir;
 
+// Runs `fedpar suite NAME --smoke` into tmp/s and returns its runs by label (empty on failure).
+std::map<std::string, nlohmann::json> smoke_runs(const std::string& name, const TempDir& tmp) {
+  const auto r = testing::run_fedpar("suite " + name + " --smoke --out " + (tmp / "s").string(), tmp.path());
+  EXPECT_EQ(r.code, 0) << r.err;
+  std::map<std::string, nlohmann::json> runs;
+  if (r.code != 0) return runs;
+  const auto suite = nlohmann::json::parse(testing::slurp(tmp / "s/suite.json"));
+  for (const auto& run : suite["runs"]) runs[run["label"]] = run;
+  return runs;
+}
+
 TEST(Suite, IidVsNonIidSmokeShowsSkewCostsAccuracy) {
   if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
   TempDir tmp;
-  const auto r = testing::run_fedpar("suite iid-vs-noniid --smoke --out " + (tmp / "s").string(), tmp.path());
-  ASSERT_EQ(r.code, 0) << r.err;
-  const auto j = nlohmann::json::parse(testing::slurp(tmp / "s/suite.json"));
-  std::map<std::string, nlohmann::json> runs;
-  for (const auto& run : j["runs"]) runs[run["label"]] = run;
+  auto runs = smoke_runs("iid-vs-noniid", tmp);
   ASSERT_EQ(runs.size(), 8u);
   const double iid = runs["iid"]["final_accuracy"];
   EXPECT_GT(iid, 80.0);
@@ -44,11 +51,8 @@ TEST(Suite, IidVsNonIidSmokeShowsSkewCostsAccuracy) {
 
 TEST(Suite, FedproxSyntheticSmokeShowsHeterogeneityCostsAccuracy) {
   TempDir tmp;
-  const auto r = testing::run_fedpar("suite fedprox-synthetic --smoke --out " + (tmp / "s").string(), tmp.path());
-  ASSERT_EQ(r.code, 0) << r.err;
-  const auto j = nlohmann::json::parse(testing::slurp(tmp / "s/suite.json"));
   std::map<std::string, double> acc;
-  for (const auto& run : j["runs"]) acc[run["label"]] = run["final_accuracy"];
+  for (const auto& [label, run] : smoke_runs("fedprox-synthetic", tmp)) acc[label] = run["final_accuracy"];
   ASSERT_EQ(acc.size(), 4u);
   EXPECT_GT(acc["iid"], acc["synthetic-1-1"] + 10);
   EXPECT_GT(acc["synthetic-0-0"], acc["synthetic-1-1"]);
@@ -57,11 +61,9 @@ TEST(Suite, FedproxSyntheticSmokeShowsHeterogeneityCostsAccuracy) {
 TEST(Suite, FedavgPaperSmokeCountsRoundsToTargetAndStopsThere) {
   if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
   TempDir tmp;
-  const auto r = testing::run_fedpar("suite fedavg-paper --smoke --out " + (tmp / "s").string(), tmp.path());
-  ASSERT_EQ(r.code, 0) << r.err;
-  const auto j = nlohmann::json::parse(testing::slurp(tmp / "s/suite.json"));
   std::map<std::string, int> rounds;  // 0 = target not reached
-  for (const auto& run : j["runs"]) rounds[run["label"]] = run["rounds_to_target"];
+  for (const auto& [label, run] : smoke_runs("fedavg-paper", tmp)) rounds[label] = run["rounds_to_target"];
+  ASSERT_EQ(rounds.size(), 4u);
   ASSERT_GT(rounds["fedavg-iid"], 0);
   for (const char* slower : {"fedavg-noniid", "fedsgd-iid", "fedsgd-noniid"})
     EXPECT_TRUE(rounds[slower] == 0 || rounds[slower] > rounds["fedavg-iid"]) << slower;
