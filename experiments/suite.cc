@@ -33,9 +33,12 @@ target_accuracy = 0.0    # > 0 (percent): the table gives the rounds each run to
 
 const char* const kSuiteDir = "experiments/suites";
 
+// Where suites are looked for: ./experiments/suites, then this source tree's.
+std::vector<std::filesystem::path> suite_roots() { return {".", FEDPAR_SOURCE_DIR}; }
+
 std::filesystem::path find_suite(const std::string& name) {
   if (name.ends_with(".toml")) return name;
-  for (const std::filesystem::path root : {std::filesystem::path("."), std::filesystem::path(FEDPAR_SOURCE_DIR)}) {
+  for (const auto& root : suite_roots()) {
     const auto p = root / kSuiteDir / (name + ".toml");
     if (std::filesystem::exists(p)) return p;
   }
@@ -86,7 +89,7 @@ RunCurves read_curves(const std::filesystem::path& dir) {
 
 std::vector<std::string> suite_names() {
   std::vector<std::string> names;
-  for (const std::filesystem::path root : {std::filesystem::path("."), std::filesystem::path(FEDPAR_SOURCE_DIR)}) {
+  for (const auto& root : suite_roots()) {
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(root / kSuiteDir, ec))
       if (e.path().extension() == ".toml") names.push_back(e.path().stem().string());
