@@ -178,8 +178,6 @@ class Supervisor {
 
 }  // namespace
 
-bool local_run_interrupted() { return g_interrupted; }
-
 Config run_config_without(const Config& cfg, std::string_view section) {
   toml::table t = toml::parse(cfg.to_toml());
   t.erase(section);

@@ -23,7 +23,4 @@ int run_locally(Config cfg, const LocalRunOptions& opts);
 // its table `section`.
 Config run_config_without(const Config& cfg, std::string_view section);
 
-// True after SIGINT/SIGTERM reached a run_locally (so a driver of many runs stops too).
-bool local_run_interrupted();
-
 }  // namespace fedpar
