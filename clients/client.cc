@@ -114,18 +114,24 @@ int run_client(const ClientOptions& o) {
     task.local_epochs = int(need<int64_t>(m.body, "epochs"));
     task.lr = float(need<double>(m.body, "lr"));
     task.sgd.momentum = float(need<double>(m.body, "momentum"));
+    task.drift = m.body.value("drift", false);
     for (uint32_t c : need<std::vector<uint32_t>>(m.body, "clients")) {
       auto it = shards.find(c);
       if (it == shards.end()) continue;  // the TASK lists every participant; another process hosts c
       const auto t0 = std::chrono::steady_clock::now();
       LocalResult r = compute_update(model, data.train, it->second, m.vectors[0], task, s.seed, c, &buffer);
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const auto values = std::make_shared<const std::vector<float>>(std::move(r.values));
-      const std::vector<std::span<const float>> vecs = {*values};
+      // The update (and, for drift, the linear update after it) goes out without a copy.
+      auto owned = std::make_shared<std::pair<std::vector<float>, std::vector<float>>>(
+          std::move(r.values), std::move(r.linear));
+      std::vector<std::span<const float>> vecs = {owned->first};
+      if (task.drift) vecs.push_back(owned->second);
       send(sock, encode_message(MessageType::kUpdate, c, run, task.round,
                                 {{"num_samples", r.num_samples}, {"loss_sum", r.loss_sum},
-                                 {"samples_processed", r.samples_processed}, {"compute_seconds", secs}},
-                                vecs, values));
+                                 {"samples_processed", r.samples_processed}, {"compute_seconds", secs},
+                                 {"parameter_bytes", model.parameter_bytes()},
+                                 {"activation_bytes", model.activation_bytes_held()}},
+                                vecs, owned));
     }
   }
 }

@@ -75,6 +75,11 @@ LocalResult compute_update(Model& model, const Dataset& data, std::span<const ui
     model.zero_grads();
     const BatchStats st = model.forward_backward(buf.x(), buf.y(), int(take), 1.0f / float(take));
     sgd.step(model.params(), model.grads(), task.lr, delta.data());
+    if (s == 0 && task.drift) {
+      out.linear.resize(delta.size());
+      be.download(out.linear.data(), delta.data(), delta.size() * sizeof(float));
+      for (float& v : out.linear) v *= float(total_steps);
+    }
     out.loss_sum += st.loss_sum;
     out.samples_processed += int64_t(take);
   }

@@ -25,6 +25,7 @@ struct Task {
   int local_epochs = 0;   // local train: E passes over the shard
   float lr = 0.1f;        // local train: client learning rate
   SgdOptions sgd;         // local train: client optimizer, fresh every round
+  bool drift = false;     // local train: also return `linear` (diagnostics.drift)
 };
 
 struct LocalResult {
@@ -32,6 +33,10 @@ struct LocalResult {
   uint64_t num_samples = 0;      // n_k: samples the update stands for (its weight)
   double loss_sum = 0;           // summed loss over the samples seen, at the params used
   int64_t samples_processed = 0; // forward/backward passes, for cost accounting
+  // Local train with task.drift: K times the first applied step, i.e. K steps of the gradient
+  // taken at the sent model (-K lr g_k(w) without momentum). The server averages these like the
+  // deltas; the distance between the two averages is the round's drift (docs/suites.md).
+  std::vector<float> linear;
 };
 
 // Randomness: a gradient on a batch draws it from (seed, "batch", client, round); local training

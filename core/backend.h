@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -37,6 +38,14 @@ class Backend {
   // True when device pointers are plain host memory (the CPU backend): callers may then write
   // batches straight into device buffers instead of staging them.
   virtual bool host_memory() const { return false; }
+
+  // Bytes the core holds on this backend right now through DeviceArrays, which count their own
+  // allocations here: the measured memory of memory accounting.
+  size_t live_bytes() const { return live_bytes_.load(std::memory_order_relaxed); }
+  void count_bytes(size_t bytes, bool freed) {
+    if (freed) live_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    else live_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  }
 
   // ---- memory (bytes); contents of fresh memory are unspecified ----
   virtual void* allocate(size_t bytes) = 0;
@@ -106,6 +115,9 @@ class Backend {
   // dx (overwritten, n*h*w*c) from dy (n*h/2*w/2*c).
   virtual void maxpool2_backward(float* dx, const float* dy, const int32_t* argmax, int n, int h,
                                  int w, int c) = 0;
+
+ private:
+  std::atomic<size_t> live_bytes_{0};
 };
 
 // Owns n elements of T in a backend's memory. Move-only; frees in its destructor.
@@ -114,7 +126,10 @@ class DeviceArray {
  public:
   DeviceArray() = default;
   DeviceArray(Backend& be, size_t n) : be_(&be), n_(n) {
-    if (n > 0) p_ = static_cast<T*>(be.allocate(n * sizeof(T)));
+    if (n > 0) {
+      p_ = static_cast<T*>(be.allocate(n * sizeof(T)));
+      be.count_bytes(n * sizeof(T), false);
+    }
   }
   DeviceArray(const DeviceArray&) = delete;
   DeviceArray& operator=(const DeviceArray&) = delete;
@@ -124,7 +139,10 @@ class DeviceArray {
     return *this;
   }
   ~DeviceArray() {
-    if (p_) be_->deallocate(p_);
+    if (p_) {
+      be_->deallocate(p_);
+      be_->count_bytes(n_ * sizeof(T), true);
+    }
   }
   void swap(DeviceArray& o) noexcept {
     std::swap(be_, o.be_);

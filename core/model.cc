@@ -108,6 +108,26 @@ void Model::set_params_host(std::span<const float> host) {
 
 void Model::zero_grads() { be_.fill(grads_.data(), 0.0f, layout_.total()); }
 
+namespace {
+
+// Adds to `held` what the backend's live bytes grew by during its lifetime: the buffers a pass
+// allocated and kept (activations grow and never shrink; temporaries are freed within the pass).
+class HeldBytes {
+ public:
+  HeldBytes(const Backend& be, size_t& held) : be_(be), held_(held), before_(be.live_bytes()) {}
+  ~HeldBytes() {
+    const size_t now = be_.live_bytes();
+    if (now > before_) held_ += now - before_;
+  }
+
+ private:
+  const Backend& be_;
+  size_t& held_;
+  size_t before_;
+};
+
+}  // namespace
+
 void Model::reserve(int batch) {
   if (batch <= reserved_batch_) return;
   acts_.resize(layers_.size());
@@ -141,6 +161,7 @@ double Model::loss_sum(float* dlogits, const float* logits, const int32_t* y, in
 
 BatchStats Model::evaluate(const float* x, const int32_t* y, int batch) {
   if (batch == 0) return {};
+  const HeldBytes held(be_, activation_bytes_held_);
   const float* logits = run_forward(x, batch);
   return {loss_sum(nullptr, logits, y, batch, 0.0f), be_.count_correct(logits, y, batch, classes_),
           batch};
@@ -148,6 +169,7 @@ BatchStats Model::evaluate(const float* x, const int32_t* y, int batch) {
 
 BatchStats Model::forward_backward(const float* x, const int32_t* y, int batch, float scale) {
   if (batch == 0) return {};
+  const HeldBytes held(be_, activation_bytes_held_);
   const float* logits = run_forward(x, batch);
   BatchStats st{0.0, be_.count_correct(logits, y, batch, classes_), batch};
   float* dy = grad_a_.data();

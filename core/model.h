@@ -67,6 +67,11 @@ class Model {
   BatchStats forward_backward(const float* x, const int32_t* y, int batch, float grad_scale);
   // Bytes of activations and scratch held for a batch of `batch` samples.
   size_t activation_bytes(int batch) const;
+  // Bytes the backend allocated for activations, their gradients and layer scratch in this
+  // model's forward/backward passes so far (measured, not computed: the largest batch seen).
+  size_t activation_bytes_held() const { return activation_bytes_held_; }
+  // Bytes of the parameter and gradient vectors (2m floats).
+  size_t parameter_bytes() const { return (params_.size() + grads_.size()) * sizeof(float); }
 
  private:
   void reserve(int batch);
@@ -83,6 +88,7 @@ class Model {
   std::vector<DeviceArray<float>> acts_;  // output of each layer
   DeviceArray<float> grad_a_, grad_b_;    // ping-pong buffers for activation gradients
   int reserved_batch_ = 0;
+  size_t activation_bytes_held_ = 0;
 };
 
 }  // namespace fedpar

@@ -17,6 +17,7 @@
 #include "core/results_dir.h"
 #include "core/safetensors.h"
 #include "core/trainer.h"
+#include "server/diagnostics.h"
 #include "server/run_config.h"
 
 namespace fedpar {
@@ -55,24 +56,6 @@ std::vector<Variant> variants(const Config& c) {
       {"e", "model averaging, K=1, unequal shards, uniform weights",
        with(one_step, {"partition.scheme=" + c.get_string("equivalence.uneven_scheme"), "weighting=uniform"})},
   };
-}
-
-struct Distance {
-  double max_abs = 0, relative = 0;  // max_i |w_i - a_i| and ||w - a|| / ||a||
-};
-
-Distance distance(std::span<const float> w, std::span<const float> a) {
-  FEDPAR_CHECK(w.size() == a.size());
-  Distance d;
-  double num = 0, den = 0;
-  for (size_t i = 0; i < w.size(); ++i) {
-    const double diff = double(w[i]) - double(a[i]);
-    d.max_abs = std::max(d.max_abs, std::abs(diff));
-    num += diff * diff;
-    den += double(a[i]) * double(a[i]);
-  }
-  d.relative = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-  return d;
 }
 
 // Full-batch gradient descent for `rounds` steps from the run's init; `accumulate` > 1 sums the

@@ -1,6 +1,7 @@
 // diagnose_updates; see diagnostics.h.
 #include "server/diagnostics.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/check.h"
@@ -34,6 +35,24 @@ UpdateDiagnostics diagnose_updates(std::span<const ClientUpdate> updates) {
     d.mean_pairwise_cosine = (unit_sq - double(nonzero)) / (double(nonzero) * double(nonzero - 1));
   if (sum_sq > 0) d.gradient_diversity = sum_sq_norms / sum_sq;
   return d;
+}
+
+Distance distance(std::span<const float> w, std::span<const float> a) {
+  FEDPAR_CHECK(w.size() == a.size()) << "distance between vectors of " << w.size() << " and " << a.size();
+  Distance d;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    const double diff = double(w[i]) - double(a[i]);
+    d.max_abs = std::max(d.max_abs, std::abs(diff));
+    num += diff * diff;
+    den += double(a[i]) * double(a[i]);
+  }
+  d.relative = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  return d;
+}
+
+double update_drift(std::span<const ClientUpdate> deltas, std::span<const ClientUpdate> linear, Weighting w) {
+  return distance(weighted_average(deltas, w), weighted_average(linear, w)).relative;
 }
 
 }  // namespace fedpar

@@ -21,4 +21,16 @@ struct UpdateDiagnostics {
 
 UpdateDiagnostics diagnose_updates(std::span<const ClientUpdate> updates);
 
+// How far w is from a reference a, in double: max_i |w_i - a_i| and ||w - a|| / ||a|| (the
+// absolute norm when a is zero). Weight divergence between paired runs is `relative`.
+struct Distance {
+  double max_abs = 0, relative = 0;
+};
+Distance distance(std::span<const float> w, std::span<const float> a);
+
+// A model-averaging round's drift: the distance between the weighted average of the client deltas
+// and that of their linear updates (K steps of the gradient at the sent model, LocalResult::linear)
+// relative to the latter; both averaged as the strategy averages. Exactly 0 at K = 1.
+double update_drift(std::span<const ClientUpdate> deltas, std::span<const ClientUpdate> linear, Weighting w);
+
 }  // namespace fedpar

@@ -49,6 +49,10 @@ server_lr = 1.0          # params += server_lr * average delta (1.0 = FedAvg)
 batch = 0                # samples per client gradient; 0 or "full" = the whole shard
 lr = 0.1                 # server SGD learning rate
 momentum = 0.0
+
+[diagnostics]            # measurements that cost extra
+drift = false            # model regime: clients also send K x their first step; logs update_drift
+save_params_every = 0    # > 0: write params/round-NNNN.safetensors every r rounds (weight divergence)
 )";
 
 void require(bool ok, const std::string& what) {
@@ -119,6 +123,10 @@ RunSetup resolve_run_setup(const Config& c) {
   s.sgd_lr = float(c.get_float("sgd.lr"));
   s.sgd_momentum = float(c.get_float("sgd.momentum"));
   require(s.local_lr > 0 && s.sgd_lr > 0 && s.server_lr > 0, "learning rates must be > 0");
+
+  s.drift = c.get_bool("diagnostics.drift");
+  s.save_params_every = int(c.get_int("diagnostics.save_params_every"));
+  require(s.save_params_every >= 0, "diagnostics.save_params_every must be >= 0 (0 = never)");
 
   s.name = c.get_string("name");
   if (s.name.empty())

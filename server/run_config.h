@@ -39,6 +39,9 @@ struct RunSetup {
   // gradient regime: per-client batch and the server optimizer
   int64_t sgd_batch = 0;
   float sgd_lr = 0.1f, sgd_momentum = 0.0f;
+  // diagnostics
+  bool drift = false;         // model regime: log update_drift (doubles the uplink)
+  int save_params_every = 0;  // > 0: params/round-NNNN.safetensors every r rounds
 };
 
 // Throws Error naming the key and the valid choices.

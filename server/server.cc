@@ -227,11 +227,13 @@ int Server::run() {
   out.write_text("config.resolved.toml", cfg_.to_toml());
   write_manifest(out.path() / "manifest.json", manifest);
   JsonlWriter metrics(out.path() / "metrics.jsonl");
+  if (s_.save_params_every > 0) std::filesystem::create_directories(out.path() / "params");
 
   auto stop_all = [&] {
     for (const auto& [id, p] : peers_) send(id, encode_message(MessageType::kStop, 0, run_id_, round_, {}));
   };
-  const std::vector<size_t> expect = {params.size()};
+  const bool drift = s_.drift && s_.regime == Regime::kModel;
+  const std::vector<size_t> expect(drift ? 2 : 1, params.size());  // the update [, its linear part]
   nlohmann::json last_eval;
   int stopped_at = 0;  // the round stop_at_accuracy ended the run after, if it did
   try {
@@ -253,11 +255,13 @@ int Server::run() {
           {"kind", s_.regime == Regime::kGradient ? "gradient" : "local"},
           {"batch", s_.regime == Regime::kGradient ? s_.sgd_batch : s_.local_batch},
           {"steps", s_.local_steps}, {"epochs", s_.local_epochs}, {"lr", s_.local_lr},
-          {"momentum", s_.local_momentum}, {"clients", participants}};
+          {"momentum", s_.local_momentum}, {"drift", drift}, {"clients", participants}};
       const auto snapshot = std::make_shared<const std::vector<float>>(params);
       const std::vector<std::span<const float>> vecs = {*snapshot};
       const WireMessage task = encode_message(MessageType::kTask, 0, run_id_, round_, body, vecs, snapshot);
+      const auto t_send = Clock::now();
       for (const auto& [id, ids] : per_peer) send(id, task);
+      const double broadcast_seconds = std::chrono::duration<double>(Clock::now() - t_send).count();
       // Collect one UPDATE per participant; reduce later in client-id order. The updates stay in
       // their received frames (moving a Received keeps its frames' memory in place).
       struct Arrived {
@@ -297,6 +301,8 @@ int Server::run() {
                               {"bytes_up", msg->bytes()},
                               {"compute_seconds", m.body.value("compute_seconds", 0.0)},
                               {"samples_processed", m.body.value("samples_processed", int64_t{0})},
+                              {"parameter_bytes", m.body.value("parameter_bytes", uint64_t{0})},
+                              {"activation_bytes", m.body.value("activation_bytes", uint64_t{0})},
                               {"loss", std::get<double>(l) / std::max<double>(1.0, double(std::get<uint64_t>(n)))}});
         loss_sum += std::get<double>(l);
         loss_samples += double(std::get<uint64_t>(n));
@@ -321,8 +327,11 @@ int Server::run() {
                             fmt::join(peers_[owner_[c]].clients, ", ")));
         }
       }
-      std::vector<ClientUpdate> updates;
-      for (const auto& [c, a] : got) updates.push_back({c, round_, a.num_samples, a.parsed.vectors[0]});
+      std::vector<ClientUpdate> updates, linear;
+      for (const auto& [c, a] : got) {
+        updates.push_back({c, round_, a.num_samples, a.parsed.vectors[0]});
+        if (drift) linear.push_back({c, round_, a.num_samples, a.parsed.vectors[1]});
+      }
       strategy->apply(updates, params);
       const auto t_done = Clock::now();
       // Diagnostics are measurements, not part of the round: computed after its clock stops.
@@ -349,8 +358,16 @@ int Server::run() {
                             {"clients", per_client}, {"processes", per_process},
                             {"mean_pairwise_cosine", diag.mean_pairwise_cosine},
                             {"gradient_diversity", diag.gradient_diversity},
+                            {"broadcast_seconds", broadcast_seconds},
                             {"wait_seconds", std::chrono::duration<double>(t_wait - t0).count()},
                             {"aggregate_seconds", std::chrono::duration<double>(t_done - t_wait).count()}};
+      if (drift) {
+        rec["update_drift"] = update_drift(updates, linear, s_.weighting);
+        rec["diagnostic_bytes_up"] = linear.size() * params.size() * sizeof(float);
+      }
+      if (s_.save_params_every > 0 && (r + 1) % s_.save_params_every == 0)
+        save_safetensors(out.path() / "params" / fmt::format("round-{:04d}.safetensors", r + 1), model.layout(),
+                         params, {{"format", "fedpar"}, {"model", s_.model.name}, {"round", std::to_string(r + 1)}});
       if ((r + 1) % s_.eval_every == 0 || r + 1 == s_.rounds) {
         model.set_params_host(params);
         const BatchStats st = evaluate(model, data.test);

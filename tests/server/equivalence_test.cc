@@ -11,6 +11,7 @@
 #include "core/synthetic.h"
 #include "core/trainer.h"
 #include "partitioners/partition.h"
+#include "server/diagnostics.h"
 #include "server/strategy.h"
 
 namespace fedpar {
@@ -20,12 +21,7 @@ constexpr int kRounds = 30;
 constexpr float kLr = 0.05f;
 
 double rel_diff(const std::vector<float>& w, const std::vector<float>& ref) {
-  double d = 0, r = 0;
-  for (size_t i = 0; i < w.size(); ++i) {
-    d += (double(w[i]) - ref[i]) * (double(w[i]) - ref[i]);
-    r += double(ref[i]) * ref[i];
-  }
-  return std::sqrt(d / r);
+  return distance(w, ref).relative;
 }
 
 class Equivalence : public ::testing::Test {
@@ -97,6 +93,35 @@ TEST_F(Equivalence, FullBatchOneStepModelAveragingIsGradientDescent) {
   EXPECT_LT(c, 10 * floor + 1e-7);
   EXPECT_GT(d, 100 * std::max(b, c));
   EXPECT_GT(e, 100 * std::max(b, c));
+}
+
+// Drift: the averaged K-step deltas against K steps of the gradient at the sent model, from the
+// same start and the same first batch. K = 1 is the same arithmetic (exactly 0); it grows with K.
+TEST_F(Equivalence, DriftIsZeroAtOneStepAndGrowsWithLocalSteps) {
+  Model m(*be, {"logreg"}, data.train.shape, 10);
+  m.init(1);
+  const std::vector<float> w0 = m.params_host();
+  const Manifest iid = split("iid");
+  std::vector<double> drift;
+  for (int k : {1, 2, 5, 20}) {
+    std::vector<LocalResult> results;
+    for (const auto& c : iid.clients)
+      results.push_back(compute_update(
+          m, data.train, c.indices, w0,
+          {.kind = TaskKind::kLocalTrain, .batch = 20, .local_steps = k, .lr = kLr, .drift = true}, 1, c.id));
+    std::vector<ClientUpdate> deltas, linear;
+    for (size_t i = 0; i < results.size(); ++i) {
+      ASSERT_EQ(results[i].linear.size(), results[i].values.size());
+      deltas.push_back({iid.clients[i].id, 0, results[i].num_samples, results[i].values});
+      linear.push_back({iid.clients[i].id, 0, results[i].num_samples, results[i].linear});
+    }
+    drift.push_back(update_drift(deltas, linear, Weighting::kBySamples));
+  }
+  std::printf("drift at K = 1, 2, 5, 20: %.2e %.2e %.2e %.2e\n", drift[0], drift[1], drift[2], drift[3]);
+  EXPECT_EQ(drift[0], 0.0);
+  EXPECT_GT(drift[1], 1e-3);
+  EXPECT_GT(drift[2], drift[1]);
+  EXPECT_GT(drift[3], drift[2]);
 }
 
 }  // namespace
