@@ -29,6 +29,7 @@ models = ["logreg", "2nn"]
 train_limits = [0, 6000] # training samples per model, in the same order (0 = all)
 lr = 0.1                 # every variant's learning rate: centralized GD, server SGD, local SGD
 local_steps = 5          # K of variant (d)
+rounds = 0               # > 0: rounds of every variant (else the config's rounds)
 uneven_scheme = "iid-quantity"  # variant (e): unequal shards, averaged with uniform weights
 )";
 
@@ -85,6 +86,8 @@ bool is_equivalence_config(const std::filesystem::path& path) {
   }
 }
 
+std::string equivalence_section() { return kSection; }
+
 Config make_equivalence_config() { return make_run_config(kSection); }
 
 int run_equivalence(const Config& cfg, const LocalRunOptions& opts, const std::string& command) {
@@ -111,10 +114,11 @@ int run_equivalence(const Config& cfg, const LocalRunOptions& opts, const std::s
   nlohmann::json cases = nlohmann::json::array();
   std::ostringstream tables;
   for (size_t i = 0; i < models.size(); ++i) {
-    Config base = run_config_without(cfg, "equivalence");
+    Config base = config_without(cfg, {"equivalence"});
     base.set("model.name", models[i]);
     base.set("data.train_limit", std::to_string(limits[i]));
     base.set("fraction", "1");
+    if (cfg.get_int("equivalence.rounds") > 0) base.set("rounds", std::to_string(cfg.get_int("equivalence.rounds")));
     base.set("eval_every", std::to_string(top.rounds));
     base.set("results_dir", runs_dir.string());
     const RunSetup s = resolve_run_setup(base);

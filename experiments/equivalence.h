@@ -17,6 +17,8 @@ namespace fedpar {
 // True when the TOML file has an [equivalence] table.
 bool is_equivalence_config(const std::filesystem::path& path);
 
+// The [equivalence] table's keys and documented defaults (TOML), for configs built on it.
+std::string equivalence_section();
 // The run config's keys plus the [equivalence] section.
 Config make_equivalence_config();
 

@@ -178,14 +178,13 @@ class Supervisor {
 
 }  // namespace
 
-Config run_config_without(const Config& cfg, std::string_view section) {
+Config config_without(const Config& cfg, std::initializer_list<std::string_view> sections, Config base) {
   toml::table t = toml::parse(cfg.to_toml());
-  t.erase(section);
+  for (auto s : sections) t.erase(s);
   std::ostringstream os;
   os << t;
-  Config r = make_run_config();
-  r.merge_toml(os.str(), "the experiment's config");
-  return r;
+  base.merge_toml(os.str(), "the experiment's config");
+  return base;
 }
 
 int run_locally(Config cfg, const LocalRunOptions& opts) {

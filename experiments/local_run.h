@@ -3,10 +3,12 @@
 // them all. Used by `fedpar run` and by experiments made of several runs.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
 #include "core/config.h"
+#include "server/run_config.h"
 
 namespace fedpar {
 
@@ -19,8 +21,9 @@ struct LocalRunOptions {
 // failed, 130 when interrupted. Throws Error when the processes cannot be started.
 int run_locally(Config cfg, const LocalRunOptions& opts);
 
-// The plain run config (what `fedpar server` accepts) inside an experiment's config: `cfg` without
-// its table `section`.
-Config run_config_without(const Config& cfg, std::string_view section);
+// `cfg` without its tables `sections`, as a config of `base`'s keys: by default the plain run config
+// (what `fedpar server` accepts) inside an experiment's config.
+Config config_without(const Config& cfg, std::initializer_list<std::string_view> sections,
+                      Config base = make_run_config());
 
 }  // namespace fedpar

@@ -16,6 +16,13 @@ std::string quoted(const std::string& s) {
   return out + "'";
 }
 
+// A title may span lines ('\n'): a double-quoted gnuplot string, where \n is a line break.
+std::string title_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) out += c == '\n' ? std::string("\\n") : c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+  return out + "\"";
+}
+
 }  // namespace
 
 bool draw_line_plot(const std::filesystem::path& svg, const LinePlot& plot, std::string* why) {
@@ -24,25 +31,41 @@ bool draw_line_plot(const std::filesystem::path& svg, const LinePlot& plot, std:
     std::ofstream d(dat);
     for (const auto& s : plot.series) {  // one block per series, two blank lines apart
       d << "# " << s.label << "\n";
-      for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) d << s.x[i] << " " << s.y[i] << "\n";
+      const bool band = s.lo.size() == s.y.size() && s.hi.size() == s.y.size();
+      for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+        d << s.x[i] << " " << s.y[i];
+        if (band) d << " " << s.lo[i] << " " << s.hi[i];
+        d << "\n";
+      }
       d << "\n\n";
     }
   }
+  // The script names its files relative to its own folder (it runs there), so it still works after
+  // the results folder is moved or renamed.
   std::ofstream g(gp);
   g << "set terminal svg size 800,500 dynamic enhanced font 'sans,12' background rgb 'white'\n"
-    << "set output " << quoted(svg.string()) << "\n"
-    << "set title " << quoted(plot.title) << " noenhanced\n"
+    << "set output " << quoted(svg.filename().string()) << "\n"
+    << "set title " << title_string(plot.title) << " noenhanced\n"
     << "set xlabel " << quoted(plot.xlabel) << " noenhanced\n"
     << "set ylabel " << quoted(plot.ylabel) << " noenhanced\n"
     << "set grid\nset key outside right top noenhanced\n";
   if (plot.log_x) g << "set logscale x\n";
+  if (plot.log_y) g << "set logscale y\n";
   g << "plot ";
-  for (size_t i = 0; i < plot.series.size(); ++i)
-    g << (i ? ", " : "") << quoted(dat.string()) << " index " << i << " using 1:2 with linespoints pt 7 ps 0.4 title "
-      << quoted(plot.series[i].label);
+  for (size_t i = 0; i < plot.series.size(); ++i) {
+    const Series& s = plot.series[i];
+    const std::string data = fmt::format("{} index {}", quoted(dat.filename().string()), i);
+    if (i) g << ", ";
+    if (!s.lo.empty() && s.lo.size() == s.y.size())
+      g << data << " using 1:3:4 with filledcurves fs transparent solid 0.2 noborder lc " << i + 1 << " notitle, ";
+    // gnuplot cycles 8 colours; later series are dashed so no two look alike.
+    g << data << " using 1:2 with linespoints pt 7 ps 0.4 lc " << i + 1 << " dt " << i / 8 + 1 << " title "
+      << quoted(s.label);
+  }
   g << "\n";
   g.close();
-  const std::string cmd = fmt::format("gnuplot {} 2>{}.err", quoted(gp.string()), quoted(svg.string()));
+  const std::string cmd = fmt::format("cd {} && gnuplot {} 2>{}.err", quoted(std::filesystem::absolute(svg).parent_path().string()),
+                                      quoted(gp.filename().string()), quoted(svg.filename().string()));
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
     if (why) *why = "gnuplot is not installed (scripts/setup.sh installs gnuplot-nox)";
     return false;

@@ -11,11 +11,12 @@ namespace fedpar {
 struct Series {
   std::string label;
   std::vector<double> x, y;
+  std::vector<double> lo, hi;  // optional: a shaded band around y (e.g. min and max over seeds)
 };
 
 struct LinePlot {
-  std::string title, xlabel, ylabel;
-  bool log_x = false;
+  std::string title, xlabel, ylabel;  // the title may have line breaks
+  bool log_x = false, log_y = false;
   std::vector<Series> series;
 };
 

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <iterator>
+#include <map>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -14,7 +17,9 @@
 #include "core/dataset.h"
 #include "core/results_dir.h"
 #include "experiments/local_run.h"
-#include "experiments/plot.h"
+#include "experiments/equivalence.h"
+#include "experiments/run_metrics.h"
+#include "experiments/suite_report.h"
 #include "partitioners/manifest.h"
 #include "partitioners/stats.h"
 #include "server/run_config.h"
@@ -29,6 +34,9 @@ what = ""                # one paragraph: what the suite compares
 runs = [""]              # "label | key=value key=value ..." (the "" default types the list)
 smoke = [""]             # overrides for --smoke ("key=value"; suite.* keys too), before each run's own
 target_accuracy = 0.0    # > 0 (percent): the table gives the rounds each run took to reach it
+seeds = []               # run every run once per seed (labels get -s<seed>); plots show mean and band
+pairs = [""]             # "run reference": weight divergence of run from reference, per evaluated round
+eval_every = 1           # rounds between test-set evaluations in every run
 )";
 
 const char* const kSuiteDir = "experiments/suites";
@@ -61,30 +69,6 @@ RunSpec parse_run(const std::string& text) {
   return r;
 }
 
-// What one run's results folder says, per round.
-struct RunCurves {
-  std::vector<double> round, accuracy, bytes, cosine, train_loss;
-  double seconds = 0;
-};
-
-RunCurves read_curves(const std::filesystem::path& dir) {
-  RunCurves c;
-  std::ifstream in(dir / "metrics.jsonl");
-  double bytes = 0;
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line);
-    bytes = double(j["bytes_sent_total"].get<uint64_t>() + j["bytes_received_total"].get<uint64_t>());
-    c.seconds += j.value("wait_seconds", 0.0) + j.value("aggregate_seconds", 0.0);
-    if (!j.contains("test_accuracy")) continue;
-    c.round.push_back(j["round"].get<double>());
-    c.accuracy.push_back(100 * j["test_accuracy"].get<double>());
-    c.bytes.push_back(bytes / 1e6);
-    c.cosine.push_back(j.value("mean_pairwise_cosine", 0.0));
-    c.train_loss.push_back(j.value("train_loss", 0.0));
-  }
-  return c;
-}
-
 }  // namespace
 
 std::vector<std::string> suite_names() {
@@ -99,32 +83,89 @@ std::vector<std::string> suite_names() {
   return names;
 }
 
+// The suite's runs: each listed run once per seed (seeds empty: once, with the config's seed).
+struct Instance {
+  RunSpec spec;
+  std::string suffix;  // "-s<seed>" when the suite has seeds
+  Config config;
+  std::string label() const { return spec.label + suffix; }
+};
+
+std::string slurp_text(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+PartitionStats manifest_stats(const std::filesystem::path& file) {
+  const auto j = nlohmann::json::parse(std::ifstream(file));
+  size_t bound = 0;  // the validation needs a dataset size; the largest index bounds it
+  for (const auto& cl : j["clients"])
+    for (const auto& ix : cl["indices"]) bound = std::max(bound, ix.get<size_t>() + 1);
+  return partition_stats(manifest_from_json(j, bound));
+}
+
 int run_suite(const SuiteOptions& o) {
   const auto file = find_suite(o.name);
-  Config cfg = make_run_config(kSection);
+  const bool with_equivalence = is_equivalence_config(file);
+  Config cfg = make_run_config(std::string(kSection) + (with_equivalence ? equivalence_section() : ""));
   cfg.merge_file(file);
   const std::string name = file.stem().string() + (o.smoke ? "-smoke" : "");
   std::vector<RunSpec> runs;
   for (const auto& r : cfg.get_string_list("suite.runs"))
     if (!r.empty()) runs.push_back(parse_run(r));
-  std::vector<std::string> smoke;  // run overrides; "suite.*" ones change the suite itself
+  // --smoke overrides: "suite.*" change the suite, "equivalence.*" its equivalence table, the
+  // rest every run (and the equivalence table's runs).
+  std::vector<std::string> smoke, smoke_equivalence;
   for (const auto& s : cfg.get_string_list("suite.smoke")) {
-    if (s.empty()) continue;
-    if (o.smoke && s.starts_with("suite.")) cfg.set_all({s});
+    if (s.empty() || !o.smoke) continue;
+    if (s.starts_with("suite.")) cfg.set_all({s});
+    else if (s.starts_with("equivalence.")) smoke_equivalence.push_back(s);
     else smoke.push_back(s);
   }
   if (runs.empty()) throw Error(fmt::format("{}: suite.runs is empty", file.string()));
-  // Validate every run's config before starting any.
-  std::vector<Config> configs;
+  std::map<std::string, std::string> reference;  // run label -> the run it is paired with
+  for (const auto& p : cfg.get_string_list("suite.pairs")) {
+    if (p.empty()) continue;
+    std::istringstream is(p);
+    std::string run, ref;
+    is >> run >> ref;
+    auto known = [&](const std::string& l) {
+      return std::any_of(runs.begin(), runs.end(), [&](const RunSpec& r) { return r.label == l; });
+    };
+    if (!known(run) || !known(ref)) throw Error(fmt::format("suite.pairs: '{}' is not \"run reference\" of two runs", p));
+    reference[run] = ref;
+  }
+  const auto seeds = cfg.get_int_list("suite.seeds");
+  const int64_t eval_every = cfg.get_int("suite.eval_every");
+  if (eval_every < 1) throw Error("suite.eval_every must be >= 1");
+
+  // Validate every run's config (and the equivalence table's) before starting any.
+  Config base = config_without(cfg, {"suite", "equivalence"});
+  base.set_all(smoke);
+  std::vector<Instance> instances;
   for (const auto& r : runs) {
-    Config c = run_config_without(cfg, "suite");
-    if (o.smoke) c.set_all(smoke);
-    c.set_all(r.sets);
-    c.set_all(o.sets);
-    c.set("name", r.label);
-    c.set("eval_every", "1");
-    resolve_run_setup(c);
-    configs.push_back(std::move(c));
+    const bool paired = reference.count(r.label) || std::any_of(reference.begin(), reference.end(),
+                                                                 [&](const auto& kv) { return kv.second == r.label; });
+    for (size_t k = 0; k < std::max<size_t>(1, seeds.size()); ++k) {
+      Config c = base;
+      c.set_all(r.sets);
+      c.set_all(o.sets);
+      const std::string suffix = seeds.empty() ? "" : fmt::format("-s{}", seeds[k]);
+      if (!seeds.empty()) c.set("seed", std::to_string(seeds[k]));
+      c.set("name", r.label + suffix);
+      c.set("eval_every", std::to_string(eval_every));
+      if (paired) c.set("diagnostics.save_params_every", std::to_string(eval_every));
+      resolve_run_setup(c);
+      instances.push_back({r, suffix, std::move(c)});
+    }
+  }
+  std::optional<Config> equivalence;
+  if (with_equivalence) {
+    equivalence = config_without(cfg, {"suite"}, make_equivalence_config());
+    equivalence->set_all(smoke);
+    equivalence->set_all(smoke_equivalence);
+    equivalence->set_all(o.sets);
+    resolve_run_setup(*equivalence);
   }
 
   const auto out_path = o.out.empty() ? std::filesystem::path("results") / name : o.out;
@@ -134,89 +175,85 @@ int run_suite(const SuiteOptions& o) {
   std::filesystem::create_directories(out.path() / "plots");
   out.write_text("config.resolved.toml", cfg.to_toml());
   const auto t0 = std::chrono::steady_clock::now();
+  std::string command = fmt::format("fedpar suite {}{}", file.stem().string(), o.smoke ? " --smoke" : "");
+  for (const auto& s : o.sets) command += " --set " + s;
 
-  nlohmann::json rows = nlohmann::json::array();
-  LinePlot by_round{cfg.get_string("suite.title") + ": test accuracy per round", "round", "test accuracy (%)"};
-  LinePlot by_bytes{cfg.get_string("suite.title") + ": test accuracy per MB communicated",
-                    "MB sent + received at the server (cumulative)", "test accuracy (%)"};
-  LinePlot by_cosine{cfg.get_string("suite.title") + ": agreement of client updates",
-                     "round", "mean pairwise cosine of client updates"};
-  const double target = cfg.get_float("suite.target_accuracy");
-  std::ostringstream table;
-  table << "| run | overrides | clients | median EMD | final accuracy | best accuracy | "
-        << (target > 0 ? fmt::format("rounds to {}% | ", target) : "")
-        << "MB communicated | round time (s) |\n|---|---|---|---|---|---|---|---|"
-        << (target > 0 ? "---|" : "") << "\n";
-  for (size_t i = 0; i < runs.size(); ++i) {
-    Config c = configs[i];
+  std::string equivalence_md;
+  if (equivalence) {
+    fmt::print(stderr, "suite {}: the full-batch equivalence table ...\n", name);
+    equivalence->set("results_dir", std::filesystem::absolute(out.path()).string());
+    equivalence->set("name", "equivalence");
+    const int rc = run_equivalence(*equivalence, {.quiet = true}, command);
+    if (rc != 0) return rc;
+    const std::string rep = slurp_text(out.path() / "equivalence" / "report.md");
+    const size_t body = rep.find("\n### ");  // its tables and what they mean, without its title
+    equivalence_md = "## Full batch: the equivalence (equivalence/report.md)\n" +
+                     (body == std::string::npos ? rep : rep.substr(body));
+  }
+
+  std::vector<SuiteRun> results;
+  for (size_t i = 0; i < instances.size(); ++i) {
+    const Instance& in = instances[i];
+    Config c = in.config;
     c.set("results_dir", runs_dir.string());
-    fmt::print(stderr, "suite {}: run {}/{} '{}' ...", name, i + 1, runs.size(), runs[i].label);
+    const std::string label = in.label();
+    fmt::print(stderr, "suite {}: run {}/{} '{}' ...", name, i + 1, instances.size(), label);
     const auto ts = std::chrono::steady_clock::now();
     const int rc = run_locally(c, {.quiet = true});
     if (rc != 0) {
-      fmt::print(stderr, "\nfedpar suite: run '{}' failed (exit {}); nothing is kept\n", runs[i].label, rc);
+      fmt::print(stderr, "\nfedpar suite: run '{}' failed (exit {}); nothing is kept\n", label, rc);
       return rc;
     }
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count();
-    fmt::print(stderr, " {:.1f} s\n", secs);
-    const auto dir = runs_dir / runs[i].label;
-    const RunCurves curves = read_curves(dir);
-    const auto manifest_json = nlohmann::json::parse(std::ifstream(dir / "manifest.json"));
-    size_t bound = 0;  // the validation needs a dataset size; the largest index bounds it
-    for (const auto& cl : manifest_json["clients"])
-      for (const auto& ix : cl["indices"]) bound = std::max(bound, ix.get<size_t>() + 1);
-    const PartitionStats st = partition_stats(manifest_from_json(manifest_json, bound));
-    const double final_acc = curves.accuracy.empty() ? 0 : curves.accuracy.back();
-    double best = 0;
-    for (double a : curves.accuracy) best = std::max(best, a);
-    std::string overrides;
-    for (const auto& s : runs[i].sets) overrides += (overrides.empty() ? "" : " ") + s;
-    int to_target = 0;  // first round at or above the target; 0 = not reached
-    for (size_t k = 0; k < curves.accuracy.size() && target > 0 && !to_target; ++k)
-      if (curves.accuracy[k] >= target) to_target = int(curves.round[k]);
-    const std::string target_cell =
-        target > 0 ? (to_target ? fmt::format("{} | ", to_target)
-                                : fmt::format("not in {} | ", curves.round.empty() ? 0 : int(curves.round.back())))
-                   : "";
-    table << fmt::format("| {} | `{}` | {} | {:.3f} | {:.2f}% | {:.2f}% | {}{:.1f} | {:.2f} |\n", runs[i].label,
-                         overrides, st.clients.size(), st.emd.median, final_acc, best, target_cell,
-                         curves.bytes.empty() ? 0.0 : curves.bytes.back(),
-                         curves.round.empty() ? 0.0 : curves.seconds / double(curves.round.size()));
-    rows.push_back({{"label", runs[i].label}, {"overrides", runs[i].sets}, {"median_emd", st.emd.median},
-                    {"final_accuracy", final_acc}, {"best_accuracy", best}, {"accuracy", curves.accuracy},
-                    {"rounds_to_target", to_target},
-                    {"mb_communicated", curves.bytes}, {"mean_pairwise_cosine", curves.cosine},
-                    {"seconds", secs}, {"results", "runs/" + runs[i].label}});
-    by_round.series.push_back({runs[i].label, curves.round, curves.accuracy});
-    by_bytes.series.push_back({runs[i].label, curves.bytes, curves.accuracy});
-    by_cosine.series.push_back({runs[i].label, curves.round, curves.cosine});
+    SuiteRun r;
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count();
+    fmt::print(stderr, " {:.1f} s\n", r.seconds);
+    const auto dir = runs_dir / label;
+    r.label = label;
+    r.group = in.spec.label;
+    r.overrides = in.spec.sets;
+    r.curves = read_curves(dir);
+    r.accounting = read_accounting(dir);
+    const PartitionStats st = manifest_stats(dir / "manifest.json");
+    r.clients = st.clients.size();
+    r.median_emd = st.emd.median;
+    if (reference.count(in.spec.label)) r.reference = reference[in.spec.label] + in.suffix;
+    results.push_back(std::move(r));
   }
+  // Weight divergence of each paired run from its reference; the snapshots then go (they are large).
+  for (auto& r : results)
+    if (!r.reference.empty()) r.divergence = weight_divergence(runs_dir / r.label, runs_dir / r.reference);
+  for (const auto& r : results) std::filesystem::remove_all(runs_dir / r.label / "params");
 
-  std::ostringstream plots;
-  for (const auto& [file_name, plot] : {std::pair{"accuracy-vs-round.svg", &by_round},
-                                        std::pair{"accuracy-vs-bytes.svg", &by_bytes},
-                                        std::pair{"update-cosine-vs-round.svg", &by_cosine}}) {
-    std::string why;
-    if (draw_line_plot(out.path() / "plots" / file_name, *plot, &why))
-      plots << fmt::format("![{}](plots/{})\n\n", plot->title, file_name);
-    else
-      plots << fmt::format("(plot {} not drawn: {})\n\n", file_name, why);
-  }
+  const double target = cfg.get_float("suite.target_accuracy");
+  const std::string title = cfg.get_string("suite.title");
+  const std::string table = results_table(results, target);
+  std::ostringstream report;
+  report << fmt::format("# {}{}\n\n{}\n\nCommand: `{}` ({:.0f} s; resolved config: config.resolved.toml; each run's "
+                        "results folder is under runs/). Accuracy is on the test set every {} round(s); MB counts "
+                        "every byte the server sent and received at its socket (diagnostic extras left out); "
+                        "median EMD is the partition's label skew (docs/partitioning.md); round time is the "
+                        "server's wait + aggregation per round.\n\n",
+                        title, o.smoke ? " (smoke size)" : "", cfg.get_string("suite.what"), command,
+                        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), eval_every);
+  report << equivalence_md << (equivalence ? "\n## Runs\n\n" : "") << table << "\n";
+  if (const std::string grid = grid_table(results, target); !grid.empty())
+    report << "### Best of each learning-rate grid\n\n" << grid << "\n";
+  if (const std::string div = divergence_table(results); !div.empty())
+    report << "### Weight divergence between paired runs\n\n" << div << "\n";
+  report << "### Memory and time per client and round\n\nMedians over rounds; memory is what the client's core "
+            "allocated (parameters + gradient; activations, their gradients and layer scratch for its batch); "
+            "client compute is the slowest process's (its clients one after another); exchange is the rest of "
+            "the server's wait (transfers, decoding, queueing).\n\n"
+         << accounting_table(results) << "\n"
+         << draw_suite_plots(results, title, out.path());
+  out.write_text("report.md", report.str());
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : results) rows.push_back(run_json(r, target));
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::string command = fmt::format("fedpar suite {}{}", file.stem().string(), o.smoke ? " --smoke" : "");
-  for (const auto& s : o.sets) command += " --set " + s;
-  const std::string report = fmt::format(
-      "# {}{}\n\n{}\n\nCommand: `{}` ({:.0f} s; resolved config: config.resolved.toml; each run's "
-      "results folder is under runs/). Accuracy is on the test set after every round; MB counts "
-      "every byte the server sent and received at its socket; median EMD is the partition's label "
-      "skew (docs/partitioning.md); round time is the server's wait + aggregation per round.\n\n{}\n{}",
-      cfg.get_string("suite.title"), o.smoke ? " (smoke size)" : "", cfg.get_string("suite.what"),
-      command, total, table.str(), plots.str());
-  out.write_text("report.md", report);
   out.write_json("suite.json", {{"suite", file.stem().string()}, {"smoke", o.smoke}, {"runs", rows},
                                 {"seconds", total}, {"command", command}});
   const auto path = out.commit();
-  fmt::print("{}\nreport: {}\n", table.str(), (path / "report.md").string());
+  fmt::print("{}\nreport: {}\n", table, (path / "report.md").string());
   return 0;
 }
 

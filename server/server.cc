@@ -297,7 +297,9 @@ int Server::run() {
           reject(*msg, why);
           continue;
         }
+        const auto proc = std::find(order_.begin(), order_.end(), msg->identity) - order_.begin();
         per_client.push_back({{"client", c},
+                              {"process", proc},
                               {"bytes_up", msg->bytes()},
                               {"compute_seconds", m.body.value("compute_seconds", 0.0)},
                               {"samples_processed", m.body.value("samples_processed", int64_t{0})},

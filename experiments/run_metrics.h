@@ -1,0 +1,44 @@
+// One run's results folder read back for reports: its curves per evaluated round, its memory and
+// time accounting (medians over rounds), and the weight divergence between two runs' snapshots.
+#pragma once
+
+#include <filesystem>
+#include <vector>
+
+namespace fedpar {
+
+// Per evaluated round (every round when eval_every = 1), cumulative where it says so.
+struct RunCurves {
+  std::vector<double> round;
+  std::vector<double> accuracy;   // test accuracy, percent
+  std::vector<double> test_loss;
+  std::vector<double> mb;         // MB sent + received at the server, cumulative, diagnostics left out
+  std::vector<double> samples;    // samples processed by all clients (forward/backward), cumulative
+  std::vector<double> cosine;     // mean pairwise cosine of the round's client updates
+  std::vector<double> drift;      // update_drift, when the run logged it (diagnostics.drift)
+  double round_seconds = 0;       // the server's wait + aggregation, mean per round
+};
+
+// The seed model of data parallelism, measured: per client (the largest over clients), per round
+// (the median over rounds).
+struct RunAccounting {
+  double clients = 0;           // participants per round
+  double parameter_mb = 0;      // weights + gradient held by a client process's model (2m floats)
+  double activation_mb = 0;     // activations, their gradients and layer scratch for its batch
+  double down_mb = 0, up_mb = 0;  // per client per round: the model down, the update up
+  double compute_ms = 0;        // the slowest process's compute (its clients one after another)
+  double broadcast_ms = 0;      // the server handing the TASK to its socket
+  double exchange_ms = 0;       // the rest of the wait: transfers, decoding, queueing
+  double aggregate_ms = 0;      // the server's reduction and update
+};
+
+RunCurves read_curves(const std::filesystem::path& run_dir);
+RunAccounting read_accounting(const std::filesystem::path& run_dir);
+
+// ||w_run - w_ref|| / ||w_ref|| at every round both saved (diagnostics.save_params_every).
+struct Divergence {
+  std::vector<double> round, relative;
+};
+Divergence weight_divergence(const std::filesystem::path& run_dir, const std::filesystem::path& ref_dir);
+
+}  // namespace fedpar

@@ -1,0 +1,230 @@
+// Suite report tables and plots; see suite_report.h.
+#include "experiments/suite_report.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "experiments/plot.h"
+
+namespace fedpar {
+namespace {
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
+  return s;
+}
+
+double best_of(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
+double last_of(const std::vector<double>& v) { return v.empty() ? 0 : v.back(); }
+
+using Column = std::function<const std::vector<double>&(const SuiteRun&)>;
+
+// Groups in the order the suite lists them; seeds of one run share a group.
+std::vector<std::vector<const SuiteRun*>> groups(const std::vector<SuiteRun>& runs) {
+  std::vector<std::vector<const SuiteRun*>> g;
+  std::map<std::string, size_t> at;
+  for (const auto& r : runs) {
+    auto [it, fresh] = at.emplace(r.group, g.size());
+    if (fresh) g.emplace_back();
+    g[it->second].push_back(&r);
+  }
+  return g;
+}
+
+// One series per group: the mean over its runs, with the min..max band when there are several.
+Series group_series(const std::vector<const SuiteRun*>& members, const Column& x, const Column& y) {
+  Series s{members.front()->group, {}, {}, {}, {}};
+  size_t n = SIZE_MAX;
+  for (const auto* m : members) n = std::min({n, x(*m).size(), y(*m).size()});
+  for (size_t i = 0; i < n; ++i) {
+    double sx = 0, sy = 0, lo = 1e300, hi = -1e300;
+    for (const auto* m : members) {
+      sx += x(*m)[i];
+      sy += y(*m)[i];
+      lo = std::min(lo, y(*m)[i]);
+      hi = std::max(hi, y(*m)[i]);
+    }
+    s.x.push_back(sx / double(members.size()));
+    s.y.push_back(sy / double(members.size()));
+    if (members.size() > 1) s.lo.push_back(lo), s.hi.push_back(hi);
+  }
+  return s;
+}
+
+}  // namespace
+
+int rounds_to(const RunCurves& c, double target) {
+  for (size_t k = 0; k < c.accuracy.size() && target > 0; ++k)
+    if (c.accuracy[k] >= target) return int(c.round[k]);
+  return 0;
+}
+
+std::string results_table(const std::vector<SuiteRun>& runs, double target) {
+  std::ostringstream t;
+  t << "| run | overrides | clients | median EMD | final accuracy | best accuracy | "
+    << (target > 0 ? fmt::format("rounds to {}% | ", target) : "")
+    << "MB communicated | round time (s) |\n|---|---|---|---|---|---|---|---|" << (target > 0 ? "---|" : "") << "\n";
+  for (const auto& r : runs) {
+    std::string target_cell;
+    if (target > 0) {
+      const int k = rounds_to(r.curves, target);
+      target_cell = k ? fmt::format("{} | ", k) : fmt::format("not in {} | ", int(last_of(r.curves.round)));
+    }
+    t << fmt::format("| {} | `{}` | {} | {:.3f} | {:.2f}% | {:.2f}% | {}{:.1f} | {:.3f} |\n", r.label,
+                     joined(r.overrides), r.clients, r.median_emd, last_of(r.curves.accuracy),
+                     best_of(r.curves.accuracy), target_cell, last_of(r.curves.mb), r.curves.round_seconds);
+  }
+  return t.str();
+}
+
+std::string accounting_table(const std::vector<SuiteRun>& runs) {
+  std::ostringstream t;
+  t << "| run | clients per round | parameters per client (MB) | activations per client (MB) | "
+       "down per client (MB) | up per client (MB) | client compute (ms) | broadcast (ms) | "
+       "exchange (ms) | aggregation (ms) |\n|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& g : groups(runs)) {  // one row per run (the first seed: memory and bytes do not vary)
+    const RunAccounting& a = g.front()->accounting;
+    t << fmt::format("| {} | {:.0f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {:.2f} | {:.3f} | {:.2f} | {:.2f} |\n",
+                     g.front()->group, a.clients, a.parameter_mb, a.activation_mb, a.down_mb, a.up_mb,
+                     a.compute_ms, a.broadcast_ms, a.exchange_ms, a.aggregate_ms);
+  }
+  return t.str();
+}
+
+std::string grid_table(const std::vector<SuiteRun>& runs, double target) {
+  std::map<std::string, std::vector<const SuiteRun*>> grid;
+  std::vector<std::string> order;
+  for (const auto& r : runs) {
+    const size_t at = r.label.find('@');
+    if (at == std::string::npos) continue;
+    const std::string name = r.label.substr(0, at);
+    if (!grid.count(name)) order.push_back(name);
+    grid[name].push_back(&r);
+  }
+  if (grid.empty()) return "";
+  auto better = [&](const SuiteRun* a, const SuiteRun* b) {  // fewer rounds to target, then accuracy
+    const int ra = rounds_to(a->curves, target), rb = rounds_to(b->curves, target);
+    if ((ra > 0) != (rb > 0)) return ra > 0;
+    if (ra != rb) return ra < rb;
+    return best_of(a->curves.accuracy) > best_of(b->curves.accuracy);
+  };
+  std::ostringstream t;
+  t << "| setting | values tried | best | " << (target > 0 ? fmt::format("rounds to {}% | ", target) : "")
+    << "best accuracy |\n|---|---|---|" << (target > 0 ? "---|" : "") << "---|\n";
+  for (const auto& name : order) {
+    const auto& v = grid[name];
+    std::vector<std::string> tried;
+    for (const auto* r : v) tried.push_back(r->label.substr(name.size() + 1));
+    const SuiteRun* best = *std::min_element(v.begin(), v.end(), better);
+    const int k = rounds_to(best->curves, target);
+    t << fmt::format("| {} | {} | {} | {}{:.2f}% |\n", name, joined(tried), best->label.substr(name.size() + 1),
+                     target > 0 ? (k ? fmt::format("{} | ", k) : std::string("not reached | ")) : "",
+                     best_of(best->curves.accuracy));
+  }
+  return t.str();
+}
+
+std::string divergence_table(const std::vector<SuiteRun>& runs) {
+  std::ostringstream t;
+  for (const auto& r : runs) {
+    const auto& d = r.divergence;
+    if (r.reference.empty() || d.round.empty()) continue;
+    if (t.tellp() == 0)
+      t << "| run | reference | first saved round | middle | last |\n|---|---|---|---|---|\n";
+    auto cell = [&](size_t i) { return fmt::format("{:.2e} (round {:.0f})", d.relative[i], d.round[i]); };
+    t << fmt::format("| {} | {} | {} | {} | {} |\n", r.label, r.reference, cell(0), cell(d.round.size() / 2),
+                     cell(d.round.size() - 1));
+  }
+  return t.str();
+}
+
+std::string draw_suite_plots(const std::vector<SuiteRun>& runs, const std::string& title,
+                             const std::filesystem::path& dir) {
+  const auto gs = groups(runs);
+  bool seeds = false, drift = false, divergence = false;
+  for (const auto& g : gs) seeds |= g.size() > 1;
+  for (const auto& r : runs) drift |= !r.curves.drift.empty(), divergence |= !r.divergence.round.empty();
+  const Column round = [](const SuiteRun& r) -> const auto& { return r.curves.round; };
+  const Column accuracy = [](const SuiteRun& r) -> const auto& { return r.curves.accuracy; };
+  const Column mb = [](const SuiteRun& r) -> const auto& { return r.curves.mb; };
+  const Column samples = [](const SuiteRun& r) -> const auto& { return r.curves.samples; };
+  const Column loss = [](const SuiteRun& r) -> const auto& { return r.curves.test_loss; };
+  const Column cosine = [](const SuiteRun& r) -> const auto& { return r.curves.cosine; };
+  const Column drifts = [](const SuiteRun& r) -> const auto& { return r.curves.drift; };
+  const Column div_round = [](const SuiteRun& r) -> const auto& { return r.divergence.round; };
+  const Column div = [](const SuiteRun& r) -> const auto& { return r.divergence.relative; };
+  const std::string band = seeds ? " (mean over seeds; band: min to max)" : "";
+
+  struct Spec {
+    const char* file;
+    std::string title, xlabel, ylabel;
+    Column x, y;
+    bool log_y = false;
+    std::string note;
+  };
+  std::vector<Spec> specs = {
+      {"accuracy-vs-round.svg", "test accuracy per round" + band, "round", "test accuracy (%)", round, accuracy},
+      {"accuracy-vs-samples.svg", "test accuracy per sample processed" + band,
+       "samples processed by all clients (cumulative)", "test accuracy (%)", samples, accuracy},
+      {"accuracy-vs-bytes.svg", "test accuracy per MB communicated" + band,
+       "MB sent + received at the server (cumulative)", "test accuracy (%)", mb, accuracy},
+      {"update-cosine-vs-round.svg", "agreement of client updates", "round",
+       "mean pairwise cosine of client updates", round, cosine}};
+  if (seeds)
+    specs.push_back({"test-loss-vs-samples.svg", "test loss per sample processed" + band,
+                     "samples processed by all clients (cumulative)", "test loss (mean over the test set)", samples,
+                     loss});
+  if (drift)
+    specs.push_back({"drift-vs-round.svg", "drift: averaged deltas vs K steps of the averaged gradient", "round",
+                     "||avg delta - avg K-step linear update|| / ||avg linear update||", round, drifts, true,
+                     "Runs without local drift (K = 1: exactly 0) are not drawn on the log scale."});
+  if (divergence)
+    specs.push_back({"weight-divergence-vs-round.svg", "weight divergence from the paired reference run", "round",
+                     "||w_run - w_reference|| / ||w_reference||", div_round, div, true,
+                     "Runs identical to their reference (0) are not drawn on the log scale."});
+
+  std::ostringstream md;
+  for (const auto& sp : specs) {
+    LinePlot p{sp.title + "\n" + title, sp.xlabel, sp.ylabel, false, sp.log_y, {}};
+    for (const auto& g : gs) {
+      Series s = group_series(g, sp.x, sp.y);
+      if (!s.x.empty()) p.series.push_back(std::move(s));
+    }
+    if (p.series.empty()) continue;
+    std::string why;
+    if (draw_line_plot(dir / "plots" / sp.file, p, &why))
+      md << fmt::format("![{}: {}](plots/{})\n\n", title, sp.title, sp.file);
+    else
+      md << fmt::format("(plot {} not drawn: {})\n\n", sp.file, why);
+    if (!sp.note.empty()) md << sp.note << "\n\n";
+  }
+  return md.str();
+}
+
+nlohmann::json run_json(const SuiteRun& r, double target) {
+  const auto& c = r.curves;
+  const auto& a = r.accounting;
+  nlohmann::json j = {{"label", r.label}, {"group", r.group}, {"overrides", r.overrides},
+                      {"clients", r.clients}, {"median_emd", r.median_emd},
+                      {"final_accuracy", last_of(c.accuracy)}, {"best_accuracy", best_of(c.accuracy)},
+                      {"rounds_to_target", rounds_to(c, target)}, {"round", c.round},
+                      {"accuracy", c.accuracy}, {"test_loss", c.test_loss}, {"mb_communicated", c.mb},
+                      {"samples_processed", c.samples}, {"mean_pairwise_cosine", c.cosine},
+                      {"seconds", r.seconds}, {"results", "runs/" + r.label},
+                      {"accounting", {{"clients_per_round", a.clients}, {"parameter_mb", a.parameter_mb},
+                                      {"activation_mb", a.activation_mb}, {"down_mb", a.down_mb},
+                                      {"up_mb", a.up_mb}, {"compute_ms", a.compute_ms},
+                                      {"broadcast_ms", a.broadcast_ms}, {"exchange_ms", a.exchange_ms},
+                                      {"aggregate_ms", a.aggregate_ms}}}};
+  if (!c.drift.empty()) j["update_drift"] = c.drift;
+  if (!r.reference.empty())
+    j["divergence"] = {{"reference", r.reference}, {"round", r.divergence.round}, {"relative", r.divergence.relative}};
+  return j;
+}
+
+}  // namespace fedpar

@@ -1,0 +1,48 @@
+// The parts of a suite's report.md: the results table, the memory and time accounting table, the
+// best of each learning-rate grid, and the plots (one series per run, or per run over seeds: the
+// mean with a band from the smallest to the largest).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "experiments/run_metrics.h"
+
+namespace fedpar {
+
+struct SuiteRun {
+  std::string label;      // unique: the run's label, with -s<seed> when the suite has seeds
+  std::string group;      // the run's label as the suite names it (seeds share it)
+  std::vector<std::string> overrides;
+  size_t clients = 0;
+  double median_emd = 0;
+  RunCurves curves;
+  RunAccounting accounting;
+  std::string reference;  // a pair's reference run (label), when the suite pairs this run
+  Divergence divergence;  // weight divergence from the reference, per saved round
+  double seconds = 0;     // wall time of the run
+};
+
+// First evaluated round at or above `target` percent; 0 when never.
+int rounds_to(const RunCurves& c, double target);
+
+// | run | overrides | clients | median EMD | final | best | [rounds to target] | MB | round time |
+std::string results_table(const std::vector<SuiteRun>& runs, double target);
+// Per client and per round: parameter and activation memory, bytes down/up, time split.
+std::string accounting_table(const std::vector<SuiteRun>& runs);
+// Runs labelled "name@value" form a grid per name: its best value (fewest rounds to target, then
+// best accuracy). Empty when no label has '@'.
+std::string grid_table(const std::vector<SuiteRun>& runs, double target);
+// Weight divergence from each pair's reference at the first, middle and last saved round.
+std::string divergence_table(const std::vector<SuiteRun>& runs);
+
+// Draws the plots into dir/plots; returns the markdown that shows them (or says why not).
+std::string draw_suite_plots(const std::vector<SuiteRun>& runs, const std::string& title,
+                             const std::filesystem::path& dir);
+
+nlohmann::json run_json(const SuiteRun& r, double target);
+
+}  // namespace fedpar
