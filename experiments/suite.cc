@@ -220,8 +220,14 @@ int run_suite(const SuiteOptions& o) {
     results.push_back(std::move(r));
   }
   // Weight divergence of each paired run from its reference; the snapshots then go (they are large).
-  for (auto& r : results)
-    if (!r.reference.empty()) r.divergence = weight_divergence(runs_dir / r.label, runs_dir / r.reference);
+  for (auto& r : results) {
+    if (r.reference.empty()) continue;
+    r.divergence = weight_divergence(runs_dir / r.label, runs_dir / r.reference);
+    JsonlWriter log(runs_dir / r.label / "divergence.jsonl");  // beside the run's own metrics
+    for (size_t k = 0; k < r.divergence.round.size(); ++k)
+      log.write({{"round", r.divergence.round[k]}, {"reference", r.reference},
+                 {"weight_divergence", r.divergence.relative[k]}});
+  }
   for (const auto& r : results) std::filesystem::remove_all(runs_dir / r.label / "params");
 
   const double target = cfg.get_float("suite.target_accuracy");

@@ -1,4 +1,5 @@
 // The CUDA entry points of a CPU-only build: they report that CUDA is absent.
+#include "core/backend.h"
 #include "core/check.h"
 #include "kernels/cuda_info.h"
 
@@ -7,8 +8,9 @@ namespace fedpar {
 bool cuda_compiled() { return false; }
 int cuda_device_count() { return 0; }
 std::string cuda_describe() { return "CUDA: not compiled in (nvcc was not found at build time)"; }
-void axpy_on_device(std::vector<float>&, const std::vector<float>&, float) {
-  throw Error("this build has no CUDA support");
+std::unique_ptr<Backend> make_cuda_backend() {
+  throw Error("device 'cuda': this build has no CUDA (nvcc was not found when it was configured; "
+              "use --device cpu)");
 }
 
 }  // namespace fedpar

@@ -182,8 +182,9 @@ TEST(FedparRun, StopsEverythingWhenAClientDiesOrOnInterrupt) {
     for (pid_t p : all)
       EXPECT_NE(kill(p, 0), 0) << "process " << p << " outlived the run: "
                                << testing::slurp(fmt::format("/proc/{}/cmdline", p)) << "\n" << err;
-    if (std::filesystem::exists(tmp / "res"))  // nothing left from a stopped run, partial or not
+    if (std::filesystem::exists(tmp / "res")) {  // nothing left from a stopped run, partial or not
       EXPECT_TRUE(std::filesystem::is_empty(tmp / "res"));
+    }
   }
 }
 
@@ -287,7 +288,9 @@ TEST(DistributedFaults, KilledClientModelRegimeFinishesWithTheRest) {
     if (j["received"] == 2) {
       ++partial;
       EXPECT_EQ(j["missing"].size(), 2u);
-      if (partial > 1) EXPECT_LT(j["wait_seconds"].get<double>(), 4.0);
+      if (partial > 1) {
+        EXPECT_LT(j["wait_seconds"].get<double>(), 4.0);
+      }
     }
   }
   EXPECT_EQ(rounds, 12);

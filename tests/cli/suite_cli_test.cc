@@ -87,7 +87,7 @@ TEST(Suite, FedavgPaperSmokeCountsRoundsToTargetAndStopsThere) {
   const std::string report = testing::slurp(tmp / "s/report.md");
   EXPECT_NE(report.find("rounds to 85%"), std::string::npos);
   // The grid table names each setting's best learning rate.
-  EXPECT_NE(report.find("| fedavg-iid | 0.05 0.1 0.2 | " + fastest_iid.substr(fastest_iid.find('@') + 1) + " | " +
+  EXPECT_NE(report.find("| fedavg-iid | 0.1 0.2 0.4 | " + fastest_iid.substr(fastest_iid.find('@') + 1) + " | " +
                         std::to_string(rounds["fedavg-iid"]) + " |"),
             std::string::npos)
       << report;
@@ -152,6 +152,8 @@ TEST(Suite, GradVsModelSmokeShowsDriftGrowsWithLocalSteps) {
   EXPECT_NE(report.find("plots/drift-vs-round.svg"), std::string::npos) << report;
   EXPECT_NE(report.find("| shards-K20 | shards-gradient |"), std::string::npos) << report;
   EXPECT_FALSE(std::filesystem::exists(tmp / "s/runs/iid-K5/params"));  // snapshots are removed
+  EXPECT_NE(testing::slurp(tmp / "s/runs/iid-K5/divergence.jsonl").find("\"reference\":\"iid-gradient\""),
+            std::string::npos);
 }
 
 // At a fixed global batch, a client's activation memory halves when N doubles; its parameter

@@ -118,7 +118,9 @@ TEST_F(Models, MeasuredActivationMemoryHalvesWithTheBatch) {
     EXPECT_EQ(held[0], 2 * held[1]) << name;
     // Dense layers allocate exactly what activation_bytes computes; the CNN's convolution may run
     // in a library (oneDNN) whose own scratch is not the core's allocation.
-    if (std::string(name) == "2nn") EXPECT_EQ(held[1], Model(*be, {name}, mnist, 10).activation_bytes(10));
+    if (std::string(name) == "2nn") {
+      EXPECT_EQ(held[1], Model(*be, {name}, mnist, 10).activation_bytes(10));
+    }
     std::printf("%s: activation memory held at batch 20: %zu bytes, at 10: %zu\n", name, held[0], held[1]);
   }
 }
