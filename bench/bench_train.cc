@@ -1,5 +1,6 @@
-// Training throughput of fedpar's CPU core: samples/second of full SGD steps (gather a shuffled
-// batch, forward, loss, backward, update) for the models and batch sizes researchers use.
+// Training throughput of fedpar's core on the CPU or the GPU (--device cuda): samples/second of
+// full SGD steps (gather a shuffled batch, copy it to the device, forward, loss, backward, update)
+// for the models and batch sizes researchers use.
 // Prints a table, or JSON lines with --json for scripts/bench.sh, which sets it beside PyTorch.
 // Each row is the median of --reps repetitions, each at least --min-seconds long.
 #include <algorithm>
@@ -33,9 +34,9 @@ double median(std::vector<double> v) {
 }
 
 // Returns samples/second for each repetition.
-std::vector<double> measure(const Dataset& data, const Case& c, int threads, int reps,
-                            double min_seconds) {
-  auto be = make_backend("cpu", threads);
+std::vector<double> measure(const Dataset& data, const Case& c, const std::string& device, int threads,
+                            int reps, double min_seconds) {
+  auto be = make_backend(device, threads);
   Model model(*be, {c.model}, data.shape, data.num_classes);
   model.init(1);
   Sgd sgd(*be, model.num_params(), {});
@@ -46,10 +47,19 @@ std::vector<double> measure(const Dataset& data, const Case& c, int threads, int
   Rng(1, "shuffle").shuffle(std::span(order));
   DeviceArray<float> x(*be, batch * data.dim());
   DeviceArray<int32_t> y(*be, batch);
+  std::vector<float> hx(be->host_memory() ? 0 : x.size());  // staging for a device backend
+  std::vector<int32_t> hy(be->host_memory() ? 0 : y.size());
   size_t cursor = 0;
   auto step = [&] {
     if (cursor + batch > n) cursor = 0;
-    data.gather(std::span(order).subspan(cursor, batch), x.data(), y.data());
+    const auto rows = std::span(order).subspan(cursor, batch);
+    if (be->host_memory()) {
+      data.gather(rows, x.data(), y.data());
+    } else {
+      data.gather(rows, hx.data(), hy.data());
+      be->upload(x.data(), hx.data(), hx.size() * sizeof(float));
+      be->upload(y.data(), hy.data(), hy.size() * sizeof(int32_t));
+    }
     cursor += batch;
     model.zero_grads();
     model.forward_backward(x.data(), y.data(), int(batch), 1.0f / float(batch));
@@ -66,7 +76,7 @@ std::vector<double> measure(const Dataset& data, const Case& c, int threads, int
       step();
       ++steps;
       elapsed = std::chrono::duration<double>(clock::now() - t0).count();
-    } while (elapsed < min_seconds);
+    } while (elapsed < min_seconds);  // each step waits for its loss, so the device is done
     rates.push_back(double(steps) * double(batch) / elapsed);
   }
   return rates;
@@ -95,7 +105,8 @@ Dataset bench_data(bool* real) {
 
 int main(int argc, char** argv) {
   using namespace fedpar;
-  CLI::App app{"fedpar CPU training throughput"};
+  CLI::App app{"fedpar training throughput"};
+  std::string device = "cpu";
   bool json = false;
   int reps = 5;
   double min_seconds = 0.3;
@@ -107,15 +118,18 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "thread counts")->delimiter(',');
   app.add_option("--only", only, "run only rows of this model");
   app.add_option("--batch", only_batch, "run only rows of this batch (10, 50, 600, full)");
+  app.add_option("--device", device, "cpu or cuda")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  const std::vector<Case> cases = {{"2nn", 10}, {"2nn", 50}, {"2nn", 600}, {"2nn", 0},
-                                   {"logreg", 600}, {"cnn", 50}};
+  const std::vector<Case> cases =
+      device == "cpu" ? std::vector<Case>{{"2nn", 10}, {"2nn", 50}, {"2nn", 600}, {"2nn", 0}, {"logreg", 600}, {"cnn", 50}}
+                      : std::vector<Case>{{"2nn", 10}, {"2nn", 50}, {"2nn", 600}, {"cnn", 10}, {"cnn", 50}, {"cnn", 600}};
+  if (device != "cpu") threads = {1};  // host threads do not matter to a device backend
   bool real = false;
   const Dataset data = bench_data(&real);
-  auto be = make_backend("cpu", 1);
+  auto be = make_backend(device, 1);
   if (!json) {
-    fmt::print("fedpar CPU training throughput ({}; data: {})\n", be->describe(),
+    fmt::print("fedpar training throughput ({}; data: {})\n", be->describe(),
                real ? "MNIST train set" : "random, MNIST-shaped");
     fmt::print("{:<8} {:>7} {:>8} {:>14}   {}\n", "model", "batch", "threads", "samples/s", "all reps");
   }
@@ -123,12 +137,12 @@ int main(int argc, char** argv) {
     for (const auto& c : cases) {
       const std::string batch = c.batch == 0 ? "full" : std::to_string(c.batch);
       if ((!only.empty() && c.model != only) || (!only_batch.empty() && batch != only_batch)) continue;
-      const auto rates = measure(data, c, t, reps, min_seconds);
+      const auto rates = measure(data, c, device, t, reps, min_seconds);
       const double med = median(rates);
       if (json) {
         nlohmann::json j = {{"side", "fedpar"}, {"model", c.model}, {"batch", batch},
                             {"threads", t}, {"samples_per_s", med}, {"reps", rates},
-                            {"backend", make_backend("cpu", t)->describe()}};
+                            {"device", device}, {"backend", make_backend(device, t)->describe()}};
         fmt::print("{}\n", j.dump());
       } else {
         std::string all;

@@ -1,4 +1,4 @@
-"""PyTorch CPU reference for bench_train: the same models, batches, thread counts and step
+"""PyTorch reference for bench_train (CPU, or the GPU with --device cuda): the same models, batches, thread counts and step
 (gather a shuffled batch, forward, loss, backward, SGD update), timed the same way (median of
 --reps repetitions, each at least --min-seconds). Prints JSON lines. Run with /usr/bin/python3
 (Debian's python3-torch); scripts/bench.sh does."""
@@ -60,10 +60,10 @@ def load_mnist(data_dir):
         return torch.rand(60000, 1, 28, 28, generator=g), torch.randint(0, 10, (60000,), generator=g), False
 
 
-def measure(x, y, model_name, batch, threads, reps, min_seconds):
+def measure(x, y, model_name, batch, threads, reps, min_seconds, device):
     torch.set_num_threads(threads)
     torch.manual_seed(1)
-    model = model_for(model_name)
+    model = model_for(model_name).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
     n = x.shape[0]
@@ -76,7 +76,7 @@ def measure(x, y, model_name, batch, threads, reps, min_seconds):
             cursor[0] = 0
         idx = order[cursor[0]:cursor[0] + b]
         cursor[0] += b
-        xb, yb = x[idx], y[idx]
+        xb, yb = x[idx].to(device), y[idx].to(device)  # host batch to the device, as fedpar does
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(model(xb), yb)
         loss.backward()
@@ -85,15 +85,21 @@ def measure(x, y, model_name, batch, threads, reps, min_seconds):
     if b < n:
         for _ in range(3):
             step()
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     rates = []
     for _ in range(reps):
+        sync()
         steps, t0 = 0, time.perf_counter()
         while True:
             step()
             steps += 1
+            if steps % 10 == 0 or b >= 600:
+                sync()  # queued GPU work counts in the time it took
             elapsed = time.perf_counter() - t0
             if elapsed >= min_seconds:
                 break
+        sync()
+        elapsed = time.perf_counter() - t0
         rates.append(steps * b / elapsed)
     return rates
 
@@ -106,10 +112,21 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--batch", default="")
     ap.add_argument("--data-dir", default=os.environ.get("FEDPAR_DATA_DIR", "data"))
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = ap.parse_args()
     x, y, real = load_mnist(args.data_dir)
-    cases = [("2nn", 10), ("2nn", 50), ("2nn", 600), ("2nn", 0), ("logreg", 600), ("cnn", 50)]
-    info = {"torch": torch.__version__, "blas": blas_info(),
+    if args.device == "cuda":
+        cases = [("2nn", 10), ("2nn", 50), ("2nn", 600), ("cnn", 10), ("cnn", 50), ("cnn", 600)]
+        args.threads = "1"
+        # Plain FP32 products, as fedpar's CUDA backend (no TF32).
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cudnn.benchmark = True
+        blas = "cuBLAS/cuDNN on " + torch.cuda.get_device_name(0)
+    else:
+        cases = [("2nn", 10), ("2nn", 50), ("2nn", 600), ("2nn", 0), ("logreg", 600), ("cnn", 50)]
+        blas = blas_info()
+    info = {"torch": torch.__version__, "blas": blas,
             "mkldnn": torch.backends.mkldnn.is_available(), "data": "mnist" if real else "random"}
     for t in [int(v) for v in args.threads.split(",")]:
         for model_name, batch in cases:
@@ -117,7 +134,7 @@ def main():
                 continue
             if args.batch and args.batch != ("full" if batch == 0 else str(batch)):
                 continue
-            rates = measure(x, y, model_name, batch, t, args.reps, args.min_seconds)
+            rates = measure(x, y, model_name, batch, t, args.reps, args.min_seconds, args.device)
             rates_sorted = sorted(rates)
             k = len(rates_sorted)
             med = rates_sorted[k // 2] if k % 2 else 0.5 * (rates_sorted[k // 2 - 1] + rates_sorted[k // 2])

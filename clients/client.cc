@@ -78,7 +78,8 @@ int run_client(const ClientOptions& o) {
   for (size_t i = 0; i < ids.size(); ++i) shards[ids[i]] = shards_json.at(i).get<std::vector<uint32_t>>();
   const uint64_t run = w.header.run;
 
-  auto be = make_backend("cpu", s.threads);
+  auto be = make_backend(o.device.empty() ? s.device : o.device, s.threads);
+  log(fmt::format("computing on {}", be->describe()));
   TrainTest data = load_dataset(s.data);  // from this machine's own disk
   if (data.train.content_hash() != need<std::string>(w.body, "dataset_hash"))
     throw Error("this machine's dataset differs from the server's (content hash mismatch): "

@@ -11,6 +11,7 @@ struct ClientOptions {
   std::string server;          // tcp://host:port or ipc://path
   int slots = 1;               // how many virtual clients this process offers to host
   double wait_seconds = 300;   // how long the server may stay silent before the client gives up
+  std::string device;          // cpu | cuda; empty: the run config's `device`
   bool quiet = false;
 };
 

@@ -24,6 +24,7 @@ weighting = "samples"    # samples (n_k / n) | uniform (1 / K)
 fraction = 1.0           # C: share of clients sampled per round (at least one)
 continue_without_missing = false  # gradient regime: go on when a client misses a round
 threads = 1              # CPU threads per process for matrix products
+device = "cpu"           # where clients compute: cpu | cuda (fedpar client --device overrides)
 
 )";
 
@@ -94,6 +95,8 @@ RunSetup resolve_run_setup(const Config& c) {
   s.fraction = c.get_float("fraction");
   require(s.fraction > 0 && s.fraction <= 1, "fraction must be in (0, 1]");
   s.continue_without_missing = c.get_bool("continue_without_missing");
+  s.device = c.get_string("device");
+  require(s.device == "cpu" || s.device == "cuda", fmt::format("device must be cpu or cuda, got '{}'", s.device));
   s.threads = int(c.get_int("threads"));
   require(s.threads >= 1 && s.threads <= 256, "threads must be between 1 and 256");
   s.results_dir = c.get_string("results_dir");

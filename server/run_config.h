@@ -24,6 +24,7 @@ struct RunSetup {
   std::string name, results_dir, bind;
   uint64_t seed = 1;
   int rounds = 1, processes = 1, eval_every = 1, threads = 1;
+  std::string device = "cpu";  // the clients' backend
   double wait_seconds = 60, fraction = 1.0;
   double stop_at_accuracy = 0;  // > 0: stop after the first evaluation at or above it
   Regime regime = Regime::kModel;

@@ -37,6 +37,7 @@ Action add_client_command(CLI::App& app) {
   cmd->add_option("--server", o->server, "tcp://HOST:PORT or ipc://PATH")->required();
   cmd->add_option("--slots", o->slots, "virtual clients this process offers")->capture_default_str();
   cmd->add_option("--wait", o->wait_seconds, "seconds the server may stay silent")->capture_default_str();
+  cmd->add_option("--device", o->device, "cpu or cuda (default: the run config's device)");
   cmd->add_flag("--quiet", o->quiet, "no progress on stderr");
   return [o] { return run_client(*o); };
 }
