@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -127,7 +128,13 @@ int main(int argc, char** argv) {
   if (device != "cpu") threads = {1};  // host threads do not matter to a device backend
   bool real = false;
   const Dataset data = bench_data(&real);
-  auto be = make_backend(device, 1);
+  std::unique_ptr<Backend> be;
+  try {
+    be = make_backend(device, 1);
+  } catch (const Error& e) {
+    fmt::print(stderr, "bench_train: {}\n", e.what());
+    return 2;
+  }
   if (!json) {
     fmt::print("fedpar training throughput ({}; data: {})\n", be->describe(),
                real ? "MNIST train set" : "random, MNIST-shaped");

