@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/precision.h"
 
 namespace fedpar {
 
@@ -38,6 +39,11 @@ class Backend {
   // True when device pointers are plain host memory (the CPU backend): callers may then write
   // batches straight into device buffers instead of staging them.
   virtual bool host_memory() const { return false; }
+
+  // Matrix products (gemm, and the convolutions built on it) take their inputs rounded to this
+  // precision and accumulate in fp32; all else stays fp32 (core/precision.h).
+  void set_precision(Precision p) { precision_ = p; }
+  Precision precision() const { return precision_; }
 
   // Bytes the core holds on this backend right now through DeviceArrays, which count their own
   // allocations here: the measured memory of memory accounting.
@@ -118,6 +124,7 @@ class Backend {
 
  private:
   std::atomic<size_t> live_bytes_{0};
+  Precision precision_ = Precision::kF32;
 };
 
 // Owns n elements of T in a backend's memory. Move-only; frees in its destructor.

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -129,6 +130,10 @@ class CpuBackend final : public Backend {
       return;
     }
     const bool at = ta == Trans::kYes, bt = tb == Trans::kYes;
+    if (precision() != Precision::kF32) {  // the reference of reduced-precision products
+      a = rounded(a, size_t(m) * k, round_a_);
+      b = rounded(b, size_t(k) * n, round_b_);
+    }
 #ifdef FEDPAR_HAVE_OPENBLAS
     if (double(m) * n * k >= kBlasMinMacs) {
       cblas_sgemm(CblasRowMajor, at ? CblasTrans : CblasNoTrans, bt ? CblasTrans : CblasNoTrans,
@@ -286,10 +291,16 @@ class CpuBackend final : public Backend {
 
   void conv2d_forward(const ConvShape& s, const float* x, const float* w, const float* b,
                       float* y) override {
+#ifdef FEDPAR_HAVE_ONEDNN
+    if (precision() != Precision::kF32) return reduced_conv_.forward(s, x, w, b, y);
+#endif
     conv_.forward(s, x, w, b, y);
   }
   void conv2d_backward(const ConvShape& s, const float* x, const float* w, const float* dy,
                        float* dx, float* dw, float* db) override {
+#ifdef FEDPAR_HAVE_ONEDNN
+    if (precision() != Precision::kF32) return reduced_conv_.backward(s, x, w, dy, dx, dw, db);
+#endif
     conv_.backward(s, x, w, dy, dx, dw, db);
   }
 
@@ -331,6 +342,13 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  // x rounded to the backend's precision, in `buf`.
+  const float* rounded(const float* x, size_t n, std::vector<float>& buf) {
+    buf.resize(n);
+    for (size_t i = 0; i < n; ++i) buf[i] = round_to(precision(), x[i]);
+    return buf.data();
+  }
+
   // Runs body(lo, hi) over [0, n) split into one contiguous range per thread when `work` (floats
   // touched) is worth a parallel region; otherwise calls it once, inline. Even an OpenMP region
   // whose `if` is false costs microseconds, which small batches cannot afford.
@@ -348,8 +366,10 @@ class CpuBackend final : public Backend {
   }
 
   int threads_;
+  std::vector<float> round_a_, round_b_;  // gemm inputs rounded to a reduced precision
 #ifdef FEDPAR_HAVE_ONEDNN
   OneDnnConv conv_;
+  Im2colConv reduced_conv_{*this};  // reduced precision: convolutions through gemm, which rounds
 #else
   Im2colConv conv_{*this};
 #endif

@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <chrono>
 #include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "core/batch_buffer.h"
 #include "core/check.h"
+#include "core/loss_scaler.h"
 #include "core/rng.h"
 
 namespace fedpar {
@@ -45,6 +47,9 @@ void train(Model& model, const Dataset& train_set, const Dataset& test_set, Trai
 
   if (init) model.init(opts.seed);
   Backend& be = model.backend();
+  be.set_precision(opts.precision);
+  std::optional<LossScaler> scaler;  // fp16 gradients underflow without it
+  if (opts.precision == Precision::kF16) scaler.emplace();
   Sgd sgd(be, model.num_params(), opts.sgd);
   BatchBuffer buf(be, train_set.dim());
   std::vector<uint32_t> order(n);
@@ -64,16 +69,18 @@ void train(Model& model, const Dataset& train_set, const Dataset& test_set, Trai
       BatchStats st;
       for (size_t m0 = 0; m0 < b; m0 += micro) {
         const size_t mb = std::min(micro, b - m0);
-        st += model.forward_backward(buf.x_at(m0), buf.y_at(m0), int(mb), 1.0f / float(b));
+        st += model.forward_backward(buf.x_at(m0), buf.y_at(m0), int(mb),
+                                     (scaler ? scaler->scale() : 1.0f) / float(b));
       }
       const float lr = opts.lr.at(step);
-      sgd.step(model.params(), model.grads(), lr);
+      if (!scaler || scaler->unscale(be, model.grads(), model.num_params())) sgd.step(model.params(), model.grads(), lr);
       ++step;
       samples += int64_t(b);
       ep.train += st;
       if (cb.on_step) cb.on_step({epoch, step, total_steps, samples, lr, st});
     }
     ep.step = step;
+    ep.skipped_steps = scaler ? scaler->skipped() : 0;
     ep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (test_set.size() > 0) ep.test = evaluate(model, test_set, opts.eval_batch);
     if (cb.on_epoch) cb.on_epoch(ep);

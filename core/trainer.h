@@ -8,6 +8,7 @@
 #include "core/dataset.h"
 #include "core/model.h"
 #include "core/optimizer.h"
+#include "core/precision.h"
 
 namespace fedpar {
 
@@ -20,6 +21,8 @@ struct TrainOptions {
   uint64_t seed = 1;    // init stream (seed, "init", layer) and shuffle stream (seed, "shuffle", 0, epoch)
   bool shuffle = true;
   int64_t eval_batch = 1000;
+  // Matrix products in bf16 / fp16 with fp32 master weights; fp16 adds dynamic loss scaling.
+  Precision precision = Precision::kF32;
 };
 
 struct StepInfo {
@@ -37,6 +40,7 @@ struct EpochInfo {
   BatchStats train;        // running totals over the epoch (loss at the parameters of each step)
   BatchStats test;
   double seconds = 0.0;    // wall time of the epoch's training, evaluation excluded
+  int64_t skipped_steps = 0;  // fp16: steps whose gradients overflowed (not applied), so far
 };
 
 struct TrainCallbacks {

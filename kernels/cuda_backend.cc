@@ -1,6 +1,7 @@
 // The CUDA backend: device memory, matrix products through cuBLAS, everything else through
 // fedpar's kernels (kernels/*.cu, declared in launch.h), all on one stream per backend. Host code,
 // compiled by the C++ compiler. Convolutions run as im2col + cuBLAS + col2im (Im2colConv).
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -59,6 +60,8 @@ class CudaBackend final : public Backend {
     conv_.reset();
     rows_ = {};
     scratch_ = {};
+    half_a_ = {};
+    half_b_ = {};
   }
 
   std::string_view name() const override { return "cuda"; }
@@ -90,8 +93,30 @@ class CudaBackend final : public Backend {
             float* c) override {
     if (m == 0 || n == 0) return;
     const bool at = ta == Trans::kYes, bt = tb == Trans::kYes;
-    CUBLAS_CHECK(cublasSgemm(stream_->blas(), bt ? CUBLAS_OP_T : CUBLAS_OP_N, at ? CUBLAS_OP_T : CUBLAS_OP_N, n, m,
-                             k, &alpha, b, bt ? k : n, a, at ? m : k, &beta, c, n));
+    const cublasOperation_t opa = at ? CUBLAS_OP_T : CUBLAS_OP_N, opb = bt ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (precision() == Precision::kF32) {
+      CUBLAS_CHECK(cublasSgemm(stream_->blas(), opb, opa, n, m, k, &alpha, b, bt ? k : n, a, at ? m : k, &beta, c, n));
+      return;
+    }
+    // Reduced precision: inputs rounded to 16 bits, products accumulated in fp32 on tensor cores.
+    const bool bf16 = precision() == Precision::kBF16;
+    const size_t na = size_t(m) * k, nb = size_t(k) * n;
+    half_a_.reserve(*this, std::max<size_t>(na, 1));
+    half_b_.reserve(*this, std::max<size_t>(nb, 1));
+    if (bf16) {
+      cuda::to_bf16(half_a_.data(), a, na, s());
+      cuda::to_bf16(half_b_.data(), b, nb, s());
+    } else {
+      cuda::to_f16(half_a_.data(), a, na, s());
+      cuda::to_f16(half_b_.data(), b, nb, s());
+    }
+    check_launch();
+    const cudaDataType_t t = bf16 ? CUDA_R_16BF : CUDA_R_16F;
+    CUBLAS_CHECK(cublasSetMathMode(stream_->blas(), CUBLAS_DEFAULT_MATH));
+    CUBLAS_CHECK(cublasGemmEx(stream_->blas(), opb, opa, n, m, k, &alpha, half_b_.data(), t, bt ? k : n,
+                              half_a_.data(), t, at ? m : k, &beta, c, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT));
+    CUBLAS_CHECK(cublasSetMathMode(stream_->blas(), CUBLAS_PEDANTIC_MATH));
   }
   void add_bias(float* y, const float* bias, int rows, int cols) override {
     cuda::add_bias(y, bias, rows, cols, s()); check_launch();
@@ -179,6 +204,7 @@ class CudaBackend final : public Backend {
   std::string describe_;
   DeviceArray<double> scratch_;  // [0]: a reduction's result; [1..]: block partials
   DeviceArray<double> rows_;     // per-row losses / correct flags
+  DeviceArray<uint16_t> half_a_, half_b_;  // gemm inputs in bf16 / fp16
   std::unique_ptr<Im2colConv> conv_;
 };
 

@@ -48,4 +48,8 @@ void maxpool2_forward(float* y, int32_t* argmax, const float* x, int n, int h, i
 void maxpool2_backward(float* dx, const float* dy, const int32_t* argmax, int n, int h, int w, int c,
                        cudaStream_t s);
 
+// ---- precision (kernels/convert.cu): n floats to 16-bit bf16 / fp16 values in `out` ----
+void to_bf16(void* out, const float* x, size_t n, cudaStream_t s);
+void to_f16(void* out, const float* x, size_t n, cudaStream_t s);
+
 }  // namespace fedpar::cuda

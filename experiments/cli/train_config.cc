@@ -17,8 +17,10 @@ constexpr const char* kTrainTop = R"(# fedpar train: centralized (single-process
 name = ""               # results/<name>/; empty: <model>-<dataset>-e<epochs>-b<batch>-s<seed>
 results_dir = "results"
 seed = 1                # init, shuffling and synthetic data all derive from it
-device = "cpu"
+device = "cpu"          # cpu | cuda
 threads = 1             # CPU threads for matrix products
+precision = "fp32"      # fp32 | bf16 | fp16: matrix products' inputs (fp32 master weights; fp16 adds
+                        # dynamic loss scaling)
 
 )";
 
@@ -72,6 +74,7 @@ const std::vector<FlagKey>& train_flags() {
       {"--batch", "train.batch", "batch size, or 'full'"},
       {"--accumulate", "train.accumulate", "micro-batches per step"},
       {"--lr", "train.lr", "learning rate"},
+      {"--precision", "precision", "fp32 | bf16 | fp16 (matrix products)"},
       {"--lr-schedule", "train.lr_schedule", "constant | step | cosine"},
       {"--warmup", "train.warmup_steps", "linear warmup steps"},
       {"--momentum", "train.momentum", "SGD momentum"},
@@ -107,6 +110,7 @@ TrainSetup resolve_train_setup(const Config& c) {
   require(t.batch >= 1 || c.is_word("train.batch", "full"), "train.batch must be >= 1 or \"full\"");
   t.accumulate = int(c.get_int("train.accumulate"));
   require(t.accumulate >= 1, "train.accumulate must be >= 1");
+  t.precision = parse_precision(c.get_string("precision"));
   t.lr.base_lr = float(c.get_float("train.lr"));
   t.lr.kind = c.get_string("train.lr_schedule");
   t.lr.step_size = c.get_int("train.lr_step_size");

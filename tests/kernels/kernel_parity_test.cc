@@ -109,6 +109,24 @@ TEST_F(KernelParity, GemmInEveryTransposeMatchesCpu) {
   EXPECT_TRUE(all_close(run(*gpu), run(*cpu), 1e-2, 1e-4));
 }
 
+// bf16 / fp16 products (tensor cores, fp32 accumulation) against the CPU reference: fp32 products
+// of the inputs rounded the same way.
+TEST_F(KernelParity, ReducedPrecisionGemmMatchesTheRoundedReference) {
+  for (Precision p : {Precision::kBF16, Precision::kF16})
+    for (size_t m : kSizes) {
+      const int n = 40, k = 64;
+      const auto a = random_vector(m * k, 26), b = random_vector(size_t(k) * n, 27);
+      auto run = [&](Backend& be) {
+        be.set_precision(p);
+        auto da = on(be, a), db = on(be, b), dc = on(be, std::vector<float>(m * n, 0.0f));
+        be.gemm(Trans::kNo, Trans::kYes, int(m), n, k, 1.0f, da.data(), db.data(), 0.0f, dc.data());
+        be.set_precision(Precision::kF32);
+        return dc.download();
+      };
+      EXPECT_TRUE(all_close(run(*gpu), run(*cpu), 1e-4, 1e-3)) << precision_name(p) << " m=" << m;
+    }
+}
+
 TEST_F(KernelParity, BiasAndColumnSums) {
   for (size_t rows : kSizes) {
     const int cols = 19;
