@@ -108,7 +108,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"--set train.epoch=3", "did you mean 'train.epochs'"},
         BadInput{"--batch ten", "train.batch must be an integer or one of \"full\""},
         BadInput{"--lr -1", "lr must be a positive number"},
-        BadInput{"--device tpu", "unknown device 'tpu' (valid devices: cpu)"},
+        BadInput{"--device tpu", "unknown device 'tpu' (valid devices: cpu"},
         BadInput{"--data-dir /nonexistent", "missing dataset file /nonexistent/mnist/train-images-idx3-ubyte"},
         BadInput{"--dataset csv", "needs a training file"},
         BadInput{"--config /nonexistent.toml", "File does not exist"}),
