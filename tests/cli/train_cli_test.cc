@@ -13,6 +13,7 @@
 #include "core/model.h"
 #include "core/backend.h"
 #include "core/safetensors.h"
+#include "kernels/cuda_info.h"
 #include "tests/util/run_fedpar.h"
 #include "tests/util/test_util.h"
 
@@ -97,6 +98,17 @@ TEST_P(TrainCliErrors, OneLineErrorExitTwoNothingWritten) {
   EXPECT_EQ(std::count(trimmed.begin(), trimmed.end(), '\n'), 1) << r.err;
   EXPECT_EQ(entries(results), 0u);
   EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+// Asking for the GPU where there is none: one line saying what was found and what to use.
+TEST(TrainCli, CudaWithoutADeviceSaysWhatToUse) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "this machine has a CUDA device";
+  testing::TempDir tmp;
+  CliRun r = run_fedpar("train --quiet --dataset synthetic --device cuda --results-dir " + (tmp / "r").string(),
+                        tmp.path());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("use --device cpu"), std::string::npos) << r.err;
+  EXPECT_EQ(entries(tmp / "r"), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(
