@@ -69,26 +69,24 @@ RunSpec parse_run(const std::string& text) {
   return r;
 }
 
-}  // namespace
-
-std::vector<std::string> suite_names() {
-  std::vector<std::string> names;
-  for (const auto& root : suite_roots()) {
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(root / kSuiteDir, ec))
-      if (e.path().extension() == ".toml") names.push_back(e.path().stem().string());
-    if (!names.empty()) break;
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 // The suite's runs: each listed run once per seed (seeds empty: once, with the config's seed).
 struct Instance {
   RunSpec spec;
   std::string suffix;  // "-s<seed>" when the suite has seeds
   Config config;
+  std::string reference;  // the run it is paired with (label, with the same suffix), if any
   std::string label() const { return spec.label + suffix; }
+};
+
+// Everything a suite will do, validated before the first run starts.
+struct SuitePlan {
+  std::filesystem::path file;
+  std::string name;  // <suite>[-smoke]
+  Config cfg;        // the suite file, with --smoke's suite.* overrides
+  std::vector<Instance> instances;
+  std::optional<Config> equivalence;  // the [equivalence] table's experiment, when there is one
+  int64_t eval_every = 1;
+  std::string command;
 };
 
 std::string slurp_text(const std::filesystem::path& p) {
@@ -104,15 +102,37 @@ PartitionStats manifest_stats(const std::filesystem::path& file) {
   return partition_stats(manifest_from_json(j, bound));
 }
 
-int run_suite(const SuiteOptions& o) {
+// "run reference" pairs, by run label; both must be runs of the suite.
+std::map<std::string, std::string> parse_pairs(const Config& cfg, const std::vector<RunSpec>& runs) {
+  auto known = [&](const std::string& l) {
+    return std::any_of(runs.begin(), runs.end(), [&](const RunSpec& r) { return r.label == l; });
+  };
+  std::map<std::string, std::string> reference;
+  for (const auto& p : cfg.get_string_list("suite.pairs")) {
+    if (p.empty()) continue;
+    std::istringstream is(p);
+    std::string run, ref;
+    is >> run >> ref;
+    if (!known(run) || !known(ref)) throw Error(fmt::format("suite.pairs: '{}' is not \"run reference\" of two runs", p));
+    reference[run] = ref;
+  }
+  return reference;
+}
+
+SuitePlan plan_suite(const SuiteOptions& o) {
   const auto file = find_suite(o.name);
   const bool with_equivalence = is_equivalence_config(file);
-  Config cfg = make_run_config(std::string(kSection) + (with_equivalence ? equivalence_section() : ""));
-  cfg.merge_file(file);
-  const std::string name = file.stem().string() + (o.smoke ? "-smoke" : "");
+  SuitePlan plan{.file = file,
+                 .cfg = make_run_config(std::string(kSection) + (with_equivalence ? equivalence_section() : ""))};
+  Config& cfg = plan.cfg;
+  cfg.merge_file(plan.file);
+  plan.name = plan.file.stem().string() + (o.smoke ? "-smoke" : "");
+  plan.command = fmt::format("fedpar suite {}{}", plan.file.stem().string(), o.smoke ? " --smoke" : "");
+  for (const auto& s : o.sets) plan.command += " --set " + s;
   std::vector<RunSpec> runs;
   for (const auto& r : cfg.get_string_list("suite.runs"))
     if (!r.empty()) runs.push_back(parse_run(r));
+  if (runs.empty()) throw Error(fmt::format("{}: suite.runs is empty", plan.file.string()));
   // --smoke overrides: "suite.*" change the suite, "equivalence.*" its equivalence table, the
   // rest every run (and the equivalence table's runs).
   std::vector<std::string> smoke, smoke_equivalence;
@@ -122,126 +142,106 @@ int run_suite(const SuiteOptions& o) {
     else if (s.starts_with("equivalence.")) smoke_equivalence.push_back(s);
     else smoke.push_back(s);
   }
-  if (runs.empty()) throw Error(fmt::format("{}: suite.runs is empty", file.string()));
-  std::map<std::string, std::string> reference;  // run label -> the run it is paired with
-  for (const auto& p : cfg.get_string_list("suite.pairs")) {
-    if (p.empty()) continue;
-    std::istringstream is(p);
-    std::string run, ref;
-    is >> run >> ref;
-    auto known = [&](const std::string& l) {
-      return std::any_of(runs.begin(), runs.end(), [&](const RunSpec& r) { return r.label == l; });
-    };
-    if (!known(run) || !known(ref)) throw Error(fmt::format("suite.pairs: '{}' is not \"run reference\" of two runs", p));
-    reference[run] = ref;
-  }
+  const auto reference = parse_pairs(cfg, runs);
   const auto seeds = cfg.get_int_list("suite.seeds");
-  const int64_t eval_every = cfg.get_int("suite.eval_every");
-  if (eval_every < 1) throw Error("suite.eval_every must be >= 1");
+  plan.eval_every = cfg.get_int("suite.eval_every");
+  if (plan.eval_every < 1) throw Error("suite.eval_every must be >= 1");
 
-  // Validate every run's config (and the equivalence table's) before starting any.
   Config base = config_without(cfg, {"suite", "equivalence"});
   base.set_all(smoke);
-  std::vector<Instance> instances;
   for (const auto& r : runs) {
     const bool paired = reference.count(r.label) || std::any_of(reference.begin(), reference.end(),
                                                                  [&](const auto& kv) { return kv.second == r.label; });
     for (size_t k = 0; k < std::max<size_t>(1, seeds.size()); ++k) {
-      Config c = base;
+      Instance in{r, seeds.empty() ? "" : fmt::format("-s{}", seeds[k]), base, ""};
+      Config& c = in.config;
       c.set_all(r.sets);
       c.set_all(o.sets);
-      const std::string suffix = seeds.empty() ? "" : fmt::format("-s{}", seeds[k]);
       if (!seeds.empty()) c.set("seed", std::to_string(seeds[k]));
-      c.set("name", r.label + suffix);
-      c.set("eval_every", std::to_string(eval_every));
-      if (paired) c.set("diagnostics.save_params_every", std::to_string(eval_every));
+      c.set("name", in.label());
+      c.set("eval_every", std::to_string(plan.eval_every));
+      if (paired) c.set("diagnostics.save_params_every", std::to_string(plan.eval_every));
       resolve_run_setup(c);
-      instances.push_back({r, suffix, std::move(c)});
+      if (reference.count(r.label)) in.reference = reference.at(r.label) + in.suffix;
+      plan.instances.push_back(std::move(in));
     }
   }
-  std::optional<Config> equivalence;
   if (with_equivalence) {
-    equivalence = config_without(cfg, {"suite"}, make_equivalence_config());
-    equivalence->set_all(smoke);
-    equivalence->set_all(smoke_equivalence);
-    equivalence->set_all(o.sets);
-    resolve_run_setup(*equivalence);
+    plan.equivalence = config_without(cfg, {"suite"}, make_equivalence_config());
+    plan.equivalence->set_all(smoke);
+    plan.equivalence->set_all(smoke_equivalence);
+    plan.equivalence->set_all(o.sets);
+    resolve_run_setup(*plan.equivalence);
   }
+  return plan;
+}
 
-  const auto out_path = o.out.empty() ? std::filesystem::path("results") / name : o.out;
-  ResultsDir out(out_path.parent_path().empty() ? "." : out_path.parent_path(), out_path.filename().string());
-  const auto runs_dir = std::filesystem::absolute(out.path() / "runs");
-  std::filesystem::create_directories(runs_dir);
-  std::filesystem::create_directories(out.path() / "plots");
-  out.write_text("config.resolved.toml", cfg.to_toml());
-  const auto t0 = std::chrono::steady_clock::now();
-  std::string command = fmt::format("fedpar suite {}{}", file.stem().string(), o.smoke ? " --smoke" : "");
-  for (const auto& s : o.sets) command += " --set " + s;
+// Runs the equivalence experiment into dir/equivalence and returns its tables for the report
+// (empty with rc set when it failed).
+std::string run_equivalence_part(const SuitePlan& plan, const std::filesystem::path& dir, int* rc) {
+  fmt::print(stderr, "suite {}: the full-batch equivalence table ...\n", plan.name);
+  Config c = *plan.equivalence;
+  c.set("results_dir", std::filesystem::absolute(dir).string());
+  c.set("name", "equivalence");
+  *rc = run_equivalence(c, {.quiet = true}, plan.command);
+  if (*rc != 0) return "";
+  const std::string rep = slurp_text(dir / "equivalence" / "report.md");
+  const size_t body = rep.find("\n### ");  // its tables and what they mean, without its title
+  return "## Full batch: the equivalence (equivalence/report.md)\n" + (body == std::string::npos ? rep : rep.substr(body));
+}
 
-  std::string equivalence_md;
-  if (equivalence) {
-    fmt::print(stderr, "suite {}: the full-batch equivalence table ...\n", name);
-    equivalence->set("results_dir", std::filesystem::absolute(out.path()).string());
-    equivalence->set("name", "equivalence");
-    const int rc = run_equivalence(*equivalence, {.quiet = true}, command);
-    if (rc != 0) return rc;
-    const std::string rep = slurp_text(out.path() / "equivalence" / "report.md");
-    const size_t body = rep.find("\n### ");  // its tables and what they mean, without its title
-    equivalence_md = "## Full batch: the equivalence (equivalence/report.md)\n" +
-                     (body == std::string::npos ? rep : rep.substr(body));
+// One run as server + client processes into runs_dir/<label>, read back for the report.
+std::optional<SuiteRun> run_instance(const Instance& in, const std::filesystem::path& runs_dir) {
+  Config c = in.config;
+  c.set("results_dir", runs_dir.string());
+  const auto ts = std::chrono::steady_clock::now();
+  if (const int rc = run_locally(c, {.quiet = true}); rc != 0) {
+    fmt::print(stderr, "\nfedpar suite: run '{}' failed (exit {}); nothing is kept\n", in.label(), rc);
+    return std::nullopt;
   }
+  SuiteRun r;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count();
+  const auto dir = runs_dir / in.label();
+  r.label = in.label();
+  r.group = in.spec.label;
+  r.overrides = in.spec.sets;
+  r.reference = in.reference;
+  r.curves = read_curves(dir);
+  r.accounting = read_accounting(dir);
+  const PartitionStats st = manifest_stats(dir / "manifest.json");
+  r.clients = st.clients.size();
+  r.median_emd = st.emd.median;
+  return r;
+}
 
-  std::vector<SuiteRun> results;
-  for (size_t i = 0; i < instances.size(); ++i) {
-    const Instance& in = instances[i];
-    Config c = in.config;
-    c.set("results_dir", runs_dir.string());
-    const std::string label = in.label();
-    fmt::print(stderr, "suite {}: run {}/{} '{}' ...", name, i + 1, instances.size(), label);
-    const auto ts = std::chrono::steady_clock::now();
-    const int rc = run_locally(c, {.quiet = true});
-    if (rc != 0) {
-      fmt::print(stderr, "\nfedpar suite: run '{}' failed (exit {}); nothing is kept\n", label, rc);
-      return rc;
-    }
-    SuiteRun r;
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count();
-    fmt::print(stderr, " {:.1f} s\n", r.seconds);
-    const auto dir = runs_dir / label;
-    r.label = label;
-    r.group = in.spec.label;
-    r.overrides = in.spec.sets;
-    r.curves = read_curves(dir);
-    r.accounting = read_accounting(dir);
-    const PartitionStats st = manifest_stats(dir / "manifest.json");
-    r.clients = st.clients.size();
-    r.median_emd = st.emd.median;
-    if (reference.count(in.spec.label)) r.reference = reference[in.spec.label] + in.suffix;
-    results.push_back(std::move(r));
-  }
-  // Weight divergence of each paired run from its reference; the snapshots then go (they are large).
+// Weight divergence of each paired run from its reference (also into the run's divergence.jsonl);
+// the parameter snapshots then go: they are large.
+void add_divergence(std::vector<SuiteRun>& results, const std::filesystem::path& runs_dir) {
   for (auto& r : results) {
     if (r.reference.empty()) continue;
     r.divergence = weight_divergence(runs_dir / r.label, runs_dir / r.reference);
-    JsonlWriter log(runs_dir / r.label / "divergence.jsonl");  // beside the run's own metrics
+    JsonlWriter log(runs_dir / r.label / "divergence.jsonl");
     for (size_t k = 0; k < r.divergence.round.size(); ++k)
       log.write({{"round", r.divergence.round[k]}, {"reference", r.reference},
                  {"weight_divergence", r.divergence.relative[k]}});
   }
   for (const auto& r : results) std::filesystem::remove_all(runs_dir / r.label / "params");
+}
 
+std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector<SuiteRun>& results,
+                            const std::string& equivalence_md, double seconds, const std::filesystem::path& dir) {
+  const Config& cfg = plan.cfg;
   const double target = cfg.get_float("suite.target_accuracy");
   const std::string title = cfg.get_string("suite.title");
-  const std::string table = results_table(results, target);
   std::ostringstream report;
   report << fmt::format("# {}{}\n\n{}\n\nCommand: `{}` ({:.0f} s; resolved config: config.resolved.toml; each run's "
                         "results folder is under runs/). Accuracy is on the test set every {} round(s); MB counts "
                         "every byte the server sent and received at its socket (diagnostic extras left out); "
                         "median EMD is the partition's label skew (docs/partitioning.md); round time is the "
                         "server's wait + aggregation per round.\n\n",
-                        title, o.smoke ? " (smoke size)" : "", cfg.get_string("suite.what"), command,
-                        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), eval_every);
-  report << equivalence_md << (equivalence ? "\n## Runs\n\n" : "") << table << "\n";
+                        title, smoke ? " (smoke size)" : "", cfg.get_string("suite.what"), plan.command, seconds,
+                        plan.eval_every);
+  report << equivalence_md << (plan.equivalence ? "\n## Runs\n\n" : "") << results_table(results, target) << "\n";
   if (const std::string grid = grid_table(results, target); !grid.empty())
     report << "### Best of each learning-rate grid\n\n" << grid << "\n";
   if (const std::string div = divergence_table(results); !div.empty())
@@ -251,15 +251,60 @@ int run_suite(const SuiteOptions& o) {
             "client compute is the slowest process's (its clients one after another); exchange is the rest of "
             "the server's wait (transfers, decoding, queueing).\n\n"
          << accounting_table(results) << "\n"
-         << draw_suite_plots(results, title, out.path());
-  out.write_text("report.md", report.str());
+         << draw_suite_plots(results, title, dir);
+  return report.str();
+}
+
+}  // namespace
+
+std::vector<std::string> suite_names() {
+  std::vector<std::string> names;
+  for (const auto& root : suite_roots()) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(root / kSuiteDir, ec))
+      if (e.path().extension() == ".toml") names.push_back(e.path().stem().string());
+    if (!names.empty()) break;
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+int run_suite(const SuiteOptions& o) {
+  const SuitePlan plan = plan_suite(o);  // every config validated before any run starts
+  const auto out_path = o.out.empty() ? std::filesystem::path("results") / plan.name : o.out;
+  ResultsDir out(out_path.parent_path().empty() ? "." : out_path.parent_path(), out_path.filename().string());
+  const auto runs_dir = std::filesystem::absolute(out.path() / "runs");
+  std::filesystem::create_directories(runs_dir);
+  std::filesystem::create_directories(out.path() / "plots");
+  out.write_text("config.resolved.toml", plan.cfg.to_toml());
+  const auto t0 = std::chrono::steady_clock::now();
+
+  std::string equivalence_md;
+  if (plan.equivalence) {
+    int rc = 0;
+    equivalence_md = run_equivalence_part(plan, out.path(), &rc);
+    if (rc != 0) return rc;
+  }
+  std::vector<SuiteRun> results;
+  for (size_t i = 0; i < plan.instances.size(); ++i) {
+    fmt::print(stderr, "suite {}: run {}/{} '{}' ...", plan.name, i + 1, plan.instances.size(),
+               plan.instances[i].label());
+    auto r = run_instance(plan.instances[i], runs_dir);
+    if (!r) return 1;
+    fmt::print(stderr, " {:.1f} s\n", r->seconds);
+    results.push_back(std::move(*r));
+  }
+  add_divergence(results, runs_dir);
+
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.write_text("report.md", report_markdown(plan, o.smoke, results, equivalence_md, seconds, out.path()));
+  const double target = plan.cfg.get_float("suite.target_accuracy");
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : results) rows.push_back(run_json(r, target));
-  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  out.write_json("suite.json", {{"suite", file.stem().string()}, {"smoke", o.smoke}, {"runs", rows},
-                                {"seconds", total}, {"command", command}});
+  out.write_json("suite.json", {{"suite", plan.file.stem().string()}, {"smoke", o.smoke}, {"runs", rows},
+                                {"seconds", seconds}, {"command", plan.command}});
   const auto path = out.commit();
-  fmt::print("{}\nreport: {}\n", table, (path / "report.md").string());
+  fmt::print("{}\nreport: {}\n", results_table(results, target), (path / "report.md").string());
   return 0;
 }
 
