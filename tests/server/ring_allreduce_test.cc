@@ -1,0 +1,141 @@
+// The ring all-reduce on N threads joined by in-memory links: every worker ends with the same bits,
+// those of the fixed ring order; each sends 2 (N - 1) / N of the vector; a mixed-up message or a
+// silent neighbour fails with an Error instead of a wrong sum or a hang.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "clients/ring_allreduce.h"
+#include "core/check.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using testing::random_vector;
+
+// One directed edge of the ring: a queue of tagged messages.
+struct Edge {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::pair<uint64_t, std::vector<float>>> q;
+};
+
+class MemoryLink final : public RingLink {
+ public:
+  MemoryLink(Edge& out, Edge& in, std::chrono::milliseconds deadline) : out_(out), in_(in), deadline_(deadline) {}
+  void send_next(std::span<const float> chunk, uint64_t tag) override {
+    std::lock_guard lock(out_.mu);
+    out_.q.emplace_back(tag, std::vector<float>(chunk.begin(), chunk.end()));
+    out_.cv.notify_one();
+  }
+  void recv_prev(std::span<float> into, uint64_t tag) override {
+    std::unique_lock lock(in_.mu);
+    if (!in_.cv.wait_for(lock, deadline_, [&] { return !in_.q.empty(); }))
+      throw Error("ring: the previous worker sent nothing within the deadline");
+    auto [t, v] = std::move(in_.q.front());
+    in_.q.pop_front();
+    if (t != tag || v.size() != into.size())
+      throw Error(fmt::format("ring: got message {} of {} floats, expected {} of {}", t, v.size(), tag, into.size()));
+    std::copy(v.begin(), v.end(), into.begin());
+  }
+
+ private:
+  Edge &out_, &in_;
+  std::chrono::milliseconds deadline_;
+};
+
+// Runs the all-reduce on n threads over copies of `inputs`; returns each worker's result.
+std::vector<std::vector<float>> run_ring(const std::vector<std::vector<float>>& inputs, size_t bucket,
+                                         std::vector<RingStats>* stats = nullptr) {
+  const int n = int(inputs.size());
+  std::vector<Edge> edges(static_cast<size_t>(n));  // edge r: from rank r to rank r + 1
+  std::vector<std::vector<float>> data = inputs;
+  std::vector<RingStats> st(static_cast<size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      MemoryLink link(edges[size_t(r)], edges[size_t((r + n - 1) % n)], std::chrono::milliseconds(5000));
+      st[size_t(r)] = ring_allreduce(data[size_t(r)], r, n, link, bucket);
+    });
+  for (auto& t : threads) t.join();
+  if (stats) *stats = st;
+  return data;
+}
+
+// The ring's order, written out: per bucket, chunk c summed x_c + x_{c+1} + ... + x_{c-1}.
+std::vector<float> ring_order_sum(const std::vector<std::vector<float>>& x, size_t bucket) {
+  const size_t n = x.size(), len = x[0].size();
+  std::vector<float> out(len);
+  for (size_t b0 = 0; b0 < len; b0 += bucket) {
+    const size_t blen = std::min(bucket, len - b0);
+    for (size_t c = 0; c < n; ++c)
+      for (size_t i = b0 + blen * c / n; i < b0 + blen * (c + 1) / n; ++i) {
+        float s = x[c][i];
+        for (size_t k = 1; k < n; ++k) s = s + x[(c + k) % n][i];
+        out[i] = s;
+      }
+  }
+  return out;
+}
+
+TEST(RingAllreduce, EveryWorkerGetsTheSameBitsInTheRingOrder) {
+  for (int n : {1, 2, 3, 4, 7})
+    for (size_t len : {size_t(0), size_t(1), size_t(5), size_t(1000), size_t(100003)})
+      for (size_t bucket : {size_t(3), size_t(64), size_t(1) << 20}) {
+        if (bucket * 1000 < len) continue;  // tens of thousands of tiny messages add nothing
+        std::vector<std::vector<float>> x;
+        for (int r = 0; r < n; ++r) x.push_back(random_vector(len, uint64_t(100 + r)));
+        const auto got = run_ring(x, bucket);
+        const auto want = ring_order_sum(x, bucket);
+        for (int r = 0; r < n; ++r)
+          ASSERT_EQ(got[size_t(r)], want) << "n=" << n << " len=" << len << " bucket=" << bucket << " rank " << r;
+        for (size_t i = 0; i < len; ++i) {
+          double s = 0;
+          for (int r = 0; r < n; ++r) s += x[size_t(r)][i];
+          ASSERT_NEAR(got[0][i], s, 1e-5) << i;
+        }
+      }
+}
+
+TEST(RingAllreduce, EachWorkerSendsTwoNMinusOneOverNOfTheVector) {
+  for (int n : {2, 4, 8}) {
+    const size_t len = 8 * 1000;
+    std::vector<std::vector<float>> x(size_t(n), std::vector<float>(len, 1.0f));
+    std::vector<RingStats> st;
+    const auto got = run_ring(x, len, &st);
+    EXPECT_EQ(got[0][len - 1], float(n));
+    for (const auto& s : st) {
+      EXPECT_EQ(s.floats_sent, 2 * size_t(n - 1) * len / size_t(n)) << "n=" << n;
+      EXPECT_EQ(s.floats_received, s.floats_sent);
+      EXPECT_EQ(s.buckets, 1);
+    }
+  }
+}
+
+TEST(RingAllreduce, AWrongMessageOrASilentNeighbourIsAnError) {
+  Edge out, in;
+  MemoryLink link(out, in, std::chrono::milliseconds(200));
+  std::vector<float> v(10, 1.0f);
+  // Nobody upstream: the first receive waits out its deadline and fails, instead of hanging.
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(ring_allreduce(v, 0, 2, link), Error);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  // A message with another tag (a ring out of step) is refused, not added.
+  in.q.emplace_back(ring_tag(0, 1, 0), std::vector<float>(5, 1.0f));
+  try {
+    ring_allreduce(v, 0, 2, link);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expected"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace fedpar
