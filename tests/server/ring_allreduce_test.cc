@@ -7,11 +7,13 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <memory>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "clients/ring_allreduce.h"
+#include "clients/zmq_ring_link.h"
 #include "core/check.h"
 #include "tests/util/test_util.h"
 
@@ -135,6 +137,44 @@ TEST(RingAllreduce, AWrongMessageOrASilentNeighbourIsAnError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("expected"), std::string::npos) << e.what();
   }
+}
+
+// The same ring over ZeroMQ sockets (tcp on localhost): the same bits as the in-memory ring, the
+// bytes each worker moves, and a dead neighbour detected within the deadline.
+TEST(RingAllreduce, OverZeroMqTheSameBitsAndBytes) {
+  const int n = 4;
+  const size_t len = 100003;
+  std::vector<std::vector<float>> x;
+  for (int r = 0; r < n; ++r) x.push_back(random_vector(len, uint64_t(200 + r)));
+  zmq::context_t ctx;
+  std::vector<std::unique_ptr<ZmqRingLink>> links;
+  for (int r = 0; r < n; ++r) links.push_back(std::make_unique<ZmqRingLink>(ctx, "tcp://127.0.0.1:*", 10.0));
+  for (int r = 0; r < n; ++r) links[size_t(r)]->connect_next(links[size_t((r + 1) % n)]->endpoint());
+  std::vector<std::vector<float>> data = x;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] { ring_allreduce(data[size_t(r)], r, n, *links[size_t(r)], 1 << 14); });
+  for (auto& t : threads) t.join();
+  const auto want = run_ring(x, 1 << 14);
+  for (int r = 0; r < n; ++r) EXPECT_EQ(data[size_t(r)], want[0]) << "rank " << r;
+  const double payload = 2.0 * (n - 1) / n * double(len) * sizeof(float);
+  EXPECT_NEAR(double(links[0]->bytes_sent()), payload, 0.01 * payload);
+}
+
+TEST(RingAllreduce, OverZeroMqADeadNeighbourStopsTheRingWithinTheDeadline) {
+  zmq::context_t ctx;
+  ZmqRingLink a(ctx, "tcp://127.0.0.1:*", 0.3), b(ctx, "tcp://127.0.0.1:*", 0.3);
+  a.connect_next(b.endpoint());
+  b.connect_next(a.endpoint());
+  std::vector<float> v(1000, 1.0f);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    ring_allreduce(v, 0, 2, a);  // rank 1 never runs: it "died"
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("did it die?"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
 }
 
 }  // namespace

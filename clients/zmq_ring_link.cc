@@ -1,0 +1,64 @@
+// ZmqRingLink; see zmq_ring_link.h.
+#include "clients/zmq_ring_link.h"
+
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+#include <zmq_addon.hpp>
+
+#include "core/check.h"
+
+namespace fedpar {
+
+ZmqRingLink::ZmqRingLink(zmq::context_t& ctx, const std::string& bind, double deadline_seconds)
+    : in_(ctx, zmq::socket_type::pull), out_(ctx, zmq::socket_type::push),
+      deadline_ms_(int(deadline_seconds * 1000)) {
+  in_.set(zmq::sockopt::linger, 0);
+  out_.set(zmq::sockopt::linger, 0);
+  out_.set(zmq::sockopt::sndtimeo, deadline_ms_);  // a next worker that never takes: no hang
+  try {
+    in_.bind(bind);
+  } catch (const zmq::error_t& e) {
+    throw Error(fmt::format("ring: cannot bind {}: {}", bind, e.what()));
+  }
+  endpoint_ = in_.get(zmq::sockopt::last_endpoint);
+}
+
+void ZmqRingLink::connect_next(const std::string& endpoint) {
+  try {
+    out_.connect(endpoint);
+  } catch (const zmq::error_t& e) {
+    throw Error(fmt::format("ring: cannot connect to the next worker at {}: {}", endpoint, e.what()));
+  }
+}
+
+void ZmqRingLink::send_next(std::span<const float> chunk, uint64_t tag) {
+  uint8_t t[8];
+  for (int i = 0; i < 8; ++i) t[i] = uint8_t(tag >> (8 * i));
+  std::array<zmq::const_buffer, 2> parts = {zmq::buffer(t, sizeof t), zmq::buffer(chunk.data(), chunk.size_bytes())};
+  if (!zmq::send_multipart(out_, parts))
+    throw Error(fmt::format("ring: the next worker took nothing within {} ms", deadline_ms_));
+  sent_ += sizeof t + chunk.size_bytes();
+}
+
+void ZmqRingLink::recv_prev(std::span<float> into, uint64_t tag) {
+  zmq::pollitem_t item{in_.handle(), 0, ZMQ_POLLIN, 0};
+  if (zmq::poll(&item, 1, std::chrono::milliseconds(deadline_ms_)) == 0)
+    throw Error(fmt::format("ring: the previous worker sent nothing within {} ms (did it die?)", deadline_ms_));
+  std::vector<zmq::message_t> frames;
+  if (!zmq::recv_multipart(in_, std::back_inserter(frames), zmq::recv_flags::dontwait))
+    throw Error("ring: a receive that poll announced returned nothing");
+  uint64_t got = 0;
+  if (frames.size() == 2 && frames[0].size() == 8)
+    for (int i = 0; i < 8; ++i) got |= uint64_t(frames[0].data<uint8_t>()[i]) << (8 * i);
+  if (frames.size() != 2 || frames[0].size() != 8 || got != tag || frames[1].size() != into.size_bytes())
+    throw Error(fmt::format("ring: got {} frame(s), message {} of {} bytes; expected message {} of {} bytes",
+                            frames.size(), got, frames.size() == 2 ? frames[1].size() : 0, tag, into.size_bytes()));
+  std::memcpy(into.data(), frames[1].data(), into.size_bytes());
+  received_ += frames[0].size() + frames[1].size();
+}
+
+}  // namespace fedpar

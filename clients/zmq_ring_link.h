@@ -1,0 +1,34 @@
+// The ring all-reduce's links over ZeroMQ: each worker binds a PULL socket that its previous
+// neighbour connects to, and connects a PUSH socket to its next neighbour's. A message is two
+// frames: the tag (8 bytes, little-endian) and the chunk's floats. Receives wait at most the
+// deadline, so a dead neighbour stops the ring with an Error instead of a hang.
+#pragma once
+
+#include <string>
+
+#include <zmq.hpp>
+
+#include "clients/ring_allreduce.h"
+
+namespace fedpar {
+
+class ZmqRingLink final : public RingLink {
+ public:
+  // Binds the receiving socket at `bind` (tcp://host:* picks a free port; see endpoint()).
+  ZmqRingLink(zmq::context_t& ctx, const std::string& bind, double deadline_seconds);
+  std::string endpoint() const { return endpoint_; }  // where the previous worker connects
+  void connect_next(const std::string& endpoint);
+
+  void send_next(std::span<const float> chunk, uint64_t tag) override;
+  void recv_prev(std::span<float> into, uint64_t tag) override;
+  uint64_t bytes_sent() const { return sent_; }
+  uint64_t bytes_received() const { return received_; }
+
+ private:
+  zmq::socket_t in_, out_;
+  std::string endpoint_;
+  int deadline_ms_;
+  uint64_t sent_ = 0, received_ = 0;
+};
+
+}  // namespace fedpar
