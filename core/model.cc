@@ -172,16 +172,33 @@ BatchStats Model::forward_backward(const float* x, const int32_t* y, int batch, 
   const HeldBytes held(be_, activation_bytes_held_);
   const float* logits = run_forward(x, batch);
   BatchStats st{0.0, be_.count_correct(logits, y, batch, classes_), batch};
+  st.loss_sum = loss_sum(grad_a_.data(), logits, y, batch, scale);
+  backpropagate(x, batch);
+  return st;
+}
+
+const float* Model::forward(const float* x, int batch) {
+  const HeldBytes held(be_, activation_bytes_held_);
+  return run_forward(x, batch);
+}
+
+void Model::backward(const float* x, const float* dlogits, int batch) {
+  if (batch == 0) return;
+  FEDPAR_CHECK(batch <= reserved_batch_) << "backward of a batch of " << batch << " after a forward of " << reserved_batch_;
+  be_.copy(grad_a_.data(), dlogits, size_t(batch) * size_t(classes_) * sizeof(float));
+  backpropagate(x, batch);
+}
+
+// From the loss gradient in grad_a_ back through the layers, adding parameter gradients.
+void Model::backpropagate(const float* x, int batch) {
   float* dy = grad_a_.data();
   float* dx = grad_b_.data();
-  st.loss_sum = loss_sum(dy, logits, y, batch, scale);
   for (size_t i = layers_.size(); i-- > 0;) {
     const float* in = i == 0 ? x : acts_[i - 1].data();
     layers_[i]->backward(be_, params_.data(), grads_.data(), in, acts_[i].data(), dy,
                          i == 0 ? nullptr : dx, batch);
     std::swap(dy, dx);
   }
-  return st;
 }
 
 size_t Model::activation_bytes(int batch) const {

@@ -65,6 +65,12 @@ class Model {
   // Forward and backward. ADDS grad_scale * d(sum of sample losses)/d(params) into grads(), so
   // micro-batches with grad_scale = 1/B accumulate exactly the mean-loss gradient of a batch B.
   BatchStats forward_backward(const float* x, const int32_t* y, int batch, float grad_scale);
+  // The two halves of forward_backward, for schemes that take the loss elsewhere (the master of
+  // the `master` topology gathers every worker's logits): forward() returns the logits (batch,
+  // classes), valid until the next pass; backward() then ADDS the parameter gradients for the
+  // given dlogits of the same x.
+  const float* forward(const float* x, int batch);
+  void backward(const float* x, const float* dlogits, int batch);
   // Bytes of activations and scratch held for a batch of `batch` samples.
   size_t activation_bytes(int batch) const;
   // Bytes the backend allocated for activations, their gradients and layer scratch in this
@@ -76,6 +82,7 @@ class Model {
  private:
   void reserve(int batch);
   const float* run_forward(const float* x, int batch);
+  void backpropagate(const float* x, int batch);
   double loss_sum(float* dlogits, const float* logits, const int32_t* y, int batch, float scale);
 
   Backend& be_;

@@ -1,6 +1,8 @@
 // Model presets: exact parameter counts, the flat layout, deterministic init, accumulation.
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "core/backend.h"
 #include "core/model.h"
 #include "tests/util/test_util.h"
@@ -122,6 +124,43 @@ TEST_F(Models, MeasuredActivationMemoryHalvesWithTheBatch) {
       EXPECT_EQ(held[1], Model(*be, {name}, mnist, 10).activation_bytes(10));
     }
     std::printf("%s: activation memory held at batch 20: %zu bytes, at 10: %zu\n", name, held[0], held[1]);
+  }
+}
+
+// The arithmetic of the `master` topology: workers forward their slices, the master takes the loss
+// over all the gathered logits and hands each worker its slice of dlogits, workers backpropagate,
+// the master sums their gradients: the whole batch's gradient, up to summation order.
+TEST_F(Models, SplitPassesThroughTheLogitsGiveTheWholeBatchGradient) {
+  for (const char* name : {"2nn", "cnn"}) {
+    const int batch = 12, workers = 3, slice = batch / workers, classes = 10;
+    const auto x = random_vector(size_t(batch) * mnist.size(), 4, 0.0f, 1.0f);
+    std::vector<int32_t> y(static_cast<size_t>(batch));
+    for (int i = 0; i < batch; ++i) y[size_t(i)] = (i * 7) % classes;
+    Model whole(*be, {name}, mnist, classes);
+    whole.init(5);
+    whole.zero_grads();
+    const BatchStats want = whole.forward_backward(x.data(), y.data(), batch, 1.0f / batch);
+
+    std::vector<std::unique_ptr<Model>> replicas;
+    std::vector<float> logits;  // gathered at the master, in worker order
+    for (int w = 0; w < workers; ++w) {
+      replicas.push_back(std::make_unique<Model>(*be, ModelSpec{name}, mnist, classes));
+      replicas.back()->init(5);
+      const float* l = replicas.back()->forward(x.data() + size_t(w) * slice * mnist.size(), slice);
+      logits.insert(logits.end(), l, l + size_t(slice) * classes);
+    }
+    std::vector<float> dlogits(logits.size());
+    const double loss = be->softmax_xent(dlogits.data(), logits.data(), y.data(), batch, classes, 1.0f / batch);
+    std::vector<double> sum(whole.num_params(), 0.0);
+    for (int w = 0; w < workers; ++w) {
+      Model& m = *replicas[size_t(w)];
+      m.zero_grads();
+      m.backward(x.data() + size_t(w) * slice * mnist.size(), dlogits.data() + size_t(w) * slice * classes, slice);
+      const auto g = m.grads_host();
+      for (size_t i = 0; i < g.size(); ++i) sum[i] += g[i];
+    }
+    EXPECT_NEAR(loss, want.loss_sum, 1e-9 * want.loss_sum) << name;
+    EXPECT_TRUE(all_close(std::vector<float>(sum.begin(), sum.end()), whole.grads_host(), 1e-7, 1e-4)) << name;
   }
 }
 
