@@ -6,6 +6,7 @@
 # table reports medians over all repetitions: a slow spell hits both sides alike.
 # Usage: ROUNDS=3 scripts/bench.sh [--reps N] [--min-seconds S]   (output: bench/results/)
 #        ROUNDS=3 scripts/bench.sh ddp   per-step overhead of the gradient regime beside DDP (gloo)
+#        ROUNDS=2 scripts/bench.sh allreduce   the ring all-reduce's bandwidth beside gloo's
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -25,6 +26,12 @@ unset OPENBLAS_L2_SIZE
 out=bench/results
 mkdir -p "$out"
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
+if [[ "${1:-}" == allreduce ]]; then
+  shift
+  /usr/bin/python3 bench/allreduce_compare.py --rounds "${ROUNDS:-2}" --json "$out/allreduce-$stamp.json" "$@" |
+    tee "$out/allreduce-table-$stamp.md"
+  exit 0
+fi
 if [[ "${1:-}" == ddp ]]; then
   shift
   /usr/bin/python3 bench/ddp_overhead.py --rounds "${ROUNDS:-3}" --json "$out/ddp-$stamp.json" "$@" |
