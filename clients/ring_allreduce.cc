@@ -14,12 +14,17 @@ uint64_t ring_tag(uint64_t bucket, int phase, int step) {
   return (bucket << 24) | (uint64_t(phase) << 20) | uint64_t(step);
 }
 
+void RingLink::recv_prev_add(std::span<float> acc, uint64_t tag) {
+  incoming_.resize(acc.size());
+  recv_prev(incoming_, tag);
+  for (size_t i = 0; i < acc.size(); ++i) acc[i] = incoming_[i] + acc[i];
+}
+
 RingStats ring_allreduce(std::span<float> data, int rank, int n, RingLink& link, size_t bucket_floats) {
   FEDPAR_CHECK(n >= 1 && rank >= 0 && rank < n) << "rank " << rank << " of " << n;
   FEDPAR_CHECK(bucket_floats >= 1) << "bucket_floats must be >= 1";
   RingStats st;
   if (n == 1) return st;
-  std::vector<float> incoming;
   auto mod = [n](int v) { return ((v % n) + n) % n; };
   for (size_t b0 = 0, bucket = 0; b0 < data.size(); b0 += bucket_floats, ++bucket) {
     const std::span<float> part = data.subspan(b0, std::min(bucket_floats, data.size() - b0));
@@ -34,9 +39,7 @@ RingStats ring_allreduce(std::span<float> data, int rank, int n, RingLink& link,
       const auto out = chunk(mod(rank - s));
       link.send_next(out, ring_tag(bucket, 0, s));
       const auto in = chunk(mod(rank - s - 1));
-      incoming.resize(in.size());
-      link.recv_prev(incoming, ring_tag(bucket, 0, s));
-      for (size_t i = 0; i < in.size(); ++i) in[i] = incoming[i] + in[i];
+      link.recv_prev_add(in, ring_tag(bucket, 0, s));
       st.floats_sent += out.size();
       st.floats_received += in.size();
     }

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace fedpar {
 
@@ -19,6 +20,11 @@ class RingLink {
   virtual ~RingLink() = default;
   virtual void send_next(std::span<const float> chunk, uint64_t tag) = 0;
   virtual void recv_prev(std::span<float> into, uint64_t tag) = 0;
+  // acc[i] = received[i] + acc[i]; a link may add straight from its receive buffer.
+  virtual void recv_prev_add(std::span<float> acc, uint64_t tag);
+
+ private:
+  std::vector<float> incoming_;  // recv_prev_add's default buffer
 };
 
 struct RingStats {

@@ -44,7 +44,7 @@ void ZmqRingLink::send_next(std::span<const float> chunk, uint64_t tag) {
   sent_ += sizeof t + chunk.size_bytes();
 }
 
-void ZmqRingLink::recv_prev(std::span<float> into, uint64_t tag) {
+zmq::message_t ZmqRingLink::receive(uint64_t tag, size_t bytes) {
   zmq::pollitem_t item{in_.handle(), 0, ZMQ_POLLIN, 0};
   if (zmq::poll(&item, 1, std::chrono::milliseconds(deadline_ms_)) == 0)
     throw Error(fmt::format("ring: the previous worker sent nothing within {} ms (did it die?)", deadline_ms_));
@@ -54,11 +54,28 @@ void ZmqRingLink::recv_prev(std::span<float> into, uint64_t tag) {
   uint64_t got = 0;
   if (frames.size() == 2 && frames[0].size() == 8)
     for (int i = 0; i < 8; ++i) got |= uint64_t(frames[0].data<uint8_t>()[i]) << (8 * i);
-  if (frames.size() != 2 || frames[0].size() != 8 || got != tag || frames[1].size() != into.size_bytes())
+  if (frames.size() != 2 || frames[0].size() != 8 || got != tag || frames[1].size() != bytes)
     throw Error(fmt::format("ring: got {} frame(s), message {} of {} bytes; expected message {} of {} bytes",
-                            frames.size(), got, frames.size() == 2 ? frames[1].size() : 0, tag, into.size_bytes()));
-  std::memcpy(into.data(), frames[1].data(), into.size_bytes());
+                            frames.size(), got, frames.size() == 2 ? frames[1].size() : 0, tag, bytes));
   received_ += frames[0].size() + frames[1].size();
+  return std::move(frames[1]);
+}
+
+void ZmqRingLink::recv_prev(std::span<float> into, uint64_t tag) {
+  const zmq::message_t m = receive(tag, into.size_bytes());
+  if (!into.empty()) std::memcpy(into.data(), m.data(), into.size_bytes());
+}
+
+void ZmqRingLink::recv_prev_add(std::span<float> acc, uint64_t tag) {
+  const zmq::message_t m = receive(tag, acc.size_bytes());
+  if (acc.empty()) return;
+  // The frame may not be float-aligned: read it bytewise into registers, not through a float*.
+  const auto* bytes = static_cast<const uint8_t*>(m.data());
+  for (size_t i = 0; i < acc.size(); ++i) {
+    float v;
+    std::memcpy(&v, bytes + i * sizeof(float), sizeof v);
+    acc[i] = v + acc[i];
+  }
 }
 
 }  // namespace fedpar

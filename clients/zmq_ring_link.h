@@ -21,10 +21,14 @@ class ZmqRingLink final : public RingLink {
 
   void send_next(std::span<const float> chunk, uint64_t tag) override;
   void recv_prev(std::span<float> into, uint64_t tag) override;
+  void recv_prev_add(std::span<float> acc, uint64_t tag) override;  // adds from the received frame
   uint64_t bytes_sent() const { return sent_; }
   uint64_t bytes_received() const { return received_; }
 
  private:
+  // The next message's payload frame, checked against tag and size (Error otherwise).
+  zmq::message_t receive(uint64_t tag, size_t bytes);
+
   zmq::socket_t in_, out_;
   std::string endpoint_;
   int deadline_ms_;
