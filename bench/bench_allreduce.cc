@@ -19,14 +19,10 @@
 #include "clients/ring_allreduce.h"
 #include "clients/zmq_ring_link.h"
 #include "core/check.h"
+#include "core/median.h"
 
 namespace fedpar {
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
 
 // A line through a pipe (endpoints between the parent and the workers).
 void write_line(int fd, const std::string& s) {

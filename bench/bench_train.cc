@@ -17,6 +17,7 @@
 
 #include "core/backend.h"
 #include "core/dataset.h"
+#include "core/median.h"
 #include "core/model.h"
 #include "core/optimizer.h"
 #include "core/rng.h"
@@ -28,11 +29,6 @@ struct Case {
   std::string model;
   int64_t batch;  // 0 = the whole training set
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
 
 // Returns samples/second for each repetition.
 std::vector<double> measure(const Dataset& data, const Case& c, const std::string& device, int threads,

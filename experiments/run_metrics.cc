@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/median.h"
 #include "core/safetensors.h"
 #include "server/diagnostics.h"
 
@@ -25,13 +26,6 @@ std::vector<nlohmann::json> read_rounds(const std::filesystem::path& dir) {
     if (j.value("kind", "") == "round") rounds.push_back(std::move(j));
   }
   return rounds;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
 }
 
 // A safetensors snapshot as one flat vector (tensors in name order: the same in both runs).

@@ -6,15 +6,16 @@
 
 #include <fmt/format.h>
 
+#include "core/median.h"
+
 namespace fedpar {
 
 Summary summarize(std::vector<double> v) {
   if (v.empty()) return {};
-  std::sort(v.begin(), v.end());
   double sum = 0;
   for (double x : v) sum += x;
-  const size_t k = v.size();
-  return {v.front(), k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]), v.back(), sum / double(k)};
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return {*lo, median(v), *hi, sum / double(v.size())};
 }
 
 PartitionStats partition_stats(const Manifest& m) {
