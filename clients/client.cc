@@ -9,7 +9,11 @@
 
 #include <fmt/format.h>
 
+#include "clients/allreduce_worker.h"
 #include "clients/local_update.h"
+#include "clients/master_worker.h"
+#include "clients/straggle.h"
+#include "core/hash.h"
 #include "core/check.h"
 #include "core/messages.h"
 #include "core/model.h"
@@ -86,8 +90,26 @@ int run_client(const ClientOptions& o) {
                 "fetch the same data (scripts/setup.sh) or pass the same data options");
   Model model(*be, s.model, data.train.shape, data.train.num_classes);
   BatchBuffer buffer(*be, data.train.dim());  // a full shard stays loaded across rounds
-  const std::vector<size_t> expect = {model.num_params()};
   log(fmt::format("hosting {} virtual client(s)", ids.size()));
+
+  std::optional<AllReduceWorker> ring;
+  if (s.topology == Topology::kAllReduce) {
+    ring.emplace(ctx, s);
+    send(sock, encode_message(MessageType::kRing, 0, run, 0, {{"endpoint", ring->endpoint()}}));
+  }
+  std::optional<MasterWorker> master;
+  if (s.topology == Topology::kMaster) master.emplace(*be, s.model, data.train);
+
+  // Replies with one vector (the update) owned by the message until ZeroMQ has sent it.
+  auto reply = [&](uint32_t client, uint64_t round, const nlohmann::json& body, std::vector<std::vector<float>> vs) {
+    auto owned = std::make_shared<std::vector<std::vector<float>>>(std::move(vs));
+    std::vector<std::span<const float>> vecs(owned->begin(), owned->end());
+    send(sock, encode_message(MessageType::kUpdate, client, run, round, body, vecs, owned));
+  };
+  auto shard_of = [&](uint32_t c) -> const std::vector<uint32_t>* {
+    auto it = shards.find(c);
+    return it == shards.end() ? nullptr : &it->second;  // the TASK lists every participant
+  };
 
   while (true) {
     auto msg = receive(sock, o.wait_seconds);
@@ -103,13 +125,77 @@ int run_client(const ClientOptions& o) {
       log("the server rejected a message: " + m.body.value("reason", std::string("?")));
       continue;
     }
-    if (m.header.type != MessageType::kTask || m.vectors.size() != 1 || m.vectors[0].size() != expect[0]) {
+    if (m.header.type == MessageType::kRing && ring) {
+      ring->join(int(need<int64_t>(m.body, "rank")), int(need<int64_t>(m.body, "size")),
+                 need<std::string>(m.body, "next"));
+      continue;
+    }
+    if (m.header.type != MessageType::kTask) {
       log(fmt::format("ignored an unexpected {} message", message_type_name(m.header.type)));
       continue;
     }
+    const std::string kind = need<std::string>(m.body, "kind");
+    const uint64_t round = m.header.round;
+
+    if (kind == "allreduce" && ring) {
+      if (!m.vectors.empty()) ring->set_replica(m.vectors[0]);  // the first task carries the model
+      AllReduceStep st;
+      try {
+        st = ring->step(model, data.train, shards, need<int64_t>(m.body, "batch"), round,
+                        need<double>(m.body, "total_weight"), buffer);
+      } catch (const Error& e) {  // tell the server why before leaving: it stops the run with it
+        send(sock, encode_message(MessageType::kError, uint32_t(ring->rank()), run, round, {{"reason", e.what()}}));
+        throw;
+      }
+      nlohmann::json body = {{"num_samples", st.num_samples}, {"loss_sum", st.loss_sum},
+                             {"compute_seconds", st.compute_seconds}, {"allreduce_seconds", st.allreduce_seconds},
+                             {"ring_bytes_sent", st.ring_bytes_sent}, {"ring_bytes_received", st.ring_bytes_received},
+                             {"parameter_bytes", model.parameter_bytes()},
+                             {"activation_bytes", model.activation_bytes_held()}};
+      if (m.body.value("hash", false))
+        body["hash"] = hash_hex(hash_bytes(ring->replica().data(), ring->replica().size() * sizeof(float)));
+      std::vector<std::vector<float>> vs;
+      if (m.body.value("send_params", false)) vs.push_back(ring->replica());
+      reply(uint32_t(ring->rank()), round, body, std::move(vs));
+      continue;
+    }
+
+    if ((kind == "forward" || kind == "backward") && master) {
+      const auto clients = need<std::vector<uint32_t>>(m.body, "clients");
+      size_t v = 0;  // backward: one dlogits vector per client listed, in order
+      for (uint32_t c : clients) {
+        const auto t0 = std::chrono::steady_clock::now();
+        std::vector<float> out;
+        nlohmann::json body;
+        if (kind == "forward") {
+          const auto* shard = shard_of(c);
+          if (!shard) continue;
+          if (m.vectors.size() != 1) throw Error("malformed message from the server: forward without the model");
+          const auto rows = gradient_batch(*shard, need<int64_t>(m.body, "batch"), s.seed, c, round);
+          out = master->forward(c, rows, m.vectors[0]);
+          body = {{"phase", "logits"}, {"num_samples", rows.size()}};
+        } else {
+          if (v >= m.vectors.size()) throw Error("malformed message from the server: fewer dlogits than clients");
+          out = master->backward(c, m.vectors[v++]);
+          body = {{"phase", "gradient"}, {"parameter_bytes", model.parameter_bytes()}};
+        }
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        body["compute_seconds"] = straggle(s, c, secs);
+        std::vector<std::vector<float>> vs;
+        vs.push_back(std::move(out));
+        reply(c, round, body, std::move(vs));
+      }
+      continue;
+    }
+
+    if ((kind != "gradient" && kind != "local") || m.vectors.size() != 1 || m.vectors[0].size() != model.num_params()) {
+      log(fmt::format("ignored a TASK of kind '{}' this process cannot serve", kind));
+      continue;
+    }
     Task task;
-    task.kind = need<std::string>(m.body, "kind") == "gradient" ? TaskKind::kGradient : TaskKind::kLocalTrain;
-    task.round = m.header.round;
+    task.kind = kind == "gradient" ? TaskKind::kGradient : TaskKind::kLocalTrain;
+    // Async tasks name their batch draw (the client's task count); synchronous ones use the round.
+    task.round = m.body.value("draw", round);
     task.batch = need<int64_t>(m.body, "batch");
     task.local_steps = int(need<int64_t>(m.body, "steps"));
     task.local_epochs = int(need<int64_t>(m.body, "epochs"));
@@ -117,22 +203,21 @@ int run_client(const ClientOptions& o) {
     task.sgd.momentum = float(need<double>(m.body, "momentum"));
     task.drift = m.body.value("drift", false);
     for (uint32_t c : need<std::vector<uint32_t>>(m.body, "clients")) {
-      auto it = shards.find(c);
-      if (it == shards.end()) continue;  // the TASK lists every participant; another process hosts c
+      const auto* shard = shard_of(c);
+      if (!shard) continue;
       const auto t0 = std::chrono::steady_clock::now();
-      LocalResult r = compute_update(model, data.train, it->second, m.vectors[0], task, s.seed, c, &buffer);
+      LocalResult r = compute_update(model, data.train, *shard, m.vectors[0], task, s.seed, c, &buffer);
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       // The update (and, for drift, the linear update after it) goes out without a copy.
-      auto owned = std::make_shared<std::pair<std::vector<float>, std::vector<float>>>(
-          std::move(r.values), std::move(r.linear));
-      std::vector<std::span<const float>> vecs = {owned->first};
-      if (task.drift) vecs.push_back(owned->second);
-      send(sock, encode_message(MessageType::kUpdate, c, run, task.round,
-                                {{"num_samples", r.num_samples}, {"loss_sum", r.loss_sum},
-                                 {"samples_processed", r.samples_processed}, {"compute_seconds", secs},
-                                 {"parameter_bytes", model.parameter_bytes()},
-                                 {"activation_bytes", model.activation_bytes_held()}},
-                                vecs, owned));
+      std::vector<std::vector<float>> vs;
+      vs.push_back(std::move(r.values));
+      if (task.drift) vs.push_back(std::move(r.linear));
+      reply(c, round,
+            {{"num_samples", r.num_samples}, {"loss_sum", r.loss_sum},
+             {"samples_processed", r.samples_processed}, {"compute_seconds", straggle(s, c, secs)},
+             {"parameter_bytes", model.parameter_bytes()},
+             {"activation_bytes", model.activation_bytes_held()}},
+            std::move(vs));
     }
   }
 }

@@ -9,17 +9,17 @@
 #include "core/rng.h"
 
 namespace fedpar {
-namespace {
 
-// A batch of b samples of the shard, without replacement.
-std::vector<uint32_t> sample_batch(std::span<const uint32_t> shard, size_t b, Rng& rng) {
+std::vector<uint32_t> gradient_batch(std::span<const uint32_t> shard, int64_t batch, uint64_t seed,
+                                     uint32_t client, uint64_t round) {
+  const size_t n = shard.size();
+  const size_t b = batch <= 0 ? n : std::min<size_t>(size_t(batch), n);
+  if (b == n) return {shard.begin(), shard.end()};
   std::vector<uint32_t> v(shard.begin(), shard.end());
-  rng.choose(std::span(v), b);
+  Rng(seed, "batch", client, uint32_t(round)).choose(std::span(v), b);  // without replacement
   v.resize(b);
   return v;
 }
-
-}  // namespace
 
 LocalResult compute_update(Model& model, const Dataset& data, std::span<const uint32_t> shard,
                            std::span<const float> params, const Task& task, uint64_t seed,
@@ -35,13 +35,7 @@ LocalResult compute_update(Model& model, const Dataset& data, std::span<const ui
   const size_t b = task.batch <= 0 ? n : std::min<size_t>(size_t(task.batch), n);
 
   if (task.kind == TaskKind::kGradient) {
-    std::vector<uint32_t> idx;
-    if (b == n) {
-      idx.assign(shard.begin(), shard.end());  // full shard, in index order
-    } else {
-      Rng rng(seed, "batch", client, uint32_t(task.round));
-      idx = sample_batch(shard, b, rng);
-    }
+    const std::vector<uint32_t> idx = gradient_batch(shard, task.batch, seed, client, task.round);
     buf.load(data, idx);
     model.zero_grads();
     const BatchStats st = model.forward_backward(buf.x(), buf.y(), int(b), 1.0f / float(b));

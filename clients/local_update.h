@@ -39,6 +39,12 @@ struct LocalResult {
   std::vector<float> linear;
 };
 
+// The rows of a gradient task on a batch of b: the whole shard in index order when b covers it,
+// else b of them drawn without replacement from (seed, "batch", client, round). The `master`
+// topology's server computes the same rows to hold their labels.
+std::vector<uint32_t> gradient_batch(std::span<const uint32_t> shard, int64_t batch, uint64_t seed,
+                                     uint32_t client, uint64_t round);
+
 // Randomness: a gradient on a batch draws it from (seed, "batch", client, round); local training
 // reshuffles its shard each local epoch from (seed, "local-shuffle", client, round).
 // `buffer`, when given, holds batches across calls, so a full shard is gathered only once.

@@ -247,6 +247,11 @@ std::string Config::get_string(std::string_view key) const {
   FEDPAR_CHECK(v) << key << " is not a string";
   return v->get();
 }
+void Config::list_of_strings(const std::string& key) {
+  FEDPAR_CHECK(list_types_.count(key)) << key << " is not a list";
+  list_types_[key] = toml::node_type::string;
+}
+
 std::vector<int64_t> Config::get_int_list(std::string_view key) const {
   const auto* a = leaf(key).as_array();
   FEDPAR_CHECK(a) << key << " is not a list";

@@ -23,6 +23,9 @@ class Config {
   // Lets an integer key also take one of `words` as a string (e.g. batch = "full").
   void allow_words(const std::string& key, std::set<std::string> words);
 
+  // Declares that `key`, whose default is an empty list, holds strings (else integers).
+  void list_of_strings(const std::string& key);
+
   void merge_file(const std::filesystem::path& path);
   void merge_toml(std::string_view text, std::string_view source_name);
   // `key` is dotted ("train.epochs"); `value` is parsed by the key's type. Lists: "200,200" or

@@ -71,6 +71,9 @@ class Model {
   // given dlogits of the same x.
   const float* forward(const float* x, int batch);
   void backward(const float* x, const float* dlogits, int batch);
+  // The loss summed over `batch` rows of logits with labels y; when dlogits is given, also
+  // writes scale * d(that sum)/d(logits) there (the master's half of a split pass).
+  double loss_sum(float* dlogits, const float* logits, const int32_t* y, int batch, float scale);
   // Bytes of activations and scratch held for a batch of `batch` samples.
   size_t activation_bytes(int batch) const;
   // Bytes the backend allocated for activations, their gradients and layer scratch in this
@@ -83,7 +86,6 @@ class Model {
   void reserve(int batch);
   const float* run_forward(const float* x, int batch);
   void backpropagate(const float* x, int batch);
-  double loss_sum(float* dlogits, const float* logits, const int32_t* y, int batch, float scale);
 
   Backend& be_;
   Shape input_;

@@ -22,7 +22,7 @@ T get(const uint8_t* at) {
   return T(v);
 }
 
-bool known_type(uint16_t t) { return t >= 1 && t <= 6; }
+bool known_type(uint16_t t) { return t >= 1 && t <= 7; }
 
 }  // namespace
 
@@ -34,6 +34,7 @@ const char* message_type_name(MessageType t) {
     case MessageType::kUpdate: return "UPDATE";
     case MessageType::kStop: return "STOP";
     case MessageType::kError: return "ERROR";
+    case MessageType::kRing: return "RING";
   }
   return "unknown";
 }

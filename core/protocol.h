@@ -39,6 +39,8 @@ enum class MessageType : uint16_t {
   kUpdate = 4,   // client -> server: gradient or model delta, n_k, loss, timings
   kStop = 5,     // server -> client: the run is over
   kError = 6,    // either way: what was wrong with the last message
+  kRing = 7,     // allreduce topology: client -> server its ring endpoint; server -> client its
+                 // rank, the ring size and the next rank's endpoint
 };
 const char* message_type_name(MessageType t);  // "UPDATE", or "unknown"
 

@@ -1,6 +1,8 @@
 // Run configuration; see run_config.h.
 #include "server/run_config.h"
 
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "core/check.h"
@@ -15,6 +17,8 @@ results_dir = "results"
 seed = 1                 # model init, partition, client sampling, local shuffles
 rounds = 10
 regime = "model"         # gradient (one gradient per client per round) | model (local steps, deltas)
+                         # | async (each gradient applied as it arrives; see [async])
+topology = "parameter-server"  # gradient regime: parameter-server | master | allreduce (docs/topologies.md)
 bind = "tcp://127.0.0.1:5555"  # also ipc://PATH; tcp port * picks a free one
 processes = 1            # client processes to wait for
 wait_seconds = 60.0      # for the processes to say HELLO, and for each round's updates
@@ -51,6 +55,21 @@ batch = 0                # samples per client gradient; 0 or "full" = the whole 
 lr = 0.1                 # server SGD learning rate
 momentum = 0.0
 
+[allreduce]              # topology = "allreduce": the workers' ring
+bind = "tcp://127.0.0.1:*"  # where each worker listens for its previous neighbour
+bucket_floats = 1048576  # the gradient is reduced in buckets of this many floats
+deadline_seconds = 10.0  # a silent neighbour stops the ring with an error after this long
+hash_every = 10          # rounds between checks that every replica holds the same bytes (and the last)
+fault_flip_rank = -1     # testing the check: this rank flips one bit of its replica after round 1
+
+[async]                  # regime = "async" (parameter server, no barrier)
+staleness_bound = 0      # reject an update computed on a model more than this many versions old; 0 = none
+staleness_lr = false     # scale the learning rate by 1 / max(1, staleness)
+
+[stragglers]             # heterogeneous workers, in any regime: "client:value" items
+slowdown = []            # e.g. ["0:4"]: client 0's compute takes 4x as long (it sleeps the difference)
+delay_seconds = []       # e.g. ["1:0.5"]: client 1 waits 0.5 s before sending each update
+
 [diagnostics]            # measurements that cost extra
 drift = false            # model regime: clients also send K x their first step; logs update_drift
 save_params_every = 0    # > 0: write params/round-NNNN.safetensors every r rounds (weight divergence)
@@ -58,6 +77,22 @@ save_params_every = 0    # > 0: write params/round-NNNN.safetensors every r roun
 
 void require(bool ok, const std::string& what) {
   if (!ok) throw Error(what);
+}
+
+// A list of "client:value" items as a map; every value must be >= minimum.
+std::map<uint32_t, double> client_values(const Config& c, const char* key, double minimum) {
+  std::map<uint32_t, double> out;
+  for (const std::string& item : c.get_string_list(key)) {
+    const size_t colon = item.find(':');
+    char* end = nullptr;
+    const long client = colon == std::string::npos ? -1 : std::strtol(item.c_str(), &end, 10);
+    const bool client_ok = colon != std::string::npos && end == item.c_str() + colon && client >= 0;
+    const double v = client_ok ? std::strtod(item.c_str() + colon + 1, &end) : 0;
+    if (!client_ok || *end != '\0' || colon + 1 == item.size() || !(v >= minimum))
+      throw Error(fmt::format("{}: '{}' is not \"client:value\" with a client id and a value >= {}", key, item, minimum));
+    out[uint32_t(client)] = v;
+  }
+  return out;
 }
 
 }  // namespace
@@ -68,6 +103,8 @@ Config make_run_config(std::string_view extra_sections) {
   Config c(run_defaults() + std::string(extra_sections));
   c.allow_words("local.batch", {"full"});
   c.allow_words("sgd.batch", {"full"});
+  c.list_of_strings("stragglers.slowdown");
+  c.list_of_strings("stragglers.delay_seconds");
   return c;
 }
 
@@ -77,9 +114,9 @@ RunSetup resolve_run_setup(const Config& c) {
   s.rounds = int(c.get_int("rounds"));
   require(s.rounds >= 1, "rounds must be >= 1");
   const std::string regime = c.get_string("regime");
-  require(regime == "gradient" || regime == "model",
-          fmt::format("regime must be gradient or model, got '{}'", regime));
-  s.regime = regime == "gradient" ? Regime::kGradient : Regime::kModel;
+  require(regime == "gradient" || regime == "model" || regime == "async",
+          fmt::format("regime must be gradient, model or async, got '{}'", regime));
+  s.regime = regime == "gradient" ? Regime::kGradient : regime == "model" ? Regime::kModel : Regime::kAsync;
   s.bind = c.get_string("bind");
   s.processes = int(c.get_int("processes"));
   require(s.processes >= 1, "processes must be >= 1");
@@ -126,6 +163,29 @@ RunSetup resolve_run_setup(const Config& c) {
   s.sgd_lr = float(c.get_float("sgd.lr"));
   s.sgd_momentum = float(c.get_float("sgd.momentum"));
   require(s.local_lr > 0 && s.sgd_lr > 0 && s.server_lr > 0, "learning rates must be > 0");
+
+  const std::string topology = c.get_string("topology");
+  if (topology == "parameter-server") s.topology = Topology::kParameterServer;
+  else if (topology == "master") s.topology = Topology::kMaster;
+  else if (topology == "allreduce") s.topology = Topology::kAllReduce;
+  else throw Error(fmt::format("topology must be parameter-server, master or allreduce, got '{}'", topology));
+  require(s.topology == Topology::kParameterServer || s.regime == Regime::kGradient,
+          fmt::format("topology '{}' trains data-parallel: it needs regime = \"gradient\"", topology));
+  require(s.topology == Topology::kParameterServer || s.fraction == 1.0,
+          fmt::format("topology '{}' uses every worker every step: fraction must be 1", topology));
+  s.ring_bind = c.get_string("allreduce.bind");
+  s.ring_bucket_floats = c.get_int("allreduce.bucket_floats");
+  require(s.ring_bucket_floats >= 1, "allreduce.bucket_floats must be >= 1");
+  s.ring_deadline_seconds = c.get_float("allreduce.deadline_seconds");
+  require(s.ring_deadline_seconds > 0, "allreduce.deadline_seconds must be > 0");
+  s.hash_every = int(c.get_int("allreduce.hash_every"));
+  require(s.hash_every >= 1, "allreduce.hash_every must be >= 1");
+  s.fault_flip_rank = int(c.get_int("allreduce.fault_flip_rank"));
+  s.staleness_bound = int(c.get_int("async.staleness_bound"));
+  require(s.staleness_bound >= 0, "async.staleness_bound must be >= 0 (0 = no bound)");
+  s.staleness_lr = c.get_bool("async.staleness_lr");
+  s.slowdown = client_values(c, "stragglers.slowdown", 1.0);
+  s.delay_seconds = client_values(c, "stragglers.delay_seconds", 0.0);
 
   s.drift = c.get_bool("diagnostics.drift");
   s.save_params_every = int(c.get_int("diagnostics.save_params_every"));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "core/config.h"
@@ -18,7 +19,8 @@ std::string run_defaults();
 // The run config; `extra_sections` (TOML) adds the keys of an experiment built on runs.
 Config make_run_config(std::string_view extra_sections = "");
 
-enum class Regime { kGradient, kModel };
+enum class Regime { kGradient, kModel, kAsync };
+enum class Topology { kParameterServer, kMaster, kAllReduce };  // how the gradient regime averages
 
 struct RunSetup {
   std::string name, results_dir, bind;
@@ -40,6 +42,20 @@ struct RunSetup {
   // gradient regime: per-client batch and the server optimizer
   int64_t sgd_batch = 0;
   float sgd_lr = 0.1f, sgd_momentum = 0.0f;
+  Topology topology = Topology::kParameterServer;
+  // allreduce topology: the workers' ring
+  std::string ring_bind = "tcp://127.0.0.1:*";
+  int64_t ring_bucket_floats = 1 << 20;
+  double ring_deadline_seconds = 10;
+  int hash_every = 10;
+  int fault_flip_rank = -1;  // testing the replica check
+  // async regime
+  int staleness_bound = 0;  // 0 = none
+  bool staleness_lr = false;
+  // stragglers: per-client compute slowdown factor and fixed delay (absent = 1 and 0)
+  std::map<uint32_t, double> slowdown, delay_seconds;
+  double slowdown_of(uint32_t c) const { return slowdown.count(c) ? slowdown.at(c) : 1.0; }
+  double delay_of(uint32_t c) const { return delay_seconds.count(c) ? delay_seconds.at(c) : 0.0; }
   // diagnostics
   bool drift = false;         // model regime: log update_drift (doubles the uplink)
   int save_params_every = 0;  // > 0: params/round-NNNN.safetensors every r rounds

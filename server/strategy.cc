@@ -10,6 +10,7 @@ namespace fedpar {
 std::vector<float> weighted_average(std::span<const ClientUpdate> updates, Weighting w) {
   FEDPAR_CHECK(!updates.empty()) << "no updates to average";
   const size_t n = updates[0].values.size();
+  auto weight = [w](const ClientUpdate& u) { return w == Weighting::kBySamples ? double(u.num_samples) : 1.0; };
   double total = 0;
   for (size_t k = 0; k < updates.size(); ++k) {
     const auto& u = updates[k];
@@ -17,12 +18,13 @@ std::vector<float> weighted_average(std::span<const ClientUpdate> updates, Weigh
       throw Error(fmt::format("client {} sent {} values, expected {}", u.client, u.values.size(), n));
     if (k > 0 && updates[k - 1].client >= u.client)
       throw Error("updates must be sorted by client id, each client once");
-    total += w == Weighting::kBySamples ? double(u.num_samples) : 1.0;
+    total += weight(u);
   }
+  if (w == Weighting::kSum) total = 1.0;
   if (total <= 0) throw Error("update weights sum to zero (every client reported 0 samples)");
   std::vector<double> acc(n, 0.0);
   for (const auto& u : updates) {
-    const double wk = (w == Weighting::kBySamples ? double(u.num_samples) : 1.0) / total;
+    const double wk = weight(u) / total;
     for (size_t i = 0; i < n; ++i) acc[i] += wk * double(u.values[i]);
   }
   return std::vector<float>(acc.begin(), acc.end());

@@ -22,7 +22,9 @@ struct ClientUpdate {
   std::span<const float> values;   // a gradient or a model delta, same layout as the params
 };
 
-enum class Weighting { kBySamples, kUniform };  // n_k / sum n_k, or 1 / K
+// n_k / sum n_k, 1 / K, or 1 (kSum: the updates are already parts of one mean, as the `master`
+// topology's per-worker gradients are).
+enum class Weighting { kBySamples, kUniform, kSum };
 
 class Strategy {
  public:

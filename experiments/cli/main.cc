@@ -22,6 +22,7 @@ int run(int argc, char** argv) {
   actions["server"] = fedpar::add_server_command(app);
   actions["client"] = fedpar::add_client_command(app);
   actions["run"] = fedpar::add_run_command(app);
+  actions["replay"] = fedpar::add_replay_command(app);
   actions["suite"] = fedpar::add_suite_command(app);
   try {
     app.parse(argc, argv);

@@ -1,9 +1,12 @@
 // `fedpar server` and `fedpar client`: the two processes of a distributed run.
 #include <memory>
 
+#include <fmt/format.h>
+
 #include "clients/client.h"
 #include "core/check.h"
 #include "experiments/cli/commands.h"
+#include "server/async_replay.h"
 #include "server/run_config.h"
 #include "server/server.h"
 
@@ -40,6 +43,19 @@ Action add_client_command(CLI::App& app) {
   cmd->add_option("--device", o->device, "cpu or cuda (default: the run config's device)");
   cmd->add_flag("--quiet", o->quiet, "no progress on stderr");
   return [o] { return run_client(*o); };
+}
+
+Action add_replay_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("replay", "recompute an async run from its updates.jsonl and check that "
+                                           "the final model hash matches");
+  auto dir = std::make_shared<std::string>();
+  cmd->add_option("results", *dir, "the run's results folder (results/<name>)")->required()->check(CLI::ExistingDirectory);
+  return [dir] {
+    const ReplayResult r = replay_async_run(*dir);
+    fmt::print("replayed {} updates ({} applied): final model hash {} {} the run's {}\n", r.updates, r.applied,
+               r.hash, r.matches() ? "matches" : "DIFFERS FROM", r.run_hash);
+    return r.matches() ? 0 : 1;
+  };
 }
 
 }  // namespace fedpar

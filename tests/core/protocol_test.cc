@@ -96,7 +96,7 @@ TEST(Protocol, EveryMalformedCaseIsRejectedWithItsReason) {
   EXPECT_TRUE(has(with([](auto& f) { f[0][4] = 2; }), "protocol version 2 is not supported, expected 1"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][6] = 40; }), "header length field 40"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][8] = 0; }), "unknown message type 0"));
-  EXPECT_TRUE(has(with([](auto& f) { f[0][8] = 7; }), "unknown message type 7"));
+  EXPECT_TRUE(has(with([](auto& f) { f[0][8] = 8; }), "unknown message type 8"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][10] = 1; }), "flags 0x0001 are not defined"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][44] = 9; }), "unknown codec 9"));
   EXPECT_TRUE(has(with([](auto& f) { f.push_back({1}); }), "announces 2 payload frames, 3 arrived"));

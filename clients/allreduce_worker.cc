@@ -1,0 +1,62 @@
+// AllReduceWorker; see allreduce_worker.h.
+#include "clients/allreduce_worker.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "clients/local_update.h"
+#include "clients/ring_allreduce.h"
+#include "clients/straggle.h"
+#include "core/check.h"
+
+namespace fedpar {
+
+AllReduceWorker::AllReduceWorker(zmq::context_t& ctx, const RunSetup& s)
+    : s_(s), link_(ctx, s.ring_bind, s.ring_deadline_seconds), host_(make_backend("cpu")) {}
+
+void AllReduceWorker::join(int rank, int size, const std::string& next_endpoint) {
+  FEDPAR_CHECK(size >= 1 && rank >= 0 && rank < size) << "rank " << rank << " of " << size;
+  rank_ = rank, size_ = size;
+  link_.connect_next(next_endpoint);
+}
+
+AllReduceStep AllReduceWorker::step(Model& model, const Dataset& data,
+                                    const std::map<uint32_t, std::vector<uint32_t>>& shards, int64_t batch,
+                                    uint64_t round, double total_weight, BatchBuffer& buffer) {
+  using Clock = std::chrono::steady_clock;
+  FEDPAR_CHECK(replica_.size() == model.num_params()) << "no replica: the first task carries the model";
+  AllReduceStep out;
+  const auto t0 = Clock::now();
+  sum_.assign(replica_.size(), 0.0f);
+  Task task{.kind = TaskKind::kGradient, .round = round, .batch = batch};
+  for (const auto& [c, shard] : shards) {  // client order
+    const auto tc = Clock::now();
+    const LocalResult r = compute_update(model, data, shard, replica_, task, s_.seed, c, &buffer);
+    straggle(s_, c, std::chrono::duration<double>(Clock::now() - tc).count());
+    // Gradients of the mean loss times their weight: the ring sums the pieces of one mean.
+    const float w = s_.weighting == Weighting::kBySamples ? float(r.num_samples) : 1.0f;
+    for (size_t i = 0; i < sum_.size(); ++i) sum_[i] += w * r.values[i];
+    out.num_samples += r.num_samples;
+    out.loss_sum += r.loss_sum;
+  }
+  const auto t1 = Clock::now();
+  const uint64_t sent = link_.bytes_sent(), received = link_.bytes_received();
+  ring_allreduce(sum_, rank_, size_, link_, size_t(s_.ring_bucket_floats));
+  out.allreduce_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
+  out.compute_seconds = std::chrono::duration<double>(t1 - t0).count();
+  out.ring_bytes_sent = link_.bytes_sent() - sent;
+  out.ring_bytes_received = link_.bytes_received() - received;
+  const float inv = float(1.0 / total_weight);
+  for (float& v : sum_) v *= inv;
+  if (!sgd_) sgd_ = std::make_unique<Sgd>(*host_, replica_.size(), SgdOptions{.momentum = s_.sgd_momentum});
+  sgd_->step(replica_.data(), sum_.data(), s_.sgd_lr);
+  if (rank_ == s_.fault_flip_rank && round == 0) {  // testing the server's replica check
+    uint32_t bits;
+    std::memcpy(&bits, &replica_[0], sizeof bits);
+    bits ^= 1u;
+    std::memcpy(&replica_[0], &bits, sizeof bits);
+  }
+  return out;
+}
+
+}  // namespace fedpar

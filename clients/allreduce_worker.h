@@ -1,0 +1,59 @@
+// One client process as a rank of the `allreduce` topology: it keeps its own replica of the
+// model, sums its virtual clients' weighted gradients, joins the ring all-reduce with the other
+// processes (ring_allreduce.h over ZeroMQ), and applies the same SGD step every rank applies.
+// Replicas stay bitwise identical because every rank steps from the same bits with the same
+// arithmetic; the server checks their hashes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "clients/zmq_ring_link.h"
+#include "core/batch_buffer.h"
+#include "core/dataset.h"
+#include "core/model.h"
+#include "core/optimizer.h"
+#include "server/run_config.h"
+
+namespace fedpar {
+
+struct AllReduceStep {
+  uint64_t num_samples = 0;  // this rank's samples behind the gradient
+  double loss_sum = 0;
+  double compute_seconds = 0, allreduce_seconds = 0;
+  uint64_t ring_bytes_sent = 0, ring_bytes_received = 0;  // this step's
+};
+
+class AllReduceWorker {
+ public:
+  AllReduceWorker(zmq::context_t& ctx, const RunSetup& s);
+  std::string endpoint() const { return link_.endpoint(); }  // where the previous rank connects
+  void join(int rank, int size, const std::string& next_endpoint);
+  int rank() const { return rank_; }
+
+  void set_replica(std::span<const float> params) { replica_.assign(params.begin(), params.end()); }
+  const std::vector<float>& replica() const { return replica_; }
+
+  // One synchronous step: g = (sum over all ranks' clients of w_k g_k) / total_weight, w_k = n_k
+  // (or 1 with uniform weighting), then replica <- SGD(replica, g, lr). Throws Error when the
+  // ring fails (a neighbour died or went silent).
+  AllReduceStep step(Model& model, const Dataset& data,
+                     const std::map<uint32_t, std::vector<uint32_t>>& shards, int64_t batch,
+                     uint64_t round, double total_weight, BatchBuffer& buffer);
+
+ private:
+  const RunSetup& s_;
+  ZmqRingLink link_;
+  int rank_ = 0, size_ = 1;
+  std::vector<float> replica_, sum_;
+  std::unique_ptr<Backend> host_;  // the SGD step runs on the host replica
+  std::unique_ptr<Sgd> sgd_;
+};
+
+}  // namespace fedpar

@@ -1,0 +1,76 @@
+// replay_async_run; see async_replay.h.
+#include "server/async_replay.h"
+
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "clients/local_update.h"
+#include "core/check.h"
+#include "core/hash.h"
+#include "core/optimizer.h"
+#include "server/run_config.h"
+#include "server/run_context.h"
+
+namespace fedpar {
+
+ReplayResult replay_async_run(const std::filesystem::path& results) {
+  for (const char* f : {"config.resolved.toml", "updates.jsonl", "summary.json"})
+    if (!std::filesystem::exists(results / f))
+      throw Error(fmt::format("{} has no {}: replay needs a finished run of regime \"async\"", results.string(), f));
+  Config cfg = make_run_config();
+  cfg.merge_file(results / "config.resolved.toml");
+  const RunSetup s = resolve_run_setup(cfg);
+  if (s.regime != Regime::kAsync) throw Error(fmt::format("{} is not an async run", results.string()));
+  std::vector<nlohmann::json> log;
+  {
+    std::ifstream in(results / "updates.jsonl");
+    for (std::string line; std::getline(in, line);) log.push_back(nlohmann::json::parse(line));
+  }
+  ReplayResult out;
+  out.run_hash = nlohmann::json::parse(std::ifstream(results / "summary.json")).at("model_hash").get<std::string>();
+
+  auto be = make_backend("cpu", s.threads);  // as the run's clients computed (device cpu)
+  const TrainTest data = load_dataset(s.data);
+  const Manifest manifest = partition_dataset(data, s.partition);
+  Model model(*be, s.model, data.train.shape, data.train.num_classes);
+  model.init(s.seed);
+  std::vector<float> params = model.params_host();
+  BatchBuffer buffer(*be, data.train.dim());
+  Sgd sgd(*be, params.size(), {.momentum = s.sgd_momentum});
+
+  // Keep each model version only until the last update computed on it.
+  std::map<uint64_t, size_t> last_use;
+  for (size_t i = 0; i < log.size(); ++i)
+    if (log[i].at("applied").get<bool>()) last_use[log[i].at("computed_on").get<uint64_t>()] = i;
+  std::map<uint64_t, std::vector<float>> versions;
+  uint64_t version = 0;
+  if (last_use.count(0)) versions[0] = params;
+  const Task base{.kind = TaskKind::kGradient, .batch = s.sgd_batch};
+  for (size_t i = 0; i < log.size(); ++i) {
+    const auto& e = log[i];
+    ++out.updates;
+    if (!e.at("applied").get<bool>()) continue;
+    const uint32_t c = e.at("client").get<uint32_t>();
+    const uint64_t v = e.at("computed_on").get<uint64_t>();
+    if (c >= manifest.clients.size() || !versions.count(v))
+      throw Error(fmt::format("updates.jsonl line {}: client {} on version {} does not follow from the lines before",
+                              i + 1, c, v));
+    Task task = base;
+    task.round = e.at("draw").get<uint64_t>();
+    const LocalResult r = compute_update(model, data.train, manifest.clients[c].indices, versions[v], task, s.seed, c, &buffer);
+    sgd.step(params.data(), r.values.data(), e.at("lr").get<float>());
+    ++version, ++out.applied;
+    if (e.at("version_after").get<uint64_t>() != version)
+      throw Error(fmt::format("updates.jsonl line {}: version {} after it, the replay is at {}", i + 1,
+                              e.at("version_after").get<uint64_t>(), version));
+    if (last_use[v] == i) versions.erase(v);
+    if (last_use.count(version)) versions[version] = params;
+  }
+  out.hash = hash_hex(hash_bytes(params.data(), params.size() * sizeof(float)));
+  return out;
+}
+
+}  // namespace fedpar

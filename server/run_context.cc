@@ -1,0 +1,76 @@
+// RunContext; see run_context.h.
+#include "server/run_context.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "core/hash.h"
+#include "core/safetensors.h"
+#include "core/trainer.h"
+
+namespace fedpar {
+Manifest partition_dataset(const TrainTest& data, const PartitionParams& p) {
+  return partition({data.train.name, data.train.content_hash(), data.train.y, data.train.user,
+                    data.train.num_classes},
+                   p);
+}
+
+RunContext::RunContext(const Config& c, const RunSetup& setup)
+    : cfg(c), s(setup), backend(make_backend("cpu", s.threads)), data(load_dataset(s.data)),
+      manifest(partition_dataset(data, s.partition)),
+      model(*backend, s.model, data.train.shape, data.train.num_classes),
+      out(s.results_dir, s.name), metrics(out.path() / "metrics.jsonl") {
+  model.init(s.seed);
+  params = model.params_host();
+  out.write_text("config.resolved.toml", cfg.to_toml());
+  write_manifest(out.path() / "manifest.json", manifest);
+  if (s.save_params_every > 0) std::filesystem::create_directories(out.path() / "params");
+}
+
+bool RunContext::end_round(int r, nlohmann::json& rec, const Coordinator& co, const std::string& what) {
+  if (s.save_params_every > 0 && (r + 1) % s.save_params_every == 0)
+    save_safetensors(out.path() / "params" / fmt::format("round-{:04d}.safetensors", r + 1), model.layout(),
+                     params, {{"format", "fedpar"}, {"model", s.model.name}, {"round", std::to_string(r + 1)}});
+  if ((r + 1) % s.eval_every == 0 || r + 1 == s.rounds) {
+    model.set_params_host(params);
+    const BatchStats st = evaluate(model, data.test);
+    rec["test_loss"] = st.samples ? st.loss_sum / double(st.samples) : 0.0;
+    rec["test_accuracy"] = st.samples ? double(st.correct) / double(st.samples) : 0.0;
+    last_eval_ = rec;
+  }
+  metrics.write(rec);
+  co.log(fmt::format("round {}/{}: {}, train loss {:.4f}{}", r + 1, s.rounds, what,
+                     rec.value("train_loss", 0.0),
+                     rec.contains("test_accuracy")
+                         ? fmt::format(", test accuracy {:.2f}%", 100 * rec["test_accuracy"].get<double>())
+                         : ""));
+  if (s.stop_at_accuracy > 0 && rec.contains("test_accuracy") &&
+      rec["test_accuracy"].get<double>() >= s.stop_at_accuracy) {
+    co.log(fmt::format("test accuracy reached {:.2f}% after round {}; stopping (stop_at_accuracy)",
+                       100 * s.stop_at_accuracy, r + 1));
+    stopped_at_ = r + 1;
+    return true;
+  }
+  return false;
+}
+
+int RunContext::finish(const Coordinator& co, const nlohmann::json& extra) {
+  save_safetensors(out.path() / "model.safetensors", model.layout(), params,
+                   {{"format", "fedpar"}, {"model", s.model.name}});
+  const std::string hash = hash_hex(hash_bytes(params.data(), params.size() * sizeof(float)));
+  nlohmann::json summary = {{"command", "server"}, {"final", last_eval_}, {"model_hash", hash},
+                            {"clients", co.num_clients}, {"processes", s.processes},
+                            {"hosts", co.hosts_json()}, {"rounds_run", stopped_at_ ? stopped_at_ : s.rounds},
+                            {"stopped_at_accuracy", stopped_at_ > 0}};
+  if (extra.is_object()) summary.update(extra);
+  out.write_json("summary.json", summary);
+  const auto path = out.commit();
+  co.log(fmt::format("results: {}", path.string()));
+  fmt::print("final model hash: {}\n", hash);
+  if (last_eval_.contains("test_accuracy"))
+    fmt::print("test accuracy: {:.2f}%\n", 100 * last_eval_["test_accuracy"].get<double>());
+  return 0;
+}
+
+}  // namespace fedpar

@@ -1,0 +1,53 @@
+// What every topology's round loop shares: the resolved run, the data and partition, the model
+// with the current parameters (host memory), the results folder and its metrics.jsonl, and the
+// end of a round (snapshot, evaluation, log line, stop_at_accuracy) and of the run (model,
+// summary, hash).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config.h"
+#include "core/dataset.h"
+#include "core/model.h"
+#include "core/results_dir.h"
+#include "partitioners/partition.h"
+#include "server/coordinator.h"
+#include "server/run_config.h"
+
+namespace fedpar {
+
+// The run's partition of the training set (what the server and a replay both compute).
+Manifest partition_dataset(const TrainTest& data, const PartitionParams& p);
+
+class RunContext {
+ public:
+  RunContext(const Config& cfg, const RunSetup& s);
+
+  // Ends round r (0-based) with its record `rec`: parameter snapshot when due, test evaluation
+  // every eval_every rounds and at the last, the metrics line, the log line. True when
+  // stop_at_accuracy was reached.
+  bool end_round(int r, nlohmann::json& rec, const Coordinator& co, const std::string& what);
+  // Saves model.safetensors and summary.json (with `extra` merged), commits the folder, prints
+  // the hash. Returns the exit code.
+  int finish(const Coordinator& co, const nlohmann::json& extra = {});
+
+  const Config& cfg;
+  const RunSetup& s;
+  std::unique_ptr<Backend> backend;
+  TrainTest data;
+  Manifest manifest;
+  Model model;
+  std::vector<float> params;
+  ResultsDir out;
+  JsonlWriter metrics;
+
+ private:
+  nlohmann::json last_eval_;
+  int stopped_at_ = 0;  // the round stop_at_accuracy ended the run after, if it did
+};
+
+}  // namespace fedpar

@@ -1,0 +1,215 @@
+// The data-parallel topologies and asynchronous SGD as real processes over ZeroMQ: `master` and
+// `allreduce` train the same model as `parameter-server` under full batch; the ring's traffic
+// skips the server; a replica that drifts and a worker that dies stop the run with a clear error
+// (no hang); an async run is reproduced bit for bit from its log, and a staleness bound rejects.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <csignal>
+#include <fstream>
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+#include "core/safetensors.h"
+#include "tests/util/process.h"
+#include "tests/util/run_fedpar.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using testing::TempDir;
+
+// `fedpar run` of a small synthetic-data run with `sets`; the results land in tmp/res/<name>.
+testing::CliRun run(const TempDir& tmp, const std::string& name, const std::string& sets) {
+  std::ofstream(tmp / "run.toml") << "seed = 3\n[data]\nname = 'synthetic'\niid = true\n"
+                                     "[model]\nname = 'mlp'\nhidden = [32]\n";
+  return testing::run_fedpar("run " + (tmp / "run.toml").string() + " --set results_dir=" + (tmp / "res").string() +
+                                 " --set name=" + name + " " + sets,
+                             tmp.path());
+}
+
+std::vector<float> final_params(const TempDir& tmp, const std::string& name) {
+  std::vector<float> all;
+  for (const auto& [n, t] : load_safetensors(tmp / "res" / name / "model.safetensors").tensors)
+    all.insert(all.end(), t.values.begin(), t.values.end());
+  return all;
+}
+
+double relative_distance(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0, n = 0;
+  for (size_t i = 0; i < a.size(); ++i) d += std::pow(double(a[i]) - b[i], 2), n += std::pow(double(b[i]), 2);
+  return std::sqrt(d / n);
+}
+
+std::vector<nlohmann::json> jsonl(const std::filesystem::path& p) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(p);
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+TEST(Topologies, MasterAndAllReduceTrainWhatTheParameterServerTrainsUnderFullBatch) {
+  TempDir tmp;
+  // 4 clients on 2 processes: a ring rank and a master's worker process each serve two shards.
+  const std::string common = "--set regime=gradient --set rounds=8 --set processes=2 --set partition.clients=4 "
+                             "--set sgd.batch=full --set sgd.lr=0.5 --set allreduce.hash_every=2";
+  for (const char* t : {"parameter-server", "master", "allreduce"}) {
+    const auto r = run(tmp, t, common + " --set topology=" + t);
+    ASSERT_EQ(r.code, 0) << t << ": " << r.err;
+  }
+  const auto ps = final_params(tmp, "parameter-server");
+  const double master = relative_distance(final_params(tmp, "master"), ps);
+  const double ring = relative_distance(final_params(tmp, "allreduce"), ps);
+  // The same update in a different float summation order: rounding apart, nothing more. (A wrong
+  // weight, a missing slice or a stale replica moves the model by 1e-2 or more.)
+  EXPECT_LT(master, 1e-5);
+  EXPECT_LT(ring, 1e-5);
+  RecordProperty("master_vs_ps", std::to_string(master));
+  RecordProperty("allreduce_vs_ps", std::to_string(ring));
+  // Each replica was checked every 2 rounds, and the ring moved 2(N-1)/N of the gradient per
+  // worker while the server saw only reports: no gradient passes through it.
+  const auto rounds = jsonl(tmp / "res" / "allreduce" / "metrics.jsonl");
+  const size_t model_bytes = ps.size() * sizeof(float);
+  ASSERT_EQ(rounds.size(), 8u);
+  for (const auto& rec : rounds) {
+    EXPECT_EQ(rec["replicas_checked"].get<bool>(), rec["round"].get<int>() % 2 == 0);
+    for (const auto& w : rec["workers"]) {
+      const double ring_bytes = w["ring_bytes_sent"].get<double>();
+      EXPECT_NEAR(ring_bytes, model_bytes * 2.0 * (2 - 1) / 2, 64.0);  // N = 2, plus tag frames
+    }
+    if (rec["round"].get<int>() > 1 && !rec.contains("test_accuracy")) {
+      for (const auto& p : rec["processes"]) EXPECT_LT(p["bytes_down"].get<double>() + p["bytes_up"].get<double>(), 2048);
+    }
+  }
+  // The master sent the model to both processes and got 4 gradients back: N times a worker's.
+  size_t training_samples = 0;
+  std::ifstream in(tmp / "res" / "master" / "manifest.json");
+  const auto manifest = nlohmann::json::parse(in);
+  for (const auto& c : manifest["clients"]) training_samples += c["indices"].size();
+  for (const auto& rec : jsonl(tmp / "res" / "master" / "metrics.jsonl")) {
+    EXPECT_GE(rec["master_bytes_received"].get<double>(), 4.0 * model_bytes);
+    EXPECT_GE(rec["master_bytes_sent"].get<double>(), 2.0 * model_bytes);
+    EXPECT_EQ(rec["batch"].get<size_t>(), training_samples);  // full batch: every slice came
+  }
+}
+
+TEST(Topologies, AllReduceStopsLoudlyWhenReplicasDrift) {
+  TempDir tmp;
+  // Rank 1 flips one bit of its replica after round 1; the check at round 2 must name it.
+  const auto r = run(tmp, "drift", "--set regime=gradient --set topology=allreduce --set rounds=6 --set processes=3 "
+                                   "--set partition.clients=3 --set allreduce.hash_every=2 --set allreduce.fault_flip_rank=1");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("round 2: the replicas drifted apart"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(worker(s) 1)"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "res" / "drift")) << "a failed run leaves no results folder";
+}
+
+TEST(Topologies, AllReduceWorkerDyingMidRunStopsTheRingWithinTheDeadline) {
+  TempDir tmp;
+  // Rounds slowed by a fixed delay so the kill lands mid-run; the ring deadline is 1 s.
+  const pid_t server = testing::spawn_fedpar(
+      {"server", "--endpoint-file", (tmp / "ep").string(), "--set", "bind=tcp://127.0.0.1:*", "--set",
+       "results_dir=" + (tmp / "res").string(), "--set", "data.name=synthetic", "--set", "model.name=logreg",
+       "--set", "regime=gradient", "--set", "topology=allreduce", "--set", "rounds=100000", "--set",
+       "processes=3", "--set", "partition.clients=3", "--set", "allreduce.deadline_seconds=1", "--set",
+       "wait_seconds=60", "--set", "stragglers.delay_seconds=0:0.02,1:0.02,2:0.02"},
+      tmp / "s.out", tmp / "s.err");
+  const std::string ep = testing::wait_for_file(tmp / "ep", 20);
+  ASSERT_FALSE(ep.empty());
+  std::vector<pid_t> workers;
+  for (int i = 0; i < 3; ++i)
+    workers.push_back(testing::spawn_fedpar({"client", "--wait", "60", "--server", ep},
+                                            tmp / ("c" + std::to_string(i) + ".out"),
+                                            tmp / ("c" + std::to_string(i) + ".err")));
+  // Wait for a few rounds, then kill one worker outright.
+  for (int i = 0; i < 200 && testing::slurp(tmp / "s.err").find("round 5/") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_NE(testing::slurp(tmp / "s.err").find("round 5/"), std::string::npos) << testing::slurp(tmp / "s.err");
+  const auto t_kill = std::chrono::steady_clock::now();
+  kill(workers[1], SIGKILL);
+  const auto code = testing::wait_exit(server, 20);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_kill).count();
+  ASSERT_TRUE(code.has_value()) << "the server hung after a worker died";
+  EXPECT_NE(*code, 0);
+  EXPECT_LT(seconds, 10.0) << "well inside wait_seconds (60): the survivors reported the ring failure";
+  const std::string err = testing::slurp(tmp / "s.err");
+  // A neighbour's ring receive timed out ("worker k failed: ring: ... did it die?"), or the dead
+  // worker had finished its ring step and the server missed only its report ("... did it die?").
+  EXPECT_NE(err.find("did it die?"), std::string::npos) << err;
+  for (int i : {0, 2}) EXPECT_TRUE(testing::wait_exit(workers[size_t(i)], 20).has_value()) << "survivor " << i << " hung";
+  testing::wait_exit(workers[1], 1);
+}
+
+TEST(Async, ReplayReproducesTheRunBitForBitFromItsLog) {
+  TempDir tmp;
+  // Client 0 waits 50 ms before each update, the others 10 ms: they apply several meanwhile.
+  const auto r = run(tmp, "async", "--set regime=async --set rounds=20 --set processes=3 --set partition.clients=3 "
+                                   "--set sgd.batch=20 --set sgd.lr=0.1 --set stragglers.delay_seconds=0:0.05,1:0.01,2:0.01");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto log = jsonl(tmp / "res" / "async" / "updates.jsonl");
+  ASSERT_GE(log.size(), 60u);
+  uint64_t max_tau = 0;
+  int straggler_updates = 0;
+  for (const auto& e : log) {
+    EXPECT_TRUE(e["applied"].get<bool>());
+    if (e["client"] == 0) max_tau = std::max(max_tau, e["staleness"].get<uint64_t>()), ++straggler_updates;
+  }
+  EXPECT_GE(max_tau, 2u) << "the straggler's updates arrive stale";
+  EXPECT_LT(straggler_updates * 3, int(log.size())) << "and it sends fewer of them";
+  const auto rec = jsonl(tmp / "res" / "async" / "metrics.jsonl");
+  ASSERT_EQ(rec.size(), 20u);
+  EXPECT_EQ(rec.back()["model_version"].get<int>(), 60);
+  const auto replay = testing::run_fedpar("replay " + (tmp / "res" / "async").string(), tmp.path());
+  EXPECT_EQ(replay.code, 0) << replay.out << replay.err;
+  EXPECT_NE(replay.out.find("matches"), std::string::npos) << replay.out;
+  // A log that lies fails the replay: swap the batch draws of two applied updates.
+  std::ofstream bad(tmp / "res" / "async" / "updates.jsonl");
+  auto edited = log;
+  std::swap(edited[1]["draw"], edited[2]["draw"]);
+  for (auto e : edited) bad << e.dump() << "\n";
+  bad.close();
+  if (edited[1]["client"] != edited[2]["client"] || edited[1]["draw"] != edited[2]["draw"]) {
+    const auto lied = testing::run_fedpar("replay " + (tmp / "res" / "async").string(), tmp.path());
+    EXPECT_EQ(lied.code, 1) << lied.out << lied.err;
+    EXPECT_NE(lied.out.find("DIFFERS"), std::string::npos) << lied.out;
+  }
+}
+
+TEST(Async, StalenessBoundRejectsAndLogsStaleUpdates) {
+  TempDir tmp;
+  const auto r = run(tmp, "bounded", "--set regime=async --set rounds=20 --set processes=3 --set partition.clients=3 "
+                                     "--set sgd.batch=20 --set async.staleness_bound=1 --set async.staleness_lr=true "
+                                     "--set stragglers.delay_seconds=0:0.05,1:0.01,2:0.01");
+  ASSERT_EQ(r.code, 0) << r.err;
+  int rejected = 0;
+  for (const auto& e : jsonl(tmp / "res" / "bounded" / "updates.jsonl")) {
+    const uint64_t tau = e["staleness"].get<uint64_t>();
+    EXPECT_EQ(e["applied"].get<bool>(), tau <= 1) << e.dump();
+    if (e["applied"].get<bool>()) {
+      EXPECT_FLOAT_EQ(e["lr"].get<float>(), 0.1f / float(std::max<uint64_t>(1, tau)));
+    }
+    rejected += !e["applied"].get<bool>();
+  }
+  EXPECT_GT(rejected, 0);
+  EXPECT_NE(r.err.find("rejected client 0's update: staleness"), std::string::npos) << r.err;
+  const auto replay = testing::run_fedpar("replay " + (tmp / "res" / "bounded").string(), tmp.path());
+  EXPECT_EQ(replay.code, 0) << replay.out << replay.err;
+}
+
+TEST(Topologies, ConfigErrorsNameTheFix) {
+  TempDir tmp;
+  auto r = run(tmp, "x", "--set topology=ring");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("topology must be parameter-server, master or allreduce, got 'ring'"), std::string::npos) << r.err;
+  r = run(tmp, "x", "--set topology=master --set regime=model");
+  EXPECT_NE(r.err.find("needs regime = \"gradient\""), std::string::npos) << r.err;
+  r = run(tmp, "x", "--set topology=allreduce --set regime=gradient --set fraction=0.5");
+  EXPECT_NE(r.err.find("fraction must be 1"), std::string::npos) << r.err;
+  r = run(tmp, "x", "--set stragglers.slowdown=0:0.5");
+  EXPECT_NE(r.err.find("stragglers.slowdown: '0:0.5' is not \"client:value\""), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace fedpar
