@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""fedpar's ring all-reduce beside torch.distributed's all_reduce on the gloo backend, in one run:
+"""fedpar's ring all-reduce beside torch.distributed's all_reduce on the gloo backend and OpenMPI's
+MPI_Allreduce (bench/mpi_allreduce.py, when mpirun and mpi4py are installed), in one run:
 for each worker count N and vector length, the median time of one all-reduce over N processes on
 TCP loopback (the slowest worker's median), algbw = bytes / time and busbw = algbw * 2 (N - 1) / N,
 as NCCL-tests define them. The two sides alternate N by N for --rounds rounds; medians pool all.
@@ -63,6 +64,24 @@ def run_ring(exe, n, sizes, reps):
     return [json.loads(l) for l in out.splitlines() if l.startswith("{")]
 
 
+def run_mpi(n, sizes, reps):
+    here = os.path.dirname(os.path.abspath(__file__))
+    # Loopback TCP like the other two sides (no shared-memory transport), one core per rank.
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(n), "--mca", "btl", "self,tcp",
+           "--mca", "btl_tcp_if_include", "lo", "--bind-to", "none",
+           "/usr/bin/python3", os.path.join(here, "mpi_allreduce.py"), "--floats", ",".join(map(str, sizes)),
+           "--reps", str(reps)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+
+
+def have_mpi():
+    import shutil
+    if not shutil.which("mpirun"):
+        return False
+    return subprocess.run(["/usr/bin/python3", "-c", "import mpi4py"], capture_output=True).returncode == 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bench", default="build/bench_allreduce")
@@ -79,24 +98,35 @@ def main():
     if a.gloo_rank >= 0:
         return gloo_worker(a.gloo_rank, a.world, a.port, sizes, a.reps)
     rows = {}
+    mpi = have_mpi()
+    if not mpi:
+        print("allreduce: no mpirun/mpi4py (apt install openmpi-bin python3-mpi4py): MPI column left out",
+              file=sys.stderr)
     for rnd in range(a.rounds):
         for n in [int(v) for v in a.workers.split(",")]:
             print(f"allreduce: round {rnd + 1}, {n} workers", file=sys.stderr, flush=True)
-            for r in run_ring(a.bench, n, sizes, a.reps) + run_gloo(n, sizes, a.reps):
+            got = run_ring(a.bench, n, sizes, a.reps) + run_gloo(n, sizes, a.reps)
+            if mpi:
+                got += run_mpi(n, sizes, a.reps)
+            for r in got:
                 rows.setdefault((n, r["floats"], r["side"]), []).append(r["seconds"])
     import torch
     print(f"{os.cpu_count()} cores; torch {torch.__version__}; median time of one all-reduce, "
-          f"busbw = bytes / time * 2 (N - 1) / N\n")
-    print("| N | floats | fedpar ring (us) | gloo (us) | fedpar busbw (GB/s) | gloo busbw (GB/s) | busbw ratio |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+          f"busbw = bytes / time * 2 (N - 1) / N; 'vs' = their time / fedpar's (> 1: fedpar faster)\n")
+    mpi_head = (" MPI (us) |", " MPI busbw (GB/s) |", " vs MPI |") if mpi else ("", "", "")
+    print(f"| N | floats | fedpar ring (us) | gloo (us) |{mpi_head[0]} fedpar busbw (GB/s) | gloo busbw (GB/s) |"
+          f"{mpi_head[1]} vs gloo |{mpi_head[2]}")
+    print("|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if mpi else ""))
     out = []
     for n in [int(v) for v in a.workers.split(",")]:
         for f in sizes:
             ring, gloo = statistics.median(rows[(n, f, "fedpar-ring")]), statistics.median(rows[(n, f, "gloo")])
             bw = lambda t: f * 4 / t / 1e9 * 2 * (n - 1) / n
-            print(f"| {n} | {f} | {ring * 1e6:.0f} | {gloo * 1e6:.0f} | {bw(ring):.3f} | {bw(gloo):.3f} | "
-                  f"{gloo / ring:.2f} |")
-            out.append({"workers": n, "floats": f, "ring_seconds": ring, "gloo_seconds": gloo})
+            m = statistics.median(rows[(n, f, "mpi")]) if mpi else None
+            cells = (f" {m * 1e6:.0f} |", f" {bw(m):.3f} |", f" {m / ring:.2f} |") if mpi else ("", "", "")
+            print(f"| {n} | {f} | {ring * 1e6:.0f} | {gloo * 1e6:.0f} |{cells[0]} {bw(ring):.3f} | {bw(gloo):.3f} |"
+                  f"{cells[1]} {gloo / ring:.2f} |{cells[2]}")
+            out.append({"workers": n, "floats": f, "ring_seconds": ring, "gloo_seconds": gloo, "mpi_seconds": m})
     if a.json:
         with open(a.json, "w") as fh:
             json.dump(out, fh, indent=1)

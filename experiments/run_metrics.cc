@@ -42,10 +42,13 @@ RunCurves read_curves(const std::filesystem::path& dir) {
   double samples = 0, diagnostic = 0, seconds = 0;
   const auto rounds = read_rounds(dir);
   for (const auto& j : rounds) {
-    for (const auto& cl : j["clients"]) samples += cl.value("samples_processed", 0.0);
+    if (j.contains("samples_processed"))  // topologies and async log the round's total
+      samples += j["samples_processed"].get<double>();
+    for (const auto& cl : j.value("clients", nlohmann::json::array())) samples += cl.value("samples_processed", 0.0);
     diagnostic += j.value("diagnostic_bytes_up", 0.0);
     seconds += j.value("wait_seconds", 0.0) + j.value("aggregate_seconds", 0.0);
     if (!j.contains("test_accuracy")) continue;
+    c.seconds.push_back(j.value("elapsed_seconds", seconds));
     c.round.push_back(j["round"].get<double>());
     c.accuracy.push_back(100 * j["test_accuracy"].get<double>());
     c.test_loss.push_back(j.value("test_loss", 0.0));
@@ -62,7 +65,7 @@ RunCurves read_curves(const std::filesystem::path& dir) {
 RunAccounting read_accounting(const std::filesystem::path& dir) {
   std::vector<double> clients, param, act, down, up, compute, broadcast, exchange, aggregate;
   for (const auto& j : read_rounds(dir)) {
-    const auto& cls = j["clients"];
+    const auto cls = j.value("clients", nlohmann::json::array());
     if (cls.empty()) continue;
     clients.push_back(double(cls.size()));
     const double diagnostic_per_client = j.value("diagnostic_bytes_up", 0.0) / double(cls.size());
@@ -88,6 +91,44 @@ RunAccounting read_accounting(const std::filesystem::path& dir) {
   }
   return {median(clients), median(param), median(act), median(down), median(up),
           median(compute), median(broadcast), median(exchange), median(aggregate)};
+}
+
+RunTraffic read_traffic(const std::filesystem::path& dir) {
+  RunTraffic t;
+  std::vector<double> step, server_sent, server_received, worker_sent, worker_received, allreduce, busbw;
+  for (const auto& j : read_rounds(dir)) {
+    t.topology = j.value("topology", j.value("regime", std::string("model")));
+    step.push_back(1e3 * (j.value("wait_seconds", 0.0) + j.value("aggregate_seconds", 0.0)));
+    // Per process: what the server sent it and got from it, plus (allreduce) its ring traffic.
+    const auto procs = j.value("processes", nlohmann::json::array());
+    const auto workers = j.value("workers", nlohmann::json::array());
+    t.workers = int(procs.size());
+    double ss = 0, sr = 0, ws = 0, wr = 0, slowest_allreduce = 0, model_bytes = 0;
+    for (size_t i = 0; i < procs.size(); ++i) {
+      const double down = procs[i].value("bytes_down", 0.0), up = procs[i].value("bytes_up", 0.0);
+      ss += down, sr += up;
+      double ring_sent = 0, ring_received = 0;
+      if (i < workers.size()) {
+        ring_sent = workers[i].value("ring_bytes_sent", 0.0);
+        ring_received = workers[i].value("ring_bytes_received", 0.0);
+        slowest_allreduce = std::max(slowest_allreduce, workers[i].value("allreduce_seconds", 0.0));
+        model_bytes = workers[i].value("parameter_bytes", 0.0) / 2;  // weights + gradient
+      }
+      ws = std::max(ws, up + ring_sent);
+      wr = std::max(wr, down + ring_received);
+    }
+    server_sent.push_back(ss / 1e6), server_received.push_back(sr / 1e6);
+    worker_sent.push_back(ws / 1e6), worker_received.push_back(wr / 1e6);
+    if (slowest_allreduce > 0 && t.workers > 1) {
+      allreduce.push_back(1e3 * slowest_allreduce);
+      busbw.push_back(model_bytes / slowest_allreduce / 1e9 * 2.0 * (t.workers - 1) / t.workers);
+    }
+  }
+  t.step_ms = median(step);
+  t.server_mb_sent = median(server_sent), t.server_mb_received = median(server_received);
+  t.worker_mb_sent = median(worker_sent), t.worker_mb_received = median(worker_received);
+  t.allreduce_ms = median(allreduce), t.busbw_gbps = median(busbw);
+  return t;
 }
 
 Divergence weight_divergence(const std::filesystem::path& run_dir, const std::filesystem::path& ref_dir) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 #include <vector>
 
 namespace fedpar {
@@ -16,6 +17,7 @@ struct RunCurves {
   std::vector<double> samples;    // samples processed by all clients (forward/backward), cumulative
   std::vector<double> cosine;     // mean pairwise cosine of the round's client updates
   std::vector<double> drift;      // update_drift, when the run logged it (diagnostics.drift)
+  std::vector<double> seconds;    // wall time of the rounds so far (the server's wait + aggregation)
   double round_seconds = 0;       // the server's wait + aggregation, mean per round
 };
 
@@ -32,7 +34,18 @@ struct RunAccounting {
   double aggregate_ms = 0;      // the server's reduction and update
 };
 
+// Traffic per node and step, for comparing the data-parallel topologies (medians over rounds).
+struct RunTraffic {
+  std::string topology;                      // parameter-server | master | allreduce | async | model
+  int workers = 0;                           // client processes
+  double step_ms = 0;                        // one round: the server's wait + aggregation
+  double server_mb_sent = 0, server_mb_received = 0;
+  double worker_mb_sent = 0, worker_mb_received = 0;  // the busiest worker's, ring traffic included
+  double allreduce_ms = 0, busbw_gbps = 0;   // allreduce: the slowest rank's, busbw = algbw 2(N-1)/N
+};
+
 RunCurves read_curves(const std::filesystem::path& run_dir);
+RunTraffic read_traffic(const std::filesystem::path& run_dir);
 RunAccounting read_accounting(const std::filesystem::path& run_dir);
 
 // ||w_run - w_ref|| / ||w_ref|| at every round both saved (diagnostics.save_params_every).

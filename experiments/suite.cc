@@ -32,7 +32,7 @@ constexpr const char* kSection = R"(
 title = ""
 what = ""                # one paragraph: what the suite compares
 runs = [""]              # "label | key=value key=value ..." (the "" default types the list)
-smoke = [""]             # overrides for --smoke ("key=value"; suite.* keys too), before each run's own
+smoke = [""]             # overrides for --smoke ("key=value"; suite.* keys too), after each run's own
 target_accuracy = 0.0    # > 0 (percent): the table gives the rounds each run took to reach it
 seeds = []               # run every run once per seed (labels get -s<seed>); plots show mean and band
 pairs = [""]             # "run reference": weight divergence of run from reference, per evaluated round
@@ -66,6 +66,8 @@ RunSpec parse_run(const std::string& text) {
   label >> r.label;
   for (std::string kv; sets >> kv;) r.sets.push_back(kv);
   if (r.label.empty()) throw Error(fmt::format("suite.runs: '{}' has no label", text));
+  if (r.label.find_first_of("/\\") != std::string::npos || r.label.starts_with('.'))
+    throw Error(fmt::format("suite.runs: label '{}' names a folder: use no '/', '\\' or leading '.'", r.label));
   return r;
 }
 
@@ -147,8 +149,7 @@ SuitePlan plan_suite(const SuiteOptions& o) {
   plan.eval_every = cfg.get_int("suite.eval_every");
   if (plan.eval_every < 1) throw Error("suite.eval_every must be >= 1");
 
-  Config base = config_without(cfg, {"suite", "equivalence"});
-  base.set_all(smoke);
+  const Config base = config_without(cfg, {"suite", "equivalence"});
   for (const auto& r : runs) {
     const bool paired = reference.count(r.label) || std::any_of(reference.begin(), reference.end(),
                                                                  [&](const auto& kv) { return kv.second == r.label; });
@@ -156,6 +157,7 @@ SuitePlan plan_suite(const SuiteOptions& o) {
       Instance in{r, seeds.empty() ? "" : fmt::format("-s{}", seeds[k]), base, ""};
       Config& c = in.config;
       c.set_all(r.sets);
+      c.set_all(smoke);  // after the run's own: a smoke size holds for every run
       c.set_all(o.sets);
       if (!seeds.empty()) c.set("seed", std::to_string(seeds[k]));
       c.set("name", in.label());
@@ -208,6 +210,7 @@ std::optional<SuiteRun> run_instance(const Instance& in, const std::filesystem::
   r.reference = in.reference;
   r.curves = read_curves(dir);
   r.accounting = read_accounting(dir);
+  r.traffic = read_traffic(dir);
   const PartitionStats st = manifest_stats(dir / "manifest.json");
   r.clients = st.clients.size();
   r.median_emd = st.emd.median;
@@ -244,6 +247,11 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
   report << equivalence_md << (plan.equivalence ? "\n## Runs\n\n" : "") << results_table(results, target) << "\n";
   if (const std::string grid = grid_table(results, target); !grid.empty())
     report << "### Best of each learning-rate grid\n\n" << grid << "\n";
+  if (const std::string traffic = traffic_table(results); !traffic.empty())
+    report << "### Traffic and time per node and step\n\nMedians over rounds. The server's columns count its "
+              "socket; a worker's add its ring traffic (allreduce). busbw = model bytes / all-reduce time x "
+              "2(N-1)/N.\n\n"
+           << traffic << "\n";
   if (const std::string div = divergence_table(results); !div.empty())
     report << "### Weight divergence between paired runs\n\n" << div << "\n";
   report << "### Memory and time per client and round\n\nMedians over rounds; memory is what the client's core "

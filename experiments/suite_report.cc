@@ -67,13 +67,17 @@ int rounds_to(const RunCurves& c, double target) {
 std::string results_table(const std::vector<SuiteRun>& runs, double target) {
   std::ostringstream t;
   t << "| run | overrides | clients | median EMD | final accuracy | best accuracy | "
-    << (target > 0 ? fmt::format("rounds to {}% | ", target) : "")
-    << "MB communicated | round time (s) |\n|---|---|---|---|---|---|---|---|" << (target > 0 ? "---|" : "") << "\n";
+    << (target > 0 ? fmt::format("rounds to {0}% | seconds to {0}% | ", target) : "")
+    << "MB communicated | round time (s) |\n|---|---|---|---|---|---|---|---|" << (target > 0 ? "---|---|" : "") << "\n";
   for (const auto& r : runs) {
     std::string target_cell;
     if (target > 0) {
       const int k = rounds_to(r.curves, target);
-      target_cell = k ? fmt::format("{} | ", k) : fmt::format("not in {} | ", int(last_of(r.curves.round)));
+      double secs = 0;
+      for (size_t i = 0; i < r.curves.round.size(); ++i)
+        if (int(r.curves.round[i]) == k && i < r.curves.seconds.size()) secs = r.curves.seconds[i];
+      target_cell = k ? fmt::format("{} | {:.1f} | ", k, secs)
+                      : fmt::format("not in {} | - | ", int(last_of(r.curves.round)));
     }
     t << fmt::format("| {} | `{}` | {} | {:.3f} | {:.2f}% | {:.2f}% | {}{:.1f} | {:.3f} |\n", r.label,
                      joined(r.overrides), r.clients, r.median_emd, last_of(r.curves.accuracy),
@@ -89,9 +93,28 @@ std::string accounting_table(const std::vector<SuiteRun>& runs) {
        "exchange (ms) | aggregation (ms) |\n|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& g : groups(runs)) {  // one row per run (the first seed: memory and bytes do not vary)
     const RunAccounting& a = g.front()->accounting;
+    if (a.clients == 0) continue;  // master, allreduce, async: no per-client updates (traffic table)
     t << fmt::format("| {} | {:.0f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {:.2f} | {:.3f} | {:.2f} | {:.2f} |\n",
                      g.front()->group, a.clients, a.parameter_mb, a.activation_mb, a.down_mb, a.up_mb,
                      a.compute_ms, a.broadcast_ms, a.exchange_ms, a.aggregate_ms);
+  }
+  return t.str();
+}
+
+std::string traffic_table(const std::vector<SuiteRun>& runs) {
+  bool any = false;
+  for (const auto& r : runs)
+    any |= r.traffic.topology == "master" || r.traffic.topology == "allreduce" || r.traffic.topology == "async";
+  if (!any) return "";
+  std::ostringstream t;
+  t << "| run | topology | workers | step (ms) | server sent (MB) | server received (MB) | busiest worker sent (MB) "
+       "| busiest worker received (MB) | all-reduce (ms) | busbw (GB/s) |\n|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& g : groups(runs)) {
+    const RunTraffic& x = g.front()->traffic;
+    t << fmt::format("| {} | {} | {} | {:.2f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {} | {} |\n", g.front()->group,
+                     x.topology, x.workers, x.step_ms, x.server_mb_sent, x.server_mb_received, x.worker_mb_sent,
+                     x.worker_mb_received, x.allreduce_ms > 0 ? fmt::format("{:.2f}", x.allreduce_ms) : "-",
+                     x.busbw_gbps > 0 ? fmt::format("{:.3f}", x.busbw_gbps) : "-");
   }
   return t.str();
 }
@@ -153,6 +176,7 @@ std::string draw_suite_plots(const std::vector<SuiteRun>& runs, const std::strin
   const Column accuracy = [](const SuiteRun& r) -> const auto& { return r.curves.accuracy; };
   const Column mb = [](const SuiteRun& r) -> const auto& { return r.curves.mb; };
   const Column samples = [](const SuiteRun& r) -> const auto& { return r.curves.samples; };
+  const Column seconds = [](const SuiteRun& r) -> const auto& { return r.curves.seconds; };
   const Column loss = [](const SuiteRun& r) -> const auto& { return r.curves.test_loss; };
   const Column cosine = [](const SuiteRun& r) -> const auto& { return r.curves.cosine; };
   const Column drifts = [](const SuiteRun& r) -> const auto& { return r.curves.drift; };
@@ -171,6 +195,8 @@ std::string draw_suite_plots(const std::vector<SuiteRun>& runs, const std::strin
       {"accuracy-vs-round.svg", "test accuracy per round" + band, "round", "test accuracy (%)", round, accuracy},
       {"accuracy-vs-samples.svg", "test accuracy per sample processed" + band,
        "samples processed by all clients (cumulative)", "test accuracy (%)", samples, accuracy},
+      {"accuracy-vs-seconds.svg", "test accuracy per second of training" + band,
+       "seconds (the server's rounds, cumulative)", "test accuracy (%)", seconds, accuracy},
       {"accuracy-vs-bytes.svg", "test accuracy per MB communicated" + band,
        "MB sent + received at the server (cumulative)", "test accuracy (%)", mb, accuracy},
       {"update-cosine-vs-round.svg", "agreement of client updates", "round",
@@ -215,12 +241,18 @@ nlohmann::json run_json(const SuiteRun& r, double target) {
                       {"rounds_to_target", rounds_to(c, target)}, {"round", c.round},
                       {"accuracy", c.accuracy}, {"test_loss", c.test_loss}, {"mb_communicated", c.mb},
                       {"samples_processed", c.samples}, {"mean_pairwise_cosine", c.cosine},
+                      {"training_seconds", c.seconds},
                       {"seconds", r.seconds}, {"results", "runs/" + r.label},
                       {"accounting", {{"clients_per_round", a.clients}, {"parameter_mb", a.parameter_mb},
                                       {"activation_mb", a.activation_mb}, {"down_mb", a.down_mb},
                                       {"up_mb", a.up_mb}, {"compute_ms", a.compute_ms},
                                       {"broadcast_ms", a.broadcast_ms}, {"exchange_ms", a.exchange_ms},
                                       {"aggregate_ms", a.aggregate_ms}}}};
+  const auto& t = r.traffic;
+  j["traffic"] = {{"topology", t.topology}, {"workers", t.workers}, {"step_ms", t.step_ms},
+                  {"server_mb_sent", t.server_mb_sent}, {"server_mb_received", t.server_mb_received},
+                  {"worker_mb_sent", t.worker_mb_sent}, {"worker_mb_received", t.worker_mb_received},
+                  {"allreduce_ms", t.allreduce_ms}, {"busbw_gbps", t.busbw_gbps}};
   if (!c.drift.empty()) j["update_drift"] = c.drift;
   if (!r.reference.empty())
     j["divergence"] = {{"reference", r.reference}, {"round", r.divergence.round}, {"relative", r.divergence.relative}};

@@ -21,6 +21,7 @@ struct SuiteRun {
   double median_emd = 0;
   RunCurves curves;
   RunAccounting accounting;
+  RunTraffic traffic;
   std::string reference;  // a pair's reference run (label), when the suite pairs this run
   Divergence divergence;  // weight divergence from the reference, per saved round
   double seconds = 0;     // wall time of the run
@@ -36,6 +37,9 @@ std::string accounting_table(const std::vector<SuiteRun>& runs);
 // Runs labelled "name@value" form a grid per name: its best value (fewest rounds to target, then
 // best accuracy). Empty when no label has '@'.
 std::string grid_table(const std::vector<SuiteRun>& runs, double target);
+// Per node and step for the data-parallel topologies: step time, the server's and the busiest
+// worker's MB, all-reduce time and bus bandwidth. Empty unless a run used master, allreduce or async.
+std::string traffic_table(const std::vector<SuiteRun>& runs);
 // Weight divergence from each pair's reference at the first, middle and last saved round.
 std::string divergence_table(const std::vector<SuiteRun>& runs);
 

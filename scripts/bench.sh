@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
 need=()
-for p in python3-torch libopenblas0-openmp; do
+for p in python3-torch libopenblas0-openmp openmpi-bin python3-mpi4py; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if ((${#need[@]})); then

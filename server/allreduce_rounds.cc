@@ -152,7 +152,7 @@ void run_allreduce_rounds(Coordinator& co, RunContext& run) {
     nlohmann::json rec = {{"kind", "round"}, {"round", r + 1}, {"topology", "allreduce"},
                           {"participants", co.num_clients}, {"received", co.num_clients},
                           {"train_loss", samples > 0 ? loss_sum / samples : 0.0},
-                          {"bytes_sent_total", sent}, {"bytes_received_total", received},
+                          {"samples_processed", samples}, {"bytes_sent_total", sent}, {"bytes_received_total", received},
                           {"workers", per_worker}, {"processes", co.per_process_bytes(bytes_before, tasks)},
                           {"replicas_checked", check},
                           {"wait_seconds", std::chrono::duration<double>(t_done - t0).count()}};

@@ -41,7 +41,8 @@ void run_async_rounds(Coordinator& co, RunContext& run) {
 
   const std::vector<size_t> expect = {run.params.size()};
   uint64_t seq = 0, applied_in_round = 0, rejected_in_round = 0;
-  double loss_sum = 0, samples = 0;
+  double loss_sum = 0, samples = 0, processed = 0;  // processed: rejected updates' samples too
+  auto bytes_before = co.bytes_snapshot();
   std::vector<uint64_t> taus;
   auto t_round = Clock::now();
   const auto t_start = t_round;
@@ -70,6 +71,7 @@ void run_async_rounds(Coordinator& co, RunContext& run) {
       continue;
     }
     const Outstanding o = outstanding[c];
+    processed += double(std::get<uint64_t>(n));
     outstanding.erase(c);
     const uint64_t tau = version - o.version;
     const bool accept = s.staleness_bound == 0 || tau <= uint64_t(s.staleness_bound);
@@ -96,19 +98,23 @@ void run_async_rounds(Coordinator& co, RunContext& run) {
     const uint64_t tau_max = *std::max_element(taus.begin(), taus.end());
     double tau_mean = 0;
     for (uint64_t t : taus) tau_mean += double(t) / double(taus.size());
-    nlohmann::json rec = {{"kind", "round"}, {"round", r + 1}, {"regime", "async"},
+    std::map<std::string, std::vector<uint32_t>> hosted;
+    for (const auto& id : co.order) hosted[id] = co.peers[id].clients;
+    nlohmann::json rec = {{"kind", "round"}, {"round", r + 1}, {"regime", "async"}, {"topology", "async"},
                           {"updates_applied", applied_in_round}, {"updates_rejected", rejected_in_round},
                           {"model_version", version}, {"staleness_mean", tau_mean}, {"staleness_max", tau_max},
-                          {"train_loss", samples > 0 ? loss_sum / samples : 0.0},
+                          {"train_loss", samples > 0 ? loss_sum / samples : 0.0}, {"samples_processed", processed},
                           {"bytes_sent_total", sent}, {"bytes_received_total", received},
+                          {"processes", co.per_process_bytes(bytes_before, hosted)},
                           {"wait_seconds", std::chrono::duration<double>(Clock::now() - t_round).count()},
                           {"elapsed_seconds", std::chrono::duration<double>(Clock::now() - t_start).count()}};
     const bool stop = run.end_round(r, rec, co,
                                     fmt::format("{} updates (staleness mean {:.2f}, max {}, {} rejected)",
                                                 applied_in_round, tau_mean, tau_max, rejected_in_round));
     applied_in_round = rejected_in_round = 0;
-    loss_sum = samples = 0;
+    loss_sum = samples = processed = 0;
     taus.clear();
+    bytes_before = co.bytes_snapshot();
     t_round = Clock::now();
     if (stop) break;
     ++r;

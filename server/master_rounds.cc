@@ -131,7 +131,7 @@ void run_master_rounds(Coordinator& co, RunContext& run) {
     nlohmann::json rec = {{"kind", "round"}, {"round", r + 1}, {"topology", "master"},
                           {"participants", co.num_clients}, {"received", co.num_clients},
                           {"train_loss", total > 0 ? loss_sum / double(total) : 0.0},
-                          {"batch", total},
+                          {"batch", total}, {"samples_processed", total},
                           {"bytes_sent_total", sent}, {"bytes_received_total", received},
                           {"master_bytes_sent", master_down}, {"master_bytes_received", master_up},
                           {"processes", procs},

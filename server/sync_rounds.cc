@@ -143,7 +143,9 @@ void run_sync_rounds(Coordinator& co, RunContext& run) {
         if (pc["client"] == updates[k].client) pc["update_norm"] = diag.norms[k];
 
     const auto [sent, received] = co.total_bytes();
-    nlohmann::json rec = {{"kind", "round"}, {"round", r + 1}, {"participants", participants.size()},
+    nlohmann::json rec = {{"kind", "round"}, {"round", r + 1},
+                          {"topology", s.regime == Regime::kGradient ? "parameter-server" : "model-averaging"},
+                          {"participants", participants.size()},
                           {"received", got.size()}, {"missing", missing},
                           {"train_loss", loss_samples > 0 ? loss_sum / loss_samples : 0.0},
                           {"bytes_sent_total", sent}, {"bytes_received_total", received},

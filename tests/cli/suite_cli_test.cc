@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/util/run_fedpar.h"
@@ -176,6 +177,36 @@ TEST(Suite, ScalingSmokeHalvesActivationMemoryPerClient) {
   // 2m floats of the 2NN (199,210 parameters) in MB.
   EXPECT_NEAR(runs["N1"]["accounting"]["parameter_mb"].get<double>(), 2 * 199210 * 4 / 1e6, 1e-9);
   EXPECT_NE(testing::slurp(tmp / "s/report.md").find("activations per client (MB)"), std::string::npos);
+}
+
+TEST(Suite, TopologiesSmokeShowsWhereEachTopologyCarriesTheTraffic) {
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
+  TempDir tmp;
+  auto runs = smoke_runs("topologies", tmp);
+  ASSERT_EQ(runs.size(), 21u);
+  for (const std::string model : {"2nn", "mlp1m"}) {
+    for (int n : {2, 4, 8}) {
+      const auto key = [&](const char* t) { return fmt::format("{}-{}-N{}", t, model, n); };
+      const auto &ps = runs[key("ps")], &master = runs[key("master")], &ring = runs[key("ring")];
+      // The same update three ways: the same accuracy.
+      EXPECT_NEAR(ps["final_accuracy"].get<double>(), master["final_accuracy"].get<double>(), 0.5) << key("master");
+      EXPECT_NEAR(ps["final_accuracy"].get<double>(), ring["final_accuracy"].get<double>(), 0.5) << key("ring");
+      // The master (and the parameter server) receive N times what a worker sends; the ring's
+      // server sees almost nothing, each of its workers sends 2(N-1)/N of the model.
+      const auto& mt = master["traffic"];
+      EXPECT_NEAR(mt["server_mb_received"].get<double>(), n * mt["worker_mb_sent"].get<double>(),
+                  0.01 * mt["server_mb_received"].get<double>()) << key("master");
+      EXPECT_LT(ring["traffic"]["server_mb_sent"].get<double>(), 0.01) << key("ring");
+      EXPECT_GE(ring["traffic"]["worker_mb_sent"].get<double>(),
+                0.99 * 2.0 * (n - 1) / n * ps["traffic"]["worker_mb_sent"].get<double>()) << key("ring");
+      EXPECT_GT(ring["traffic"]["busbw_gbps"].get<double>(), 0) << key("ring");
+    }
+  }
+  EXPECT_TRUE(std::filesystem::exists(tmp / "s/runs/async-straggler/updates.jsonl"));
+  EXPECT_EQ(runs["async-straggler"]["traffic"]["topology"], "async");
+  const std::string report = testing::slurp(tmp / "s/report.md");
+  EXPECT_NE(report.find("### Traffic and time per node and step"), std::string::npos);
+  EXPECT_NE(report.find("seconds to 90%"), std::string::npos);
 }
 
 TEST(Suite, UnknownSuiteNamesTheShippedOnes) {
