@@ -54,6 +54,7 @@ RingStats ring_allreduce(std::span<float> data, int rank, int n, RingLink& link,
     }
     ++st.buckets;
   }
+  link.flush();
   return st;
 }
 

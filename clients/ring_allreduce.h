@@ -22,6 +22,10 @@ class RingLink {
   virtual void recv_prev(std::span<float> into, uint64_t tag) = 0;
   // acc[i] = received[i] + acc[i]; a link may add straight from its receive buffer.
   virtual void recv_prev_add(std::span<float> acc, uint64_t tag);
+  // Returns once every chunk sent so far has left the caller's memory (a link that sends without
+  // copying must not let the caller overwrite a chunk still on its way); ring_allreduce calls it
+  // before it returns.
+  virtual void flush() {}
 
  private:
   std::vector<float> incoming_;  // recv_prev_add's default buffer

@@ -4,6 +4,7 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -38,10 +39,34 @@ void ZmqRingLink::connect_next(const std::string& endpoint) {
 void ZmqRingLink::send_next(std::span<const float> chunk, uint64_t tag) {
   uint8_t t[8];
   for (int i = 0; i < 8; ++i) t[i] = uint8_t(tag >> (8 * i));
-  std::array<zmq::const_buffer, 2> parts = {zmq::buffer(t, sizeof t), zmq::buffer(chunk.data(), chunk.size_bytes())};
+  std::array<zmq::message_t, 2> parts;
+  parts[0] = zmq::message_t(t, sizeof t);
+  if (chunk.size_bytes() >= kZeroCopyBytes) {
+    auto* hold = new std::shared_ptr<std::atomic<int64_t>>(in_flight_);
+    ++*in_flight_;
+    parts[1] = zmq::message_t(
+        const_cast<float*>(chunk.data()), chunk.size_bytes(),
+        [](void*, void* h) {
+          auto* counter = static_cast<std::shared_ptr<std::atomic<int64_t>>*>(h);
+          --**counter;
+          delete counter;
+        },
+        hold);
+  } else {
+    parts[1] = zmq::message_t(chunk.data(), chunk.size_bytes());
+  }
   if (!zmq::send_multipart(out_, parts))
     throw Error(fmt::format("ring: the next worker took nothing within {} ms", deadline_ms_));
   sent_ += sizeof t + chunk.size_bytes();
+}
+
+void ZmqRingLink::flush() {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms_);
+  while (in_flight_->load() > 0) {
+    if (std::chrono::steady_clock::now() > deadline)
+      throw Error(fmt::format("ring: the next worker took nothing within {} ms (did it die?)", deadline_ms_));
+    std::this_thread::yield();
+  }
 }
 
 zmq::message_t ZmqRingLink::receive(uint64_t tag, size_t bytes) {

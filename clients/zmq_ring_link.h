@@ -1,9 +1,12 @@
 // The ring all-reduce's links over ZeroMQ: each worker binds a PULL socket that its previous
 // neighbour connects to, and connects a PUSH socket to its next neighbour's. A message is two
-// frames: the tag (8 bytes, little-endian) and the chunk's floats. Receives wait at most the
-// deadline, so a dead neighbour stops the ring with an Error instead of a hang.
+// frames: the tag (8 bytes, little-endian) and the chunk's floats, large chunks sent without a
+// copy. Receives wait at most the deadline, so a dead neighbour stops the ring with an Error
+// instead of a hang.
 #pragma once
 
+#include <atomic>
+#include <memory>
 #include <string>
 
 #include <zmq.hpp>
@@ -22,6 +25,7 @@ class ZmqRingLink final : public RingLink {
   void send_next(std::span<const float> chunk, uint64_t tag) override;
   void recv_prev(std::span<float> into, uint64_t tag) override;
   void recv_prev_add(std::span<float> acc, uint64_t tag) override;  // adds from the received frame
+  void flush() override;
   uint64_t bytes_sent() const { return sent_; }
   uint64_t bytes_received() const { return received_; }
 
@@ -29,6 +33,11 @@ class ZmqRingLink final : public RingLink {
   // The next message's payload frame, checked against tag and size (Error otherwise).
   zmq::message_t receive(uint64_t tag, size_t bytes);
 
+  // Chunks of at least kZeroCopyBytes go to ZeroMQ as views of the caller's memory; `in_flight_`
+  // counts those ZeroMQ still holds (its I/O thread releases them, possibly after this link is
+  // gone: hence shared).
+  static constexpr size_t kZeroCopyBytes = 64 * 1024;
+  std::shared_ptr<std::atomic<int64_t>> in_flight_ = std::make_shared<std::atomic<int64_t>>(0);
   zmq::socket_t in_, out_;
   std::string endpoint_;
   int deadline_ms_;
