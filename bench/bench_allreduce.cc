@@ -37,7 +37,8 @@ std::string read_line(int fd) {
 }
 
 // One worker process: binds, reports its endpoint, learns the next one's, then times the sizes.
-int worker(int rank, int n, int to_parent, int from_parent, const std::vector<size_t>& sizes, int reps, bool json) {
+int worker(int rank, int n, int to_parent, int from_parent, const std::vector<size_t>& sizes, int reps, size_t bucket,
+           bool json) {
   zmq::context_t ctx;
   ZmqRingLink link(ctx, "tcp://127.0.0.1:*", 30.0);
   write_line(to_parent, link.endpoint());
@@ -49,7 +50,7 @@ int worker(int rank, int n, int to_parent, int from_parent, const std::vector<si
     for (int r = -2; r < reps; ++r) {  // two warm-up rounds
       ring_allreduce(barrier, rank, n, link);  // start together
       const auto t0 = std::chrono::steady_clock::now();
-      ring_allreduce(data, rank, n, link);
+      ring_allreduce(data, rank, n, link, bucket);
       const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (r >= 0) secs.push_back(dt);
     }
@@ -82,10 +83,12 @@ int main(int argc, char** argv) {
   CLI::App app{"fedpar ring all-reduce bandwidth (worker processes over TCP loopback)"};
   int n = 4, reps = 20;
   std::vector<size_t> sizes = {1000, 100000, 1000000, 4000000};
+  size_t bucket = size_t(1) << 20;  // the allreduce topology's default (allreduce.bucket_floats)
   bool json = false;
   app.add_option("--workers", n, "worker processes")->check(CLI::Range(2, 64));
   app.add_option("--floats", sizes, "vector lengths")->delimiter(',');
   app.add_option("--reps", reps, "timed all-reduces per size (median)");
+  app.add_option("--bucket", bucket, "floats per bucket")->capture_default_str();
   app.add_flag("--json", json, "JSON lines");
   CLI11_PARSE(app, argc, argv);
   if (!json) fmt::print("{:>4} {:>10} {:>12} {:>10} {:>10}\n", "N", "floats", "time (us)", "algbw GB/s", "busbw GB/s");
@@ -100,7 +103,7 @@ int main(int argc, char** argv) {
       ::close(a[0]);
       ::close(b[1]);
       try {
-        ::_exit(worker(r, n, a[1], b[0], sizes, reps, json));
+        ::_exit(worker(r, n, a[1], b[0], sizes, reps, bucket, json));
       } catch (const std::exception& e) {
         fmt::print(stderr, "bench_allreduce: worker {}: {}\n", r, e.what());
         ::_exit(1);

@@ -26,34 +26,43 @@ RingStats ring_allreduce(std::span<float> data, int rank, int n, RingLink& link,
   RingStats st;
   if (n == 1) return st;
   auto mod = [n](int v) { return ((v % n) + n) % n; };
-  for (size_t b0 = 0, bucket = 0; b0 < data.size(); b0 += bucket_floats, ++bucket) {
+  const size_t buckets = (data.size() + bucket_floats - 1) / bucket_floats;
+  // Chunk c of bucket j: [c len / n, (c + 1) len / n) of the bucket.
+  auto chunk = [&](size_t j, int c) {
+    const size_t b0 = j * bucket_floats;
     const std::span<float> part = data.subspan(b0, std::min(bucket_floats, data.size() - b0));
-    auto chunk = [&](int c) {  // chunk c of this bucket: [c len / n, (c + 1) len / n)
-      const size_t lo = part.size() * size_t(c) / size_t(n), hi = part.size() * size_t(c + 1) / size_t(n);
-      return part.subspan(lo, hi - lo);
-    };
-    // Reduce-scatter: at step s send chunk (rank - s), receive chunk (rank - s - 1) and add this
-    // worker's values to it. After n - 1 steps chunk (rank + 1) holds its full sum, added in the
-    // ring order starting at its own index.
-    for (int s = 0; s < n - 1; ++s) {
-      const auto out = chunk(mod(rank - s));
-      link.send_next(out, ring_tag(bucket, 0, s));
-      const auto in = chunk(mod(rank - s - 1));
-      link.recv_prev_add(in, ring_tag(bucket, 0, s));
-      st.floats_sent += out.size();
+    const size_t lo = part.size() * size_t(c) / size_t(n), hi = part.size() * size_t(c + 1) / size_t(n);
+    return part.subspan(lo, hi - lo);
+  };
+  auto send = [&](std::span<const float> v, uint64_t tag) {
+    link.send_next(v, tag);
+    st.floats_sent += v.size();
+  };
+  // Reduce-scatter, then all-gather, bucket by bucket within each step. At reduce-scatter step s
+  // this worker receives chunk (rank - s - 1) and adds its own values, so that chunk (rank + 1)
+  // ends with its full sum, added in the ring order starting at its own index; the all-gather
+  // passes the finished chunks around. Pipelined: a bucket's chunk goes on to the next worker as
+  // soon as it is ready, while the following buckets of the same step are still arriving.
+  for (size_t j = 0; j < buckets; ++j) send(chunk(j, rank), ring_tag(j, 0, 0));
+  for (int s = 0; s < n - 1; ++s) {
+    for (size_t j = 0; j < buckets; ++j) {
+      const auto in = chunk(j, mod(rank - s - 1));
+      link.recv_prev_add(in, ring_tag(j, 0, s));
       st.floats_received += in.size();
+      // The next reduce-scatter step sends this chunk; after the last, it is finished (chunk
+      // rank + 1) and starts the all-gather.
+      send(in, s + 1 < n - 1 ? ring_tag(j, 0, s + 1) : ring_tag(j, 1, 0));
     }
-    // All-gather: pass the finished chunks around; each worker overwrites with what it receives.
-    for (int s = 0; s < n - 1; ++s) {
-      const auto out = chunk(mod(rank + 1 - s));
-      link.send_next(out, ring_tag(bucket, 1, s));
-      const auto in = chunk(mod(rank - s));
-      link.recv_prev(in, ring_tag(bucket, 1, s));
-      st.floats_sent += out.size();
-      st.floats_received += in.size();
-    }
-    ++st.buckets;
   }
+  for (int s = 0; s < n - 1; ++s) {
+    for (size_t j = 0; j < buckets; ++j) {
+      const auto in = chunk(j, mod(rank - s));
+      link.recv_prev(in, ring_tag(j, 1, s));
+      st.floats_received += in.size();
+      if (s + 1 < n - 1) send(in, ring_tag(j, 1, s + 1));
+    }
+  }
+  st.buckets = int(buckets);
   link.flush();
   return st;
 }

@@ -36,9 +36,11 @@ struct RingStats {
   int buckets = 0;
 };
 
-// Sums `data` over the ring's `n` workers in place; this worker is `rank`. The vector is reduced
-// in buckets of at most `bucket_floats` (each a full reduce-scatter + all-gather), each split in n
-// chunks. Every worker must call it with the same length, n and bucket size.
+// Sums `data` over the ring's `n` workers in place; this worker is `rank`. The vector is cut in
+// buckets of at most `bucket_floats`, each split in n chunks; every step of the reduce-scatter and
+// the all-gather moves one chunk of each bucket, pipelined: a bucket's chunk is forwarded as soon
+// as it is summed, while the next bucket's is still on the wire. Every worker must call it with
+// the same length, n and bucket size.
 RingStats ring_allreduce(std::span<float> data, int rank, int n, RingLink& link, size_t bucket_floats = size_t(1) << 20);
 
 // The tag of a message: bucket, phase (0 reduce-scatter, 1 all-gather) and step.
