@@ -6,7 +6,7 @@
 # table reports medians over all repetitions: a slow spell hits both sides alike.
 # Usage: ROUNDS=3 scripts/bench.sh [--reps N] [--min-seconds S]   (output: bench/results/)
 #        ROUNDS=3 scripts/bench.sh ddp   per-step overhead of the gradient regime beside DDP (gloo)
-#        ROUNDS=2 scripts/bench.sh allreduce   the ring all-reduce's bandwidth beside gloo's
+#        ROUNDS=2 scripts/bench.sh allreduce   the ring all-reduce beside gloo and MPI_Allreduce
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
