@@ -100,7 +100,7 @@ int run_client(const ClientOptions& o) {
   std::optional<MasterWorker> master;
   if (s.topology == Topology::kMaster) master.emplace(*be, s.model, data.train);
 
-  // Replies with one vector (the update) owned by the message until ZeroMQ has sent it.
+  // Replies with `vs` (the update and what goes with it), owned by the message until ZeroMQ has sent it.
   auto reply = [&](uint32_t client, uint64_t round, const nlohmann::json& body, std::vector<std::vector<float>> vs) {
     auto owned = std::make_shared<std::vector<std::vector<float>>>(std::move(vs));
     std::vector<std::span<const float>> vecs(owned->begin(), owned->end());

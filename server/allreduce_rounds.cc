@@ -55,7 +55,6 @@ void run_allreduce_rounds(Coordinator& co, RunContext& run) {
   const RunSetup& s = run.s;
   form_ring(co, s.wait_seconds);
   const double weight = total_weight(s, run.manifest);
-  const std::vector<size_t> with_params = {run.params.size()};
   for (int r = 0; r < s.rounds; ++r) {
     co.round = uint64_t(r);
     const auto t0 = Clock::now();
