@@ -173,6 +173,8 @@ RunSetup resolve_run_setup(const Config& c) {
           fmt::format("topology '{}' trains data-parallel: it needs regime = \"gradient\"", topology));
   require(s.topology == Topology::kParameterServer || s.fraction == 1.0,
           fmt::format("topology '{}' uses every worker every step: fraction must be 1", topology));
+  require(s.topology != Topology::kMaster || s.weighting == Weighting::kBySamples,
+          "topology 'master' takes the loss over the whole batch: weighting must be samples");
   s.ring_bind = c.get_string("allreduce.bind");
   s.ring_bucket_floats = c.get_int("allreduce.bucket_floats");
   require(s.ring_bucket_floats >= 1, "allreduce.bucket_floats must be >= 1");

@@ -144,9 +144,10 @@ TEST(Topologies, AllReduceWorkerDyingMidRunStopsTheRingWithinTheDeadline) {
 
 TEST(Async, ReplayReproducesTheRunBitForBitFromItsLog) {
   TempDir tmp;
-  // Client 0 waits 50 ms before each update, the others 10 ms: they apply several meanwhile.
+  // Client 0 computes 5x slower and waits 50 ms before each update, the others 10 ms: they apply
+  // several meanwhile, however slow the machine.
   const auto r = run(tmp, "async", "--set regime=async --set rounds=20 --set processes=3 --set partition.clients=3 "
-                                   "--set sgd.batch=20 --set sgd.lr=0.1 --set stragglers.delay_seconds=0:0.05,1:0.01,2:0.01");
+                                   "--set sgd.batch=20 --set sgd.lr=0.1 --set stragglers.delay_seconds=0:0.05,1:0.01,2:0.01 --set stragglers.slowdown=0:5");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto log = jsonl(tmp / "res" / "async" / "updates.jsonl");
   ASSERT_GE(log.size(), 60u);
@@ -181,7 +182,7 @@ TEST(Async, StalenessBoundRejectsAndLogsStaleUpdates) {
   TempDir tmp;
   const auto r = run(tmp, "bounded", "--set regime=async --set rounds=20 --set processes=3 --set partition.clients=3 "
                                      "--set sgd.batch=20 --set async.staleness_bound=1 --set async.staleness_lr=true "
-                                     "--set stragglers.delay_seconds=0:0.05,1:0.01,2:0.01");
+                                     "--set stragglers.delay_seconds=0:0.05,1:0.01,2:0.01 --set stragglers.slowdown=0:5");
   ASSERT_EQ(r.code, 0) << r.err;
   int rejected = 0;
   for (const auto& e : jsonl(tmp / "res" / "bounded" / "updates.jsonl")) {
@@ -207,6 +208,8 @@ TEST(Topologies, ConfigErrorsNameTheFix) {
   EXPECT_NE(r.err.find("needs regime = \"gradient\""), std::string::npos) << r.err;
   r = run(tmp, "x", "--set topology=allreduce --set regime=gradient --set fraction=0.5");
   EXPECT_NE(r.err.find("fraction must be 1"), std::string::npos) << r.err;
+  r = run(tmp, "x", "--set topology=master --set regime=gradient --set weighting=uniform");
+  EXPECT_NE(r.err.find("weighting must be samples"), std::string::npos) << r.err;
   r = run(tmp, "x", "--set stragglers.slowdown=0:0.5");
   EXPECT_NE(r.err.find("stragglers.slowdown: '0:0.5' is not \"client:value\""), std::string::npos) << r.err;
 }
