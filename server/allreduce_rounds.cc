@@ -15,7 +15,9 @@ namespace fedpar {
 namespace {
 
 // The ring: every process sends RING with the endpoint it listens on; each then hears its rank
-// (HELLO order), the ring size and its next neighbour's endpoint.
+// (HELLO order), the ring size and its next neighbour's endpoint. Workers on several hosts listen
+// on every interface (allreduce.bind = "tcp://0.0.0.0:*") and are named by their address as the
+// server sees it.
 void form_ring(Coordinator& co, double wait_seconds) {
   std::map<std::string, std::string> endpoints;
   const auto deadline = Clock::now() + std::chrono::duration<double>(wait_seconds);
@@ -29,14 +31,31 @@ void form_ring(Coordinator& co, double wait_seconds) {
       co.reject(in->msg, "expected RING with the worker's endpoint");
       continue;
     }
-    endpoints[in->msg.identity] = std::get<std::string>(ep);
+    std::string endpoint = std::get<std::string>(ep);
+    if (const std::string any = "tcp://0.0.0.0:"; endpoint.starts_with(any)) {
+      // A worker listening on every interface is reached at the address its RING came from.
+      std::string host;
+      try {
+        host = in->msg.frames[0].gets("Peer-Address");
+      } catch (const zmq::error_t&) {
+      }
+      if (host.empty()) {
+        co.reject(in->msg, "a ring endpoint on every interface needs a tcp connection to the server");
+        continue;
+      }
+      if (host.find(':') != std::string::npos) host = "[" + host + "]";  // IPv6
+      endpoint = "tcp://" + host + ":" + endpoint.substr(any.size());
+    }
+    endpoints[in->msg.identity] = endpoint;
   }
   const int n = int(co.order.size());
   for (int rank = 0; rank < n; ++rank)
     co.send(co.order[size_t(rank)],
             encode_message(MessageType::kRing, 0, co.run_id, 0,
                            {{"rank", rank}, {"size", n}, {"next", endpoints[co.order[size_t((rank + 1) % n)]]}}));
-  co.log(fmt::format("ring of {} workers formed", n));
+  std::vector<std::string> order;
+  for (const auto& id : co.order) order.push_back(endpoints[id]);
+  co.log(fmt::format("ring of {} workers formed: {}", n, fmt::join(order, " -> ")));
 }
 
 // Sum of the weights the ring divides by: every client's n_k (or 1 each with uniform weighting).

@@ -56,7 +56,8 @@ lr = 0.1                 # server SGD learning rate
 momentum = 0.0
 
 [allreduce]              # topology = "allreduce": the workers' ring
-bind = "tcp://127.0.0.1:*"  # where each worker listens for its previous neighbour
+bind = "tcp://127.0.0.1:*"  # where each worker listens for its previous neighbour; across hosts
+                         # "tcp://0.0.0.0:*" (the server names each by the address it sees)
 bucket_floats = 1048576  # the gradient is reduced in buckets of this many floats
 deadline_seconds = 10.0  # a silent neighbour stops the ring with an error after this long
 hash_every = 10          # rounds between checks that every replica holds the same bytes (and the last)

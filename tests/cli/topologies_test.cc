@@ -95,6 +95,21 @@ TEST(Topologies, MasterAndAllReduceTrainWhatTheParameterServerTrainsUnderFullBat
   }
 }
 
+TEST(Topologies, AllReduceWorkersOnEveryInterfaceAreNamedByTheirAddress) {
+  TempDir tmp;
+  // As on several hosts: each worker listens on 0.0.0.0; the server tells its neighbour the
+  // address the worker's own connection came from (127.0.0.1 here).
+  const auto r = run(tmp, "any", "--set regime=gradient --set topology=allreduce --set rounds=3 --set processes=3 "
+                                 "--set partition.clients=3 --set allreduce.bind=tcp://0.0.0.0:*");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::smatch ring;
+  ASSERT_TRUE(std::regex_search(r.err, ring, std::regex("ring of 3 workers formed: (.*)"))) << r.err;
+  EXPECT_EQ(std::regex_replace(ring[1].str(), std::regex("[0-9]+"), "N"),
+            "tcp://N.N.N.N:N -> tcp://N.N.N.N:N -> tcp://N.N.N.N:N");
+  EXPECT_EQ(ring[1].str().find("0.0.0.0"), std::string::npos) << ring[1];
+  EXPECT_NE(ring[1].str().find("tcp://127.0.0.1:"), std::string::npos) << ring[1];
+}
+
 TEST(Topologies, AllReduceStopsLoudlyWhenReplicasDrift) {
   TempDir tmp;
   // Rank 1 flips one bit of its replica after round 1; the check at round 2 must name it.
