@@ -4,6 +4,7 @@
 // return parameter gradients, which the server sums (client order), steps and broadcasts. The
 // server holds the loss, so it sends and receives N times a worker's traffic. See rounds.h.
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include <fmt/format.h>
