@@ -4,7 +4,6 @@
 #include <array>
 #include <chrono>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -42,14 +41,21 @@ void ZmqRingLink::send_next(std::span<const float> chunk, uint64_t tag) {
   std::array<zmq::message_t, 2> parts;
   parts[0] = zmq::message_t(t, sizeof t);
   if (chunk.size_bytes() >= kZeroCopyBytes) {
-    auto* hold = new std::shared_ptr<std::atomic<int64_t>>(in_flight_);
-    ++*in_flight_;
+    auto* hold = new std::shared_ptr<InFlight>(in_flight_);
+    {
+      std::lock_guard lock(in_flight_->mutex);
+      ++in_flight_->count;
+    }
     parts[1] = zmq::message_t(
         const_cast<float*>(chunk.data()), chunk.size_bytes(),
-        [](void*, void* h) {
-          auto* counter = static_cast<std::shared_ptr<std::atomic<int64_t>>*>(h);
-          --**counter;
-          delete counter;
+        [](void*, void* h) {  // on ZeroMQ's I/O thread, once the chunk has left
+          auto* f = static_cast<std::shared_ptr<InFlight>*>(h);
+          {
+            std::lock_guard lock((*f)->mutex);
+            --(*f)->count;
+          }
+          (*f)->released.notify_all();
+          delete f;
         },
         hold);
   } else {
@@ -61,12 +67,10 @@ void ZmqRingLink::send_next(std::span<const float> chunk, uint64_t tag) {
 }
 
 void ZmqRingLink::flush() {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms_);
-  while (in_flight_->load() > 0) {
-    if (std::chrono::steady_clock::now() > deadline)
-      throw Error(fmt::format("ring: the next worker took nothing within {} ms (did it die?)", deadline_ms_));
-    std::this_thread::yield();
-  }
+  std::unique_lock lock(in_flight_->mutex);
+  if (!in_flight_->released.wait_for(lock, std::chrono::milliseconds(deadline_ms_),
+                                     [&] { return in_flight_->count == 0; }))
+    throw Error(fmt::format("ring: the next worker took nothing within {} ms (did it die?)", deadline_ms_));
 }
 
 zmq::message_t ZmqRingLink::receive(uint64_t tag, size_t bytes) {

@@ -5,8 +5,9 @@
 // instead of a hang.
 #pragma once
 
-#include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <zmq.hpp>
@@ -35,9 +36,15 @@ class ZmqRingLink final : public RingLink {
 
   // Chunks of at least kZeroCopyBytes go to ZeroMQ as views of the caller's memory; `in_flight_`
   // counts those ZeroMQ still holds (its I/O thread releases them, possibly after this link is
-  // gone: hence shared).
+  // gone: hence shared). flush() sleeps on the condition rather than spinning: with more workers
+  // than cores, a spinning worker would take the core its neighbour needs to finish.
+  struct InFlight {
+    std::mutex mutex;
+    std::condition_variable released;
+    int64_t count = 0;
+  };
   static constexpr size_t kZeroCopyBytes = 64 * 1024;
-  std::shared_ptr<std::atomic<int64_t>> in_flight_ = std::make_shared<std::atomic<int64_t>>(0);
+  std::shared_ptr<InFlight> in_flight_ = std::make_shared<InFlight>();
   zmq::socket_t in_, out_;
   std::string endpoint_;
   int deadline_ms_;
