@@ -9,6 +9,7 @@
 #include <fstream>
 #include <regex>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/safetensors.h"
@@ -66,8 +67,8 @@ TEST(Topologies, MasterAndAllReduceTrainWhatTheParameterServerTrainsUnderFullBat
   // weight, a missing slice or a stale replica moves the model by 1e-2 or more.)
   EXPECT_LT(master, 1e-5);
   EXPECT_LT(ring, 1e-5);
-  RecordProperty("master_vs_ps", std::to_string(master));
-  RecordProperty("allreduce_vs_ps", std::to_string(ring));
+  RecordProperty("master_vs_ps", fmt::format("{:.3g}", master));
+  RecordProperty("allreduce_vs_ps", fmt::format("{:.3g}", ring));
   // Each replica was checked every 2 rounds, and the ring moved 2(N-1)/N of the gradient per
   // worker while the server saw only reports: no gradient passes through it.
   const auto rounds = jsonl(tmp / "res" / "allreduce" / "metrics.jsonl");
