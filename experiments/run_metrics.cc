@@ -97,7 +97,7 @@ RunTraffic read_traffic(const std::filesystem::path& dir) {
   RunTraffic t;
   std::vector<double> step, server_sent, server_received, worker_sent, worker_received, allreduce, busbw;
   for (const auto& j : read_rounds(dir)) {
-    t.topology = j.value("topology", j.value("regime", std::string("model")));
+    t.topology = j.value("topology", std::string("-"));  // runs logged before the field
     step.push_back(1e3 * (j.value("wait_seconds", 0.0) + j.value("aggregate_seconds", 0.0)));
     // Per process: what the server sent it and got from it, plus (allreduce) its ring traffic.
     const auto procs = j.value("processes", nlohmann::json::array());

@@ -36,7 +36,7 @@ struct RunAccounting {
 
 // Traffic per node and step, for comparing the data-parallel topologies (medians over rounds).
 struct RunTraffic {
-  std::string topology;                      // parameter-server | master | allreduce | async | model
+  std::string topology;  // parameter-server | master | allreduce | async | model-averaging
   int workers = 0;                           // client processes
   double step_ms = 0;                        // one round: the server's wait + aggregation
   double server_mb_sent = 0, server_mb_received = 0;

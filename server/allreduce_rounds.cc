@@ -20,9 +20,9 @@ namespace {
 // server sees it.
 void form_ring(Coordinator& co, double wait_seconds) {
   std::map<std::string, std::string> endpoints;
-  const auto deadline = Clock::now() + std::chrono::duration<double>(wait_seconds);
+  const auto deadline = deadline_after(wait_seconds);
   while (endpoints.size() < co.order.size()) {
-    auto in = co.receive_parsed(std::chrono::time_point_cast<Clock::duration>(deadline));
+    auto in = co.receive_parsed(deadline);
     if (!in) throw Error(fmt::format("only {} of {} workers sent their ring endpoint within {} s",
                                      endpoints.size(), co.order.size(), wait_seconds));
     auto ep = field<std::string>(in->parsed.body, "endpoint");
@@ -83,22 +83,19 @@ void run_allreduce_rounds(Coordinator& co, RunContext& run) {
     // Rank 0's replica comes back when the server evaluates or saves it.
     const bool need_params = (r + 1) % s.eval_every == 0 || last ||
                              (s.save_params_every > 0 && (r + 1) % s.save_params_every == 0);
-    std::map<std::string, std::vector<uint32_t>> tasks;
+    // The starting model goes out once, with the first TASK; later TASKs carry no vector.
+    const auto start = r == 0 ? std::make_shared<const std::vector<float>>(run.params) : nullptr;
+    std::vector<std::span<const float>> vecs;
+    if (start) vecs.push_back(*start);
     for (size_t rank = 0; rank < co.order.size(); ++rank) {
-      const std::string& id = co.order[rank];
-      tasks[id] = co.peers[id].clients;
       const nlohmann::json body = {{"kind", "allreduce"}, {"batch", s.sgd_batch}, {"total_weight", weight},
                                    {"hash", check}, {"send_params", need_params && rank == 0}};
-      const auto snapshot = std::make_shared<const std::vector<float>>(r == 0 ? run.params : std::vector<float>{});
-      std::vector<std::span<const float>> vecs;
-      if (r == 0) vecs.push_back(*snapshot);  // the starting model, once
-      co.send(id, encode_message(MessageType::kTask, 0, co.run_id, co.round, body, vecs, snapshot));
+      co.send(co.order[rank], encode_message(MessageType::kTask, 0, co.run_id, co.round, body, vecs, start));
     }
     std::map<int, nlohmann::json> reports;  // rank -> body
     // The ranks leave the all-reduce together, so once one has reported the others have at most
     // the ring's deadline: a rank that died after its part of the ring is found that fast too.
-    auto deadline = std::chrono::time_point_cast<Clock::duration>(
-        Clock::now() + std::chrono::duration<double>(s.wait_seconds));
+    auto deadline = deadline_after(s.wait_seconds);
     double wait = s.wait_seconds;
     while (reports.size() < co.order.size()) {
       auto in = co.receive_parsed(deadline, {}, /*require_finite=*/true);
@@ -129,8 +126,7 @@ void run_allreduce_rounds(Coordinator& co, RunContext& run) {
       reports[rank] = std::move(body);
       if (reports.size() == 1 && s.ring_deadline_seconds < s.wait_seconds) {
         wait = s.ring_deadline_seconds;
-        deadline = std::min(deadline, std::chrono::time_point_cast<Clock::duration>(
-                                          Clock::now() + std::chrono::duration<double>(wait)));
+        deadline = std::min(deadline, deadline_after(wait));
       }
     }
     if (reports.size() < co.order.size()) {
@@ -171,7 +167,7 @@ void run_allreduce_rounds(Coordinator& co, RunContext& run) {
                           {"participants", co.num_clients}, {"received", co.num_clients},
                           {"train_loss", samples > 0 ? loss_sum / samples : 0.0},
                           {"samples_processed", samples}, {"bytes_sent_total", sent}, {"bytes_received_total", received},
-                          {"workers", per_worker}, {"processes", co.per_process_bytes(bytes_before, tasks)},
+                          {"workers", per_worker}, {"processes", co.per_process_bytes(bytes_before, co.hosted())},
                           {"replicas_checked", check},
                           {"wait_seconds", std::chrono::duration<double>(t_done - t0).count()}};
     if (run.end_round(r, rec, co, fmt::format("{} workers{}", reports.size(), check ? ", replicas identical" : "")))

@@ -49,9 +49,7 @@ void run_async_rounds(Coordinator& co, RunContext& run) {
   double eval_seconds = 0;  // the server's evaluations: left out of the training time it logs
   for (int r = 0; r < s.rounds;) {
     co.round = uint64_t(r);
-    auto in = co.receive_parsed(std::chrono::time_point_cast<Clock::duration>(
-                                    Clock::now() + std::chrono::duration<double>(s.wait_seconds)),
-                                expect, /*require_finite=*/true);
+    auto in = co.receive_parsed(deadline_after(s.wait_seconds), expect, /*require_finite=*/true);
     if (!in) {
       std::vector<uint32_t> waiting;
       for (const auto& [c, o] : outstanding) waiting.push_back(c);
@@ -63,7 +61,7 @@ void run_async_rounds(Coordinator& co, RunContext& run) {
     auto l = field<double>(m.body, "loss_sum");
     std::string why;
     if (m.header.type != MessageType::kUpdate) why = fmt::format("expected UPDATE, got {}", message_type_name(m.header.type));
-    else if (!co.owner.count(c) || co.owner[c] != in->msg.identity) why = fmt::format("client {} is not hosted by this process", c);
+    else if (!co.hosts(in->msg.identity, c)) why = fmt::format("client {} is not hosted by this process", c);
     else if (!outstanding.count(c) || outstanding[c].version != m.header.round)
       why = fmt::format("client {} holds no task on model version {}", c, m.header.round);
     else if (std::holds_alternative<ProtocolError>(n) || std::holds_alternative<ProtocolError>(l)) why = "UPDATE without num_samples / loss_sum";
@@ -99,14 +97,12 @@ void run_async_rounds(Coordinator& co, RunContext& run) {
     const uint64_t tau_max = *std::max_element(taus.begin(), taus.end());
     double tau_mean = 0;
     for (uint64_t t : taus) tau_mean += double(t) / double(taus.size());
-    std::map<std::string, std::vector<uint32_t>> hosted;
-    for (const auto& id : co.order) hosted[id] = co.peers[id].clients;
-    nlohmann::json rec = {{"kind", "round"}, {"round", r + 1}, {"regime", "async"}, {"topology", "async"},
+    nlohmann::json rec = {{"kind", "round"}, {"round", r + 1}, {"topology", "async"},
                           {"updates_applied", applied_in_round}, {"updates_rejected", rejected_in_round},
                           {"model_version", version}, {"staleness_mean", tau_mean}, {"staleness_max", tau_max},
                           {"train_loss", samples > 0 ? loss_sum / samples : 0.0}, {"samples_processed", processed},
                           {"bytes_sent_total", sent}, {"bytes_received_total", received},
-                          {"processes", co.per_process_bytes(bytes_before, hosted)},
+                          {"processes", co.per_process_bytes(bytes_before, co.hosted())},
                           {"wait_seconds", std::chrono::duration<double>(Clock::now() - t_round).count()},
                           {"elapsed_seconds", std::chrono::duration<double>(Clock::now() - t_start).count() - eval_seconds}};
     const auto t_eval = Clock::now();

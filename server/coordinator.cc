@@ -72,10 +72,6 @@ std::optional<Received> Coordinator::receive(Clock::time_point deadline) {
   return r;
 }
 
-std::optional<Received> Coordinator::receive_within(double seconds) {
-  return receive(std::chrono::time_point_cast<Clock::duration>(Clock::now() + std::chrono::duration<double>(seconds)));
-}
-
 std::optional<Incoming> Coordinator::receive_parsed(Clock::time_point deadline,
                                                     std::span<const size_t> expected_floats, bool require_finite) {
   while (auto r = receive(deadline)) {
@@ -110,9 +106,9 @@ void Coordinator::stop_all() {
 void Coordinator::wait_for_clients(const Manifest& manifest, size_t num_params, const std::string& config_toml) {
   num_clients = manifest.clients.size();
   log(fmt::format("listening on {}; waiting for {} client process(es)", endpoint_, s_.processes));
-  const auto deadline = Clock::now() + std::chrono::duration<double>(s_.wait_seconds);
+  const auto deadline = deadline_after(s_.wait_seconds);
   while (int(peers.size()) < s_.processes) {
-    auto r = receive(std::chrono::time_point_cast<Clock::duration>(deadline));
+    auto r = receive(deadline);
     if (!r)
       throw Error(fmt::format("only {} of {} client processes said HELLO within {} s (start them "
                               "with: fedpar client --server {})",
@@ -192,6 +188,17 @@ std::pair<uint64_t, uint64_t> Coordinator::total_bytes() const {
 int Coordinator::process_index(const std::string& identity) const {
   const auto it = std::find(order.begin(), order.end(), identity);
   return it == order.end() ? -1 : int(it - order.begin());
+}
+
+bool Coordinator::hosts(const std::string& identity, uint32_t client) const {
+  const auto it = owner.find(client);
+  return it != owner.end() && it->second == identity;
+}
+
+std::map<std::string, std::vector<uint32_t>> Coordinator::hosted() const {
+  std::map<std::string, std::vector<uint32_t>> out;
+  for (const auto& [id, p] : peers) out[id] = p.clients;
+  return out;
 }
 
 nlohmann::json Coordinator::hosts_json() const {

@@ -24,6 +24,11 @@ namespace fedpar {
 
 using Clock = std::chrono::steady_clock;
 
+// The time point `seconds` from now (the deadlines every receive takes).
+inline Clock::time_point deadline_after(double seconds) {
+  return std::chrono::time_point_cast<Clock::duration>(Clock::now() + std::chrono::duration<double>(seconds));
+}
+
 struct Peer {
   std::string identity;
   int slots = 1;
@@ -54,7 +59,6 @@ class Coordinator {
 
   // Waits up to the deadline for one message; nullopt on timeout. Throws Error on a stop signal.
   std::optional<Received> receive(Clock::time_point deadline);
-  std::optional<Received> receive_within(double seconds);
   // The next message that parses (with parse_message's checks); those that do not are rejected
   // and skipped. nullopt at the deadline.
   std::optional<Incoming> receive_parsed(Clock::time_point deadline, std::span<const size_t> expected_floats = {},
@@ -78,6 +82,10 @@ class Coordinator {
   std::pair<uint64_t, uint64_t> total_bytes() const;  // sent, received since the start
 
   int process_index(const std::string& identity) const;  // HELLO order, -1 if unknown
+  // Whether the process `identity` hosts virtual client `client` (a peer may claim any id).
+  bool hosts(const std::string& identity, uint32_t client) const;
+  // Every process with the virtual clients it hosts (the tasks of topologies that use them all).
+  std::map<std::string, std::vector<uint32_t>> hosted() const;
   nlohmann::json hosts_json() const;
 
   std::map<std::string, Peer> peers;

@@ -27,8 +27,7 @@ struct Phase {
 // `floats(client)` finite values, from the process that hosts it; anything else is rejected.
 Phase collect(Coordinator& co, const RunSetup& s, const char* phase, const std::function<size_t(uint32_t)>& floats) {
   Phase out;
-  const auto deadline = std::chrono::time_point_cast<Clock::duration>(
-      Clock::now() + std::chrono::duration<double>(s.wait_seconds));
+  const auto deadline = deadline_after(s.wait_seconds);
   while (out.got.size() < co.num_clients) {
     auto in = co.receive_parsed(deadline, {}, /*require_finite=*/true);
     if (!in) break;
@@ -37,7 +36,7 @@ Phase collect(Coordinator& co, const RunSetup& s, const char* phase, const std::
     std::string why;
     if (m.header.type != MessageType::kUpdate) why = fmt::format("expected UPDATE, got {}", message_type_name(m.header.type));
     else if (m.header.round != co.round) why = fmt::format("update for round {} during round {}", m.header.round, co.round);
-    else if (!co.owner.count(c) || co.owner[c] != in->msg.identity) why = fmt::format("client {} is not hosted by this process", c);
+    else if (!co.hosts(in->msg.identity, c)) why = fmt::format("client {} is not hosted by this process", c);
     else if (m.body.value("phase", std::string()) != phase) why = fmt::format("expected the {} phase", phase);
     else if (out.got.count(c)) why = fmt::format("a second {} message from client {}", phase, c);
     else if (m.vectors.size() != 1 || m.vectors[0].size() != floats(c))
@@ -77,8 +76,6 @@ void run_master_rounds(Coordinator& co, RunContext& run) {
       rows[c] = gradient_batch(run.manifest.clients[c].indices, s.sgd_batch, s.seed, c, co.round);
       total += rows[c].size();
     }
-    std::map<std::string, std::vector<uint32_t>> tasks;
-    for (const auto& id : co.order) tasks[id] = co.peers[id].clients;
 
     // 1. The model out, logits back.
     const auto snapshot = std::make_shared<const std::vector<float>>(run.params);
@@ -126,7 +123,7 @@ void run_master_rounds(Coordinator& co, RunContext& run) {
     const auto t_done = Clock::now();
 
     const auto [sent, received] = co.total_bytes();
-    const nlohmann::json procs = co.per_process_bytes(bytes_before, tasks);
+    const nlohmann::json procs = co.per_process_bytes(bytes_before, co.hosted());
     uint64_t master_down = 0, master_up = 0;
     for (const auto& p : procs) master_down += p["bytes_down"].get<uint64_t>(), master_up += p["bytes_up"].get<uint64_t>();
     nlohmann::json rec = {{"kind", "round"}, {"round", r + 1}, {"topology", "master"},

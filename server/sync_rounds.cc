@@ -72,9 +72,9 @@ void run_sync_rounds(Coordinator& co, RunContext& run) {
     std::map<uint32_t, Arrived> got;
     nlohmann::json per_client = nlohmann::json::array();  // accounting, in arrival order
     double loss_sum = 0, loss_samples = 0;
-    const auto deadline = Clock::now() + std::chrono::duration<double>(s.wait_seconds);
+    const auto deadline = deadline_after(s.wait_seconds);
     while (got.size() < expected) {
-      auto msg = co.receive(std::chrono::time_point_cast<Clock::duration>(deadline));
+      auto msg = co.receive(deadline);
       if (!msg) break;
       auto parsed = parse_message(msg->spans(), expect, /*require_finite=*/true);
       if (auto* e = std::get_if<ProtocolError>(&parsed)) {
@@ -89,7 +89,7 @@ void run_sync_rounds(Coordinator& co, RunContext& run) {
       if (co.lost.count(msg->identity)) why = "this process missed a round deadline and was dropped from the run";
       else if (m.header.type != MessageType::kUpdate) why = fmt::format("expected UPDATE, got {}", message_type_name(m.header.type));
       else if (m.header.round != co.round) why = fmt::format("update for round {} during round {}", m.header.round, co.round);
-      else if (!co.owner.count(c) || co.owner[c] != msg->identity) why = fmt::format("client {} is not hosted by this process", c);
+      else if (!co.hosts(msg->identity, c)) why = fmt::format("client {} is not hosted by this process", c);
       else if (!std::binary_search(participants.begin(), participants.end(), c)) why = fmt::format("client {} was not asked this round", c);
       else if (got.count(c)) why = fmt::format("a second update from client {}", c);
       else if (std::holds_alternative<ProtocolError>(n) || std::holds_alternative<ProtocolError>(l)) why = "UPDATE without num_samples / loss_sum";
@@ -97,7 +97,7 @@ void run_sync_rounds(Coordinator& co, RunContext& run) {
         co.reject(*msg, why);
         continue;
       }
-      const auto proc = std::find(co.order.begin(), co.order.end(), msg->identity) - co.order.begin();
+      const int proc = co.process_index(msg->identity);
       per_client.push_back({{"client", c},
                             {"process", proc},
                             {"bytes_up", msg->bytes()},
