@@ -16,8 +16,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "clients/ring_allreduce.h"
-#include "clients/zmq_ring_link.h"
+#include "transport/ring_allreduce.h"
+#include "transport/zmq_ring_link.h"
 #include "core/check.h"
 #include "core/median.h"
 

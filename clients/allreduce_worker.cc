@@ -4,14 +4,15 @@
 #include <chrono>
 #include <cstring>
 
-#include "clients/local_update.h"
-#include "clients/ring_allreduce.h"
+#include "core/local_update.h"
+#include "transport/ring_allreduce.h"
 #include "clients/straggle.h"
 #include "core/check.h"
+#include "core/weighted_average.h"
 
 namespace fedpar {
 
-AllReduceWorker::AllReduceWorker(zmq::context_t& ctx, const RunSetup& s)
+AllReduceWorker::AllReduceWorker(zmq::context_t& ctx, const RunSpec& s)
     : s_(s), link_(ctx, s.ring_bind, s.ring_deadline_seconds), host_(make_backend("cpu")) {}
 
 void AllReduceWorker::join(int rank, int size, const std::string& next_endpoint) {
@@ -27,18 +28,21 @@ AllReduceStep AllReduceWorker::step(Model& model, const Dataset& data,
   FEDPAR_CHECK(replica_.size() == model.num_params()) << "no replica: the first task carries the model";
   AllReduceStep out;
   const auto t0 = Clock::now();
-  sum_.assign(replica_.size(), 0.0f);
-  Task task{.kind = TaskKind::kGradient, .round = round, .batch = batch};
+  Task task{.kind = LocalWork::kGradient, .round = round, .batch = batch};
+  std::vector<LocalResult> results;
+  results.reserve(shards.size());  // the updates view their values
+  std::vector<ClientUpdate> updates;
   for (const auto& [c, shard] : shards) {  // client order
     const auto tc = Clock::now();
-    const LocalResult r = compute_update(model, data, shard, replica_, task, s_.seed, c, &buffer);
+    const LocalResult& r = results.emplace_back(compute_update(model, data, shard, replica_, task, s_.seed, c, &buffer));
     straggle(s_, c, std::chrono::duration<double>(Clock::now() - tc).count());
-    // Gradients of the mean loss times their weight: the ring sums the pieces of one mean.
-    const float w = s_.weighting == Weighting::kBySamples ? float(r.num_samples) : 1.0f;
-    for (size_t i = 0; i < sum_.size(); ++i) sum_[i] += w * r.values[i];
+    updates.push_back({c, round, r.num_samples, r.values});
     out.num_samples += r.num_samples;
     out.loss_sum += r.loss_sum;
   }
+  // Gradients of the mean loss times their weight, summed as the server sums (double, client
+  // order): the ring then sums the processes' parts of one mean.
+  sum_ = weighted_sum(updates, s_.weighting);
   const auto t1 = Clock::now();
   const uint64_t sent = link_.bytes_sent(), received = link_.bytes_received();
   ring_allreduce(sum_, rank_, size_, link_, size_t(s_.ring_bucket_floats));

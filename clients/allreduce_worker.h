@@ -14,12 +14,12 @@
 
 #include <zmq.hpp>
 
-#include "clients/zmq_ring_link.h"
+#include "transport/zmq_ring_link.h"
 #include "core/batch_buffer.h"
 #include "core/dataset.h"
 #include "core/model.h"
 #include "core/optimizer.h"
-#include "server/run_config.h"
+#include "core/run_spec.h"
 
 namespace fedpar {
 
@@ -32,7 +32,7 @@ struct AllReduceStep {
 
 class AllReduceWorker {
  public:
-  AllReduceWorker(zmq::context_t& ctx, const RunSetup& s);
+  AllReduceWorker(zmq::context_t& ctx, const RunSpec& s);
   std::string endpoint() const { return link_.endpoint(); }  // where the previous rank connects
   void join(int rank, int size, const std::string& next_endpoint);
   int rank() const { return rank_; }
@@ -48,7 +48,7 @@ class AllReduceWorker {
                      uint64_t round, double total_weight, BatchBuffer& buffer);
 
  private:
-  const RunSetup& s_;
+  const RunSpec& s_;
   ZmqRingLink link_;
   int rank_ = 0, size_ = 1;
   std::vector<float> replica_, sum_;

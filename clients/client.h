@@ -1,9 +1,11 @@
-// The fedpar client process: connects a ZeroMQ DEALER socket to the server, says HELLO, receives
-// its virtual clients, shards and the run's config, loads the dataset from its own disk, and
-// answers every TASK with one UPDATE per virtual client until told to STOP.
+// The fedpar client process: connects to the server (transport/), says HELLO, receives its virtual
+// clients, shards and the run's resolved config, loads the dataset from its own disk, and answers
+// every TASK with one UPDATE per virtual client (or per rank) until told to STOP.
 #pragma once
 
 #include <string>
+
+#include <zmq.hpp>
 
 namespace fedpar {
 
@@ -13,6 +15,7 @@ struct ClientOptions {
   double wait_seconds = 300;   // how long the server may stay silent before the client gives up
   std::string device;          // cpu | cuda; empty: the run config's `device`
   bool quiet = false;
+  zmq::context_t* context = nullptr;  // shared with the server's thread for inproc:// (tests)
 };
 
 int run_client(const ClientOptions& opts);

@@ -7,12 +7,12 @@
 #include <cstdint>
 #include <thread>
 
-#include "server/run_config.h"
+#include "core/run_spec.h"
 
 namespace fedpar {
 
 // Returns the compute time the client reports: its own plus the sleep.
-inline double straggle(const RunSetup& s, uint32_t client, double compute_seconds) {
+inline double straggle(const RunSpec& s, uint32_t client, double compute_seconds) {
   const double extra = (s.slowdown_of(client) - 1.0) * compute_seconds + s.delay_of(client);
   if (extra > 0) std::this_thread::sleep_for(std::chrono::duration<double>(extra));
   return compute_seconds + extra;

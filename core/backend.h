@@ -176,8 +176,12 @@ class DeviceArray {
   size_t n_ = 0;
 };
 
-// Names accepted by make_backend in this build ("cpu", plus "cuda" when compiled with CUDA).
+// Names accepted by make_backend in this build: "cpu", plus those registered ("cuda": kernels/
+// registers it when the build has CUDA, so the core includes nothing of kernels/).
 std::vector<std::string> backend_names();
+using BackendFactory = std::unique_ptr<Backend> (*)(int threads);
+// Adds a backend under `name`; returns true (for static registration). A name twice is an Error.
+bool register_backend(const std::string& name, BackendFactory make);
 // Creates a backend by name, or throws Error naming the valid choices / why it is unavailable.
 // `threads` is the CPU thread count for matrix products (0 = library default).
 std::unique_ptr<Backend> make_backend(std::string_view name, int threads = 1);

@@ -18,7 +18,7 @@
 #include "core/safetensors.h"
 #include "core/trainer.h"
 #include "server/diagnostics.h"
-#include "server/run_config.h"
+#include "core/run_spec.h"
 
 namespace fedpar {
 namespace {
@@ -61,7 +61,7 @@ std::vector<Variant> variants(const Config& c) {
 
 // Full-batch gradient descent for `rounds` steps from the run's init; `accumulate` > 1 sums the
 // gradient over that many micro-batches: the same update, another summation order.
-std::vector<float> centralized(Model& m, const Dataset& train_set, const RunSetup& s, float lr,
+std::vector<float> centralized(Model& m, const Dataset& train_set, const RunSpec& s, float lr,
                                int accumulate) {
   TrainOptions o{.epochs = s.rounds, .batch = 0, .accumulate = accumulate, .seed = s.seed, .shuffle = false};
   o.lr.base_lr = lr;
@@ -101,7 +101,7 @@ int run_equivalence(const Config& cfg, const LocalRunOptions& opts, const std::s
   if (!(lr > 0)) throw Error("equivalence.lr must be > 0");
   if (cfg.get_int("equivalence.local_steps") < 2) throw Error("equivalence.local_steps must be >= 2");
   const auto vars = variants(cfg);
-  const RunSetup top = resolve_run_setup(cfg);
+  const RunSpec top = resolve_run_spec(cfg);
   const std::string name = cfg.get_string("name").empty() ? "equivalence" : cfg.get_string("name");
   const auto t_start = std::chrono::steady_clock::now();
 
@@ -121,7 +121,7 @@ int run_equivalence(const Config& cfg, const LocalRunOptions& opts, const std::s
     if (cfg.get_int("equivalence.rounds") > 0) base.set("rounds", std::to_string(cfg.get_int("equivalence.rounds")));
     base.set("eval_every", std::to_string(top.rounds));
     base.set("results_dir", runs_dir.string());
-    const RunSetup s = resolve_run_setup(base);
+    const RunSpec s = resolve_run_spec(base);
     const TrainTest data = load_dataset(s.data);
     const std::string title =
         fmt::format("{} on {} {} training samples, {} rounds, lr {}, {} clients on {} processes", models[i],

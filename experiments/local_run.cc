@@ -26,7 +26,7 @@
 #include <toml++/toml.h>
 
 #include "core/check.h"
-#include "server/run_config.h"
+#include "core/run_spec.h"
 
 namespace fedpar {
 namespace {
@@ -48,7 +48,7 @@ std::string self_exe() {
 // server's exit or a signal decides the outcome, and every remaining process is stopped.
 class Supervisor {
  public:
-  Supervisor(const RunSetup& s, const std::filesystem::path& config, const std::filesystem::path& endpoint,
+  Supervisor(const RunSpec& s, const std::filesystem::path& config, const std::filesystem::path& endpoint,
              bool quiet)
       : s_(s), config_(config), endpoint_(endpoint), quiet_(quiet) {}
 
@@ -162,7 +162,7 @@ class Supervisor {
     children_.cancel();
   }
 
-  const RunSetup& s_;
+  const RunSpec& s_;
   std::filesystem::path config_, endpoint_;
   bool quiet_;
   std::string exe_ = self_exe();
@@ -189,7 +189,7 @@ Config config_without(const Config& cfg, std::initializer_list<std::string_view>
 
 int run_locally(Config cfg, const LocalRunOptions& opts) {
   cfg.set("bind", opts.bind.empty() ? "tcp://127.0.0.1:*" : opts.bind);
-  const RunSetup s = resolve_run_setup(cfg);  // a bad key fails before any process starts
+  const RunSpec s = resolve_run_spec(cfg);  // a bad key fails before any process starts
   if (g_interrupted) return 130;
 
   const auto dir = std::filesystem::temp_directory_path() / fmt::format("fedpar-run-{}", ::getpid());

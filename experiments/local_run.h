@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "core/config.h"
-#include "server/run_config.h"
+#include "core/run_spec.h"
 
 namespace fedpar {
 

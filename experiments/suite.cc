@@ -22,7 +22,7 @@
 #include "experiments/suite_report.h"
 #include "partitioners/manifest.h"
 #include "partitioners/stats.h"
-#include "server/run_config.h"
+#include "core/run_spec.h"
 
 namespace fedpar {
 namespace {
@@ -163,7 +163,7 @@ SuitePlan plan_suite(const SuiteOptions& o) {
       c.set("name", in.label());
       c.set("eval_every", std::to_string(plan.eval_every));
       if (paired) c.set("diagnostics.save_params_every", std::to_string(plan.eval_every));
-      resolve_run_setup(c);
+      resolve_run_spec(c);
       if (reference.count(r.label)) in.reference = reference.at(r.label) + in.suffix;
       plan.instances.push_back(std::move(in));
     }
@@ -173,7 +173,7 @@ SuitePlan plan_suite(const SuiteOptions& o) {
     plan.equivalence->set_all(smoke);
     plan.equivalence->set_all(smoke_equivalence);
     plan.equivalence->set_all(o.sets);
-    resolve_run_setup(*plan.equivalence);
+    resolve_run_spec(*plan.equivalence);
   }
   return plan;
 }

@@ -216,4 +216,7 @@ std::unique_ptr<Backend> make_cuda_backend() {
   return std::make_unique<CudaBackend>(0);
 }
 
+// make_backend("cuda") finds it here (this object is linked whole: CMakeLists.txt).
+[[maybe_unused]] const bool kCudaRegistered = register_backend("cuda", [](int) { return make_cuda_backend(); });
+
 }  // namespace fedpar

@@ -7,11 +7,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "clients/local_update.h"
+#include "core/local_update.h"
 #include "core/check.h"
 #include "core/hash.h"
-#include "core/optimizer.h"
-#include "server/run_config.h"
+#include "server/strategy.h"
+#include "core/run_spec.h"
 #include "server/run_context.h"
 
 namespace fedpar {
@@ -20,9 +20,8 @@ ReplayResult replay_async_run(const std::filesystem::path& results) {
   for (const char* f : {"config.resolved.toml", "updates.jsonl", "summary.json"})
     if (!std::filesystem::exists(results / f))
       throw Error(fmt::format("{} has no {}: replay needs a finished run of regime \"async\"", results.string(), f));
-  Config cfg = make_run_config();
-  cfg.merge_file(results / "config.resolved.toml");
-  const RunSetup s = resolve_run_setup(cfg);
+  std::ifstream config(results / "config.resolved.toml");
+  const RunSpec s = run_spec_from_toml(std::string(std::istreambuf_iterator<char>(config), {}), "config.resolved.toml");
   if (s.regime != Regime::kAsync) throw Error(fmt::format("{} is not an async run", results.string()));
   std::vector<nlohmann::json> log;
   {
@@ -39,7 +38,7 @@ ReplayResult replay_async_run(const std::filesystem::path& results) {
   model.init(s.seed);
   std::vector<float> params = model.params_host();
   BatchBuffer buffer(*be, data.train.dim());
-  Sgd sgd(*be, params.size(), {.momentum = s.sgd_momentum});
+  const auto sgd = make_async_sgd({.momentum = s.sgd_momentum});  // as the server applied them
 
   // Keep each model version only until the last update computed on it.
   std::map<uint64_t, size_t> last_use;
@@ -48,7 +47,7 @@ ReplayResult replay_async_run(const std::filesystem::path& results) {
   std::map<uint64_t, std::vector<float>> versions;
   uint64_t version = 0;
   if (last_use.count(0)) versions[0] = params;
-  const Task base{.kind = TaskKind::kGradient, .batch = s.sgd_batch};
+  const Task base{.kind = LocalWork::kGradient, .batch = s.sgd_batch};
   for (size_t i = 0; i < log.size(); ++i) {
     const auto& e = log[i];
     ++out.updates;
@@ -61,7 +60,7 @@ ReplayResult replay_async_run(const std::filesystem::path& results) {
     Task task = base;
     task.round = e.at("draw").get<uint64_t>();
     const LocalResult r = compute_update(model, data.train, manifest.clients[c].indices, versions[v], task, s.seed, c, &buffer);
-    sgd.step(params.data(), r.values.data(), e.at("lr").get<float>());
+    sgd->apply(r.values, e.at("lr").get<float>(), params);
     ++version, ++out.applied;
     if (e.at("version_after").get<uint64_t>() != version)
       throw Error(fmt::format("updates.jsonl line {}: version {} after it, the replay is at {}", i + 1,

@@ -16,7 +16,7 @@ Manifest partition_dataset(const TrainTest& data, const PartitionParams& p) {
                    p);
 }
 
-RunContext::RunContext(const Config& c, const RunSetup& setup)
+RunContext::RunContext(const Config& c, const RunSpec& setup)
     : cfg(c), s(setup), backend(make_backend("cpu", s.threads)), data(load_dataset(s.data)),
       manifest(partition_dataset(data, s.partition)),
       model(*backend, s.model, data.train.shape, data.train.num_classes),
@@ -28,7 +28,7 @@ RunContext::RunContext(const Config& c, const RunSetup& setup)
   if (s.save_params_every > 0) std::filesystem::create_directories(out.path() / "params");
 }
 
-bool RunContext::end_round(int r, nlohmann::json& rec, const Coordinator& co, const std::string& what) {
+bool RunContext::end_round(int r, nlohmann::json& rec, const Engine& engine, const std::string& what) {
   if (s.save_params_every > 0 && (r + 1) % s.save_params_every == 0)
     save_safetensors(out.path() / "params" / fmt::format("round-{:04d}.safetensors", r + 1), model.layout(),
                      params, {{"format", "fedpar"}, {"model", s.model.name}, {"round", std::to_string(r + 1)}});
@@ -40,14 +40,14 @@ bool RunContext::end_round(int r, nlohmann::json& rec, const Coordinator& co, co
     last_eval_ = rec;
   }
   metrics.write(rec);
-  co.log(fmt::format("round {}/{}: {}, train loss {:.4f}{}", r + 1, s.rounds, what,
+  engine.log(fmt::format("round {}/{}: {}, train loss {:.4f}{}", r + 1, s.rounds, what,
                      rec.value("train_loss", 0.0),
                      rec.contains("test_accuracy")
                          ? fmt::format(", test accuracy {:.2f}%", 100 * rec["test_accuracy"].get<double>())
                          : ""));
   if (s.stop_at_accuracy > 0 && rec.contains("test_accuracy") &&
       rec["test_accuracy"].get<double>() >= s.stop_at_accuracy) {
-    co.log(fmt::format("test accuracy reached {:.2f}% after round {}; stopping (stop_at_accuracy)",
+    engine.log(fmt::format("test accuracy reached {:.2f}% after round {}; stopping (stop_at_accuracy)",
                        100 * s.stop_at_accuracy, r + 1));
     stopped_at_ = r + 1;
     return true;
@@ -55,18 +55,18 @@ bool RunContext::end_round(int r, nlohmann::json& rec, const Coordinator& co, co
   return false;
 }
 
-int RunContext::finish(const Coordinator& co, const nlohmann::json& extra) {
+int RunContext::finish(const Engine& engine, const nlohmann::json& extra) {
   save_safetensors(out.path() / "model.safetensors", model.layout(), params,
                    {{"format", "fedpar"}, {"model", s.model.name}});
   const std::string hash = hash_hex(hash_bytes(params.data(), params.size() * sizeof(float)));
   nlohmann::json summary = {{"command", "server"}, {"final", last_eval_}, {"model_hash", hash},
-                            {"clients", co.num_clients}, {"processes", s.processes},
-                            {"hosts", co.hosts_json()}, {"rounds_run", stopped_at_ ? stopped_at_ : s.rounds},
+                            {"clients", engine.num_clients}, {"processes", s.processes},
+                            {"hosts", engine.hosts_json()}, {"rounds_run", stopped_at_ ? stopped_at_ : s.rounds},
                             {"stopped_at_accuracy", stopped_at_ > 0}};
   if (extra.is_object()) summary.update(extra);
   out.write_json("summary.json", summary);
   const auto path = out.commit();
-  co.log(fmt::format("results: {}", path.string()));
+  engine.log(fmt::format("results: {}", path.string()));
   fmt::print("final model hash: {}\n", hash);
   if (last_eval_.contains("test_accuracy"))
     fmt::print("test accuracy: {:.2f}%\n", 100 * last_eval_["test_accuracy"].get<double>());

@@ -15,8 +15,8 @@
 #include "core/model.h"
 #include "core/results_dir.h"
 #include "partitioners/partition.h"
-#include "server/coordinator.h"
-#include "server/run_config.h"
+#include "server/engine.h"
+#include "core/run_spec.h"
 
 namespace fedpar {
 
@@ -25,18 +25,18 @@ Manifest partition_dataset(const TrainTest& data, const PartitionParams& p);
 
 class RunContext {
  public:
-  RunContext(const Config& cfg, const RunSetup& s);
+  RunContext(const Config& cfg, const RunSpec& s);
 
   // Ends round r (0-based) with its record `rec`: parameter snapshot when due, test evaluation
   // every eval_every rounds and at the last, the metrics line, the log line. True when
   // stop_at_accuracy was reached.
-  bool end_round(int r, nlohmann::json& rec, const Coordinator& co, const std::string& what);
+  bool end_round(int r, nlohmann::json& rec, const Engine& engine, const std::string& what);
   // Saves model.safetensors and summary.json (with `extra` merged), commits the folder, prints
   // the hash. Returns the exit code.
-  int finish(const Coordinator& co, const nlohmann::json& extra = {});
+  int finish(const Engine& engine, const nlohmann::json& extra = {});
 
   const Config& cfg;
-  const RunSetup& s;
+  const RunSpec& s;
   std::unique_ptr<Backend> backend;
   TrainTest data;
   Manifest manifest;

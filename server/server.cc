@@ -1,39 +1,48 @@
-// run_server: resolves the run, waits for the client processes and hands the rounds to the loop
-// of its regime and topology (rounds.h); see server.h.
+// run_server: resolves the run, binds the transport, waits for the client processes and runs the
+// plan of its regime and topology on the round engine; see server.h.
 #include "server/server.h"
 
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "core/hash.h"
-#include "server/coordinator.h"
-#include "server/rounds.h"
+#include "server/engine.h"
+#include "server/plan.h"
 #include "server/run_context.h"
 
 namespace fedpar {
+namespace {
+
+void write_endpoint(const std::string& file, const std::string& endpoint) {
+  if (file.empty()) return;
+  const std::string tmp = file + ".tmp";
+  std::ofstream(tmp) << endpoint << "\n";
+  std::filesystem::rename(tmp, file);
+}
+
+}  // namespace
 
 int run_server(Config cfg, const ServerOptions& opts) {
-  const RunSetup s = resolve_run_setup(cfg);
+  const RunSpec s = resolve_run_spec(cfg);
   install_stop_handlers();
   cfg.set("name", s.name);
-  Coordinator co(s, opts);
+  const auto transport = bind_zmq_transport(s.bind, opts.context);
+  write_endpoint(opts.endpoint_file, transport->endpoint());
+  Engine engine(s, *transport, opts.quiet);
   RunContext run(cfg, s);
-  co.run_id = hash_bytes(&s.seed, sizeof(s.seed), ::getpid());
+  engine.run_id = hash_bytes(&s.seed, sizeof(s.seed), ::getpid());
   try {
-    co.wait_for_clients(run.manifest, run.params.size(), cfg.to_toml());  // those that came hear STOP on failure
-    switch (s.topology) {
-      case Topology::kAllReduce: run_allreduce_rounds(co, run); break;
-      case Topology::kMaster: run_master_rounds(co, run); break;
-      case Topology::kParameterServer:
-        if (s.regime == Regime::kAsync) run_async_rounds(co, run);
-        else run_sync_rounds(co, run);
-        break;
-    }
+    engine.welcome_clients(run.manifest, run.params.size(), cfg.to_toml());  // those that came hear STOP on failure
+    const auto plan = make_plan(run);
+    run_rounds(engine, run, *plan);
   } catch (...) {
-    co.stop_all();
+    engine.stop_all();
     throw;
   }
-  co.stop_all();
-  return run.finish(co);
+  engine.stop_all();
+  return run.finish(engine);
 }
 
 }  // namespace fedpar

@@ -1,17 +1,20 @@
-// The fedpar server process: binds a ZeroMQ ROUTER socket, waits for the client processes, gives
-// them their virtual clients and shards, runs the rounds (TASK out, UPDATE in, strategy), evaluates,
-// and writes results/<run>/. Peers' input is validated and answered, never trusted.
+// The fedpar server: binds its endpoint, waits for the client processes, gives them their virtual
+// clients and shards, runs the rounds of its plan (plan.h) on the round engine, evaluates, and
+// writes results/<run>/. Peers' input is validated and answered, never trusted.
 #pragma once
 
 #include <string>
+
+#include <zmq.hpp>
 
 #include "core/config.h"
 
 namespace fedpar {
 
 struct ServerOptions {
-  std::string endpoint_file;  // where to write the bound endpoint (tcp port * resolved)
+  std::string endpoint_file;         // where to write the bound endpoint (tcp port * resolved)
   bool quiet = false;
+  zmq::context_t* context = nullptr;  // shared with client threads for inproc:// (tests)
 };
 
 // Returns the exit code; throws Error for problems found before or during the run.

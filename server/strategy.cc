@@ -7,29 +7,6 @@
 
 namespace fedpar {
 
-std::vector<float> weighted_average(std::span<const ClientUpdate> updates, Weighting w) {
-  FEDPAR_CHECK(!updates.empty()) << "no updates to average";
-  const size_t n = updates[0].values.size();
-  auto weight = [w](const ClientUpdate& u) { return w == Weighting::kBySamples ? double(u.num_samples) : 1.0; };
-  double total = 0;
-  for (size_t k = 0; k < updates.size(); ++k) {
-    const auto& u = updates[k];
-    if (u.values.size() != n)
-      throw Error(fmt::format("client {} sent {} values, expected {}", u.client, u.values.size(), n));
-    if (k > 0 && updates[k - 1].client >= u.client)
-      throw Error("updates must be sorted by client id, each client once");
-    total += weight(u);
-  }
-  if (w == Weighting::kSum) total = 1.0;
-  if (total <= 0) throw Error("update weights sum to zero (every client reported 0 samples)");
-  std::vector<double> acc(n, 0.0);
-  for (const auto& u : updates) {
-    const double wk = weight(u) / total;
-    for (size_t i = 0; i < n; ++i) acc[i] += wk * double(u.values[i]);
-  }
-  return std::vector<float>(acc.begin(), acc.end());
-}
-
 namespace {
 
 class GradientAveraging final : public Strategy {
@@ -68,6 +45,16 @@ class ModelAveraging final : public Strategy {
 };
 
 }  // namespace
+
+AsyncSgd::AsyncSgd(SgdOptions sgd) : opts_(sgd), be_(make_backend("cpu")) {}
+
+void AsyncSgd::apply(std::span<const float> gradient, float lr, std::span<float> params) {
+  FEDPAR_CHECK(gradient.size() == params.size()) << "gradient and params differ in size";
+  if (!sgd_) sgd_ = std::make_unique<Sgd>(*be_, params.size(), opts_);
+  sgd_->step(params.data(), gradient.data(), lr);
+}
+
+std::unique_ptr<AsyncSgd> make_async_sgd(SgdOptions sgd) { return std::make_unique<AsyncSgd>(sgd); }
 
 std::unique_ptr<Strategy> make_gradient_averaging(Weighting w, LrSchedule lr, SgdOptions sgd) {
   lr.validate();

@@ -12,19 +12,9 @@
 
 #include "core/backend.h"
 #include "core/optimizer.h"
+#include "core/weighted_average.h"
 
 namespace fedpar {
-
-struct ClientUpdate {
-  uint32_t client = 0;
-  uint64_t round = 0;
-  uint64_t num_samples = 0;        // n_k: samples behind this update
-  std::span<const float> values;   // a gradient or a model delta, same layout as the params
-};
-
-// n_k / sum n_k, 1 / K, or 1 (kSum: the updates are already parts of one mean, as the `master`
-// topology's per-worker gradients are).
-enum class Weighting { kBySamples, kUniform, kSum };
 
 class Strategy {
  public:
@@ -34,14 +24,24 @@ class Strategy {
   virtual void apply(std::span<const ClientUpdate> updates, std::span<float> params) = 0;
 };
 
-// The weighted average sum_k w_k v_k, accumulated in double in the order given, rounded once.
-// Throws Error when sizes differ, weights sum to zero, or updates are not sorted by client id.
-std::vector<float> weighted_average(std::span<const ClientUpdate> updates, Weighting w);
-
 // Gradient averaging (synchronous SGD / parameter server): params <- SGD step with the averaged
 // gradient, learning rate from `lr` at the round number (the server optimizer keeps momentum).
 std::unique_ptr<Strategy> make_gradient_averaging(Weighting w, LrSchedule lr, SgdOptions sgd);
 // Model averaging (FedAvg): params <- params + server_lr * average of the model deltas.
 std::unique_ptr<Strategy> make_model_averaging(Weighting w, float server_lr);
+
+// Asynchronous SGD: each update applied alone as it arrives, at the learning rate the caller
+// picks for it (staleness rules); the optimizer keeps its momentum across updates.
+class AsyncSgd {
+ public:
+  explicit AsyncSgd(SgdOptions sgd);
+  void apply(std::span<const float> gradient, float lr, std::span<float> params);
+
+ private:
+  SgdOptions opts_;
+  std::unique_ptr<Backend> be_;  // host memory: the CPU backend
+  std::unique_ptr<Sgd> sgd_;
+};
+std::unique_ptr<AsyncSgd> make_async_sgd(SgdOptions sgd);
 
 }  // namespace fedpar

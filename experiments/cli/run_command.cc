@@ -8,7 +8,7 @@
 #include "experiments/cli/commands.h"
 #include "experiments/equivalence.h"
 #include "experiments/local_run.h"
-#include "server/run_config.h"
+#include "core/run_spec.h"
 
 namespace fedpar {
 

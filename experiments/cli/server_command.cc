@@ -7,7 +7,7 @@
 #include "core/check.h"
 #include "experiments/cli/commands.h"
 #include "server/async_replay.h"
-#include "server/run_config.h"
+#include "core/run_spec.h"
 #include "server/server.h"
 
 namespace fedpar {

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/messages.h"
+#include "protocol/frames.h"
 #include "tests/util/process.h"
 #include "tests/util/test_util.h"
 

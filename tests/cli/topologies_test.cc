@@ -90,8 +90,8 @@ TEST(Topologies, MasterAndAllReduceTrainWhatTheParameterServerTrainsUnderFullBat
   const auto manifest = nlohmann::json::parse(in);
   for (const auto& c : manifest["clients"]) training_samples += c["indices"].size();
   for (const auto& rec : jsonl(tmp / "res" / "master" / "metrics.jsonl")) {
-    EXPECT_GE(rec["master_bytes_received"].get<double>(), 4.0 * model_bytes);
-    EXPECT_GE(rec["master_bytes_sent"].get<double>(), 2.0 * model_bytes);
+    EXPECT_GE(rec["server_bytes_received"].get<double>(), 4.0 * model_bytes);
+    EXPECT_GE(rec["server_bytes_sent"].get<double>(), 2.0 * model_bytes);
     EXPECT_EQ(rec["batch"].get<size_t>(), training_samples);  // full batch: every slice came
   }
 }

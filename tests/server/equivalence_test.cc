@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "clients/local_update.h"
+#include "core/local_update.h"
 #include "core/backend.h"
 #include "core/synthetic.h"
 #include "core/trainer.h"
@@ -68,20 +68,20 @@ TEST_F(Equivalence, FullBatchOneStepModelAveragingIsGradientDescent) {
   const Manifest iid = split("iid");
   LrSchedule lr{.base_lr = kLr};
   auto grad = make_gradient_averaging(Weighting::kBySamples, lr, {});
-  const double b = rel_diff(federated(iid, *grad, {.kind = TaskKind::kGradient}), a);
+  const double b = rel_diff(federated(iid, *grad, {.kind = LocalWork::kGradient}), a);
 
   auto avg = make_model_averaging(Weighting::kBySamples, 1.0f);
   const double c = rel_diff(
-      federated(iid, *avg, {.kind = TaskKind::kLocalTrain, .local_steps = 1, .lr = kLr}), a);
+      federated(iid, *avg, {.kind = LocalWork::kLocalTrain, .local_steps = 1, .lr = kLr}), a);
 
   auto avg5 = make_model_averaging(Weighting::kBySamples, 1.0f);
   const double d = rel_diff(
-      federated(iid, *avg5, {.kind = TaskKind::kLocalTrain, .local_steps = 5, .lr = kLr}), a);
+      federated(iid, *avg5, {.kind = LocalWork::kLocalTrain, .local_steps = 5, .lr = kLr}), a);
 
   const Manifest skewed = split("iid-quantity");
   auto uniform = make_model_averaging(Weighting::kUniform, 1.0f);
   const double e = rel_diff(
-      federated(skewed, *uniform, {.kind = TaskKind::kLocalTrain, .local_steps = 1, .lr = kLr}), a);
+      federated(skewed, *uniform, {.kind = LocalWork::kLocalTrain, .local_steps = 1, .lr = kLr}), a);
 
   RecordProperty("floor", std::to_string(floor));
   std::printf("relative difference to centralized GD after %d rounds: floor %.2e | gradient %.2e | "
@@ -108,7 +108,7 @@ TEST_F(Equivalence, DriftIsZeroAtOneStepAndGrowsWithLocalSteps) {
     for (const auto& c : iid.clients)
       results.push_back(compute_update(
           m, data.train, c.indices, w0,
-          {.kind = TaskKind::kLocalTrain, .batch = 20, .local_steps = k, .lr = kLr, .drift = true}, 1, c.id));
+          {.kind = LocalWork::kLocalTrain, .batch = 20, .local_steps = k, .lr = kLr, .drift = true}, 1, c.id));
     std::vector<ClientUpdate> deltas, linear;
     for (size_t i = 0; i < results.size(); ++i) {
       ASSERT_EQ(results[i].linear.size(), results[i].values.size());

@@ -1,5 +1,5 @@
 // Ring all-reduce; see ring_allreduce.h.
-#include "clients/ring_allreduce.h"
+#include "transport/ring_allreduce.h"
 
 #include <algorithm>
 #include <vector>

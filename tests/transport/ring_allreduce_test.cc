@@ -12,8 +12,8 @@
 
 #include <fmt/format.h>
 
-#include "clients/ring_allreduce.h"
-#include "clients/zmq_ring_link.h"
+#include "transport/ring_allreduce.h"
+#include "transport/zmq_ring_link.h"
 #include "core/check.h"
 #include "tests/util/test_util.h"
 

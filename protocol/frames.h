@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/protocol.h"
+#include "protocol/header.h"
 
 namespace fedpar {
 

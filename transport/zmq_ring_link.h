@@ -12,7 +12,7 @@
 
 #include <zmq.hpp>
 
-#include "clients/ring_allreduce.h"
+#include "transport/ring_allreduce.h"
 
 namespace fedpar {
 

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "core/crc32c.h"
-#include "core/protocol.h"
+#include "protocol/header.h"
 #include "core/rng.h"
 
 namespace fedpar {

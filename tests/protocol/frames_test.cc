@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "core/messages.h"
+#include "protocol/frames.h"
 
 namespace fedpar {
 namespace {

@@ -1,5 +1,5 @@
 // compute_update; see local_update.h.
-#include "clients/local_update.h"
+#include "core/local_update.h"
 
 #include <algorithm>
 #include <optional>
@@ -34,7 +34,7 @@ LocalResult compute_update(Model& model, const Dataset& data, std::span<const ui
   const size_t n = shard.size();
   const size_t b = task.batch <= 0 ? n : std::min<size_t>(size_t(task.batch), n);
 
-  if (task.kind == TaskKind::kGradient) {
+  if (task.kind == LocalWork::kGradient) {
     const std::vector<uint32_t> idx = gradient_batch(shard, task.batch, seed, client, task.round);
     buf.load(data, idx);
     model.zero_grads();

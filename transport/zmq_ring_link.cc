@@ -1,5 +1,5 @@
 // ZmqRingLink; see zmq_ring_link.h.
-#include "clients/zmq_ring_link.h"
+#include "transport/zmq_ring_link.h"
 
 #include <array>
 #include <chrono>

@@ -1,5 +1,5 @@
 // Run configuration; see run_config.h.
-#include "server/run_config.h"
+#include "core/run_spec.h"
 
 #include <cstdlib>
 
@@ -109,8 +109,8 @@ Config make_run_config(std::string_view extra_sections) {
   return c;
 }
 
-RunSetup resolve_run_setup(const Config& c) {
-  RunSetup s;
+RunSpec resolve_run_spec(const Config& c) {
+  RunSpec s;
   s.seed = uint64_t(c.get_int("seed"));
   s.rounds = int(c.get_int("rounds"));
   require(s.rounds >= 1, "rounds must be >= 1");
@@ -198,6 +198,12 @@ RunSetup resolve_run_setup(const Config& c) {
   if (s.name.empty())
     s.name = fmt::format("{}-{}-{}-s{}", regime, s.model.name, s.data.name, s.seed);
   return s;
+}
+
+RunSpec run_spec_from_toml(std::string_view toml, std::string_view source) {
+  Config cfg = make_run_config();
+  cfg.merge_toml(toml, source);
+  return resolve_run_spec(cfg);
 }
 
 }  // namespace fedpar

@@ -1,5 +1,6 @@
-// The configuration of one distributed run (fedpar server; the clients receive it resolved in
-// WELCOME): compiled-in documented defaults, and its resolution into plain structs.
+// The spec of one distributed run: the config's compiled-in documented defaults and its resolution
+// into plain structs, in one place for the server, its clients (WELCOME carries the resolved
+// text) and replays.
 #pragma once
 
 #include <cstdint>
@@ -10,8 +11,8 @@
 #include "core/dataset.h"
 #include "core/model.h"
 #include "core/optimizer.h"
-#include "partitioners/partition.h"
-#include "server/strategy.h"
+#include "core/partition_params.h"
+#include "core/weighted_average.h"
 
 namespace fedpar {
 
@@ -22,7 +23,7 @@ Config make_run_config(std::string_view extra_sections = "");
 enum class Regime { kGradient, kModel, kAsync };
 enum class Topology { kParameterServer, kMaster, kAllReduce };  // how the gradient regime averages
 
-struct RunSetup {
+struct RunSpec {
   std::string name, results_dir, bind;
   uint64_t seed = 1;
   int rounds = 1, processes = 1, eval_every = 1, threads = 1;
@@ -62,6 +63,9 @@ struct RunSetup {
 };
 
 // Throws Error naming the key and the valid choices.
-RunSetup resolve_run_setup(const Config& c);
+RunSpec resolve_run_spec(const Config& c);
+// A resolved config's text (config.resolved.toml, WELCOME) resolved again: every process of a run
+// reads the same spec this one way. `source` names the text in errors.
+RunSpec run_spec_from_toml(std::string_view toml, std::string_view source);
 
 }  // namespace fedpar

@@ -1,5 +1,5 @@
 // Message bodies; see messages.h.
-#include "core/messages.h"
+#include "protocol/frames.h"
 
 #include <cmath>
 #include <cstdint>

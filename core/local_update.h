@@ -15,10 +15,10 @@
 
 namespace fedpar {
 
-enum class TaskKind { kGradient, kLocalTrain };
+enum class LocalWork { kGradient, kLocalTrain };
 
 struct Task {
-  TaskKind kind = TaskKind::kGradient;
+  LocalWork kind = LocalWork::kGradient;
   uint64_t round = 0;
   int64_t batch = 0;      // 0 = the whole shard; else samples per gradient / local step
   int local_steps = 1;    // local train: K steps, used when local_epochs == 0

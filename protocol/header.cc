@@ -1,5 +1,5 @@
 // Wire protocol header encode / decode and validation; see protocol.h.
-#include "core/protocol.h"
+#include "protocol/header.h"
 
 #include <cstring>
 

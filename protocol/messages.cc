@@ -1,0 +1,257 @@
+// Typed messages: one encode and one decode each; see messages.h.
+#include "protocol/messages.h"
+
+#include <array>
+#include <cmath>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace fedpar {
+namespace {
+
+constexpr std::array<std::pair<TaskKind, const char*>, 5> kKinds = {{{TaskKind::kGradient, "gradient"},
+                                                                    {TaskKind::kLocalTrain, "local"},
+                                                                    {TaskKind::kForward, "forward"},
+                                                                    {TaskKind::kBackward, "backward"},
+                                                                    {TaskKind::kAllReduce, "allreduce"}}};
+
+std::optional<TaskKind> kind_named(const std::string& name) {
+  for (const auto& [k, n] : kKinds)
+    if (name == n) return k;
+  return std::nullopt;
+}
+
+// Reads fields one by one; the first failure is kept and every later read is skipped, so a decode
+// is a list of reads and one check at the end.
+class Reader {
+ public:
+  explicit Reader(const nlohmann::json& body) : body_(body) {}
+
+  template <typename T>
+  void get(const char* name, T& into) {
+    if (error_) return;
+    auto v = field<T>(body_, name);
+    if (auto* e = std::get_if<ProtocolError>(&v)) error_ = *e;
+    else into = std::move(std::get<T>(v));
+  }
+  template <typename T>
+  void get_optional(const char* name, T& into) {
+    if (body_.contains(name)) get(name, into);
+  }
+  void get_kind(const char* name, TaskKind& into) {
+    std::string s;
+    get(name, s);
+    if (error_) return;
+    if (auto k = kind_named(s)) into = *k;
+    else fail(fmt::format("field '{}' names no task kind ('{}'; expected gradient, local, forward, backward or allreduce)",
+                          name, s));
+  }
+  void require(bool ok, const std::string& why) {
+    if (!error_ && !ok) fail(why);
+  }
+  void fail(std::string why) { error_ = ProtocolError{std::move(why)}; }
+
+  template <typename T>
+  Decoded<T> result(T&& value) {
+    if (error_) return *error_;
+    return std::forward<T>(value);
+  }
+
+ private:
+  const nlohmann::json& body_;
+  std::optional<ProtocolError> error_;
+};
+
+// The header's type must be `t`; names what came instead.
+std::optional<ProtocolError> wrong_type(const ParsedMessage& p, MessageType t) {
+  if (p.header.type == t) return std::nullopt;
+  return ProtocolError{fmt::format("expected {}, got {}", message_type_name(t), message_type_name(p.header.type))};
+}
+
+}  // namespace
+
+const char* task_kind_name(TaskKind k) {
+  for (const auto& [kind, n] : kKinds)
+    if (kind == k) return n;
+  return "unknown";
+}
+
+WireMessage encode(const HelloMsg& m) {
+  return encode_message(MessageType::kHello, 0, 0, 0, {{"slots", m.slots}, {"pid", m.pid}});
+}
+
+WireMessage encode(const WelcomeMsg& m, const Envelope& e) {
+  return encode_message(MessageType::kWelcome, e.client, e.run, e.round,
+                        {{"config", m.config_toml}, {"clients", m.clients}, {"shards", m.shards},
+                         {"num_params", m.num_params}, {"dataset_hash", m.dataset_hash}});
+}
+
+WireMessage encode(const RingEndpointMsg& m, const Envelope& e) {
+  return encode_message(MessageType::kRing, e.client, e.run, e.round, {{"endpoint", m.endpoint}});
+}
+
+WireMessage encode(const RingAssignmentMsg& m, const Envelope& e) {
+  return encode_message(MessageType::kRing, e.client, e.run, e.round,
+                        {{"rank", m.rank}, {"size", m.size}, {"next", m.next}});
+}
+
+WireMessage encode(const TaskMsg& m, const Envelope& e, std::shared_ptr<const void> owner) {
+  nlohmann::json body = {{"kind", task_kind_name(m.kind)}, {"clients", m.clients}, {"batch", m.batch}};
+  switch (m.kind) {
+    case TaskKind::kGradient:
+    case TaskKind::kLocalTrain:
+      body.update({{"steps", m.steps}, {"epochs", m.epochs}, {"lr", m.lr}, {"momentum", m.momentum},
+                   {"drift", m.drift}});
+      if (m.draw) body["draw"] = *m.draw;
+      break;
+    case TaskKind::kAllReduce:
+      body.update({{"total_weight", m.total_weight}, {"hash", m.hash}, {"send_params", m.send_params}});
+      break;
+    case TaskKind::kForward:
+    case TaskKind::kBackward: break;
+  }
+  return encode_message(MessageType::kTask, e.client, e.run, e.round, body, m.vectors, std::move(owner));
+}
+
+WireMessage encode(const UpdateMsg& m, const Envelope& e, std::shared_ptr<const void> owner) {
+  nlohmann::json body = {{"kind", task_kind_name(m.kind)},
+                         {"num_samples", m.num_samples},
+                         {"loss_sum", m.loss_sum},
+                         {"samples_processed", m.samples_processed},
+                         {"compute_seconds", m.compute_seconds},
+                         {"parameter_bytes", m.parameter_bytes},
+                         {"activation_bytes", m.activation_bytes}};
+  if (m.kind == TaskKind::kAllReduce)
+    body.update({{"allreduce_seconds", m.allreduce_seconds}, {"ring_bytes_sent", m.ring_bytes_sent},
+                 {"ring_bytes_received", m.ring_bytes_received}, {"hash", m.hash}});
+  return encode_message(MessageType::kUpdate, e.client, e.run, e.round, body, m.vectors, std::move(owner));
+}
+
+WireMessage encode(const ErrorMsg& m, const Envelope& e) {
+  return encode_message(MessageType::kError, e.client, e.run, e.round, {{"reason", m.reason}});
+}
+
+WireMessage encode_stop(const Envelope& e) { return encode_message(MessageType::kStop, e.client, e.run, e.round, {}); }
+
+Decoded<HelloMsg> decode_hello(const ParsedMessage& p) {
+  if (auto e = wrong_type(p, MessageType::kHello)) return *e;
+  HelloMsg m;
+  Reader r(p.body);
+  r.get("slots", m.slots);
+  r.get_optional("pid", m.pid);
+  r.require(m.slots >= 1 && m.slots <= HelloMsg::kMaxSlots,
+            fmt::format("slots must be between 1 and {}", HelloMsg::kMaxSlots));
+  return r.result(std::move(m));
+}
+
+Decoded<WelcomeMsg> decode_welcome(const ParsedMessage& p) {
+  if (auto e = wrong_type(p, MessageType::kWelcome)) return *e;
+  WelcomeMsg m;
+  Reader r(p.body);
+  r.get("config", m.config_toml);
+  r.get("clients", m.clients);
+  r.get("num_params", m.num_params);
+  r.get("dataset_hash", m.dataset_hash);
+  const auto shards = p.body.find("shards");
+  r.require(shards != p.body.end() && shards->is_array() && shards->size() == m.clients.size(),
+            "WELCOME needs 'shards': one list of sample indices per client");
+  if (shards != p.body.end() && shards->is_array())
+    for (const auto& s : *shards) {
+      bool ok = s.is_array();
+      for (const auto& i : s) ok = ok && i.is_number_unsigned() && i.get<uint64_t>() <= UINT32_MAX;
+      r.require(ok, "WELCOME 'shards' must hold lists of sample indices");
+      if (ok) m.shards.push_back(s.get<std::vector<uint32_t>>());
+    }
+  return r.result(std::move(m));
+}
+
+Decoded<RingEndpointMsg> decode_ring_endpoint(const ParsedMessage& p) {
+  if (auto e = wrong_type(p, MessageType::kRing)) return *e;
+  RingEndpointMsg m;
+  Reader r(p.body);
+  r.get("endpoint", m.endpoint);
+  r.require(!m.endpoint.empty(), "RING without the worker's endpoint");
+  return r.result(std::move(m));
+}
+
+Decoded<RingAssignmentMsg> decode_ring_assignment(const ParsedMessage& p) {
+  if (auto e = wrong_type(p, MessageType::kRing)) return *e;
+  RingAssignmentMsg m;
+  Reader r(p.body);
+  r.get("rank", m.rank);
+  r.get("size", m.size);
+  r.get("next", m.next);
+  r.require(m.size >= 1 && m.rank >= 0 && m.rank < m.size, fmt::format("rank {} of a ring of {}", m.rank, m.size));
+  return r.result(std::move(m));
+}
+
+Decoded<TaskMsg> decode_task(const ParsedMessage& p) {
+  if (auto e = wrong_type(p, MessageType::kTask)) return *e;
+  TaskMsg m;
+  Reader r(p.body);
+  r.get_kind("kind", m.kind);
+  r.get("clients", m.clients);
+  r.get("batch", m.batch);
+  r.require(m.batch >= 0, "batch must be >= 0");
+  switch (m.kind) {
+    case TaskKind::kGradient:
+    case TaskKind::kLocalTrain: {
+      r.get("steps", m.steps);
+      r.get("epochs", m.epochs);
+      r.get("lr", m.lr);
+      r.get("momentum", m.momentum);
+      r.get("drift", m.drift);
+      uint64_t draw = 0;
+      if (p.body.contains("draw")) r.get("draw", draw), m.draw = draw;
+      r.require(m.steps >= 1 && m.epochs >= 0, "steps must be >= 1 and epochs >= 0");
+      r.require(p.vectors.size() == 1, "a training task carries the model");
+      break;
+    }
+    case TaskKind::kForward: r.require(p.vectors.size() == 1, "a forward task carries the model"); break;
+    case TaskKind::kBackward:
+      r.require(p.vectors.size() == m.clients.size(), "a backward task carries one dlogits vector per client");
+      break;
+    case TaskKind::kAllReduce:
+      r.get("total_weight", m.total_weight);
+      r.get("hash", m.hash);
+      r.get("send_params", m.send_params);
+      r.require(m.total_weight > 0, "total_weight must be > 0");
+      r.require(p.vectors.size() <= 1, "an allreduce task carries the model or nothing");
+      break;
+  }
+  m.vectors = p.vectors;
+  return r.result(std::move(m));
+}
+
+Decoded<UpdateMsg> decode_update(const ParsedMessage& p) {
+  if (auto e = wrong_type(p, MessageType::kUpdate)) return *e;
+  UpdateMsg m;
+  Reader r(p.body);
+  r.get_kind("kind", m.kind);
+  r.get("num_samples", m.num_samples);
+  r.get("loss_sum", m.loss_sum);
+  r.get("samples_processed", m.samples_processed);
+  r.get("compute_seconds", m.compute_seconds);
+  r.get("parameter_bytes", m.parameter_bytes);
+  r.get("activation_bytes", m.activation_bytes);
+  if (m.kind == TaskKind::kAllReduce) {
+    r.get("allreduce_seconds", m.allreduce_seconds);
+    r.get("ring_bytes_sent", m.ring_bytes_sent);
+    r.get("ring_bytes_received", m.ring_bytes_received);
+    r.get("hash", m.hash);
+  }
+  r.require(std::isfinite(m.loss_sum) && m.compute_seconds >= 0, "loss_sum must be finite, compute_seconds >= 0");
+  m.vectors = p.vectors;
+  return r.result(std::move(m));
+}
+
+Decoded<ErrorMsg> decode_error(const ParsedMessage& p) {
+  if (auto e = wrong_type(p, MessageType::kError)) return *e;
+  ErrorMsg m;
+  Reader r(p.body);
+  r.get("reason", m.reason);
+  return r.result(std::move(m));
+}
+
+}  // namespace fedpar

@@ -1,0 +1,124 @@
+// The typed messages of a run, one struct each, on top of the framing (frames.h): every message a
+// server and its clients exchange is built by one encode and read by one decode, which checks each
+// field's presence, type and range and returns a one-line reason instead of throwing. Vectors stay
+// views of the received frames (or of the sender's memory): nothing is copied here.
+//
+//   client -> server   HELLO, RING (endpoint), UPDATE (any task's answer), ERROR
+//   server -> client   WELCOME, RING (assignment), TASK, STOP, ERROR
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "protocol/frames.h"
+
+namespace fedpar {
+
+// What a TASK asks of a client process, and so what its UPDATEs answer.
+enum class TaskKind : uint16_t {
+  kGradient = 1,   // one gradient per listed client (parameter server, async)
+  kLocalTrain = 2, // K local steps / E epochs -> model delta (model averaging)
+  kForward = 3,    // master topology: logits of each client's slice of the batch
+  kBackward = 4,   // master topology: parameter gradients from the dlogits sent
+  kAllReduce = 5,  // allreduce topology: one ring step, then a report
+};
+const char* task_kind_name(TaskKind k);  // "gradient", "local", "forward", "backward", "allreduce"
+
+template <typename T>
+using Decoded = std::variant<T, ProtocolError>;
+
+struct HelloMsg {
+  int64_t slots = 1;  // virtual clients this process offers to host (1 .. kMaxSlots)
+  int64_t pid = 0;
+  static constexpr int64_t kMaxSlots = 1000000;
+};
+
+// The run as the server resolved it (its config text, resolved by every process the same way:
+// run_spec_from_toml), the virtual clients this process hosts and their shards.
+struct WelcomeMsg {
+  std::string config_toml;
+  std::vector<uint32_t> clients;
+  std::vector<std::vector<uint32_t>> shards;  // one per client, same order
+  uint64_t num_params = 0;
+  std::string dataset_hash;
+};
+
+// RING, client -> server: where this worker listens for its previous neighbour.
+struct RingEndpointMsg {
+  std::string endpoint;
+};
+// RING, server -> client: its rank, the ring's size and the next rank's endpoint.
+struct RingAssignmentMsg {
+  int64_t rank = 0, size = 1;
+  std::string next;
+};
+
+struct TaskMsg {
+  TaskKind kind = TaskKind::kGradient;
+  std::vector<uint32_t> clients;  // whom it is for (each process serves those it hosts)
+  int64_t batch = 0;              // 0 = the whole shard
+  // local train
+  int64_t steps = 1, epochs = 0;
+  double lr = 0.1, momentum = 0;
+  bool drift = false;
+  // async: names the batch draw (the client's task count); absent: the round names it
+  std::optional<uint64_t> draw;
+  // allreduce
+  double total_weight = 0;
+  bool hash = false, send_params = false;
+  // gradient / local / forward: the model; backward: one dlogits per listed client;
+  // allreduce: the starting model with the first task, else none
+  std::vector<std::span<const float>> vectors;
+};
+
+// A client's answer to one task, for one virtual client (or, for allreduce, for its rank).
+struct UpdateMsg {
+  TaskKind kind = TaskKind::kGradient;  // the task it answers
+  uint64_t num_samples = 0;             // n_k: samples behind it
+  double loss_sum = 0;                  // summed loss over those samples
+  int64_t samples_processed = 0;        // forward/backward passes, for cost accounting
+  double compute_seconds = 0;
+  uint64_t parameter_bytes = 0, activation_bytes = 0;
+  // allreduce reports
+  double allreduce_seconds = 0;
+  uint64_t ring_bytes_sent = 0, ring_bytes_received = 0;
+  std::string hash;  // the replica's hash when asked for
+  std::vector<std::span<const float>> vectors;
+};
+
+struct ErrorMsg {
+  std::string reason;
+};
+
+// Header fields every message carries beside its body.
+struct Envelope {
+  uint32_t client = 0;
+  uint64_t run = 0, round = 0;
+};
+
+// `owner` keeps what the vectors view alive until ZeroMQ has sent them (zero copy); null copies.
+WireMessage encode(const HelloMsg& m);
+WireMessage encode(const WelcomeMsg& m, const Envelope& e);
+WireMessage encode(const RingEndpointMsg& m, const Envelope& e);
+WireMessage encode(const RingAssignmentMsg& m, const Envelope& e);
+WireMessage encode(const TaskMsg& m, const Envelope& e, std::shared_ptr<const void> owner = {});
+WireMessage encode(const UpdateMsg& m, const Envelope& e, std::shared_ptr<const void> owner = {});
+WireMessage encode(const ErrorMsg& m, const Envelope& e);
+WireMessage encode_stop(const Envelope& e);
+
+// Each checks the header's type and the body; vectors are taken from `p` as they are (their
+// count and lengths were checked by parse_message where the receiver knew them).
+Decoded<HelloMsg> decode_hello(const ParsedMessage& p);
+Decoded<WelcomeMsg> decode_welcome(const ParsedMessage& p);
+Decoded<RingEndpointMsg> decode_ring_endpoint(const ParsedMessage& p);
+Decoded<RingAssignmentMsg> decode_ring_assignment(const ParsedMessage& p);
+Decoded<TaskMsg> decode_task(const ParsedMessage& p);
+Decoded<UpdateMsg> decode_update(const ParsedMessage& p);
+Decoded<ErrorMsg> decode_error(const ParsedMessage& p);
+
+}  // namespace fedpar

@@ -1,0 +1,137 @@
+// The `async` regime as a plan: a parameter server without a barrier. Every virtual client always
+// holds a task; each gradient is applied the moment it arrives, and its sender gets the newest model
+// back. An update carries the model version it was computed on (the TASK's header round); its
+// staleness is the number of updates applied since. updates.jsonl logs every arrival in order
+// (client, version, batch draw, staleness, whether applied, the learning rate used): `fedpar
+// replay` recomputes the run from it bit for bit. A "round" here is num_clients applied updates.
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/check.h"
+#include "server/plan.h"
+#include "server/strategy.h"
+
+namespace fedpar {
+namespace {
+
+class AsyncPlan final : public Plan {
+ public:
+  explicit AsyncPlan(RunContext& run)
+      : run_(run), s_(run.s), log_(run.out.path() / "updates.jsonl"), sgd_(make_async_sgd({.momentum = s_.sgd_momentum})),
+        current_(std::make_shared<const std::vector<float>>(run.params)) {}
+
+  const char* topology() const override { return "async"; }
+
+  void begin(Engine& engine) override {
+    t_start_ = Clock::now();
+    for (uint32_t c = 0; c < engine.num_clients; ++c) dispatch(engine, c);
+  }
+
+  std::string round(Engine& engine, nlohmann::json& rec) override {
+    const auto t0 = Clock::now();
+    Tally t;
+    while (t.applied < engine.num_clients) {
+      Collected c = engine.collect(one_update(engine));
+      if (c.got.empty())
+        throw Error(fmt::format("async: no update within {} s (clients {} hold tasks)", s_.wait_seconds,
+                                fmt::join(holders(), ", ")));
+      apply(engine, c.got.begin()->second, t);
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    busy_seconds_ += seconds;  // the training time, evaluations left out
+    const uint64_t tau_max = *std::max_element(t.taus.begin(), t.taus.end());
+    double tau_mean = 0;
+    for (uint64_t tau : t.taus) tau_mean += double(tau) / double(t.taus.size());
+    rec.update({{"updates_applied", t.applied}, {"updates_rejected", t.rejected}, {"model_version", version_},
+                {"staleness_mean", tau_mean}, {"staleness_max", tau_max},
+                {"train_loss", t.samples > 0 ? t.loss_sum / t.samples : 0.0}, {"samples_processed", t.processed},
+                {"wait_seconds", seconds}, {"elapsed_seconds", busy_seconds_}});
+    return fmt::format("{} updates (staleness mean {:.2f}, max {}, {} rejected)", t.applied, tau_mean, tau_max, t.rejected);
+  }
+
+ private:
+  struct Outstanding {
+    uint64_t version, draw;
+  };
+  struct Tally {
+    uint64_t applied = 0, rejected = 0;
+    double loss_sum = 0, samples = 0, processed = 0;  // processed: rejected updates' samples too
+    std::vector<uint64_t> taus;
+  };
+
+  // Client c's next task: a gradient of batch draw `draws_[c]` on the current model.
+  void dispatch(Engine& engine, uint32_t c) {
+    const uint64_t draw = draws_[c]++;
+    TaskMsg task{.kind = TaskKind::kGradient, .clients = {c}, .batch = s_.sgd_batch, .steps = 1, .epochs = 0,
+                 .lr = s_.sgd_lr, .momentum = 0.0, .drift = false, .draw = draw};
+    task.vectors = {*current_};
+    engine.send(engine.owner[c], encode(task, {0, engine.run_id, version_}, current_));
+    outstanding_[c] = {version_, draw};
+  }
+
+  // The next update from any client that holds a task, computed on the version it was given.
+  CollectSpec one_update(const Engine& engine) const {
+    CollectSpec spec{.kind = TaskKind::kGradient, .want = 1, .seconds = s_.wait_seconds, .check_round = false,
+                     .floats = {run_.params.size()}};
+    spec.expected.resize(engine.num_clients);
+    std::iota(spec.expected.begin(), spec.expected.end(), 0u);
+    spec.accept = [this](const Reply& r) -> std::string {
+      const auto it = outstanding_.find(r.key);
+      if (it != outstanding_.end() && it->second.version == r.in.parsed.header.round) return "";
+      return fmt::format("client {} holds no task on model version {}", r.key, r.in.parsed.header.round);
+    };
+    return spec;
+  }
+
+  void apply(Engine& engine, const Reply& r, Tally& t) {
+    const uint32_t c = r.key;
+    const Outstanding o = outstanding_.at(c);
+    outstanding_.erase(c);
+    t.processed += double(r.update.num_samples);
+    const uint64_t tau = version_ - o.version;
+    const bool accept = s_.staleness_bound == 0 || tau <= uint64_t(s_.staleness_bound);
+    const float lr = s_.staleness_lr ? s_.sgd_lr / float(std::max<uint64_t>(1, tau)) : s_.sgd_lr;
+    if (accept) {
+      sgd_->apply(r.update.vectors[0], lr, run_.params);
+      ++version_;
+      current_ = std::make_shared<const std::vector<float>>(run_.params);
+      ++t.applied;
+      t.taus.push_back(tau);
+      t.loss_sum += r.update.loss_sum;
+      t.samples += double(r.update.num_samples);
+    } else {
+      ++t.rejected;
+      engine.log(fmt::format("rejected client {}'s update: staleness {} > bound {}", c, tau, s_.staleness_bound));
+    }
+    log_.write({{"seq", seq_++}, {"client", c}, {"computed_on", o.version}, {"draw", o.draw}, {"staleness", tau},
+                {"applied", accept}, {"lr", lr}, {"version_after", version_},
+                {"compute_seconds", r.update.compute_seconds},
+                {"seconds", std::chrono::duration<double>(Clock::now() - t_start_).count()}});
+    dispatch(engine, c);
+  }
+
+  std::vector<uint32_t> holders() const {
+    std::vector<uint32_t> v;
+    for (const auto& [c, o] : outstanding_) v.push_back(c);
+    return v;
+  }
+
+  RunContext& run_;
+  const RunSpec& s_;
+  JsonlWriter log_;
+  std::unique_ptr<AsyncSgd> sgd_;
+  std::shared_ptr<const std::vector<float>> current_;
+  std::map<uint32_t, Outstanding> outstanding_;
+  std::map<uint32_t, uint64_t> draws_;  // tasks sent per client: names its next batch draw
+  uint64_t version_ = 0, seq_ = 0;
+  Clock::time_point t_start_;
+  double busy_seconds_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Plan> make_async_plan(RunContext& run) { return std::make_unique<AsyncPlan>(run); }
+
+}  // namespace fedpar

@@ -1,0 +1,211 @@
+// Engine; see engine.h.
+#include "server/engine.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+
+namespace fedpar {
+Engine::Engine(const RunSpec& s, Transport& t, bool quiet) : s_(s), transport_(t), quiet_(quiet) {}
+
+std::optional<Incoming> Engine::receive(Clock::time_point deadline, std::span<const size_t> floats,
+                                        bool require_finite) {
+  while (auto r = transport_.receive(deadline)) {
+    if (auto it = peers.find(r->peer); it != peers.end()) it->second.bytes_received += r->bytes();
+    auto parsed = parse_message(r->spans(), floats, require_finite);
+    if (auto* e = std::get_if<ProtocolError>(&parsed)) {
+      reject(*r, e->reason);
+      continue;
+    }
+    return Incoming{std::move(*r), std::move(std::get<ParsedMessage>(parsed))};
+  }
+  return std::nullopt;
+}
+
+void Engine::send(const std::string& peer, const WireMessage& m) {
+  const size_t bytes = transport_.send(peer, m);
+  if (auto it = peers.find(peer); it != peers.end()) it->second.bytes_sent += bytes;
+}
+
+void Engine::send_all(const WireMessage& m) {
+  for (const auto& id : order)
+    if (!lost.count(id)) send(id, m);
+}
+
+void Engine::reject(const Received& r, const std::string& reason) {
+  log(fmt::format("dropped a message from a peer: {}", reason));
+  send(r.peer, encode(ErrorMsg{reason}, envelope()));
+}
+
+void Engine::log(const std::string& line) const {
+  if (!quiet_) fmt::print(stderr, "server: {}\n", line);
+}
+
+void Engine::stop_all() {
+  for (const auto& [id, p] : peers) send(id, encode_stop(envelope()));
+}
+
+void Engine::welcome_clients(const Manifest& manifest, size_t num_params, const std::string& config_toml) {
+  num_clients = manifest.clients.size();
+  log(fmt::format("listening on {}; waiting for {} client process(es)", endpoint(), s_.processes));
+  const auto deadline = deadline_after(s_.wait_seconds);
+  while (int(peers.size()) < s_.processes) {
+    auto in = receive(deadline);
+    if (!in)
+      throw Error(fmt::format("only {} of {} client processes said HELLO within {} s (start them "
+                              "with: fedpar client --server {})",
+                              peers.size(), s_.processes, s_.wait_seconds, endpoint()));
+    auto hello = decode_hello(in->parsed);
+    if (auto* e = std::get_if<ProtocolError>(&hello)) {
+      reject(in->msg, in->parsed.header.type == MessageType::kHello
+                          ? e->reason : "expected HELLO before the run starts, got " +
+                                            std::string(message_type_name(in->parsed.header.type)));
+      continue;
+    }
+    if (!peers.count(in->msg.peer)) add_peer(in->msg, std::get<HelloMsg>(hello));  // else a repeated HELLO
+  }
+  deal_clients();
+  for (const auto& id : order) {
+    WelcomeMsg w{config_toml, peers[id].clients, {}, num_params, manifest.dataset_hash};
+    for (uint32_t c : peers[id].clients) w.shards.push_back(manifest.clients[c].indices);
+    send(id, encode(w, envelope()));
+  }
+}
+
+void Engine::add_peer(const Received& r, const HelloMsg& hello) {
+  peers[r.peer] = Peer{r.peer, hello.slots, {}, 0, r.bytes()};
+  order.push_back(r.peer);
+  log(fmt::format("client process {} of {} connected ({} slots)", peers.size(), s_.processes, hello.slots));
+}
+
+// Virtual clients are dealt in proportion to the processes' slots: each goes to the process with
+// the fewest clients per slot (earliest HELLO on ties). Results do not depend on this.
+void Engine::deal_clients() {
+  for (uint32_t c = 0; c < num_clients; ++c) {
+    const std::string* best = &order[0];
+    for (const auto& id : order) {
+      const Peer &p = peers[id], &b = peers[*best];
+      if (p.clients.size() * size_t(b.slots) < b.clients.size() * size_t(p.slots)) best = &id;
+    }
+    peers[*best].clients.push_back(c);
+    owner[c] = *best;
+  }
+  for (const auto& id : order)
+    log(fmt::format("a process with {} slot(s) hosts {} virtual client(s)", peers[id].slots, peers[id].clients.size()));
+}
+
+Collected Engine::collect(const CollectSpec& spec) {
+  Collected out;
+  out.waited = spec.seconds;
+  const size_t want = std::min(spec.want, spec.expected.size());
+  auto deadline = deadline_after(spec.seconds);
+  while (out.got.size() < want) {
+    auto in = receive(deadline, spec.floats, /*require_finite=*/true);
+    if (!in) break;
+    const int process = process_index(in->msg.peer);
+    if (spec.errors_are_fatal && process >= 0 && in->parsed.header.type == MessageType::kError) {
+      auto e = decode_error(in->parsed);
+      throw Error(fmt::format("round {}: worker {} failed: {}", round + 1, process,
+                              e.index() == 0 ? std::get<ErrorMsg>(e).reason : "?"));
+    }
+    auto update = decode_update(in->parsed);
+    if (auto* e = std::get_if<ProtocolError>(&update)) {
+      reject(in->msg, e->reason);
+      continue;
+    }
+    Reply r{std::move(*in), std::move(std::get<UpdateMsg>(update)), 0, process};
+    if (const std::string why = check(spec, out, r); !why.empty()) {
+      reject(r.in.msg, why);
+      continue;
+    }
+    const uint32_t key = r.key;
+    out.got.emplace(key, std::move(r));
+    if (out.got.size() == 1 && spec.after_first && *spec.after_first < spec.seconds) {
+      deadline = std::min(deadline, deadline_after(*spec.after_first));
+      out.waited = *spec.after_first;
+    }
+  }
+  if (out.got.size() < want)
+    for (uint32_t k : spec.expected)
+      if (!out.got.count(k)) out.missing.push_back(k);
+  return out;
+}
+
+std::string Engine::check(const CollectSpec& spec, const Collected& so_far, Reply& r) const {
+  const Header& h = r.in.parsed.header;
+  const std::string& who = r.in.msg.peer;
+  if (r.process < 0) return "not a client process of this run";
+  if (lost.count(who)) return "this process missed a round deadline and was dropped from the run";
+  if (r.update.kind != spec.kind)
+    return fmt::format("expected an answer to a {} task, got one to {}", task_kind_name(spec.kind),
+                       task_kind_name(r.update.kind));
+  if (spec.check_round && h.round != round) return fmt::format("update for round {} during round {}", h.round, round);
+  if (spec.key == CollectSpec::Key::kClient) {
+    r.key = h.client;
+    if (!hosts(who, r.key)) return fmt::format("client {} is not hosted by this process", r.key);
+  } else {
+    r.key = uint32_t(r.process);
+  }
+  if (std::find(spec.expected.begin(), spec.expected.end(), r.key) == spec.expected.end())
+    return fmt::format("{} {} was not asked this round", spec.key == CollectSpec::Key::kClient ? "client" : "worker", r.key);
+  if (so_far.got.count(r.key)) return fmt::format("a second reply for {}", r.key);
+  return spec.accept ? spec.accept(r) : "";
+}
+
+Engine::ByteSnapshot Engine::bytes_snapshot() const {
+  ByteSnapshot b;
+  for (const auto& [id, p] : peers) b[id] = {p.bytes_sent, p.bytes_received};
+  return b;
+}
+
+nlohmann::json Engine::per_process_bytes(const ByteSnapshot& before,
+                                              const std::map<std::string, std::vector<uint32_t>>& tasks) const {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Peer& p = peers.at(order[i]);
+    const auto& b = before.at(order[i]);
+    const auto t = tasks.find(order[i]);
+    out.push_back({{"process", i}, {"tasks", t == tasks.end() ? 0 : t->second.size()},
+                   {"bytes_down", p.bytes_sent - b.first}, {"bytes_up", p.bytes_received - b.second},
+                   {"lost", lost.count(order[i]) > 0}});
+  }
+  return out;
+}
+
+std::pair<uint64_t, uint64_t> Engine::total_bytes() const {
+  uint64_t sent = 0, received = 0;
+  for (const auto& [id, p] : peers) sent += p.bytes_sent, received += p.bytes_received;
+  return {sent, received};
+}
+
+int Engine::process_index(const std::string& identity) const {
+  const auto it = std::find(order.begin(), order.end(), identity);
+  return it == order.end() ? -1 : int(it - order.begin());
+}
+
+bool Engine::hosts(const std::string& identity, uint32_t client) const {
+  const auto it = owner.find(client);
+  return it != owner.end() && it->second == identity;
+}
+
+std::map<std::string, std::vector<uint32_t>> Engine::hosted() const {
+  std::map<std::string, std::vector<uint32_t>> out;
+  for (const auto& [id, p] : peers) out[id] = p.clients;
+  return out;
+}
+
+nlohmann::json Engine::hosts_json() const {
+  nlohmann::json hosts = nlohmann::json::array();
+  for (const auto& id : order)
+    hosts.push_back({{"slots", peers.at(id).slots}, {"clients", peers.at(id).clients}, {"lost", lost.count(id) > 0}});
+  return hosts;
+}
+
+}  // namespace fedpar

@@ -1,0 +1,121 @@
+// The round engine: the server's side of the wire, once for every way of training. It holds the
+// client processes behind a Transport (their HELLO, their virtual clients and shards in WELCOME),
+// counts bytes per process, and collects replies with a deadline: every reply is parsed, checked
+// (type, round, sender, duplicates, then the plan's own checks) and either kept or answered with
+// ERROR. Plans (plan.h) say only what differs: which tasks go out and what a round computes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/run_spec.h"
+#include "partitioners/manifest.h"
+#include "protocol/messages.h"
+#include "transport/transport.h"
+
+namespace fedpar {
+
+struct Peer {
+  std::string identity;
+  int64_t slots = 1;
+  std::vector<uint32_t> clients;
+  uint64_t bytes_sent = 0, bytes_received = 0;
+};
+
+// A message that parsed; `parsed` views `msg`'s frames (moving it keeps them in place).
+struct Incoming {
+  Received msg;
+  ParsedMessage parsed;
+};
+
+// One accepted reply to a task.
+struct Reply {
+  Incoming in;
+  UpdateMsg update;  // its vectors view in.msg's frames
+  uint32_t key = 0;  // the client id, or the worker's rank
+  int process = -1;  // the sender's index in HELLO order
+};
+
+// What collect() waits for. Replies are keyed by the header's client id (kClient: the sender must
+// host that client) or by the sender's process index (kRank).
+struct CollectSpec {
+  enum class Key { kClient, kRank };
+  TaskKind kind = TaskKind::kGradient;  // the task the replies answer
+  std::vector<uint32_t> expected;       // the keys awaited
+  Key key = Key::kClient;
+  size_t want = std::numeric_limits<size_t>::max();  // stop after this many (async: 1)
+  double seconds = 60;                  // the deadline, from now
+  std::optional<double> after_first;    // once one reply came, the rest get at most this long
+  bool check_round = true;              // the header's round must be the engine's
+  std::vector<size_t> floats;           // each reply's vector lengths; empty: the plan checks
+  bool errors_are_fatal = false;        // an ERROR from a worker ends the run (the ring's failures)
+  // The plan's own checks: "" accepts, else the reason the sender is told.
+  std::function<std::string(const Reply&)> accept;
+};
+
+struct Collected {
+  std::map<uint32_t, Reply> got;  // by key, so reductions run in key order
+  std::vector<uint32_t> missing;  // expected keys without a reply at the deadline (want not reached)
+  double waited = 0;              // the seconds the deadline was, for messages
+};
+
+class Engine {
+ public:
+  Engine(const RunSpec& s, Transport& t, bool quiet);
+  const std::string& endpoint() const { return transport_.endpoint(); }
+
+  // HELLO from s.processes processes (else Error naming the command that starts them), the
+  // virtual clients dealt by slots, and WELCOME with each process's shards and the resolved config.
+  void welcome_clients(const Manifest& manifest, size_t num_params, const std::string& config_toml);
+
+  void send(const std::string& peer, const WireMessage& m);
+  void send_all(const WireMessage& m);  // every process still in the run
+  // The next message that parses (frames, header, CRC); others are answered with ERROR.
+  std::optional<Incoming> receive(Clock::time_point deadline, std::span<const size_t> floats = {},
+                                  bool require_finite = false);
+  Collected collect(const CollectSpec& spec);
+  // Answers a peer's bad message with ERROR and logs it; nothing else changes.
+  void reject(const Received& r, const std::string& reason);
+  void log(const std::string& line) const;
+  void stop_all();  // tells every process the run is over
+
+  // Accounting: per-process socket bytes since `before`, in HELLO order.
+  using ByteSnapshot = std::map<std::string, std::pair<uint64_t, uint64_t>>;  // sent, received
+  ByteSnapshot bytes_snapshot() const;
+  nlohmann::json per_process_bytes(const ByteSnapshot& before,
+                                   const std::map<std::string, std::vector<uint32_t>>& tasks) const;
+  std::pair<uint64_t, uint64_t> total_bytes() const;  // sent, received since the start
+
+  int process_index(const std::string& identity) const;  // HELLO order, -1 if unknown
+  bool hosts(const std::string& identity, uint32_t client) const;
+  std::map<std::string, std::vector<uint32_t>> hosted() const;  // every process, its clients
+  nlohmann::json hosts_json() const;
+  Envelope envelope(uint32_t client = 0) const { return {client, run_id, round}; }
+
+  std::map<std::string, Peer> peers;
+  std::map<uint32_t, std::string> owner;  // virtual client -> peer identity
+  std::vector<std::string> order;         // processes in HELLO order (their index in metrics)
+  std::set<std::string> lost;             // processes that missed a deadline: no more tasks
+  uint64_t run_id = 0, round = 0;
+  size_t num_clients = 0;
+
+ private:
+  // Why a parsed reply cannot be kept ("" when it can); fills r.key and r.process.
+  std::string check(const CollectSpec& spec, const Collected& so_far, Reply& r) const;
+  void add_peer(const Received& r, const HelloMsg& hello);
+  void deal_clients();
+
+  const RunSpec& s_;
+  Transport& transport_;
+  bool quiet_;
+};
+
+}  // namespace fedpar

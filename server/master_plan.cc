@@ -1,0 +1,129 @@
+// The `master` topology as a plan (the single-process DataParallel scheme, across processes): the
+// server sends the model; workers return the logits of their slice of the batch; the server takes
+// the loss over the whole batch and returns each worker d(loss)/d(its logits); workers return
+// parameter gradients, which the server sums (client order), steps and broadcasts. The server
+// holds the loss, so it sends and receives N times a worker's traffic. See plan.h.
+#include <algorithm>
+#include <numeric>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/check.h"
+#include "core/local_update.h"
+#include "server/plan.h"
+#include "server/strategy.h"
+
+namespace fedpar {
+namespace {
+
+class MasterPlan final : public Plan {
+ public:
+  explicit MasterPlan(RunContext& run)
+      : run_(run), s_(run.s), classes_(size_t(run.data.train.num_classes)),
+        strategy_(make_gradient_averaging(Weighting::kSum, LrSchedule{.base_lr = s_.sgd_lr}, {.momentum = s_.sgd_momentum})) {}
+
+  const char* topology() const override { return "master"; }
+
+  std::string round(Engine& engine, nlohmann::json& rec) override {
+    const auto t0 = Clock::now();
+    draw_batch(engine);
+    // 1. The model out, logits back.
+    const auto snapshot = std::make_shared<const std::vector<float>>(run_.params);
+    TaskMsg forward{.kind = TaskKind::kForward, .clients = everyone_, .batch = s_.sgd_batch};
+    forward.vectors = {*snapshot};
+    engine.send_all(encode(forward, engine.envelope(), snapshot));
+    const Collected logits = collect(engine, TaskKind::kForward, [&](uint32_t c) { return rows_[c].size() * classes_; });
+    // 2. The loss over the whole batch, each slice's share of d(mean loss)/d(logits) back.
+    const auto t_loss = Clock::now();
+    const double loss_sum = send_dlogits(engine, logits);
+    const double loss_seconds = std::chrono::duration<double>(Clock::now() - t_loss).count();
+    // 3. Parameter gradients back: summed in client order, one SGD step.
+    const Collected grads = collect(engine, TaskKind::kBackward, [&](uint32_t) { return run_.params.size(); });
+    const auto t_agg = Clock::now();
+    std::vector<ClientUpdate> updates;
+    for (const auto& [c, r] : grads.got) updates.push_back({c, engine.round, rows_[c].size(), r.update.vectors[0]});
+    strategy_->apply(updates, run_.params);
+    const auto t_done = Clock::now();
+    rec.update({{"participants", engine.num_clients}, {"received", engine.num_clients},
+                {"train_loss", total_ > 0 ? loss_sum / double(total_) : 0.0}, {"batch", total_},
+                {"samples_processed", total_}, {"worker_forward_seconds", slowest(logits)},
+                {"worker_backward_seconds", slowest(grads)}, {"master_loss_seconds", loss_seconds},
+                {"aggregate_seconds", std::chrono::duration<double>(t_done - t_agg).count()},
+                {"wait_seconds", std::chrono::duration<double>(t_agg - t0).count() - loss_seconds}});
+    return fmt::format("batch of {} over {} workers", total_, engine.num_clients);
+  }
+
+ private:
+  // The batch: each client's rows, the same ones the workers draw (gradient_batch).
+  void draw_batch(const Engine& engine) {
+    everyone_.resize(engine.num_clients);
+    std::iota(everyone_.begin(), everyone_.end(), 0u);
+    total_ = 0;
+    for (uint32_t c : everyone_) {
+      rows_[c] = gradient_batch(run_.manifest.clients[c].indices, s_.sgd_batch, s_.seed, c, engine.round);
+      total_ += rows_[c].size();
+    }
+  }
+
+  // One reply of `kind` from every client, each one vector of `floats(client)` values.
+  Collected collect(Engine& engine, TaskKind kind, const std::function<size_t(uint32_t)>& floats) {
+    CollectSpec spec{.kind = kind, .expected = everyone_, .seconds = s_.wait_seconds};
+    spec.accept = [&](const Reply& r) -> std::string {
+      if (r.update.vectors.size() == 1 && r.update.vectors[0].size() == floats(r.key)) return "";
+      return fmt::format("{} of client {}: expected one vector of {} values", task_kind_name(kind), r.key, floats(r.key));
+    };
+    Collected c = engine.collect(spec);
+    if (!c.missing.empty())
+      throw Error(fmt::format("round {}: no {} reply from client(s) {} within {} s (the master needs every slice of "
+                              "the batch)", engine.round + 1, task_kind_name(kind), fmt::join(c.missing, ", "), c.waited));
+    return c;
+  }
+
+  // The loss over the whole batch on the server's model (CPU backend: host pointers are its
+  // device pointers), and each process its clients' dlogits slices. Returns the loss sum.
+  double send_dlogits(Engine& engine, const Collected& logits) {
+    std::vector<float> all;
+    std::vector<int32_t> labels;
+    all.reserve(total_ * classes_);
+    for (uint32_t c : everyone_) {
+      const auto v = logits.got.at(c).update.vectors[0];
+      all.insert(all.end(), v.begin(), v.end());
+      for (uint32_t i : rows_[c]) labels.push_back(run_.data.train.y[i]);
+    }
+    auto dlogits = std::make_shared<std::vector<float>>(all.size());
+    const double loss_sum = run_.model.loss_sum(dlogits->data(), all.data(), labels.data(), int(total_), 1.0f / float(total_));
+    std::map<uint32_t, std::span<const float>> slice;
+    size_t offset = 0;
+    for (uint32_t c : everyone_) {
+      slice[c] = std::span<const float>(*dlogits).subspan(offset, rows_[c].size() * classes_);
+      offset += rows_[c].size() * classes_;
+    }
+    for (const auto& id : engine.order) {
+      TaskMsg backward{.kind = TaskKind::kBackward, .clients = engine.peers[id].clients};
+      for (uint32_t c : backward.clients) backward.vectors.push_back(slice[c]);
+      engine.send(id, encode(backward, engine.envelope(), dlogits));
+    }
+    return loss_sum;
+  }
+
+  static double slowest(const Collected& c) {
+    double s = 0;
+    for (const auto& [k, r] : c.got) s = std::max(s, r.update.compute_seconds);
+    return s;
+  }
+
+  RunContext& run_;
+  const RunSpec& s_;
+  const size_t classes_;
+  std::unique_ptr<Strategy> strategy_;
+  std::vector<uint32_t> everyone_;
+  std::map<uint32_t, std::vector<uint32_t>> rows_;
+  size_t total_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Plan> make_master_plan(RunContext& run) { return std::make_unique<MasterPlan>(run); }
+
+}  // namespace fedpar

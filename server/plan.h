@@ -1,0 +1,45 @@
+// One way of training, as the round engine runs it: a plan sends its tasks, collects the replies
+// through Engine::collect (which owns receiving, validation, deadlines and rejections), reduces
+// them through a Strategy or the optimizer, and fills the round record's own fields. run_rounds
+// owns the rest of a round: its number, clock, bytes, the common record fields, evaluation and
+// the end of the run.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "server/engine.h"
+#include "server/run_context.h"
+
+namespace fedpar {
+
+class Plan {
+ public:
+  virtual ~Plan() = default;
+  virtual const char* topology() const = 0;  // the record's "topology"
+  virtual void begin(Engine&) {}             // once, after WELCOME (the ring forms here)
+  // Round engine.round: fills `rec` with the plan's fields and returns the log line's summary.
+  // Throws Error when the run cannot go on.
+  virtual std::string round(Engine& engine, nlohmann::json& rec) = 0;
+  // The processes' tasks this round, for the per-process byte accounting (default: all hosted).
+  virtual std::map<std::string, std::vector<uint32_t>> tasks(const Engine& engine) const { return engine.hosted(); }
+};
+
+// parameter server (gradient regime) and model averaging (FedAvg): one task per sampled client.
+std::unique_ptr<Plan> make_sync_plan(RunContext& run);
+// master: the server holds the batch's loss: logits in, dlogits out, gradients in, one step.
+std::unique_ptr<Plan> make_master_plan(RunContext& run);
+// allreduce: the workers sum their gradients in a ring and step their replicas; the server starts
+// the steps, checks the replicas' hashes and takes rank 0's model when it evaluates.
+std::unique_ptr<Plan> make_allreduce_plan(RunContext& run);
+// async: every gradient applied as it arrives, staleness logged (updates.jsonl).
+std::unique_ptr<Plan> make_async_plan(RunContext& run);
+// The plan of the run's regime and topology.
+std::unique_ptr<Plan> make_plan(RunContext& run);
+
+// Runs the rounds until s.rounds or stop_at_accuracy.
+void run_rounds(Engine& engine, RunContext& run, Plan& plan);
+
+}  // namespace fedpar

@@ -1,0 +1,151 @@
+// The synchronous regimes as a plan: `gradient` on the parameter-server topology (workers upload
+// gradients, the server averages, steps, broadcasts) and `model` (FedAvg: local steps, deltas
+// averaged). A fraction of the clients is sampled each round; one TASK goes to every process that
+// hosts a participant, and the updates are reduced in client-id order. See plan.h.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/check.h"
+#include "core/rng.h"
+#include "server/diagnostics.h"
+#include "server/plan.h"
+#include "server/strategy.h"
+
+namespace fedpar {
+namespace {
+
+// This round's participants, sorted: a fraction of the clients drawn from (seed, "sample", round).
+std::vector<uint32_t> sample_participants(const RunSpec& s, size_t num_clients, uint64_t round) {
+  std::vector<uint32_t> ids(num_clients);
+  std::iota(ids.begin(), ids.end(), 0u);
+  const size_t k = std::max<size_t>(1, size_t(std::lround(s.fraction * double(num_clients))));
+  if (k < ids.size()) {
+    Rng(s.seed, "sample", 0, uint32_t(round)).choose(std::span(ids), k);
+    ids.resize(k);
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+class SyncPlan final : public Plan {
+ public:
+  explicit SyncPlan(RunContext& run)
+      : run_(run), s_(run.s), gradient_(s_.regime == Regime::kGradient), drift_(s_.drift && !gradient_),
+        strategy_(gradient_ ? make_gradient_averaging(s_.weighting, LrSchedule{.base_lr = s_.sgd_lr},
+                                                      {.momentum = s_.sgd_momentum})
+                            : make_model_averaging(s_.weighting, s_.server_lr)) {}
+
+  const char* topology() const override { return gradient_ ? "parameter-server" : "model-averaging"; }
+  std::map<std::string, std::vector<uint32_t>> tasks(const Engine&) const override { return per_peer_; }
+
+  std::string round(Engine& engine, nlohmann::json& rec) override {
+    const auto t0 = Clock::now();
+    const auto participants = sample_participants(s_, engine.num_clients, engine.round);
+    const double broadcast_seconds = send_tasks(engine, participants);
+    Collected c = engine.collect(collect_spec());
+    const auto t_wait = Clock::now();
+    const bool timed_out = !c.missing.empty();
+    c.missing.clear();  // every participant without an update, those of lost processes too
+    for (uint32_t client : participants)
+      if (!c.got.count(client)) c.missing.push_back(client);
+    drop_missing(engine, c, timed_out);
+    std::vector<ClientUpdate> updates, linear;
+    for (const auto& [client, r] : c.got) {
+      updates.push_back({client, engine.round, r.update.num_samples, r.update.vectors[0]});
+      if (drift_) linear.push_back({client, engine.round, r.update.num_samples, r.update.vectors[1]});
+    }
+    strategy_->apply(updates, run_.params);
+    const auto t_done = Clock::now();
+    record(rec, c, updates, linear, participants.size());
+    rec["broadcast_seconds"] = broadcast_seconds;
+    rec["wait_seconds"] = std::chrono::duration<double>(t_wait - t0).count();
+    rec["aggregate_seconds"] = std::chrono::duration<double>(t_done - t_wait).count();
+    return fmt::format("{} updates", c.got.size());
+  }
+
+ private:
+  // One TASK for every process that hosts a participant: it lists all participants and each
+  // process serves those it hosts, so it is encoded (and its CRC computed) once, and its model
+  // frame is one snapshot that ZeroMQ sends to every process without further copies.
+  double send_tasks(Engine& engine, const std::vector<uint32_t>& participants) {
+    per_peer_.clear();
+    for (uint32_t c : participants)
+      if (!engine.lost.count(engine.owner[c])) per_peer_[engine.owner[c]].push_back(c);
+    TaskMsg task{.kind = gradient_ ? TaskKind::kGradient : TaskKind::kLocalTrain, .clients = participants,
+                 .batch = gradient_ ? s_.sgd_batch : s_.local_batch, .steps = s_.local_steps,
+                 .epochs = s_.local_epochs, .lr = s_.local_lr, .momentum = s_.local_momentum, .drift = drift_};
+    const auto snapshot = std::make_shared<const std::vector<float>>(run_.params);
+    task.vectors = {*snapshot};
+    const WireMessage m = encode(task, engine.envelope(), snapshot);
+    const auto t_send = Clock::now();
+    for (const auto& [id, ids] : per_peer_) engine.send(id, m);
+    return std::chrono::duration<double>(Clock::now() - t_send).count();
+  }
+
+  // The updates of the participants whose processes are still in the run.
+  CollectSpec collect_spec() const {
+    CollectSpec spec{.kind = gradient_ ? TaskKind::kGradient : TaskKind::kLocalTrain, .seconds = s_.wait_seconds};
+    spec.floats.assign(drift_ ? 2 : 1, run_.params.size());  // the update [, its linear part]
+    for (const auto& [id, ids] : per_peer_) spec.expected.insert(spec.expected.end(), ids.begin(), ids.end());
+    return spec;
+  }
+
+  // A missing client stops the gradient regime (unless configured to go on); otherwise its
+  // process gets no more tasks and the round goes on with the rest.
+  void drop_missing(Engine& engine, const Collected& c, bool timed_out) {
+    if (c.missing.empty()) return;
+    const std::string what = fmt::format("round {}: no update from client(s) {}{}", engine.round + 1,
+                                         fmt::join(c.missing, ", "),
+                                         timed_out ? fmt::format(" within {} s", c.waited) : "");
+    if (c.got.empty() || (gradient_ && !s_.continue_without_missing))
+      throw Error(what + (gradient_ ? " (gradient regime stops; set continue_without_missing = true to go on)" : ""));
+    engine.log(what + "; continuing with the rest");
+    for (uint32_t client : c.missing)
+      if (engine.lost.insert(engine.owner[client]).second)
+        engine.log(fmt::format("a client process (virtual clients {}) missed the deadline; it gets no more tasks "
+                               "in this run", fmt::join(engine.peers[engine.owner[client]].clients, ", ")));
+  }
+
+  void record(nlohmann::json& rec, const Collected& c, const std::vector<ClientUpdate>& updates,
+              const std::vector<ClientUpdate>& linear, size_t participants) const {
+    // Diagnostics are measurements, not part of the round: computed after its clock stops.
+    const UpdateDiagnostics diag = diagnose_updates(updates);
+    nlohmann::json clients = nlohmann::json::array();
+    double loss_sum = 0, samples = 0;
+    size_t k = 0;
+    for (const auto& [client, r] : c.got) {
+      const UpdateMsg& u = r.update;
+      clients.push_back({{"client", client}, {"process", r.process}, {"bytes_up", r.in.msg.bytes()},
+                         {"compute_seconds", u.compute_seconds}, {"samples_processed", u.samples_processed},
+                         {"parameter_bytes", u.parameter_bytes}, {"activation_bytes", u.activation_bytes},
+                         {"loss", u.loss_sum / std::max<double>(1.0, double(u.num_samples))},
+                         {"update_norm", diag.norms[k++]}});
+      loss_sum += u.loss_sum;
+      samples += double(u.num_samples);
+    }
+    rec.update({{"participants", participants}, {"received", c.got.size()}, {"missing", c.missing},
+                {"train_loss", samples > 0 ? loss_sum / samples : 0.0},
+                {"bytes_down_per_task", run_.params.size() * sizeof(float)}, {"clients", clients},
+                {"mean_pairwise_cosine", diag.mean_pairwise_cosine}, {"gradient_diversity", diag.gradient_diversity}});
+    if (drift_) {
+      rec["update_drift"] = update_drift(updates, linear, s_.weighting);
+      rec["diagnostic_bytes_up"] = linear.size() * run_.params.size() * sizeof(float);
+    }
+  }
+
+  RunContext& run_;
+  const RunSpec& s_;
+  const bool gradient_, drift_;
+  std::unique_ptr<Strategy> strategy_;
+  std::map<std::string, std::vector<uint32_t>> per_peer_;  // this round's tasks per process
+};
+
+}  // namespace
+
+std::unique_ptr<Plan> make_sync_plan(RunContext& run) { return std::make_unique<SyncPlan>(run); }
+
+}  // namespace fedpar

@@ -1,0 +1,2 @@
+// A wrong-way include the layer check must reject (tests/CMakeLists.txt).
+#include "server/strategy.h"

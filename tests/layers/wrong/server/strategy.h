@@ -1,0 +1,2 @@
+// A header of the server layer.
+#pragma once

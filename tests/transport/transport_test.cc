@@ -1,0 +1,109 @@
+// Vector frames go to ZeroMQ without a copy: over inproc the receiver sees the sender's very
+// buffer, and the buffer is released once ZeroMQ and the receiver are done with it. Without an
+// owner the frames are copied, so the caller may reuse its memory at once.
+#include <gtest/gtest.h>
+
+#include <zmq_addon.hpp>
+
+#include "protocol/frames.h"
+#include "transport/transport.h"
+
+namespace fedpar {
+namespace {
+
+std::vector<std::span<const uint8_t>> spans(const std::vector<zmq::message_t>& parts) {
+  Received r;
+  for (const auto& f : parts) r.frames.emplace_back(f.data(), f.size());  // copies, for the views' sake
+  static std::vector<Received> keep;
+  keep.push_back(std::move(r));
+  return keep.back().spans();
+}
+
+struct Pair {
+  zmq::context_t ctx;
+  zmq::socket_t a{ctx, zmq::socket_type::pair}, b{ctx, zmq::socket_type::pair};
+  Pair() {
+    b.bind("inproc://frames");
+    a.connect("inproc://frames");
+  }
+  std::vector<zmq::message_t> receive() {
+    std::vector<zmq::message_t> parts;
+    EXPECT_TRUE(zmq::recv_multipart(b, std::back_inserter(parts)));
+    return parts;
+  }
+};
+
+TEST(ZmqFrames, OwnedVectorsTravelWithoutCopyAndAreReleased) {
+  Pair p;
+  auto data = std::make_shared<const std::vector<float>>(100000, 1.5f);
+  const float* raw = data->data();
+  const std::weak_ptr<const void> weak = data;
+  const std::vector<std::span<const float>> vecs = {*data};
+  const size_t bytes = send_message(p.a, encode_message(MessageType::kUpdate, 1, 2, 3, {{"k", 1}}, vecs, data));
+  data.reset();  // now only ZeroMQ holds the buffer
+  auto parts = p.receive();
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(parts[2].data(), static_cast<const void*>(raw));  // the same memory: no copy
+  EXPECT_EQ(bytes, parts[0].size() + parts[1].size() + parts[2].size());
+  auto parsed = parse_message(spans(parts), std::vector<size_t>{100000}, true);
+  ASSERT_TRUE(std::holds_alternative<ParsedMessage>(parsed));
+  EXPECT_EQ(std::get<ParsedMessage>(parsed).vectors[0][99999], 1.5f);
+  EXPECT_FALSE(weak.expired());
+  parts.clear();
+  EXPECT_TRUE(weak.expired());  // released with the last message
+}
+
+TEST(ZmqFrames, UnownedVectorsAreCopied) {
+  Pair p;
+  std::vector<float> data(1000, 2.0f);
+  const std::vector<std::span<const float>> vecs = {data};
+  send_message(p.a, encode_message(MessageType::kUpdate, 1, 2, 3, {}, vecs));
+  std::fill(data.begin(), data.end(), -1.0f);  // the caller may reuse its memory at once
+  auto parts = p.receive();
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_NE(parts[2].data(), static_cast<const void*>(data.data()));
+  auto parsed = parse_message(spans(parts), std::vector<size_t>{1000}, true);
+  ASSERT_TRUE(std::holds_alternative<ParsedMessage>(parsed));
+  EXPECT_EQ(std::get<ParsedMessage>(parsed).vectors[0][0], 2.0f);
+}
+
+// The server's transport and a client's channel over inproc: the server learns the peer's identity
+// from its first message and answers it by that name; byte counts are the frames' sizes; a
+// receive with nothing to read returns at its deadline.
+TEST(Transport, ChannelAndTransportTalkOverInproc) {
+  zmq::context_t ctx;
+  const auto server = bind_zmq_transport("inproc://transport-test", &ctx);
+  EXPECT_EQ(server->endpoint(), "inproc://transport-test");
+  const auto client = connect_zmq_channel(server->endpoint(), &ctx);
+  const std::vector<float> v = {1, 2, 3};
+  const std::vector<std::span<const float>> vecs = {v};
+  const size_t sent = client->send(encode_message(MessageType::kHello, 0, 0, 0, {{"slots", 1}}, vecs));
+  auto got = server->receive(deadline_after(5));
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->bytes(), sent);
+  EXPECT_FALSE(got->peer.empty());
+  EXPECT_EQ(got->peer_address(), "");  // inproc has no address
+  server->send(got->peer, encode_message(MessageType::kStop, 0, 0, 0, {}));
+  auto back = client->receive(deadline_after(5));
+  ASSERT_TRUE(back.has_value());
+  auto parsed = parse_message(back->spans());
+  ASSERT_TRUE(std::holds_alternative<ParsedMessage>(parsed));
+  EXPECT_EQ(std::get<ParsedMessage>(parsed).header.type, MessageType::kStop);
+  const auto t0 = Clock::now();
+  EXPECT_FALSE(server->receive(deadline_after(0.2)).has_value());
+  EXPECT_GE(Clock::now() - t0, std::chrono::milliseconds(150));
+}
+
+TEST(Transport, BindErrorsNameTheEndpoint) {
+  zmq::context_t ctx;
+  const auto a = bind_zmq_transport("inproc://taken", &ctx);
+  try {
+    bind_zmq_transport("inproc://taken", &ctx);
+    FAIL() << "a second bind succeeded";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot bind inproc://taken"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace fedpar

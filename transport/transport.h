@@ -1,0 +1,69 @@
+// How the server and its client processes reach each other: the server side is a Transport (one
+// endpoint, many peers, each named by an identity), a client a Channel to the server. Both move
+// framed messages (protocol/frames.h) and know bytes, not training. ZeroMQ carries them over tcp,
+// ipc, or inproc (threads sharing one context: a whole run as a unit test).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "protocol/frames.h"
+
+namespace fedpar {
+
+using Clock = std::chrono::steady_clock;
+
+// The time point `seconds` from now (the deadlines every receive takes).
+inline Clock::time_point deadline_after(double seconds) {
+  return std::chrono::time_point_cast<Clock::duration>(Clock::now() + std::chrono::duration<double>(seconds));
+}
+
+// One received multipart message and who sent it. Moving it keeps its frames' memory in place,
+// so parsed views into them stay valid.
+struct Received {
+  std::string peer;
+  std::vector<zmq::message_t> frames;  // without the routing identity
+  std::vector<std::span<const uint8_t>> spans() const;
+  size_t bytes() const;
+  std::string peer_address() const;  // the sender's IP as the socket saw it ("" if unknown)
+};
+
+// SIGINT/SIGTERM make the next receive throw Error("stopped by signal N").
+void install_stop_handlers();
+
+// The server's side: binds one endpoint; every peer that connects is named by its identity.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const std::string& endpoint() const = 0;  // as bound (a tcp port * resolved)
+  // Returns the bytes of the message's frames (the identity is the transport's, not ours).
+  virtual size_t send(const std::string& peer, const WireMessage& m) = 0;
+  // The next message, or nullopt at the deadline.
+  virtual std::optional<Received> receive(Clock::time_point deadline) = 0;
+};
+
+// A client's connection to the server.
+class Channel {
+ public:
+  virtual ~Channel() = default;
+  virtual size_t send(const WireMessage& m) = 0;
+  virtual std::optional<Received> receive(Clock::time_point deadline) = 0;
+};
+
+// ZeroMQ ROUTER / DEALER. `ctx` null: a context of its own; inproc endpoints need the peers'
+// context shared. Throws Error naming the endpoint when it cannot bind or connect.
+std::unique_ptr<Transport> bind_zmq_transport(const std::string& endpoint, zmq::context_t* ctx = nullptr);
+std::unique_ptr<Channel> connect_zmq_channel(const std::string& endpoint, zmq::context_t* ctx = nullptr);
+
+// Sends `m` on a ZeroMQ socket, preceded by a routing identity when one is given. Vector frames go
+// to ZeroMQ without a copy when `m.owner` holds their memory (ZeroMQ releases it once sent).
+size_t send_message(zmq::socket_t& sock, const WireMessage& m, const std::string* identity = nullptr);
+
+}  // namespace fedpar
