@@ -88,8 +88,8 @@ std::variant<Header, ProtocolError> decode_message(
   Header h;
   const uint16_t type = get<uint16_t>(b + 8);
   if (!known_type(type))
-    return fail(fmt::format("unknown message type {}, expected 1..6 (HELLO, WELCOME, TASK, UPDATE, "
-                            "STOP, ERROR)", type));
+    return fail(fmt::format("unknown message type {}, expected 1..7 (HELLO, WELCOME, TASK, UPDATE, "
+                            "STOP, ERROR, RING)", type));
   h.type = MessageType(type);
   h.flags = get<uint16_t>(b + 10);
   if (h.flags != 0) return fail(fmt::format("flags 0x{:04x} are not defined, expected 0", h.flags));

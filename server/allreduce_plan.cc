@@ -60,7 +60,7 @@ class AllReducePlan final : public Plan {
     engine.log(fmt::format("ring of {} workers formed: {}", n, fmt::join(ring, " -> ")));
   }
 
-  std::string round(Engine& engine, nlohmann::json& rec) override {
+  std::string round(Engine& engine, RoundRecord& rec) override {
     const auto t0 = Clock::now();
     const int r = int(engine.round);
     const bool check = (r + 1) % s_.hash_every == 0 || r + 1 == s_.rounds;
@@ -137,21 +137,22 @@ class AllReducePlan final : public Plan {
     throw Error(fmt::format("round {}: the replicas drifted apart: {}", r + 1, fmt::join(parts, "; ")));
   }
 
-  void record(nlohmann::json& rec, const Collected& c, bool check, double seconds) const {
+  void record(RoundRecord& rec, const Collected& c, bool check, double seconds) const {
     double loss_sum = 0, samples = 0;
-    nlohmann::json workers = nlohmann::json::array();
+    std::vector<WorkerRecord> workers;
     for (const auto& [rank, reply] : c.got) {
       const UpdateMsg& u = reply.update;
       loss_sum += u.loss_sum;
       samples += double(u.num_samples);
-      workers.push_back({{"process", rank}, {"compute_seconds", u.compute_seconds},
-                         {"allreduce_seconds", u.allreduce_seconds}, {"ring_bytes_sent", u.ring_bytes_sent},
-                         {"ring_bytes_received", u.ring_bytes_received}, {"parameter_bytes", u.parameter_bytes},
-                         {"activation_bytes", u.activation_bytes}, {"bytes_up", reply.in.msg.bytes()}});
+      workers.push_back({rank, u.compute_seconds, u.allreduce_seconds, u.ring_bytes_sent, u.ring_bytes_received,
+                         u.parameter_bytes, u.activation_bytes, reply.in.msg.bytes()});
     }
-    rec.update({{"participants", run_.manifest.clients.size()}, {"received", run_.manifest.clients.size()},
-                {"train_loss", samples > 0 ? loss_sum / samples : 0.0}, {"samples_processed", samples},
-                {"workers", workers}, {"replicas_checked", check}, {"wait_seconds", seconds}});
+    rec.participants = rec.received = run_.manifest.clients.size();
+    rec.train_loss = samples > 0 ? loss_sum / samples : 0.0;
+    rec.samples_processed = samples;
+    rec.workers = std::move(workers);
+    rec.replicas_checked = check;
+    rec.wait_seconds = seconds;
   }
 
   RunContext& run_;

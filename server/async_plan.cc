@@ -29,7 +29,7 @@ class AsyncPlan final : public Plan {
     for (uint32_t c = 0; c < engine.num_clients; ++c) dispatch(engine, c);
   }
 
-  std::string round(Engine& engine, nlohmann::json& rec) override {
+  std::string round(Engine& engine, RoundRecord& rec) override {
     const auto t0 = Clock::now();
     Tally t;
     while (t.applied < engine.num_clients) {
@@ -44,10 +44,15 @@ class AsyncPlan final : public Plan {
     const uint64_t tau_max = *std::max_element(t.taus.begin(), t.taus.end());
     double tau_mean = 0;
     for (uint64_t tau : t.taus) tau_mean += double(tau) / double(t.taus.size());
-    rec.update({{"updates_applied", t.applied}, {"updates_rejected", t.rejected}, {"model_version", version_},
-                {"staleness_mean", tau_mean}, {"staleness_max", tau_max},
-                {"train_loss", t.samples > 0 ? t.loss_sum / t.samples : 0.0}, {"samples_processed", t.processed},
-                {"wait_seconds", seconds}, {"elapsed_seconds", busy_seconds_}});
+    rec.updates_applied = t.applied;
+    rec.updates_rejected = t.rejected;
+    rec.model_version = version_;
+    rec.staleness_mean = tau_mean;
+    rec.staleness_max = tau_max;
+    rec.train_loss = t.samples > 0 ? t.loss_sum / t.samples : 0.0;
+    rec.samples_processed = t.processed;
+    rec.wait_seconds = seconds;
+    rec.elapsed_seconds = busy_seconds_;
     return fmt::format("{} updates (staleness mean {:.2f}, max {}, {} rejected)", t.applied, tau_mean, tau_max, t.rejected);
   }
 

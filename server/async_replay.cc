@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "core/hash.h"
 #include "server/strategy.h"
+#include "core/run_records.h"
 #include "core/run_spec.h"
 #include "server/run_context.h"
 
@@ -29,7 +30,7 @@ ReplayResult replay_async_run(const std::filesystem::path& results) {
     for (std::string line; std::getline(in, line);) log.push_back(nlohmann::json::parse(line));
   }
   ReplayResult out;
-  out.run_hash = nlohmann::json::parse(std::ifstream(results / "summary.json")).at("model_hash").get<std::string>();
+  out.run_hash = read_run_summary(results).model_hash;
 
   auto be = make_backend("cpu", s.threads);  // as the run's clients computed (device cpu)
   const TrainTest data = load_dataset(s.data);

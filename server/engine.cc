@@ -165,16 +165,15 @@ Engine::ByteSnapshot Engine::bytes_snapshot() const {
   return b;
 }
 
-nlohmann::json Engine::per_process_bytes(const ByteSnapshot& before,
-                                              const std::map<std::string, std::vector<uint32_t>>& tasks) const {
-  nlohmann::json out = nlohmann::json::array();
+std::vector<ProcessRecord> Engine::per_process_bytes(const ByteSnapshot& before,
+                                                     const std::map<std::string, std::vector<uint32_t>>& tasks) const {
+  std::vector<ProcessRecord> out;
   for (size_t i = 0; i < order.size(); ++i) {
     const Peer& p = peers.at(order[i]);
     const auto& b = before.at(order[i]);
     const auto t = tasks.find(order[i]);
-    out.push_back({{"process", i}, {"tasks", t == tasks.end() ? 0 : t->second.size()},
-                   {"bytes_down", p.bytes_sent - b.first}, {"bytes_up", p.bytes_received - b.second},
-                   {"lost", lost.count(order[i]) > 0}});
+    out.push_back({int64_t(i), t == tasks.end() ? 0 : t->second.size(), p.bytes_sent - b.first,
+                   p.bytes_received - b.second, lost.count(order[i]) > 0});
   }
   return out;
 }
@@ -201,10 +200,9 @@ std::map<std::string, std::vector<uint32_t>> Engine::hosted() const {
   return out;
 }
 
-nlohmann::json Engine::hosts_json() const {
-  nlohmann::json hosts = nlohmann::json::array();
-  for (const auto& id : order)
-    hosts.push_back({{"slots", peers.at(id).slots}, {"clients", peers.at(id).clients}, {"lost", lost.count(id) > 0}});
+std::vector<HostRecord> Engine::host_records() const {
+  std::vector<HostRecord> hosts;
+  for (const auto& id : order) hosts.push_back({peers.at(id).slots, peers.at(id).clients, lost.count(id) > 0});
   return hosts;
 }
 

@@ -14,8 +14,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "core/run_records.h"
 #include "core/run_spec.h"
 #include "partitioners/manifest.h"
 #include "protocol/messages.h"
@@ -90,14 +89,14 @@ class Engine {
   // Accounting: per-process socket bytes since `before`, in HELLO order.
   using ByteSnapshot = std::map<std::string, std::pair<uint64_t, uint64_t>>;  // sent, received
   ByteSnapshot bytes_snapshot() const;
-  nlohmann::json per_process_bytes(const ByteSnapshot& before,
-                                   const std::map<std::string, std::vector<uint32_t>>& tasks) const;
+  std::vector<ProcessRecord> per_process_bytes(const ByteSnapshot& before,
+                                               const std::map<std::string, std::vector<uint32_t>>& tasks) const;
   std::pair<uint64_t, uint64_t> total_bytes() const;  // sent, received since the start
 
   int process_index(const std::string& identity) const;  // HELLO order, -1 if unknown
   bool hosts(const std::string& identity, uint32_t client) const;
   std::map<std::string, std::vector<uint32_t>> hosted() const;  // every process, its clients
-  nlohmann::json hosts_json() const;
+  std::vector<HostRecord> host_records() const;
   Envelope envelope(uint32_t client = 0) const { return {client, run_id, round}; }
 
   std::map<std::string, Peer> peers;

@@ -25,7 +25,7 @@ class MasterPlan final : public Plan {
 
   const char* topology() const override { return "master"; }
 
-  std::string round(Engine& engine, nlohmann::json& rec) override {
+  std::string round(Engine& engine, RoundRecord& rec) override {
     const auto t0 = Clock::now();
     draw_batch(engine);
     // 1. The model out, logits back.
@@ -45,12 +45,15 @@ class MasterPlan final : public Plan {
     for (const auto& [c, r] : grads.got) updates.push_back({c, engine.round, rows_[c].size(), r.update.vectors[0]});
     strategy_->apply(updates, run_.params);
     const auto t_done = Clock::now();
-    rec.update({{"participants", engine.num_clients}, {"received", engine.num_clients},
-                {"train_loss", total_ > 0 ? loss_sum / double(total_) : 0.0}, {"batch", total_},
-                {"samples_processed", total_}, {"worker_forward_seconds", slowest(logits)},
-                {"worker_backward_seconds", slowest(grads)}, {"master_loss_seconds", loss_seconds},
-                {"aggregate_seconds", std::chrono::duration<double>(t_done - t_agg).count()},
-                {"wait_seconds", std::chrono::duration<double>(t_agg - t0).count() - loss_seconds}});
+    rec.participants = rec.received = engine.num_clients;
+    rec.train_loss = total_ > 0 ? loss_sum / double(total_) : 0.0;
+    rec.batch = total_;
+    rec.samples_processed = double(total_);
+    rec.worker_forward_seconds = slowest(logits);
+    rec.worker_backward_seconds = slowest(grads);
+    rec.master_loss_seconds = loss_seconds;
+    rec.aggregate_seconds = std::chrono::duration<double>(t_done - t_agg).count();
+    rec.wait_seconds = std::chrono::duration<double>(t_agg - t0).count() - loss_seconds;
     return fmt::format("batch of {} over {} workers", total_, engine.num_clients);
   }
 

@@ -8,8 +8,7 @@
 #include <memory>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
+#include "core/run_records.h"
 #include "server/engine.h"
 #include "server/run_context.h"
 
@@ -22,7 +21,7 @@ class Plan {
   virtual void begin(Engine&) {}             // once, after WELCOME (the ring forms here)
   // Round engine.round: fills `rec` with the plan's fields and returns the log line's summary.
   // Throws Error when the run cannot go on.
-  virtual std::string round(Engine& engine, nlohmann::json& rec) = 0;
+  virtual std::string round(Engine& engine, RoundRecord& rec) = 0;
   // The processes' tasks this round, for the per-process byte accounting (default: all hosted).
   virtual std::map<std::string, std::vector<uint32_t>> tasks(const Engine& engine) const { return engine.hosted(); }
 };

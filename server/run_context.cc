@@ -28,25 +28,21 @@ RunContext::RunContext(const Config& c, const RunSpec& setup)
   if (s.save_params_every > 0) std::filesystem::create_directories(out.path() / "params");
 }
 
-bool RunContext::end_round(int r, nlohmann::json& rec, const Engine& engine, const std::string& what) {
+bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const std::string& what) {
   if (s.save_params_every > 0 && (r + 1) % s.save_params_every == 0)
     save_safetensors(out.path() / "params" / fmt::format("round-{:04d}.safetensors", r + 1), model.layout(),
                      params, {{"format", "fedpar"}, {"model", s.model.name}, {"round", std::to_string(r + 1)}});
   if ((r + 1) % s.eval_every == 0 || r + 1 == s.rounds) {
     model.set_params_host(params);
     const BatchStats st = evaluate(model, data.test);
-    rec["test_loss"] = st.samples ? st.loss_sum / double(st.samples) : 0.0;
-    rec["test_accuracy"] = st.samples ? double(st.correct) / double(st.samples) : 0.0;
+    rec.test_loss = st.samples ? st.loss_sum / double(st.samples) : 0.0;
+    rec.test_accuracy = st.samples ? double(st.correct) / double(st.samples) : 0.0;
     last_eval_ = rec;
   }
-  metrics.write(rec);
-  engine.log(fmt::format("round {}/{}: {}, train loss {:.4f}{}", r + 1, s.rounds, what,
-                     rec.value("train_loss", 0.0),
-                     rec.contains("test_accuracy")
-                         ? fmt::format(", test accuracy {:.2f}%", 100 * rec["test_accuracy"].get<double>())
-                         : ""));
-  if (s.stop_at_accuracy > 0 && rec.contains("test_accuracy") &&
-      rec["test_accuracy"].get<double>() >= s.stop_at_accuracy) {
+  metrics.write(to_json(rec));
+  engine.log(fmt::format("round {}/{}: {}, train loss {:.4f}{}", r + 1, s.rounds, what, rec.train_loss,
+                         rec.test_accuracy ? fmt::format(", test accuracy {:.2f}%", 100 * *rec.test_accuracy) : ""));
+  if (s.stop_at_accuracy > 0 && rec.test_accuracy && *rec.test_accuracy >= s.stop_at_accuracy) {
     engine.log(fmt::format("test accuracy reached {:.2f}% after round {}; stopping (stop_at_accuracy)",
                        100 * s.stop_at_accuracy, r + 1));
     stopped_at_ = r + 1;
@@ -55,21 +51,18 @@ bool RunContext::end_round(int r, nlohmann::json& rec, const Engine& engine, con
   return false;
 }
 
-int RunContext::finish(const Engine& engine, const nlohmann::json& extra) {
+int RunContext::finish(const Engine& engine) {
   save_safetensors(out.path() / "model.safetensors", model.layout(), params,
                    {{"format", "fedpar"}, {"model", s.model.name}});
   const std::string hash = hash_hex(hash_bytes(params.data(), params.size() * sizeof(float)));
-  nlohmann::json summary = {{"command", "server"}, {"final", last_eval_}, {"model_hash", hash},
-                            {"clients", engine.num_clients}, {"processes", s.processes},
-                            {"hosts", engine.hosts_json()}, {"rounds_run", stopped_at_ ? stopped_at_ : s.rounds},
-                            {"stopped_at_accuracy", stopped_at_ > 0}};
-  if (extra.is_object()) summary.update(extra);
-  out.write_json("summary.json", summary);
+  const RunSummary summary{.model_hash = hash, .rounds_run = stopped_at_ ? stopped_at_ : s.rounds,
+                           .stopped_at_accuracy = stopped_at_ > 0, .clients = engine.num_clients,
+                           .processes = s.processes, .hosts = engine.host_records(), .final = last_eval_};
+  out.write_json("summary.json", to_json(summary));
   const auto path = out.commit();
   engine.log(fmt::format("results: {}", path.string()));
   fmt::print("final model hash: {}\n", hash);
-  if (last_eval_.contains("test_accuracy"))
-    fmt::print("test accuracy: {:.2f}%\n", 100 * last_eval_["test_accuracy"].get<double>());
+  if (last_eval_ && last_eval_->test_accuracy) fmt::print("test accuracy: {:.2f}%\n", 100 * *last_eval_->test_accuracy);
   return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "core/dataset.h"
 #include "core/model.h"
 #include "core/results_dir.h"
+#include "core/run_records.h"
 #include "partitioners/partition.h"
 #include "server/engine.h"
 #include "core/run_spec.h"
@@ -30,10 +31,10 @@ class RunContext {
   // Ends round r (0-based) with its record `rec`: parameter snapshot when due, test evaluation
   // every eval_every rounds and at the last, the metrics line, the log line. True when
   // stop_at_accuracy was reached.
-  bool end_round(int r, nlohmann::json& rec, const Engine& engine, const std::string& what);
-  // Saves model.safetensors and summary.json (with `extra` merged), commits the folder, prints
-  // the hash. Returns the exit code.
-  int finish(const Engine& engine, const nlohmann::json& extra = {});
+  bool end_round(int r, RoundRecord& rec, const Engine& engine, const std::string& what);
+  // Saves model.safetensors and summary.json, commits the folder, prints the hash. Returns the
+  // exit code.
+  int finish(const Engine& engine);
 
   const Config& cfg;
   const RunSpec& s;
@@ -46,7 +47,7 @@ class RunContext {
   JsonlWriter metrics;
 
  private:
-  nlohmann::json last_eval_;
+  std::optional<RoundRecord> last_eval_;
   int stopped_at_ = 0;  // the round stop_at_accuracy ended the run after, if it did
 };
 

@@ -1,4 +1,6 @@
 // run_rounds and make_plan; see plan.h.
+#include <tuple>
+
 #include <fmt/format.h>
 
 #include "core/check.h"
@@ -20,16 +22,11 @@ void run_rounds(Engine& engine, RunContext& run, Plan& plan) {
   for (int r = 0; r < run.s.rounds; ++r) {
     engine.round = uint64_t(r);
     const auto bytes_before = engine.bytes_snapshot();
-    nlohmann::json rec = {{"kind", "round"}, {"round", r + 1}, {"topology", plan.topology()}};
+    RoundRecord rec{.round = r + 1, .topology = plan.topology()};
     const std::string summary = plan.round(engine, rec);
-    const auto [sent, received] = engine.total_bytes();
-    rec["bytes_sent_total"] = sent;
-    rec["bytes_received_total"] = received;
-    rec["processes"] = engine.per_process_bytes(bytes_before, plan.tasks(engine));
-    uint64_t down = 0, up = 0;  // the server's own traffic this round
-    for (const auto& p : rec["processes"]) down += p["bytes_down"].get<uint64_t>(), up += p["bytes_up"].get<uint64_t>();
-    rec["server_bytes_sent"] = down;
-    rec["server_bytes_received"] = up;
+    std::tie(rec.bytes_sent_total, rec.bytes_received_total) = engine.total_bytes();
+    rec.processes = engine.per_process_bytes(bytes_before, plan.tasks(engine));
+    for (const auto& p : rec.processes) rec.server_bytes_sent += p.bytes_down, rec.server_bytes_received += p.bytes_up;
     if (run.end_round(r, rec, engine, summary)) break;
   }
 }

@@ -42,7 +42,7 @@ class SyncPlan final : public Plan {
   const char* topology() const override { return gradient_ ? "parameter-server" : "model-averaging"; }
   std::map<std::string, std::vector<uint32_t>> tasks(const Engine&) const override { return per_peer_; }
 
-  std::string round(Engine& engine, nlohmann::json& rec) override {
+  std::string round(Engine& engine, RoundRecord& rec) override {
     const auto t0 = Clock::now();
     const auto participants = sample_participants(s_, engine.num_clients, engine.round);
     const double broadcast_seconds = send_tasks(engine, participants);
@@ -61,9 +61,9 @@ class SyncPlan final : public Plan {
     strategy_->apply(updates, run_.params);
     const auto t_done = Clock::now();
     record(rec, c, updates, linear, participants.size());
-    rec["broadcast_seconds"] = broadcast_seconds;
-    rec["wait_seconds"] = std::chrono::duration<double>(t_wait - t0).count();
-    rec["aggregate_seconds"] = std::chrono::duration<double>(t_done - t_wait).count();
+    rec.broadcast_seconds = broadcast_seconds;
+    rec.wait_seconds = std::chrono::duration<double>(t_wait - t0).count();
+    rec.aggregate_seconds = std::chrono::duration<double>(t_done - t_wait).count();
     return fmt::format("{} updates", c.got.size());
   }
 
@@ -110,30 +110,31 @@ class SyncPlan final : public Plan {
                                "in this run", fmt::join(engine.peers[engine.owner[client]].clients, ", ")));
   }
 
-  void record(nlohmann::json& rec, const Collected& c, const std::vector<ClientUpdate>& updates,
+  void record(RoundRecord& rec, const Collected& c, const std::vector<ClientUpdate>& updates,
               const std::vector<ClientUpdate>& linear, size_t participants) const {
     // Diagnostics are measurements, not part of the round: computed after its clock stops.
     const UpdateDiagnostics diag = diagnose_updates(updates);
-    nlohmann::json clients = nlohmann::json::array();
+    std::vector<ClientRecord> clients;
     double loss_sum = 0, samples = 0;
-    size_t k = 0;
     for (const auto& [client, r] : c.got) {
       const UpdateMsg& u = r.update;
-      clients.push_back({{"client", client}, {"process", r.process}, {"bytes_up", r.in.msg.bytes()},
-                         {"compute_seconds", u.compute_seconds}, {"samples_processed", u.samples_processed},
-                         {"parameter_bytes", u.parameter_bytes}, {"activation_bytes", u.activation_bytes},
-                         {"loss", u.loss_sum / std::max<double>(1.0, double(u.num_samples))},
-                         {"update_norm", diag.norms[k++]}});
+      clients.push_back({client, r.process, r.in.msg.bytes(), u.compute_seconds, u.samples_processed,
+                         u.parameter_bytes, u.activation_bytes, u.loss_sum / std::max<double>(1.0, double(u.num_samples)),
+                         diag.norms[clients.size()]});
       loss_sum += u.loss_sum;
       samples += double(u.num_samples);
     }
-    rec.update({{"participants", participants}, {"received", c.got.size()}, {"missing", c.missing},
-                {"train_loss", samples > 0 ? loss_sum / samples : 0.0},
-                {"bytes_down_per_task", run_.params.size() * sizeof(float)}, {"clients", clients},
-                {"mean_pairwise_cosine", diag.mean_pairwise_cosine}, {"gradient_diversity", diag.gradient_diversity}});
+    rec.participants = participants;
+    rec.received = c.got.size();
+    rec.missing = c.missing;
+    rec.train_loss = samples > 0 ? loss_sum / samples : 0.0;
+    rec.bytes_down_per_task = run_.params.size() * sizeof(float);
+    rec.clients = std::move(clients);
+    rec.mean_pairwise_cosine = diag.mean_pairwise_cosine;
+    rec.gradient_diversity = diag.gradient_diversity;
     if (drift_) {
-      rec["update_drift"] = update_drift(updates, linear, s_.weighting);
-      rec["diagnostic_bytes_up"] = linear.size() * run_.params.size() * sizeof(float);
+      rec.update_drift = update_drift(updates, linear, s_.weighting);
+      rec.diagnostic_bytes_up = linear.size() * run_.params.size() * sizeof(float);
     }
   }
 

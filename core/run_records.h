@@ -1,0 +1,107 @@
+// The records a distributed run writes, typed: one line of metrics.jsonl per round (RoundRecord)
+// and summary.json (RunSummary), each carrying `schema` = kResultsSchema. One field list per
+// record (fields() below) serves both the writer and the reader, and the reader is strict: a
+// missing required key, a key it does not know, a wrong type or another schema version is an
+// Error naming the file, the line and the key, so a renamed key can never read back as 0.
+// Optional fields are std::optional: a reader must say what absence means.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace fedpar {
+
+constexpr int64_t kResultsSchema = 1;
+
+// One process's socket traffic with the server this round.
+struct ProcessRecord {
+  int64_t process = 0;  // HELLO order
+  uint64_t tasks = 0;   // virtual clients it served this round
+  uint64_t bytes_down = 0, bytes_up = 0;
+  bool lost = false;    // missed a deadline earlier: no more tasks
+};
+
+// One virtual client's update (parameter server and model averaging).
+struct ClientRecord {
+  uint32_t client = 0;
+  int64_t process = 0;
+  uint64_t bytes_up = 0;
+  double compute_seconds = 0;
+  int64_t samples_processed = 0;
+  uint64_t parameter_bytes = 0, activation_bytes = 0;
+  double loss = 0, update_norm = 0;
+};
+
+// One ring rank's report (allreduce).
+struct WorkerRecord {
+  int64_t process = 0;
+  double compute_seconds = 0, allreduce_seconds = 0;
+  uint64_t ring_bytes_sent = 0, ring_bytes_received = 0;
+  uint64_t parameter_bytes = 0, activation_bytes = 0, bytes_up = 0;
+};
+
+struct RoundRecord {
+  // every topology
+  int64_t round = 0;     // 1-based
+  std::string topology;  // parameter-server | model-averaging | master | allreduce | async
+  double train_loss = 0;
+  double wait_seconds = 0;  // the server's wait for the round's replies
+  uint64_t bytes_sent_total = 0, bytes_received_total = 0;  // at the server's socket, since the start
+  uint64_t server_bytes_sent = 0, server_bytes_received = 0;  // this round
+  std::vector<ProcessRecord> processes;
+  std::optional<double> test_loss, test_accuracy;  // evaluated rounds
+  // the synchronous topologies
+  std::optional<uint64_t> participants, received;
+  std::optional<double> aggregate_seconds;
+  std::optional<double> samples_processed;  // master, allreduce, async: the round's total
+  // parameter server and model averaging
+  std::optional<std::vector<uint32_t>> missing;
+  std::optional<uint64_t> bytes_down_per_task;
+  std::optional<std::vector<ClientRecord>> clients;
+  std::optional<double> mean_pairwise_cosine, gradient_diversity, broadcast_seconds;
+  std::optional<double> update_drift;            // diagnostics.drift
+  std::optional<uint64_t> diagnostic_bytes_up;   // diagnostics.drift: left out of the MB
+  // master
+  std::optional<uint64_t> batch;
+  std::optional<double> worker_forward_seconds, worker_backward_seconds, master_loss_seconds;
+  // allreduce
+  std::optional<std::vector<WorkerRecord>> workers;
+  std::optional<bool> replicas_checked;
+  // async
+  std::optional<uint64_t> updates_applied, updates_rejected, model_version, staleness_max;
+  std::optional<double> staleness_mean, elapsed_seconds;
+};
+
+// summary.json of a distributed run.
+struct HostRecord {
+  int64_t slots = 1;
+  std::vector<uint32_t> clients;
+  bool lost = false;
+};
+struct RunSummary {
+  std::string command = "server";
+  std::string model_hash;
+  int64_t rounds_run = 0;
+  bool stopped_at_accuracy = false;
+  uint64_t clients = 0;
+  int64_t processes = 0;
+  std::vector<HostRecord> hosts;
+  std::optional<RoundRecord> final;  // the last evaluated round
+};
+
+nlohmann::json to_json(const RoundRecord& r);
+nlohmann::json to_json(const RunSummary& s);
+// Throw Error naming `where` (file and line) and the key on any departure from the schema.
+RoundRecord round_from_json(const nlohmann::json& j, const std::string& where);
+RunSummary summary_from_json(const nlohmann::json& j, const std::string& where);
+
+// The files of a run folder, read strictly.
+std::vector<RoundRecord> read_round_records(const std::filesystem::path& run_dir);  // metrics.jsonl
+RunSummary read_run_summary(const std::filesystem::path& run_dir);                  // summary.json
+
+}  // namespace fedpar

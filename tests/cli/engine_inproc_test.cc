@@ -1,0 +1,96 @@
+// The round engine on threads: the server and its client processes as threads of this test,
+// talking over inproc://, end with the very model bytes that `fedpar run` with real processes over
+// tcp gets, for every way of training (so a whole run is a unit test of well under a second).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "clients/client.h"
+#include "core/run_spec.h"
+#include "server/server.h"
+#include "tests/util/run_fedpar.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using testing::TempDir;
+
+constexpr const char* kRun =
+    "seed = 3\nrounds = 6\nprocesses = 2\n[partition]\nclients = 4\n"
+    "[data]\nname = 'synthetic'\niid = true\n[model]\nname = 'mlp'\nhidden = [32]\n";
+
+std::string model_hash(const std::filesystem::path& run) {
+  return nlohmann::json::parse(std::ifstream(run / "summary.json")).at("model_hash").get<std::string>();
+}
+
+// The run on threads: one server, `processes` clients, one ZeroMQ context shared for inproc.
+std::string run_on_threads(const TempDir& tmp, const std::string& name, const std::vector<std::string>& sets) {
+  Config cfg = make_run_config();
+  cfg.merge_toml(kRun, "the test");
+  cfg.set_all(sets);
+  cfg.set("name", name);
+  cfg.set("results_dir", (tmp / "threads").string());
+  static std::atomic<int> serial = 0;
+  cfg.set("bind", fmt::format("inproc://engine-{}", serial++));
+  const RunSpec s = resolve_run_spec(cfg);
+  zmq::context_t ctx;
+  std::vector<std::thread> clients;
+  std::atomic<int> failures = 0;
+  for (int i = 0; i < s.processes; ++i)
+    clients.emplace_back([&] {
+      try {
+        if (run_client({.server = s.bind, .wait_seconds = 30, .quiet = true, .context = &ctx}) != 0) ++failures;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "client thread: " << e.what();
+        ++failures;
+      }
+    });
+  const int code = run_server(cfg, {.quiet = true, .context = &ctx});
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(failures.load(), 0);
+  return model_hash(tmp / "threads" / name);
+}
+
+std::string run_as_processes(const TempDir& tmp, const std::string& name, const std::vector<std::string>& sets) {
+  std::ofstream(tmp / "run.toml") << kRun;
+  std::string args = fmt::format("run {} --set name={} --set results_dir={}", (tmp / "run.toml").string(), name,
+                                 (tmp / "processes").string());
+  for (const auto& s : sets) args += " --set " + s;
+  const auto r = testing::run_fedpar(args, tmp.path());
+  EXPECT_EQ(r.code, 0) << r.err;
+  return model_hash(tmp / "processes" / name);
+}
+
+struct Case {
+  const char* name;
+  std::vector<std::string> sets;
+};
+
+TEST(EngineInproc, ThreadsGetTheProcessRunsBytesInEveryWayOfTraining) {
+  const std::vector<Case> cases = {
+      {"gradient", {"regime=gradient", "sgd.batch=20"}},
+      {"model", {"regime=model", "local.steps=3", "local.batch=10"}},
+      {"model-sampled", {"regime=model", "fraction=0.5", "local.epochs=1", "local.batch=25"}},
+      {"master", {"regime=gradient", "topology=master", "sgd.batch=20"}},
+      {"allreduce", {"regime=gradient", "topology=allreduce", "sgd.batch=20", "allreduce.hash_every=2"}},
+  };
+  TempDir tmp;
+  for (const auto& c : cases) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string threads = run_on_threads(tmp, c.name, c.sets);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(threads, run_as_processes(tmp, c.name, c.sets)) << c.name;
+    RecordProperty(fmt::format("{}_inproc_seconds", c.name), fmt::format("{:.3f}", seconds));
+  }
+}
+
+}  // namespace
+}  // namespace fedpar
