@@ -2,10 +2,11 @@
 #include "experiments/equivalence.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <fstream>
-#include <sstream>
+#include <limits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -90,7 +91,221 @@ std::string equivalence_section() { return kSection; }
 
 Config make_equivalence_config() { return make_run_config(kSection); }
 
-int run_equivalence(const Config& cfg, const LocalRunOptions& opts, const std::string& command) {
+const EquivalenceRow& EquivalenceCase::row(const std::string& id) const {
+  for (const auto& r : rows)
+    if (r.id == id) return r;
+  throw Error(fmt::format("equivalence: {} has no row ({})", model, id));
+}
+
+double EquivalenceCase::x_floor(const std::string& id) const {
+  const double rel = row(id).relative;
+  if (floor > 0) return rel / floor;
+  return rel == 0 ? 0.0 : std::numeric_limits<double>::infinity();
+}
+
+double EquivalenceCase::orders_further(const std::string& id) const {
+  return std::log10(row(id).relative / std::max(bc_worst, 1e-300));
+}
+
+std::vector<std::string> EquivalenceCase::failures() const {
+  std::vector<std::string> out;
+  for (const char* id : {"b", "c"}) {
+    const double rel = row(id).relative;
+    if (rel <= kFloorBound * floor) continue;
+    out.push_back(floor > 0 ? fmt::format("({}) is {:.1f}x the floor, above the {:g}x bound", id, rel / floor,
+                                          kFloorBound)
+                            : fmt::format("({}) is {:.2e} relative from (a) while the floor is 0, above the "
+                                          "{:g}x bound", id, rel, kFloorBound));
+  }
+  for (const char* id : {"d", "e"}) {
+    const double o = orders_further(id);
+    if (o >= kOrdersBound) continue;
+    out.push_back(o > 0 ? fmt::format("({}) is only {:.1f} orders of magnitude further from (a) than (b), (c), "
+                                      "below the {:g} claimed", id, o, kOrdersBound)
+                        : fmt::format("({}) is no further from (a) than (b), (c) ({:.2e} against {:.2e} relative), "
+                                      "not the {:g} orders of magnitude claimed", id, row(id).relative, bc_worst,
+                                      kOrdersBound));
+  }
+  return out;
+}
+
+std::vector<std::string> EquivalenceResult::failures() const {
+  std::vector<std::string> out;
+  for (const auto& c : cases)
+    for (const auto& f : c.failures()) out.push_back(c.model + ": " + f);
+  return out;
+}
+
+namespace {
+
+std::string render_table(const EquivalenceCase& c) {
+  std::string t = "| variant | what | max abs diff to (a) | relative diff to (a) | x floor | test accuracy |\n"
+                  "|---|---|---|---|---|---|\n";
+  t += fmt::format("| (a) | centralized full-batch GD | 0 | 0 | | {:.2f}% |\n", 100 * c.a_test_accuracy);
+  for (const auto& r : c.rows)
+    t += fmt::format("| ({}) | {} | {} | {} | {} | {} |\n", r.id, r.what, sci(r.max_abs), sci(r.relative),
+                     c.floor > 0 ? fmt::format("{:.3g}", r.relative / c.floor) : "-",
+                     r.test_accuracy ? fmt::format("{:.2f}%", 100 * *r.test_accuracy) : "");
+  return t;
+}
+
+// The title, table and verdicts of one model.
+std::string render_case(const EquivalenceCase& c) {
+  std::string s = fmt::format("### {}\n\n{}\n", c.title, c.table);
+  s += fmt::format("- (b), (c) within 10x the floor: **{}** (worst {:.1f}x)\n", c.bc_within_10x_floor ? "yes" : "NO",
+                   c.floor > 0 ? c.bc_worst / c.floor : 0.0);
+  s += fmt::format("- (b), (c) below 1e-5 relative: **{}**{}\n", c.bc_below_1e5 ? "yes" : "no",
+                   c.floor >= 1e-5 ? fmt::format(" (rounding alone, the floor, is {:.1e} here: in this "
+                                                 "model rounding differences grow over the rounds)", c.floor)
+                                   : "");
+  s += fmt::format("- (d), (e) further from (a) than (b), (c) by **{:.1f}** orders of magnitude{}\n\n",
+                   c.de_orders_further,
+                   c.de_orders_further >= kOrdersBound ? "" : " (FEWER than 2: the claim did not hold)");
+  return s;
+}
+
+std::string render_cases(const EquivalenceResult& r) {
+  std::string s;
+  for (const auto& c : r.cases) s += render_case(c);
+  return s;
+}
+
+// "**Claims that failed** ..." with one item per failure; empty when every claim held.
+std::string failed_claims_note(const EquivalenceResult& r) {
+  const auto f = r.failures();
+  if (f.empty()) return "";
+  std::string s = fmt::format("**Claims that failed** (`fedpar run` exits {}):\n\n", kClaimFailedExit);
+  for (const auto& line : f) s += "- " + line + "\n";
+  return s + "\n";
+}
+
+// "a", "a and b", "a, b and c".
+std::string join_and(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i == 0 ? "" : i + 1 == v.size() ? " and " : ", ") + v[i];
+  return s;
+}
+
+// equivalence.json: the keys it has always had.
+nlohmann::json to_json(const EquivalenceResult& r) {
+  nlohmann::json cases = nlohmann::json::array();
+  for (const auto& c : r.cases) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& row : c.rows) {
+      nlohmann::json j = {{"id", row.id}, {"what", row.what}, {"max_abs", row.max_abs}, {"relative", row.relative}};
+      if (row.test_accuracy) {
+        j["test_accuracy"] = *row.test_accuracy;
+        j["seconds"] = row.seconds;
+        j["results"] = row.results;
+      }
+      rows.push_back(std::move(j));
+    }
+    cases.push_back({{"model", c.model}, {"train_samples", c.train_samples}, {"rounds", c.rounds},
+                     {"lr", c.lr}, {"processes", c.processes}, {"clients", c.clients},
+                     {"rows", rows}, {"floor", c.floor}, {"bc_within_10x_floor", c.bc_within_10x_floor},
+                     {"bc_below_1e-5", c.bc_below_1e5}, {"de_orders_further", c.de_orders_further}});
+  }
+  return {{"cases", cases}, {"seconds", r.seconds}};
+}
+
+std::string what_of(const std::string& id) {
+  return id == "d" ? "several local steps (d)" : "uniform weights over unequal shards (e)";
+}
+
+}  // namespace
+
+std::string equivalence_meaning(const EquivalenceResult& r) {
+  const bool many = r.cases.size() > 1;
+  auto for_model = [&](const EquivalenceCase& c) { return many ? fmt::format("For {}, ", c.model) : std::string(); };
+  std::vector<std::string> sentences;
+
+  // (b), (c) against the floor: one sentence for the models where the claim held, one per row that broke it.
+  std::vector<std::string> held, held_models;
+  for (const auto& c : r.cases)
+    if (c.bc_within_10x_floor) {
+      const double x = c.floor > 0 ? c.bc_worst / c.floor : 0.0;
+      held.push_back(many ? fmt::format("{:.1f}x ({})", x, c.model) : fmt::format("{:.1f}x", x));
+      held_models.push_back(c.model);
+    }
+  if (!held.empty())
+    sentences.push_back(fmt::format(
+        "{}ith full-batch gradients, n_k/n weights and one local step, gradient averaging (b) and model "
+        "averaging (c) take centralized gradient descent's step (a) up to float rounding: at worst they end "
+        "{} the distance that merely reordering the gradient's sum produces (a'), within the 10x bound",
+        held_models.size() == r.cases.size() ? "W" : fmt::format("For {}, w", join_and(held_models)),
+        join_and(held)));
+  for (const auto& c : r.cases) {
+    if (c.bc_within_10x_floor) continue;
+    std::vector<std::string> rows;
+    for (const char* id : {"b", "c"})
+      if (c.row(id).relative > kFloorBound * c.floor)
+        rows.push_back(c.floor > 0 ? fmt::format("({}) ended {:.1f}x", id, c.x_floor(id))
+                                   : fmt::format("({}) ended {:.2e} relative from (a)", id, c.row(id).relative));
+    sentences.push_back(fmt::format(
+        "{}his run does not show gradient averaging (b) and model averaging (c) matching centralized "
+        "gradient descent (a) up to rounding: {}",
+        many ? fmt::format("For {}, t", c.model) : "T",
+        c.floor > 0 ? join_and(rows) + " the distance that merely reordering the gradient's sum produces (a'), "
+                                       "above the 10x bound"
+                    : join_and(rows) + ", while merely reordering the gradient's sum (a') left no difference"));
+  }
+  for (const auto& c : r.cases)
+    if (!c.bc_below_1e5)
+      sentences.push_back(fmt::format(
+          "{}(b), (c) are not below 1e-5 relative ({:.1e}){}", for_model(c), c.bc_worst,
+          c.floor >= 1e-5 ? fmt::format(", and neither is rounding alone, the floor ({:.1e})", c.floor) : ""));
+
+  // (d), (e) against (b), (c).
+  std::vector<std::string> far, far_models;
+  for (const auto& c : r.cases)
+    if (c.de_orders_further >= kOrdersBound) {
+      far.push_back(many ? fmt::format("{:.1f} ({})", c.de_orders_further, c.model)
+                         : fmt::format("{:.1f}", c.de_orders_further));
+      far_models.push_back(c.model);
+    }
+  if (!far.empty())
+    sentences.push_back(fmt::format(
+        "{}everal local steps (d) follow another path (each client descends its own shard's loss: client "
+        "drift), and uniform weights over unequal shards (e) minimize another objective; both move away by "
+        "orders of magnitude, not by rounding: at least {} orders further from (a) than (b), (c)",
+        far_models.size() == r.cases.size() ? "S" : fmt::format("For {}, s", join_and(far_models)), join_and(far)));
+  for (const auto& c : r.cases) {
+    if (c.de_orders_further >= kOrdersBound) continue;
+    for (const char* id : {"d", "e"}) {
+      const double o = c.orders_further(id);
+      std::string what = what_of(id);
+      if (!many) what[0] = char(std::toupper(what[0]));
+      if (o >= kOrdersBound)
+        sentences.push_back(fmt::format("{}{} moved {:.1f} orders of magnitude further from (a) than (b), (c)",
+                                        for_model(c), what, o));
+      else
+        sentences.push_back(fmt::format(
+            "{}{} ended {} (relative {:.2e} against {:.2e}), fewer than the 2 orders of magnitude claimed: "
+            "in this run that claim did not hold",
+            for_model(c), what,
+            o > 0 ? fmt::format("only {:.1f} orders of magnitude further from (a) than (b), (c)", o)
+                  : "no further from (a) than (b), (c)",
+            c.row(id).relative, c.bc_worst));
+    }
+  }
+  std::string s;
+  for (const auto& x : sentences) s += (s.empty() ? "" : " ") + x + ".";
+  return s;
+}
+
+std::string render_equivalence(const EquivalenceResult& r, int level) {
+  return failed_claims_note(r) + render_cases(r) + std::string(size_t(level), '#') + " What it means\n\n" +
+         equivalence_meaning(r) + "\n";
+}
+
+int equivalence_exit_code(const EquivalenceResult& r) {
+  if (r.failed_run != 0) return r.failed_run;
+  const auto f = r.failures();
+  for (const auto& line : f) fmt::print(stderr, "equivalence: {}\n", line);
+  return f.empty() ? 0 : kClaimFailedExit;
+}
+
+EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts, const std::string& command) {
   const auto models = cfg.get_string_list("equivalence.models");
   const auto limits = cfg.get_int_list("equivalence.train_limits");
   if (models.empty() || models.size() != limits.size())
@@ -111,8 +326,7 @@ int run_equivalence(const Config& cfg, const LocalRunOptions& opts, const std::s
   out.write_text("config.resolved.toml", cfg.to_toml());
   auto be = make_backend("cpu", top.threads);
 
-  nlohmann::json cases = nlohmann::json::array();
-  std::ostringstream tables;
+  EquivalenceResult result{.command = command};
   for (size_t i = 0; i < models.size(); ++i) {
     Config base = config_without(cfg, {"equivalence"});
     base.set("model.name", models[i]);
@@ -123,20 +337,25 @@ int run_equivalence(const Config& cfg, const LocalRunOptions& opts, const std::s
     base.set("results_dir", runs_dir.string());
     const RunSpec s = resolve_run_spec(base);
     const TrainTest data = load_dataset(s.data);
-    const std::string title =
-        fmt::format("{} on {} {} training samples, {} rounds, lr {}, {} clients on {} processes", models[i],
-                    data.train.size(), data.train.name, s.rounds, lr, s.partition.clients, s.processes);
-    fmt::print(stderr, "{}\n  (a) centralized full-batch gradient descent, twice ...", title);
+    EquivalenceCase c{.model = models[i],
+                      .title = fmt::format("{} on {} {} training samples, {} rounds, lr {}, {} clients on {} processes",
+                                           models[i], data.train.size(), data.train.name, s.rounds, lr,
+                                           s.partition.clients, s.processes),
+                      .train_samples = data.train.size(),
+                      .rounds = s.rounds,
+                      .lr = lr,
+                      .processes = s.processes,
+                      .clients = s.partition.clients};
+    fmt::print(stderr, "{}\n  (a) centralized full-batch gradient descent, twice ...", c.title);
     auto t0 = std::chrono::steady_clock::now();
     Model m(*be, s.model, data.train.shape, data.train.num_classes);
     const std::vector<float> a = centralized(m, data.train, s, lr, 1);
     const BatchStats a_test = evaluate(m, data.test);
+    c.a_test_accuracy = double(a_test.correct) / double(std::max<int64_t>(1, a_test.samples));
     const Distance floor = distance(centralized(m, data.train, s, lr, 3), a);
     fmt::print(stderr, " {:.1f} s\n", seconds_since(t0));
-
-    nlohmann::json rows = nlohmann::json::array();
-    rows.push_back({{"id", "a'"}, {"what", "centralized GD, gradient summed over 3 chunks (the floor)"},
-                    {"max_abs", floor.max_abs}, {"relative", floor.relative}});
+    c.rows.push_back({.id = "a'", .what = "centralized GD, gradient summed over 3 chunks (the floor)",
+                      .max_abs = floor.max_abs, .relative = floor.relative});
     for (const auto& v : vars) {
       Config vc = base;
       vc.set_all(v.sets);
@@ -148,7 +367,8 @@ int run_equivalence(const Config& cfg, const LocalRunOptions& opts, const std::s
       if (rc != 0) {
         fmt::print(stderr, "\nfedpar run: variant ({}) of {} failed (exit {}); nothing is kept\n", v.id,
                    models[i], rc);
-        return rc;
+        result.failed_run = rc;
+        return result;
       }
       const double secs = seconds_since(t0);
       fmt::print(stderr, " {:.1f} s\n", secs);
@@ -156,65 +376,34 @@ int run_equivalence(const Config& cfg, const LocalRunOptions& opts, const std::s
       const Distance d = distance(load_params(dir / "model.safetensors", m.layout()), a);
       std::ifstream summary(dir / "summary.json");
       const nlohmann::json sj = nlohmann::json::parse(summary);
-      rows.push_back({{"id", v.id}, {"what", v.what}, {"max_abs", d.max_abs}, {"relative", d.relative},
-                      {"test_accuracy", sj["final"].value("test_accuracy", 0.0)}, {"seconds", secs},
-                      {"results", "runs/" + run_name}});
+      c.rows.push_back({.id = v.id, .what = v.what, .max_abs = d.max_abs, .relative = d.relative,
+                        .test_accuracy = sj["final"].value("test_accuracy", 0.0), .seconds = secs,
+                        .results = "runs/" + run_name});
     }
-    auto rel = [&](const char* id) {
-      for (const auto& r : rows) if (r["id"] == id) return r["relative"].get<double>();
-      return 0.0;
-    };
-    const double fl = rel("a'"), worst_bc = std::max(rel("b"), rel("c"));
-    const bool bc_near_floor = worst_bc <= 10 * fl;
-    const bool bc_below = worst_bc < 1e-5;
-    const double de_orders = std::log10(std::min(rel("d"), rel("e")) / std::max(worst_bc, 1e-300));
-    tables << "### " << title << "\n\n"
-           << "| variant | what | max abs diff to (a) | relative diff to (a) | x floor | test accuracy |\n"
-           << "|---|---|---|---|---|---|\n";
-    tables << fmt::format("| (a) | centralized full-batch GD | 0 | 0 | | {:.2f}% |\n",
-                          100.0 * double(a_test.correct) / double(std::max<int64_t>(1, a_test.samples)));
-    for (const auto& r : rows)
-      tables << fmt::format("| ({}) | {} | {} | {} | {} | {} |\n", r["id"].get<std::string>(),
-                            r["what"].get<std::string>(), sci(r["max_abs"]), sci(r["relative"]),
-                            fl > 0 ? fmt::format("{:.3g}", r["relative"].get<double>() / fl) : "-",
-                            r.contains("test_accuracy")
-                                ? fmt::format("{:.2f}%", 100 * r["test_accuracy"].get<double>())
-                                : "");
-    tables << fmt::format("\n- (b), (c) within 10x the floor: **{}** (worst {:.1f}x)\n", bc_near_floor ? "yes" : "NO",
-                          fl > 0 ? worst_bc / fl : 0.0);
-    tables << fmt::format("- (b), (c) below 1e-5 relative: **{}**{}\n", bc_below ? "yes" : "no",
-                          fl >= 1e-5 ? fmt::format(" (rounding alone, the floor, is {:.1e} here: in this "
-                                                   "model rounding differences grow over the rounds)", fl)
-                                     : "");
-    tables << fmt::format("- (d), (e) further from (a) than (b), (c) by **{:.1f}** orders of magnitude{}\n\n",
-                          de_orders, de_orders >= 2 ? "" : " (FEWER than 2: unexpected)");
-    cases.push_back({{"model", models[i]}, {"train_samples", data.train.size()}, {"rounds", s.rounds},
-                     {"lr", lr}, {"processes", s.processes}, {"clients", s.partition.clients},
-                     {"rows", rows}, {"floor", fl}, {"bc_within_10x_floor", bc_near_floor},
-                     {"bc_below_1e-5", bc_below}, {"de_orders_further", de_orders}});
+    c.floor = c.row("a'").relative;
+    c.bc_worst = std::max(c.row("b").relative, c.row("c").relative);
+    c.bc_within_10x_floor = c.bc_worst <= kFloorBound * c.floor;
+    c.bc_below_1e5 = c.bc_worst < 1e-5;
+    c.de_orders_further = std::min(c.orders_further("d"), c.orders_further("e"));
+    c.table = render_table(c);
+    result.cases.push_back(std::move(c));
   }
 
-  const std::string meaning =
-      "With full-batch gradients, n_k/n weights and one local step, gradient averaging (b) and model "
-      "averaging (c) take exactly centralized gradient descent's step (a): what is left is float "
-      "rounding, of the size that merely reordering the gradient's sum produces (a'). Several local "
-      "steps (d) follow another path (each client descends its own shard's loss: client drift), and "
-      "uniform weights over unequal shards (e) minimize another objective; both move away by orders "
-      "of magnitude, not by rounding.";
-  const double total = seconds_since(t_start);
+  result.seconds = seconds_since(t_start);
   const std::string report = fmt::format(
-      "# Gradient averaging vs model averaging: the equivalence under full batch\n\n"
+      "# Gradient averaging vs model averaging: the equivalence under full batch\n\n{}"
       "Command: `{}` (resolved config: config.resolved.toml; each distributed run's own "
       "results folder is under runs/). Total time {:.0f} s.\n\n"
       "Every row is the distance of the final parameters to (a) after the same rounds from the same "
       "init; the floor (a') is (a) again with the gradient summed in another order.\n\n{}## What it "
       "means\n\n{}\n",
-      command, total, tables.str(), meaning);
+      failed_claims_note(result), command, result.seconds, render_cases(result), equivalence_meaning(result));
   out.write_text("report.md", report);
-  out.write_json("equivalence.json", {{"cases", cases}, {"seconds", total}});
-  const auto path = out.commit();
-  fmt::print("\n{}{}\n\nresults: {} ({:.0f} s)\n", tables.str(), meaning, path.string(), total);
-  return 0;
+  out.write_json("equivalence.json", to_json(result));
+  result.path = out.commit();
+  fmt::print("\n{}{}\n\nresults: {} ({:.0f} s)\n", render_cases(result), equivalence_meaning(result),
+             result.path.string(), result.seconds);
+  return result;
 }
 
 }  // namespace fedpar

@@ -8,6 +8,9 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "core/config.h"
 #include "experiments/local_run.h"
@@ -22,9 +25,72 @@ std::string equivalence_section();
 // The run config's keys plus the [equivalence] section.
 Config make_equivalence_config();
 
-// Runs the experiment, prints the table and writes results/<name>/ (report.md, equivalence.json,
-// runs/). Returns 0 when every run completed (the claims' verdicts are in the table), else non-zero.
-// `command` is the command line, for the report.
-int run_equivalence(const Config& cfg, const LocalRunOptions& opts, const std::string& command);
+// The claims' bounds: (b), (c) within kFloorBound x the floor; (d), (e) at least kOrdersBound
+// orders of magnitude further from (a) than the worse of (b), (c).
+inline constexpr double kFloorBound = 10;
+inline constexpr double kOrdersBound = 2;
+
+// One row of a model's table: a final model's distance to (a).
+struct EquivalenceRow {
+  std::string id;  // "a'" (the floor), "b" .. "e"
+  std::string what;
+  double max_abs = 0, relative = 0;
+  std::optional<double> test_accuracy;  // fraction; the distributed rows (b)-(e)
+  double seconds = 0;                   // the distributed rows' wall time
+  std::string results;                  // the distributed rows' folder, "runs/<model>-<id>"
+};
+
+// One model's runs and the verdicts measured on them.
+struct EquivalenceCase {
+  std::string model, title;  // title: model, samples, rounds, lr, clients, processes
+  size_t train_samples = 0;
+  int64_t rounds = 0;
+  double lr = 0;
+  int processes = 0, clients = 0;
+  double a_test_accuracy = 0;        // (a)'s, fraction
+  std::vector<EquivalenceRow> rows;  // a', b, c, d, e
+  double floor = 0;                  // (a')'s relative distance
+  double bc_worst = 0;               // the larger relative distance of (b), (c)
+  bool bc_within_10x_floor = false;  // claim: bc_worst <= kFloorBound x floor
+  bool bc_below_1e5 = false;         // informational: bc_worst < 1e-5 (not a claim)
+  double de_orders_further = 0;      // log10(min(d, e) / bc_worst); claim: >= kOrdersBound
+  std::string table;                 // the rendered markdown table, (a) to (e)
+
+  const EquivalenceRow& row(const std::string& id) const;
+  // The relative distance of `id` in units of the floor (infinite when the floor is 0 and it is not).
+  double x_floor(const std::string& id) const;
+  // log10(relative distance of `id` / bc_worst): how much further from (a) than (b), (c).
+  double orders_further(const std::string& id) const;
+  // One line per row that breaks a claim, "(b) is 51.5x the floor, above the 10x bound".
+  std::vector<std::string> failures() const;
+};
+
+struct EquivalenceResult {
+  std::vector<EquivalenceCase> cases;
+  std::string command;
+  double seconds = 0;
+  std::filesystem::path path;  // the committed results folder
+  int failed_run = 0;          // a variant's non-zero exit code: it stopped there, nothing was kept
+
+  // "<model>: <failure>" for every case; empty when every claim held.
+  std::vector<std::string> failures() const;
+};
+
+// Markdown from the result: which claims failed (when any), per model the title, table and
+// verdicts, and "What it means" at heading level `level` (2: "##"), its sentences stating only the
+// verdicts and numbers measured.
+std::string render_equivalence(const EquivalenceResult& r, int level = 2);
+// The "What it means" paragraph alone.
+std::string equivalence_meaning(const EquivalenceResult& r);
+
+// Runs the experiment, prints the tables and writes results/<name>/ (report.md, equivalence.json,
+// runs/), also when a claim fails. `command` is the command line, for the report. A variant that
+// fails stops it with failed_run set and nothing kept.
+EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts, const std::string& command);
+
+// The exit code for `fedpar run`: a failed variant's, else kClaimFailedExit when a claim failed
+// (each failure printed to stderr as "equivalence: <model>: <failure>"), else 0.
+inline constexpr int kClaimFailedExit = 3;
+int equivalence_exit_code(const EquivalenceResult& r);
 
 }  // namespace fedpar

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -91,11 +90,6 @@ struct SuitePlan {
   std::string command;
 };
 
-std::string slurp_text(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 PartitionStats manifest_stats(const std::filesystem::path& file) {
   const auto j = nlohmann::json::parse(std::ifstream(file));
   size_t bound = 0;  // the validation needs a dataset size; the largest index bounds it
@@ -178,18 +172,19 @@ SuitePlan plan_suite(const SuiteOptions& o) {
   return plan;
 }
 
-// Runs the equivalence experiment into dir/equivalence and returns its tables for the report
-// (empty with rc set when it failed).
-std::string run_equivalence_part(const SuitePlan& plan, const std::filesystem::path& dir, int* rc) {
+// Runs the equivalence experiment into dir/equivalence (its folder is written also when a claim
+// fails; the suite goes on and exits with its code at the end).
+EquivalenceResult run_equivalence_part(const SuitePlan& plan, const std::filesystem::path& dir) {
   fmt::print(stderr, "suite {}: the full-batch equivalence table ...\n", plan.name);
   Config c = *plan.equivalence;
   c.set("results_dir", std::filesystem::absolute(dir).string());
   c.set("name", "equivalence");
-  *rc = run_equivalence(c, {.quiet = true}, plan.command);
-  if (*rc != 0) return "";
-  const std::string rep = slurp_text(dir / "equivalence" / "report.md");
-  const size_t body = rep.find("\n### ");  // its tables and what they mean, without its title
-  return "## Full batch: the equivalence (equivalence/report.md)\n" + (body == std::string::npos ? rep : rep.substr(body));
+  return run_equivalence(c, {.quiet = true}, plan.command);
+}
+
+// The report's section: the failed claims (if any), the tables, verdicts and what they mean.
+std::string equivalence_markdown(const EquivalenceResult& r) {
+  return "## Full batch: the equivalence (equivalence/report.md)\n\n" + render_equivalence(r, 3);
 }
 
 // One run as server + client processes into runs_dir/<label>, read back for the report.
@@ -288,10 +283,11 @@ int run_suite(const SuiteOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
 
   std::string equivalence_md;
+  std::optional<EquivalenceResult> equivalence;
   if (plan.equivalence) {
-    int rc = 0;
-    equivalence_md = run_equivalence_part(plan, out.path(), &rc);
-    if (rc != 0) return rc;
+    equivalence = run_equivalence_part(plan, out.path());
+    if (equivalence->failed_run != 0) return equivalence->failed_run;
+    equivalence_md = equivalence_markdown(*equivalence);
   }
   std::vector<SuiteRun> results;
   for (size_t i = 0; i < plan.instances.size(); ++i) {
@@ -313,7 +309,7 @@ int run_suite(const SuiteOptions& o) {
                                 {"seconds", seconds}, {"command", plan.command}});
   const auto path = out.commit();
   fmt::print("{}\nreport: {}\n", results_table(results, target), (path / "report.md").string());
-  return 0;
+  return equivalence ? equivalence_exit_code(*equivalence) : 0;
 }
 
 }  // namespace fedpar

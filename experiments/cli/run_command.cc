@@ -21,6 +21,12 @@ Action add_run_command(CLI::App& app) {
     int processes = 0;  // 0 = the config's value
     LocalRunOptions opts;
   };
+  cmd->footer(fmt::format(
+      "Exit code: 0 when the run completed; 2 for a bad config; 130 on Ctrl-C; otherwise a process's failure.\n"
+      "A config with an [equivalence] table exits {} when a claim failed: (b), (c) beyond {:g}x the floor, or\n"
+      "(d), (e) fewer than {:g} orders of magnitude further from (a) than (b), (c); stderr names the model and\n"
+      "the row, and results/<name>/ is still written (its report.md lists the failed claims at the top).",
+      kClaimFailedExit, kFloorBound, kOrdersBound));
   auto a = std::make_shared<Args>();
   cmd->add_option("config", a->config, "TOML run config (see experiments/)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--set", a->sets, "override a config key: --set rounds=5");
@@ -38,7 +44,7 @@ Action add_run_command(CLI::App& app) {
     if (a->processes > 0) command += fmt::format(" -p {}", a->processes);
     LocalRunOptions quiet = a->opts;
     quiet.quiet = true;
-    return run_equivalence(cfg, quiet, command);
+    return equivalence_exit_code(run_equivalence(cfg, quiet, command));
   };
 }
 

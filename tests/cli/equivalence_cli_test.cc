@@ -40,8 +40,64 @@ TEST(EquivalenceExperiment, GradientAndOneStepModelAveragingAreGradientDescent) 
     for (const char* id : {"d", "e"}) EXPECT_GT(rel[id], 100 * std::max(rel["b"], rel["c"])) << id;
     EXPECT_TRUE(c["bc_within_10x_floor"].get<bool>());
   }
-  EXPECT_TRUE(std::filesystem::exists(tmp / "res/equivalence/report.md"));
+  const std::string report = testing::slurp(tmp / "res/equivalence/report.md");
+  EXPECT_EQ(report.find("Claims that failed"), std::string::npos) << report;
+  EXPECT_NE(report.find("take centralized gradient descent's step (a) up to float rounding"), std::string::npos)
+      << report;
+  EXPECT_NE(report.find("both move away by orders of magnitude"), std::string::npos) << report;
+  EXPECT_EQ(r.err.find("equivalence: "), std::string::npos) << r.err;
   EXPECT_TRUE(std::filesystem::exists(tmp / "res/equivalence/runs/2nn-e/metrics.jsonl"));
+}
+
+// The same small logreg run twice, differing only in (e)'s partition: unequal shards (iid-quantity)
+// make uniform weights another objective, so (e) lands orders of magnitude away and every claim
+// holds; equal shards (iid, 1,000 samples over 2 clients) make uniform weights the n_k/n weights, so
+// (e) is (c) again, the "(d), (e) orders further" claim fails, and the run must say so: exit 3,
+// the model and row on stderr, the folder still written, the report's meaning naming the row.
+TEST(EquivalenceExperiment, AFailedClaimExitsThreeAndNamesTheRow) {
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
+  auto run = [](const std::string& scheme, const testing::TempDir& tmp) {
+    return testing::run_fedpar(std::string("run ") + FEDPAR_SOURCE_DIR + "/experiments/equivalence.toml " +
+                                   "--set rounds=5 --set processes=2 --set partition.clients=2 " +
+                                   "--set equivalence.models=logreg --set equivalence.train_limits=1000 " +
+                                   "--set equivalence.uneven_scheme=" + scheme +
+                                   " --set results_dir=" + (tmp / "res").string(),
+                               tmp.path());
+  };
+  const std::string step = "take centralized gradient descent's step (a) up to float rounding";
+  const std::string far = "both move away by orders of magnitude";
+
+  TempDir pass_tmp;
+  const auto pass = run("iid-quantity", pass_tmp);
+  ASSERT_EQ(pass.code, 0) << pass.err;
+  const std::string pass_report = testing::slurp(pass_tmp / "res/equivalence/report.md");
+  EXPECT_EQ(pass_report.find("Claims that failed"), std::string::npos) << pass_report;
+  EXPECT_NE(pass_report.find(step), std::string::npos) << pass_report;
+  EXPECT_NE(pass_report.find(far), std::string::npos) << pass_report;
+  EXPECT_NE(pass.out.find(far), std::string::npos) << pass.out;
+
+  TempDir fail_tmp;
+  const auto fail = run("iid", fail_tmp);
+  EXPECT_EQ(fail.code, 3) << fail.err;
+  EXPECT_NE(fail.err.find("equivalence: logreg: (e) "), std::string::npos) << fail.err;
+  EXPECT_EQ(fail.err.find("equivalence: logreg: (d) "), std::string::npos) << fail.err;  // 5 steps: far
+  EXPECT_EQ(fail.err.find("equivalence: logreg: (b) "), std::string::npos) << fail.err;
+  const nlohmann::json j = nlohmann::json::parse(testing::slurp(fail_tmp / "res/equivalence/equivalence.json"));
+  ASSERT_EQ(j["cases"].size(), 1u);
+  EXPECT_TRUE(j["cases"][0]["bc_within_10x_floor"].get<bool>());
+  EXPECT_FALSE(j["cases"][0]["de_orders_further"].is_number() &&
+               j["cases"][0]["de_orders_further"].get<double>() >= 2.0);
+  const std::string report = testing::slurp(fail_tmp / "res/equivalence/report.md");
+  const size_t failed = report.find("**Claims that failed**");
+  ASSERT_NE(failed, std::string::npos) << report;
+  EXPECT_LT(failed, report.find("### logreg")) << "the failed claims come before the tables";
+  EXPECT_NE(report.find("- logreg: (e) ", failed), std::string::npos) << report;
+  const std::string meaning = report.substr(report.find("## What it means"));
+  EXPECT_NE(meaning.find(step), std::string::npos) << meaning;  // (b), (c) still at the floor
+  EXPECT_EQ(meaning.find(far), std::string::npos) << meaning;
+  EXPECT_NE(meaning.find("weights over unequal shards (e) ended"), std::string::npos) << meaning;
+  EXPECT_NE(meaning.find("fewer than the 2 orders of magnitude claimed"), std::string::npos) << meaning;
+  EXPECT_TRUE(std::filesystem::exists(fail_tmp / "res/equivalence/runs/logreg-e/summary.json"));
 }
 
 TEST(EquivalenceExperiment, BadSettingsFailBeforeAnyRun) {
