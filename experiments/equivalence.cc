@@ -16,6 +16,7 @@
 #include "core/dataset.h"
 #include "core/model.h"
 #include "core/results_dir.h"
+#include "core/run_records.h"
 #include "core/safetensors.h"
 #include "core/trainer.h"
 #include "server/diagnostics.h"
@@ -374,10 +375,11 @@ EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts
       fmt::print(stderr, " {:.1f} s\n", secs);
       const auto dir = runs_dir / run_name;
       const Distance d = distance(load_params(dir / "model.safetensors", m.layout()), a);
-      std::ifstream summary(dir / "summary.json");
-      const nlohmann::json sj = nlohmann::json::parse(summary);
+      const RunSummary summary = read_run_summary(dir);  // every run evaluates after its last round
+      if (!summary.final || !summary.final->test_accuracy)
+        throw Error(fmt::format("{}: summary.json has no final evaluation", dir.string()));
       c.rows.push_back({.id = v.id, .what = v.what, .max_abs = d.max_abs, .relative = d.relative,
-                        .test_accuracy = sj["final"].value("test_accuracy", 0.0), .seconds = secs,
+                        .test_accuracy = *summary.final->test_accuracy, .seconds = secs,
                         .results = "runs/" + run_name});
     }
     c.floor = c.row("a'").relative;

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(build-essential cmake ninja-build pkg-config git
           libeigen3-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev
           libopenblas-openmp-dev libdnnl-dev libzmq3-dev cppzmq-dev libboost-dev libboost-filesystem-dev
-          libgtest-dev gnuplot-nox nodejs npm)
+          libgtest-dev gnuplot-nox clang-format nodejs npm)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

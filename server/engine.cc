@@ -1,18 +1,14 @@
 // Engine; see engine.h.
 #include "server/engine.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <csignal>
-#include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 
 #include "core/check.h"
 
 namespace fedpar {
+
 Engine::Engine(const RunSpec& s, Transport& t, bool quiet) : s_(s), transport_(t), quiet_(quiet) {}
 
 std::optional<Incoming> Engine::receive(Clock::time_point deadline, std::span<const size_t> floats,

@@ -10,6 +10,8 @@
 namespace fedpar {
 namespace {
 
+using testing::error_of;
+
 constexpr const char* kDefaults = R"(
 seed = 1
 [train]
@@ -21,15 +23,6 @@ schedule = "constant"
 hidden = []
 models = ["logreg"]
 )";
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(Config, DefaultsAndOverrides) {
   Config c(kDefaults);

@@ -5,9 +5,12 @@
 
 #include "core/check.h"
 #include "core/run_records.h"
+#include "tests/util/test_util.h"
 
 namespace fedpar {
 namespace {
+
+using testing::error_of;
 
 RoundRecord sample_round() {
   RoundRecord r{.round = 3, .topology = "parameter-server", .train_loss = 0.25, .wait_seconds = 0.5,
@@ -19,15 +22,6 @@ RoundRecord sample_round() {
   r.clients = std::vector<ClientRecord>{{4, 1, 800, 0.01, 600, 64, 128, 0.3, 1.5}};
   r.update_drift = 0.125;
   return r;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 TEST(RunRecords, RoundRoundTripsFieldForField) {

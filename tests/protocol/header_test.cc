@@ -41,9 +41,11 @@ TEST(Crc32c, StandardVectorAndContinuation) {
   EXPECT_EQ(crc32c_portable(s, 9), 0xE3069283u);
   EXPECT_EQ(crc32c(nullptr, 0), 0u);
   Rng rng(1, "test");
-  std::vector<uint8_t> buf(300);
+  // Up to and past the three-lane path (3 x 4 KB blocks) and its tail, at an odd offset too.
+  std::vector<uint8_t> buf(3 * 12288 + 301);
   for (auto& b : buf) b = uint8_t(rng.next_u32());
-  for (size_t n : {0, 1, 7, 8, 9, 63, 64, 65, 299}) {
+  EXPECT_EQ(crc32c(buf.data() + 1, 3 * 12288 + 7), crc32c_portable(buf.data() + 1, 3 * 12288 + 7));
+  for (size_t n : {0, 1, 7, 8, 9, 63, 64, 65, 299, 12287, 12288, 12289, 24576 + 100, 3 * 12288 + 301}) {
     EXPECT_EQ(crc32c(buf.data(), n), crc32c_portable(buf.data(), n)) << n;
     const size_t cut = n / 3;
     EXPECT_EQ(crc32c(buf.data() + cut, n - cut, crc32c(buf.data(), cut)), crc32c(buf.data(), n));

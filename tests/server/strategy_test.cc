@@ -3,9 +3,29 @@
 
 #include "core/check.h"
 #include "server/strategy.h"
+#include "tests/util/test_util.h"
 
 namespace fedpar {
 namespace {
+
+// The blocked reduction adds each element's terms in the same order as whole passes per update,
+// in double, so it must give exactly the reference's bits, across block edges.
+TEST(Strategy, WeightedAverageMatchesPassPerUpdateInDouble) {
+  const size_t n = 1300;  // two full blocks and a tail
+  std::vector<std::vector<float>> v;
+  std::vector<ClientUpdate> u;
+  for (uint32_t k = 0; k < 5; ++k) v.push_back(testing::random_vector(n, 7 + k, -3.0f, 3.0f));
+  for (uint32_t k = 0; k < 5; ++k) u.push_back({.client = k, .num_samples = 100 + 37 * k, .values = v[k]});
+  for (Weighting w : {Weighting::kBySamples, Weighting::kUniform, Weighting::kSum}) {
+    double total = 0;
+    for (const auto& x : u) total += w == Weighting::kBySamples ? double(x.num_samples) : 1.0;
+    if (w == Weighting::kSum) total = 1.0;
+    std::vector<double> acc(n, 0.0);
+    for (const auto& x : u)
+      for (size_t i = 0; i < n; ++i) acc[i] += ((w == Weighting::kBySamples ? double(x.num_samples) : 1.0) / total) * double(x.values[i]);
+    EXPECT_EQ(weighted_average(u, w), std::vector<float>(acc.begin(), acc.end()));
+  }
+}
 
 TEST(WeightedAverage, BySamplesAndUniform) {
   const std::vector<float> a = {1, 2}, b = {3, 4};

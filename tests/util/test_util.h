@@ -8,11 +8,13 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
 
+#include "core/check.h"
 #include "core/dataset.h"
 #include "core/rng.h"
 
@@ -46,6 +48,16 @@ inline ::testing::AssertionResult all_close(const std::vector<float>& a, const s
 inline bool have_mnist() {
   return std::filesystem::exists(fedpar::resolve_data_dir({}) / "mnist" / "train-images-idx3-ubyte") &&
          std::filesystem::exists(fedpar::resolve_data_dir({}) / "mnist" / "train-labels-idx1-ubyte");
+}
+
+// The message of the fedpar Error `f` throws, or "" when it throws none.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 inline std::string slurp(const std::filesystem::path& p) {

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Re-runs suites at full size and commits-ready copies their reports into docs/results/<suite>/
+# (report.md, suite.json, plots/) with PROVENANCE.md: the exact command, the commit, the date, the
+# machine and the wall time. The docs quote numbers only from these folders.
+#   bash scripts/refresh-results.sh [SUITE ...]   (default: every experiments/suites/*.toml)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FEDPAR=${FEDPAR:-./build/fedpar}
+if (($#)); then suites=("$@"); else suites=($(basename -s .toml experiments/suites/*.toml)); fi
+commit=$(git rev-parse --short HEAD)
+git diff --quiet HEAD -- . ':!docs/results' || commit="$commit + uncommitted changes"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for suite in "${suites[@]}"; do
+  echo "refresh-results: $suite ..." >&2
+  start=$(date +%s)
+  "$FEDPAR" suite "$suite" --out "$work/$suite"
+  seconds=$(($(date +%s) - start))
+  dest=docs/results/$suite
+  rm -rf "$dest"
+  mkdir -p "$dest"
+  cp "$work/$suite/report.md" "$work/$suite/suite.json" "$dest/"
+  [[ -d $work/$suite/plots ]] && cp -r "$work/$suite/plots" "$dest/"
+  cat >"$dest/PROVENANCE.md" <<MD
+# How this report was made
+
+- command: \`fedpar suite $suite\` (via \`bash scripts/refresh-results.sh $suite\`)
+- commit: $commit
+- date: $(date -u +%Y-%m-%dT%H:%MZ)
+- machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(. /etc/os-release && echo "$PRETTY_NAME")
+- wall time: $seconds s
+
+Only the report, its table data (suite.json) and plots are kept; the runs' own folders (models,
+metrics) are left out to keep the repository small: the command recreates them.
+MD
+done
