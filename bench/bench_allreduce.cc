@@ -3,23 +3,22 @@
 // bandwidth algbw = bytes / time and bus bandwidth busbw = algbw * 2 (N - 1) / N. One JSON line per
 // size (--json) for bench/allreduce_compare.py, which runs torch.distributed's gloo beside it.
 // Usage: bench_allreduce --workers 4 --floats 1000,100000,1000000,4000000 [--reps 20]
+#include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
-#include "transport/ring_allreduce.h"
-#include "transport/zmq_ring_link.h"
 #include "core/check.h"
 #include "core/median.h"
+#include "transport/ring_allreduce.h"
+#include "transport/zmq_ring_link.h"
 
 namespace fedpar {
 namespace {
@@ -37,8 +36,8 @@ std::string read_line(int fd) {
 }
 
 // One worker process: binds, reports its endpoint, learns the next one's, then times the sizes.
-int worker(int rank, int n, int to_parent, int from_parent, const std::vector<size_t>& sizes, int reps, size_t bucket,
-           bool json) {
+int worker(int rank, int n, int to_parent, int from_parent, const std::vector<size_t>& sizes,
+           int reps, size_t bucket, bool json) {
   zmq::context_t ctx;
   ZmqRingLink link(ctx, "tcp://127.0.0.1:*", 30.0);
   write_line(to_parent, link.endpoint());
@@ -47,11 +46,12 @@ int worker(int rank, int n, int to_parent, int from_parent, const std::vector<si
   for (size_t floats : sizes) {
     std::vector<float> data(floats, float(rank + 1));
     std::vector<double> secs;
-    for (int r = -2; r < reps; ++r) {  // two warm-up rounds
+    for (int r = -2; r < reps; ++r) {          // two warm-up rounds
       ring_allreduce(barrier, rank, n, link);  // start together
       const auto t0 = std::chrono::steady_clock::now();
       ring_allreduce(data, rank, n, link, bucket);
-      const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double dt =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (r >= 0) secs.push_back(dt);
     }
     // Every worker's time counts: the slowest worker's median is the all-reduce's.
@@ -64,11 +64,16 @@ int worker(int rank, int n, int to_parent, int from_parent, const std::vector<si
     const double bytes = double(floats) * sizeof(float);
     const double algbw = bytes / time / 1e9, busbw = algbw * 2.0 * (n - 1) / n;
     if (json) {
-      fmt::print("{}\n", nlohmann::json{{"side", "fedpar-ring"}, {"workers", n}, {"floats", floats},
-                                        {"seconds", time}, {"algbw_GBps", algbw}, {"busbw_GBps", busbw}}
+      fmt::print("{}\n", nlohmann::json{{"side", "fedpar-ring"},
+                                        {"workers", n},
+                                        {"floats", floats},
+                                        {"seconds", time},
+                                        {"algbw_GBps", algbw},
+                                        {"busbw_GBps", busbw}}
                              .dump());
     } else {
-      fmt::print("{:>4} {:>10} {:>12.1f} {:>10.3f} {:>10.3f}\n", n, floats, time * 1e6, algbw, busbw);
+      fmt::print("{:>4} {:>10} {:>12.1f} {:>10.3f} {:>10.3f}\n", n, floats, time * 1e6, algbw,
+                 busbw);
     }
     std::fflush(stdout);
   }
@@ -91,7 +96,9 @@ int main(int argc, char** argv) {
   app.add_option("--bucket", bucket, "floats per bucket")->capture_default_str();
   app.add_flag("--json", json, "JSON lines");
   CLI11_PARSE(app, argc, argv);
-  if (!json) fmt::print("{:>4} {:>10} {:>12} {:>10} {:>10}\n", "N", "floats", "time (us)", "algbw GB/s", "busbw GB/s");
+  if (!json)
+    fmt::print("{:>4} {:>10} {:>12} {:>10} {:>10}\n", "N", "floats", "time (us)", "algbw GB/s",
+               "busbw GB/s");
   std::fflush(stdout);
   std::vector<int> up(static_cast<size_t>(n)), down(static_cast<size_t>(n));
   std::vector<pid_t> pids;

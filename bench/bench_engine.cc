@@ -1,10 +1,12 @@
-// The round engine's overhead: a gradient round through fedpar's Engine (TASK out, N UPDATEs parsed,
-// checked, averaged) against a raw ZeroMQ ROUTER/DEALER scatter/gather of the same bytes, round by
-// round over N forked workers that compute nothing. Exits 1 unless engine median <= 1.5x raw median.
-// Usage: bench_engine [--workers 2,4,8] [--floats 199210] [--rounds 200] [--warmup 20]
+// The round engine's overhead: a gradient round through fedpar's Engine (TASK out, N UPDATEs
+// parsed, checked, averaged) against a raw ZeroMQ ROUTER/DEALER scatter/gather of the same bytes,
+// round by round over N forked workers that compute nothing. Exits 1 unless engine median <= 1.5x
+// raw median. Usage: bench_engine [--workers 2,4,8] [--floats 199210] [--rounds 200] [--warmup 20]
+#include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,9 +14,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
 #include "core/check.h"
 #include "core/median.h"
@@ -26,8 +25,8 @@
 namespace fedpar {
 namespace {
 
-constexpr double kGoal = 1.5;      // the engine's median round within this factor of raw
-constexpr float kLr = 0.01f;       // the SGD step both sides take
+constexpr double kGoal = 1.5;  // the engine's median round within this factor of raw
+constexpr float kLr = 0.01f;   // the SGD step both sides take
 constexpr double kWaitSeconds = 60;
 
 using Floats = std::shared_ptr<const std::vector<float>>;
@@ -43,18 +42,22 @@ std::string read_line(int fd) {
   return s;
 }
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // A message `f` views, handed to ZeroMQ without a copy; the snapshot lives until ZeroMQ frees it.
 zmq::message_t zero_copy(const Floats& f) {
   auto* hold = new Floats(f);
-  return zmq::message_t(const_cast<float*>(f->data()), f->size() * sizeof(float),
-                        [](void*, void* h) { delete static_cast<Floats*>(h); }, hold);
+  return zmq::message_t(
+      const_cast<float*>(f->data()), f->size() * sizeof(float),
+      [](void*, void* h) { delete static_cast<Floats*>(h); }, hold);
 }
 
 // Worker, engine side: parses the next message as a fedpar client does; answers a TASK with one
 // precomputed UPDATE per hosted client it lists. False on STOP.
-bool serve_engine(Channel& ch, const std::vector<uint32_t>& mine, const UpdateMsg& u, const Floats& grad) {
+bool serve_engine(Channel& ch, const std::vector<uint32_t>& mine, const UpdateMsg& u,
+                  const Floats& grad) {
   auto msg = ch.receive(deadline_after(kWaitSeconds));
   FEDPAR_CHECK(msg) << "the server went silent";
   auto parsed = parse_message(msg->spans());
@@ -136,14 +139,16 @@ std::vector<int> spawn_workers(int n, size_t floats, int pairs, std::vector<pid_
 
 // One TASK to every process, N UPDATEs collected and checked, reduced into params: the path of
 // server/sync_plan.cc's gradient round without the compute.
-double engine_round(Engine& engine, Strategy& strategy, std::vector<float>& params, const CollectSpec& spec) {
+double engine_round(Engine& engine, Strategy& strategy, std::vector<float>& params,
+                    const CollectSpec& spec) {
   const auto t0 = Clock::now();
   TaskMsg task{.kind = TaskKind::kGradient, .clients = spec.expected};
   const Floats snapshot = std::make_shared<const std::vector<float>>(params);
   task.vectors = {*snapshot};
   engine.send_all(encode(task, engine.envelope(), snapshot));
   const Collected c = engine.collect(spec);
-  FEDPAR_CHECK(c.got.size() == spec.expected.size()) << "engine round: " << c.missing.size() << " missing";
+  FEDPAR_CHECK(c.got.size() == spec.expected.size())
+      << "engine round: " << c.missing.size() << " missing";
   std::vector<ClientUpdate> updates;
   for (const auto& [client, r] : c.got)
     updates.push_back({client, engine.round, r.update.num_samples, r.update.vectors[0]});
@@ -153,7 +158,8 @@ double engine_round(Engine& engine, Strategy& strategy, std::vector<float>& para
 
 // The same bytes with no framing, CRC, JSON or checks: params out, N vectors summed,
 // params -= lr * sum / N.
-double raw_round(zmq::socket_t& router, const std::vector<std::string>& ids, std::vector<float>& params) {
+double raw_round(zmq::socket_t& router, const std::vector<std::string>& ids,
+                 std::vector<float>& params) {
   const auto t0 = Clock::now();
   const Floats snapshot = std::make_shared<const std::vector<float>>(params);
   for (const auto& id : ids) {
@@ -164,7 +170,8 @@ double raw_round(zmq::socket_t& router, const std::vector<std::string>& ids, std
   for (size_t k = 0; k < ids.size(); ++k) {
     zmq::message_t id, body;
     FEDPAR_CHECK(router.recv(id) && router.recv(body)) << "raw round: a worker went silent";
-    FEDPAR_CHECK(body.size() == sum.size() * sizeof(float)) << "raw reply of " << body.size() << " bytes";
+    FEDPAR_CHECK(body.size() == sum.size() * sizeof(float))
+        << "raw reply of " << body.size() << " bytes";
     const auto* p = static_cast<const uint8_t*>(body.data());
     for (size_t i = 0; i < sum.size(); ++i) {
       float g;
@@ -184,7 +191,8 @@ struct Times {
 // N clients with a few sample indices each, one per process.
 Manifest small_manifest(int n) {
   Manifest m{.scheme = "bench", .dataset_hash = "bench"};
-  for (uint32_t c = 0; c < uint32_t(n); ++c) m.clients.push_back({.id = c, .indices = {3 * c, 3 * c + 1, 3 * c + 2}});
+  for (uint32_t c = 0; c < uint32_t(n); ++c)
+    m.clients.push_back({.id = c, .indices = {3 * c, 3 * c + 1, 3 * c + 2}});
   return m;
 }
 
@@ -199,7 +207,8 @@ std::vector<std::string> raw_identities(zmq::socket_t& router, int n) {
   return ids;
 }
 
-// Both servers up, the workers connected, then warm-up and timed rounds, engine and raw alternately.
+// Both servers up, the workers connected, then warm-up and timed rounds, engine and raw
+// alternately.
 Times measure(int n, size_t floats, int rounds, int warmup, const std::vector<int>& to_workers) {
   RunSpec s;
   s.processes = n;
@@ -211,7 +220,8 @@ Times measure(int n, size_t floats, int rounds, int warmup, const std::vector<in
   router.set(zmq::sockopt::linger, 0);
   router.set(zmq::sockopt::rcvtimeo, int(kWaitSeconds * 1000));
   router.bind("tcp://127.0.0.1:*");
-  for (int fd : to_workers) write_line(fd, engine.endpoint() + "\n" + router.get(zmq::sockopt::last_endpoint));
+  for (int fd : to_workers)
+    write_line(fd, engine.endpoint() + "\n" + router.get(zmq::sockopt::last_endpoint));
   engine.welcome_clients(small_manifest(n), floats, "");
   const auto ids = raw_identities(router, n);
 
@@ -249,8 +259,8 @@ bool run_config(int n, size_t floats, int rounds, int warmup) {
     FEDPAR_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a worker failed";
   }
   const double raw = median(t.raw), eng = median(t.engine);
-  fmt::print("{:>7} {:>8} {:>12.3f} {:>15.3f} {:>7.2f} {:>11.3f} {:>14.3f}\n", n, floats, raw * 1e3, eng * 1e3,
-             eng / raw, p90(t.raw) * 1e3, p90(t.engine) * 1e3);
+  fmt::print("{:>7} {:>8} {:>12.3f} {:>15.3f} {:>7.2f} {:>11.3f} {:>14.3f}\n", n, floats, raw * 1e3,
+             eng * 1e3, eng / raw, p90(t.raw) * 1e3, p90(t.engine) * 1e3);
   std::fflush(stdout);
   return eng <= kGoal * raw;
 }
@@ -260,14 +270,23 @@ bool run_config(int n, size_t floats, int rounds, int warmup) {
 
 int main(int argc, char** argv) {
   using namespace fedpar;
-  CLI::App app{"fedpar round engine vs raw ZeroMQ scatter/gather (worker processes over TCP loopback)"};
+  CLI::App app{
+      "fedpar round engine vs raw ZeroMQ scatter/gather (worker processes over TCP loopback)"};
   std::vector<int> workers = {4};
   size_t floats = 199210;  // the 2NN's parameters
   int rounds = 200, warmup = 20;
-  app.add_option("--workers", workers, "worker process counts")->delimiter(',')->check(CLI::Range(1, 64));
-  app.add_option("--floats", floats, "model size in floats")->capture_default_str()->check(CLI::Range(1, 1 << 28));
-  app.add_option("--rounds", rounds, "timed rounds per side")->capture_default_str()->check(CLI::Range(1, 100000));
-  app.add_option("--warmup", warmup, "untimed rounds first")->capture_default_str()->check(CLI::Range(0, 100000));
+  app.add_option("--workers", workers, "worker process counts")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 64));
+  app.add_option("--floats", floats, "model size in floats")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 28));
+  app.add_option("--rounds", rounds, "timed rounds per side")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--warmup", warmup, "untimed rounds first")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
   CLI11_PARSE(app, argc, argv);
   fmt::print("{:>7} {:>8} {:>12} {:>15} {:>7} {:>11} {:>14}\n", "workers", "floats", "raw med ms",
              "engine med ms", "ratio", "raw p90 ms", "engine p90 ms");

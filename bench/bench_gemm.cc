@@ -2,10 +2,11 @@
 // float32) for the 2NN's and the CNN's shapes, through the same Eigen map expression and the same
 // cblas_sgemm call as core/cpu_backend.cc. The sides alternate repetition by repetition; the
 // table gives medians. Usage: bench_gemm [--reps 11] [--min-seconds 0.1]
-#include <Eigen/Core>
 #include <cblas.h>
+#include <fmt/format.h>
 #include <omp.h>
 
+#include <Eigen/Core>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -13,8 +14,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/median.h"
 
@@ -71,7 +70,8 @@ void eigen_gemm(const Shape& s, const float* a, const float* b, float* c) {
   cm.noalias() = 1.0f * MapC(a, s.m, s.k) * MapC(b, s.k, s.n);  // gemm_into with alpha 1, beta 0
 }
 void blas_gemm(const Shape& s, const float* a, const float* b, float* c) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k, 1.0f, a, s.k, b, s.n, 0.0f, c, s.n);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k, 1.0f, a, s.k, b, s.n, 0.0f,
+              c, s.n);
 }
 
 // GFLOP/s of one repetition: calls f until at least min_seconds have passed.
@@ -96,9 +96,12 @@ int main(int argc, char** argv) {
   double min_seconds = 0.1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string opt = argv[i];
-    if (opt == "--reps") reps = std::atoi(argv[i + 1]);
-    else if (opt == "--min-seconds") min_seconds = std::atof(argv[i + 1]);
-    else return fmt::print(stderr, "usage: bench_gemm [--reps N] [--min-seconds S]\n"), 2;
+    if (opt == "--reps")
+      reps = std::atoi(argv[i + 1]);
+    else if (opt == "--min-seconds")
+      min_seconds = std::atof(argv[i + 1]);
+    else
+      return fmt::print(stderr, "usage: bench_gemm [--reps N] [--min-seconds S]\n"), 2;
   }
   const int thread_counts[] = {1, 2};
   const size_t ns = std::size(kShapes);
@@ -120,8 +123,11 @@ int main(int argc, char** argv) {
     blas_gemm(s, as[i].get(), bs[i].get(), cb[i].get());
     double worst = 0;
     for (size_t j = 0; j < size_t(s.m) * s.n; ++j)
-      worst = std::max(worst, double(std::abs(ce[i].get()[j] - cb[i].get()[j])) / (1.0 + std::abs(ce[i].get()[j])));
-    if (worst > 1e-4) return fmt::print(stderr, "bench_gemm: {}x{}x{}: sides differ by {}\n", s.m, s.n, s.k, worst), 1;
+      worst = std::max(worst, double(std::abs(ce[i].get()[j] - cb[i].get()[j])) /
+                                  (1.0 + std::abs(ce[i].get()[j])));
+    if (worst > 1e-4)
+      return fmt::print(stderr, "bench_gemm: {}x{}x{}: sides differ by {}\n", s.m, s.n, s.k, worst),
+             1;
   }
   // rep 0 is a warm-up, not recorded; the side that goes first swaps every repetition.
   for (int rep = 0; rep <= reps; ++rep)
@@ -131,34 +137,42 @@ int main(int argc, char** argv) {
         const Shape& s = kShapes[i];
         for (int o = 0; o < 2; ++o) {
           const int side = (o + rep) % 2;
-          const double g = side == 0 ? gflops(s, min_seconds, [&] { eigen_gemm(s, as[i].get(), bs[i].get(), ce[i].get()); })
-                                     : gflops(s, min_seconds, [&] { blas_gemm(s, as[i].get(), bs[i].get(), cb[i].get()); });
+          const double g =
+              side == 0 ? gflops(s, min_seconds,
+                                 [&] { eigen_gemm(s, as[i].get(), bs[i].get(), ce[i].get()); })
+                        : gflops(s, min_seconds,
+                                 [&] { blas_gemm(s, as[i].get(), bs[i].get(), cb[i].get()); });
           if (rep > 0) gf[i * 4 + t * 2 + side].push_back(g);
         }
       }
 
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
-  fmt::print("Eigen {}.{}.{} ({}{}); OpenBLAS: {} (core {}); OPENBLAS_CORETYPE={}\n", EIGEN_WORLD_VERSION,
-             EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION, Eigen::SimdInstructionSetsInUse(),
+  fmt::print("Eigen {}.{}.{} ({}{}); OpenBLAS: {} (core {}); OPENBLAS_CORETYPE={}\n",
+             EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION,
+             Eigen::SimdInstructionSetsInUse(),
 #ifdef __FMA__
              ", FMA",
 #else
              "",
 #endif
              openblas_get_config(), openblas_get_corename(), coretype ? coretype : "(unset)");
-  fmt::print("GFLOP/s of C = A * B, row-major float32; medians of {} repetitions of at least {} s each, "
-             "sides alternating\n\n", reps, min_seconds);
-  fmt::print("| product (m x n x k) | what | backend uses | Eigen, 1 thread | OpenBLAS, 1 thread | Eigen, 2 threads "
-             "| OpenBLAS, 2 threads | OpenBLAS/Eigen, 1 thread | OpenBLAS/Eigen, 2 threads |\n");
+  fmt::print(
+      "GFLOP/s of C = A * B, row-major float32; medians of {} repetitions of at least {} s each, "
+      "sides alternating\n\n",
+      reps, min_seconds);
+  fmt::print(
+      "| product (m x n x k) | what | backend uses | Eigen, 1 thread | OpenBLAS, 1 thread | Eigen, "
+      "2 threads "
+      "| OpenBLAS, 2 threads | OpenBLAS/Eigen, 1 thread | OpenBLAS/Eigen, 2 threads |\n");
   fmt::print("|---|---|---|---:|---:|---:|---:|---:|---:|\n");
   for (size_t i = 0; i < ns; ++i) {
     const Shape& s = kShapes[i];
     double med[4];
     for (int j = 0; j < 4; ++j) med[j] = fedpar::median(gf[i * 4 + j]);
     const bool blas = double(s.m) * s.n * s.k >= kBlasMinMacs;
-    fmt::print("| {} x {} x {} | {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.2f} | {:.2f} |\n", s.m, s.n, s.k,
-               s.what, blas ? "OpenBLAS" : "Eigen, 1 thread", med[0], med[1], med[2], med[3], med[1] / med[0],
-               med[3] / med[2]);
+    fmt::print("| {} x {} x {} | {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.2f} | {:.2f} |\n",
+               s.m, s.n, s.k, s.what, blas ? "OpenBLAS" : "Eigen, 1 thread", med[0], med[1], med[2],
+               med[3], med[1] / med[0], med[3] / med[2]);
   }
   return 0;
 }

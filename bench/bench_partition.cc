@@ -1,10 +1,10 @@
 // Partitioning speed: milliseconds to split 60,000 MNIST-shaped labels among 100 clients, per
 // scheme (median of 7 runs, each including the manifest's sort, histograms and hash).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/rng.h"
 #include "partitioners/partition.h"
@@ -25,7 +25,9 @@ int main() {
       for (int r = 0; r < 7; ++r) {
         const auto t0 = std::chrono::steady_clock::now();
         const Manifest m = partition({"bench", "0", labels, users, 10}, p);
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
       }
       std::sort(ms.begin(), ms.end());
       fmt::print("{:<20} {:>10} {:>12.1f}{}\n", scheme, 100, ms[3],

@@ -3,17 +3,17 @@
 // for the models and batch sizes researchers use.
 // Prints a table, or JSON lines with --json for scripts/bench.sh, which sets it beside PyTorch.
 // Each row is the median of --reps repetitions, each at least --min-seconds long.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "core/backend.h"
 #include "core/dataset.h"
@@ -31,8 +31,8 @@ struct Case {
 };
 
 // Returns samples/second for each repetition.
-std::vector<double> measure(const Dataset& data, const Case& c, const std::string& device, int threads,
-                            int reps, double min_seconds) {
+std::vector<double> measure(const Dataset& data, const Case& c, const std::string& device,
+                            int threads, int reps, double min_seconds) {
   auto be = make_backend(device, threads);
   Model model(*be, {c.model}, data.shape, data.num_classes);
   model.init(1);
@@ -119,8 +119,10 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   const std::vector<Case> cases =
-      device == "cpu" ? std::vector<Case>{{"2nn", 10}, {"2nn", 50}, {"2nn", 600}, {"2nn", 0}, {"logreg", 600}, {"cnn", 50}}
-                      : std::vector<Case>{{"2nn", 10}, {"2nn", 50}, {"2nn", 600}, {"cnn", 10}, {"cnn", 50}, {"cnn", 600}};
+      device == "cpu" ? std::vector<Case>{{"2nn", 10}, {"2nn", 50},     {"2nn", 600},
+                                          {"2nn", 0},  {"logreg", 600}, {"cnn", 50}}
+                      : std::vector<Case>{{"2nn", 10}, {"2nn", 50}, {"2nn", 600},
+                                          {"cnn", 10}, {"cnn", 50}, {"cnn", 600}};
   if (device != "cpu") threads = {1};  // host threads do not matter to a device backend
   bool real = false;
   const Dataset data = bench_data(&real);
@@ -134,18 +136,22 @@ int main(int argc, char** argv) {
   if (!json) {
     fmt::print("fedpar training throughput ({}; data: {})\n", be->describe(),
                real ? "MNIST train set" : "random, MNIST-shaped");
-    fmt::print("{:<8} {:>7} {:>8} {:>14}   {}\n", "model", "batch", "threads", "samples/s", "all reps");
+    fmt::print("{:<8} {:>7} {:>8} {:>14}   {}\n", "model", "batch", "threads", "samples/s",
+               "all reps");
   }
   for (int t : threads)
     for (const auto& c : cases) {
       const std::string batch = c.batch == 0 ? "full" : std::to_string(c.batch);
-      if ((!only.empty() && c.model != only) || (!only_batch.empty() && batch != only_batch)) continue;
+      if ((!only.empty() && c.model != only) || (!only_batch.empty() && batch != only_batch))
+        continue;
       const auto rates = measure(data, c, device, t, reps, min_seconds);
       const double med = median(rates);
       if (json) {
-        nlohmann::json j = {{"side", "fedpar"}, {"model", c.model}, {"batch", batch},
-                            {"threads", t}, {"samples_per_s", med}, {"reps", rates},
-                            {"device", device}, {"backend", make_backend(device, t)->describe()}};
+        nlohmann::json j = {
+            {"side", "fedpar"},     {"model", c.model},
+            {"batch", batch},       {"threads", t},
+            {"samples_per_s", med}, {"reps", rates},
+            {"device", device},     {"backend", make_backend(device, t)->describe()}};
         fmt::print("{}\n", j.dump());
       } else {
         std::string all;

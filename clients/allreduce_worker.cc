@@ -4,11 +4,11 @@
 #include <chrono>
 #include <cstring>
 
-#include "core/local_update.h"
-#include "transport/ring_allreduce.h"
 #include "clients/straggle.h"
 #include "core/check.h"
+#include "core/local_update.h"
 #include "core/weighted_average.h"
+#include "transport/ring_allreduce.h"
 
 namespace fedpar {
 
@@ -22,10 +22,12 @@ void AllReduceWorker::join(int rank, int size, const std::string& next_endpoint)
 }
 
 AllReduceStep AllReduceWorker::step(Model& model, const Dataset& data,
-                                    const std::map<uint32_t, std::vector<uint32_t>>& shards, int64_t batch,
-                                    uint64_t round, double total_weight, BatchBuffer& buffer) {
+                                    const std::map<uint32_t, std::vector<uint32_t>>& shards,
+                                    int64_t batch, uint64_t round, double total_weight,
+                                    BatchBuffer& buffer) {
   using Clock = std::chrono::steady_clock;
-  FEDPAR_CHECK(replica_.size() == model.num_params()) << "no replica: the first task carries the model";
+  FEDPAR_CHECK(replica_.size() == model.num_params())
+      << "no replica: the first task carries the model";
   AllReduceStep out;
   const auto t0 = Clock::now();
   Task task{.kind = LocalWork::kGradient, .round = round, .batch = batch};
@@ -34,7 +36,8 @@ AllReduceStep AllReduceWorker::step(Model& model, const Dataset& data,
   std::vector<ClientUpdate> updates;
   for (const auto& [c, shard] : shards) {  // client order
     const auto tc = Clock::now();
-    const LocalResult& r = results.emplace_back(compute_update(model, data, shard, replica_, task, s_.seed, c, &buffer));
+    const LocalResult& r = results.emplace_back(
+        compute_update(model, data, shard, replica_, task, s_.seed, c, &buffer));
     straggle(s_, c, std::chrono::duration<double>(Clock::now() - tc).count());
     updates.push_back({c, round, r.num_samples, r.values});
     out.num_samples += r.num_samples;
@@ -52,7 +55,8 @@ AllReduceStep AllReduceWorker::step(Model& model, const Dataset& data,
   out.ring_bytes_received = link_.bytes_received() - received;
   const float inv = float(1.0 / total_weight);
   for (float& v : sum_) v *= inv;
-  if (!sgd_) sgd_ = std::make_unique<Sgd>(*host_, replica_.size(), SgdOptions{.momentum = s_.sgd_momentum});
+  if (!sgd_)
+    sgd_ = std::make_unique<Sgd>(*host_, replica_.size(), SgdOptions{.momentum = s_.sgd_momentum});
   sgd_->step(replica_.data(), sum_.data(), s_.sgd_lr);
   if (rank_ == s_.fault_flip_rank && round == 0) {  // testing the server's replica check
     uint32_t bits;

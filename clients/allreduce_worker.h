@@ -11,15 +11,14 @@
 #include <span>
 #include <string>
 #include <vector>
-
 #include <zmq.hpp>
 
-#include "transport/zmq_ring_link.h"
 #include "core/batch_buffer.h"
 #include "core/dataset.h"
 #include "core/model.h"
 #include "core/optimizer.h"
 #include "core/run_spec.h"
+#include "transport/zmq_ring_link.h"
 
 namespace fedpar {
 

@@ -1,13 +1,12 @@
 // The client's loop; see client.h.
 #include "clients/client.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <map>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "clients/allreduce_worker.h"
 #include "clients/master_worker.h"
@@ -31,26 +30,34 @@ double seconds_since(SteadyClock::time_point t0) {
 
 template <typename T>
 T checked(Decoded<T> d, const char* what) {
-  if (auto* e = std::get_if<ProtocolError>(&d)) throw Error(fmt::format("malformed {} from the server: {}", what, e->reason));
+  if (auto* e = std::get_if<ProtocolError>(&d))
+    throw Error(fmt::format("malformed {} from the server: {}", what, e->reason));
   return std::move(std::get<T>(d));
 }
 
 // One client process after WELCOME: its run, data, model and the virtual clients it hosts.
 class ClientProcess {
  public:
-  ClientProcess(const ClientOptions& o, Channel& channel, zmq::context_t& ctx, const WelcomeMsg& w, uint64_t run)
-      : o_(o), channel_(channel), s_(run_spec_from_toml(w.config_toml, "WELCOME")), run_(run),
-        be_(make_backend(o.device.empty() ? s_.device : o.device, s_.threads)), data_(load_dataset(s_.data)),
-        model_(*be_, s_.model, data_.train.shape, data_.train.num_classes), buffer_(*be_, data_.train.dim()) {
+  ClientProcess(const ClientOptions& o, Channel& channel, zmq::context_t& ctx, const WelcomeMsg& w,
+                uint64_t run)
+      : o_(o),
+        channel_(channel),
+        s_(run_spec_from_toml(w.config_toml, "WELCOME")),
+        run_(run),
+        be_(make_backend(o.device.empty() ? s_.device : o.device, s_.threads)),
+        data_(load_dataset(s_.data)),
+        model_(*be_, s_.model, data_.train.shape, data_.train.num_classes),
+        buffer_(*be_, data_.train.dim()) {
     log(fmt::format("computing on {}", be_->describe()));
     if (data_.train.content_hash() != w.dataset_hash)
-      throw Error("this machine's dataset differs from the server's (content hash mismatch): "
-                  "fetch the same data (scripts/setup.sh) or pass the same data options");
+      throw Error(
+          "this machine's dataset differs from the server's (content hash mismatch): "
+          "fetch the same data (scripts/setup.sh) or pass the same data options");
     for (size_t i = 0; i < w.clients.size(); ++i) {
       for (uint32_t row : w.shards[i])
         if (row >= data_.train.size())
-          throw Error(fmt::format("WELCOME gives client {} sample {} of a {}-sample training set", w.clients[i], row,
-                                  data_.train.size()));
+          throw Error(fmt::format("WELCOME gives client {} sample {} of a {}-sample training set",
+                                  w.clients[i], row, data_.train.size()));
       shards_[w.clients[i]] = w.shards[i];
     }
     log(fmt::format("hosting {} virtual client(s)", shards_.size()));
@@ -65,7 +72,8 @@ class ClientProcess {
   int serve() {
     while (true) {
       auto msg = channel_.receive(deadline_after(o_.wait_seconds));
-      if (!msg) throw Error(fmt::format("the server was silent for {} s; giving up", o_.wait_seconds));
+      if (!msg)
+        throw Error(fmt::format("the server was silent for {} s; giving up", o_.wait_seconds));
       auto parsed = parse_message(msg->spans());
       if (auto* e = std::get_if<ProtocolError>(&parsed)) {
         log("dropped a malformed message from the server: " + e->reason);
@@ -73,11 +81,19 @@ class ClientProcess {
       }
       const ParsedMessage& m = std::get<ParsedMessage>(parsed);
       switch (m.header.type) {
-        case MessageType::kStop: return 0;
-        case MessageType::kError: log("the server rejected a message: " + checked(decode_error(m), "ERROR").reason); break;
-        case MessageType::kRing: join_ring(checked(decode_ring_assignment(m), "RING")); break;
-        case MessageType::kTask: serve(checked(decode_task(m), "TASK"), m.header.round); break;
-        default: log(fmt::format("ignored an unexpected {} message", message_type_name(m.header.type)));
+        case MessageType::kStop:
+          return 0;
+        case MessageType::kError:
+          log("the server rejected a message: " + checked(decode_error(m), "ERROR").reason);
+          break;
+        case MessageType::kRing:
+          join_ring(checked(decode_ring_assignment(m), "RING"));
+          break;
+        case MessageType::kTask:
+          serve(checked(decode_task(m), "TASK"), m.header.round);
+          break;
+        default:
+          log(fmt::format("ignored an unexpected {} message", message_type_name(m.header.type)));
       }
     }
   }
@@ -88,17 +104,21 @@ class ClientProcess {
   }
 
   void join_ring(const RingAssignmentMsg& r) {
-    if (!ring_) throw Error("the server sent a ring assignment to a run without the allreduce topology");
+    if (!ring_)
+      throw Error("the server sent a ring assignment to a run without the allreduce topology");
     ring_->join(int(r.rank), int(r.size), r.next);
   }
 
   void serve(const TaskMsg& task, uint64_t round) {
     switch (task.kind) {
-      case TaskKind::kAllReduce: return allreduce_step(task, round);
+      case TaskKind::kAllReduce:
+        return allreduce_step(task, round);
       case TaskKind::kForward:
-      case TaskKind::kBackward: return master_half(task, round);
+      case TaskKind::kBackward:
+        return master_half(task, round);
       case TaskKind::kGradient:
-      case TaskKind::kLocalTrain: return train(task, round);
+      case TaskKind::kLocalTrain:
+        return train(task, round);
     }
   }
 
@@ -112,8 +132,10 @@ class ClientProcess {
   }
 
   void allreduce_step(const TaskMsg& task, uint64_t round) {
-    if (!ring_) throw Error("the server sent an allreduce task to a run without the allreduce topology");
-    if (!task.vectors.empty()) ring_->set_replica(task.vectors[0]);  // the first task carries the model
+    if (!ring_)
+      throw Error("the server sent an allreduce task to a run without the allreduce topology");
+    if (!task.vectors.empty())
+      ring_->set_replica(task.vectors[0]);  // the first task carries the model
     AllReduceStep st;
     try {
       st = ring_->step(model_, data_.train, shards_, task.batch, round, task.total_weight, buffer_);
@@ -121,9 +143,13 @@ class ClientProcess {
       channel_.send(encode(ErrorMsg{e.what()}, {uint32_t(ring_->rank()), run_, round}));
       throw;
     }
-    UpdateMsg u{.kind = TaskKind::kAllReduce, .num_samples = st.num_samples, .loss_sum = st.loss_sum,
-                .samples_processed = int64_t(st.num_samples), .compute_seconds = st.compute_seconds,
-                .allreduce_seconds = st.allreduce_seconds, .ring_bytes_sent = st.ring_bytes_sent,
+    UpdateMsg u{.kind = TaskKind::kAllReduce,
+                .num_samples = st.num_samples,
+                .loss_sum = st.loss_sum,
+                .samples_processed = int64_t(st.num_samples),
+                .compute_seconds = st.compute_seconds,
+                .allreduce_seconds = st.allreduce_seconds,
+                .ring_bytes_sent = st.ring_bytes_sent,
                 .ring_bytes_received = st.ring_bytes_received};
     const auto& replica = ring_->replica();
     if (task.hash) u.hash = hash_hex(hash_bytes(replica.data(), replica.size() * sizeof(float)));
@@ -157,23 +183,34 @@ class ClientProcess {
 
   void train(const TaskMsg& t, uint64_t round) {
     if (t.vectors[0].size() != model_.num_params())
-      throw Error(fmt::format("malformed TASK from the server: a model of {} values, this run's has {}",
-                              t.vectors[0].size(), model_.num_params()));
-    const Task task{.kind = t.kind == TaskKind::kGradient ? LocalWork::kGradient : LocalWork::kLocalTrain,
-                    .round = t.draw.value_or(round),  // async tasks name their batch draw
-                    .batch = t.batch, .local_steps = int(t.steps), .local_epochs = int(t.epochs),
-                    .lr = float(t.lr), .sgd = {.momentum = float(t.momentum)}, .drift = t.drift};
+      throw Error(
+          fmt::format("malformed TASK from the server: a model of {} values, this run's has {}",
+                      t.vectors[0].size(), model_.num_params()));
+    const Task task{
+        .kind = t.kind == TaskKind::kGradient ? LocalWork::kGradient : LocalWork::kLocalTrain,
+        .round = t.draw.value_or(round),  // async tasks name their batch draw
+        .batch = t.batch,
+        .local_steps = int(t.steps),
+        .local_epochs = int(t.epochs),
+        .lr = float(t.lr),
+        .sgd = {.momentum = float(t.momentum)},
+        .drift = t.drift};
     for (uint32_t c : t.clients) {
       const auto shard = shards_.find(c);
       if (shard == shards_.end()) continue;  // the TASK lists every participant
       const auto t0 = SteadyClock::now();
-      LocalResult r = compute_update(model_, data_.train, shard->second, t.vectors[0], task, s_.seed, c, &buffer_);
+      LocalResult r = compute_update(model_, data_.train, shard->second, t.vectors[0], task,
+                                     s_.seed, c, &buffer_);
       const double secs = seconds_since(t0);
       std::vector<std::vector<float>> vs;  // the update [, its linear part]: sent without a copy
       vs.push_back(std::move(r.values));
       if (task.drift) vs.push_back(std::move(r.linear));
-      reply(c, round, {.kind = t.kind, .num_samples = r.num_samples, .loss_sum = r.loss_sum,
-                       .samples_processed = r.samples_processed, .compute_seconds = straggle(s_, c, secs)},
+      reply(c, round,
+            {.kind = t.kind,
+             .num_samples = r.num_samples,
+             .loss_sum = r.loss_sum,
+             .samples_processed = r.samples_processed,
+             .compute_seconds = straggle(s_, c, secs)},
             std::move(vs));
     }
   }
@@ -200,7 +237,9 @@ int run_client(const ClientOptions& o) {
   const auto channel = connect_zmq_channel(o.server, &ctx);
   channel->send(encode(HelloMsg{.slots = o.slots, .pid = ::getpid()}));
   auto first = channel->receive(deadline_after(o.wait_seconds));
-  if (!first) throw Error(fmt::format("no answer from the server at {} within {} s", o.server, o.wait_seconds));
+  if (!first)
+    throw Error(
+        fmt::format("no answer from the server at {} within {} s", o.server, o.wait_seconds));
   auto parsed = parse_message(first->spans());
   if (auto* e = std::get_if<ProtocolError>(&parsed)) throw Error("bad WELCOME: " + e->reason);
   const ParsedMessage& w = std::get<ParsedMessage>(parsed);

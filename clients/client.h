@@ -4,16 +4,15 @@
 #pragma once
 
 #include <string>
-
 #include <zmq.hpp>
 
 namespace fedpar {
 
 struct ClientOptions {
-  std::string server;          // tcp://host:port or ipc://path
-  int slots = 1;               // how many virtual clients this process offers to host
-  double wait_seconds = 300;   // how long the server may stay silent before the client gives up
-  std::string device;          // cpu | cuda; empty: the run config's `device`
+  std::string server;         // tcp://host:port or ipc://path
+  int slots = 1;              // how many virtual clients this process offers to host
+  double wait_seconds = 300;  // how long the server may stay silent before the client gives up
+  std::string device;         // cpu | cuda; empty: the run config's `device`
   bool quiet = false;
   zmq::context_t* context = nullptr;  // shared with the server's thread for inproc:// (tests)
 };

@@ -14,7 +14,8 @@ std::vector<float> MasterWorker::forward(uint32_t client, std::span<const uint32
                                          std::span<const float> params) {
   auto& slot = replicas_[client];
   if (!slot)
-    slot.reset(new Replica{Model(be_, spec_, data_.shape, data_.num_classes), BatchBuffer(be_, data_.dim())});
+    slot.reset(new Replica{Model(be_, spec_, data_.shape, data_.num_classes),
+                           BatchBuffer(be_, data_.dim())});
   Replica& r = *slot;
   r.model.set_params_host(params);
   r.batch.load(data_, rows);

@@ -22,7 +22,8 @@ class MasterWorker {
   MasterWorker(Backend& be, const ModelSpec& spec, const Dataset& data);
 
   // Logits (rows x classes, row-major) of `rows` of the training set under `params`.
-  std::vector<float> forward(uint32_t client, std::span<const uint32_t> rows, std::span<const float> params);
+  std::vector<float> forward(uint32_t client, std::span<const uint32_t> rows,
+                             std::span<const float> params);
   // Parameter gradients for this client's last forward, given its dlogits (rows x classes).
   // Throws Error when no forward came first or the size differs.
   std::vector<float> backward(uint32_t client, std::span<const float> dlogits);

@@ -49,8 +49,10 @@ class Backend {
   // allocations here: the measured memory of memory accounting.
   size_t live_bytes() const { return live_bytes_.load(std::memory_order_relaxed); }
   void count_bytes(size_t bytes, bool freed) {
-    if (freed) live_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
-    else live_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+    if (freed)
+      live_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    else
+      live_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   }
 
   // ---- memory (bytes); contents of fresh memory are unspecified ----
@@ -75,7 +77,7 @@ class Backend {
   // dx = dy where y > 0, else 0. (y is the forward output.)
   virtual void relu_backward(float* dx, const float* dy, const float* y, size_t n) = 0;
   virtual void axpy(float* y, const float* x, float a, size_t n) = 0;  // y += a * x
-  virtual void scale(float* x, float a, size_t n) = 0;                // x *= a
+  virtual void scale(float* x, float a, size_t n) = 0;                 // x *= a
   // SGD with momentum and L2 weight decay, PyTorch's convention:
   //   d = g + wd * w;  v = momentum * v + d;  w -= lr * (nesterov ? d + momentum * v : v)
   // With momentum == 0, v is not touched (may be null). When `applied` is not null the same

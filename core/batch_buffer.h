@@ -58,7 +58,7 @@ class BatchBuffer {
   DeviceArray<int32_t> y_;
   std::vector<float> hx_;
   std::vector<int32_t> hy_;
-  const float* xp_ = nullptr;    // the rows: x_ / y_, or the dataset's own memory
+  const float* xp_ = nullptr;  // the rows: x_ / y_, or the dataset's own memory
   const int32_t* yp_ = nullptr;
   const Dataset* loaded_from_ = nullptr;  // what x_/y_ hold: these rows of this dataset
   std::vector<uint32_t> loaded_;

@@ -39,8 +39,7 @@ struct Raiser {
 
 }  // namespace fedpar
 
-#define FEDPAR_CHECK(cond)                  \
-  if (cond) {                               \
-  } else                                    \
-    ::fedpar::detail::Raiser() &            \
-        ::fedpar::detail::CheckFailure(__FILE__, __LINE__, #cond)
+#define FEDPAR_CHECK(cond) \
+  if (cond) {              \
+  } else                   \
+    ::fedpar::detail::Raiser() & ::fedpar::detail::CheckFailure(__FILE__, __LINE__, #cond)

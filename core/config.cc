@@ -1,13 +1,13 @@
 // Config; see config.h.
 #include "core/config.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "core/check.h"
 
@@ -18,9 +18,12 @@ namespace {
 template <typename F>
 void for_each_leaf(const toml::table& t, const std::string& prefix, F&& f) {
   for (const auto& [k, node] : t) {
-    const std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
-    if (const auto* sub = node.as_table()) for_each_leaf(*sub, key, f);
-    else f(key, node);
+    const std::string key =
+        prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    if (const auto* sub = node.as_table())
+      for_each_leaf(*sub, key, f);
+    else
+      f(key, node);
   }
 }
 
@@ -41,11 +44,16 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 
 std::string_view type_name(toml::node_type t) {
   switch (t) {
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a number";
-    case toml::node_type::boolean: return "true or false";
-    case toml::node_type::string: return "a string";
-    default: return "a value";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a number";
+    case toml::node_type::boolean:
+      return "true or false";
+    case toml::node_type::string:
+      return "a string";
+    default:
+      return "a value";
   }
 }
 
@@ -72,7 +80,8 @@ Config::Config(std::string_view defaults_toml) {
   for_each_leaf(table_, "", [&](const std::string& key, const toml::node& node) {
     keys_.push_back(key);
     types_[key] = node.type();
-    // A list's element type comes from its default's first element; an empty default holds integers.
+    // A list's element type comes from its default's first element; an empty default holds
+    // integers.
     if (const auto* a = node.as_array())
       list_types_[key] = a->empty() ? toml::node_type::integer : (*a)[0].type();
   });
@@ -96,7 +105,8 @@ void Config::check_key(const std::string& key, std::string_view source) const {
 
 std::string Config::expected(const std::string& key) const {
   const toml::node_type want = types_.at(key);
-  return want == toml::node_type::array ? list_type_name(list_types_.at(key)) : std::string(type_name(want));
+  return want == toml::node_type::array ? list_type_name(list_types_.at(key))
+                                        : std::string(type_name(want));
 }
 
 void Config::assign(const std::string& key, const toml::node& value, std::string_view source) {
@@ -124,7 +134,8 @@ void Config::assign(const std::string& key, const toml::node& value, std::string
     return;
   }
   std::string also;
-  if (words_.count(key)) also = fmt::format(" or one of \"{}\"", fmt::join(words_.at(key), "\", \""));
+  if (words_.count(key))
+    also = fmt::format(" or one of \"{}\"", fmt::join(words_.at(key), "\", \""));
   throw Error(fmt::format("{}config key '{}' must be {}{}", source, key, expected(key), also));
 }
 
@@ -137,9 +148,8 @@ void Config::merge_toml(std::string_view text, std::string_view source_name) {
                             e.source().begin.column, e.description()));
   }
   const std::string where = fmt::format("{}: ", source_name);
-  for_each_leaf(user, "", [&](const std::string& key, const toml::node& node) {
-    assign(key, node, where);
-  });
+  for_each_leaf(user, "",
+                [&](const std::string& key, const toml::node& node) { assign(key, node, where); });
 }
 
 void Config::merge_file(const std::filesystem::path& path) {
@@ -156,7 +166,8 @@ void Config::set(std::string_view key_view, std::string_view value) {
   const toml::node_type want = types_.at(key);
   auto fail = [&] {
     std::string also;
-    if (words_.count(key)) also = fmt::format(" or one of \"{}\"", fmt::join(words_.at(key), "\", \""));
+    if (words_.count(key))
+      also = fmt::format(" or one of \"{}\"", fmt::join(words_.at(key), "\", \""));
     return Error(fmt::format("'{}={}': {} must be {}{}", key, value, key, expected(key), also));
   };
   auto parse_int = [&](std::string_view s) {
@@ -181,9 +192,12 @@ void Config::set(std::string_view key_view, std::string_view value) {
       return;
     }
     case toml::node_type::boolean:
-      if (value == "true" || value == "1") assign(key, toml::value<bool>(true), "");
-      else if (value == "false" || value == "0") assign(key, toml::value<bool>(false), "");
-      else throw fail();
+      if (value == "true" || value == "1")
+        assign(key, toml::value<bool>(true), "");
+      else if (value == "false" || value == "0")
+        assign(key, toml::value<bool>(false), "");
+      else
+        throw fail();
       return;
     case toml::node_type::array: {
       toml::array arr;

@@ -3,6 +3,8 @@
 // that names the valid keys. The merged table is the "resolved config" written beside results.
 #pragma once
 
+#include <toml++/toml.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -10,8 +12,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <toml++/toml.h>
 
 namespace fedpar {
 

@@ -1,16 +1,16 @@
 // CPU backend on Eigen; see cpu_backend.h and backend.h for the op contracts.
 #include "core/cpu_backend.h"
 
-#include <Eigen/Core>
+#include <fmt/format.h>
 #include <omp.h>
+
+#include <Eigen/Core>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <new>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/check.h"
 #include "core/im2col_conv.h"
@@ -86,7 +86,8 @@ class CpuBackend final : public Backend {
   bool host_memory() const override { return true; }
   std::string describe() const override {
 #ifdef FEDPAR_HAVE_OPENBLAS
-    const std::string large = fmt::format("OpenBLAS core={}, {} thread(s)", openblas_get_corename(), threads_);
+    const std::string large =
+        fmt::format("OpenBLAS core={}, {} thread(s)", openblas_get_corename(), threads_);
 #else
     const std::string large = "Eigen, 1 thread (built without OpenBLAS)";
 #endif
@@ -95,16 +96,17 @@ class CpuBackend final : public Backend {
 #else
     const std::string conv = "im2col + matrix product";
 #endif
-    return fmt::format("cpu: Eigen {}.{}.{} ({}{}) for small products, {} for large; "
-                       "convolutions: {}",
-                       EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION,
-                       Eigen::SimdInstructionSetsInUse(),
+    return fmt::format(
+        "cpu: Eigen {}.{}.{} ({}{}) for small products, {} for large; "
+        "convolutions: {}",
+        EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION,
+        Eigen::SimdInstructionSetsInUse(),
 #ifdef __FMA__
-                       ", FMA",
+        ", FMA",
 #else
-                       "",
+        "",
 #endif
-                       large, conv);
+        large, conv);
   }
 
   void* allocate(size_t bytes) override {
@@ -126,7 +128,10 @@ class CpuBackend final : public Backend {
     Map cm(c, m, n);
     if (m == 0 || n == 0) return;
     if (k == 0) {
-      if (beta == 0.0f) cm.setZero(); else cm *= beta;
+      if (beta == 0.0f)
+        cm.setZero();
+      else
+        cm *= beta;
       return;
     }
     const bool at = ta == Trans::kYes, bt = tb == Trans::kYes;
@@ -136,17 +141,21 @@ class CpuBackend final : public Backend {
     }
 #ifdef FEDPAR_HAVE_OPENBLAS
     if (double(m) * n * k >= kBlasMinMacs) {
-      cblas_sgemm(CblasRowMajor, at ? CblasTrans : CblasNoTrans, bt ? CblasTrans : CblasNoTrans,
-                  m, n, k, alpha, a, at ? m : k, b, bt ? k : n, beta, c, n);
+      cblas_sgemm(CblasRowMajor, at ? CblasTrans : CblasNoTrans, bt ? CblasTrans : CblasNoTrans, m,
+                  n, k, alpha, a, at ? m : k, b, bt ? k : n, beta, c, n);
       return;
     }
 #endif
     MapC am(a, at ? k : m, at ? m : k);
     MapC bm(b, bt ? n : k, bt ? k : n);
-    if (!at && !bt) gemm_into(cm, am, bm, alpha, beta);
-    else if (!at && bt) gemm_into(cm, am, bm.transpose(), alpha, beta);
-    else if (at && !bt) gemm_into(cm, am.transpose(), bm, alpha, beta);
-    else gemm_into(cm, am.transpose(), bm.transpose(), alpha, beta);
+    if (!at && !bt)
+      gemm_into(cm, am, bm, alpha, beta);
+    else if (!at && bt)
+      gemm_into(cm, am, bm.transpose(), alpha, beta);
+    else if (at && !bt)
+      gemm_into(cm, am.transpose(), bm, alpha, beta);
+    else
+      gemm_into(cm, am.transpose(), bm.transpose(), alpha, beta);
   }
 
   void add_bias(float* y, const float* bias, int rows, int cols) override {
@@ -270,14 +279,15 @@ class CpuBackend final : public Backend {
     ranges(size_t(n), size_t(n) * h * w * k * k * c, [&](size_t lo, size_t hi) {
       for (size_t b = lo; b < hi; ++b)
         for_each_tap(int(b), h, w, c, k, pad, [&](size_t col, size_t pix) {
-          if (pix == kPadding) std::fill(cols + col, cols + col + c, 0.0f);
-          else std::copy(x + pix, x + pix + c, cols + col);
+          if (pix == kPadding)
+            std::fill(cols + col, cols + col + c, 0.0f);
+          else
+            std::copy(x + pix, x + pix + c, cols + col);
         });
     });
   }
 
-  void col2im(float* dx, const float* dcols, int n, int h, int w, int c, int k,
-              int pad) override {
+  void col2im(float* dx, const float* dcols, int n, int h, int w, int c, int k, int pad) override {
     // Each sample scatters into its own slice of dx, so samples can go to different threads.
     ranges(size_t(n), size_t(n) * h * w * k * k * c, [&](size_t lo, size_t hi) {
       std::fill(dx + lo * h * w * c, dx + hi * h * w * c, 0.0f);
@@ -336,7 +346,8 @@ class CpuBackend final : public Backend {
             for (int ch = 0; ch < c; ++ch) {
               const size_t o = ((b * oh + oy) * ow + ox) * c + ch;
               const int win = argmax[o];
-              dx[((b * h + 2 * size_t(oy) + win / 2) * w + 2 * size_t(ox) + win % 2) * c + ch] += dy[o];
+              dx[((b * h + 2 * size_t(oy) + win / 2) * w + 2 * size_t(ox) + win % 2) * c + ch] +=
+                  dy[o];
             }
     });
   }

@@ -1,11 +1,11 @@
 // CSV dataset reader; see csv_dataset.h.
 #include "core/csv_dataset.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "core/check.h"
 
@@ -17,9 +17,11 @@ std::vector<std::string_view> split_commas(std::string_view line) {
   size_t start = 0;
   while (true) {
     const size_t comma = line.find(',', start);
-    std::string_view f = line.substr(start, comma == std::string_view::npos ? comma : comma - start);
+    std::string_view f =
+        line.substr(start, comma == std::string_view::npos ? comma : comma - start);
     while (!f.empty() && (f.front() == ' ' || f.front() == '\t')) f.remove_prefix(1);
-    while (!f.empty() && (f.back() == ' ' || f.back() == '\t' || f.back() == '\r')) f.remove_suffix(1);
+    while (!f.empty() && (f.back() == ' ' || f.back() == '\t' || f.back() == '\r'))
+      f.remove_suffix(1);
     out.push_back(f);
     if (comma == std::string_view::npos) return out;
     start = comma + 1;

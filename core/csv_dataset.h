@@ -8,7 +8,8 @@
 
 namespace fedpar {
 
-// `user_column`: the last column holds integer user ids. Throws Error naming file:line on bad input.
+// `user_column`: the last column holds integer user ids. Throws Error naming file:line on bad
+// input.
 Dataset read_csv_dataset(const std::filesystem::path& path, bool user_column);
 
 }  // namespace fedpar

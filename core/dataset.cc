@@ -1,11 +1,11 @@
 // Dataset registry: MNIST from IDX files, Synthetic(alpha, beta), CSV.
 #include "core/dataset.h"
 
-#include <cstdlib>
-#include <cstring>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <cstdlib>
+#include <cstring>
 
 #include "core/check.h"
 #include "core/csv_dataset.h"
@@ -61,8 +61,8 @@ Dataset load_mnist_split(const fs::path& dir, const std::string& prefix) {
   const IdxArray images = read_idx_u8(dir / (prefix + "-images-idx3-ubyte"), 3);
   const IdxArray labels = read_idx_u8(dir / (prefix + "-labels-idx1-ubyte"), 1);
   if (images.dims[0] != labels.dims[0])
-    throw Error(fmt::format("MNIST {}: {} images but {} labels", prefix, images.dims[0],
-                            labels.dims[0]));
+    throw Error(
+        fmt::format("MNIST {}: {} images but {} labels", prefix, images.dims[0], labels.dims[0]));
   if (images.dims[1] != 28 || images.dims[2] != 28)
     throw Error(fmt::format("MNIST {}: images are {}x{}, expected 28x28", prefix, images.dims[1],
                             images.dims[2]));
@@ -75,8 +75,8 @@ Dataset load_mnist_split(const fs::path& dir, const std::string& prefix) {
   d.y.resize(labels.data.size());
   for (size_t i = 0; i < labels.data.size(); ++i) {
     if (labels.data[i] > 9)
-      throw Error(fmt::format("MNIST {}: label {} at index {} is not a digit", prefix,
-                              labels.data[i], i));
+      throw Error(
+          fmt::format("MNIST {}: label {} at index {} is not a digit", prefix, labels.data[i], i));
     d.y[i] = labels.data[i];
   }
   return d;
@@ -91,8 +91,8 @@ TrainTest load_dataset(const DataOptions& o) {
     tt.train = load_mnist_split(dir, "train");
     tt.test = load_mnist_split(dir, "t10k");
   } else if (o.name == "synthetic") {
-    tt = generate_synthetic({.alpha = o.alpha, .beta = o.beta, .iid = o.iid,
-                             .devices = o.devices, .seed = o.seed});
+    tt = generate_synthetic(
+        {.alpha = o.alpha, .beta = o.beta, .iid = o.iid, .devices = o.devices, .seed = o.seed});
   } else if (o.name == "csv") {
     if (o.csv_train.empty()) throw Error("dataset 'csv' needs a training file: --csv-train PATH");
     tt.train = read_csv_dataset(o.csv_train, o.csv_user_column);

@@ -14,7 +14,7 @@ namespace fedpar {
 
 struct Dataset {
   std::string name;
-  Shape shape;                // per sample
+  Shape shape;  // per sample
   int num_classes = 0;
   std::vector<float> x;       // size() * dim() floats
   std::vector<int32_t> y;     // labels in [0, num_classes)
@@ -36,7 +36,7 @@ struct TrainTest {
 };
 
 struct DataOptions {
-  std::string name = "mnist";  // mnist | synthetic | csv
+  std::string name = "mnist";      // mnist | synthetic | csv
   std::filesystem::path data_dir;  // mnist: folder holding mnist/*-ubyte; empty = search
   // synthetic: FedProx Synthetic(alpha, beta), or its IID variant
   double alpha = 0.0, beta = 0.0;

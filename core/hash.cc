@@ -1,9 +1,9 @@
 // Content hash; see hash.h.
 #include "core/hash.h"
 
-#include <cstring>
-
 #include <fmt/format.h>
+
+#include <cstring>
 
 #include "core/rng.h"
 

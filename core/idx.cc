@@ -1,10 +1,10 @@
 // IDX reader; see idx.h.
 #include "core/idx.h"
 
-#include <fstream>
-
 #include <fmt/format.h>
 #include <fmt/std.h>
+
+#include <fstream>
 
 #include "core/check.h"
 
@@ -13,9 +13,10 @@ namespace fedpar {
 IdxArray read_idx_u8(const std::filesystem::path& path, int expected_rank) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
-    throw Error(fmt::format("missing dataset file {} (run scripts/setup.sh, or point --data-dir "
-                            "or FEDPAR_DATA_DIR at the folder that holds mnist/)",
-                            path.string()));
+    throw Error(
+        fmt::format("missing dataset file {} (run scripts/setup.sh, or point --data-dir "
+                    "or FEDPAR_DATA_DIR at the folder that holds mnist/)",
+                    path.string()));
   const uint64_t file_size = std::filesystem::file_size(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(fmt::format("cannot open {}", path.string()));
@@ -31,9 +32,10 @@ IdxArray read_idx_u8(const std::filesystem::path& path, int expected_rank) {
   const uint32_t magic = be32(head.data());
   const uint32_t want = 0x0800u | uint32_t(expected_rank);  // type 0x08 = unsigned byte
   if (magic != want)
-    throw Error(fmt::format("{}: wrong IDX magic 0x{:08x}, expected 0x{:08x} (unsigned bytes, {} "
-                            "dimensions); is this the right file?",
-                            path.string(), magic, want, expected_rank));
+    throw Error(
+        fmt::format("{}: wrong IDX magic 0x{:08x}, expected 0x{:08x} (unsigned bytes, {} "
+                    "dimensions); is this the right file?",
+                    path.string(), magic, want, expected_rank));
   IdxArray out;
   uint64_t count = 1;
   for (int i = 0; i < expected_rank; ++i) {
@@ -41,10 +43,11 @@ IdxArray read_idx_u8(const std::filesystem::path& path, int expected_rank) {
     count *= out.dims.back();
   }
   if (file_size != header + count)
-    throw Error(fmt::format("{}: {} IDX file: dimensions promise {} data bytes but the file holds "
-                            "{}; re-run scripts/setup.sh to fetch it again",
-                            path.string(), file_size < header + count ? "truncated" : "oversized",
-                            count, file_size - header));
+    throw Error(
+        fmt::format("{}: {} IDX file: dimensions promise {} data bytes but the file holds "
+                    "{}; re-run scripts/setup.sh to fetch it again",
+                    path.string(), file_size < header + count ? "truncated" : "oversized", count,
+                    file_size - header));
   out.data.resize(count);
   in.read(reinterpret_cast<char*>(out.data.data()), std::streamsize(count));
   if (!in) throw Error(fmt::format("{}: read failed", path.string()));

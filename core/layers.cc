@@ -1,9 +1,9 @@
 // Dense, ReLU, convolution and max-pool layers over the Backend interface.
 #include "core/layers.h"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "core/check.h"
 #include "core/rng.h"

@@ -20,19 +20,19 @@ enum class LocalWork { kGradient, kLocalTrain };
 struct Task {
   LocalWork kind = LocalWork::kGradient;
   uint64_t round = 0;
-  int64_t batch = 0;      // 0 = the whole shard; else samples per gradient / local step
-  int local_steps = 1;    // local train: K steps, used when local_epochs == 0
-  int local_epochs = 0;   // local train: E passes over the shard
-  float lr = 0.1f;        // local train: client learning rate
-  SgdOptions sgd;         // local train: client optimizer, fresh every round
-  bool drift = false;     // local train: also return `linear` (diagnostics.drift)
+  int64_t batch = 0;     // 0 = the whole shard; else samples per gradient / local step
+  int local_steps = 1;   // local train: K steps, used when local_epochs == 0
+  int local_epochs = 0;  // local train: E passes over the shard
+  float lr = 0.1f;       // local train: client learning rate
+  SgdOptions sgd;        // local train: client optimizer, fresh every round
+  bool drift = false;    // local train: also return `linear` (diagnostics.drift)
 };
 
 struct LocalResult {
-  std::vector<float> values;     // gradient of the mean loss, or (local model - sent model)
-  uint64_t num_samples = 0;      // n_k: samples the update stands for (its weight)
-  double loss_sum = 0;           // summed loss over the samples seen, at the params used
-  int64_t samples_processed = 0; // forward/backward passes, for cost accounting
+  std::vector<float> values;      // gradient of the mean loss, or (local model - sent model)
+  uint64_t num_samples = 0;       // n_k: samples the update stands for (its weight)
+  double loss_sum = 0;            // summed loss over the samples seen, at the params used
+  int64_t samples_processed = 0;  // forward/backward passes, for cost accounting
   // Local train with task.drift: K times the first applied step, i.e. K steps of the gradient
   // taken at the sent model (-K lr g_k(w) without momentum). The server averages these like the
   // deltas; the distance between the two averages is the round's drift (docs/suites.md).

@@ -1,10 +1,10 @@
 // Model presets and the sequential forward / backward pass.
 #include "core/model.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "core/check.h"
 
@@ -69,8 +69,8 @@ Model::Model(Backend& be, const ModelSpec& spec, Shape input, int classes)
     s.add(make_relu(s.at));
     s.add(make_dense(s.at, classes), "fc2");
   } else {
-    throw Error(fmt::format("unknown model '{}' (valid models: {})", n,
-                            fmt::join(model_names(), ", ")));
+    throw Error(
+        fmt::format("unknown model '{}' (valid models: {})", n, fmt::join(model_names(), ", ")));
   }
   for (size_t i = 0; i < s.layers.size(); ++i)
     if (!s.names[i].empty()) s.layers[i]->declare(layout_, s.names[i]);
@@ -184,7 +184,8 @@ const float* Model::forward(const float* x, int batch) {
 
 void Model::backward(const float* x, const float* dlogits, int batch) {
   if (batch == 0) return;
-  FEDPAR_CHECK(batch <= reserved_batch_) << "backward of a batch of " << batch << " after a forward of " << reserved_batch_;
+  FEDPAR_CHECK(batch <= reserved_batch_)
+      << "backward of a batch of " << batch << " after a forward of " << reserved_batch_;
   be_.copy(grad_a_.data(), dlogits, size_t(batch) * size_t(classes_) * sizeof(float));
   backpropagate(x, batch);
 }

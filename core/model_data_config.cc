@@ -1,10 +1,10 @@
 // [model] and [data] config sections; see model_data_config.h.
 #include "core/model_data_config.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "core/check.h"
 
@@ -33,12 +33,14 @@ ModelSpec resolve_model_spec(const Config& c) {
   ModelSpec m;
   m.name = c.get_string("model.name");
   for (int64_t h : c.get_int_list("model.hidden")) {
-    if (h <= 0 || h >= (1 << 24)) throw Error(fmt::format("model.hidden: width {} is out of range", h));
+    if (h <= 0 || h >= (1 << 24))
+      throw Error(fmt::format("model.hidden: width {} is out of range", h));
     m.hidden.push_back(int(h));
   }
   const auto models = model_names();
   if (std::find(models.begin(), models.end(), m.name) == models.end())
-    throw Error(fmt::format("unknown model '{}' (valid models: {})", m.name, fmt::join(models, ", ")));
+    throw Error(
+        fmt::format("unknown model '{}' (valid models: {})", m.name, fmt::join(models, ", ")));
   return m;
 }
 

@@ -1,9 +1,9 @@
 // OneDnnConv; see onednn_conv.h.
 #include "core/onednn_conv.h"
 
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <fmt/format.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include "core/check.h"
 
@@ -111,8 +111,9 @@ void OneDnnConv::forward(const ConvShape& s, const float* x, const float* w, con
   memory mw = m.in(p, kFwdW, p.fwd_pd.weights_desc(), p.user_w, w);
   memory my = m.out(p, kFwdY, p.fwd_pd.dst_desc(), p.user_y, y);
   memory mb(p.user_b, m.eng, const_cast<float*>(b));
-  p.fwd.execute(m.strm, {{DNNL_ARG_SRC, mx}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_BIAS, mb},
-                         {DNNL_ARG_DST, my}});
+  p.fwd.execute(
+      m.strm,
+      {{DNNL_ARG_SRC, mx}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_BIAS, mb}, {DNNL_ARG_DST, my}});
   m.finish(my, p.user_y, y);
   m.strm.wait();
 }
@@ -124,10 +125,13 @@ void OneDnnConv::backward(const ConvShape& s, const float* x, const float* w, co
   const auto& pw = p.bwd_weights_pd;
   memory mx = m.in(p, kBwX, pw.src_desc(), p.user_x, x);
   memory mdy = m.in(p, kBwDy, pw.diff_dst_desc(), p.user_y, dy);
-  memory mdw = pw.diff_weights_desc() == p.user_w ? p.dweights_user
-                                                  : m.out(p, kBwDw, pw.diff_weights_desc(), p.user_w, nullptr);
-  p.bwd_weights.execute(m.strm, {{DNNL_ARG_SRC, mx}, {DNNL_ARG_DIFF_DST, mdy},
-                                 {DNNL_ARG_DIFF_WEIGHTS, mdw}, {DNNL_ARG_DIFF_BIAS, p.dbias_user}});
+  memory mdw = pw.diff_weights_desc() == p.user_w
+                   ? p.dweights_user
+                   : m.out(p, kBwDw, pw.diff_weights_desc(), p.user_w, nullptr);
+  p.bwd_weights.execute(m.strm, {{DNNL_ARG_SRC, mx},
+                                 {DNNL_ARG_DIFF_DST, mdy},
+                                 {DNNL_ARG_DIFF_WEIGHTS, mdw},
+                                 {DNNL_ARG_DIFF_BIAS, p.dbias_user}});
   if (mdw.get_data_handle() != p.dweights_user.get_data_handle())
     dnnl::reorder(mdw, p.dweights_user).execute(m.strm, mdw, p.dweights_user);
   if (dx) {
@@ -135,8 +139,8 @@ void OneDnnConv::backward(const ConvShape& s, const float* x, const float* w, co
     memory ddy = m.in(p, kBdDy, pd.diff_dst_desc(), p.user_y, dy);
     memory dwt = m.in(p, kBdW, pd.weights_desc(), p.user_w, w);
     memory ddx = m.out(p, kBdDx, pd.diff_src_desc(), p.user_x, dx);
-    p.bwd_data.execute(m.strm, {{DNNL_ARG_DIFF_DST, ddy}, {DNNL_ARG_WEIGHTS, dwt},
-                                {DNNL_ARG_DIFF_SRC, ddx}});
+    p.bwd_data.execute(
+        m.strm, {{DNNL_ARG_DIFF_DST, ddy}, {DNNL_ARG_WEIGHTS, dwt}, {DNNL_ARG_DIFF_SRC, ddx}});
     m.finish(ddx, p.user_x, dx);
   }
   m.strm.wait();

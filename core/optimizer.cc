@@ -1,12 +1,12 @@
 // SGD and learning-rate schedules; see optimizer.h.
 #include "core/optimizer.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numbers>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "core/check.h"
 

@@ -11,13 +11,13 @@ struct PartitionParams {
   std::string scheme = "iid";  // one of partition_schemes()
   int clients = 10;            // natural: 0 = one per user (the only accepted value besides #users)
   uint64_t seed = 1;
-  int shards_per_client = 2;   // shards
-  int labels_per_client = 2;   // labels-k
-  double alpha = 0.5;          // dirichlet-clients: concentration times the global distribution
-  double beta = 0.5;           // dirichlet-classes, iid-quantity (dirichlet sizes)
+  int shards_per_client = 2;  // shards
+  int labels_per_client = 2;  // labels-k
+  double alpha = 0.5;         // dirichlet-clients: concentration times the global distribution
+  double beta = 0.5;          // dirichlet-classes, iid-quantity (dirichlet sizes)
   std::string sizes = "dirichlet";  // iid-quantity: dirichlet | lognormal
-  double sigma = 1.0;          // iid-quantity lognormal: std of log sizes; feature-noise: max std
-  int min_size = 10;           // dirichlet-classes, iid-quantity: samples per client at least
+  double sigma = 1.0;  // iid-quantity lognormal: std of log sizes; feature-noise: max std
+  int min_size = 10;   // dirichlet-classes, iid-quantity: samples per client at least
 };
 
 }  // namespace fedpar

@@ -1,9 +1,8 @@
 // ResultsDir and JsonlWriter; see results_dir.h.
 #include "core/results_dir.h"
 
-#include <unistd.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "core/check.h"
 
@@ -15,7 +14,8 @@ ResultsDir::ResultsDir(const fs::path& parent, const std::string& name)
     : parent_(parent), name_(name) {
   std::error_code ec;
   fs::create_directories(parent_, ec);
-  if (ec) throw Error(fmt::format("cannot create results folder {}: {}", parent_.string(), ec.message()));
+  if (ec)
+    throw Error(fmt::format("cannot create results folder {}: {}", parent_.string(), ec.message()));
   partial_ = parent_ / fmt::format(".{}.partial-{}", name_, ::getpid());
   fs::remove_all(partial_, ec);
   fs::create_directory(partial_, ec);
@@ -40,7 +40,8 @@ void ResultsDir::write_json(const std::string& file, const nlohmann::json& j) co
 
 fs::path ResultsDir::commit() {
   fs::path final_path = parent_ / name_;
-  for (int i = 2; fs::exists(final_path); ++i) final_path = parent_ / fmt::format("{}-{}", name_, i);
+  for (int i = 2; fs::exists(final_path); ++i)
+    final_path = parent_ / fmt::format("{}-{}", name_, i);
   fs::rename(partial_, final_path);
   committed_ = true;
   return final_path;

@@ -2,10 +2,10 @@
 // visited by a Writer (to JSON) or a Reader (from JSON, strictly).
 #include "core/run_records.h"
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "core/check.h"
 
@@ -14,21 +14,32 @@ namespace {
 
 class Writer;
 class Reader;
-template <typename V> void fields(V& v, ProcessRecord& r);
-template <typename V> void fields(V& v, ClientRecord& r);
-template <typename V> void fields(V& v, WorkerRecord& r);
-template <typename V> void fields(V& v, HostRecord& r);
-template <typename V> void fields(V& v, RoundRecord& r);
-template <typename V> void fields(V& v, RunSummary& r);
+template <typename V>
+void fields(V& v, ProcessRecord& r);
+template <typename V>
+void fields(V& v, ClientRecord& r);
+template <typename V>
+void fields(V& v, WorkerRecord& r);
+template <typename V>
+void fields(V& v, HostRecord& r);
+template <typename V>
+void fields(V& v, RoundRecord& r);
+template <typename V>
+void fields(V& v, RunSummary& r);
 
-template <typename T> struct is_vector : std::false_type {};
-template <typename T> struct is_vector<std::vector<T>> : std::true_type {};
-template <typename T> constexpr bool is_record = !std::is_arithmetic_v<T> && !std::is_same_v<T, std::string>;
+template <typename T>
+struct is_vector : std::false_type {};
+template <typename T>
+struct is_vector<std::vector<T>> : std::true_type {};
+template <typename T>
+constexpr bool is_record = !std::is_arithmetic_v<T> && !std::is_same_v<T, std::string>;
 
 class Writer {
  public:
   template <typename T>
-  void operator()(const char* key, const T& v) { out[key] = encode(v); }
+  void operator()(const char* key, const T& v) {
+    out[key] = encode(v);
+  }
   template <typename T>
   void operator()(const char* key, const std::optional<T>& v) {
     if (v) out[key] = encode(*v);
@@ -81,7 +92,8 @@ class Reader {
     if constexpr (is_vector<T>::value) {
       if (!e.is_array()) fail(key, "is not a list");
       T out;
-      for (size_t i = 0; i < e.size(); ++i) out.push_back(decode<typename T::value_type>(e[i], fmt::format("{}[{}]", key, i)));
+      for (size_t i = 0; i < e.size(); ++i)
+        out.push_back(decode<typename T::value_type>(e[i], fmt::format("{}[{}]", key, i)));
       return out;
     } else if constexpr (is_record<T>) {
       T out;
@@ -90,18 +102,18 @@ class Reader {
       r.finish();
       return out;
     } else {
-      const bool ok = std::is_same_v<T, bool> ? e.is_boolean()
+      const bool ok = std::is_same_v<T, bool>          ? e.is_boolean()
                       : std::is_same_v<T, std::string> ? e.is_string()
-                      : std::is_floating_point_v<T> ? e.is_number()
-                      : std::is_unsigned_v<T> ? e.is_number_unsigned()
-                                              : e.is_number_integer();
+                      : std::is_floating_point_v<T>    ? e.is_number()
+                      : std::is_unsigned_v<T>          ? e.is_number_unsigned()
+                                                       : e.is_number_integer();
       if (!ok) fail(key, fmt::format("has the wrong type ({})", e.type_name()));
       return e.get<T>();
     }
   }
   [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    throw Error(fmt::format("{}: {}{}", where_, key.empty() ? "the record" : fmt::format("key '{}'", key),
-                            " " + what));
+    throw Error(fmt::format("{}: {}{}", where_,
+                            key.empty() ? "the record" : fmt::format("key '{}'", key), " " + what));
   }
 
   const nlohmann::json& j_;
@@ -109,43 +121,63 @@ class Reader {
   std::set<std::string> seen_;
 };
 
-template <typename V> void fields(V& v, ProcessRecord& r) {
-  v("process", r.process), v("tasks", r.tasks), v("bytes_down", r.bytes_down), v("bytes_up", r.bytes_up), v("lost", r.lost);
+template <typename V>
+void fields(V& v, ProcessRecord& r) {
+  v("process", r.process), v("tasks", r.tasks), v("bytes_down", r.bytes_down),
+      v("bytes_up", r.bytes_up), v("lost", r.lost);
 }
 
-template <typename V> void fields(V& v, ClientRecord& r) {
-  v("client", r.client), v("process", r.process), v("bytes_up", r.bytes_up), v("compute_seconds", r.compute_seconds);
+template <typename V>
+void fields(V& v, ClientRecord& r) {
+  v("client", r.client), v("process", r.process), v("bytes_up", r.bytes_up),
+      v("compute_seconds", r.compute_seconds);
   v("samples_processed", r.samples_processed), v("parameter_bytes", r.parameter_bytes);
   v("activation_bytes", r.activation_bytes), v("loss", r.loss), v("update_norm", r.update_norm);
 }
 
-template <typename V> void fields(V& v, WorkerRecord& r) {
-  v("process", r.process), v("compute_seconds", r.compute_seconds), v("allreduce_seconds", r.allreduce_seconds);
+template <typename V>
+void fields(V& v, WorkerRecord& r) {
+  v("process", r.process), v("compute_seconds", r.compute_seconds),
+      v("allreduce_seconds", r.allreduce_seconds);
   v("ring_bytes_sent", r.ring_bytes_sent), v("ring_bytes_received", r.ring_bytes_received);
-  v("parameter_bytes", r.parameter_bytes), v("activation_bytes", r.activation_bytes), v("bytes_up", r.bytes_up);
+  v("parameter_bytes", r.parameter_bytes), v("activation_bytes", r.activation_bytes),
+      v("bytes_up", r.bytes_up);
 }
 
-template <typename V> void fields(V& v, HostRecord& r) { v("slots", r.slots), v("clients", r.clients), v("lost", r.lost); }
+template <typename V>
+void fields(V& v, HostRecord& r) {
+  v("slots", r.slots), v("clients", r.clients), v("lost", r.lost);
+}
 
-template <typename V> void fields(V& v, RoundRecord& r) {
-  v("round", r.round), v("topology", r.topology), v("train_loss", r.train_loss), v("wait_seconds", r.wait_seconds);
+template <typename V>
+void fields(V& v, RoundRecord& r) {
+  v("round", r.round), v("topology", r.topology), v("train_loss", r.train_loss),
+      v("wait_seconds", r.wait_seconds);
   v("bytes_sent_total", r.bytes_sent_total), v("bytes_received_total", r.bytes_received_total);
   v("server_bytes_sent", r.server_bytes_sent), v("server_bytes_received", r.server_bytes_received);
   v("processes", r.processes), v("test_loss", r.test_loss), v("test_accuracy", r.test_accuracy);
-  v("participants", r.participants), v("received", r.received), v("aggregate_seconds", r.aggregate_seconds);
-  v("samples_processed", r.samples_processed), v("missing", r.missing), v("bytes_down_per_task", r.bytes_down_per_task);
+  v("participants", r.participants), v("received", r.received),
+      v("aggregate_seconds", r.aggregate_seconds);
+  v("samples_processed", r.samples_processed), v("missing", r.missing),
+      v("bytes_down_per_task", r.bytes_down_per_task);
   v("clients", r.clients), v("mean_pairwise_cosine", r.mean_pairwise_cosine);
   v("gradient_diversity", r.gradient_diversity), v("broadcast_seconds", r.broadcast_seconds);
-  v("update_drift", r.update_drift), v("diagnostic_bytes_up", r.diagnostic_bytes_up), v("batch", r.batch);
-  v("worker_forward_seconds", r.worker_forward_seconds), v("worker_backward_seconds", r.worker_backward_seconds);
-  v("master_loss_seconds", r.master_loss_seconds), v("workers", r.workers), v("replicas_checked", r.replicas_checked);
+  v("update_drift", r.update_drift), v("diagnostic_bytes_up", r.diagnostic_bytes_up),
+      v("batch", r.batch);
+  v("worker_forward_seconds", r.worker_forward_seconds),
+      v("worker_backward_seconds", r.worker_backward_seconds);
+  v("master_loss_seconds", r.master_loss_seconds), v("workers", r.workers),
+      v("replicas_checked", r.replicas_checked);
   v("updates_applied", r.updates_applied), v("updates_rejected", r.updates_rejected);
-  v("model_version", r.model_version), v("staleness_max", r.staleness_max), v("staleness_mean", r.staleness_mean);
+  v("model_version", r.model_version), v("staleness_max", r.staleness_max),
+      v("staleness_mean", r.staleness_mean);
   v("elapsed_seconds", r.elapsed_seconds);
 }
 
-template <typename V> void fields(V& v, RunSummary& r) {
-  v("command", r.command), v("model_hash", r.model_hash), v("rounds_run", r.rounds_run), v("stopped_at_accuracy", r.stopped_at_accuracy);
+template <typename V>
+void fields(V& v, RunSummary& r) {
+  v("command", r.command), v("model_hash", r.model_hash), v("rounds_run", r.rounds_run),
+      v("stopped_at_accuracy", r.stopped_at_accuracy);
   v("clients", r.clients), v("processes", r.processes), v("hosts", r.hosts);  // `final`: to_json
 }
 
@@ -167,9 +199,11 @@ T read_top(const nlohmann::json& j, const std::string& where, const char* kind) 
   std::string k;
   r("schema", schema);
   if (schema != kResultsSchema)
-    throw Error(fmt::format("{}: schema {} (this fedpar reads schema {}; rerun the run with it)", where, schema, kResultsSchema));
+    throw Error(fmt::format("{}: schema {} (this fedpar reads schema {}; rerun the run with it)",
+                            where, schema, kResultsSchema));
   r("kind", k);
-  if (k != kind) throw Error(fmt::format("{}: a '{}' record where a '{}' was expected", where, k, kind));
+  if (k != kind)
+    throw Error(fmt::format("{}: a '{}' record where a '{}' was expected", where, k, kind));
   fields(r, out);
   r.finish();
   return out;

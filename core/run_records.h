@@ -8,11 +8,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace fedpar {
 
@@ -23,7 +22,7 @@ struct ProcessRecord {
   int64_t process = 0;  // HELLO order
   uint64_t tasks = 0;   // virtual clients it served this round
   uint64_t bytes_down = 0, bytes_up = 0;
-  bool lost = false;    // missed a deadline earlier: no more tasks
+  bool lost = false;  // missed a deadline earlier: no more tasks
 };
 
 // One virtual client's update (parameter server and model averaging).
@@ -51,7 +50,8 @@ struct RoundRecord {
   std::string topology;  // parameter-server | model-averaging | master | allreduce | async
   double train_loss = 0;
   double wait_seconds = 0;  // the server's wait for the round's replies
-  uint64_t bytes_sent_total = 0, bytes_received_total = 0;  // at the server's socket, since the start
+  uint64_t bytes_sent_total = 0,
+           bytes_received_total = 0;  // at the server's socket, since the start
   uint64_t server_bytes_sent = 0, server_bytes_received = 0;  // this round
   std::vector<ProcessRecord> processes;
   std::optional<double> test_loss, test_accuracy;  // evaluated rounds
@@ -64,8 +64,8 @@ struct RoundRecord {
   std::optional<uint64_t> bytes_down_per_task;
   std::optional<std::vector<ClientRecord>> clients;
   std::optional<double> mean_pairwise_cosine, gradient_diversity, broadcast_seconds;
-  std::optional<double> update_drift;            // diagnostics.drift
-  std::optional<uint64_t> diagnostic_bytes_up;   // diagnostics.drift: left out of the MB
+  std::optional<double> update_drift;           // diagnostics.drift
+  std::optional<uint64_t> diagnostic_bytes_up;  // diagnostics.drift: left out of the MB
   // master
   std::optional<uint64_t> batch;
   std::optional<double> worker_forward_seconds, worker_backward_seconds, master_loss_seconds;

@@ -1,9 +1,9 @@
 // Run configuration; see run_config.h.
 #include "core/run_spec.h"
 
-#include <cstdlib>
-
 #include <fmt/format.h>
+
+#include <cstdlib>
 
 #include "core/check.h"
 #include "core/model_data_config.h"
@@ -11,7 +11,8 @@
 namespace fedpar {
 namespace {
 
-constexpr const char* kRunTop = R"(# fedpar server: one federated (model) or data-parallel (gradient) run
+constexpr const char* kRunTop =
+    R"(# fedpar server: one federated (model) or data-parallel (gradient) run
 name = ""                # results/<name>/; empty: <regime>-<model>-<dataset>-s<seed>
 results_dir = "results"
 seed = 1                 # model init, partition, client sampling, local shuffles
@@ -90,7 +91,8 @@ std::map<uint32_t, double> client_values(const Config& c, const char* key, doubl
     const bool client_ok = colon != std::string::npos && end == item.c_str() + colon && client >= 0;
     const double v = client_ok ? std::strtod(item.c_str() + colon + 1, &end) : 0;
     if (!client_ok || *end != '\0' || colon + 1 == item.size() || !(v >= minimum))
-      throw Error(fmt::format("{}: '{}' is not \"client:value\" with a client id and a value >= {}", key, item, minimum));
+      throw Error(fmt::format("{}: '{}' is not \"client:value\" with a client id and a value >= {}",
+                              key, item, minimum));
     out[uint32_t(client)] = v;
   }
   return out;
@@ -117,7 +119,9 @@ RunSpec resolve_run_spec(const Config& c) {
   const std::string regime = c.get_string("regime");
   require(regime == "gradient" || regime == "model" || regime == "async",
           fmt::format("regime must be gradient, model or async, got '{}'", regime));
-  s.regime = regime == "gradient" ? Regime::kGradient : regime == "model" ? Regime::kModel : Regime::kAsync;
+  s.regime = regime == "gradient" ? Regime::kGradient
+             : regime == "model"  ? Regime::kModel
+                                  : Regime::kAsync;
   s.bind = c.get_string("bind");
   s.processes = int(c.get_int("processes"));
   require(s.processes >= 1, "processes must be >= 1");
@@ -128,13 +132,15 @@ RunSpec resolve_run_spec(const Config& c) {
   s.stop_at_accuracy = c.get_float("stop_at_accuracy");
   require(s.stop_at_accuracy >= 0 && s.stop_at_accuracy <= 1, "stop_at_accuracy must be in [0, 1]");
   const std::string w = c.get_string("weighting");
-  require(w == "samples" || w == "uniform", fmt::format("weighting must be samples or uniform, got '{}'", w));
+  require(w == "samples" || w == "uniform",
+          fmt::format("weighting must be samples or uniform, got '{}'", w));
   s.weighting = w == "samples" ? Weighting::kBySamples : Weighting::kUniform;
   s.fraction = c.get_float("fraction");
   require(s.fraction > 0 && s.fraction <= 1, "fraction must be in (0, 1]");
   s.continue_without_missing = c.get_bool("continue_without_missing");
   s.device = c.get_string("device");
-  require(s.device == "cpu" || s.device == "cuda", fmt::format("device must be cpu or cuda, got '{}'", s.device));
+  require(s.device == "cpu" || s.device == "cuda",
+          fmt::format("device must be cpu or cuda, got '{}'", s.device));
   s.threads = int(c.get_int("threads"));
   require(s.threads >= 1 && s.threads <= 256, "threads must be between 1 and 256");
   s.results_dir = c.get_string("results_dir");
@@ -153,7 +159,8 @@ RunSpec resolve_run_spec(const Config& c) {
 
   s.local_steps = int(c.get_int("local.steps"));
   s.local_epochs = int(c.get_int("local.epochs"));
-  require(s.local_steps >= 1 && s.local_epochs >= 0, "local.steps must be >= 1 and local.epochs >= 0");
+  require(s.local_steps >= 1 && s.local_epochs >= 0,
+          "local.steps must be >= 1 and local.epochs >= 0");
   s.local_batch = c.is_word("local.batch", "full") ? 0 : c.get_int("local.batch");
   require(s.local_batch >= 0, "local.batch must be >= 0 (0 = full) or \"full\"");
   s.local_lr = float(c.get_float("local.lr"));
@@ -166,12 +173,18 @@ RunSpec resolve_run_spec(const Config& c) {
   require(s.local_lr > 0 && s.sgd_lr > 0 && s.server_lr > 0, "learning rates must be > 0");
 
   const std::string topology = c.get_string("topology");
-  if (topology == "parameter-server") s.topology = Topology::kParameterServer;
-  else if (topology == "master") s.topology = Topology::kMaster;
-  else if (topology == "allreduce") s.topology = Topology::kAllReduce;
-  else throw Error(fmt::format("topology must be parameter-server, master or allreduce, got '{}'", topology));
-  require(s.topology == Topology::kParameterServer || s.regime == Regime::kGradient,
-          fmt::format("topology '{}' trains data-parallel: it needs regime = \"gradient\"", topology));
+  if (topology == "parameter-server")
+    s.topology = Topology::kParameterServer;
+  else if (topology == "master")
+    s.topology = Topology::kMaster;
+  else if (topology == "allreduce")
+    s.topology = Topology::kAllReduce;
+  else
+    throw Error(
+        fmt::format("topology must be parameter-server, master or allreduce, got '{}'", topology));
+  require(
+      s.topology == Topology::kParameterServer || s.regime == Regime::kGradient,
+      fmt::format("topology '{}' trains data-parallel: it needs regime = \"gradient\"", topology));
   require(s.topology == Topology::kParameterServer || s.fraction == 1.0,
           fmt::format("topology '{}' uses every worker every step: fraction must be 1", topology));
   require(s.topology != Topology::kMaster || s.weighting == Weighting::kBySamples,

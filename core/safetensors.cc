@@ -1,12 +1,12 @@
 // safetensors reader and writer; see safetensors.h.
 #include "core/safetensors.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <bit>
 #include <cstring>
 #include <fstream>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
@@ -66,31 +66,32 @@ TensorFile load_safetensors(const fs::path& path) {
 
   TensorFile out;
   try {
-  for (auto& [name, entry] : header.items()) {
-    if (name == "__metadata__") {
-      for (auto& [k, v] : entry.items())
-        if (v.is_string()) out.metadata[k] = v.get<std::string>();
-      continue;
+    for (auto& [name, entry] : header.items()) {
+      if (name == "__metadata__") {
+        for (auto& [k, v] : entry.items())
+          if (v.is_string()) out.metadata[k] = v.get<std::string>();
+        continue;
+      }
+      auto bad = [&](const std::string& why) {
+        return Error(fmt::format("{}: tensor '{}': {}", path.string(), name, why));
+      };
+      if (!entry.is_object() || entry.value("dtype", "") != "F32")
+        throw bad("only F32 is supported");
+      const auto& offs = entry.at("data_offsets");
+      const uint64_t begin = offs.at(0).get<uint64_t>(), end = offs.at(1).get<uint64_t>();
+      Tensor t;
+      uint64_t count = 1;
+      for (const auto& d : entry.at("shape")) {
+        t.shape.push_back(d.get<int64_t>());
+        if (t.shape.back() < 0) throw bad("negative dimension");
+        count *= uint64_t(t.shape.back());
+      }
+      if (begin > end || end > data_size || end - begin != count * sizeof(float))
+        throw bad("data offsets do not match its shape or the file size");
+      t.values.resize(count);
+      std::memcpy(t.values.data(), data.data() + begin, count * sizeof(float));
+      out.tensors.emplace(name, std::move(t));
     }
-    auto bad = [&](const std::string& why) {
-      return Error(fmt::format("{}: tensor '{}': {}", path.string(), name, why));
-    };
-    if (!entry.is_object() || entry.value("dtype", "") != "F32") throw bad("only F32 is supported");
-    const auto& offs = entry.at("data_offsets");
-    const uint64_t begin = offs.at(0).get<uint64_t>(), end = offs.at(1).get<uint64_t>();
-    Tensor t;
-    uint64_t count = 1;
-    for (const auto& d : entry.at("shape")) {
-      t.shape.push_back(d.get<int64_t>());
-      if (t.shape.back() < 0) throw bad("negative dimension");
-      count *= uint64_t(t.shape.back());
-    }
-    if (begin > end || end > data_size || end - begin != count * sizeof(float))
-      throw bad("data offsets do not match its shape or the file size");
-    t.values.resize(count);
-    std::memcpy(t.values.data(), data.data() + begin, count * sizeof(float));
-    out.tensors.emplace(name, std::move(t));
-  }
   } catch (const json::exception& e) {
     throw Error(fmt::format("{}: malformed safetensors header: {}", path.string(), e.what()));
   }

@@ -6,9 +6,9 @@
 //   x ~ N(v_k, diag(j^-1.2)), y = argmax(softmax(x W_k + b_k)) = argmax(x W_k + b_k)
 #include "core/synthetic.h"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "core/check.h"
 #include "core/rng.h"
@@ -18,7 +18,8 @@ namespace fedpar {
 TrainTest generate_synthetic(const SyntheticOptions& o) {
   if (o.devices < 1) throw Error("synthetic: devices must be >= 1");
   if (!(o.alpha >= 0.0) || !(o.beta >= 0.0))
-    throw Error(fmt::format("synthetic: alpha and beta must be >= 0 (got {}, {})", o.alpha, o.beta));
+    throw Error(
+        fmt::format("synthetic: alpha and beta must be >= 0 (got {}, {})", o.alpha, o.beta));
   const std::string name =
       o.iid ? "synthetic-iid" : fmt::format("synthetic({:g},{:g})", o.alpha, o.beta);
   TrainTest out;

@@ -1,12 +1,12 @@
 // Centralized trainer; see trainer.h.
 #include "core/trainer.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <numeric>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "core/batch_buffer.h"
 #include "core/check.h"
@@ -73,7 +73,8 @@ void train(Model& model, const Dataset& train_set, const Dataset& test_set, Trai
                                      (scaler ? scaler->scale() : 1.0f) / float(b));
       }
       const float lr = opts.lr.at(step);
-      if (!scaler || scaler->unscale(be, model.grads(), model.num_params())) sgd.step(model.params(), model.grads(), lr);
+      if (!scaler || scaler->unscale(be, model.grads(), model.num_params()))
+        sgd.step(model.params(), model.grads(), lr);
       ++step;
       samples += int64_t(b);
       ep.train += st;

@@ -14,11 +14,12 @@ namespace fedpar {
 
 struct TrainOptions {
   int epochs = 1;
-  int64_t batch = 10;   // 0 = full batch
-  int accumulate = 1;   // micro-batches per optimizer step (same update as one big batch)
-  LrSchedule lr;        // total_steps is filled in by the trainer for cosine
+  int64_t batch = 10;  // 0 = full batch
+  int accumulate = 1;  // micro-batches per optimizer step (same update as one big batch)
+  LrSchedule lr;       // total_steps is filled in by the trainer for cosine
   SgdOptions sgd;
-  uint64_t seed = 1;    // init stream (seed, "init", layer) and shuffle stream (seed, "shuffle", 0, epoch)
+  uint64_t seed =
+      1;  // init stream (seed, "init", layer) and shuffle stream (seed, "shuffle", 0, epoch)
   bool shuffle = true;
   int64_t eval_batch = 1000;
   // Matrix products in bf16 / fp16 with fp32 master weights; fp16 adds dynamic loss scaling.
@@ -26,20 +27,20 @@ struct TrainOptions {
 };
 
 struct StepInfo {
-  int epoch = 0;           // 1-based
-  int64_t step = 0;        // optimizer steps done so far (1-based after the step)
+  int epoch = 0;     // 1-based
+  int64_t step = 0;  // optimizer steps done so far (1-based after the step)
   int64_t steps_total = 0;
-  int64_t samples = 0;     // samples processed so far
+  int64_t samples = 0;  // samples processed so far
   float lr = 0.0f;
-  BatchStats batch;        // this step's loss / correct over its samples
+  BatchStats batch;  // this step's loss / correct over its samples
 };
 
 struct EpochInfo {
   int epoch = 0;
   int64_t step = 0;
-  BatchStats train;        // running totals over the epoch (loss at the parameters of each step)
+  BatchStats train;  // running totals over the epoch (loss at the parameters of each step)
   BatchStats test;
-  double seconds = 0.0;    // wall time of the epoch's training, evaluation excluded
+  double seconds = 0.0;       // wall time of the epoch's training, evaluation excluded
   int64_t skipped_steps = 0;  // fp16: steps whose gradients overflowed (not applied), so far
 };
 

@@ -1,9 +1,9 @@
 // weighted_average and weighted_sum; see weighted_average.h.
 #include "core/weighted_average.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/check.h"
 
@@ -18,7 +18,8 @@ double check_updates(std::span<const ClientUpdate> updates, Weighting w) {
   for (size_t k = 0; k < updates.size(); ++k) {
     const auto& u = updates[k];
     if (u.values.size() != n)
-      throw Error(fmt::format("client {} sent {} values, expected {}", u.client, u.values.size(), n));
+      throw Error(
+          fmt::format("client {} sent {} values, expected {}", u.client, u.values.size(), n));
     if (k > 0 && updates[k - 1].client >= u.client)
       throw Error("updates must be sorted by client id, each client once");
     total += raw_weight(w, u.num_samples);
@@ -39,7 +40,8 @@ std::vector<float> reduce(std::span<const ClientUpdate> updates, Weighting w, do
   for (size_t b = 0; b < n; b += kBlock) {
     const size_t m = std::min(kBlock, n - b);
     const float* v0 = updates[0].values.data() + b;
-    for (size_t i = 0; i < m; ++i) acc[i] = 0.0 + wk[0] * double(v0[i]);  // 0.0 + : as from zero (-0 -> +0)
+    for (size_t i = 0; i < m; ++i)
+      acc[i] = 0.0 + wk[0] * double(v0[i]);  // 0.0 + : as from zero (-0 -> +0)
     for (size_t k = 1; k < updates.size(); ++k) {
       const float* v = updates[k].values.data() + b;
       for (size_t i = 0; i < m; ++i) acc[i] += wk[k] * double(v[i]);

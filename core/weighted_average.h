@@ -12,8 +12,8 @@ namespace fedpar {
 struct ClientUpdate {
   uint32_t client = 0;
   uint64_t round = 0;
-  uint64_t num_samples = 0;        // n_k: samples behind this update
-  std::span<const float> values;   // a gradient or a model delta, same layout as the params
+  uint64_t num_samples = 0;       // n_k: samples behind this update
+  std::span<const float> values;  // a gradient or a model delta, same layout as the params
 };
 
 // n_k / sum n_k, 1 / K, or 1 (kSum: the updates are already parts of one mean, as the `master`

@@ -1,26 +1,26 @@
 // The equivalence experiment; see equivalence.h.
 #include "experiments/equivalence.h"
 
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cmath>
 #include <fstream>
 #include <limits>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <toml++/toml.h>
 
 #include "core/check.h"
 #include "core/dataset.h"
 #include "core/model.h"
 #include "core/results_dir.h"
 #include "core/run_records.h"
+#include "core/run_spec.h"
 #include "core/safetensors.h"
 #include "core/trainer.h"
 #include "server/diagnostics.h"
-#include "core/run_spec.h"
 
 namespace fedpar {
 namespace {
@@ -43,21 +43,24 @@ struct Variant {
 std::vector<Variant> variants(const Config& c) {
   const std::string lr = fmt::format("{}", c.get_float("equivalence.lr"));
   const std::vector<std::string> one_step = {
-      "regime=model", "local.steps=1", "local.epochs=0", "local.batch=full", "local.lr=" + lr,
-      "local.momentum=0", "local.server_lr=1", "weighting=samples"};
+      "regime=model",   "local.steps=1",    "local.epochs=0",    "local.batch=full",
+      "local.lr=" + lr, "local.momentum=0", "local.server_lr=1", "weighting=samples"};
   auto with = [](std::vector<std::string> v, std::vector<std::string> more) {
     v.insert(v.end(), more.begin(), more.end());
     return v;
   };
   const int k = int(c.get_int("equivalence.local_steps"));
   return {
-      {"b", "gradient averaging, full batch",
-       {"regime=gradient", "sgd.batch=full", "sgd.lr=" + lr, "sgd.momentum=0", "weighting=samples"}},
+      {"b",
+       "gradient averaging, full batch",
+       {"regime=gradient", "sgd.batch=full", "sgd.lr=" + lr, "sgd.momentum=0",
+        "weighting=samples"}},
       {"c", "model averaging, K=1, full batch", one_step},
       {"d", fmt::format("model averaging, K={}, full batch", k),
        with(one_step, {fmt::format("local.steps={}", k)})},
       {"e", "model averaging, K=1, unequal shards, uniform weights",
-       with(one_step, {"partition.scheme=" + c.get_string("equivalence.uneven_scheme"), "weighting=uniform"})},
+       with(one_step, {"partition.scheme=" + c.get_string("equivalence.uneven_scheme"),
+                       "weighting=uniform"})},
   };
 }
 
@@ -65,7 +68,8 @@ std::vector<Variant> variants(const Config& c) {
 // gradient over that many micro-batches: the same update, another summation order.
 std::vector<float> centralized(Model& m, const Dataset& train_set, const RunSpec& s, float lr,
                                int accumulate) {
-  TrainOptions o{.epochs = s.rounds, .batch = 0, .accumulate = accumulate, .seed = s.seed, .shuffle = false};
+  TrainOptions o{
+      .epochs = s.rounds, .batch = 0, .accumulate = accumulate, .seed = s.seed, .shuffle = false};
   o.lr.base_lr = lr;
   train(m, train_set, {}, o);
   return m.params_host();
@@ -113,19 +117,25 @@ std::vector<std::string> EquivalenceCase::failures() const {
   for (const char* id : {"b", "c"}) {
     const double rel = row(id).relative;
     if (rel <= kFloorBound * floor) continue;
-    out.push_back(floor > 0 ? fmt::format("({}) is {:.1f}x the floor, above the {:g}x bound", id, rel / floor,
-                                          kFloorBound)
-                            : fmt::format("({}) is {:.2e} relative from (a) while the floor is 0, above the "
-                                          "{:g}x bound", id, rel, kFloorBound));
+    out.push_back(
+        floor > 0 ? fmt::format("({}) is {:.1f}x the floor, above the {:g}x bound", id, rel / floor,
+                                kFloorBound)
+                  : fmt::format("({}) is {:.2e} relative from (a) while the floor is 0, above the "
+                                "{:g}x bound",
+                                id, rel, kFloorBound));
   }
   for (const char* id : {"d", "e"}) {
     const double o = orders_further(id);
     if (o >= kOrdersBound) continue;
-    out.push_back(o > 0 ? fmt::format("({}) is only {:.1f} orders of magnitude further from (a) than (b), (c), "
-                                      "below the {:g} claimed", id, o, kOrdersBound)
-                        : fmt::format("({}) is no further from (a) than (b), (c) ({:.2e} against {:.2e} relative), "
-                                      "not the {:g} orders of magnitude claimed", id, row(id).relative, bc_worst,
-                                      kOrdersBound));
+    out.push_back(
+        o > 0
+            ? fmt::format("({}) is only {:.1f} orders of magnitude further from (a) than (b), (c), "
+                          "below the {:g} claimed",
+                          id, o, kOrdersBound)
+            : fmt::format(
+                  "({}) is no further from (a) than (b), (c) ({:.2e} against {:.2e} relative), "
+                  "not the {:g} orders of magnitude claimed",
+                  id, row(id).relative, bc_worst, kOrdersBound));
   }
   return out;
 }
@@ -140,11 +150,14 @@ std::vector<std::string> EquivalenceResult::failures() const {
 namespace {
 
 std::string render_table(const EquivalenceCase& c) {
-  std::string t = "| variant | what | max abs diff to (a) | relative diff to (a) | x floor | test accuracy |\n"
-                  "|---|---|---|---|---|---|\n";
-  t += fmt::format("| (a) | centralized full-batch GD | 0 | 0 | | {:.2f}% |\n", 100 * c.a_test_accuracy);
+  std::string t =
+      "| variant | what | max abs diff to (a) | relative diff to (a) | x floor | test accuracy |\n"
+      "|---|---|---|---|---|---|\n";
+  t += fmt::format("| (a) | centralized full-batch GD | 0 | 0 | | {:.2f}% |\n",
+                   100 * c.a_test_accuracy);
   for (const auto& r : c.rows)
-    t += fmt::format("| ({}) | {} | {} | {} | {} | {} |\n", r.id, r.what, sci(r.max_abs), sci(r.relative),
+    t += fmt::format("| ({}) | {} | {} | {} | {} | {} |\n", r.id, r.what, sci(r.max_abs),
+                     sci(r.relative),
                      c.floor > 0 ? fmt::format("{:.3g}", r.relative / c.floor) : "-",
                      r.test_accuracy ? fmt::format("{:.2f}%", 100 * *r.test_accuracy) : "");
   return t;
@@ -153,15 +166,18 @@ std::string render_table(const EquivalenceCase& c) {
 // The title, table and verdicts of one model.
 std::string render_case(const EquivalenceCase& c) {
   std::string s = fmt::format("### {}\n\n{}\n", c.title, c.table);
-  s += fmt::format("- (b), (c) within 10x the floor: **{}** (worst {:.1f}x)\n", c.bc_within_10x_floor ? "yes" : "NO",
-                   c.floor > 0 ? c.bc_worst / c.floor : 0.0);
+  s += fmt::format("- (b), (c) within 10x the floor: **{}** (worst {:.1f}x)\n",
+                   c.bc_within_10x_floor ? "yes" : "NO", c.floor > 0 ? c.bc_worst / c.floor : 0.0);
   s += fmt::format("- (b), (c) below 1e-5 relative: **{}**{}\n", c.bc_below_1e5 ? "yes" : "no",
-                   c.floor >= 1e-5 ? fmt::format(" (rounding alone, the floor, is {:.1e} here: in this "
-                                                 "model rounding differences grow over the rounds)", c.floor)
-                                   : "");
-  s += fmt::format("- (d), (e) further from (a) than (b), (c) by **{:.1f}** orders of magnitude{}\n\n",
-                   c.de_orders_further,
-                   c.de_orders_further >= kOrdersBound ? "" : " (FEWER than 2: the claim did not hold)");
+                   c.floor >= 1e-5
+                       ? fmt::format(" (rounding alone, the floor, is {:.1e} here: in this "
+                                     "model rounding differences grow over the rounds)",
+                                     c.floor)
+                       : "");
+  s += fmt::format(
+      "- (d), (e) further from (a) than (b), (c) by **{:.1f}** orders of magnitude{}\n\n",
+      c.de_orders_further,
+      c.de_orders_further >= kOrdersBound ? "" : " (FEWER than 2: the claim did not hold)");
   return s;
 }
 
@@ -175,7 +191,8 @@ std::string render_cases(const EquivalenceResult& r) {
 std::string failed_claims_note(const EquivalenceResult& r) {
   const auto f = r.failures();
   if (f.empty()) return "";
-  std::string s = fmt::format("**Claims that failed** (`fedpar run` exits {}):\n\n", kClaimFailedExit);
+  std::string s =
+      fmt::format("**Claims that failed** (`fedpar run` exits {}):\n\n", kClaimFailedExit);
   for (const auto& line : f) s += "- " + line + "\n";
   return s + "\n";
 }
@@ -183,7 +200,8 @@ std::string failed_claims_note(const EquivalenceResult& r) {
 // "a", "a and b", "a, b and c".
 std::string join_and(const std::vector<std::string>& v) {
   std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i == 0 ? "" : i + 1 == v.size() ? " and " : ", ") + v[i];
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == v.size() ? " and " : ", ") + v[i];
   return s;
 }
 
@@ -193,7 +211,8 @@ nlohmann::json to_json(const EquivalenceResult& r) {
   for (const auto& c : r.cases) {
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& row : c.rows) {
-      nlohmann::json j = {{"id", row.id}, {"what", row.what}, {"max_abs", row.max_abs}, {"relative", row.relative}};
+      nlohmann::json j = {
+          {"id", row.id}, {"what", row.what}, {"max_abs", row.max_abs}, {"relative", row.relative}};
       if (row.test_accuracy) {
         j["test_accuracy"] = *row.test_accuracy;
         j["seconds"] = row.seconds;
@@ -201,10 +220,17 @@ nlohmann::json to_json(const EquivalenceResult& r) {
       }
       rows.push_back(std::move(j));
     }
-    cases.push_back({{"model", c.model}, {"train_samples", c.train_samples}, {"rounds", c.rounds},
-                     {"lr", c.lr}, {"processes", c.processes}, {"clients", c.clients},
-                     {"rows", rows}, {"floor", c.floor}, {"bc_within_10x_floor", c.bc_within_10x_floor},
-                     {"bc_below_1e-5", c.bc_below_1e5}, {"de_orders_further", c.de_orders_further}});
+    cases.push_back({{"model", c.model},
+                     {"train_samples", c.train_samples},
+                     {"rounds", c.rounds},
+                     {"lr", c.lr},
+                     {"processes", c.processes},
+                     {"clients", c.clients},
+                     {"rows", rows},
+                     {"floor", c.floor},
+                     {"bc_within_10x_floor", c.bc_within_10x_floor},
+                     {"bc_below_1e-5", c.bc_below_1e5},
+                     {"de_orders_further", c.de_orders_further}});
   }
   return {{"cases", cases}, {"seconds", r.seconds}};
 }
@@ -217,10 +243,13 @@ std::string what_of(const std::string& id) {
 
 std::string equivalence_meaning(const EquivalenceResult& r) {
   const bool many = r.cases.size() > 1;
-  auto for_model = [&](const EquivalenceCase& c) { return many ? fmt::format("For {}, ", c.model) : std::string(); };
+  auto for_model = [&](const EquivalenceCase& c) {
+    return many ? fmt::format("For {}, ", c.model) : std::string();
+  };
   std::vector<std::string> sentences;
 
-  // (b), (c) against the floor: one sentence for the models where the claim held, one per row that broke it.
+  // (b), (c) against the floor: one sentence for the models where the claim held, one per row that
+  // broke it.
   std::vector<std::string> held, held_models;
   for (const auto& c : r.cases)
     if (c.bc_within_10x_floor) {
@@ -230,10 +259,14 @@ std::string equivalence_meaning(const EquivalenceResult& r) {
     }
   if (!held.empty())
     sentences.push_back(fmt::format(
-        "{}ith full-batch gradients, n_k/n weights and one local step, gradient averaging (b) and model "
-        "averaging (c) take centralized gradient descent's step (a) up to float rounding: at worst they end "
-        "{} the distance that merely reordering the gradient's sum produces (a'), within the 10x bound",
-        held_models.size() == r.cases.size() ? "W" : fmt::format("For {}, w", join_and(held_models)),
+        "{}ith full-batch gradients, n_k/n weights and one local step, gradient averaging (b) and "
+        "model "
+        "averaging (c) take centralized gradient descent's step (a) up to float rounding: at worst "
+        "they end "
+        "{} the distance that merely reordering the gradient's sum produces (a'), within the 10x "
+        "bound",
+        held_models.size() == r.cases.size() ? "W"
+                                             : fmt::format("For {}, w", join_and(held_models)),
         join_and(held)));
   for (const auto& c : r.cases) {
     if (c.bc_within_10x_floor) continue;
@@ -241,20 +274,26 @@ std::string equivalence_meaning(const EquivalenceResult& r) {
     for (const char* id : {"b", "c"})
       if (c.row(id).relative > kFloorBound * c.floor)
         rows.push_back(c.floor > 0 ? fmt::format("({}) ended {:.1f}x", id, c.x_floor(id))
-                                   : fmt::format("({}) ended {:.2e} relative from (a)", id, c.row(id).relative));
+                                   : fmt::format("({}) ended {:.2e} relative from (a)", id,
+                                                 c.row(id).relative));
     sentences.push_back(fmt::format(
-        "{}his run does not show gradient averaging (b) and model averaging (c) matching centralized "
+        "{}his run does not show gradient averaging (b) and model averaging (c) matching "
+        "centralized "
         "gradient descent (a) up to rounding: {}",
         many ? fmt::format("For {}, t", c.model) : "T",
-        c.floor > 0 ? join_and(rows) + " the distance that merely reordering the gradient's sum produces (a'), "
-                                       "above the 10x bound"
-                    : join_and(rows) + ", while merely reordering the gradient's sum (a') left no difference"));
+        c.floor > 0 ? join_and(rows) +
+                          " the distance that merely reordering the gradient's sum produces (a'), "
+                          "above the 10x bound"
+                    : join_and(rows) +
+                          ", while merely reordering the gradient's sum (a') left no difference"));
   }
   for (const auto& c : r.cases)
     if (!c.bc_below_1e5)
       sentences.push_back(fmt::format(
           "{}(b), (c) are not below 1e-5 relative ({:.1e}){}", for_model(c), c.bc_worst,
-          c.floor >= 1e-5 ? fmt::format(", and neither is rounding alone, the floor ({:.1e})", c.floor) : ""));
+          c.floor >= 1e-5
+              ? fmt::format(", and neither is rounding alone, the floor ({:.1e})", c.floor)
+              : ""));
 
   // (d), (e) against (b), (c).
   std::vector<std::string> far, far_models;
@@ -266,10 +305,13 @@ std::string equivalence_meaning(const EquivalenceResult& r) {
     }
   if (!far.empty())
     sentences.push_back(fmt::format(
-        "{}everal local steps (d) follow another path (each client descends its own shard's loss: client "
-        "drift), and uniform weights over unequal shards (e) minimize another objective; both move away by "
+        "{}everal local steps (d) follow another path (each client descends its own shard's loss: "
+        "client "
+        "drift), and uniform weights over unequal shards (e) minimize another objective; both move "
+        "away by "
         "orders of magnitude, not by rounding: at least {} orders further from (a) than (b), (c)",
-        far_models.size() == r.cases.size() ? "S" : fmt::format("For {}, s", join_and(far_models)), join_and(far)));
+        far_models.size() == r.cases.size() ? "S" : fmt::format("For {}, s", join_and(far_models)),
+        join_and(far)));
   for (const auto& c : r.cases) {
     if (c.de_orders_further >= kOrdersBound) continue;
     for (const char* id : {"d", "e"}) {
@@ -277,11 +319,13 @@ std::string equivalence_meaning(const EquivalenceResult& r) {
       std::string what = what_of(id);
       if (!many) what[0] = char(std::toupper(what[0]));
       if (o >= kOrdersBound)
-        sentences.push_back(fmt::format("{}{} moved {:.1f} orders of magnitude further from (a) than (b), (c)",
-                                        for_model(c), what, o));
+        sentences.push_back(
+            fmt::format("{}{} moved {:.1f} orders of magnitude further from (a) than (b), (c)",
+                        for_model(c), what, o));
       else
         sentences.push_back(fmt::format(
-            "{}{} ended {} (relative {:.2e} against {:.2e}), fewer than the 2 orders of magnitude claimed: "
+            "{}{} ended {} (relative {:.2e} against {:.2e}), fewer than the 2 orders of magnitude "
+            "claimed: "
             "in this run that claim did not hold",
             for_model(c), what,
             o > 0 ? fmt::format("only {:.1f} orders of magnitude further from (a) than (b), (c)", o)
@@ -295,8 +339,8 @@ std::string equivalence_meaning(const EquivalenceResult& r) {
 }
 
 std::string render_equivalence(const EquivalenceResult& r, int level) {
-  return failed_claims_note(r) + render_cases(r) + std::string(size_t(level), '#') + " What it means\n\n" +
-         equivalence_meaning(r) + "\n";
+  return failed_claims_note(r) + render_cases(r) + std::string(size_t(level), '#') +
+         " What it means\n\n" + equivalence_meaning(r) + "\n";
 }
 
 int equivalence_exit_code(const EquivalenceResult& r) {
@@ -306,16 +350,19 @@ int equivalence_exit_code(const EquivalenceResult& r) {
   return f.empty() ? 0 : kClaimFailedExit;
 }
 
-EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts, const std::string& command) {
+EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts,
+                                  const std::string& command) {
   const auto models = cfg.get_string_list("equivalence.models");
   const auto limits = cfg.get_int_list("equivalence.train_limits");
   if (models.empty() || models.size() != limits.size())
-    throw Error(fmt::format("equivalence.models ({}) and equivalence.train_limits ({}) must be "
-                            "non-empty lists of the same length",
-                            models.size(), limits.size()));
+    throw Error(
+        fmt::format("equivalence.models ({}) and equivalence.train_limits ({}) must be "
+                    "non-empty lists of the same length",
+                    models.size(), limits.size()));
   const float lr = float(cfg.get_float("equivalence.lr"));
   if (!(lr > 0)) throw Error("equivalence.lr must be > 0");
-  if (cfg.get_int("equivalence.local_steps") < 2) throw Error("equivalence.local_steps must be >= 2");
+  if (cfg.get_int("equivalence.local_steps") < 2)
+    throw Error("equivalence.local_steps must be >= 2");
   const auto vars = variants(cfg);
   const RunSpec top = resolve_run_spec(cfg);
   const std::string name = cfg.get_string("name").empty() ? "equivalence" : cfg.get_string("name");
@@ -333,20 +380,22 @@ EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts
     base.set("model.name", models[i]);
     base.set("data.train_limit", std::to_string(limits[i]));
     base.set("fraction", "1");
-    if (cfg.get_int("equivalence.rounds") > 0) base.set("rounds", std::to_string(cfg.get_int("equivalence.rounds")));
+    if (cfg.get_int("equivalence.rounds") > 0)
+      base.set("rounds", std::to_string(cfg.get_int("equivalence.rounds")));
     base.set("eval_every", std::to_string(top.rounds));
     base.set("results_dir", runs_dir.string());
     const RunSpec s = resolve_run_spec(base);
     const TrainTest data = load_dataset(s.data);
-    EquivalenceCase c{.model = models[i],
-                      .title = fmt::format("{} on {} {} training samples, {} rounds, lr {}, {} clients on {} processes",
-                                           models[i], data.train.size(), data.train.name, s.rounds, lr,
-                                           s.partition.clients, s.processes),
-                      .train_samples = data.train.size(),
-                      .rounds = s.rounds,
-                      .lr = lr,
-                      .processes = s.processes,
-                      .clients = s.partition.clients};
+    EquivalenceCase c{
+        .model = models[i],
+        .title = fmt::format(
+            "{} on {} {} training samples, {} rounds, lr {}, {} clients on {} processes", models[i],
+            data.train.size(), data.train.name, s.rounds, lr, s.partition.clients, s.processes),
+        .train_samples = data.train.size(),
+        .rounds = s.rounds,
+        .lr = lr,
+        .processes = s.processes,
+        .clients = s.partition.clients};
     fmt::print(stderr, "{}\n  (a) centralized full-batch gradient descent, twice ...", c.title);
     auto t0 = std::chrono::steady_clock::now();
     Model m(*be, s.model, data.train.shape, data.train.num_classes);
@@ -355,8 +404,10 @@ EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts
     c.a_test_accuracy = double(a_test.correct) / double(std::max<int64_t>(1, a_test.samples));
     const Distance floor = distance(centralized(m, data.train, s, lr, 3), a);
     fmt::print(stderr, " {:.1f} s\n", seconds_since(t0));
-    c.rows.push_back({.id = "a'", .what = "centralized GD, gradient summed over 3 chunks (the floor)",
-                      .max_abs = floor.max_abs, .relative = floor.relative});
+    c.rows.push_back({.id = "a'",
+                      .what = "centralized GD, gradient summed over 3 chunks (the floor)",
+                      .max_abs = floor.max_abs,
+                      .relative = floor.relative});
     for (const auto& v : vars) {
       Config vc = base;
       vc.set_all(v.sets);
@@ -366,8 +417,8 @@ EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts
       t0 = std::chrono::steady_clock::now();
       const int rc = run_locally(vc, opts);
       if (rc != 0) {
-        fmt::print(stderr, "\nfedpar run: variant ({}) of {} failed (exit {}); nothing is kept\n", v.id,
-                   models[i], rc);
+        fmt::print(stderr, "\nfedpar run: variant ({}) of {} failed (exit {}); nothing is kept\n",
+                   v.id, models[i], rc);
         result.failed_run = rc;
         return result;
       }
@@ -378,8 +429,12 @@ EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts
       const RunSummary summary = read_run_summary(dir);  // every run evaluates after its last round
       if (!summary.final || !summary.final->test_accuracy)
         throw Error(fmt::format("{}: summary.json has no final evaluation", dir.string()));
-      c.rows.push_back({.id = v.id, .what = v.what, .max_abs = d.max_abs, .relative = d.relative,
-                        .test_accuracy = *summary.final->test_accuracy, .seconds = secs,
+      c.rows.push_back({.id = v.id,
+                        .what = v.what,
+                        .max_abs = d.max_abs,
+                        .relative = d.relative,
+                        .test_accuracy = *summary.final->test_accuracy,
+                        .seconds = secs,
                         .results = "runs/" + run_name});
     }
     c.floor = c.row("a'").relative;
@@ -396,15 +451,18 @@ EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts
       "# Gradient averaging vs model averaging: the equivalence under full batch\n\n{}"
       "Command: `{}` (resolved config: config.resolved.toml; each distributed run's own "
       "results folder is under runs/). Total time {:.0f} s.\n\n"
-      "Every row is the distance of the final parameters to (a) after the same rounds from the same "
-      "init; the floor (a') is (a) again with the gradient summed in another order.\n\n{}## What it "
+      "Every row is the distance of the final parameters to (a) after the same rounds from the "
+      "same "
+      "init; the floor (a') is (a) again with the gradient summed in another order.\n\n{}## What "
+      "it "
       "means\n\n{}\n",
-      failed_claims_note(result), command, result.seconds, render_cases(result), equivalence_meaning(result));
+      failed_claims_note(result), command, result.seconds, render_cases(result),
+      equivalence_meaning(result));
   out.write_text("report.md", report);
   out.write_json("equivalence.json", to_json(result));
   result.path = out.commit();
-  fmt::print("\n{}{}\n\nresults: {} ({:.0f} s)\n", render_cases(result), equivalence_meaning(result),
-             result.path.string(), result.seconds);
+  fmt::print("\n{}{}\n\nresults: {} ({:.0f} s)\n", render_cases(result),
+             equivalence_meaning(result), result.path.string(), result.seconds);
   return result;
 }
 

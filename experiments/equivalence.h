@@ -57,7 +57,8 @@ struct EquivalenceCase {
   std::string table;                 // the rendered markdown table, (a) to (e)
 
   const EquivalenceRow& row(const std::string& id) const;
-  // The relative distance of `id` in units of the floor (infinite when the floor is 0 and it is not).
+  // The relative distance of `id` in units of the floor (infinite when the floor is 0 and it is
+  // not).
   double x_floor(const std::string& id) const;
   // log10(relative distance of `id` / bc_worst): how much further from (a) than (b), (c).
   double orders_further(const std::string& id) const;
@@ -86,7 +87,8 @@ std::string equivalence_meaning(const EquivalenceResult& r);
 // Runs the experiment, prints the tables and writes results/<name>/ (report.md, equivalence.json,
 // runs/), also when a claim fails. `command` is the command line, for the report. A variant that
 // fails stops it with failed_run set and nothing kept.
-EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts, const std::string& command);
+EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts,
+                                  const std::string& command);
 
 // The exit code for `fedpar run`: a failed variant's, else kClaimFailedExit when a claim failed
 // (each failure printed to stderr as "equivalence: <model>: <failure>"), else 0.

@@ -4,17 +4,12 @@
 // Boost 1.74's sometimes misses an exit under load.
 #include "experiments/local_run.h"
 
+#include <fmt/format.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <toml++/toml.h>
 #include <unistd.h>
-
-#include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <map>
-#include <memory>
-#include <sstream>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -22,8 +17,12 @@
 #include <boost/process/args.hpp>
 #include <boost/process/child.hpp>
 #include <boost/process/io.hpp>
-#include <fmt/format.h>
-#include <toml++/toml.h>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
 
 #include "core/check.h"
 #include "core/run_spec.h"
@@ -40,7 +39,8 @@ bool g_interrupted = false;
 // The children run this very executable: /proc/self/exe names it even after the file on disk was
 // replaced by a rebuild (its path would then read "... (deleted)").
 std::string self_exe() {
-  if (!std::filesystem::exists("/proc/self/exe")) throw Error("cannot find the fedpar executable (/proc/self/exe)");
+  if (!std::filesystem::exists("/proc/self/exe"))
+    throw Error("cannot find the fedpar executable (/proc/self/exe)");
   return "/proc/self/exe";
 }
 
@@ -48,8 +48,8 @@ std::string self_exe() {
 // server's exit or a signal decides the outcome, and every remaining process is stopped.
 class Supervisor {
  public:
-  Supervisor(const RunSpec& s, const std::filesystem::path& config, const std::filesystem::path& endpoint,
-             bool quiet)
+  Supervisor(const RunSpec& s, const std::filesystem::path& config,
+             const std::filesystem::path& endpoint, bool quiet)
       : s_(s), config_(config), endpoint_(endpoint), quiet_(quiet) {}
 
   int run() {
@@ -60,7 +60,8 @@ class Supervisor {
       fmt::print(stderr, "fedpar run: interrupted; stopping the server and clients\n");
       finish(130);
     });
-    std::vector<std::string> args = {"server", "--config", config_.string(), "--endpoint-file", endpoint_.string()};
+    std::vector<std::string> args = {"server", "--config", config_.string(), "--endpoint-file",
+                                     endpoint_.string()};
     if (quiet_) args.push_back("--quiet");
     start("server", args);
     started_ = std::chrono::steady_clock::now();
@@ -73,8 +74,10 @@ class Supervisor {
   void start(const std::string& name, const std::vector<std::string>& args) {
     bp::child c;
     try {
-      if (name == "server" && quiet_) c = bp::child(exe_, bp::args(args), bp::std_out > bp::null);
-      else c = bp::child(exe_, bp::args(args));
+      if (name == "server" && quiet_)
+        c = bp::child(exe_, bp::args(args), bp::std_out > bp::null);
+      else
+        c = bp::child(exe_, bp::args(args));
     } catch (const bp::process_error& e) {
       throw Error(fmt::format("cannot start {} {}: {}", exe_, args[0], e.what()));
     }
@@ -178,7 +181,8 @@ class Supervisor {
 
 }  // namespace
 
-Config config_without(const Config& cfg, std::initializer_list<std::string_view> sections, Config base) {
+Config config_without(const Config& cfg, std::initializer_list<std::string_view> sections,
+                      Config base) {
   toml::table t = toml::parse(cfg.to_toml());
   for (auto s : sections) t.erase(s);
   std::ostringstream os;
@@ -192,7 +196,8 @@ int run_locally(Config cfg, const LocalRunOptions& opts) {
   const RunSpec s = resolve_run_spec(cfg);  // a bad key fails before any process starts
   if (g_interrupted) return 130;
 
-  const auto dir = std::filesystem::temp_directory_path() / fmt::format("fedpar-run-{}", ::getpid());
+  const auto dir =
+      std::filesystem::temp_directory_path() / fmt::format("fedpar-run-{}", ::getpid());
   std::filesystem::create_directories(dir);
   const auto config = dir / "run.toml", endpoint = dir / "endpoint";
   std::filesystem::remove(endpoint);

@@ -21,8 +21,8 @@ struct LocalRunOptions {
 // failed, 130 when interrupted. Throws Error when the processes cannot be started.
 int run_locally(Config cfg, const LocalRunOptions& opts);
 
-// `cfg` without its tables `sections`, as a config of `base`'s keys: by default the plain run config
-// (what `fedpar server` accepts) inside an experiment's config.
+// `cfg` without its tables `sections`, as a config of `base`'s keys: by default the plain run
+// config (what `fedpar server` accepts) inside an experiment's config.
 Config config_without(const Config& cfg, std::initializer_list<std::string_view> sections,
                       Config base = make_run_config());
 

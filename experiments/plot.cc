@@ -1,10 +1,10 @@
 // draw_line_plot; see plot.h.
 #include "experiments/plot.h"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <fstream>
-
-#include <fmt/format.h>
 
 namespace fedpar {
 namespace {
@@ -19,7 +19,10 @@ std::string quoted(const std::string& s) {
 // A title may span lines ('\n'): a double-quoted gnuplot string, where \n is a line break.
 std::string title_string(const std::string& s) {
   std::string out = "\"";
-  for (char c : s) out += c == '\n' ? std::string("\\n") : c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+  for (char c : s)
+    out += c == '\n'               ? std::string("\\n")
+           : c == '"' || c == '\\' ? std::string("\\") + c
+                                   : std::string(1, c);
   return out + "\"";
 }
 
@@ -57,15 +60,17 @@ bool draw_line_plot(const std::filesystem::path& svg, const LinePlot& plot, std:
     const std::string data = fmt::format("{} index {}", quoted(dat.filename().string()), i);
     if (i) g << ", ";
     if (!s.lo.empty() && s.lo.size() == s.y.size())
-      g << data << " using 1:3:4 with filledcurves fs transparent solid 0.2 noborder lc " << i + 1 << " notitle, ";
+      g << data << " using 1:3:4 with filledcurves fs transparent solid 0.2 noborder lc " << i + 1
+        << " notitle, ";
     // gnuplot cycles 8 colours; later series are dashed so no two look alike.
-    g << data << " using 1:2 with linespoints pt 7 ps 0.4 lc " << i + 1 << " dt " << i / 8 + 1 << " title "
-      << quoted(s.label);
+    g << data << " using 1:2 with linespoints pt 7 ps 0.4 lc " << i + 1 << " dt " << i / 8 + 1
+      << " title " << quoted(s.label);
   }
   g << "\n";
   g.close();
-  const std::string cmd = fmt::format("cd {} && gnuplot {} 2>{}.err", quoted(std::filesystem::absolute(svg).parent_path().string()),
-                                      quoted(gp.filename().string()), quoted(svg.filename().string()));
+  const std::string cmd = fmt::format(
+      "cd {} && gnuplot {} 2>{}.err", quoted(std::filesystem::absolute(svg).parent_path().string()),
+      quoted(gp.filename().string()), quoted(svg.filename().string()));
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
     if (why) *why = "gnuplot is not installed (scripts/setup.sh installs gnuplot-nox)";
     return false;

@@ -1,13 +1,13 @@
 // Reading a run's results folder back; see run_metrics.h.
 #include "experiments/run_metrics.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <fstream>
 #include <map>
-#include <string>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/check.h"
 #include "core/median.h"
@@ -21,7 +21,8 @@ namespace {
 // A safetensors snapshot as one flat vector (tensors in name order: the same in both runs).
 std::vector<float> flat(const std::filesystem::path& file) {
   std::vector<float> v;
-  for (const auto& [name, t] : load_safetensors(file).tensors) v.insert(v.end(), t.values.begin(), t.values.end());
+  for (const auto& [name, t] : load_safetensors(file).tensors)
+    v.insert(v.end(), t.values.begin(), t.values.end());
   return v;
 }
 
@@ -32,10 +33,14 @@ RunCurves read_curves(const std::filesystem::path& dir) {
   double samples = 0, diagnostic = 0, seconds = 0;
   const auto rounds = read_round_records(dir);
   for (const RoundRecord& j : rounds) {
-    if (j.samples_processed) samples += *j.samples_processed;  // topologies and async log the round's total
-    for (const ClientRecord& cl : j.clients.value_or(std::vector<ClientRecord>{})) samples += double(cl.samples_processed);
-    diagnostic += double(j.diagnostic_bytes_up.value_or(0));  // only runs with diagnostics.drift send it
-    seconds += j.wait_seconds + j.aggregate_seconds.value_or(0);  // async and allreduce: all in the wait
+    if (j.samples_processed)
+      samples += *j.samples_processed;  // topologies and async log the round's total
+    for (const ClientRecord& cl : j.clients.value_or(std::vector<ClientRecord>{}))
+      samples += double(cl.samples_processed);
+    diagnostic +=
+        double(j.diagnostic_bytes_up.value_or(0));  // only runs with diagnostics.drift send it
+    seconds +=
+        j.wait_seconds + j.aggregate_seconds.value_or(0);  // async and allreduce: all in the wait
     if (!j.test_accuracy) continue;
     c.seconds.push_back(j.elapsed_seconds.value_or(seconds));
     c.round.push_back(double(j.round));
@@ -43,7 +48,8 @@ RunCurves read_curves(const std::filesystem::path& dir) {
     c.test_loss.push_back(j.test_loss.value_or(0));
     c.mb.push_back((double(j.bytes_sent_total + j.bytes_received_total) - diagnostic) / 1e6);
     c.samples.push_back(samples);
-    c.cosine.push_back(j.mean_pairwise_cosine.value_or(0));  // 0 where no client updates are compared
+    c.cosine.push_back(
+        j.mean_pairwise_cosine.value_or(0));  // 0 where no client updates are compared
     if (j.update_drift) c.drift.push_back(*j.update_drift);
   }
   c.round_seconds = rounds.empty() ? 0 : seconds / double(rounds.size());
@@ -56,7 +62,8 @@ RunAccounting read_accounting(const std::filesystem::path& dir) {
     if (!j.clients || j.clients->empty()) continue;  // topologies without per-client updates
     const auto& cls = *j.clients;
     clients.push_back(double(cls.size()));
-    const double diagnostic_per_client = double(j.diagnostic_bytes_up.value_or(0)) / double(cls.size());
+    const double diagnostic_per_client =
+        double(j.diagnostic_bytes_up.value_or(0)) / double(cls.size());
     std::map<int64_t, double> per_process;  // compute seconds of the clients each process hosts
     double p = 0, a = 0, u = 0;
     for (const ClientRecord& c : cls) {
@@ -77,13 +84,14 @@ RunAccounting read_accounting(const std::filesystem::path& dir) {
     exchange.push_back(1e3 * std::max(0.0, j.wait_seconds - b - slowest));
     aggregate.push_back(1e3 * j.aggregate_seconds.value_or(0));
   }
-  return {median(clients), median(param), median(act), median(down), median(up),
+  return {median(clients), median(param),     median(act),      median(down),     median(up),
           median(compute), median(broadcast), median(exchange), median(aggregate)};
 }
 
 RunTraffic read_traffic(const std::filesystem::path& dir) {
   RunTraffic t;
-  std::vector<double> step, server_sent, server_received, worker_sent, worker_received, allreduce, busbw;
+  std::vector<double> step, server_sent, server_received, worker_sent, worker_received, allreduce,
+      busbw;
   for (const RoundRecord& j : read_round_records(dir)) {
     t.topology = j.topology;
     step.push_back(1e3 * (j.wait_seconds + j.aggregate_seconds.value_or(0)));
@@ -102,7 +110,8 @@ RunTraffic read_traffic(const std::filesystem::path& dir) {
       ws = std::max(ws, double(j.processes[i].bytes_up) + ring_sent);
       wr = std::max(wr, double(j.processes[i].bytes_down) + ring_received);
     }
-    server_sent.push_back(double(j.server_bytes_sent) / 1e6), server_received.push_back(double(j.server_bytes_received) / 1e6);
+    server_sent.push_back(double(j.server_bytes_sent) / 1e6),
+        server_received.push_back(double(j.server_bytes_received) / 1e6);
     worker_sent.push_back(ws / 1e6), worker_received.push_back(wr / 1e6);
     if (slowest_allreduce > 0 && t.workers > 1) {
       allreduce.push_back(1e3 * slowest_allreduce);
@@ -116,11 +125,13 @@ RunTraffic read_traffic(const std::filesystem::path& dir) {
   return t;
 }
 
-Divergence weight_divergence(const std::filesystem::path& run_dir, const std::filesystem::path& ref_dir) {
+Divergence weight_divergence(const std::filesystem::path& run_dir,
+                             const std::filesystem::path& ref_dir) {
   Divergence d;
   std::vector<std::filesystem::path> files;
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(run_dir / "params", ec)) files.push_back(e.path());
+  for (const auto& e : std::filesystem::directory_iterator(run_dir / "params", ec))
+    files.push_back(e.path());
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
     const auto ref = ref_dir / "params" / f.filename();

@@ -11,37 +11,37 @@ namespace fedpar {
 // Per evaluated round (every round when eval_every = 1), cumulative where it says so.
 struct RunCurves {
   std::vector<double> round;
-  std::vector<double> accuracy;   // test accuracy, percent
+  std::vector<double> accuracy;  // test accuracy, percent
   std::vector<double> test_loss;
-  std::vector<double> mb;         // MB sent + received at the server, cumulative, diagnostics left out
-  std::vector<double> samples;    // samples processed by all clients (forward/backward), cumulative
-  std::vector<double> cosine;     // mean pairwise cosine of the round's client updates
-  std::vector<double> drift;      // update_drift, when the run logged it (diagnostics.drift)
-  std::vector<double> seconds;    // wall time of the rounds so far (the server's wait + aggregation)
-  double round_seconds = 0;       // the server's wait + aggregation, mean per round
+  std::vector<double> mb;  // MB sent + received at the server, cumulative, diagnostics left out
+  std::vector<double> samples;  // samples processed by all clients (forward/backward), cumulative
+  std::vector<double> cosine;   // mean pairwise cosine of the round's client updates
+  std::vector<double> drift;    // update_drift, when the run logged it (diagnostics.drift)
+  std::vector<double> seconds;  // wall time of the rounds so far (the server's wait + aggregation)
+  double round_seconds = 0;     // the server's wait + aggregation, mean per round
 };
 
 // The seed model of data parallelism, measured: per client (the largest over clients), per round
 // (the median over rounds).
 struct RunAccounting {
-  double clients = 0;           // participants per round
-  double parameter_mb = 0;      // weights + gradient held by a client process's model (2m floats)
-  double activation_mb = 0;     // activations, their gradients and layer scratch for its batch
+  double clients = 0;             // participants per round
+  double parameter_mb = 0;        // weights + gradient held by a client process's model (2m floats)
+  double activation_mb = 0;       // activations, their gradients and layer scratch for its batch
   double down_mb = 0, up_mb = 0;  // per client per round: the model down, the update up
-  double compute_ms = 0;        // the slowest process's compute (its clients one after another)
-  double broadcast_ms = 0;      // the server handing the TASK to its socket
-  double exchange_ms = 0;       // the rest of the wait: transfers, decoding, queueing
-  double aggregate_ms = 0;      // the server's reduction and update
+  double compute_ms = 0;          // the slowest process's compute (its clients one after another)
+  double broadcast_ms = 0;        // the server handing the TASK to its socket
+  double exchange_ms = 0;         // the rest of the wait: transfers, decoding, queueing
+  double aggregate_ms = 0;        // the server's reduction and update
 };
 
 // Traffic per node and step, for comparing the data-parallel topologies (medians over rounds).
 struct RunTraffic {
   std::string topology;  // parameter-server | master | allreduce | async | model-averaging
-  int workers = 0;                           // client processes
-  double step_ms = 0;                        // one round: the server's wait + aggregation
+  int workers = 0;       // client processes
+  double step_ms = 0;    // one round: the server's wait + aggregation
   double server_mb_sent = 0, server_mb_received = 0;
   double worker_mb_sent = 0, worker_mb_received = 0;  // the busiest worker's, ring traffic included
-  double allreduce_ms = 0, busbw_gbps = 0;   // allreduce: the slowest rank's, busbw = algbw 2(N-1)/N
+  double allreduce_ms = 0, busbw_gbps = 0;  // allreduce: the slowest rank's, busbw = algbw 2(N-1)/N
 };
 
 RunCurves read_curves(const std::filesystem::path& run_dir);
@@ -52,6 +52,7 @@ RunAccounting read_accounting(const std::filesystem::path& run_dir);
 struct Divergence {
   std::vector<double> round, relative;
 };
-Divergence weight_divergence(const std::filesystem::path& run_dir, const std::filesystem::path& ref_dir);
+Divergence weight_divergence(const std::filesystem::path& run_dir,
+                             const std::filesystem::path& ref_dir);
 
 }  // namespace fedpar

@@ -1,27 +1,27 @@
 // run_suite; see suite.h.
 #include "experiments/suite.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
 #include "core/check.h"
 #include "core/dataset.h"
 #include "core/results_dir.h"
-#include "experiments/local_run.h"
+#include "core/run_spec.h"
 #include "experiments/equivalence.h"
+#include "experiments/local_run.h"
 #include "experiments/run_metrics.h"
 #include "experiments/suite_report.h"
 #include "partitioners/manifest.h"
 #include "partitioners/stats.h"
-#include "core/run_spec.h"
 
 namespace fedpar {
 namespace {
@@ -59,14 +59,16 @@ struct RunSpec {
 
 RunSpec parse_run(const std::string& text) {
   const size_t bar = text.find('|');
-  if (bar == std::string::npos) throw Error(fmt::format("suite.runs: '{}' is not \"label | key=value ...\"", text));
+  if (bar == std::string::npos)
+    throw Error(fmt::format("suite.runs: '{}' is not \"label | key=value ...\"", text));
   RunSpec r;
   std::istringstream label(text.substr(0, bar)), sets(text.substr(bar + 1));
   label >> r.label;
   for (std::string kv; sets >> kv;) r.sets.push_back(kv);
   if (r.label.empty()) throw Error(fmt::format("suite.runs: '{}' has no label", text));
   if (r.label.find_first_of("/\\") != std::string::npos || r.label.starts_with('.'))
-    throw Error(fmt::format("suite.runs: label '{}' names a folder: use no '/', '\\' or leading '.'", r.label));
+    throw Error(fmt::format(
+        "suite.runs: label '{}' names a folder: use no '/', '\\' or leading '.'", r.label));
   return r;
 }
 
@@ -99,7 +101,8 @@ PartitionStats manifest_stats(const std::filesystem::path& file) {
 }
 
 // "run reference" pairs, by run label; both must be runs of the suite.
-std::map<std::string, std::string> parse_pairs(const Config& cfg, const std::vector<RunSpec>& runs) {
+std::map<std::string, std::string> parse_pairs(const Config& cfg,
+                                               const std::vector<RunSpec>& runs) {
   auto known = [&](const std::string& l) {
     return std::any_of(runs.begin(), runs.end(), [&](const RunSpec& r) { return r.label == l; });
   };
@@ -109,7 +112,8 @@ std::map<std::string, std::string> parse_pairs(const Config& cfg, const std::vec
     std::istringstream is(p);
     std::string run, ref;
     is >> run >> ref;
-    if (!known(run) || !known(ref)) throw Error(fmt::format("suite.pairs: '{}' is not \"run reference\" of two runs", p));
+    if (!known(run) || !known(ref))
+      throw Error(fmt::format("suite.pairs: '{}' is not \"run reference\" of two runs", p));
     reference[run] = ref;
   }
   return reference;
@@ -119,11 +123,13 @@ SuitePlan plan_suite(const SuiteOptions& o) {
   const auto file = find_suite(o.name);
   const bool with_equivalence = is_equivalence_config(file);
   SuitePlan plan{.file = file,
-                 .cfg = make_run_config(std::string(kSection) + (with_equivalence ? equivalence_section() : ""))};
+                 .cfg = make_run_config(std::string(kSection) +
+                                        (with_equivalence ? equivalence_section() : ""))};
   Config& cfg = plan.cfg;
   cfg.merge_file(plan.file);
   plan.name = plan.file.stem().string() + (o.smoke ? "-smoke" : "");
-  plan.command = fmt::format("fedpar suite {}{}", plan.file.stem().string(), o.smoke ? " --smoke" : "");
+  plan.command =
+      fmt::format("fedpar suite {}{}", plan.file.stem().string(), o.smoke ? " --smoke" : "");
   for (const auto& s : o.sets) plan.command += " --set " + s;
   std::vector<RunSpec> runs;
   for (const auto& r : cfg.get_string_list("suite.runs"))
@@ -134,9 +140,12 @@ SuitePlan plan_suite(const SuiteOptions& o) {
   std::vector<std::string> smoke, smoke_equivalence;
   for (const auto& s : cfg.get_string_list("suite.smoke")) {
     if (s.empty() || !o.smoke) continue;
-    if (s.starts_with("suite.")) cfg.set_all({s});
-    else if (s.starts_with("equivalence.")) smoke_equivalence.push_back(s);
-    else smoke.push_back(s);
+    if (s.starts_with("suite."))
+      cfg.set_all({s});
+    else if (s.starts_with("equivalence."))
+      smoke_equivalence.push_back(s);
+    else
+      smoke.push_back(s);
   }
   const auto reference = parse_pairs(cfg, runs);
   const auto seeds = cfg.get_int_list("suite.seeds");
@@ -145,8 +154,9 @@ SuitePlan plan_suite(const SuiteOptions& o) {
 
   const Config base = config_without(cfg, {"suite", "equivalence"});
   for (const auto& r : runs) {
-    const bool paired = reference.count(r.label) || std::any_of(reference.begin(), reference.end(),
-                                                                 [&](const auto& kv) { return kv.second == r.label; });
+    const bool paired = reference.count(r.label) ||
+                        std::any_of(reference.begin(), reference.end(),
+                                    [&](const auto& kv) { return kv.second == r.label; });
     for (size_t k = 0; k < std::max<size_t>(1, seeds.size()); ++k) {
       Instance in{r, seeds.empty() ? "" : fmt::format("-s{}", seeds[k]), base, ""};
       Config& c = in.config;
@@ -193,7 +203,8 @@ std::optional<SuiteRun> run_instance(const Instance& in, const std::filesystem::
   c.set("results_dir", runs_dir.string());
   const auto ts = std::chrono::steady_clock::now();
   if (const int rc = run_locally(c, {.quiet = true}); rc != 0) {
-    fmt::print(stderr, "\nfedpar suite: run '{}' failed (exit {}); nothing is kept\n", in.label(), rc);
+    fmt::print(stderr, "\nfedpar suite: run '{}' failed (exit {}); nothing is kept\n", in.label(),
+               rc);
     return std::nullopt;
   }
   SuiteRun r;
@@ -220,38 +231,47 @@ void add_divergence(std::vector<SuiteRun>& results, const std::filesystem::path&
     r.divergence = weight_divergence(runs_dir / r.label, runs_dir / r.reference);
     JsonlWriter log(runs_dir / r.label / "divergence.jsonl");
     for (size_t k = 0; k < r.divergence.round.size(); ++k)
-      log.write({{"round", r.divergence.round[k]}, {"reference", r.reference},
+      log.write({{"round", r.divergence.round[k]},
+                 {"reference", r.reference},
                  {"weight_divergence", r.divergence.relative[k]}});
   }
   for (const auto& r : results) std::filesystem::remove_all(runs_dir / r.label / "params");
 }
 
 std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector<SuiteRun>& results,
-                            const std::string& equivalence_md, double seconds, const std::filesystem::path& dir) {
+                            const std::string& equivalence_md, double seconds,
+                            const std::filesystem::path& dir) {
   const Config& cfg = plan.cfg;
   const double target = cfg.get_float("suite.target_accuracy");
   const std::string title = cfg.get_string("suite.title");
   std::ostringstream report;
-  report << fmt::format("# {}{}\n\n{}\n\nCommand: `{}` ({:.0f} s; resolved config: config.resolved.toml; each run's "
-                        "results folder is under runs/). Accuracy is on the test set every {} round(s); MB counts "
-                        "every byte the server sent and received at its socket (diagnostic extras left out); "
-                        "median EMD is the partition's label skew (docs/partitioning.md); round time is the "
-                        "server's wait + aggregation per round.\n\n",
-                        title, smoke ? " (smoke size)" : "", cfg.get_string("suite.what"), plan.command, seconds,
-                        plan.eval_every);
-  report << equivalence_md << (plan.equivalence ? "\n## Runs\n\n" : "") << results_table(results, target) << "\n";
+  report << fmt::format(
+      "# {}{}\n\n{}\n\nCommand: `{}` ({:.0f} s; resolved config: config.resolved.toml; each run's "
+      "results folder is under runs/). Accuracy is on the test set every {} round(s); MB counts "
+      "every byte the server sent and received at its socket (diagnostic extras left out); "
+      "median EMD is the partition's label skew (docs/partitioning.md); round time is the "
+      "server's wait + aggregation per round.\n\n",
+      title, smoke ? " (smoke size)" : "", cfg.get_string("suite.what"), plan.command, seconds,
+      plan.eval_every);
+  report << equivalence_md << (plan.equivalence ? "\n## Runs\n\n" : "")
+         << results_table(results, target) << "\n";
   if (const std::string grid = grid_table(results, target); !grid.empty())
     report << "### Best of each learning-rate grid\n\n" << grid << "\n";
   if (const std::string traffic = traffic_table(results); !traffic.empty())
-    report << "### Traffic and time per node and step\n\nMedians over rounds. The server's columns count its "
-              "socket; a worker's add its ring traffic (allreduce). busbw = model bytes / all-reduce time x "
+    report << "### Traffic and time per node and step\n\nMedians over rounds. The server's columns "
+              "count its "
+              "socket; a worker's add its ring traffic (allreduce). busbw = model bytes / "
+              "all-reduce time x "
               "2(N-1)/N.\n\n"
            << traffic << "\n";
   if (const std::string div = divergence_table(results); !div.empty())
     report << "### Weight divergence between paired runs\n\n" << div << "\n";
-  report << "### Memory and time per client and round\n\nMedians over rounds; memory is what the client's core "
-            "allocated (parameters + gradient; activations, their gradients and layer scratch for its batch); "
-            "client compute is the slowest process's (its clients one after another); exchange is the rest of "
+  report << "### Memory and time per client and round\n\nMedians over rounds; memory is what the "
+            "client's core "
+            "allocated (parameters + gradient; activations, their gradients and layer scratch for "
+            "its batch); "
+            "client compute is the slowest process's (its clients one after another); exchange is "
+            "the rest of "
             "the server's wait (transfers, decoding, queueing).\n\n"
          << accounting_table(results) << "\n"
          << draw_suite_plots(results, title, dir);
@@ -275,7 +295,8 @@ std::vector<std::string> suite_names() {
 int run_suite(const SuiteOptions& o) {
   const SuitePlan plan = plan_suite(o);  // every config validated before any run starts
   const auto out_path = o.out.empty() ? std::filesystem::path("results") / plan.name : o.out;
-  ResultsDir out(out_path.parent_path().empty() ? "." : out_path.parent_path(), out_path.filename().string());
+  ResultsDir out(out_path.parent_path().empty() ? "." : out_path.parent_path(),
+                 out_path.filename().string());
   const auto runs_dir = std::filesystem::absolute(out.path() / "runs");
   std::filesystem::create_directories(runs_dir);
   std::filesystem::create_directories(out.path() / "plots");
@@ -300,13 +321,18 @@ int run_suite(const SuiteOptions& o) {
   }
   add_divergence(results, runs_dir);
 
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  out.write_text("report.md", report_markdown(plan, o.smoke, results, equivalence_md, seconds, out.path()));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.write_text("report.md",
+                 report_markdown(plan, o.smoke, results, equivalence_md, seconds, out.path()));
   const double target = plan.cfg.get_float("suite.target_accuracy");
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : results) rows.push_back(run_json(r, target));
-  out.write_json("suite.json", {{"suite", plan.file.stem().string()}, {"smoke", o.smoke}, {"runs", rows},
-                                {"seconds", seconds}, {"command", plan.command}});
+  out.write_json("suite.json", {{"suite", plan.file.stem().string()},
+                                {"smoke", o.smoke},
+                                {"runs", rows},
+                                {"seconds", seconds},
+                                {"command", plan.command}});
   const auto path = out.commit();
   fmt::print("{}\nreport: {}\n", results_table(results, target), (path / "report.md").string());
   return equivalence ? equivalence_exit_code(*equivalence) : 0;

@@ -12,9 +12,9 @@
 namespace fedpar {
 
 struct SuiteOptions {
-  std::string name;             // a file experiments/suites/<name>.toml, or a path to one
+  std::string name;  // a file experiments/suites/<name>.toml, or a path to one
   bool smoke = false;
-  std::filesystem::path out;    // empty: results/<name>[-smoke]
+  std::filesystem::path out;      // empty: results/<name>[-smoke]
   std::vector<std::string> sets;  // extra overrides for every run
 };
 

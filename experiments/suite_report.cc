@@ -1,12 +1,12 @@
 // Suite report tables and plots; see suite_report.h.
 #include "experiments/suite_report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <functional>
 #include <map>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "experiments/plot.h"
 
@@ -19,7 +19,9 @@ std::string joined(const std::vector<std::string>& v) {
   return s;
 }
 
-double best_of(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
+double best_of(const std::vector<double>& v) {
+  return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+}
 double last_of(const std::vector<double>& v) { return v.empty() ? 0 : v.back(); }
 
 using Column = std::function<const std::vector<double>&(const SuiteRun&)>;
@@ -68,7 +70,8 @@ std::string results_table(const std::vector<SuiteRun>& runs, double target) {
   std::ostringstream t;
   t << "| run | overrides | clients | median EMD | final accuracy | best accuracy | "
     << (target > 0 ? fmt::format("rounds to {0}% | seconds to {0}% | ", target) : "")
-    << "MB communicated | round time (s) |\n|---|---|---|---|---|---|---|---|" << (target > 0 ? "---|---|" : "") << "\n";
+    << "MB communicated | round time (s) |\n|---|---|---|---|---|---|---|---|"
+    << (target > 0 ? "---|---|" : "") << "\n";
   for (const auto& r : runs) {
     std::string target_cell;
     if (target > 0) {
@@ -79,9 +82,10 @@ std::string results_table(const std::vector<SuiteRun>& runs, double target) {
       target_cell = k ? fmt::format("{} | {:.1f} | ", k, secs)
                       : fmt::format("not in {} | - | ", int(last_of(r.curves.round)));
     }
-    t << fmt::format("| {} | `{}` | {} | {:.3f} | {:.2f}% | {:.2f}% | {}{:.1f} | {:.3f} |\n", r.label,
-                     joined(r.overrides), r.clients, r.median_emd, last_of(r.curves.accuracy),
-                     best_of(r.curves.accuracy), target_cell, last_of(r.curves.mb), r.curves.round_seconds);
+    t << fmt::format("| {} | `{}` | {} | {:.3f} | {:.2f}% | {:.2f}% | {}{:.1f} | {:.3f} |\n",
+                     r.label, joined(r.overrides), r.clients, r.median_emd,
+                     last_of(r.curves.accuracy), best_of(r.curves.accuracy), target_cell,
+                     last_of(r.curves.mb), r.curves.round_seconds);
   }
   return t.str();
 }
@@ -91,12 +95,15 @@ std::string accounting_table(const std::vector<SuiteRun>& runs) {
   t << "| run | clients per round | parameters per client (MB) | activations per client (MB) | "
        "down per client (MB) | up per client (MB) | client compute (ms) | broadcast (ms) | "
        "exchange (ms) | aggregation (ms) |\n|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& g : groups(runs)) {  // one row per run (the first seed: memory and bytes do not vary)
+  for (const auto& g :
+       groups(runs)) {  // one row per run (the first seed: memory and bytes do not vary)
     const RunAccounting& a = g.front()->accounting;
-    if (a.clients == 0) continue;  // master, allreduce, async: no per-client updates (traffic table)
-    t << fmt::format("| {} | {:.0f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {:.2f} | {:.3f} | {:.2f} | {:.2f} |\n",
-                     g.front()->group, a.clients, a.parameter_mb, a.activation_mb, a.down_mb, a.up_mb,
-                     a.compute_ms, a.broadcast_ms, a.exchange_ms, a.aggregate_ms);
+    if (a.clients == 0)
+      continue;  // master, allreduce, async: no per-client updates (traffic table)
+    t << fmt::format(
+        "| {} | {:.0f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {:.2f} | {:.3f} | {:.2f} | {:.2f} |\n",
+        g.front()->group, a.clients, a.parameter_mb, a.activation_mb, a.down_mb, a.up_mb,
+        a.compute_ms, a.broadcast_ms, a.exchange_ms, a.aggregate_ms);
   }
   return t.str();
 }
@@ -104,16 +111,20 @@ std::string accounting_table(const std::vector<SuiteRun>& runs) {
 std::string traffic_table(const std::vector<SuiteRun>& runs) {
   bool any = false;
   for (const auto& r : runs)
-    any |= r.traffic.topology == "master" || r.traffic.topology == "allreduce" || r.traffic.topology == "async";
+    any |= r.traffic.topology == "master" || r.traffic.topology == "allreduce" ||
+           r.traffic.topology == "async";
   if (!any) return "";
   std::ostringstream t;
-  t << "| run | topology | workers | step (ms) | server sent (MB) | server received (MB) | busiest worker sent (MB) "
-       "| busiest worker received (MB) | all-reduce (ms) | busbw (GB/s) |\n|---|---|---|---|---|---|---|---|---|---|\n";
+  t << "| run | topology | workers | step (ms) | server sent (MB) | server received (MB) | busiest "
+       "worker sent (MB) "
+       "| busiest worker received (MB) | all-reduce (ms) | busbw (GB/s) "
+       "|\n|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& g : groups(runs)) {
     const RunTraffic& x = g.front()->traffic;
-    t << fmt::format("| {} | {} | {} | {:.2f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {} | {} |\n", g.front()->group,
-                     x.topology, x.workers, x.step_ms, x.server_mb_sent, x.server_mb_received, x.worker_mb_sent,
-                     x.worker_mb_received, x.allreduce_ms > 0 ? fmt::format("{:.2f}", x.allreduce_ms) : "-",
+    t << fmt::format("| {} | {} | {} | {:.2f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {} | {} |\n",
+                     g.front()->group, x.topology, x.workers, x.step_ms, x.server_mb_sent,
+                     x.server_mb_received, x.worker_mb_sent, x.worker_mb_received,
+                     x.allreduce_ms > 0 ? fmt::format("{:.2f}", x.allreduce_ms) : "-",
                      x.busbw_gbps > 0 ? fmt::format("{:.3f}", x.busbw_gbps) : "-");
   }
   return t.str();
@@ -130,14 +141,16 @@ std::string grid_table(const std::vector<SuiteRun>& runs, double target) {
     grid[name].push_back(&r);
   }
   if (grid.empty()) return "";
-  auto better = [&](const SuiteRun* a, const SuiteRun* b) {  // fewer rounds to target, then accuracy
+  auto better = [&](const SuiteRun* a,
+                    const SuiteRun* b) {  // fewer rounds to target, then accuracy
     const int ra = rounds_to(a->curves, target), rb = rounds_to(b->curves, target);
     if ((ra > 0) != (rb > 0)) return ra > 0;
     if (ra != rb) return ra < rb;
     return best_of(a->curves.accuracy) > best_of(b->curves.accuracy);
   };
   std::ostringstream t;
-  t << "| setting | values tried | best | " << (target > 0 ? fmt::format("rounds to {}% | ", target) : "")
+  t << "| setting | values tried | best | "
+    << (target > 0 ? fmt::format("rounds to {}% | ", target) : "")
     << "best accuracy |\n|---|---|---|" << (target > 0 ? "---|" : "") << "---|\n";
   for (const auto& name : order) {
     const auto& v = grid[name];
@@ -145,9 +158,10 @@ std::string grid_table(const std::vector<SuiteRun>& runs, double target) {
     for (const auto* r : v) tried.push_back(r->label.substr(name.size() + 1));
     const SuiteRun* best = *std::min_element(v.begin(), v.end(), better);
     const int k = rounds_to(best->curves, target);
-    t << fmt::format("| {} | {} | {} | {}{:.2f}% |\n", name, joined(tried), best->label.substr(name.size() + 1),
-                     target > 0 ? (k ? fmt::format("{} | ", k) : std::string("not reached | ")) : "",
-                     best_of(best->curves.accuracy));
+    t << fmt::format(
+        "| {} | {} | {} | {}{:.2f}% |\n", name, joined(tried), best->label.substr(name.size() + 1),
+        target > 0 ? (k ? fmt::format("{} | ", k) : std::string("not reached | ")) : "",
+        best_of(best->curves.accuracy));
   }
   return t.str();
 }
@@ -159,9 +173,11 @@ std::string divergence_table(const std::vector<SuiteRun>& runs) {
     if (r.reference.empty() || d.round.empty()) continue;
     if (t.tellp() == 0)
       t << "| run | reference | first saved round | middle | last |\n|---|---|---|---|---|\n";
-    auto cell = [&](size_t i) { return fmt::format("{:.2e} (round {:.0f})", d.relative[i], d.round[i]); };
-    t << fmt::format("| {} | {} | {} | {} | {} |\n", r.label, r.reference, cell(0), cell(d.round.size() / 2),
-                     cell(d.round.size() - 1));
+    auto cell = [&](size_t i) {
+      return fmt::format("{:.2e} (round {:.0f})", d.relative[i], d.round[i]);
+    };
+    t << fmt::format("| {} | {} | {} | {} | {} |\n", r.label, r.reference, cell(0),
+                     cell(d.round.size() / 2), cell(d.round.size() - 1));
   }
   return t.str();
 }
@@ -171,7 +187,8 @@ std::string draw_suite_plots(const std::vector<SuiteRun>& runs, const std::strin
   const auto gs = groups(runs);
   bool seeds = false, drift = false, divergence = false;
   for (const auto& g : gs) seeds |= g.size() > 1;
-  for (const auto& r : runs) drift |= !r.curves.drift.empty(), divergence |= !r.divergence.round.empty();
+  for (const auto& r : runs)
+    drift |= !r.curves.drift.empty(), divergence |= !r.divergence.round.empty();
   const Column round = [](const SuiteRun& r) -> const auto& { return r.curves.round; };
   const Column accuracy = [](const SuiteRun& r) -> const auto& { return r.curves.accuracy; };
   const Column mb = [](const SuiteRun& r) -> const auto& { return r.curves.mb; };
@@ -192,7 +209,8 @@ std::string draw_suite_plots(const std::vector<SuiteRun>& runs, const std::strin
     std::string note;
   };
   std::vector<Spec> specs = {
-      {"accuracy-vs-round.svg", "test accuracy per round" + band, "round", "test accuracy (%)", round, accuracy},
+      {"accuracy-vs-round.svg", "test accuracy per round" + band, "round", "test accuracy (%)",
+       round, accuracy},
       {"accuracy-vs-samples.svg", "test accuracy per sample processed" + band,
        "samples processed by all clients (cumulative)", "test accuracy (%)", samples, accuracy},
       {"accuracy-vs-seconds.svg", "test accuracy per second of training" + band,
@@ -203,14 +221,16 @@ std::string draw_suite_plots(const std::vector<SuiteRun>& runs, const std::strin
        "mean pairwise cosine of client updates", round, cosine}};
   if (seeds)
     specs.push_back({"test-loss-vs-samples.svg", "test loss per sample processed" + band,
-                     "samples processed by all clients (cumulative)", "test loss (mean over the test set)", samples,
-                     loss});
+                     "samples processed by all clients (cumulative)",
+                     "test loss (mean over the test set)", samples, loss});
   if (drift)
-    specs.push_back({"drift-vs-round.svg", "drift: averaged deltas vs K steps of the averaged gradient", "round",
-                     "||avg delta - avg K-step linear update|| / ||avg linear update||", round, drifts, true,
-                     "Runs without local drift (K = 1: exactly 0) are not drawn on the log scale."});
+    specs.push_back(
+        {"drift-vs-round.svg", "drift: averaged deltas vs K steps of the averaged gradient",
+         "round", "||avg delta - avg K-step linear update|| / ||avg linear update||", round, drifts,
+         true, "Runs without local drift (K = 1: exactly 0) are not drawn on the log scale."});
   if (divergence)
-    specs.push_back({"weight-divergence-vs-round.svg", "weight divergence from the paired reference run", "round",
+    specs.push_back({"weight-divergence-vs-round.svg",
+                     "weight divergence from the paired reference run", "round",
                      "||w_run - w_reference|| / ||w_reference||", div_round, div, true,
                      "Runs identical to their reference (0) are not drawn on the log scale."});
 
@@ -235,27 +255,48 @@ std::string draw_suite_plots(const std::vector<SuiteRun>& runs, const std::strin
 nlohmann::json run_json(const SuiteRun& r, double target) {
   const auto& c = r.curves;
   const auto& a = r.accounting;
-  nlohmann::json j = {{"label", r.label}, {"group", r.group}, {"overrides", r.overrides},
-                      {"clients", r.clients}, {"median_emd", r.median_emd},
-                      {"final_accuracy", last_of(c.accuracy)}, {"best_accuracy", best_of(c.accuracy)},
-                      {"rounds_to_target", rounds_to(c, target)}, {"round", c.round},
-                      {"accuracy", c.accuracy}, {"test_loss", c.test_loss}, {"mb_communicated", c.mb},
-                      {"samples_processed", c.samples}, {"mean_pairwise_cosine", c.cosine},
+  nlohmann::json j = {{"label", r.label},
+                      {"group", r.group},
+                      {"overrides", r.overrides},
+                      {"clients", r.clients},
+                      {"median_emd", r.median_emd},
+                      {"final_accuracy", last_of(c.accuracy)},
+                      {"best_accuracy", best_of(c.accuracy)},
+                      {"rounds_to_target", rounds_to(c, target)},
+                      {"round", c.round},
+                      {"accuracy", c.accuracy},
+                      {"test_loss", c.test_loss},
+                      {"mb_communicated", c.mb},
+                      {"samples_processed", c.samples},
+                      {"mean_pairwise_cosine", c.cosine},
                       {"training_seconds", c.seconds},
-                      {"seconds", r.seconds}, {"results", "runs/" + r.label},
-                      {"accounting", {{"clients_per_round", a.clients}, {"parameter_mb", a.parameter_mb},
-                                      {"activation_mb", a.activation_mb}, {"down_mb", a.down_mb},
-                                      {"up_mb", a.up_mb}, {"compute_ms", a.compute_ms},
-                                      {"broadcast_ms", a.broadcast_ms}, {"exchange_ms", a.exchange_ms},
-                                      {"aggregate_ms", a.aggregate_ms}}}};
+                      {"seconds", r.seconds},
+                      {"results", "runs/" + r.label},
+                      {"accounting",
+                       {{"clients_per_round", a.clients},
+                        {"parameter_mb", a.parameter_mb},
+                        {"activation_mb", a.activation_mb},
+                        {"down_mb", a.down_mb},
+                        {"up_mb", a.up_mb},
+                        {"compute_ms", a.compute_ms},
+                        {"broadcast_ms", a.broadcast_ms},
+                        {"exchange_ms", a.exchange_ms},
+                        {"aggregate_ms", a.aggregate_ms}}}};
   const auto& t = r.traffic;
-  j["traffic"] = {{"topology", t.topology}, {"workers", t.workers}, {"step_ms", t.step_ms},
-                  {"server_mb_sent", t.server_mb_sent}, {"server_mb_received", t.server_mb_received},
-                  {"worker_mb_sent", t.worker_mb_sent}, {"worker_mb_received", t.worker_mb_received},
-                  {"allreduce_ms", t.allreduce_ms}, {"busbw_gbps", t.busbw_gbps}};
+  j["traffic"] = {{"topology", t.topology},
+                  {"workers", t.workers},
+                  {"step_ms", t.step_ms},
+                  {"server_mb_sent", t.server_mb_sent},
+                  {"server_mb_received", t.server_mb_received},
+                  {"worker_mb_sent", t.worker_mb_sent},
+                  {"worker_mb_received", t.worker_mb_received},
+                  {"allreduce_ms", t.allreduce_ms},
+                  {"busbw_gbps", t.busbw_gbps}};
   if (!c.drift.empty()) j["update_drift"] = c.drift;
   if (!r.reference.empty())
-    j["divergence"] = {{"reference", r.reference}, {"round", r.divergence.round}, {"relative", r.divergence.relative}};
+    j["divergence"] = {{"reference", r.reference},
+                       {"round", r.divergence.round},
+                       {"relative", r.divergence.relative}};
   return j;
 }
 

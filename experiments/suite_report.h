@@ -4,18 +4,17 @@
 #pragma once
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "experiments/run_metrics.h"
 
 namespace fedpar {
 
 struct SuiteRun {
-  std::string label;      // unique: the run's label, with -s<seed> when the suite has seeds
-  std::string group;      // the run's label as the suite names it (seeds share it)
+  std::string label;  // unique: the run's label, with -s<seed> when the suite has seeds
+  std::string group;  // the run's label as the suite names it (seeds share it)
   std::vector<std::string> overrides;
   size_t clients = 0;
   double median_emd = 0;
@@ -38,7 +37,8 @@ std::string accounting_table(const std::vector<SuiteRun>& runs);
 // best accuracy). Empty when no label has '@'.
 std::string grid_table(const std::vector<SuiteRun>& runs, double target);
 // Per node and step for the data-parallel topologies: step time, the server's and the busiest
-// worker's MB, all-reduce time and bus bandwidth. Empty unless a run used master, allreduce or async.
+// worker's MB, all-reduce time and bus bandwidth. Empty unless a run used master, allreduce or
+// async.
 std::string traffic_table(const std::vector<SuiteRun>& runs);
 // Weight divergence from each pair's reference at the first, middle and last saved round.
 std::string divergence_table(const std::vector<SuiteRun>& runs);

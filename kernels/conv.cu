@@ -22,7 +22,8 @@ __global__ void im2col_k(float* cols, const float* x, int n, int h, int w, int c
 
 // dx at input pixel (iy, ix), channel ch = sum over the taps (ky, kx) that read it, from output
 // pixel (iy - ky + pad, ix - kx + pad), in the CPU backend's order (output pixels row-major).
-__global__ void col2im_k(float* dx, const float* dcols, int n, int h, int w, int c, int k, int pad) {
+__global__ void col2im_k(float* dx, const float* dcols, int n, int h, int w, int c, int k,
+                         int pad) {
   const size_t patch = size_t(k) * k * c;
   FEDPAR_GRID_LOOP(i, size_t(n) * h * w * c) {
     const int ch = int(i % c), ix = int(i / c % w), iy = int(i / c / w % h);
@@ -41,12 +42,15 @@ __global__ void col2im_k(float* dx, const float* dcols, int n, int h, int w, int
   }
 }
 
-__global__ void maxpool2_forward_k(float* y, int32_t* argmax, const float* x, int n, int h, int w, int c) {
+__global__ void maxpool2_forward_k(float* y, int32_t* argmax, const float* x, int n, int h, int w,
+                                   int c) {
   const int oh = h / 2, ow = w / 2;
   FEDPAR_GRID_LOOP(o, size_t(n) * oh * ow * c) {
     const int ch = int(o % c), ox = int(o / c % ow), oy = int(o / c / ow % oh);
     const size_t b = o / (size_t(c) * ow * oh);
-    auto at = [&](int win) { return ((b * h + 2 * size_t(oy) + win / 2) * w + 2 * size_t(ox) + win % 2) * c + ch; };
+    auto at = [&](int win) {
+      return ((b * h + 2 * size_t(oy) + win / 2) * w + 2 * size_t(ox) + win % 2) * c + ch;
+    };
     int32_t best = 0;
     for (int32_t win = 1; win < 4; ++win)
       if (x[at(win)] > x[at(best)]) best = win;  // the first maximum wins ties
@@ -56,7 +60,8 @@ __global__ void maxpool2_forward_k(float* y, int32_t* argmax, const float* x, in
 }
 
 // Windows do not overlap: each input element belongs to one window and receives dy there or 0.
-__global__ void maxpool2_backward_k(float* dx, const float* dy, const int32_t* argmax, int n, int h, int w, int c) {
+__global__ void maxpool2_backward_k(float* dx, const float* dy, const int32_t* argmax, int n, int h,
+                                    int w, int c) {
   const int oh = h / 2, ow = w / 2;
   FEDPAR_GRID_LOOP(i, size_t(n) * h * w * c) {
     const int ch = int(i % c), ix = int(i / c % w), iy = int(i / c / w % h);
@@ -73,23 +78,26 @@ __global__ void maxpool2_backward_k(float* dx, const float* dy, const int32_t* a
 
 }  // namespace
 
-void im2col(float* cols, const float* x, int n, int h, int w, int c, int k, int pad, cudaStream_t s) {
+void im2col(float* cols, const float* x, int n, int h, int w, int c, int k, int pad,
+            cudaStream_t s) {
   const size_t total = size_t(n) * h * w * k * k * c;
   if (total) im2col_k<<<blocks_for(total), kThreads, 0, s>>>(cols, x, n, h, w, c, k, pad);
 }
 
-void col2im(float* dx, const float* dcols, int n, int h, int w, int c, int k, int pad, cudaStream_t s) {
+void col2im(float* dx, const float* dcols, int n, int h, int w, int c, int k, int pad,
+            cudaStream_t s) {
   const size_t total = size_t(n) * h * w * c;
   if (total) col2im_k<<<blocks_for(total), kThreads, 0, s>>>(dx, dcols, n, h, w, c, k, pad);
 }
 
-void maxpool2_forward(float* y, int32_t* argmax, const float* x, int n, int h, int w, int c, cudaStream_t s) {
+void maxpool2_forward(float* y, int32_t* argmax, const float* x, int n, int h, int w, int c,
+                      cudaStream_t s) {
   const size_t total = size_t(n) * (h / 2) * (w / 2) * c;
   if (total) maxpool2_forward_k<<<blocks_for(total), kThreads, 0, s>>>(y, argmax, x, n, h, w, c);
 }
 
-void maxpool2_backward(float* dx, const float* dy, const int32_t* argmax, int n, int h, int w, int c,
-                       cudaStream_t s) {
+void maxpool2_backward(float* dx, const float* dy, const int32_t* argmax, int n, int h, int w,
+                       int c, cudaStream_t s) {
   const size_t total = size_t(n) * h * w * c;
   if (total) maxpool2_backward_k<<<blocks_for(total), kThreads, 0, s>>>(dx, dy, argmax, n, h, w, c);
 }

@@ -12,7 +12,9 @@ namespace {
 __global__ void to_bf16_k(__nv_bfloat16* out, const float* x, size_t n) {
   FEDPAR_GRID_LOOP(i, n) out[i] = __float2bfloat16_rn(x[i]);
 }
-__global__ void to_f16_k(__half* out, const float* x, size_t n) { FEDPAR_GRID_LOOP(i, n) out[i] = __float2half_rn(x[i]); }
+__global__ void to_f16_k(__half* out, const float* x, size_t n) {
+  FEDPAR_GRID_LOOP(i, n) out[i] = __float2half_rn(x[i]);
+}
 
 }  // namespace
 

@@ -7,16 +7,15 @@
 
 #include "core/check.h"
 
-#define CUDA_CHECK(call)                                                      \
-  do {                                                                        \
-    const cudaError_t fedpar_err_ = (call);                                   \
-    FEDPAR_CHECK(fedpar_err_ == cudaSuccess)                                  \
-        << #call << ": " << cudaGetErrorString(fedpar_err_);                  \
+#define CUDA_CHECK(call)                                                                          \
+  do {                                                                                            \
+    const cudaError_t fedpar_err_ = (call);                                                       \
+    FEDPAR_CHECK(fedpar_err_ == cudaSuccess) << #call << ": " << cudaGetErrorString(fedpar_err_); \
   } while (0)
 
-#define CUBLAS_CHECK(call)                                                    \
-  do {                                                                        \
-    const cublasStatus_t fedpar_st_ = (call);                                 \
-    FEDPAR_CHECK(fedpar_st_ == CUBLAS_STATUS_SUCCESS)                         \
-        << #call << ": cuBLAS status " << int(fedpar_st_);                    \
+#define CUBLAS_CHECK(call)                                 \
+  do {                                                     \
+    const cublasStatus_t fedpar_st_ = (call);              \
+    FEDPAR_CHECK(fedpar_st_ == CUBLAS_STATUS_SUCCESS)      \
+        << #call << ": cuBLAS status " << int(fedpar_st_); \
   } while (0)

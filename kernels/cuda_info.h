@@ -9,8 +9,8 @@ namespace fedpar {
 
 class Backend;
 
-bool cuda_compiled();     // built with nvcc
-int cuda_device_count();  // 0 when not compiled, no driver or no device
+bool cuda_compiled();         // built with nvcc
+int cuda_device_count();      // 0 when not compiled, no driver or no device
 std::string cuda_describe();  // one line: "CUDA 13.0, 1 device: NVIDIA H200 (sm_90)" or why none
 
 // The CUDA backend on device 0 (kernels/cuda_backend.cc). Throws Error, saying why, when this

@@ -1,7 +1,7 @@
 // Device discovery for a CUDA build (host code; compiled by the C++ compiler).
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "kernels/cuda_check.h"
 #include "kernels/cuda_info.h"
@@ -23,8 +23,8 @@ std::string cuda_describe() {
   int runtime = 0;
   cudaRuntimeGetVersion(&runtime);
   const int n = cuda_device_count();
-  std::string out = fmt::format("CUDA runtime {}.{}, {} device(s)", runtime / 1000,
-                                (runtime % 1000) / 10, n);
+  std::string out =
+      fmt::format("CUDA runtime {}.{}, {} device(s)", runtime / 1000, (runtime % 1000) / 10, n);
   for (int i = 0; i < n; ++i) {
     cudaDeviceProp p{};
     if (cudaGetDeviceProperties(&p, i) == cudaSuccess)

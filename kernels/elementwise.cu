@@ -16,7 +16,9 @@ __global__ void relu_backward_k(float* dx, const float* dy, const float* y, size
   FEDPAR_GRID_LOOP(i, n) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
-__global__ void axpy_k(float* y, const float* x, float a, size_t n) { FEDPAR_GRID_LOOP(i, n) y[i] += a * x[i]; }
+__global__ void axpy_k(float* y, const float* x, float a, size_t n) {
+  FEDPAR_GRID_LOOP(i, n) y[i] += a * x[i];
+}
 
 __global__ void scale_k(float* x, float a, size_t n) { FEDPAR_GRID_LOOP(i, n) x[i] *= a; }
 
@@ -62,7 +64,8 @@ void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t s) {
 }
 void sgd_step(float* w, float* v, const float* g, float lr, float momentum, float wd, bool nesterov,
               size_t n, float* applied, cudaStream_t s) {
-  if (n) sgd_step_k<<<blocks_for(n), kThreads, 0, s>>>(w, v, g, lr, momentum, wd, nesterov, n, applied);
+  if (n)
+    sgd_step_k<<<blocks_for(n), kThreads, 0, s>>>(w, v, g, lr, momentum, wd, nesterov, n, applied);
 }
 
 }  // namespace fedpar::cuda

@@ -14,8 +14,8 @@ inline unsigned blocks_for(size_t n) {
 }
 
 // for (i : [0, n)) in a grid-stride loop.
-#define FEDPAR_GRID_LOOP(i, n)                                                            \
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < (n);               \
+#define FEDPAR_GRID_LOOP(i, n)                                            \
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < (n); \
        i += size_t(blockDim.x) * gridDim.x)
 
 }  // namespace fedpar::cuda

@@ -6,10 +6,10 @@
 // on every run. This header is C++17 (nvcc compiles the .cu files; the backend includes it too).
 #pragma once
 
+#include <cuda_runtime.h>
+
 #include <cstddef>
 #include <cstdint>
-
-#include <cuda_runtime.h>
 
 namespace fedpar::cuda {
 
@@ -37,16 +37,19 @@ void softmax_xent_rows(double* row_loss, float* dlogits, const float* logits, co
                        int rows, int classes, float grad_scale, cudaStream_t s);
 void squared_error_rows(double* row_loss, float* dpred, const float* pred, const int32_t* labels,
                         int rows, int outputs, float grad_scale, cudaStream_t s);
-void correct_rows(double* row_correct, const float* scores, const int32_t* labels, int rows, int classes,
-                  cudaStream_t s);
+void correct_rows(double* row_correct, const float* scores, const int32_t* labels, int rows,
+                  int classes, cudaStream_t s);
 
 // ---- convolution helpers and pooling (kernels/conv.cu), NHWC ----
-void im2col(float* cols, const float* x, int n, int h, int w, int c, int k, int pad, cudaStream_t s);
+void im2col(float* cols, const float* x, int n, int h, int w, int c, int k, int pad,
+            cudaStream_t s);
 // Gathers, per input pixel, the taps that read it (no scatter, no atomics).
-void col2im(float* dx, const float* dcols, int n, int h, int w, int c, int k, int pad, cudaStream_t s);
-void maxpool2_forward(float* y, int32_t* argmax, const float* x, int n, int h, int w, int c, cudaStream_t s);
-void maxpool2_backward(float* dx, const float* dy, const int32_t* argmax, int n, int h, int w, int c,
-                       cudaStream_t s);
+void col2im(float* dx, const float* dcols, int n, int h, int w, int c, int k, int pad,
+            cudaStream_t s);
+void maxpool2_forward(float* y, int32_t* argmax, const float* x, int n, int h, int w, int c,
+                      cudaStream_t s);
+void maxpool2_backward(float* dx, const float* dy, const int32_t* argmax, int n, int h, int w,
+                       int c, cudaStream_t s);
 
 // ---- precision (kernels/convert.cu): n floats to 16-bit bf16 / fp16 values in `out` ----
 void to_bf16(void* out, const float* x, size_t n, cudaStream_t s);

@@ -7,8 +7,8 @@
 namespace fedpar::cuda {
 namespace {
 
-__global__ void softmax_xent_k(double* row_loss, float* dlogits, const float* logits, const int32_t* labels,
-                               int rows, int classes, float grad_scale) {
+__global__ void softmax_xent_k(double* row_loss, float* dlogits, const float* logits,
+                               const int32_t* labels, int rows, int classes, float grad_scale) {
   FEDPAR_GRID_LOOP(r, size_t(rows)) {
     const float* z = logits + r * classes;
     float zmax = z[0];
@@ -28,8 +28,8 @@ __global__ void softmax_xent_k(double* row_loss, float* dlogits, const float* lo
   }
 }
 
-__global__ void squared_error_k(double* row_loss, float* dpred, const float* pred, const int32_t* labels,
-                                int rows, int outputs, float grad_scale) {
+__global__ void squared_error_k(double* row_loss, float* dpred, const float* pred,
+                                const int32_t* labels, int rows, int outputs, float grad_scale) {
   FEDPAR_GRID_LOOP(r, size_t(rows)) {
     double total = 0.0;
     for (int c = 0; c < outputs; ++c) {
@@ -42,7 +42,8 @@ __global__ void squared_error_k(double* row_loss, float* dpred, const float* pre
 }
 
 // 1 when the row's first maximum is at its label.
-__global__ void correct_k(double* row_correct, const float* scores, const int32_t* labels, int rows, int classes) {
+__global__ void correct_k(double* row_correct, const float* scores, const int32_t* labels, int rows,
+                          int classes) {
   FEDPAR_GRID_LOOP(r, size_t(rows)) {
     const float* s = scores + r * classes;
     int best = 0;
@@ -54,23 +55,25 @@ __global__ void correct_k(double* row_correct, const float* scores, const int32_
 
 }  // namespace
 
-void softmax_xent_rows(double* row_loss, float* dlogits, const float* logits, const int32_t* labels, int rows,
-                       int classes, float grad_scale, cudaStream_t s) {
+void softmax_xent_rows(double* row_loss, float* dlogits, const float* logits, const int32_t* labels,
+                       int rows, int classes, float grad_scale, cudaStream_t s) {
   if (rows > 0)
-    softmax_xent_k<<<blocks_for(size_t(rows)), kThreads, 0, s>>>(row_loss, dlogits, logits, labels, rows, classes,
-                                                                  grad_scale);
+    softmax_xent_k<<<blocks_for(size_t(rows)), kThreads, 0, s>>>(row_loss, dlogits, logits, labels,
+                                                                 rows, classes, grad_scale);
 }
 
-void squared_error_rows(double* row_loss, float* dpred, const float* pred, const int32_t* labels, int rows,
-                        int outputs, float grad_scale, cudaStream_t s) {
+void squared_error_rows(double* row_loss, float* dpred, const float* pred, const int32_t* labels,
+                        int rows, int outputs, float grad_scale, cudaStream_t s) {
   if (rows > 0)
-    squared_error_k<<<blocks_for(size_t(rows)), kThreads, 0, s>>>(row_loss, dpred, pred, labels, rows, outputs,
-                                                                   grad_scale);
+    squared_error_k<<<blocks_for(size_t(rows)), kThreads, 0, s>>>(row_loss, dpred, pred, labels,
+                                                                  rows, outputs, grad_scale);
 }
 
-void correct_rows(double* row_correct, const float* scores, const int32_t* labels, int rows, int classes,
-                  cudaStream_t s) {
-  if (rows > 0) correct_k<<<blocks_for(size_t(rows)), kThreads, 0, s>>>(row_correct, scores, labels, rows, classes);
+void correct_rows(double* row_correct, const float* scores, const int32_t* labels, int rows,
+                  int classes, cudaStream_t s) {
+  if (rows > 0)
+    correct_k<<<blocks_for(size_t(rows)), kThreads, 0, s>>>(row_correct, scores, labels, rows,
+                                                            classes);
 }
 
 }  // namespace fedpar::cuda

@@ -9,7 +9,9 @@ namespace {
 
 constexpr unsigned kMaxBlocks = 1024;  // partials the second pass sums in one block
 
-unsigned reduce_blocks(size_t n) { return unsigned(std::min<size_t>((n + kThreads - 1) / kThreads, kMaxBlocks)); }
+unsigned reduce_blocks(size_t n) {
+  return unsigned(std::min<size_t>((n + kThreads - 1) / kThreads, kMaxBlocks));
+}
 
 // Sums a block's values in shared memory; thread 0 gets the total.
 __device__ double block_sum(double v) {
@@ -68,7 +70,8 @@ __global__ void sum_rows_k(float* out, const float* x, int rows, int cols, float
 
 size_t reduce_scratch_doubles(size_t) { return kMaxBlocks; }
 
-void dot(double* result, const float* x, const float* y, size_t n, double* scratch, cudaStream_t s) {
+void dot(double* result, const float* x, const float* y, size_t n, double* scratch,
+         cudaStream_t s) {
   reduce(result, n, DotTerm{x, y}, scratch, s);
 }
 
@@ -77,7 +80,9 @@ void sum(double* result, const double* x, size_t n, double* scratch, cudaStream_
 }
 
 void sum_rows(float* out, const float* x, int rows, int cols, float beta, cudaStream_t s) {
-  if (cols > 0) sum_rows_k<<<(unsigned(cols) + kThreads - 1) / kThreads, kThreads, 0, s>>>(out, x, rows, cols, beta);
+  if (cols > 0)
+    sum_rows_k<<<(unsigned(cols) + kThreads - 1) / kThreads, kThreads, 0, s>>>(out, x, rows, cols,
+                                                                               beta);
 }
 
 }  // namespace fedpar::cuda

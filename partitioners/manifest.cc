@@ -1,10 +1,10 @@
 // Manifest; see manifest.h.
 #include "partitioners/manifest.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "core/check.h"
 #include "core/rng.h"

@@ -5,10 +5,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/hash.h"
 
@@ -16,9 +15,9 @@ namespace fedpar {
 
 struct ClientShard {
   uint32_t id = 0;
-  std::vector<uint32_t> indices;        // into the training set, ascending
+  std::vector<uint32_t> indices;         // into the training set, ascending
   std::vector<int64_t> label_histogram;  // samples per label
-  double noise = 0.0;                   // feature-noise scheme: std of the Gaussian noise added
+  double noise = 0.0;                    // feature-noise scheme: std of the Gaussian noise added
 };
 
 struct Manifest {

@@ -1,10 +1,10 @@
 // partition_svg; see plot_svg.h.
 #include "partitioners/plot_svg.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 namespace fedpar {
 namespace {
@@ -18,8 +18,10 @@ std::string shade(double share) {
 
 std::string text(double x, double y, const std::string& s, const char* anchor = "middle",
                  int size = 12, const char* extra = "") {
-  return fmt::format("<text x='{:.1f}' y='{:.1f}' font-size='{}' text-anchor='{}' "
-                     "font-family='sans-serif'{}>{}</text>\n", x, y, size, anchor, extra, s);
+  return fmt::format(
+      "<text x='{:.1f}' y='{:.1f}' font-size='{}' text-anchor='{}' "
+      "font-family='sans-serif'{}>{}</text>\n",
+      x, y, size, anchor, extra, s);
 }
 
 }  // namespace
@@ -28,7 +30,8 @@ std::string partition_svg(const Manifest& m, const std::string& title) {
   const double W = 960, H = 460;
   std::string svg = fmt::format(
       "<svg xmlns='http://www.w3.org/2000/svg' width='{}' height='{}' viewBox='0 0 {} {}'>\n"
-      "<rect width='100%' height='100%' fill='white'/>\n", W, H, W, H);
+      "<rect width='100%' height='100%' fill='white'/>\n",
+      W, H, W, H);
   svg += text(W / 2, 24, title, "middle", 16, " font-weight='bold'");
 
   // Left: heatmap, rows = clients, columns = labels.
@@ -47,29 +50,37 @@ std::string partition_svg(const Manifest& m, const std::string& title) {
   }
   svg += fmt::format("<rect x='{}' y='{}' width='{}' height='{}' fill='none' stroke='black'/>\n",
                      x0, y0, pw, ph);
-  for (size_t l = 0; l < L; ++l) svg += text(x0 + (double(l) + 0.5) * cw, y0 + ph + 16, std::to_string(l));
+  for (size_t l = 0; l < L; ++l)
+    svg += text(x0 + (double(l) + 0.5) * cw, y0 + ph + 16, std::to_string(l));
   svg += text(x0 + pw / 2, y0 + ph + 36, "label");
   svg += text(x0 - 8, y0 + 10, "0", "end");
   svg += text(x0 - 8, y0 + ph, std::to_string(N ? N - 1 : 0), "end");
-  svg += fmt::format("<text x='{}' y='{}' font-size='12' text-anchor='middle' font-family='sans-serif' "
-                     "transform='rotate(-90 {} {})'>client</text>\n", x0 - 40, y0 + ph / 2, x0 - 40, y0 + ph / 2);
-  svg += text(x0 + pw / 2, y0 - 8, "share of each client's samples per label (white 0, dark 1)", "middle", 11);
+  svg += fmt::format(
+      "<text x='{}' y='{}' font-size='12' text-anchor='middle' font-family='sans-serif' "
+      "transform='rotate(-90 {} {})'>client</text>\n",
+      x0 - 40, y0 + ph / 2, x0 - 40, y0 + ph / 2);
+  svg += text(x0 + pw / 2, y0 - 8, "share of each client's samples per label (white 0, dark 1)",
+              "middle", 11);
 
   // Right: histogram of client sizes.
   const double hx = 560, hy = 60, hw = 360, hh = 340;
   size_t lo = SIZE_MAX, hi = 0;
-  for (const auto& c : m.clients) lo = std::min(lo, c.indices.size()), hi = std::max(hi, c.indices.size());
+  for (const auto& c : m.clients)
+    lo = std::min(lo, c.indices.size()), hi = std::max(hi, c.indices.size());
   const int bins = 20;
   std::vector<int> count(bins, 0);
   for (const auto& c : m.clients) {
-    const int b = hi > lo ? int(double(c.indices.size() - lo) / double(hi - lo) * (bins - 1e-9)) : 0;
+    const int b =
+        hi > lo ? int(double(c.indices.size() - lo) / double(hi - lo) * (bins - 1e-9)) : 0;
     ++count[size_t(std::clamp(b, 0, bins - 1))];
   }
   const int top = std::max(1, *std::max_element(count.begin(), count.end()));
   for (int b = 0; b < bins; ++b) {
     const double bh = hh * count[size_t(b)] / top;
-    svg += fmt::format("<rect x='{:.2f}' y='{:.2f}' width='{:.2f}' height='{:.2f}' fill='#4a7ab5' "
-                       "stroke='white'/>\n", hx + b * hw / bins, hy + hh - bh, hw / bins, bh);
+    svg += fmt::format(
+        "<rect x='{:.2f}' y='{:.2f}' width='{:.2f}' height='{:.2f}' fill='#4a7ab5' "
+        "stroke='white'/>\n",
+        hx + b * hw / bins, hy + hh - bh, hw / bins, bh);
   }
   svg += fmt::format("<rect x='{}' y='{}' width='{}' height='{}' fill='none' stroke='black'/>\n",
                      hx, hy, hw, hh);
@@ -79,7 +90,8 @@ std::string partition_svg(const Manifest& m, const std::string& title) {
   svg += text(hx - 6, hy + 10, std::to_string(top), "end");
   svg += text(hx - 6, hy + hh, "0", "end");
   svg += text(hx + hw / 2, hy - 8, "clients per size bin (20 bins)", "middle", 11);
-  svg += text(W / 2, H - 8, fmt::format("scheme {} | seed {} | manifest hash {}", m.scheme, m.seed, m.hash),
+  svg += text(W / 2, H - 8,
+              fmt::format("scheme {} | seed {} | manifest hash {}", m.scheme, m.seed, m.hash),
               "middle", 11);
   return svg + "</svg>\n";
 }

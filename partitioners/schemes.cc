@@ -1,11 +1,11 @@
 // The partition schemes; see partition.h and docs/partitioning.md.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <numeric>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "core/check.h"
 #include "core/rng.h"
@@ -27,7 +27,8 @@ std::vector<uint32_t> shuffled_range(size_t n, Rng& rng) {
   return v;
 }
 
-// Splits `total` into `parts` sizes differing by at most one (remainders one by one from the front).
+// Splits `total` into `parts` sizes differing by at most one (remainders one by one from the
+// front).
 std::vector<size_t> equal_sizes(size_t total, size_t parts) {
   std::vector<size_t> s(parts, total / parts);
   for (size_t i = 0; i < total % parts; ++i) ++s[i];
@@ -47,7 +48,8 @@ Clients cut(const std::vector<uint32_t>& order, const std::vector<size_t>& sizes
 
 // Sizes proportional to `weights`, each at least `min`, summing to `total` (largest remainders
 // get the leftover samples; ties by client id).
-std::vector<size_t> sizes_from_weights(const std::vector<double>& weights, size_t total, size_t min) {
+std::vector<size_t> sizes_from_weights(const std::vector<double>& weights, size_t total,
+                                       size_t min) {
   const size_t n = weights.size(), free = total - min * n;
   double sum = 0;
   for (double w : weights) sum += w;
@@ -90,7 +92,8 @@ Clients iid_quantity(size_t n, const PartitionParams& p) {
     require(p.sigma >= 0, "iid-quantity: sigma must be >= 0");
     for (double& v : w) v = std::exp(p.sigma * rng.normal());
   } else {
-    throw Error(fmt::format("iid-quantity: sizes must be dirichlet or lognormal, got '{}'", p.sizes));
+    throw Error(
+        fmt::format("iid-quantity: sizes must be dirichlet or lognormal, got '{}'", p.sizes));
   }
   const auto order = shuffled_range(n, rng);
   return cut(order, sizes_from_weights(w, n, size_t(p.min_size)));
@@ -154,7 +157,8 @@ Clients labels_k(const std::vector<int32_t>& labels, int classes, const Partitio
 
 // Hsu et al. 2019: client label distribution q ~ Dir(alpha * p_global); equal client sizes; each
 // sample's label drawn from q among the labels with samples left.
-Clients dirichlet_clients(const std::vector<int32_t>& labels, int classes, const PartitionParams& p) {
+Clients dirichlet_clients(const std::vector<int32_t>& labels, int classes,
+                          const PartitionParams& p) {
   require(p.alpha > 0, fmt::format("dirichlet-clients: alpha must be > 0, got {}", p.alpha));
   auto pools = by_label(labels, classes);
   Rng rng(p.seed, "partition");
@@ -194,7 +198,8 @@ Clients dirichlet_clients(const std::vector<int32_t>& labels, int classes, const
 // NIID-Bench (Li et al. 2022): per class, proportions over clients ~ Dir(beta); clients already
 // holding n/N samples get none of the class (balancing); retry while some client has fewer than
 // min_size samples. Bounded: after 100 draws the smallest clients are topped up from the largest.
-Clients dirichlet_classes(const std::vector<int32_t>& labels, int classes, const PartitionParams& p) {
+Clients dirichlet_classes(const std::vector<int32_t>& labels, int classes,
+                          const PartitionParams& p) {
   const size_t n = labels.size(), N = size_t(p.clients);
   require(p.beta > 0, fmt::format("dirichlet-classes: beta must be > 0, got {}", p.beta));
   require(p.min_size >= 0 && size_t(p.min_size) * N <= n,
@@ -215,8 +220,10 @@ Clients dirichlet_classes(const std::vector<int32_t>& labels, int classes, const
       double cum = 0;
       for (size_t c = 0; c < N; ++c) {
         cum += q[c] / sum;
-        const size_t end = c + 1 == N ? pool.size() : std::min(pool.size(), size_t(cum * double(pool.size())));
-        out[c].insert(out[c].end(), pool.begin() + long(at), pool.begin() + long(std::max(at, end)));
+        const size_t end =
+            c + 1 == N ? pool.size() : std::min(pool.size(), size_t(cum * double(pool.size())));
+        out[c].insert(out[c].end(), pool.begin() + long(at),
+                      pool.begin() + long(std::max(at, end)));
         at = std::max(at, end);
       }
     }
@@ -237,8 +244,9 @@ Clients dirichlet_classes(const std::vector<int32_t>& labels, int classes, const
 }
 
 Clients natural(const std::vector<int32_t>& users, const PartitionParams& p) {
-  require(!users.empty(), "natural: this dataset has no user ids (use synthetic, or a CSV with a "
-                          "user column)");
+  require(!users.empty(),
+          "natural: this dataset has no user ids (use synthetic, or a CSV with a "
+          "user column)");
   std::map<int32_t, std::vector<uint32_t>> by_user;
   for (size_t i = 0; i < users.size(); ++i) by_user[users[i]].push_back(uint32_t(i));
   require(p.clients == 0 || size_t(p.clients) == by_user.size(),
@@ -259,8 +267,10 @@ nlohmann::json params_json(const PartitionParams& p, size_t clients) {
   if (s == "iid-quantity") {
     j["sizes"] = p.sizes;
     j["min_size"] = p.min_size;
-    if (p.sizes == "dirichlet") j["beta"] = p.beta;
-    else j["sigma"] = p.sigma;
+    if (p.sizes == "dirichlet")
+      j["beta"] = p.beta;
+    else
+      j["sigma"] = p.sigma;
   }
   if (s == "feature-noise") j["sigma"] = p.sigma;
   return j;
@@ -269,8 +279,14 @@ nlohmann::json params_json(const PartitionParams& p, size_t clients) {
 }  // namespace
 
 std::vector<std::string> partition_schemes() {
-  return {"iid", "iid-quantity", "shards", "labels-k", "dirichlet-clients", "dirichlet-classes",
-          "feature-noise", "natural"};
+  return {"iid",
+          "iid-quantity",
+          "shards",
+          "labels-k",
+          "dirichlet-clients",
+          "dirichlet-classes",
+          "feature-noise",
+          "natural"};
 }
 
 Manifest partition(const PartitionInput& in, const PartitionParams& p) {
@@ -282,17 +298,25 @@ Manifest partition(const PartitionInput& in, const PartitionParams& p) {
   if (p.scheme != "natural") {
     require(p.clients >= 1, fmt::format("clients must be >= 1, got {}", p.clients));
     require(size_t(p.clients) <= n, fmt::format("{} clients but only {} samples: every client "
-                                                "needs at least one", p.clients, n));
+                                                "needs at least one",
+                                                p.clients, n));
   }
   Clients clients;
   const std::string& s = p.scheme;
-  if (s == "iid" || s == "feature-noise") clients = iid(n, p);
-  else if (s == "iid-quantity") clients = iid_quantity(n, p);
-  else if (s == "shards") clients = shards(in.labels, p);
-  else if (s == "labels-k") clients = labels_k(in.labels, in.num_classes, p);
-  else if (s == "dirichlet-clients") clients = dirichlet_clients(in.labels, in.num_classes, p);
-  else if (s == "dirichlet-classes") clients = dirichlet_classes(in.labels, in.num_classes, p);
-  else clients = natural(in.users, p);
+  if (s == "iid" || s == "feature-noise")
+    clients = iid(n, p);
+  else if (s == "iid-quantity")
+    clients = iid_quantity(n, p);
+  else if (s == "shards")
+    clients = shards(in.labels, p);
+  else if (s == "labels-k")
+    clients = labels_k(in.labels, in.num_classes, p);
+  else if (s == "dirichlet-clients")
+    clients = dirichlet_clients(in.labels, in.num_classes, p);
+  else if (s == "dirichlet-classes")
+    clients = dirichlet_classes(in.labels, in.num_classes, p);
+  else
+    clients = natural(in.users, p);
   if (s == "feature-noise") require(p.sigma >= 0, "feature-noise: sigma must be >= 0");
 
   Manifest m;

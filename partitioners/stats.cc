@@ -1,10 +1,10 @@
 // Partition statistics; see stats.h.
 #include "partitioners/stats.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "core/median.h"
 
@@ -57,12 +57,15 @@ PartitionStats partition_stats(const Manifest& m) {
 }
 
 std::string format_stats(const Manifest& m, const PartitionStats& s, size_t max_rows) {
-  std::string out = fmt::format("scheme {} | {} clients | {} samples assigned | seed {} | hash {}\n\n",
-                                m.scheme, m.clients.size(), s.assigned, m.seed, m.hash);
-  out += fmt::format("{:<22} {:>10} {:>10} {:>10} {:>10}\n", "per client", "min", "median", "max", "mean");
+  std::string out =
+      fmt::format("scheme {} | {} clients | {} samples assigned | seed {} | hash {}\n\n", m.scheme,
+                  m.clients.size(), s.assigned, m.seed, m.hash);
+  out += fmt::format("{:<22} {:>10} {:>10} {:>10} {:>10}\n", "per client", "min", "median", "max",
+                     "mean");
   auto row = [&](const char* name, const Summary& x, const char* f) {
-    out += fmt::format(fmt::runtime(std::string("{:<22} ") + f + " " + f + " " + f + " " + f + "\n"),
-                       name, x.min, x.median, x.max, x.mean);
+    out +=
+        fmt::format(fmt::runtime(std::string("{:<22} ") + f + " " + f + " " + f + " " + f + "\n"),
+                    name, x.min, x.median, x.max, x.mean);
   };
   row("size", s.size, "{:>10.0f}");
   row("labels present", s.labels_present, "{:>10.1f}");

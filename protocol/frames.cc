@@ -1,12 +1,12 @@
 // Message bodies; see messages.h.
 #include "protocol/frames.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-
-#include <fmt/format.h>
 
 namespace fedpar {
 namespace {
@@ -34,7 +34,8 @@ size_t first_non_finite(std::span<const float> v) {
 
 std::vector<std::span<const uint8_t>> WireMessage::spans() const {
   std::vector<std::span<const uint8_t>> out(frames.begin(), frames.end());
-  for (const auto& v : vectors) out.emplace_back(reinterpret_cast<const uint8_t*>(v.data()), v.size_bytes());
+  for (const auto& v : vectors)
+    out.emplace_back(reinterpret_cast<const uint8_t*>(v.data()), v.size_bytes());
   return out;
 }
 
@@ -55,7 +56,8 @@ WireMessage encode_message(MessageType type, uint32_t client, uint64_t run, uint
   m.vectors.assign(vectors.begin(), vectors.end());
   m.owner = std::move(owner);
   auto all = m.spans();
-  std::vector<std::span<const uint8_t>> payload(all.begin() + 1, all.end());  // CRC'd: body + vectors
+  std::vector<std::span<const uint8_t>> payload(all.begin() + 1,
+                                                all.end());  // CRC'd: body + vectors
   const HeaderBytes hb = encode_header(make_header(type, client, run, round, payload));
   m.frames[0].assign(hb.begin(), hb.end());
   return m;
@@ -68,16 +70,15 @@ std::variant<ParsedMessage, ProtocolError> parse_message(
   if (auto* e = std::get_if<ProtocolError>(&head)) return *e;
   ParsedMessage out{std::get<Header>(head), {}, {}};
   const char* type = message_type_name(out.header.type);
-  if (frames.size() < 2)
-    return ProtocolError{fmt::format("{} without a body frame", type)};
+  if (frames.size() < 2) return ProtocolError{fmt::format("{} without a body frame", type)};
   const auto body = frames[1];
   out.body = nlohmann::json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (out.body.is_discarded() || !out.body.is_object())
     return ProtocolError{fmt::format("{} body is not a JSON object", type)};
   const size_t vectors = frames.size() - 2;
   if (!expected_floats.empty() && vectors != expected_floats.size())
-    return ProtocolError{fmt::format("{} carries {} vectors, expected {}", type, vectors,
-                                     expected_floats.size())};
+    return ProtocolError{
+        fmt::format("{} carries {} vectors, expected {}", type, vectors, expected_floats.size())};
   for (size_t i = 0; i < vectors; ++i) {
     const auto f = frames[2 + i];
     if (f.size() % sizeof(float) != 0)
@@ -96,8 +97,8 @@ std::variant<ParsedMessage, ProtocolError> parse_message(
       v = copy;
     }
     if (const size_t j = require_finite ? first_non_finite(v) : n; j < n)
-      return ProtocolError{fmt::format("{} vector {} holds a non-finite value ({}) at index {}",
-                                       type, i, v[j], j)};
+      return ProtocolError{
+          fmt::format("{} vector {} holds a non-finite value ({}) at index {}", type, i, v[j], j)};
     out.vectors.push_back(v);
   }
   return out;
@@ -108,19 +109,24 @@ std::variant<T, ProtocolError> field(const nlohmann::json& body, const char* nam
   auto it = body.find(name);
   if (it == body.end()) return ProtocolError{fmt::format("missing field '{}'", name)};
   bool ok = false;
-  if constexpr (std::is_same_v<T, std::string>) ok = it->is_string();
-  else if constexpr (std::is_same_v<T, bool>) ok = it->is_boolean();
-  else if constexpr (std::is_floating_point_v<T>) ok = it->is_number();
+  if constexpr (std::is_same_v<T, std::string>)
+    ok = it->is_string();
+  else if constexpr (std::is_same_v<T, bool>)
+    ok = it->is_boolean();
+  else if constexpr (std::is_floating_point_v<T>)
+    ok = it->is_number();
   else if constexpr (std::is_same_v<T, uint32_t>)
     ok = it->is_number_unsigned() && it->template get<uint64_t>() <= UINT32_MAX;
   else if constexpr (std::is_same_v<T, std::vector<uint32_t>>) {
     ok = it->is_array();
     for (const auto& e : *it)
       ok = ok && e.is_number_unsigned() && e.template get<uint64_t>() <= UINT32_MAX;
-  }
-  else if constexpr (std::is_unsigned_v<T>) ok = it->is_number_unsigned();
-  else if constexpr (std::is_integral_v<T>) ok = it->is_number_integer();
-  else ok = true;
+  } else if constexpr (std::is_unsigned_v<T>)
+    ok = it->is_number_unsigned();
+  else if constexpr (std::is_integral_v<T>)
+    ok = it->is_number_integer();
+  else
+    ok = true;
   if (!ok) return ProtocolError{fmt::format("field '{}' has the wrong type", name)};
   try {
     return it->get<T>();
@@ -129,7 +135,8 @@ std::variant<T, ProtocolError> field(const nlohmann::json& body, const char* nam
   }
 }
 
-template std::variant<std::string, ProtocolError> field<std::string>(const nlohmann::json&, const char*);
+template std::variant<std::string, ProtocolError> field<std::string>(const nlohmann::json&,
+                                                                     const char*);
 template std::variant<bool, ProtocolError> field<bool>(const nlohmann::json&, const char*);
 template std::variant<double, ProtocolError> field<double>(const nlohmann::json&, const char*);
 template std::variant<uint64_t, ProtocolError> field<uint64_t>(const nlohmann::json&, const char*);

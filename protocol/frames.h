@@ -7,12 +7,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "protocol/header.h"
 
@@ -22,9 +21,9 @@ namespace fedpar {
 // are views of the caller's memory, not copies: the sender hands them to ZeroMQ without copying
 // when `owner` keeps that memory alive until ZeroMQ is done with it (else it copies them once).
 struct WireMessage {
-  std::vector<std::vector<uint8_t>> frames;    // header, body
+  std::vector<std::vector<uint8_t>> frames;     // header, body
   std::vector<std::span<const float>> vectors;  // frames 2..
-  std::shared_ptr<const void> owner;           // holds what `vectors` view, or null
+  std::shared_ptr<const void> owner;            // holds what `vectors` view, or null
 
   // Every frame in wire order, and its copy (for tests that corrupt frames).
   std::vector<std::span<const uint8_t>> spans() const;
@@ -39,9 +38,9 @@ WireMessage encode_message(MessageType type, uint32_t client, uint64_t run, uint
 // A received message whose header, body and vector frames passed the checks.
 struct ParsedMessage {
   Header header;
-  nlohmann::json body;                        // always an object
+  nlohmann::json body;                          // always an object
   std::vector<std::span<const float>> vectors;  // views into the frames, or into `copies`
-  std::vector<std::vector<float>> copies;        // for frames not aligned for float access
+  std::vector<std::vector<float>> copies;       // for frames not aligned for float access
 };
 
 // `expected_floats[i]` is the length vector i must have (the receiver knows the model size);

@@ -1,9 +1,9 @@
 // Wire protocol header encode / decode and validation; see protocol.h.
 #include "protocol/header.h"
 
-#include <cstring>
-
 #include <fmt/format.h>
+
+#include <cstring>
 
 #include "core/crc32c.h"
 
@@ -28,20 +28,31 @@ bool known_type(uint16_t t) { return t >= 1 && t <= 7; }
 
 const char* message_type_name(MessageType t) {
   switch (t) {
-    case MessageType::kHello: return "HELLO";
-    case MessageType::kWelcome: return "WELCOME";
-    case MessageType::kTask: return "TASK";
-    case MessageType::kUpdate: return "UPDATE";
-    case MessageType::kStop: return "STOP";
-    case MessageType::kError: return "ERROR";
-    case MessageType::kRing: return "RING";
+    case MessageType::kHello:
+      return "HELLO";
+    case MessageType::kWelcome:
+      return "WELCOME";
+    case MessageType::kTask:
+      return "TASK";
+    case MessageType::kUpdate:
+      return "UPDATE";
+    case MessageType::kStop:
+      return "STOP";
+    case MessageType::kError:
+      return "ERROR";
+    case MessageType::kRing:
+      return "RING";
   }
   return "unknown";
 }
 
 Header make_header(MessageType type, uint32_t client, uint64_t run, uint64_t round,
                    std::span<const std::span<const uint8_t>> payload, Codec codec) {
-  Header h{.type = type, .client = client, .run = run, .round = round, .codec = codec,
+  Header h{.type = type,
+           .client = client,
+           .run = run,
+           .round = round,
+           .codec = codec,
            .payload_frames = uint16_t(payload.size())};
   for (const auto& f : payload) {
     h.payload_bytes += f.size();
@@ -80,16 +91,18 @@ std::variant<Header, ProtocolError> decode_message(
     return fail(fmt::format("bad magic 0x{:08x}, expected 0x{:08x} (\"FDPR\"): not a fedpar peer",
                             get<uint32_t>(b), kProtocolMagic));
   if (const auto v = get<uint16_t>(b + 4); v != kProtocolVersion)
-    return fail(fmt::format("protocol version {} is not supported, expected {}", v,
-                            kProtocolVersion));
+    return fail(
+        fmt::format("protocol version {} is not supported, expected {}", v, kProtocolVersion));
   if (const auto len = get<uint16_t>(b + 6); len != kHeaderBytes || head.size() != kHeaderBytes)
     return fail(fmt::format("header length field {} with a {}-byte frame, expected {}", len,
                             head.size(), kHeaderBytes));
   Header h;
   const uint16_t type = get<uint16_t>(b + 8);
   if (!known_type(type))
-    return fail(fmt::format("unknown message type {}, expected 1..7 (HELLO, WELCOME, TASK, UPDATE, "
-                            "STOP, ERROR, RING)", type));
+    return fail(
+        fmt::format("unknown message type {}, expected 1..7 (HELLO, WELCOME, TASK, UPDATE, "
+                    "STOP, ERROR, RING)",
+                    type));
   h.type = MessageType(type);
   h.flags = get<uint16_t>(b + 10);
   if (h.flags != 0) return fail(fmt::format("flags 0x{:04x} are not defined, expected 0", h.flags));

@@ -18,8 +18,8 @@
 //       46     2  number of payload frames
 #pragma once
 
-#include <cstdint>
 #include <array>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <variant>
@@ -28,7 +28,7 @@
 namespace fedpar {
 
 constexpr uint32_t kProtocolMagic = 0x52504446u;  // bytes 'F' 'D' 'P' 'R'
-constexpr uint16_t kProtocolVersion = 2;  // 2: typed message bodies (messages.h)
+constexpr uint16_t kProtocolVersion = 2;          // 2: typed message bodies (messages.h)
 constexpr size_t kHeaderBytes = 48;
 constexpr uint16_t kMaxPayloadFrames = 64;
 
@@ -73,6 +73,7 @@ struct ProtocolError {
 // Parses frame 0 and checks it against the payload frames that came with it: magic, version
 // (an unknown one is named next to the expected one), header length, type, codec, frame count,
 // payload length against the real frame sizes, and the CRC. Never throws, never reads past a frame.
-std::variant<Header, ProtocolError> decode_message(std::span<const std::span<const uint8_t>> frames);
+std::variant<Header, ProtocolError> decode_message(
+    std::span<const std::span<const uint8_t>> frames);
 
 }  // namespace fedpar

@@ -1,20 +1,21 @@
 // Typed messages: one encode and one decode each; see messages.h.
 #include "protocol/messages.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <cmath>
 #include <utility>
 
-#include <fmt/format.h>
-
 namespace fedpar {
 namespace {
 
-constexpr std::array<std::pair<TaskKind, const char*>, 5> kKinds = {{{TaskKind::kGradient, "gradient"},
-                                                                    {TaskKind::kLocalTrain, "local"},
-                                                                    {TaskKind::kForward, "forward"},
-                                                                    {TaskKind::kBackward, "backward"},
-                                                                    {TaskKind::kAllReduce, "allreduce"}}};
+constexpr std::array<std::pair<TaskKind, const char*>, 5> kKinds = {
+    {{TaskKind::kGradient, "gradient"},
+     {TaskKind::kLocalTrain, "local"},
+     {TaskKind::kForward, "forward"},
+     {TaskKind::kBackward, "backward"},
+     {TaskKind::kAllReduce, "allreduce"}}};
 
 std::optional<TaskKind> kind_named(const std::string& name) {
   for (const auto& [k, n] : kKinds)
@@ -32,8 +33,10 @@ class Reader {
   void get(const char* name, T& into) {
     if (error_) return;
     auto v = field<T>(body_, name);
-    if (auto* e = std::get_if<ProtocolError>(&v)) error_ = *e;
-    else into = std::move(std::get<T>(v));
+    if (auto* e = std::get_if<ProtocolError>(&v))
+      error_ = *e;
+    else
+      into = std::move(std::get<T>(v));
   }
   template <typename T>
   void get_optional(const char* name, T& into) {
@@ -43,9 +46,13 @@ class Reader {
     std::string s;
     get(name, s);
     if (error_) return;
-    if (auto k = kind_named(s)) into = *k;
-    else fail(fmt::format("field '{}' names no task kind ('{}'; expected gradient, local, forward, backward or allreduce)",
-                          name, s));
+    if (auto k = kind_named(s))
+      into = *k;
+    else
+      fail(
+          fmt::format("field '{}' names no task kind ('{}'; expected gradient, local, forward, "
+                      "backward or allreduce)",
+                      name, s));
   }
   void require(bool ok, const std::string& why) {
     if (!error_ && !ok) fail(why);
@@ -66,7 +73,8 @@ class Reader {
 // The header's type must be `t`; names what came instead.
 std::optional<ProtocolError> wrong_type(const ParsedMessage& p, MessageType t) {
   if (p.header.type == t) return std::nullopt;
-  return ProtocolError{fmt::format("expected {}, got {}", message_type_name(t), message_type_name(p.header.type))};
+  return ProtocolError{
+      fmt::format("expected {}, got {}", message_type_name(t), message_type_name(p.header.type))};
 }
 
 }  // namespace
@@ -83,8 +91,11 @@ WireMessage encode(const HelloMsg& m) {
 
 WireMessage encode(const WelcomeMsg& m, const Envelope& e) {
   return encode_message(MessageType::kWelcome, e.client, e.run, e.round,
-                        {{"config", m.config_toml}, {"clients", m.clients}, {"shards", m.shards},
-                         {"num_params", m.num_params}, {"dataset_hash", m.dataset_hash}});
+                        {{"config", m.config_toml},
+                         {"clients", m.clients},
+                         {"shards", m.shards},
+                         {"num_params", m.num_params},
+                         {"dataset_hash", m.dataset_hash}});
 }
 
 WireMessage encode(const RingEndpointMsg& m, const Envelope& e) {
@@ -97,21 +108,28 @@ WireMessage encode(const RingAssignmentMsg& m, const Envelope& e) {
 }
 
 WireMessage encode(const TaskMsg& m, const Envelope& e, std::shared_ptr<const void> owner) {
-  nlohmann::json body = {{"kind", task_kind_name(m.kind)}, {"clients", m.clients}, {"batch", m.batch}};
+  nlohmann::json body = {
+      {"kind", task_kind_name(m.kind)}, {"clients", m.clients}, {"batch", m.batch}};
   switch (m.kind) {
     case TaskKind::kGradient:
     case TaskKind::kLocalTrain:
-      body.update({{"steps", m.steps}, {"epochs", m.epochs}, {"lr", m.lr}, {"momentum", m.momentum},
+      body.update({{"steps", m.steps},
+                   {"epochs", m.epochs},
+                   {"lr", m.lr},
+                   {"momentum", m.momentum},
                    {"drift", m.drift}});
       if (m.draw) body["draw"] = *m.draw;
       break;
     case TaskKind::kAllReduce:
-      body.update({{"total_weight", m.total_weight}, {"hash", m.hash}, {"send_params", m.send_params}});
+      body.update(
+          {{"total_weight", m.total_weight}, {"hash", m.hash}, {"send_params", m.send_params}});
       break;
     case TaskKind::kForward:
-    case TaskKind::kBackward: break;
+    case TaskKind::kBackward:
+      break;
   }
-  return encode_message(MessageType::kTask, e.client, e.run, e.round, body, m.vectors, std::move(owner));
+  return encode_message(MessageType::kTask, e.client, e.run, e.round, body, m.vectors,
+                        std::move(owner));
 }
 
 WireMessage encode(const UpdateMsg& m, const Envelope& e, std::shared_ptr<const void> owner) {
@@ -123,16 +141,21 @@ WireMessage encode(const UpdateMsg& m, const Envelope& e, std::shared_ptr<const 
                          {"parameter_bytes", m.parameter_bytes},
                          {"activation_bytes", m.activation_bytes}};
   if (m.kind == TaskKind::kAllReduce)
-    body.update({{"allreduce_seconds", m.allreduce_seconds}, {"ring_bytes_sent", m.ring_bytes_sent},
-                 {"ring_bytes_received", m.ring_bytes_received}, {"hash", m.hash}});
-  return encode_message(MessageType::kUpdate, e.client, e.run, e.round, body, m.vectors, std::move(owner));
+    body.update({{"allreduce_seconds", m.allreduce_seconds},
+                 {"ring_bytes_sent", m.ring_bytes_sent},
+                 {"ring_bytes_received", m.ring_bytes_received},
+                 {"hash", m.hash}});
+  return encode_message(MessageType::kUpdate, e.client, e.run, e.round, body, m.vectors,
+                        std::move(owner));
 }
 
 WireMessage encode(const ErrorMsg& m, const Envelope& e) {
   return encode_message(MessageType::kError, e.client, e.run, e.round, {{"reason", m.reason}});
 }
 
-WireMessage encode_stop(const Envelope& e) { return encode_message(MessageType::kStop, e.client, e.run, e.round, {}); }
+WireMessage encode_stop(const Envelope& e) {
+  return encode_message(MessageType::kStop, e.client, e.run, e.round, {});
+}
 
 Decoded<HelloMsg> decode_hello(const ParsedMessage& p) {
   if (auto e = wrong_type(p, MessageType::kHello)) return *e;
@@ -182,7 +205,8 @@ Decoded<RingAssignmentMsg> decode_ring_assignment(const ParsedMessage& p) {
   r.get("rank", m.rank);
   r.get("size", m.size);
   r.get("next", m.next);
-  r.require(m.size >= 1 && m.rank >= 0 && m.rank < m.size, fmt::format("rank {} of a ring of {}", m.rank, m.size));
+  r.require(m.size >= 1 && m.rank >= 0 && m.rank < m.size,
+            fmt::format("rank {} of a ring of {}", m.rank, m.size));
   return r.result(std::move(m));
 }
 
@@ -208,9 +232,12 @@ Decoded<TaskMsg> decode_task(const ParsedMessage& p) {
       r.require(p.vectors.size() == 1, "a training task carries the model");
       break;
     }
-    case TaskKind::kForward: r.require(p.vectors.size() == 1, "a forward task carries the model"); break;
+    case TaskKind::kForward:
+      r.require(p.vectors.size() == 1, "a forward task carries the model");
+      break;
     case TaskKind::kBackward:
-      r.require(p.vectors.size() == m.clients.size(), "a backward task carries one dlogits vector per client");
+      r.require(p.vectors.size() == m.clients.size(),
+                "a backward task carries one dlogits vector per client");
       break;
     case TaskKind::kAllReduce:
       r.get("total_weight", m.total_weight);
@@ -241,7 +268,8 @@ Decoded<UpdateMsg> decode_update(const ParsedMessage& p) {
     r.get("ring_bytes_received", m.ring_bytes_received);
     r.get("hash", m.hash);
   }
-  r.require(std::isfinite(m.loss_sum) && m.compute_seconds >= 0, "loss_sum must be finite, compute_seconds >= 0");
+  r.require(std::isfinite(m.loss_sum) && m.compute_seconds >= 0,
+            "loss_sum must be finite, compute_seconds >= 0");
   m.vectors = p.vectors;
   return r.result(std::move(m));
 }

@@ -21,11 +21,11 @@ namespace fedpar {
 
 // What a TASK asks of a client process, and so what its UPDATEs answer.
 enum class TaskKind : uint16_t {
-  kGradient = 1,   // one gradient per listed client (parameter server, async)
-  kLocalTrain = 2, // K local steps / E epochs -> model delta (model averaging)
-  kForward = 3,    // master topology: logits of each client's slice of the batch
-  kBackward = 4,   // master topology: parameter gradients from the dlogits sent
-  kAllReduce = 5,  // allreduce topology: one ring step, then a report
+  kGradient = 1,    // one gradient per listed client (parameter server, async)
+  kLocalTrain = 2,  // K local steps / E epochs -> model delta (model averaging)
+  kForward = 3,     // master topology: logits of each client's slice of the batch
+  kBackward = 4,    // master topology: parameter gradients from the dlogits sent
+  kAllReduce = 5,   // allreduce topology: one ring step, then a report
 };
 const char* task_kind_name(TaskKind k);  // "gradient", "local", "forward", "backward", "allreduce"
 

@@ -1,11 +1,11 @@
 // The `allreduce` topology's server side as a plan: rendezvous, then per round a small TASK to each
 // rank, one report back, replica hash checks, and the model from rank 0 when it is to be evaluated
 // or saved. The gradients never pass through the server. See plan.h and docs/topologies.md.
-#include <algorithm>
-#include <numeric>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+#include <numeric>
 
 #include "core/check.h"
 #include "core/hash.h"
@@ -38,14 +38,18 @@ class AllReducePlan final : public Plan {
     const auto deadline = deadline_after(s_.wait_seconds);
     while (endpoints.size() < engine.order.size()) {
       auto in = engine.receive(deadline);
-      if (!in) throw Error(fmt::format("only {} of {} workers sent their ring endpoint within {} s",
-                                       endpoints.size(), engine.order.size(), s_.wait_seconds));
+      if (!in)
+        throw Error(fmt::format("only {} of {} workers sent their ring endpoint within {} s",
+                                endpoints.size(), engine.order.size(), s_.wait_seconds));
       auto ring = decode_ring_endpoint(in->parsed);
       const std::string endpoint =
-          ring.index() == 0 ? reachable_endpoint(std::get<RingEndpointMsg>(ring).endpoint, in->msg) : "";
+          ring.index() == 0 ? reachable_endpoint(std::get<RingEndpointMsg>(ring).endpoint, in->msg)
+                            : "";
       if (engine.process_index(in->msg.peer) < 0 || endpoint.empty()) {
-        engine.reject(in->msg, ring.index() == 0 ? "a ring endpoint on every interface needs a tcp connection to the server"
-                                                 : "expected RING with the worker's endpoint");
+        engine.reject(
+            in->msg, ring.index() == 0
+                         ? "a ring endpoint on every interface needs a tcp connection to the server"
+                         : "expected RING with the worker's endpoint");
         continue;
       }
       endpoints[in->msg.peer] = endpoint;
@@ -54,7 +58,8 @@ class AllReducePlan final : public Plan {
     std::vector<std::string> ring;
     for (int64_t rank = 0; rank < n; ++rank) {
       const std::string& next = endpoints[engine.order[size_t((rank + 1) % n)]];
-      engine.send(engine.order[size_t(rank)], encode(RingAssignmentMsg{rank, n, next}, engine.envelope()));
+      engine.send(engine.order[size_t(rank)],
+                  encode(RingAssignmentMsg{rank, n, next}, engine.envelope()));
       ring.push_back(endpoints[engine.order[size_t(rank)]]);
     }
     engine.log(fmt::format("ring of {} workers formed: {}", n, fmt::join(ring, " -> ")));
@@ -70,9 +75,10 @@ class AllReducePlan final : public Plan {
     send_tasks(engine, check, need_params);
     const Collected c = engine.collect(report_spec(engine, check, need_params));
     if (!c.missing.empty())
-      throw Error(fmt::format("round {}: no report from worker(s) {} within {} s{} (did it die? the ring cannot go on "
-                              "without it)", r + 1, fmt::join(c.missing, ", "), c.waited,
-                              c.got.empty() ? "" : " of the others'"));
+      throw Error(fmt::format(
+          "round {}: no report from worker(s) {} within {} s{} (did it die? the ring cannot go on "
+          "without it)",
+          r + 1, fmt::join(c.missing, ", "), c.waited, c.got.empty() ? "" : " of the others'"));
     if (need_params) {
       const auto v = c.got.at(0).update.vectors[0];
       std::copy(v.begin(), v.end(), run_.params.begin());
@@ -88,16 +94,21 @@ class AllReducePlan final : public Plan {
     double t = 0;
     for (const auto& c : run_.manifest.clients) {
       const auto n = uint64_t(c.indices.size());
-      t += raw_weight(s_.weighting, s_.sgd_batch > 0 ? std::min<uint64_t>(n, uint64_t(s_.sgd_batch)) : n);
+      t += raw_weight(s_.weighting,
+                      s_.sgd_batch > 0 ? std::min<uint64_t>(n, uint64_t(s_.sgd_batch)) : n);
     }
     return t;
   }
 
   // The starting model goes out once, with the first TASK; later TASKs carry no vector.
   void send_tasks(Engine& engine, bool check, bool need_params) {
-    const auto start = engine.round == 0 ? std::make_shared<const std::vector<float>>(run_.params) : nullptr;
+    const auto start =
+        engine.round == 0 ? std::make_shared<const std::vector<float>>(run_.params) : nullptr;
     for (size_t rank = 0; rank < engine.order.size(); ++rank) {
-      TaskMsg task{.kind = TaskKind::kAllReduce, .batch = s_.sgd_batch, .total_weight = weight_, .hash = check,
+      TaskMsg task{.kind = TaskKind::kAllReduce,
+                   .batch = s_.sgd_batch,
+                   .total_weight = weight_,
+                   .hash = check,
                    .send_params = need_params && rank == 0};
       if (start) task.vectors = {*start};
       engine.send(engine.order[rank], encode(task, engine.envelope(), start));
@@ -108,7 +119,9 @@ class AllReducePlan final : public Plan {
   // others have at most the ring's deadline: a rank that died after its part of the ring is found
   // that fast too.
   CollectSpec report_spec(const Engine& engine, bool check, bool need_params) const {
-    CollectSpec spec{.kind = TaskKind::kAllReduce, .key = CollectSpec::Key::kRank, .seconds = s_.wait_seconds,
+    CollectSpec spec{.kind = TaskKind::kAllReduce,
+                     .key = CollectSpec::Key::kRank,
+                     .seconds = s_.wait_seconds,
                      .errors_are_fatal = true};
     spec.expected.resize(engine.order.size());
     std::iota(spec.expected.begin(), spec.expected.end(), 0u);
@@ -118,7 +131,8 @@ class AllReducePlan final : public Plan {
       const size_t want = need_params && r.key == 0 ? 1 : 0;
       if (check && r.update.hash.empty()) return "report without the replica hash asked for";
       if (r.update.vectors.size() != want || (want && r.update.vectors[0].size() != params))
-        return fmt::format("report with {} vector(s), expected {} of {} values", r.update.vectors.size(), want, params);
+        return fmt::format("report with {} vector(s), expected {} of {} values",
+                           r.update.vectors.size(), want, params);
       return "";
     };
     return spec;
@@ -128,13 +142,15 @@ class AllReducePlan final : public Plan {
   void check_replicas(const Collected& c, bool need_params, int r) const {
     std::map<std::string, std::vector<uint32_t>> by_hash;
     for (const auto& [rank, reply] : c.got) by_hash[reply.update.hash].push_back(rank);
-    if (need_params) by_hash[hash_hex(hash_bytes(run_.params.data(), run_.params.size() * sizeof(float)))];
+    if (need_params)
+      by_hash[hash_hex(hash_bytes(run_.params.data(), run_.params.size() * sizeof(float)))];
     if (by_hash.size() <= 1) return;
     std::vector<std::string> parts;
     for (const auto& [h, ranks] : by_hash)
       parts.push_back(ranks.empty() ? fmt::format("{} (the model rank 0 sent)", h)
                                     : fmt::format("{} (worker(s) {})", h, fmt::join(ranks, ", ")));
-    throw Error(fmt::format("round {}: the replicas drifted apart: {}", r + 1, fmt::join(parts, "; ")));
+    throw Error(
+        fmt::format("round {}: the replicas drifted apart: {}", r + 1, fmt::join(parts, "; ")));
   }
 
   void record(RoundRecord& rec, const Collected& c, bool check, double seconds) const {
@@ -144,8 +160,9 @@ class AllReducePlan final : public Plan {
       const UpdateMsg& u = reply.update;
       loss_sum += u.loss_sum;
       samples += double(u.num_samples);
-      workers.push_back({rank, u.compute_seconds, u.allreduce_seconds, u.ring_bytes_sent, u.ring_bytes_received,
-                         u.parameter_bytes, u.activation_bytes, reply.in.msg.bytes()});
+      workers.push_back({rank, u.compute_seconds, u.allreduce_seconds, u.ring_bytes_sent,
+                         u.ring_bytes_received, u.parameter_bytes, u.activation_bytes,
+                         reply.in.msg.bytes()});
     }
     rec.participants = rec.received = run_.manifest.clients.size();
     rec.train_loss = samples > 0 ? loss_sum / samples : 0.0;
@@ -162,6 +179,8 @@ class AllReducePlan final : public Plan {
 
 }  // namespace
 
-std::unique_ptr<Plan> make_allreduce_plan(RunContext& run) { return std::make_unique<AllReducePlan>(run); }
+std::unique_ptr<Plan> make_allreduce_plan(RunContext& run) {
+  return std::make_unique<AllReducePlan>(run);
+}
 
 }  // namespace fedpar

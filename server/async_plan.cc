@@ -1,13 +1,13 @@
 // The `async` regime as a plan: a parameter server without a barrier. Every virtual client always
-// holds a task; each gradient is applied the moment it arrives, and its sender gets the newest model
-// back. An update carries the model version it was computed on (the TASK's header round); its
+// holds a task; each gradient is applied the moment it arrives, and its sender gets the newest
+// model back. An update carries the model version it was computed on (the TASK's header round); its
 // staleness is the number of updates applied since. updates.jsonl logs every arrival in order
 // (client, version, batch draw, staleness, whether applied, the learning rate used): `fedpar
 // replay` recomputes the run from it bit for bit. A "round" here is num_clients applied updates.
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "core/check.h"
 #include "server/plan.h"
@@ -19,7 +19,10 @@ namespace {
 class AsyncPlan final : public Plan {
  public:
   explicit AsyncPlan(RunContext& run)
-      : run_(run), s_(run.s), log_(run.out.path() / "updates.jsonl"), sgd_(make_async_sgd({.momentum = s_.sgd_momentum})),
+      : run_(run),
+        s_(run.s),
+        log_(run.out.path() / "updates.jsonl"),
+        sgd_(make_async_sgd({.momentum = s_.sgd_momentum})),
         current_(std::make_shared<const std::vector<float>>(run.params)) {}
 
   const char* topology() const override { return "async"; }
@@ -35,8 +38,8 @@ class AsyncPlan final : public Plan {
     while (t.applied < engine.num_clients) {
       Collected c = engine.collect(one_update(engine));
       if (c.got.empty())
-        throw Error(fmt::format("async: no update within {} s (clients {} hold tasks)", s_.wait_seconds,
-                                fmt::join(holders(), ", ")));
+        throw Error(fmt::format("async: no update within {} s (clients {} hold tasks)",
+                                s_.wait_seconds, fmt::join(holders(), ", ")));
       apply(engine, c.got.begin()->second, t);
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -53,7 +56,8 @@ class AsyncPlan final : public Plan {
     rec.samples_processed = t.processed;
     rec.wait_seconds = seconds;
     rec.elapsed_seconds = busy_seconds_;
-    return fmt::format("{} updates (staleness mean {:.2f}, max {}, {} rejected)", t.applied, tau_mean, tau_max, t.rejected);
+    return fmt::format("{} updates (staleness mean {:.2f}, max {}, {} rejected)", t.applied,
+                       tau_mean, tau_max, t.rejected);
   }
 
  private:
@@ -69,8 +73,15 @@ class AsyncPlan final : public Plan {
   // Client c's next task: a gradient of batch draw `draws_[c]` on the current model.
   void dispatch(Engine& engine, uint32_t c) {
     const uint64_t draw = draws_[c]++;
-    TaskMsg task{.kind = TaskKind::kGradient, .clients = {c}, .batch = s_.sgd_batch, .steps = 1, .epochs = 0,
-                 .lr = s_.sgd_lr, .momentum = 0.0, .drift = false, .draw = draw};
+    TaskMsg task{.kind = TaskKind::kGradient,
+                 .clients = {c},
+                 .batch = s_.sgd_batch,
+                 .steps = 1,
+                 .epochs = 0,
+                 .lr = s_.sgd_lr,
+                 .momentum = 0.0,
+                 .drift = false,
+                 .draw = draw};
     task.vectors = {*current_};
     engine.send(engine.owner[c], encode(task, {0, engine.run_id, version_}, current_));
     outstanding_[c] = {version_, draw};
@@ -78,14 +89,18 @@ class AsyncPlan final : public Plan {
 
   // The next update from any client that holds a task, computed on the version it was given.
   CollectSpec one_update(const Engine& engine) const {
-    CollectSpec spec{.kind = TaskKind::kGradient, .want = 1, .seconds = s_.wait_seconds, .check_round = false,
+    CollectSpec spec{.kind = TaskKind::kGradient,
+                     .want = 1,
+                     .seconds = s_.wait_seconds,
+                     .check_round = false,
                      .floats = {run_.params.size()}};
     spec.expected.resize(engine.num_clients);
     std::iota(spec.expected.begin(), spec.expected.end(), 0u);
     spec.accept = [this](const Reply& r) -> std::string {
       const auto it = outstanding_.find(r.key);
       if (it != outstanding_.end() && it->second.version == r.in.parsed.header.round) return "";
-      return fmt::format("client {} holds no task on model version {}", r.key, r.in.parsed.header.round);
+      return fmt::format("client {} holds no task on model version {}", r.key,
+                         r.in.parsed.header.round);
     };
     return spec;
   }
@@ -108,10 +123,17 @@ class AsyncPlan final : public Plan {
       t.samples += double(r.update.num_samples);
     } else {
       ++t.rejected;
-      engine.log(fmt::format("rejected client {}'s update: staleness {} > bound {}", c, tau, s_.staleness_bound));
+      engine.log(fmt::format("rejected client {}'s update: staleness {} > bound {}", c, tau,
+                             s_.staleness_bound));
     }
-    log_.write({{"seq", seq_++}, {"client", c}, {"computed_on", o.version}, {"draw", o.draw}, {"staleness", tau},
-                {"applied", accept}, {"lr", lr}, {"version_after", version_},
+    log_.write({{"seq", seq_++},
+                {"client", c},
+                {"computed_on", o.version},
+                {"draw", o.draw},
+                {"staleness", tau},
+                {"applied", accept},
+                {"lr", lr},
+                {"version_after", version_},
                 {"compute_seconds", r.update.compute_seconds},
                 {"seconds", std::chrono::duration<double>(Clock::now() - t_start_).count()}});
     dispatch(engine, c);

@@ -1,29 +1,32 @@
 // replay_async_run; see async_replay.h.
 #include "server/async_replay.h"
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <map>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/local_update.h"
 #include "core/check.h"
 #include "core/hash.h"
-#include "server/strategy.h"
+#include "core/local_update.h"
 #include "core/run_records.h"
 #include "core/run_spec.h"
 #include "server/run_context.h"
+#include "server/strategy.h"
 
 namespace fedpar {
 
 ReplayResult replay_async_run(const std::filesystem::path& results) {
   for (const char* f : {"config.resolved.toml", "updates.jsonl", "summary.json"})
     if (!std::filesystem::exists(results / f))
-      throw Error(fmt::format("{} has no {}: replay needs a finished run of regime \"async\"", results.string(), f));
+      throw Error(fmt::format("{} has no {}: replay needs a finished run of regime \"async\"",
+                              results.string(), f));
   std::ifstream config(results / "config.resolved.toml");
-  const RunSpec s = run_spec_from_toml(std::string(std::istreambuf_iterator<char>(config), {}), "config.resolved.toml");
-  if (s.regime != Regime::kAsync) throw Error(fmt::format("{} is not an async run", results.string()));
+  const RunSpec s = run_spec_from_toml(std::string(std::istreambuf_iterator<char>(config), {}),
+                                       "config.resolved.toml");
+  if (s.regime != Regime::kAsync)
+    throw Error(fmt::format("{} is not an async run", results.string()));
   std::vector<nlohmann::json> log;
   {
     std::ifstream in(results / "updates.jsonl");
@@ -56,16 +59,18 @@ ReplayResult replay_async_run(const std::filesystem::path& results) {
     const uint32_t c = e.at("client").get<uint32_t>();
     const uint64_t v = e.at("computed_on").get<uint64_t>();
     if (c >= manifest.clients.size() || !versions.count(v))
-      throw Error(fmt::format("updates.jsonl line {}: client {} on version {} does not follow from the lines before",
-                              i + 1, c, v));
+      throw Error(fmt::format(
+          "updates.jsonl line {}: client {} on version {} does not follow from the lines before",
+          i + 1, c, v));
     Task task = base;
     task.round = e.at("draw").get<uint64_t>();
-    const LocalResult r = compute_update(model, data.train, manifest.clients[c].indices, versions[v], task, s.seed, c, &buffer);
+    const LocalResult r = compute_update(model, data.train, manifest.clients[c].indices,
+                                         versions[v], task, s.seed, c, &buffer);
     sgd->apply(r.values, e.at("lr").get<float>(), params);
     ++version, ++out.applied;
     if (e.at("version_after").get<uint64_t>() != version)
-      throw Error(fmt::format("updates.jsonl line {}: version {} after it, the replay is at {}", i + 1,
-                              e.at("version_after").get<uint64_t>(), version));
+      throw Error(fmt::format("updates.jsonl line {}: version {} after it, the replay is at {}",
+                              i + 1, e.at("version_after").get<uint64_t>(), version));
     if (last_use[v] == i) versions.erase(v);
     if (last_use.count(version)) versions[version] = params;
   }

@@ -38,7 +38,8 @@ UpdateDiagnostics diagnose_updates(std::span<const ClientUpdate> updates) {
 }
 
 Distance distance(std::span<const float> w, std::span<const float> a) {
-  FEDPAR_CHECK(w.size() == a.size()) << "distance between vectors of " << w.size() << " and " << a.size();
+  FEDPAR_CHECK(w.size() == a.size())
+      << "distance between vectors of " << w.size() << " and " << a.size();
   Distance d;
   double num = 0, den = 0;
   for (size_t i = 0; i < w.size(); ++i) {
@@ -51,7 +52,8 @@ Distance distance(std::span<const float> w, std::span<const float> a) {
   return d;
 }
 
-double update_drift(std::span<const ClientUpdate> deltas, std::span<const ClientUpdate> linear, Weighting w) {
+double update_drift(std::span<const ClientUpdate> deltas, std::span<const ClientUpdate> linear,
+                    Weighting w) {
   return distance(weighted_average(deltas, w), weighted_average(linear, w)).relative;
 }
 

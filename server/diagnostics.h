@@ -31,6 +31,7 @@ Distance distance(std::span<const float> w, std::span<const float> a);
 // A model-averaging round's drift: the distance between the weighted average of the client deltas
 // and that of their linear updates (K steps of the gradient at the sent model, LocalResult::linear)
 // relative to the latter; both averaged as the strategy averages. Exactly 0 at K = 1.
-double update_drift(std::span<const ClientUpdate> deltas, std::span<const ClientUpdate> linear, Weighting w);
+double update_drift(std::span<const ClientUpdate> deltas, std::span<const ClientUpdate> linear,
+                    Weighting w);
 
 }  // namespace fedpar

@@ -1,9 +1,9 @@
 // Engine; see engine.h.
 #include "server/engine.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/check.h"
 
@@ -48,24 +48,28 @@ void Engine::stop_all() {
   for (const auto& [id, p] : peers) send(id, encode_stop(envelope()));
 }
 
-void Engine::welcome_clients(const Manifest& manifest, size_t num_params, const std::string& config_toml) {
+void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
+                             const std::string& config_toml) {
   num_clients = manifest.clients.size();
   log(fmt::format("listening on {}; waiting for {} client process(es)", endpoint(), s_.processes));
   const auto deadline = deadline_after(s_.wait_seconds);
   while (int(peers.size()) < s_.processes) {
     auto in = receive(deadline);
     if (!in)
-      throw Error(fmt::format("only {} of {} client processes said HELLO within {} s (start them "
-                              "with: fedpar client --server {})",
-                              peers.size(), s_.processes, s_.wait_seconds, endpoint()));
+      throw Error(
+          fmt::format("only {} of {} client processes said HELLO within {} s (start them "
+                      "with: fedpar client --server {})",
+                      peers.size(), s_.processes, s_.wait_seconds, endpoint()));
     auto hello = decode_hello(in->parsed);
     if (auto* e = std::get_if<ProtocolError>(&hello)) {
       reject(in->msg, in->parsed.header.type == MessageType::kHello
-                          ? e->reason : "expected HELLO before the run starts, got " +
-                                            std::string(message_type_name(in->parsed.header.type)));
+                          ? e->reason
+                          : "expected HELLO before the run starts, got " +
+                                std::string(message_type_name(in->parsed.header.type)));
       continue;
     }
-    if (!peers.count(in->msg.peer)) add_peer(in->msg, std::get<HelloMsg>(hello));  // else a repeated HELLO
+    if (!peers.count(in->msg.peer))
+      add_peer(in->msg, std::get<HelloMsg>(hello));  // else a repeated HELLO
   }
   deal_clients();
   for (const auto& id : order) {
@@ -78,7 +82,8 @@ void Engine::welcome_clients(const Manifest& manifest, size_t num_params, const 
 void Engine::add_peer(const Received& r, const HelloMsg& hello) {
   peers[r.peer] = Peer{r.peer, hello.slots, {}, 0, r.bytes()};
   order.push_back(r.peer);
-  log(fmt::format("client process {} of {} connected ({} slots)", peers.size(), s_.processes, hello.slots));
+  log(fmt::format("client process {} of {} connected ({} slots)", peers.size(), s_.processes,
+                  hello.slots));
 }
 
 // Virtual clients are dealt in proportion to the processes' slots: each goes to the process with
@@ -94,7 +99,8 @@ void Engine::deal_clients() {
     owner[c] = *best;
   }
   for (const auto& id : order)
-    log(fmt::format("a process with {} slot(s) hosts {} virtual client(s)", peers[id].slots, peers[id].clients.size()));
+    log(fmt::format("a process with {} slot(s) hosts {} virtual client(s)", peers[id].slots,
+                    peers[id].clients.size()));
 }
 
 Collected Engine::collect(const CollectSpec& spec) {
@@ -142,7 +148,8 @@ std::string Engine::check(const CollectSpec& spec, const Collected& so_far, Repl
   if (r.update.kind != spec.kind)
     return fmt::format("expected an answer to a {} task, got one to {}", task_kind_name(spec.kind),
                        task_kind_name(r.update.kind));
-  if (spec.check_round && h.round != round) return fmt::format("update for round {} during round {}", h.round, round);
+  if (spec.check_round && h.round != round)
+    return fmt::format("update for round {} during round {}", h.round, round);
   if (spec.key == CollectSpec::Key::kClient) {
     r.key = h.client;
     if (!hosts(who, r.key)) return fmt::format("client {} is not hosted by this process", r.key);
@@ -150,7 +157,8 @@ std::string Engine::check(const CollectSpec& spec, const Collected& so_far, Repl
     r.key = uint32_t(r.process);
   }
   if (std::find(spec.expected.begin(), spec.expected.end(), r.key) == spec.expected.end())
-    return fmt::format("{} {} was not asked this round", spec.key == CollectSpec::Key::kClient ? "client" : "worker", r.key);
+    return fmt::format("{} {} was not asked this round",
+                       spec.key == CollectSpec::Key::kClient ? "client" : "worker", r.key);
   if (so_far.got.count(r.key)) return fmt::format("a second reply for {}", r.key);
   return spec.accept ? spec.accept(r) : "";
 }
@@ -161,8 +169,8 @@ Engine::ByteSnapshot Engine::bytes_snapshot() const {
   return b;
 }
 
-std::vector<ProcessRecord> Engine::per_process_bytes(const ByteSnapshot& before,
-                                                     const std::map<std::string, std::vector<uint32_t>>& tasks) const {
+std::vector<ProcessRecord> Engine::per_process_bytes(
+    const ByteSnapshot& before, const std::map<std::string, std::vector<uint32_t>>& tasks) const {
   std::vector<ProcessRecord> out;
   for (size_t i = 0; i < order.size(); ++i) {
     const Peer& p = peers.at(order[i]);
@@ -198,7 +206,8 @@ std::map<std::string, std::vector<uint32_t>> Engine::hosted() const {
 
 std::vector<HostRecord> Engine::host_records() const {
   std::vector<HostRecord> hosts;
-  for (const auto& id : order) hosts.push_back({peers.at(id).slots, peers.at(id).clients, lost.count(id) > 0});
+  for (const auto& id : order)
+    hosts.push_back({peers.at(id).slots, peers.at(id).clients, lost.count(id) > 0});
   return hosts;
 }
 

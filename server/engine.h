@@ -51,19 +51,20 @@ struct CollectSpec {
   std::vector<uint32_t> expected;       // the keys awaited
   Key key = Key::kClient;
   size_t want = std::numeric_limits<size_t>::max();  // stop after this many (async: 1)
-  double seconds = 60;                  // the deadline, from now
-  std::optional<double> after_first;    // once one reply came, the rest get at most this long
-  bool check_round = true;              // the header's round must be the engine's
-  std::vector<size_t> floats;           // each reply's vector lengths; empty: the plan checks
-  bool errors_are_fatal = false;        // an ERROR from a worker ends the run (the ring's failures)
+  double seconds = 60;                               // the deadline, from now
+  std::optional<double> after_first;  // once one reply came, the rest get at most this long
+  bool check_round = true;            // the header's round must be the engine's
+  std::vector<size_t> floats;         // each reply's vector lengths; empty: the plan checks
+  bool errors_are_fatal = false;      // an ERROR from a worker ends the run (the ring's failures)
   // The plan's own checks: "" accepts, else the reason the sender is told.
   std::function<std::string(const Reply&)> accept;
 };
 
 struct Collected {
   std::map<uint32_t, Reply> got;  // by key, so reductions run in key order
-  std::vector<uint32_t> missing;  // expected keys without a reply at the deadline (want not reached)
-  double waited = 0;              // the seconds the deadline was, for messages
+  std::vector<uint32_t>
+      missing;        // expected keys without a reply at the deadline (want not reached)
+  double waited = 0;  // the seconds the deadline was, for messages
 };
 
 class Engine {
@@ -89,8 +90,8 @@ class Engine {
   // Accounting: per-process socket bytes since `before`, in HELLO order.
   using ByteSnapshot = std::map<std::string, std::pair<uint64_t, uint64_t>>;  // sent, received
   ByteSnapshot bytes_snapshot() const;
-  std::vector<ProcessRecord> per_process_bytes(const ByteSnapshot& before,
-                                               const std::map<std::string, std::vector<uint32_t>>& tasks) const;
+  std::vector<ProcessRecord> per_process_bytes(
+      const ByteSnapshot& before, const std::map<std::string, std::vector<uint32_t>>& tasks) const;
   std::pair<uint64_t, uint64_t> total_bytes() const;  // sent, received since the start
 
   int process_index(const std::string& identity) const;  // HELLO order, -1 if unknown

@@ -3,11 +3,11 @@
 // the loss over the whole batch and returns each worker d(loss)/d(its logits); workers return
 // parameter gradients, which the server sums (client order), steps and broadcasts. The server
 // holds the loss, so it sends and receives N times a worker's traffic. See plan.h.
-#include <algorithm>
-#include <numeric>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+#include <numeric>
 
 #include "core/check.h"
 #include "core/local_update.h"
@@ -20,8 +20,11 @@ namespace {
 class MasterPlan final : public Plan {
  public:
   explicit MasterPlan(RunContext& run)
-      : run_(run), s_(run.s), classes_(size_t(run.data.train.num_classes)),
-        strategy_(make_gradient_averaging(Weighting::kSum, LrSchedule{.base_lr = s_.sgd_lr}, {.momentum = s_.sgd_momentum})) {}
+      : run_(run),
+        s_(run.s),
+        classes_(size_t(run.data.train.num_classes)),
+        strategy_(make_gradient_averaging(Weighting::kSum, LrSchedule{.base_lr = s_.sgd_lr},
+                                          {.momentum = s_.sgd_momentum})) {}
 
   const char* topology() const override { return "master"; }
 
@@ -33,16 +36,19 @@ class MasterPlan final : public Plan {
     TaskMsg forward{.kind = TaskKind::kForward, .clients = everyone_, .batch = s_.sgd_batch};
     forward.vectors = {*snapshot};
     engine.send_all(encode(forward, engine.envelope(), snapshot));
-    const Collected logits = collect(engine, TaskKind::kForward, [&](uint32_t c) { return rows_[c].size() * classes_; });
+    const Collected logits =
+        collect(engine, TaskKind::kForward, [&](uint32_t c) { return rows_[c].size() * classes_; });
     // 2. The loss over the whole batch, each slice's share of d(mean loss)/d(logits) back.
     const auto t_loss = Clock::now();
     const double loss_sum = send_dlogits(engine, logits);
     const double loss_seconds = std::chrono::duration<double>(Clock::now() - t_loss).count();
     // 3. Parameter gradients back: summed in client order, one SGD step.
-    const Collected grads = collect(engine, TaskKind::kBackward, [&](uint32_t) { return run_.params.size(); });
+    const Collected grads =
+        collect(engine, TaskKind::kBackward, [&](uint32_t) { return run_.params.size(); });
     const auto t_agg = Clock::now();
     std::vector<ClientUpdate> updates;
-    for (const auto& [c, r] : grads.got) updates.push_back({c, engine.round, rows_[c].size(), r.update.vectors[0]});
+    for (const auto& [c, r] : grads.got)
+      updates.push_back({c, engine.round, rows_[c].size(), r.update.vectors[0]});
     strategy_->apply(updates, run_.params);
     const auto t_done = Clock::now();
     rec.participants = rec.received = engine.num_clients;
@@ -64,7 +70,8 @@ class MasterPlan final : public Plan {
     std::iota(everyone_.begin(), everyone_.end(), 0u);
     total_ = 0;
     for (uint32_t c : everyone_) {
-      rows_[c] = gradient_batch(run_.manifest.clients[c].indices, s_.sgd_batch, s_.seed, c, engine.round);
+      rows_[c] =
+          gradient_batch(run_.manifest.clients[c].indices, s_.sgd_batch, s_.seed, c, engine.round);
       total_ += rows_[c].size();
     }
   }
@@ -74,12 +81,15 @@ class MasterPlan final : public Plan {
     CollectSpec spec{.kind = kind, .expected = everyone_, .seconds = s_.wait_seconds};
     spec.accept = [&](const Reply& r) -> std::string {
       if (r.update.vectors.size() == 1 && r.update.vectors[0].size() == floats(r.key)) return "";
-      return fmt::format("{} of client {}: expected one vector of {} values", task_kind_name(kind), r.key, floats(r.key));
+      return fmt::format("{} of client {}: expected one vector of {} values", task_kind_name(kind),
+                         r.key, floats(r.key));
     };
     Collected c = engine.collect(spec);
     if (!c.missing.empty())
-      throw Error(fmt::format("round {}: no {} reply from client(s) {} within {} s (the master needs every slice of "
-                              "the batch)", engine.round + 1, task_kind_name(kind), fmt::join(c.missing, ", "), c.waited));
+      throw Error(fmt::format(
+          "round {}: no {} reply from client(s) {} within {} s (the master needs every slice of "
+          "the batch)",
+          engine.round + 1, task_kind_name(kind), fmt::join(c.missing, ", "), c.waited));
     return c;
   }
 
@@ -95,7 +105,8 @@ class MasterPlan final : public Plan {
       for (uint32_t i : rows_[c]) labels.push_back(run_.data.train.y[i]);
     }
     auto dlogits = std::make_shared<std::vector<float>>(all.size());
-    const double loss_sum = run_.model.loss_sum(dlogits->data(), all.data(), labels.data(), int(total_), 1.0f / float(total_));
+    const double loss_sum = run_.model.loss_sum(dlogits->data(), all.data(), labels.data(),
+                                                int(total_), 1.0f / float(total_));
     std::map<uint32_t, std::span<const float>> slice;
     size_t offset = 0;
     for (uint32_t c : everyone_) {
@@ -127,6 +138,8 @@ class MasterPlan final : public Plan {
 
 }  // namespace
 
-std::unique_ptr<Plan> make_master_plan(RunContext& run) { return std::make_unique<MasterPlan>(run); }
+std::unique_ptr<Plan> make_master_plan(RunContext& run) {
+  return std::make_unique<MasterPlan>(run);
+}
 
 }  // namespace fedpar

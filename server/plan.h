@@ -23,7 +23,9 @@ class Plan {
   // Throws Error when the run cannot go on.
   virtual std::string round(Engine& engine, RoundRecord& rec) = 0;
   // The processes' tasks this round, for the per-process byte accounting (default: all hosted).
-  virtual std::map<std::string, std::vector<uint32_t>> tasks(const Engine& engine) const { return engine.hosted(); }
+  virtual std::map<std::string, std::vector<uint32_t>> tasks(const Engine& engine) const {
+    return engine.hosted();
+  }
 };
 
 // parameter server (gradient regime) and model averaging (FedAvg): one task per sampled client.

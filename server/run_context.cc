@@ -1,9 +1,9 @@
 // RunContext; see run_context.h.
 #include "server/run_context.h"
 
-#include <filesystem>
-
 #include <fmt/format.h>
+
+#include <filesystem>
 
 #include "core/hash.h"
 #include "core/safetensors.h"
@@ -17,10 +17,14 @@ Manifest partition_dataset(const TrainTest& data, const PartitionParams& p) {
 }
 
 RunContext::RunContext(const Config& c, const RunSpec& setup)
-    : cfg(c), s(setup), backend(make_backend("cpu", s.threads)), data(load_dataset(s.data)),
+    : cfg(c),
+      s(setup),
+      backend(make_backend("cpu", s.threads)),
+      data(load_dataset(s.data)),
       manifest(partition_dataset(data, s.partition)),
       model(*backend, s.model, data.train.shape, data.train.num_classes),
-      out(s.results_dir, s.name), metrics(out.path() / "metrics.jsonl") {
+      out(s.results_dir, s.name),
+      metrics(out.path() / "metrics.jsonl") {
   model.init(s.seed);
   params = model.params_host();
   out.write_text("config.resolved.toml", cfg.to_toml());
@@ -30,8 +34,9 @@ RunContext::RunContext(const Config& c, const RunSpec& setup)
 
 bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const std::string& what) {
   if (s.save_params_every > 0 && (r + 1) % s.save_params_every == 0)
-    save_safetensors(out.path() / "params" / fmt::format("round-{:04d}.safetensors", r + 1), model.layout(),
-                     params, {{"format", "fedpar"}, {"model", s.model.name}, {"round", std::to_string(r + 1)}});
+    save_safetensors(
+        out.path() / "params" / fmt::format("round-{:04d}.safetensors", r + 1), model.layout(),
+        params, {{"format", "fedpar"}, {"model", s.model.name}, {"round", std::to_string(r + 1)}});
   if ((r + 1) % s.eval_every == 0 || r + 1 == s.rounds) {
     model.set_params_host(params);
     const BatchStats st = evaluate(model, data.test);
@@ -40,11 +45,13 @@ bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const 
     last_eval_ = rec;
   }
   metrics.write(to_json(rec));
-  engine.log(fmt::format("round {}/{}: {}, train loss {:.4f}{}", r + 1, s.rounds, what, rec.train_loss,
-                         rec.test_accuracy ? fmt::format(", test accuracy {:.2f}%", 100 * *rec.test_accuracy) : ""));
+  engine.log(fmt::format(
+      "round {}/{}: {}, train loss {:.4f}{}", r + 1, s.rounds, what, rec.train_loss,
+      rec.test_accuracy ? fmt::format(", test accuracy {:.2f}%", 100 * *rec.test_accuracy) : ""));
   if (s.stop_at_accuracy > 0 && rec.test_accuracy && *rec.test_accuracy >= s.stop_at_accuracy) {
-    engine.log(fmt::format("test accuracy reached {:.2f}% after round {}; stopping (stop_at_accuracy)",
-                       100 * s.stop_at_accuracy, r + 1));
+    engine.log(
+        fmt::format("test accuracy reached {:.2f}% after round {}; stopping (stop_at_accuracy)",
+                    100 * s.stop_at_accuracy, r + 1));
     stopped_at_ = r + 1;
     return true;
   }
@@ -55,14 +62,19 @@ int RunContext::finish(const Engine& engine) {
   save_safetensors(out.path() / "model.safetensors", model.layout(), params,
                    {{"format", "fedpar"}, {"model", s.model.name}});
   const std::string hash = hash_hex(hash_bytes(params.data(), params.size() * sizeof(float)));
-  const RunSummary summary{.model_hash = hash, .rounds_run = stopped_at_ ? stopped_at_ : s.rounds,
-                           .stopped_at_accuracy = stopped_at_ > 0, .clients = engine.num_clients,
-                           .processes = s.processes, .hosts = engine.host_records(), .final = last_eval_};
+  const RunSummary summary{.model_hash = hash,
+                           .rounds_run = stopped_at_ ? stopped_at_ : s.rounds,
+                           .stopped_at_accuracy = stopped_at_ > 0,
+                           .clients = engine.num_clients,
+                           .processes = s.processes,
+                           .hosts = engine.host_records(),
+                           .final = last_eval_};
   out.write_json("summary.json", to_json(summary));
   const auto path = out.commit();
   engine.log(fmt::format("results: {}", path.string()));
   fmt::print("final model hash: {}\n", hash);
-  if (last_eval_ && last_eval_->test_accuracy) fmt::print("test accuracy: {:.2f}%\n", 100 * *last_eval_->test_accuracy);
+  if (last_eval_ && last_eval_->test_accuracy)
+    fmt::print("test accuracy: {:.2f}%\n", 100 * *last_eval_->test_accuracy);
   return 0;
 }
 

@@ -5,19 +5,18 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/config.h"
 #include "core/dataset.h"
 #include "core/model.h"
 #include "core/results_dir.h"
 #include "core/run_records.h"
+#include "core/run_spec.h"
 #include "partitioners/partition.h"
 #include "server/engine.h"
-#include "core/run_spec.h"
 
 namespace fedpar {
 

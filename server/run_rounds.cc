@@ -1,7 +1,7 @@
 // run_rounds and make_plan; see plan.h.
-#include <tuple>
-
 #include <fmt/format.h>
+
+#include <tuple>
 
 #include "core/check.h"
 #include "server/plan.h"
@@ -10,9 +10,12 @@ namespace fedpar {
 
 std::unique_ptr<Plan> make_plan(RunContext& run) {
   switch (run.s.topology) {
-    case Topology::kAllReduce: return make_allreduce_plan(run);
-    case Topology::kMaster: return make_master_plan(run);
-    case Topology::kParameterServer: break;
+    case Topology::kAllReduce:
+      return make_allreduce_plan(run);
+    case Topology::kMaster:
+      return make_master_plan(run);
+    case Topology::kParameterServer:
+      break;
   }
   return run.s.regime == Regime::kAsync ? make_async_plan(run) : make_sync_plan(run);
 }
@@ -26,7 +29,8 @@ void run_rounds(Engine& engine, RunContext& run, Plan& plan) {
     const std::string summary = plan.round(engine, rec);
     std::tie(rec.bytes_sent_total, rec.bytes_received_total) = engine.total_bytes();
     rec.processes = engine.per_process_bytes(bytes_before, plan.tasks(engine));
-    for (const auto& p : rec.processes) rec.server_bytes_sent += p.bytes_down, rec.server_bytes_received += p.bytes_up;
+    for (const auto& p : rec.processes)
+      rec.server_bytes_sent += p.bytes_down, rec.server_bytes_received += p.bytes_up;
     if (run.end_round(r, rec, engine, summary)) break;
   }
 }

@@ -34,7 +34,8 @@ int run_server(Config cfg, const ServerOptions& opts) {
   RunContext run(cfg, s);
   engine.run_id = hash_bytes(&s.seed, sizeof(s.seed), ::getpid());
   try {
-    engine.welcome_clients(run.manifest, run.params.size(), cfg.to_toml());  // those that came hear STOP on failure
+    engine.welcome_clients(run.manifest, run.params.size(),
+                           cfg.to_toml());  // those that came hear STOP on failure
     const auto plan = make_plan(run);
     run_rounds(engine, run, *plan);
   } catch (...) {

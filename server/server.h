@@ -4,7 +4,6 @@
 #pragma once
 
 #include <string>
-
 #include <zmq.hpp>
 
 #include "core/config.h"
@@ -12,7 +11,7 @@
 namespace fedpar {
 
 struct ServerOptions {
-  std::string endpoint_file;         // where to write the bound endpoint (tcp port * resolved)
+  std::string endpoint_file;  // where to write the bound endpoint (tcp port * resolved)
   bool quiet = false;
   zmq::context_t* context = nullptr;  // shared with client threads for inproc:// (tests)
 };

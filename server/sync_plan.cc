@@ -2,12 +2,12 @@
 // gradients, the server averages, steps, broadcasts) and `model` (FedAvg: local steps, deltas
 // averaged). A fraction of the clients is sampled each round; one TASK goes to every process that
 // hosts a participant, and the updates are reduced in client-id order. See plan.h.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "core/check.h"
 #include "core/rng.h"
@@ -34,13 +34,21 @@ std::vector<uint32_t> sample_participants(const RunSpec& s, size_t num_clients, 
 class SyncPlan final : public Plan {
  public:
   explicit SyncPlan(RunContext& run)
-      : run_(run), s_(run.s), gradient_(s_.regime == Regime::kGradient), drift_(s_.drift && !gradient_),
-        strategy_(gradient_ ? make_gradient_averaging(s_.weighting, LrSchedule{.base_lr = s_.sgd_lr},
-                                                      {.momentum = s_.sgd_momentum})
-                            : make_model_averaging(s_.weighting, s_.server_lr)) {}
+      : run_(run),
+        s_(run.s),
+        gradient_(s_.regime == Regime::kGradient),
+        drift_(s_.drift && !gradient_),
+        strategy_(gradient_
+                      ? make_gradient_averaging(s_.weighting, LrSchedule{.base_lr = s_.sgd_lr},
+                                                {.momentum = s_.sgd_momentum})
+                      : make_model_averaging(s_.weighting, s_.server_lr)) {}
 
-  const char* topology() const override { return gradient_ ? "parameter-server" : "model-averaging"; }
-  std::map<std::string, std::vector<uint32_t>> tasks(const Engine&) const override { return per_peer_; }
+  const char* topology() const override {
+    return gradient_ ? "parameter-server" : "model-averaging";
+  }
+  std::map<std::string, std::vector<uint32_t>> tasks(const Engine&) const override {
+    return per_peer_;
+  }
 
   std::string round(Engine& engine, RoundRecord& rec) override {
     const auto t0 = Clock::now();
@@ -56,7 +64,8 @@ class SyncPlan final : public Plan {
     std::vector<ClientUpdate> updates, linear;
     for (const auto& [client, r] : c.got) {
       updates.push_back({client, engine.round, r.update.num_samples, r.update.vectors[0]});
-      if (drift_) linear.push_back({client, engine.round, r.update.num_samples, r.update.vectors[1]});
+      if (drift_)
+        linear.push_back({client, engine.round, r.update.num_samples, r.update.vectors[1]});
     }
     strategy_->apply(updates, run_.params);
     const auto t_done = Clock::now();
@@ -75,9 +84,14 @@ class SyncPlan final : public Plan {
     per_peer_.clear();
     for (uint32_t c : participants)
       if (!engine.lost.count(engine.owner[c])) per_peer_[engine.owner[c]].push_back(c);
-    TaskMsg task{.kind = gradient_ ? TaskKind::kGradient : TaskKind::kLocalTrain, .clients = participants,
-                 .batch = gradient_ ? s_.sgd_batch : s_.local_batch, .steps = s_.local_steps,
-                 .epochs = s_.local_epochs, .lr = s_.local_lr, .momentum = s_.local_momentum, .drift = drift_};
+    TaskMsg task{.kind = gradient_ ? TaskKind::kGradient : TaskKind::kLocalTrain,
+                 .clients = participants,
+                 .batch = gradient_ ? s_.sgd_batch : s_.local_batch,
+                 .steps = s_.local_steps,
+                 .epochs = s_.local_epochs,
+                 .lr = s_.local_lr,
+                 .momentum = s_.local_momentum,
+                 .drift = drift_};
     const auto snapshot = std::make_shared<const std::vector<float>>(run_.params);
     task.vectors = {*snapshot};
     const WireMessage m = encode(task, engine.envelope(), snapshot);
@@ -88,9 +102,11 @@ class SyncPlan final : public Plan {
 
   // The updates of the participants whose processes are still in the run.
   CollectSpec collect_spec() const {
-    CollectSpec spec{.kind = gradient_ ? TaskKind::kGradient : TaskKind::kLocalTrain, .seconds = s_.wait_seconds};
+    CollectSpec spec{.kind = gradient_ ? TaskKind::kGradient : TaskKind::kLocalTrain,
+                     .seconds = s_.wait_seconds};
     spec.floats.assign(drift_ ? 2 : 1, run_.params.size());  // the update [, its linear part]
-    for (const auto& [id, ids] : per_peer_) spec.expected.insert(spec.expected.end(), ids.begin(), ids.end());
+    for (const auto& [id, ids] : per_peer_)
+      spec.expected.insert(spec.expected.end(), ids.begin(), ids.end());
     return spec;
   }
 
@@ -98,16 +114,21 @@ class SyncPlan final : public Plan {
   // process gets no more tasks and the round goes on with the rest.
   void drop_missing(Engine& engine, const Collected& c, bool timed_out) {
     if (c.missing.empty()) return;
-    const std::string what = fmt::format("round {}: no update from client(s) {}{}", engine.round + 1,
-                                         fmt::join(c.missing, ", "),
+    const std::string what = fmt::format("round {}: no update from client(s) {}{}",
+                                         engine.round + 1, fmt::join(c.missing, ", "),
                                          timed_out ? fmt::format(" within {} s", c.waited) : "");
     if (c.got.empty() || (gradient_ && !s_.continue_without_missing))
-      throw Error(what + (gradient_ ? " (gradient regime stops; set continue_without_missing = true to go on)" : ""));
+      throw Error(what +
+                  (gradient_
+                       ? " (gradient regime stops; set continue_without_missing = true to go on)"
+                       : ""));
     engine.log(what + "; continuing with the rest");
     for (uint32_t client : c.missing)
       if (engine.lost.insert(engine.owner[client]).second)
-        engine.log(fmt::format("a client process (virtual clients {}) missed the deadline; it gets no more tasks "
-                               "in this run", fmt::join(engine.peers[engine.owner[client]].clients, ", ")));
+        engine.log(fmt::format(
+            "a client process (virtual clients {}) missed the deadline; it gets no more tasks "
+            "in this run",
+            fmt::join(engine.peers[engine.owner[client]].clients, ", ")));
   }
 
   void record(RoundRecord& rec, const Collected& c, const std::vector<ClientUpdate>& updates,
@@ -118,8 +139,9 @@ class SyncPlan final : public Plan {
     double loss_sum = 0, samples = 0;
     for (const auto& [client, r] : c.got) {
       const UpdateMsg& u = r.update;
-      clients.push_back({client, r.process, r.in.msg.bytes(), u.compute_seconds, u.samples_processed,
-                         u.parameter_bytes, u.activation_bytes, u.loss_sum / std::max<double>(1.0, double(u.num_samples)),
+      clients.push_back({client, r.process, r.in.msg.bytes(), u.compute_seconds,
+                         u.samples_processed, u.parameter_bytes, u.activation_bytes,
+                         u.loss_sum / std::max<double>(1.0, double(u.num_samples)),
                          diag.norms[clients.size()]});
       loss_sum += u.loss_sum;
       samples += double(u.num_samples);

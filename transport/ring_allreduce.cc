@@ -1,10 +1,10 @@
 // Ring all-reduce; see ring_allreduce.h.
 #include "transport/ring_allreduce.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/check.h"
 
@@ -20,7 +20,8 @@ void RingLink::recv_prev_add(std::span<float> acc, uint64_t tag) {
   for (size_t i = 0; i < acc.size(); ++i) acc[i] = incoming_[i] + acc[i];
 }
 
-RingStats ring_allreduce(std::span<float> data, int rank, int n, RingLink& link, size_t bucket_floats) {
+RingStats ring_allreduce(std::span<float> data, int rank, int n, RingLink& link,
+                         size_t bucket_floats) {
   FEDPAR_CHECK(n >= 1 && rank >= 0 && rank < n) << "rank " << rank << " of " << n;
   FEDPAR_CHECK(bucket_floats >= 1) << "bucket_floats must be >= 1";
   RingStats st;
@@ -31,7 +32,8 @@ RingStats ring_allreduce(std::span<float> data, int rank, int n, RingLink& link,
   auto chunk = [&](size_t j, int c) {
     const size_t b0 = j * bucket_floats;
     const std::span<float> part = data.subspan(b0, std::min(bucket_floats, data.size() - b0));
-    const size_t lo = part.size() * size_t(c) / size_t(n), hi = part.size() * size_t(c + 1) / size_t(n);
+    const size_t lo = part.size() * size_t(c) / size_t(n),
+                 hi = part.size() * size_t(c + 1) / size_t(n);
     return part.subspan(lo, hi - lo);
   };
   auto send = [&](std::span<const float> v, uint64_t tag) {

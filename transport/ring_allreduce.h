@@ -41,7 +41,8 @@ struct RingStats {
 // the all-gather moves one chunk of each bucket, pipelined: a bucket's chunk is forwarded as soon
 // as it is summed, while the next bucket's is still on the wire. Every worker must call it with
 // the same length, n and bucket size.
-RingStats ring_allreduce(std::span<float> data, int rank, int n, RingLink& link, size_t bucket_floats = size_t(1) << 20);
+RingStats ring_allreduce(std::span<float> data, int rank, int n, RingLink& link,
+                         size_t bucket_floats = size_t(1) << 20);
 
 // The tag of a message: bucket, phase (0 reduce-scatter, 1 all-gather) and step.
 uint64_t ring_tag(uint64_t bucket, int phase, int step);

@@ -1,9 +1,9 @@
 // The ZeroMQ transport and channel; see transport.h.
 #include "transport/transport.h"
 
-#include <csignal>
-
 #include <fmt/format.h>
+
+#include <csignal>
 #include <zmq_addon.hpp>
 
 #include "core/check.h"
@@ -19,7 +19,8 @@ void on_stop_signal(int sig) { g_stop_signal = sig; }
 bool wait_readable(zmq::socket_t& sock, Clock::time_point deadline) {
   while (true) {
     if (g_stop_signal) throw Error(fmt::format("stopped by signal {}", int(g_stop_signal)));
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return false;
     zmq::pollitem_t item{sock.handle(), 0, ZMQ_POLLIN, 0};
     try {
@@ -44,7 +45,8 @@ class ZmqSocket {
 
 class ZmqTransport final : public Transport {
  public:
-  ZmqTransport(const std::string& endpoint, zmq::context_t* ctx) : sock_(ctx, zmq::socket_type::router) {
+  ZmqTransport(const std::string& endpoint, zmq::context_t* ctx)
+      : sock_(ctx, zmq::socket_type::router) {
     sock_.get().set(zmq::sockopt::linger, 2000);  // lets the final STOP reach the clients on close
     try {
       sock_.get().bind(endpoint);
@@ -54,11 +56,14 @@ class ZmqTransport final : public Transport {
     endpoint_ = sock_.get().get(zmq::sockopt::last_endpoint);
   }
   const std::string& endpoint() const override { return endpoint_; }
-  size_t send(const std::string& peer, const WireMessage& m) override { return send_message(sock_.get(), m, &peer); }
+  size_t send(const std::string& peer, const WireMessage& m) override {
+    return send_message(sock_.get(), m, &peer);
+  }
   std::optional<Received> receive(Clock::time_point deadline) override {
     if (!wait_readable(sock_.get(), deadline)) return std::nullopt;
     std::vector<zmq::message_t> parts;
-    if (!zmq::recv_multipart(sock_.get(), std::back_inserter(parts), zmq::recv_flags::dontwait)) return std::nullopt;
+    if (!zmq::recv_multipart(sock_.get(), std::back_inserter(parts), zmq::recv_flags::dontwait))
+      return std::nullopt;
     Received r;
     r.peer = parts[0].to_string();
     for (size_t i = 1; i < parts.size(); ++i) r.frames.push_back(std::move(parts[i]));
@@ -72,7 +77,8 @@ class ZmqTransport final : public Transport {
 
 class ZmqChannel final : public Channel {
  public:
-  ZmqChannel(const std::string& endpoint, zmq::context_t* ctx) : sock_(ctx, zmq::socket_type::dealer) {
+  ZmqChannel(const std::string& endpoint, zmq::context_t* ctx)
+      : sock_(ctx, zmq::socket_type::dealer) {
     sock_.get().set(zmq::sockopt::linger, 0);
     try {
       sock_.get().connect(endpoint);
@@ -84,7 +90,8 @@ class ZmqChannel final : public Channel {
   std::optional<Received> receive(Clock::time_point deadline) override {
     if (!wait_readable(sock_.get(), deadline)) return std::nullopt;
     Received r;
-    if (!zmq::recv_multipart(sock_.get(), std::back_inserter(r.frames), zmq::recv_flags::dontwait)) return std::nullopt;
+    if (!zmq::recv_multipart(sock_.get(), std::back_inserter(r.frames), zmq::recv_flags::dontwait))
+      return std::nullopt;
     return r;
   }
 
@@ -143,8 +150,9 @@ size_t send_message(zmq::socket_t& sock, const WireMessage& m, const std::string
       continue;
     }
     auto* hold = new std::shared_ptr<const void>(m.owner);  // released by ZeroMQ's free function
-    parts.emplace_back(const_cast<float*>(v.data()), v.size_bytes(),
-                       [](void*, void* h) { delete static_cast<std::shared_ptr<const void>*>(h); }, hold);
+    parts.emplace_back(
+        const_cast<float*>(v.data()), v.size_bytes(),
+        [](void*, void* h) { delete static_cast<std::shared_ptr<const void>*>(h); }, hold);
   }
   zmq::send_multipart(sock, parts);
   return bytes;

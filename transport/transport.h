@@ -11,7 +11,6 @@
 #include <span>
 #include <string>
 #include <vector>
-
 #include <zmq.hpp>
 
 #include "protocol/frames.h"
@@ -22,7 +21,8 @@ using Clock = std::chrono::steady_clock;
 
 // The time point `seconds` from now (the deadlines every receive takes).
 inline Clock::time_point deadline_after(double seconds) {
-  return std::chrono::time_point_cast<Clock::duration>(Clock::now() + std::chrono::duration<double>(seconds));
+  return std::chrono::time_point_cast<Clock::duration>(Clock::now() +
+                                                       std::chrono::duration<double>(seconds));
 }
 
 // One received multipart message and who sent it. Moving it keeps its frames' memory in place,
@@ -59,11 +59,14 @@ class Channel {
 
 // ZeroMQ ROUTER / DEALER. `ctx` null: a context of its own; inproc endpoints need the peers'
 // context shared. Throws Error naming the endpoint when it cannot bind or connect.
-std::unique_ptr<Transport> bind_zmq_transport(const std::string& endpoint, zmq::context_t* ctx = nullptr);
-std::unique_ptr<Channel> connect_zmq_channel(const std::string& endpoint, zmq::context_t* ctx = nullptr);
+std::unique_ptr<Transport> bind_zmq_transport(const std::string& endpoint,
+                                              zmq::context_t* ctx = nullptr);
+std::unique_ptr<Channel> connect_zmq_channel(const std::string& endpoint,
+                                             zmq::context_t* ctx = nullptr);
 
 // Sends `m` on a ZeroMQ socket, preceded by a routing identity when one is given. Vector frames go
 // to ZeroMQ without a copy when `m.owner` holds their memory (ZeroMQ releases it once sent).
-size_t send_message(zmq::socket_t& sock, const WireMessage& m, const std::string* identity = nullptr);
+size_t send_message(zmq::socket_t& sock, const WireMessage& m,
+                    const std::string* identity = nullptr);
 
 }  // namespace fedpar

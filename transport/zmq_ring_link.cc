@@ -1,12 +1,12 @@
 // ZmqRingLink; see zmq_ring_link.h.
 #include "transport/zmq_ring_link.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <chrono>
 #include <cstring>
 #include <vector>
-
-#include <fmt/format.h>
 #include <zmq_addon.hpp>
 
 #include "core/check.h"
@@ -14,7 +14,8 @@
 namespace fedpar {
 
 ZmqRingLink::ZmqRingLink(zmq::context_t& ctx, const std::string& bind, double deadline_seconds)
-    : in_(ctx, zmq::socket_type::pull), out_(ctx, zmq::socket_type::push),
+    : in_(ctx, zmq::socket_type::pull),
+      out_(ctx, zmq::socket_type::push),
       deadline_ms_(int(deadline_seconds * 1000)) {
   in_.set(zmq::sockopt::linger, 0);
   out_.set(zmq::sockopt::linger, 0);
@@ -31,7 +32,8 @@ void ZmqRingLink::connect_next(const std::string& endpoint) {
   try {
     out_.connect(endpoint);
   } catch (const zmq::error_t& e) {
-    throw Error(fmt::format("ring: cannot connect to the next worker at {}: {}", endpoint, e.what()));
+    throw Error(
+        fmt::format("ring: cannot connect to the next worker at {}: {}", endpoint, e.what()));
   }
 }
 
@@ -70,13 +72,15 @@ void ZmqRingLink::flush() {
   std::unique_lock lock(in_flight_->mutex);
   if (!in_flight_->released.wait_for(lock, std::chrono::milliseconds(deadline_ms_),
                                      [&] { return in_flight_->count == 0; }))
-    throw Error(fmt::format("ring: the next worker took nothing within {} ms (did it die?)", deadline_ms_));
+    throw Error(
+        fmt::format("ring: the next worker took nothing within {} ms (did it die?)", deadline_ms_));
 }
 
 zmq::message_t ZmqRingLink::receive(uint64_t tag, size_t bytes) {
   zmq::pollitem_t item{in_.handle(), 0, ZMQ_POLLIN, 0};
   if (zmq::poll(&item, 1, std::chrono::milliseconds(deadline_ms_)) == 0)
-    throw Error(fmt::format("ring: the previous worker sent nothing within {} ms (did it die?)", deadline_ms_));
+    throw Error(fmt::format("ring: the previous worker sent nothing within {} ms (did it die?)",
+                            deadline_ms_));
   std::vector<zmq::message_t> frames;
   if (!zmq::recv_multipart(in_, std::back_inserter(frames), zmq::recv_flags::dontwait))
     throw Error("ring: a receive that poll announced returned nothing");
@@ -84,8 +88,9 @@ zmq::message_t ZmqRingLink::receive(uint64_t tag, size_t bytes) {
   if (frames.size() == 2 && frames[0].size() == 8)
     for (int i = 0; i < 8; ++i) got |= uint64_t(frames[0].data<uint8_t>()[i]) << (8 * i);
   if (frames.size() != 2 || frames[0].size() != 8 || got != tag || frames[1].size() != bytes)
-    throw Error(fmt::format("ring: got {} frame(s), message {} of {} bytes; expected message {} of {} bytes",
-                            frames.size(), got, frames.size() == 2 ? frames[1].size() : 0, tag, bytes));
+    throw Error(fmt::format(
+        "ring: got {} frame(s), message {} of {} bytes; expected message {} of {} bytes",
+        frames.size(), got, frames.size() == 2 ? frames[1].size() : 0, tag, bytes));
   received_ += frames[0].size() + frames[1].size();
   return std::move(frames[1]);
 }

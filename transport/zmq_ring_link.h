@@ -9,7 +9,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-
 #include <zmq.hpp>
 
 #include "transport/ring_allreduce.h"

@@ -2,9 +2,8 @@
 // action to run after parsing.
 #pragma once
 
-#include <functional>
-
 #include <CLI/CLI.hpp>
+#include <functional>
 
 namespace fedpar {
 

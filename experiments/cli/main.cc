@@ -1,10 +1,10 @@
 // The `fedpar` executable: one binary, one subcommand per job. Errors from user input are
 // printed on one line with exit code 2; nothing else is left behind.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <exception>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "core/check.h"
 #include "experiments/cli/commands.h"

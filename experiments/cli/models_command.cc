@@ -2,13 +2,14 @@
 #include <fmt/format.h>
 
 #include "core/backend.h"
-#include "experiments/cli/commands.h"
 #include "core/model.h"
+#include "experiments/cli/commands.h"
 
 namespace fedpar {
 
 Action add_models_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("models", "list model presets with their layers and sizes (MNIST input)");
+  auto* cmd =
+      app.add_subcommand("models", "list model presets with their layers and sizes (MNIST input)");
   return [cmd] {
     (void)cmd;
     auto be = make_backend("cpu");

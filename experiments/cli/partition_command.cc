@@ -1,11 +1,11 @@
 // `fedpar partition`: split a dataset's training set among clients, print the statistics, and
 // write DIR/manifest.json, DIR/partition.svg and DIR/stats.json.
+#include <fmt/format.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
@@ -29,10 +29,10 @@ int run_partition(const PartitionArgs& a) {
   TrainTest tt = load_dataset(a.data);
   const Dataset& train = tt.train;
   const auto t0 = std::chrono::steady_clock::now();
-  const Manifest m = partition({train.name, train.content_hash(), train.y, train.user,
-                                train.num_classes},
-                               a.params);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const Manifest m = partition(
+      {train.name, train.content_hash(), train.y, train.user, train.num_classes}, a.params);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const PartitionStats st = partition_stats(m);
 
   namespace fs = std::filesystem;
@@ -40,29 +40,39 @@ int run_partition(const PartitionArgs& a) {
   fs::create_directories(a.out, ec);
   if (ec) throw Error(fmt::format("cannot create {}: {}", a.out, ec.message()));
   write_manifest(fs::path(a.out) / "manifest.json", m);
-  nlohmann::json stats = {{"hash", m.hash}, {"assigned", st.assigned},
-                          {"global_distribution", st.global_distribution}};
-  for (const auto& [name, s] : {std::pair{"size", st.size}, {"labels_present", st.labels_present},
-                                {"entropy_bits", st.entropy_bits}, {"emd", st.emd}, {"kl", st.kl}})
-    stats["summary"][name] = {{"min", s.min}, {"median", s.median}, {"max", s.max}, {"mean", s.mean}};
+  nlohmann::json stats = {
+      {"hash", m.hash}, {"assigned", st.assigned}, {"global_distribution", st.global_distribution}};
+  for (const auto& [name, s] : {std::pair{"size", st.size},
+                                {"labels_present", st.labels_present},
+                                {"entropy_bits", st.entropy_bits},
+                                {"emd", st.emd},
+                                {"kl", st.kl}})
+    stats["summary"][name] = {
+        {"min", s.min}, {"median", s.median}, {"max", s.max}, {"mean", s.mean}};
   for (const auto& c : st.clients)
-    stats["clients"].push_back({{"id", c.id}, {"size", c.size}, {"labels_present", c.labels_present},
-                                {"entropy_bits", c.entropy_bits}, {"emd", c.emd}, {"kl", c.kl}});
+    stats["clients"].push_back({{"id", c.id},
+                                {"size", c.size},
+                                {"labels_present", c.labels_present},
+                                {"entropy_bits", c.entropy_bits},
+                                {"emd", c.emd},
+                                {"kl", c.kl}});
   std::ofstream(fs::path(a.out) / "stats.json") << stats.dump(2) << "\n";
-  std::ofstream(fs::path(a.out) / "partition.svg")
-      << partition_svg(m, fmt::format("{}: {} over {} clients", train.name, m.scheme, m.clients.size()));
+  std::ofstream(fs::path(a.out) / "partition.svg") << partition_svg(
+      m, fmt::format("{}: {} over {} clients", train.name, m.scheme, m.clients.size()));
 
   fmt::print("{}", format_stats(m, st, a.rows));
-  fmt::print("\npartitioned {} samples in {:.1f} ms; wrote {}/manifest.json, stats.json, partition.svg\n",
-             train.size(), ms, a.out);
+  fmt::print(
+      "\npartitioned {} samples in {:.1f} ms; wrote {}/manifest.json, stats.json, partition.svg\n",
+      train.size(), ms, a.out);
   return 0;
 }
 
 }  // namespace
 
 Action add_partition_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("partition", "split a training set among clients (IID or non-IID) "
-                                              "and describe the split");
+  auto* cmd = app.add_subcommand("partition",
+                                 "split a training set among clients (IID or non-IID) "
+                                 "and describe the split");
   auto a = std::make_shared<PartitionArgs>();
   cmd->add_option("--dataset", a->data.name, "mnist | synthetic | csv")->capture_default_str();
   cmd->add_option("--data-dir", a->data.data_dir, "folder holding mnist/");
@@ -71,22 +81,30 @@ Action add_partition_command(CLI::App& app) {
   cmd->add_option("--synthetic-alpha", a->data.alpha, "Synthetic(alpha, beta): alpha");
   cmd->add_option("--synthetic-beta", a->data.beta, "Synthetic(alpha, beta): beta");
   cmd->add_flag("--synthetic-iid", a->data.iid, "the IID variant of Synthetic");
-  cmd->add_option("--scheme", a->params.scheme,
-                  "iid | iid-quantity | shards | labels-k | dirichlet-clients | dirichlet-classes | "
-                  "feature-noise | natural")->capture_default_str();
+  cmd->add_option(
+         "--scheme", a->params.scheme,
+         "iid | iid-quantity | shards | labels-k | dirichlet-clients | dirichlet-classes | "
+         "feature-noise | natural")
+      ->capture_default_str();
   cmd->add_option("--clients", a->params.clients, "number of clients (natural: 0 = one per user)")
       ->capture_default_str();
   cmd->add_option("--seed", a->params.seed, "partition seed")->capture_default_str();
-  cmd->add_option("--shards-per-client", a->params.shards_per_client, "shards")->capture_default_str();
-  cmd->add_option("--labels-per-client,-k", a->params.labels_per_client, "labels-k")->capture_default_str();
-  cmd->add_option("--alpha", a->params.alpha, "dirichlet-clients concentration")->capture_default_str();
+  cmd->add_option("--shards-per-client", a->params.shards_per_client, "shards")
+      ->capture_default_str();
+  cmd->add_option("--labels-per-client,-k", a->params.labels_per_client, "labels-k")
+      ->capture_default_str();
+  cmd->add_option("--alpha", a->params.alpha, "dirichlet-clients concentration")
+      ->capture_default_str();
   cmd->add_option("--beta", a->params.beta, "dirichlet-classes / iid-quantity concentration")
       ->capture_default_str();
-  cmd->add_option("--sizes", a->params.sizes, "iid-quantity: dirichlet | lognormal")->capture_default_str();
+  cmd->add_option("--sizes", a->params.sizes, "iid-quantity: dirichlet | lognormal")
+      ->capture_default_str();
   cmd->add_option("--sigma", a->params.sigma, "iid-quantity lognormal / feature-noise level")
       ->capture_default_str();
-  cmd->add_option("--min-size", a->params.min_size, "samples per client at least")->capture_default_str();
-  cmd->add_option("--out", a->out, "folder for manifest.json, stats.json, partition.svg")->required();
+  cmd->add_option("--min-size", a->params.min_size, "samples per client at least")
+      ->capture_default_str();
+  cmd->add_option("--out", a->out, "folder for manifest.json, stats.json, partition.svg")
+      ->required();
   cmd->add_option("--rows", a->rows, "per-client rows to print")->capture_default_str();
   return [a] {
     a->data.seed = a->params.seed;

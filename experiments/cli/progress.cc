@@ -1,23 +1,25 @@
 // Progress; see progress.h.
 #include "experiments/cli/progress.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
 
-#include <fmt/format.h>
-
 namespace fedpar {
 
 Progress::Progress(bool enabled)
-    : enabled_(enabled), tty_(::isatty(STDERR_FILENO) == 1),
-      start_(std::chrono::steady_clock::now()), last_(start_) {}
+    : enabled_(enabled),
+      tty_(::isatty(STDERR_FILENO) == 1),
+      start_(std::chrono::steady_clock::now()),
+      last_(start_) {}
 
 bool Progress::update(int64_t done, int64_t total, const std::string& text) {
   if (!enabled_ || total <= 0) return false;
   const auto now = std::chrono::steady_clock::now();
   const int decile = int(10 * done / total);
-  if (tty_ ? (now - last_ < std::chrono::milliseconds(200) && done < total) : decile == last_decile_)
+  if (tty_ ? (now - last_ < std::chrono::milliseconds(200) && done < total)
+           : decile == last_decile_)
     return false;
   last_ = now;
   last_decile_ = decile;

@@ -1,37 +1,45 @@
 // `fedpar run CONFIG`: one server and P client processes on this machine, supervised (see
 // experiments/local_run.h); a config with an [equivalence] table runs the equivalence experiment.
-#include <memory>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <memory>
+
+#include "core/run_spec.h"
 #include "experiments/cli/commands.h"
 #include "experiments/equivalence.h"
 #include "experiments/local_run.h"
-#include "core/run_spec.h"
 
 namespace fedpar {
 
 Action add_run_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("run", "run a config with a server and its client processes on this "
-                                        "machine, supervised");
+  auto* cmd = app.add_subcommand("run",
+                                 "run a config with a server and its client processes on this "
+                                 "machine, supervised");
   struct Args {
     std::string config;
     std::vector<std::string> sets;
     int processes = 0;  // 0 = the config's value
     LocalRunOptions opts;
   };
-  cmd->footer(fmt::format(
-      "Exit code: 0 when the run completed; 2 for a bad config; 130 on Ctrl-C; otherwise a process's failure.\n"
-      "A config with an [equivalence] table exits {} when a claim failed: (b), (c) beyond {:g}x the floor, or\n"
-      "(d), (e) fewer than {:g} orders of magnitude further from (a) than (b), (c); stderr names the model and\n"
-      "the row, and results/<name>/ is still written (its report.md lists the failed claims at the top).",
-      kClaimFailedExit, kFloorBound, kOrdersBound));
+  cmd->footer(
+      fmt::format("Exit code: 0 when the run completed; 2 for a bad config; 130 on Ctrl-C; "
+                  "otherwise a process's failure.\n"
+                  "A config with an [equivalence] table exits {} when a claim failed: (b), (c) "
+                  "beyond {:g}x the floor, or\n"
+                  "(d), (e) fewer than {:g} orders of magnitude further from (a) than (b), (c); "
+                  "stderr names the model and\n"
+                  "the row, and results/<name>/ is still written (its report.md lists the failed "
+                  "claims at the top).",
+                  kClaimFailedExit, kFloorBound, kOrdersBound));
   auto a = std::make_shared<Args>();
-  cmd->add_option("config", a->config, "TOML run config (see experiments/)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("config", a->config, "TOML run config (see experiments/)")
+      ->required()
+      ->check(CLI::ExistingFile);
   cmd->add_option("--set", a->sets, "override a config key: --set rounds=5");
   cmd->add_option("--processes,-p", a->processes, "client processes (default: the config's)");
-  cmd->add_option("--bind", a->opts.bind, "server endpoint (default tcp://127.0.0.1:* , a free port)");
+  cmd->add_option("--bind", a->opts.bind,
+                  "server endpoint (default tcp://127.0.0.1:* , a free port)");
   return [a] {
     const bool equivalence = is_equivalence_config(a->config);
     Config cfg = equivalence ? make_equivalence_config() : make_run_config();

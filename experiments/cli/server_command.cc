@@ -1,27 +1,29 @@
 // `fedpar server` and `fedpar client`: the two processes of a distributed run.
-#include <memory>
-
 #include <fmt/format.h>
+
+#include <memory>
 
 #include "clients/client.h"
 #include "core/check.h"
+#include "core/run_spec.h"
 #include "experiments/cli/commands.h"
 #include "server/async_replay.h"
-#include "core/run_spec.h"
 #include "server/server.h"
 
 namespace fedpar {
 
 Action add_server_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("server", "run the rounds of a federated (model) or data-parallel "
-                                           "(gradient) run for connected client processes");
+  auto* cmd = app.add_subcommand("server",
+                                 "run the rounds of a federated (model) or data-parallel "
+                                 "(gradient) run for connected client processes");
   struct Args {
     std::string config;
     std::vector<std::string> sets;
     ServerOptions opts;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("--config", a->config, "TOML run config (see experiments/)")->check(CLI::ExistingFile);
+  cmd->add_option("--config", a->config, "TOML run config (see experiments/)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--set", a->sets, "override a config key: --set rounds=5");
   cmd->add_option("--endpoint-file", a->opts.endpoint_file,
                   "write the bound endpoint here (useful with tcp://127.0.0.1:*)");
@@ -38,22 +40,27 @@ Action add_client_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("client", "host virtual clients for a fedpar server");
   auto o = std::make_shared<ClientOptions>();
   cmd->add_option("--server", o->server, "tcp://HOST:PORT or ipc://PATH")->required();
-  cmd->add_option("--slots", o->slots, "virtual clients this process offers")->capture_default_str();
-  cmd->add_option("--wait", o->wait_seconds, "seconds the server may stay silent")->capture_default_str();
+  cmd->add_option("--slots", o->slots, "virtual clients this process offers")
+      ->capture_default_str();
+  cmd->add_option("--wait", o->wait_seconds, "seconds the server may stay silent")
+      ->capture_default_str();
   cmd->add_option("--device", o->device, "cpu or cuda (default: the run config's device)");
   cmd->add_flag("--quiet", o->quiet, "no progress on stderr");
   return [o] { return run_client(*o); };
 }
 
 Action add_replay_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("replay", "recompute an async run from its updates.jsonl and check that "
-                                           "the final model hash matches");
+  auto* cmd = app.add_subcommand("replay",
+                                 "recompute an async run from its updates.jsonl and check that "
+                                 "the final model hash matches");
   auto dir = std::make_shared<std::string>();
-  cmd->add_option("results", *dir, "the run's results folder (results/<name>)")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("results", *dir, "the run's results folder (results/<name>)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
   return [dir] {
     const ReplayResult r = replay_async_run(*dir);
-    fmt::print("replayed {} updates ({} applied): final model hash {} {} the run's {}\n", r.updates, r.applied,
-               r.hash, r.matches() ? "matches" : "DIFFERS FROM", r.run_hash);
+    fmt::print("replayed {} updates ({} applied): final model hash {} {} the run's {}\n", r.updates,
+               r.applied, r.hash, r.matches() ? "matches" : "DIFFERS FROM", r.run_hash);
     return r.matches() ? 0 : 1;
   };
 }

@@ -1,8 +1,8 @@
 // `fedpar suite NAME [--smoke] [--out DIR]`: runs an experiment suite and writes its report.
-#include <memory>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <memory>
 
 #include "experiments/cli/commands.h"
 #include "experiments/suite.h"
@@ -11,9 +11,11 @@ namespace fedpar {
 
 Action add_suite_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "suite", fmt::format("run an experiment suite and write its report (suites: {})", fmt::join(suite_names(), ", ")));
+      "suite", fmt::format("run an experiment suite and write its report (suites: {})",
+                           fmt::join(suite_names(), ", ")));
   auto o = std::make_shared<SuiteOptions>();
-  cmd->add_option("name", o->name, "suite name (experiments/suites/NAME.toml) or a suite file")->required();
+  cmd->add_option("name", o->name, "suite name (experiments/suites/NAME.toml) or a suite file")
+      ->required();
   cmd->add_flag("--smoke", o->smoke, "the small size (minutes on 2 cores; what the tests run)");
   cmd->add_option("--out", o->out, "report folder (default results/NAME[-smoke])");
   cmd->add_option("--set", o->sets, "override a run config key for every run: --set rounds=5");

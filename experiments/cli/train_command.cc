@@ -1,18 +1,18 @@
 // `fedpar train`: centralized training with progress, results/<name>/ and a final
 // "test accuracy: NN.NN%" line on stdout.
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cmath>
 #include <memory>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/backend.h"
 #include "core/check.h"
+#include "core/results_dir.h"
 #include "core/safetensors.h"
 #include "experiments/cli/commands.h"
 #include "experiments/cli/progress.h"
-#include "core/results_dir.h"
 #include "experiments/cli/train_config.h"
 
 namespace fedpar {
@@ -25,7 +25,9 @@ struct TrainArgs {
   bool quiet = false;
 };
 
-double pct(const BatchStats& s) { return s.samples ? 100.0 * double(s.correct) / double(s.samples) : 0.0; }
+double pct(const BatchStats& s) {
+  return s.samples ? 100.0 * double(s.correct) / double(s.samples) : 0.0;
+}
 double mean_loss(const BatchStats& s) { return s.samples ? s.loss_sum / double(s.samples) : 0.0; }
 
 int run_train(const TrainArgs& args) {
@@ -42,9 +44,10 @@ int run_train(const TrainArgs& args) {
   const auto t_load = std::chrono::steady_clock::now();
   TrainTest data = load_dataset(s.data);
   Model model(*backend, s.model, data.train.shape, data.train.num_classes);
-  progress.line(fmt::format("fedpar train: {} on {} ({} train / {} test samples, loaded in {:.1f}s)",
-                            s.model.name, data.train.name, data.train.size(), data.test.size(),
-                            std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count()));
+  progress.line(fmt::format(
+      "fedpar train: {} on {} ({} train / {} test samples, loaded in {:.1f}s)", s.model.name,
+      data.train.name, data.train.size(), data.test.size(),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count()));
   progress.line(fmt::format("model {} with {} parameters; {}", s.model.name, model.num_params(),
                             backend->describe()));
 
@@ -63,8 +66,12 @@ int run_train(const TrainArgs& args) {
     shown += st.batch;
     if (!std::isfinite(st.batch.loss_sum)) diverged = true;
     if (st.step % s.log_every == 0 || st.step == st.steps_total) {
-      metrics.write({{"kind", "train"}, {"epoch", st.epoch}, {"step", st.step},
-                     {"samples", st.samples}, {"lr", std::stod(fmt::format("{:.7g}", st.lr))}, {"loss", mean_loss(window)},
+      metrics.write({{"kind", "train"},
+                     {"epoch", st.epoch},
+                     {"step", st.step},
+                     {"samples", st.samples},
+                     {"lr", std::stod(fmt::format("{:.7g}", st.lr))},
+                     {"loss", mean_loss(window)},
                      {"accuracy", pct(window) / 100.0}});
       window = {};
     }
@@ -86,18 +93,21 @@ int run_train(const TrainArgs& args) {
                           {"samples_per_second", double(ep.train.samples) / ep.seconds}};
     metrics.write(rec);
     epochs.push_back(rec);
-    progress.line(fmt::format("epoch {}/{}: train loss {:.4f} acc {:.2f}% | test loss {:.4f} acc "
-                              "{:.2f}% | {:.1f}s, {:.0f} samples/s",
-                              ep.epoch, s.train.epochs, mean_loss(ep.train), pct(ep.train),
-                              mean_loss(ep.test), pct(ep.test), ep.seconds,
-                              double(ep.train.samples) / ep.seconds));
+    progress.line(fmt::format(
+        "epoch {}/{}: train loss {:.4f} acc {:.2f}% | test loss {:.4f} acc "
+        "{:.2f}% | {:.1f}s, {:.0f} samples/s",
+        ep.epoch, s.train.epochs, mean_loss(ep.train), pct(ep.train), mean_loss(ep.test),
+        pct(ep.test), ep.seconds, double(ep.train.samples) / ep.seconds));
   };
   train(model, data.train, data.test, s.train, cb);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   const auto params = model.params_host();
   save_safetensors(out.path() / "model.safetensors", model.layout(), params,
-                   {{"format", "fedpar"}, {"model", s.model.name}, {"dataset", data.train.name},
+                   {{"format", "fedpar"},
+                    {"model", s.model.name},
+                    {"dataset", data.train.name},
                     {"seed", std::to_string(s.train.seed)}});
   const nlohmann::json& last = epochs.back();
   nlohmann::json summary = {{"command", "train"},
@@ -112,19 +122,19 @@ int run_train(const TrainArgs& args) {
                             {"final", last},
                             {"epochs", epochs}};
   out.write_json("summary.json", summary);
-  out.write_text("README.md",
-                 fmt::format("# {}\n\nCentralized training of `{}` on {} by `fedpar train`.\n\n"
-                             "- final test accuracy: {:.2f}% (loss {:.4f}) after {} epoch(s), {:.1f} s\n"
-                             "- `config.resolved.toml`: every setting of the run; rerun with "
-                             "`fedpar train --config config.resolved.toml`\n"
-                             "- `metrics.jsonl`: one JSON object per line; `kind` is `train` (every "
-                             "{} steps) or `eval` (every epoch)\n"
-                             "- `summary.json`: the final numbers and the machine's backend\n"
-                             "- `model.safetensors`: the final parameters ({} floats)\n",
-                             s.name, s.model.name, data.train.name,
-                             100.0 * last["test_accuracy"].get<double>(),
-                             last["test_loss"].get<double>(), s.train.epochs, seconds, s.log_every,
-                             model.num_params()));
+  out.write_text(
+      "README.md",
+      fmt::format("# {}\n\nCentralized training of `{}` on {} by `fedpar train`.\n\n"
+                  "- final test accuracy: {:.2f}% (loss {:.4f}) after {} epoch(s), {:.1f} s\n"
+                  "- `config.resolved.toml`: every setting of the run; rerun with "
+                  "`fedpar train --config config.resolved.toml`\n"
+                  "- `metrics.jsonl`: one JSON object per line; `kind` is `train` (every "
+                  "{} steps) or `eval` (every epoch)\n"
+                  "- `summary.json`: the final numbers and the machine's backend\n"
+                  "- `model.safetensors`: the final parameters ({} floats)\n",
+                  s.name, s.model.name, data.train.name,
+                  100.0 * last["test_accuracy"].get<double>(), last["test_loss"].get<double>(),
+                  s.train.epochs, seconds, s.log_every, model.num_params()));
   const auto final_path = out.commit();
   progress.line(fmt::format("results: {}", final_path.string()));
   if (diverged) progress.line("warning: the training loss became NaN or infinite (lr too high?)");
@@ -139,8 +149,9 @@ int run_train(const TrainArgs& args) {
 }  // namespace
 
 Action add_train_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("train", "centralized training (the baseline every distributed run "
-                                          "is compared with)");
+  auto* cmd = app.add_subcommand("train",
+                                 "centralized training (the baseline every distributed run "
+                                 "is compared with)");
   auto args = std::make_shared<TrainArgs>();
   cmd->add_option("--config", args->config_path, "TOML config (see experiments/*.toml)")
       ->check(CLI::ExistingFile);

@@ -1,10 +1,10 @@
 // `fedpar train` configuration; see train_config.h.
 #include "experiments/cli/train_config.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "core/check.h"
 #include "core/model_data_config.h"
@@ -45,9 +45,7 @@ log_every = 100         # steps between train lines in metrics.jsonl
 
 }  // namespace
 
-std::string train_defaults() {
-  return std::string(kTrainTop) + kModelDataDefaults + kTrainSection;
-}
+std::string train_defaults() { return std::string(kTrainTop) + kModelDataDefaults + kTrainSection; }
 
 Config make_train_config() {
   Config c(train_defaults());

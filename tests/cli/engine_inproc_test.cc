@@ -1,15 +1,14 @@
 // The round engine on threads: the server and its client processes as threads of this test,
 // talking over inproc://, end with the very model bytes that `fedpar run` with real processes over
 // tcp gets, for every way of training (so a whole run is a unit test of well under a second).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <fstream>
-#include <thread>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "clients/client.h"
 #include "core/run_spec.h"
@@ -27,11 +26,14 @@ constexpr const char* kRun =
     "[data]\nname = 'synthetic'\niid = true\n[model]\nname = 'mlp'\nhidden = [32]\n";
 
 std::string model_hash(const std::filesystem::path& run) {
-  return nlohmann::json::parse(std::ifstream(run / "summary.json")).at("model_hash").get<std::string>();
+  return nlohmann::json::parse(std::ifstream(run / "summary.json"))
+      .at("model_hash")
+      .get<std::string>();
 }
 
 // The run on threads: one server, `processes` clients, one ZeroMQ context shared for inproc.
-std::string run_on_threads(const TempDir& tmp, const std::string& name, const std::vector<std::string>& sets) {
+std::string run_on_threads(const TempDir& tmp, const std::string& name,
+                           const std::vector<std::string>& sets) {
   Config cfg = make_run_config();
   cfg.merge_toml(kRun, "the test");
   cfg.set_all(sets);
@@ -46,7 +48,8 @@ std::string run_on_threads(const TempDir& tmp, const std::string& name, const st
   for (int i = 0; i < s.processes; ++i)
     clients.emplace_back([&] {
       try {
-        if (run_client({.server = s.bind, .wait_seconds = 30, .quiet = true, .context = &ctx}) != 0) ++failures;
+        if (run_client({.server = s.bind, .wait_seconds = 30, .quiet = true, .context = &ctx}) != 0)
+          ++failures;
       } catch (const std::exception& e) {
         ADD_FAILURE() << "client thread: " << e.what();
         ++failures;
@@ -59,10 +62,11 @@ std::string run_on_threads(const TempDir& tmp, const std::string& name, const st
   return model_hash(tmp / "threads" / name);
 }
 
-std::string run_as_processes(const TempDir& tmp, const std::string& name, const std::vector<std::string>& sets) {
+std::string run_as_processes(const TempDir& tmp, const std::string& name,
+                             const std::vector<std::string>& sets) {
   std::ofstream(tmp / "run.toml") << kRun;
-  std::string args = fmt::format("run {} --set name={} --set results_dir={}", (tmp / "run.toml").string(), name,
-                                 (tmp / "processes").string());
+  std::string args = fmt::format("run {} --set name={} --set results_dir={}",
+                                 (tmp / "run.toml").string(), name, (tmp / "processes").string());
   for (const auto& s : sets) args += " --set " + s;
   const auto r = testing::run_fedpar(args, tmp.path());
   EXPECT_EQ(r.code, 0) << r.err;
@@ -80,13 +84,15 @@ TEST(EngineInproc, ThreadsGetTheProcessRunsBytesInEveryWayOfTraining) {
       {"model", {"regime=model", "local.steps=3", "local.batch=10"}},
       {"model-sampled", {"regime=model", "fraction=0.5", "local.epochs=1", "local.batch=25"}},
       {"master", {"regime=gradient", "topology=master", "sgd.batch=20"}},
-      {"allreduce", {"regime=gradient", "topology=allreduce", "sgd.batch=20", "allreduce.hash_every=2"}},
+      {"allreduce",
+       {"regime=gradient", "topology=allreduce", "sgd.batch=20", "allreduce.hash_every=2"}},
   };
   TempDir tmp;
   for (const auto& c : cases) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::string threads = run_on_threads(tmp, c.name, c.sets);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_EQ(threads, run_as_processes(tmp, c.name, c.sets)) << c.name;
     RecordProperty(fmt::format("{}_inproc_seconds", c.name), fmt::format("{:.3f}", seconds));
   }

@@ -23,7 +23,8 @@ TEST(EquivalenceExperiment, GradientAndOneStepModelAveragingAreGradientDescent) 
       tmp.path());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("| (e) |"), std::string::npos) << r.out;
-  const nlohmann::json j = nlohmann::json::parse(testing::slurp(tmp / "res/equivalence/equivalence.json"));
+  const nlohmann::json j =
+      nlohmann::json::parse(testing::slurp(tmp / "res/equivalence/equivalence.json"));
   ASSERT_EQ(j["cases"].size(), 2u);
   for (const auto& c : j["cases"]) {
     SCOPED_TRACE(c["model"].get<std::string>());
@@ -42,7 +43,8 @@ TEST(EquivalenceExperiment, GradientAndOneStepModelAveragingAreGradientDescent) 
   }
   const std::string report = testing::slurp(tmp / "res/equivalence/report.md");
   EXPECT_EQ(report.find("Claims that failed"), std::string::npos) << report;
-  EXPECT_NE(report.find("take centralized gradient descent's step (a) up to float rounding"), std::string::npos)
+  EXPECT_NE(report.find("take centralized gradient descent's step (a) up to float rounding"),
+            std::string::npos)
       << report;
   EXPECT_NE(report.find("both move away by orders of magnitude"), std::string::npos) << report;
   EXPECT_EQ(r.err.find("equivalence: "), std::string::npos) << r.err;
@@ -51,18 +53,19 @@ TEST(EquivalenceExperiment, GradientAndOneStepModelAveragingAreGradientDescent) 
 
 // The same small logreg run twice, differing only in (e)'s partition: unequal shards (iid-quantity)
 // make uniform weights another objective, so (e) lands orders of magnitude away and every claim
-// holds; equal shards (iid, 1,000 samples over 2 clients) make uniform weights the n_k/n weights, so
-// (e) is (c) again, the "(d), (e) orders further" claim fails, and the run must say so: exit 3,
+// holds; equal shards (iid, 1,000 samples over 2 clients) make uniform weights the n_k/n weights,
+// so (e) is (c) again, the "(d), (e) orders further" claim fails, and the run must say so: exit 3,
 // the model and row on stderr, the folder still written, the report's meaning naming the row.
 TEST(EquivalenceExperiment, AFailedClaimExitsThreeAndNamesTheRow) {
   if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
   auto run = [](const std::string& scheme, const testing::TempDir& tmp) {
-    return testing::run_fedpar(std::string("run ") + FEDPAR_SOURCE_DIR + "/experiments/equivalence.toml " +
-                                   "--set rounds=5 --set processes=2 --set partition.clients=2 " +
-                                   "--set equivalence.models=logreg --set equivalence.train_limits=1000 " +
-                                   "--set equivalence.uneven_scheme=" + scheme +
-                                   " --set results_dir=" + (tmp / "res").string(),
-                               tmp.path());
+    return testing::run_fedpar(
+        std::string("run ") + FEDPAR_SOURCE_DIR + "/experiments/equivalence.toml " +
+            "--set rounds=5 --set processes=2 --set partition.clients=2 " +
+            "--set equivalence.models=logreg --set equivalence.train_limits=1000 " +
+            "--set equivalence.uneven_scheme=" + scheme +
+            " --set results_dir=" + (tmp / "res").string(),
+        tmp.path());
   };
   const std::string step = "take centralized gradient descent's step (a) up to float rounding";
   const std::string far = "both move away by orders of magnitude";
@@ -80,9 +83,11 @@ TEST(EquivalenceExperiment, AFailedClaimExitsThreeAndNamesTheRow) {
   const auto fail = run("iid", fail_tmp);
   EXPECT_EQ(fail.code, 3) << fail.err;
   EXPECT_NE(fail.err.find("equivalence: logreg: (e) "), std::string::npos) << fail.err;
-  EXPECT_EQ(fail.err.find("equivalence: logreg: (d) "), std::string::npos) << fail.err;  // 5 steps: far
+  EXPECT_EQ(fail.err.find("equivalence: logreg: (d) "), std::string::npos)
+      << fail.err;  // 5 steps: far
   EXPECT_EQ(fail.err.find("equivalence: logreg: (b) "), std::string::npos) << fail.err;
-  const nlohmann::json j = nlohmann::json::parse(testing::slurp(fail_tmp / "res/equivalence/equivalence.json"));
+  const nlohmann::json j =
+      nlohmann::json::parse(testing::slurp(fail_tmp / "res/equivalence/equivalence.json"));
   ASSERT_EQ(j["cases"].size(), 1u);
   EXPECT_TRUE(j["cases"][0]["bc_within_10x_floor"].get<bool>());
   EXPECT_FALSE(j["cases"][0]["de_orders_further"].is_number() &&
@@ -96,7 +101,8 @@ TEST(EquivalenceExperiment, AFailedClaimExitsThreeAndNamesTheRow) {
   EXPECT_NE(meaning.find(step), std::string::npos) << meaning;  // (b), (c) still at the floor
   EXPECT_EQ(meaning.find(far), std::string::npos) << meaning;
   EXPECT_NE(meaning.find("weights over unequal shards (e) ended"), std::string::npos) << meaning;
-  EXPECT_NE(meaning.find("fewer than the 2 orders of magnitude claimed"), std::string::npos) << meaning;
+  EXPECT_NE(meaning.find("fewer than the 2 orders of magnitude claimed"), std::string::npos)
+      << meaning;
   EXPECT_TRUE(std::filesystem::exists(fail_tmp / "res/equivalence/runs/logreg-e/summary.json"));
 }
 

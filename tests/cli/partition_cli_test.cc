@@ -15,10 +15,11 @@ TEST(PartitionCli, MnistShardsWritesManifestStatsAndPicture) {
   if (!testing::have_mnist()) GTEST_SKIP() << "MNIST not fetched: run scripts/setup.sh";
   testing::TempDir tmp;
   const auto out = tmp / "shards";
-  auto r = run_fedpar("partition --dataset mnist --scheme shards --clients 100 --out " + out.string(),
-                      tmp.path());
+  auto r = run_fedpar(
+      "partition --dataset mnist --scheme shards --clients 100 --out " + out.string(), tmp.path());
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("scheme shards | 100 clients | 60000 samples assigned"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("scheme shards | 100 clients | 60000 samples assigned"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("EMD to global"), std::string::npos);
   const Manifest m = read_manifest(out / "manifest.json", 60000);
   ASSERT_EQ(m.clients.size(), 100u);
@@ -30,16 +31,20 @@ TEST(PartitionCli, MnistShardsWritesManifestStatsAndPicture) {
   svg.read(head.data(), 5);
   EXPECT_EQ(head, "<svg ");
   // Same command, same bytes.
-  auto again = run_fedpar("partition --dataset mnist --scheme shards --clients 100 --out " +
-                              (tmp / "again").string(), tmp.path());
+  auto again = run_fedpar(
+      "partition --dataset mnist --scheme shards --clients 100 --out " + (tmp / "again").string(),
+      tmp.path());
   ASSERT_EQ(again.code, 0);
   EXPECT_EQ(read_manifest(tmp / "again" / "manifest.json", 60000).hash, m.hash);
 }
 
 TEST(PartitionCli, NaturalOnSyntheticUsers) {
   testing::TempDir tmp;
-  auto r = run_fedpar("partition --dataset synthetic --synthetic-alpha 1 --synthetic-beta 1 "
-                      "--scheme natural --clients 0 --out " + (tmp / "nat").string(), tmp.path());
+  auto r = run_fedpar(
+      "partition --dataset synthetic --synthetic-alpha 1 --synthetic-beta 1 "
+      "--scheme natural --clients 0 --out " +
+          (tmp / "nat").string(),
+      tmp.path());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("scheme natural | 30 clients"), std::string::npos) << r.out;
 }
@@ -49,14 +54,17 @@ TEST(PartitionCli, BadRequestsExitTwoWithTheConstraint) {
   const std::string out = " --out " + (tmp / "x").string();
   auto r = run_fedpar("partition --dataset synthetic --scheme labels-k -k 11" + out, tmp.path());
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("k must be between 1 and the number of labels (10), got 11"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("k must be between 1 and the number of labels (10), got 11"),
+            std::string::npos)
+      << r.err;
   r = run_fedpar("partition --dataset synthetic --scheme natural --clients 5" + out, tmp.path());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("the dataset has 30 users"), std::string::npos) << r.err;
   r = run_fedpar("partition --dataset synthetic --scheme iid --clients 100000" + out, tmp.path());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("100000 clients but only"), std::string::npos) << r.err;
-  r = run_fedpar("partition --dataset synthetic --scheme dirichlet-classes --beta 0" + out, tmp.path());
+  r = run_fedpar("partition --dataset synthetic --scheme dirichlet-classes --beta 0" + out,
+                 tmp.path());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("beta must be > 0"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(tmp / "x" / "manifest.json"));

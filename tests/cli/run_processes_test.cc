@@ -2,15 +2,14 @@
 // config gives the same final model bytes whatever the transport and the number of processes;
 // a peer's garbage gets an ERROR and changes nothing; a client that never answers is dropped
 // from the round in the model regime and stops the gradient regime with a clear error.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "protocol/frames.h"
 #include "tests/util/process.h"
@@ -30,11 +29,23 @@ struct RunResult {
 RunResult run_distributed(const TempDir& tmp, const std::string& tag, const std::string& bind,
                           int clients, const std::vector<std::string>& sets,
                           const std::function<void(const std::string&)>& extra_peer = {}) {
-  std::vector<std::string> args = {"server", "--endpoint-file", (tmp / (tag + ".ep")).string(),
-                                   "--set", "bind=" + bind, "--set", "results_dir=" + (tmp / "res").string(),
-                                   "--set", "name=" + tag, "--set", "data.name=synthetic",
-                                   "--set", "data.iid=true", "--set", "model.name=logreg",
-                                   "--set", "processes=" + std::to_string(clients + (extra_peer ? 1 : 0))};
+  std::vector<std::string> args = {"server",
+                                   "--endpoint-file",
+                                   (tmp / (tag + ".ep")).string(),
+                                   "--set",
+                                   "bind=" + bind,
+                                   "--set",
+                                   "results_dir=" + (tmp / "res").string(),
+                                   "--set",
+                                   "name=" + tag,
+                                   "--set",
+                                   "data.name=synthetic",
+                                   "--set",
+                                   "data.iid=true",
+                                   "--set",
+                                   "model.name=logreg",
+                                   "--set",
+                                   "processes=" + std::to_string(clients + (extra_peer ? 1 : 0))};
   for (const auto& s : sets) args.insert(args.end(), {"--set", s});
   const pid_t server = testing::spawn_fedpar(args, tmp / (tag + ".out"), tmp / (tag + ".err"));
   const std::string ep = testing::wait_for_file(tmp / (tag + ".ep"), 20);
@@ -59,9 +70,14 @@ class Distributed : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(Distributed, SameBytesOverAnyTransportAndProcessCount) {
   TempDir tmp;
-  const std::vector<std::string> sets = {std::string("regime=") + GetParam(), "rounds=4",
-                                         "partition.clients=6", "local.steps=3", "local.batch=20",
-                                         "local.lr=0.05", "sgd.lr=0.5", "fraction=0.5"};
+  const std::vector<std::string> sets = {std::string("regime=") + GetParam(),
+                                         "rounds=4",
+                                         "partition.clients=6",
+                                         "local.steps=3",
+                                         "local.batch=20",
+                                         "local.lr=0.05",
+                                         "sgd.lr=0.5",
+                                         "fraction=0.5"};
   const RunResult a = run_distributed(tmp, "tcp1", "tcp://127.0.0.1:*", 1, sets);
   ASSERT_EQ(a.server_code, 0) << a.err;
   ASSERT_EQ(a.hash.size(), 16u) << a.out;
@@ -71,7 +87,8 @@ TEST_P(Distributed, SameBytesOverAnyTransportAndProcessCount) {
   ASSERT_EQ(c.server_code, 0) << c.err;
   EXPECT_EQ(a.hash, b.hash);
   EXPECT_EQ(a.hash, c.hash);
-  for (const char* f : {"config.resolved.toml", "manifest.json", "metrics.jsonl", "model.safetensors", "summary.json"})
+  for (const char* f : {"config.resolved.toml", "manifest.json", "metrics.jsonl",
+                        "model.safetensors", "summary.json"})
     EXPECT_TRUE(std::filesystem::exists(tmp / "res" / "tcp1" / f)) << f;
   // Every round line accounts for each participant: 3 of 6 clients at fraction 0.5.
   std::ifstream metrics(tmp / "res" / "tcp1" / "metrics.jsonl");
@@ -98,16 +115,20 @@ TEST(FedparRun, SupervisesServerAndClientsAndGivesTheSameBytes) {
   ASSERT_EQ(direct.server_code, 0) << direct.err;
   std::ofstream(tmp / "run.toml") << "seed = 1\n[data]\nname = 'synthetic'\niid = true\n"
                                      "[model]\nname = 'logreg'\n";
-  std::vector<std::string> args = {"run", (tmp / "run.toml").string(), "-p", "3", "--set",
-                                   "results_dir=" + (tmp / "res").string(), "--set", "name=viarun"};
+  std::vector<std::string> args = {"run",   (tmp / "run.toml").string(),
+                                   "-p",    "3",
+                                   "--set", "results_dir=" + (tmp / "res").string(),
+                                   "--set", "name=viarun"};
   for (const auto& s : sets) args.insert(args.end(), {"--set", s});
   const pid_t pid = testing::spawn_fedpar(args, tmp / "run.out", tmp / "run.err");
   EXPECT_EQ(testing::wait_exit(pid, 120).value_or(-99), 0) << testing::slurp(tmp / "run.err");
-  EXPECT_NE(testing::slurp(tmp / "run.out").find("final model hash: " + direct.hash), std::string::npos)
+  EXPECT_NE(testing::slurp(tmp / "run.out").find("final model hash: " + direct.hash),
+            std::string::npos)
       << testing::slurp(tmp / "run.out");
 
-  const pid_t bad = testing::spawn_fedpar({"run", (tmp / "run.toml").string(), "--set", "rounds=zero"},
-                                          tmp / "bad.out", tmp / "bad.err");
+  const pid_t bad =
+      testing::spawn_fedpar({"run", (tmp / "run.toml").string(), "--set", "rounds=zero"},
+                            tmp / "bad.out", tmp / "bad.err");
   EXPECT_EQ(testing::wait_exit(bad, 30).value_or(-99), 2);
   EXPECT_NE(testing::slurp(tmp / "bad.err").find("rounds must be an integer"), std::string::npos);
 }
@@ -163,9 +184,9 @@ TEST(FedparRun, StopsEverythingWhenAClientDiesOrOnInterrupt) {
                                       "iid = true\n[model]\nname = 'logreg'\n";
   for (const bool interrupt : {false, true}) {
     SCOPED_TRACE(interrupt ? "interrupt" : "killed client");
-    const pid_t run = testing::spawn_fedpar({"run", (tmp / "long.toml").string(), "--set",
-                                             "results_dir=" + (tmp / "res").string()},
-                                            tmp / "run.out", tmp / "run.err");
+    const pid_t run = testing::spawn_fedpar(
+        {"run", (tmp / "long.toml").string(), "--set", "results_dir=" + (tmp / "res").string()},
+        tmp / "run.out", tmp / "run.err");
     std::vector<pid_t> clients;
     for (int i = 0; i < 500 && clients.size() < 2; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -178,10 +199,13 @@ TEST(FedparRun, StopsEverythingWhenAClientDiesOrOnInterrupt) {
     EXPECT_EQ(testing::wait_exit(run, 30).value_or(-99), interrupt ? 130 : 1);
     const std::string err = testing::slurp(tmp / "run.err");
     EXPECT_NE(err.find(interrupt ? "interrupted; stopping the server and clients"
-                                 : "was killed by signal 9"), std::string::npos) << err;
+                                 : "was killed by signal 9"),
+              std::string::npos)
+        << err;
     for (pid_t p : all)
       EXPECT_NE(kill(p, 0), 0) << "process " << p << " outlived the run: "
-                               << testing::slurp(fmt::format("/proc/{}/cmdline", p)) << "\n" << err;
+                               << testing::slurp(fmt::format("/proc/{}/cmdline", p)) << "\n"
+                               << err;
     if (std::filesystem::exists(tmp / "res")) {  // nothing left from a stopped run, partial or not
       EXPECT_TRUE(std::filesystem::is_empty(tmp / "res"));
     }
@@ -195,7 +219,8 @@ void silent_peer(const std::string& ep, bool garbage) {
   s.set(zmq::sockopt::linger, 0);
   s.connect(ep);
   if (garbage) {
-    std::vector<zmq::const_buffer> junk = {zmq::str_buffer("not a fedpar header"), zmq::str_buffer("x")};
+    std::vector<zmq::const_buffer> junk = {zmq::str_buffer("not a fedpar header"),
+                                           zmq::str_buffer("x")};
     zmq::send_multipart(s, junk);
     std::vector<zmq::message_t> reply;
     EXPECT_TRUE(zmq::recv_multipart(s, std::back_inserter(reply)));  // the server answers ERROR
@@ -204,7 +229,8 @@ void silent_peer(const std::string& ep, bool garbage) {
     auto parsed = parse_message(spans);
     ASSERT_TRUE(std::holds_alternative<ParsedMessage>(parsed));
     EXPECT_EQ(std::get<ParsedMessage>(parsed).header.type, MessageType::kError);
-    EXPECT_NE(std::get<ParsedMessage>(parsed).body.value("reason", "").find("bad magic"), std::string::npos);
+    EXPECT_NE(std::get<ParsedMessage>(parsed).body.value("reason", "").find("bad magic"),
+              std::string::npos);
   }
   const WireMessage hello = encode_message(MessageType::kHello, 0, 0, 0, {{"slots", 1}});
   std::vector<zmq::const_buffer> bufs;
@@ -216,20 +242,20 @@ void silent_peer(const std::string& ep, bool garbage) {
 TEST(DistributedFaults, SilentClientIsDroppedInModelRegimeAndStopsGradientRegime) {
   TempDir tmp;
   std::thread peer;
-  const RunResult m = run_distributed(
-      tmp, "model", "tcp://127.0.0.1:*", 1,
-      {"regime=model", "rounds=2", "partition.clients=4", "wait_seconds=1"},
-      [&](const std::string& ep) { peer = std::thread(silent_peer, ep, true); });
+  const RunResult m =
+      run_distributed(tmp, "model", "tcp://127.0.0.1:*", 1,
+                      {"regime=model", "rounds=2", "partition.clients=4", "wait_seconds=1"},
+                      [&](const std::string& ep) { peer = std::thread(silent_peer, ep, true); });
   peer.join();
   EXPECT_EQ(m.server_code, 0) << m.err;
   EXPECT_NE(m.err.find("dropped a message from a peer: bad magic"), std::string::npos) << m.err;
   EXPECT_NE(m.err.find("continuing with the rest"), std::string::npos) << m.err;
   EXPECT_EQ(m.hash.size(), 16u);
 
-  const RunResult g = run_distributed(
-      tmp, "gradient", "tcp://127.0.0.1:*", 1,
-      {"regime=gradient", "rounds=2", "partition.clients=4", "wait_seconds=1"},
-      [&](const std::string& ep) { peer = std::thread(silent_peer, ep, false); });
+  const RunResult g =
+      run_distributed(tmp, "gradient", "tcp://127.0.0.1:*", 1,
+                      {"regime=gradient", "rounds=2", "partition.clients=4", "wait_seconds=1"},
+                      [&](const std::string& ep) { peer = std::thread(silent_peer, ep, false); });
   peer.join();
   EXPECT_EQ(g.server_code, 2);
   EXPECT_NE(g.err.find("no update from client(s)"), std::string::npos) << g.err;
@@ -240,12 +266,26 @@ TEST(DistributedFaults, SilentClientIsDroppedInModelRegimeAndStopsGradientRegime
 // Two client processes; once the server has logged round 2, one of them is killed (SIGKILL).
 RunResult run_with_killed_client(const TempDir& tmp, const std::string& tag,
                                  const std::vector<std::string>& sets) {
-  std::vector<std::string> args = {"server", "--endpoint-file", (tmp / (tag + ".ep")).string(),
-                                   "--set", "bind=ipc://" + (tmp / (tag + ".sock")).string(),
-                                   "--set", "results_dir=" + (tmp / "res").string(), "--set",
-                                   "name=" + tag, "--set", "data.name=synthetic", "--set",
-                                   "data.iid=true", "--set", "model.name=logreg", "--set",
-                                   "processes=2", "--set", "partition.clients=4", "--set",
+  std::vector<std::string> args = {"server",
+                                   "--endpoint-file",
+                                   (tmp / (tag + ".ep")).string(),
+                                   "--set",
+                                   "bind=ipc://" + (tmp / (tag + ".sock")).string(),
+                                   "--set",
+                                   "results_dir=" + (tmp / "res").string(),
+                                   "--set",
+                                   "name=" + tag,
+                                   "--set",
+                                   "data.name=synthetic",
+                                   "--set",
+                                   "data.iid=true",
+                                   "--set",
+                                   "model.name=logreg",
+                                   "--set",
+                                   "processes=2",
+                                   "--set",
+                                   "partition.clients=4",
+                                   "--set",
                                    "wait_seconds=5"};
   for (const auto& s : sets) args.insert(args.end(), {"--set", s});
   const pid_t server = testing::spawn_fedpar(args, tmp / (tag + ".out"), tmp / (tag + ".err"));

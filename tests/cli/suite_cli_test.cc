@@ -1,13 +1,12 @@
 // `fedpar suite iid-vs-noniid --smoke` as a user runs it (real processes, real MNIST): the report,
 // the plots and the suite's qualitative claim: label skew lowers accuracy after the same rounds.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "tests/util/run_fedpar.h"
 #include "tests/util/test_util.h"
@@ -19,7 +18,8 @@ using testing::TempDir;
 
 // Runs `fedpar suite NAME --smoke` into tmp/s and returns its runs by label (empty on failure).
 std::map<std::string, nlohmann::json> smoke_runs(const std::string& name, const TempDir& tmp) {
-  const auto r = testing::run_fedpar("suite " + name + " --smoke --out " + (tmp / "s").string(), tmp.path());
+  const auto r =
+      testing::run_fedpar("suite " + name + " --smoke --out " + (tmp / "s").string(), tmp.path());
   EXPECT_EQ(r.code, 0) << r.err;
   std::map<std::string, nlohmann::json> runs;
   if (r.code != 0) return runs;
@@ -37,7 +37,8 @@ TEST(Suite, IidVsNonIidSmokeShowsSkewCostsAccuracy) {
   EXPECT_GT(iid, 80.0);
   for (const char* skewed : {"shards-2", "labels-1", "labels-2", "dirichlet-0.1"}) {
     EXPECT_LT(runs[skewed]["final_accuracy"].get<double>(), iid - 10) << skewed;
-    EXPECT_GT(runs[skewed]["median_emd"].get<double>(), 3 * runs["iid"]["median_emd"].get<double>()) << skewed;
+    EXPECT_GT(runs[skewed]["median_emd"].get<double>(), 3 * runs["iid"]["median_emd"].get<double>())
+        << skewed;
   }
   EXPECT_LT(runs["labels-1"]["final_accuracy"].get<double>(), 20.0);  // one label per client
   // Updates agree less when labels are skewed.
@@ -57,7 +58,8 @@ TEST(Suite, IidVsNonIidSmokeShowsSkewCostsAccuracy) {
 TEST(Suite, FedproxSyntheticSmokeShowsHeterogeneityCostsAccuracy) {
   TempDir tmp;
   std::map<std::string, double> acc;
-  for (const auto& [label, run] : smoke_runs("fedprox-synthetic", tmp)) acc[label] = run["final_accuracy"];
+  for (const auto& [label, run] : smoke_runs("fedprox-synthetic", tmp))
+    acc[label] = run["final_accuracy"];
   ASSERT_EQ(acc.size(), 4u);
   EXPECT_GT(acc["iid"], acc["synthetic-1-1"] + 10);
   EXPECT_GT(acc["synthetic-0-0"], acc["synthetic-1-1"]);
@@ -82,15 +84,17 @@ TEST(Suite, FedavgPaperSmokeCountsRoundsToTargetAndStopsThere) {
   for (const char* slower : {"fedavg-noniid", "fedsgd-iid", "fedsgd-noniid"})
     EXPECT_TRUE(rounds[slower] == 0 || rounds[slower] > rounds["fedavg-iid"]) << slower;
   // The run stopped at the round it reached the target: no more rounds were logged.
-  const auto summary = nlohmann::json::parse(testing::slurp(tmp / "s/runs" / fastest_iid / "summary.json"));
+  const auto summary =
+      nlohmann::json::parse(testing::slurp(tmp / "s/runs" / fastest_iid / "summary.json"));
   EXPECT_TRUE(summary["stopped_at_accuracy"].get<bool>());
   EXPECT_EQ(summary["rounds_run"], rounds["fedavg-iid"]);
   const std::string report = testing::slurp(tmp / "s/report.md");
   EXPECT_NE(report.find("rounds to 85%"), std::string::npos);
   // The grid table names each setting's best learning rate.
-  EXPECT_NE(report.find("| fedavg-iid | 0.1 0.2 0.4 | " + fastest_iid.substr(fastest_iid.find('@') + 1) + " | " +
-                        std::to_string(rounds["fedavg-iid"]) + " |"),
-            std::string::npos)
+  EXPECT_NE(
+      report.find("| fedavg-iid | 0.1 0.2 0.4 | " + fastest_iid.substr(fastest_iid.find('@') + 1) +
+                  " | " + std::to_string(rounds["fedavg-iid"]) + " |"),
+      std::string::npos)
       << report;
 }
 
@@ -103,12 +107,17 @@ TEST(Suite, EquivalenceSmokeShowsMiniBatchGradientAveragingTracksCentralizedSgd)
   for (const auto& [label, run] : smoke_runs("equivalence", tmp)) {
     const auto& loss = run["test_loss"];
     ASSERT_GE(loss.size(), 2u) << label;
-    EXPECT_LT(loss.back().get<double>(), loss.front().get<double>() - 0.1) << label << ": did not train";
+    EXPECT_LT(loss.back().get<double>(), loss.front().get<double>() - 0.1)
+        << label << ": did not train";
     final_loss[run["group"]].push_back(loss.back());
   }
   ASSERT_EQ(final_loss.size(), 3u);
-  auto mean = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / double(v.size()); };
-  auto spread = [](const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end()); };
+  auto mean = [](const std::vector<double>& v) {
+    return std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+  };
+  auto spread = [](const std::vector<double>& v) {
+    return *std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end());
+  };
   const auto& central = final_loss["centralized-B100"];
   ASSERT_EQ(central.size(), 3u);
   for (const char* g : {"gradient-iid-4x25", "gradient-shards-4x25"}) {
@@ -132,7 +141,8 @@ TEST(Suite, GradVsModelSmokeShowsDriftGrowsWithLocalSteps) {
   auto runs = smoke_runs("grad-vs-model", tmp);
   ASSERT_EQ(runs.size(), 12u);
   auto mean = [&](const std::string& label, const char* what) {
-    const auto& v = what == std::string("divergence") ? runs[label]["divergence"]["relative"] : runs[label][what];
+    const auto& v = what == std::string("divergence") ? runs[label]["divergence"]["relative"]
+                                                      : runs[label][what];
     double s = 0;
     for (double x : v) s += x;
     return v.empty() ? -1.0 : s / double(v.size());
@@ -153,8 +163,9 @@ TEST(Suite, GradVsModelSmokeShowsDriftGrowsWithLocalSteps) {
   EXPECT_NE(report.find("plots/drift-vs-round.svg"), std::string::npos) << report;
   EXPECT_NE(report.find("| shards-K20 | shards-gradient |"), std::string::npos) << report;
   EXPECT_FALSE(std::filesystem::exists(tmp / "s/runs/iid-K5/params"));  // snapshots are removed
-  EXPECT_NE(testing::slurp(tmp / "s/runs/iid-K5/divergence.jsonl").find("\"reference\":\"iid-gradient\""),
-            std::string::npos);
+  EXPECT_NE(
+      testing::slurp(tmp / "s/runs/iid-K5/divergence.jsonl").find("\"reference\":\"iid-gradient\""),
+      std::string::npos);
 }
 
 // At a fixed global batch, a client's activation memory halves when N doubles; its parameter
@@ -168,15 +179,18 @@ TEST(Suite, ScalingSmokeHalvesActivationMemoryPerClient) {
   for (size_t i = 1; i < n.size(); ++i) {
     const auto& a = runs[n[i - 1]]["accounting"];
     const auto& b = runs[n[i]]["accounting"];
-    EXPECT_NEAR(a["activation_mb"].get<double>(), 2 * b["activation_mb"].get<double>(), 1e-9) << n[i];
+    EXPECT_NEAR(a["activation_mb"].get<double>(), 2 * b["activation_mb"].get<double>(), 1e-9)
+        << n[i];
     EXPECT_EQ(a["parameter_mb"], b["parameter_mb"]) << n[i];
     EXPECT_NEAR(a["up_mb"].get<double>(), b["up_mb"].get<double>(), 0.001) << n[i];
     EXPECT_EQ(a["down_mb"], b["down_mb"]) << n[i];
-    EXPECT_EQ(b["clients_per_round"].get<double>(), 2 * a["clients_per_round"].get<double>()) << n[i];
+    EXPECT_EQ(b["clients_per_round"].get<double>(), 2 * a["clients_per_round"].get<double>())
+        << n[i];
   }
   // 2m floats of the 2NN (199,210 parameters) in MB.
   EXPECT_NEAR(runs["N1"]["accounting"]["parameter_mb"].get<double>(), 2 * 199210 * 4 / 1e6, 1e-9);
-  EXPECT_NE(testing::slurp(tmp / "s/report.md").find("activations per client (MB)"), std::string::npos);
+  EXPECT_NE(testing::slurp(tmp / "s/report.md").find("activations per client (MB)"),
+            std::string::npos);
 }
 
 TEST(Suite, TopologiesSmokeShowsWhereEachTopologyCarriesTheTraffic) {
@@ -189,16 +203,20 @@ TEST(Suite, TopologiesSmokeShowsWhereEachTopologyCarriesTheTraffic) {
       const auto key = [&](const char* t) { return fmt::format("{}-{}-N{}", t, model, n); };
       const auto &ps = runs[key("ps")], &master = runs[key("master")], &ring = runs[key("ring")];
       // The same update three ways: the same accuracy.
-      EXPECT_NEAR(ps["final_accuracy"].get<double>(), master["final_accuracy"].get<double>(), 0.5) << key("master");
-      EXPECT_NEAR(ps["final_accuracy"].get<double>(), ring["final_accuracy"].get<double>(), 0.5) << key("ring");
+      EXPECT_NEAR(ps["final_accuracy"].get<double>(), master["final_accuracy"].get<double>(), 0.5)
+          << key("master");
+      EXPECT_NEAR(ps["final_accuracy"].get<double>(), ring["final_accuracy"].get<double>(), 0.5)
+          << key("ring");
       // The master (and the parameter server) receive N times what a worker sends; the ring's
       // server sees almost nothing, each of its workers sends 2(N-1)/N of the model.
       const auto& mt = master["traffic"];
       EXPECT_NEAR(mt["server_mb_received"].get<double>(), n * mt["worker_mb_sent"].get<double>(),
-                  0.01 * mt["server_mb_received"].get<double>()) << key("master");
+                  0.01 * mt["server_mb_received"].get<double>())
+          << key("master");
       EXPECT_LT(ring["traffic"]["server_mb_sent"].get<double>(), 0.01) << key("ring");
       EXPECT_GE(ring["traffic"]["worker_mb_sent"].get<double>(),
-                0.99 * 2.0 * (n - 1) / n * ps["traffic"]["worker_mb_sent"].get<double>()) << key("ring");
+                0.99 * 2.0 * (n - 1) / n * ps["traffic"]["worker_mb_sent"].get<double>())
+          << key("ring");
       EXPECT_GT(ring["traffic"]["busbw_gbps"].get<double>(), 0) << key("ring");
     }
   }

@@ -2,15 +2,14 @@
 // `allreduce` train the same model as `parameter-server` under full batch; the ring's traffic
 // skips the server; a replica that drifts and a worker that dies stop the run with a clear error
 // (no hang); an async run is reproduced bit for bit from its log, and a staleness bound rejects.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <csignal>
 #include <fstream>
-#include <regex>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "core/safetensors.h"
 #include "tests/util/process.h"
@@ -26,8 +25,8 @@ using testing::TempDir;
 testing::CliRun run(const TempDir& tmp, const std::string& name, const std::string& sets) {
   std::ofstream(tmp / "run.toml") << "seed = 3\n[data]\nname = 'synthetic'\niid = true\n"
                                      "[model]\nname = 'mlp'\nhidden = [32]\n";
-  return testing::run_fedpar("run " + (tmp / "run.toml").string() + " --set results_dir=" + (tmp / "res").string() +
-                                 " --set name=" + name + " " + sets,
+  return testing::run_fedpar("run " + (tmp / "run.toml").string() + " --set results_dir=" +
+                                 (tmp / "res").string() + " --set name=" + name + " " + sets,
                              tmp.path());
 }
 
@@ -40,7 +39,8 @@ std::vector<float> final_params(const TempDir& tmp, const std::string& name) {
 
 double relative_distance(const std::vector<float>& a, const std::vector<float>& b) {
   double d = 0, n = 0;
-  for (size_t i = 0; i < a.size(); ++i) d += std::pow(double(a[i]) - b[i], 2), n += std::pow(double(b[i]), 2);
+  for (size_t i = 0; i < a.size(); ++i)
+    d += std::pow(double(a[i]) - b[i], 2), n += std::pow(double(b[i]), 2);
   return std::sqrt(d / n);
 }
 
@@ -54,8 +54,9 @@ std::vector<nlohmann::json> jsonl(const std::filesystem::path& p) {
 TEST(Topologies, MasterAndAllReduceTrainWhatTheParameterServerTrainsUnderFullBatch) {
   TempDir tmp;
   // 4 clients on 2 processes: a ring rank and a master's worker process each serve two shards.
-  const std::string common = "--set regime=gradient --set rounds=8 --set processes=2 --set partition.clients=4 "
-                             "--set sgd.batch=full --set sgd.lr=0.5 --set allreduce.hash_every=2";
+  const std::string common =
+      "--set regime=gradient --set rounds=8 --set processes=2 --set partition.clients=4 "
+      "--set sgd.batch=full --set sgd.lr=0.5 --set allreduce.hash_every=2";
   for (const char* t : {"parameter-server", "master", "allreduce"}) {
     const auto r = run(tmp, t, common + " --set topology=" + t);
     ASSERT_EQ(r.code, 0) << t << ": " << r.err;
@@ -81,7 +82,8 @@ TEST(Topologies, MasterAndAllReduceTrainWhatTheParameterServerTrainsUnderFullBat
       EXPECT_NEAR(ring_bytes, model_bytes * 2.0 * (2 - 1) / 2, 64.0);  // N = 2, plus tag frames
     }
     if (rec["round"].get<int>() > 1 && !rec.contains("test_accuracy")) {
-      for (const auto& p : rec["processes"]) EXPECT_LT(p["bytes_down"].get<double>() + p["bytes_up"].get<double>(), 2048);
+      for (const auto& p : rec["processes"])
+        EXPECT_LT(p["bytes_down"].get<double>() + p["bytes_up"].get<double>(), 2048);
     }
   }
   // The master sent the model to both processes and got 4 gradients back: N times a worker's.
@@ -100,11 +102,14 @@ TEST(Topologies, AllReduceWorkersOnEveryInterfaceAreNamedByTheirAddress) {
   TempDir tmp;
   // As on several hosts: each worker listens on 0.0.0.0; the server tells its neighbour the
   // address the worker's own connection came from (127.0.0.1 here).
-  const auto r = run(tmp, "any", "--set regime=gradient --set topology=allreduce --set rounds=3 --set processes=3 "
-                                 "--set partition.clients=3 --set allreduce.bind=tcp://0.0.0.0:*");
+  const auto r =
+      run(tmp, "any",
+          "--set regime=gradient --set topology=allreduce --set rounds=3 --set processes=3 "
+          "--set partition.clients=3 --set allreduce.bind=tcp://0.0.0.0:*");
   ASSERT_EQ(r.code, 0) << r.err;
   std::smatch ring;
-  ASSERT_TRUE(std::regex_search(r.err, ring, std::regex("ring of 3 workers formed: (.*)"))) << r.err;
+  ASSERT_TRUE(std::regex_search(r.err, ring, std::regex("ring of 3 workers formed: (.*)")))
+      << r.err;
   EXPECT_EQ(std::regex_replace(ring[1].str(), std::regex("[0-9]+"), "N"),
             "tcp://N.N.N.N:N -> tcp://N.N.N.N:N -> tcp://N.N.N.N:N");
   EXPECT_EQ(ring[1].str().find("0.0.0.0"), std::string::npos) << ring[1];
@@ -114,24 +119,48 @@ TEST(Topologies, AllReduceWorkersOnEveryInterfaceAreNamedByTheirAddress) {
 TEST(Topologies, AllReduceStopsLoudlyWhenReplicasDrift) {
   TempDir tmp;
   // Rank 1 flips one bit of its replica after round 1; the check at round 2 must name it.
-  const auto r = run(tmp, "drift", "--set regime=gradient --set topology=allreduce --set rounds=6 --set processes=3 "
-                                   "--set partition.clients=3 --set allreduce.hash_every=2 --set allreduce.fault_flip_rank=1");
+  const auto r = run(
+      tmp, "drift",
+      "--set regime=gradient --set topology=allreduce --set rounds=6 --set processes=3 "
+      "--set partition.clients=3 --set allreduce.hash_every=2 --set allreduce.fault_flip_rank=1");
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("round 2: the replicas drifted apart"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("(worker(s) 1)"), std::string::npos) << r.err;
-  EXPECT_FALSE(std::filesystem::exists(tmp / "res" / "drift")) << "a failed run leaves no results folder";
+  EXPECT_FALSE(std::filesystem::exists(tmp / "res" / "drift"))
+      << "a failed run leaves no results folder";
 }
 
 TEST(Topologies, AllReduceWorkerDyingMidRunStopsTheRingWithinTheDeadline) {
   TempDir tmp;
   // Rounds slowed by a fixed delay so the kill lands mid-run; the ring deadline is 1 s.
-  const pid_t server = testing::spawn_fedpar(
-      {"server", "--endpoint-file", (tmp / "ep").string(), "--set", "bind=tcp://127.0.0.1:*", "--set",
-       "results_dir=" + (tmp / "res").string(), "--set", "data.name=synthetic", "--set", "model.name=logreg",
-       "--set", "regime=gradient", "--set", "topology=allreduce", "--set", "rounds=100000", "--set",
-       "processes=3", "--set", "partition.clients=3", "--set", "allreduce.deadline_seconds=1", "--set",
-       "wait_seconds=60", "--set", "stragglers.delay_seconds=0:0.02,1:0.02,2:0.02"},
-      tmp / "s.out", tmp / "s.err");
+  const pid_t server = testing::spawn_fedpar({"server",
+                                              "--endpoint-file",
+                                              (tmp / "ep").string(),
+                                              "--set",
+                                              "bind=tcp://127.0.0.1:*",
+                                              "--set",
+                                              "results_dir=" + (tmp / "res").string(),
+                                              "--set",
+                                              "data.name=synthetic",
+                                              "--set",
+                                              "model.name=logreg",
+                                              "--set",
+                                              "regime=gradient",
+                                              "--set",
+                                              "topology=allreduce",
+                                              "--set",
+                                              "rounds=100000",
+                                              "--set",
+                                              "processes=3",
+                                              "--set",
+                                              "partition.clients=3",
+                                              "--set",
+                                              "allreduce.deadline_seconds=1",
+                                              "--set",
+                                              "wait_seconds=60",
+                                              "--set",
+                                              "stragglers.delay_seconds=0:0.02,1:0.02,2:0.02"},
+                                             tmp / "s.out", tmp / "s.err");
   const std::string ep = testing::wait_for_file(tmp / "ep", 20);
   ASSERT_FALSE(ep.empty());
   std::vector<pid_t> workers;
@@ -140,21 +169,27 @@ TEST(Topologies, AllReduceWorkerDyingMidRunStopsTheRingWithinTheDeadline) {
                                             tmp / ("c" + std::to_string(i) + ".out"),
                                             tmp / ("c" + std::to_string(i) + ".err")));
   // Wait for a few rounds, then kill one worker outright.
-  for (int i = 0; i < 200 && testing::slurp(tmp / "s.err").find("round 5/") == std::string::npos; ++i)
+  for (int i = 0; i < 200 && testing::slurp(tmp / "s.err").find("round 5/") == std::string::npos;
+       ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_NE(testing::slurp(tmp / "s.err").find("round 5/"), std::string::npos) << testing::slurp(tmp / "s.err");
+  ASSERT_NE(testing::slurp(tmp / "s.err").find("round 5/"), std::string::npos)
+      << testing::slurp(tmp / "s.err");
   const auto t_kill = std::chrono::steady_clock::now();
   kill(workers[1], SIGKILL);
   const auto code = testing::wait_exit(server, 20);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_kill).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_kill).count();
   ASSERT_TRUE(code.has_value()) << "the server hung after a worker died";
   EXPECT_NE(*code, 0);
-  EXPECT_LT(seconds, 10.0) << "well inside wait_seconds (60): the survivors reported the ring failure";
+  EXPECT_LT(seconds, 10.0)
+      << "well inside wait_seconds (60): the survivors reported the ring failure";
   const std::string err = testing::slurp(tmp / "s.err");
   // A neighbour's ring receive timed out ("worker k failed: ring: ... did it die?"), or the dead
   // worker had finished its ring step and the server missed only its report ("... did it die?").
   EXPECT_NE(err.find("did it die?"), std::string::npos) << err;
-  for (int i : {0, 2}) EXPECT_TRUE(testing::wait_exit(workers[size_t(i)], 20).has_value()) << "survivor " << i << " hung";
+  for (int i : {0, 2})
+    EXPECT_TRUE(testing::wait_exit(workers[size_t(i)], 20).has_value())
+        << "survivor " << i << " hung";
   testing::wait_exit(workers[1], 1);
 }
 
@@ -162,8 +197,11 @@ TEST(Async, ReplayReproducesTheRunBitForBitFromItsLog) {
   TempDir tmp;
   // Client 0 computes 5x slower and waits 50 ms before each update, the others 10 ms: they apply
   // several meanwhile, however slow the machine.
-  const auto r = run(tmp, "async", "--set regime=async --set rounds=20 --set processes=3 --set partition.clients=3 "
-                                   "--set sgd.batch=20 --set sgd.lr=0.1 --set stragglers.delay_seconds=0:0.05,1:0.01,2:0.01 --set stragglers.slowdown=0:5");
+  const auto r =
+      run(tmp, "async",
+          "--set regime=async --set rounds=20 --set processes=3 --set partition.clients=3 "
+          "--set sgd.batch=20 --set sgd.lr=0.1 --set stragglers.delay_seconds=0:0.05,1:0.01,2:0.01 "
+          "--set stragglers.slowdown=0:5");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto log = jsonl(tmp / "res" / "async" / "updates.jsonl");
   ASSERT_GE(log.size(), 60u);
@@ -171,7 +209,8 @@ TEST(Async, ReplayReproducesTheRunBitForBitFromItsLog) {
   int straggler_updates = 0;
   for (const auto& e : log) {
     EXPECT_TRUE(e["applied"].get<bool>());
-    if (e["client"] == 0) max_tau = std::max(max_tau, e["staleness"].get<uint64_t>()), ++straggler_updates;
+    if (e["client"] == 0)
+      max_tau = std::max(max_tau, e["staleness"].get<uint64_t>()), ++straggler_updates;
   }
   EXPECT_GE(max_tau, 2u) << "the straggler's updates arrive stale";
   EXPECT_LT(straggler_updates * 3, int(log.size())) << "and it sends fewer of them";
@@ -196,9 +235,11 @@ TEST(Async, ReplayReproducesTheRunBitForBitFromItsLog) {
 
 TEST(Async, StalenessBoundRejectsAndLogsStaleUpdates) {
   TempDir tmp;
-  const auto r = run(tmp, "bounded", "--set regime=async --set rounds=20 --set processes=3 --set partition.clients=3 "
-                                     "--set sgd.batch=20 --set async.staleness_bound=1 --set async.staleness_lr=true "
-                                     "--set stragglers.delay_seconds=0:0.05,1:0.01,2:0.01 --set stragglers.slowdown=0:5");
+  const auto r =
+      run(tmp, "bounded",
+          "--set regime=async --set rounds=20 --set processes=3 --set partition.clients=3 "
+          "--set sgd.batch=20 --set async.staleness_bound=1 --set async.staleness_lr=true "
+          "--set stragglers.delay_seconds=0:0.05,1:0.01,2:0.01 --set stragglers.slowdown=0:5");
   ASSERT_EQ(r.code, 0) << r.err;
   int rejected = 0;
   for (const auto& e : jsonl(tmp / "res" / "bounded" / "updates.jsonl")) {
@@ -211,7 +252,8 @@ TEST(Async, StalenessBoundRejectsAndLogsStaleUpdates) {
   }
   EXPECT_GT(rejected, 0);
   EXPECT_NE(r.err.find("rejected client 0's update: staleness"), std::string::npos) << r.err;
-  const auto replay = testing::run_fedpar("replay " + (tmp / "res" / "bounded").string(), tmp.path());
+  const auto replay =
+      testing::run_fedpar("replay " + (tmp / "res" / "bounded").string(), tmp.path());
   EXPECT_EQ(replay.code, 0) << replay.out << replay.err;
 }
 
@@ -219,7 +261,9 @@ TEST(Topologies, ConfigErrorsNameTheFix) {
   TempDir tmp;
   auto r = run(tmp, "x", "--set topology=ring");
   EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.err.find("topology must be parameter-server, master or allreduce, got 'ring'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("topology must be parameter-server, master or allreduce, got 'ring'"),
+            std::string::npos)
+      << r.err;
   r = run(tmp, "x", "--set topology=master --set regime=model");
   EXPECT_NE(r.err.find("needs regime = \"gradient\""), std::string::npos) << r.err;
   r = run(tmp, "x", "--set topology=allreduce --set regime=gradient --set fraction=0.5");
@@ -227,7 +271,8 @@ TEST(Topologies, ConfigErrorsNameTheFix) {
   r = run(tmp, "x", "--set topology=master --set regime=gradient --set weighting=uniform");
   EXPECT_NE(r.err.find("weighting must be samples"), std::string::npos) << r.err;
   r = run(tmp, "x", "--set stragglers.slowdown=0:0.5");
-  EXPECT_NE(r.err.find("stragglers.slowdown: '0:0.5' is not \"client:value\""), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("stragglers.slowdown: '0:0.5' is not \"client:value\""), std::string::npos)
+      << r.err;
 }
 
 }  // namespace

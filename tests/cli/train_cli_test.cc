@@ -5,13 +5,12 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 
-#include <nlohmann/json.hpp>
-
+#include "core/backend.h"
 #include "core/dataset.h"
 #include "core/model.h"
-#include "core/backend.h"
 #include "core/safetensors.h"
 #include "kernels/cuda_info.h"
 #include "tests/util/run_fedpar.h"
@@ -32,16 +31,19 @@ TEST(TrainCli, TrainsOnMnistAndWritesResults) {
   if (!testing::have_mnist()) GTEST_SKIP() << "MNIST not fetched: run scripts/setup.sh";
   testing::TempDir tmp;
   const auto results = tmp / "results";
-  CliRun r = run_fedpar("train --model logreg --dataset mnist --epochs 2 --batch 10 --lr 0.1 "
-                     "--train-limit 3000 --test-limit 1000 --name t1 --results-dir " +
-                         results.string(), tmp.path());
+  CliRun r = run_fedpar(
+      "train --model logreg --dataset mnist --epochs 2 --batch 10 --lr 0.1 "
+      "--train-limit 3000 --test-limit 1000 --name t1 --results-dir " +
+          results.string(),
+      tmp.path());
   ASSERT_EQ(r.code, 0) << r.err;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(test accuracy: (\d+\.\d\d)%\n$)"))) << r.out;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(test accuracy: (\d+\.\d\d)%\n$)")))
+      << r.out;
   EXPECT_GT(std::stod(m[1]), 80.0);
   const auto dir = results / "t1";
-  for (const char* f : {"config.resolved.toml", "metrics.jsonl", "model.safetensors",
-                        "summary.json", "README.md"})
+  for (const char* f :
+       {"config.resolved.toml", "metrics.jsonl", "model.safetensors", "summary.json", "README.md"})
     EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
   EXPECT_EQ(entries(results), 1u);  // no partial folder left
 
@@ -60,8 +62,9 @@ TEST(TrainCli, TrainsOnMnistAndWritesResults) {
   EXPECT_EQ(load_params(dir / "model.safetensors", model.layout()).size(), 7850u);
 
   // The resolved config reproduces the run bit for bit.
-  CliRun again = run_fedpar("train --quiet --config " + (dir / "config.resolved.toml").string() +
-                             " --name t2", tmp.path());
+  CliRun again =
+      run_fedpar("train --quiet --config " + (dir / "config.resolved.toml").string() + " --name t2",
+                 tmp.path());
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_EQ(again.out, r.out);
   EXPECT_EQ(load_params(results / "t2" / "model.safetensors", model.layout()),
@@ -70,9 +73,11 @@ TEST(TrainCli, TrainsOnMnistAndWritesResults) {
 
 TEST(TrainCli, SyntheticDatasetNeedsNoFiles) {
   testing::TempDir tmp;
-  CliRun r = run_fedpar("train --quiet --model logreg --dataset synthetic --set data.alpha=0.5 "
-                     "--set data.beta=0.5 --batch 10 --lr 0.01 --results-dir " +
-                         (tmp / "res").string(), tmp.path());
+  CliRun r = run_fedpar(
+      "train --quiet --model logreg --dataset synthetic --set data.alpha=0.5 "
+      "--set data.beta=0.5 --batch 10 --lr 0.01 --results-dir " +
+          (tmp / "res").string(),
+      tmp.path());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("test accuracy: "), std::string::npos);
   EXPECT_TRUE(std::filesystem::exists(tmp / "res" / "logreg-synthetic-e1-b10-s1" / "summary.json"));
@@ -89,8 +94,9 @@ class TrainCliErrors : public ::testing::TestWithParam<BadInput> {};
 TEST_P(TrainCliErrors, OneLineErrorExitTwoNothingWritten) {
   testing::TempDir tmp;
   const auto results = tmp / "results";
-  CliRun r = run_fedpar(std::string("train --quiet ") + GetParam().args + " --results-dir " +
-                         results.string(), tmp.path());
+  CliRun r = run_fedpar(
+      std::string("train --quiet ") + GetParam().args + " --results-dir " + results.string(),
+      tmp.path());
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find(GetParam().message), std::string::npos) << r.err;
   std::string trimmed = r.err;
@@ -104,8 +110,9 @@ TEST_P(TrainCliErrors, OneLineErrorExitTwoNothingWritten) {
 TEST(TrainCli, CudaWithoutADeviceSaysWhatToUse) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "this machine has a CUDA device";
   testing::TempDir tmp;
-  CliRun r = run_fedpar("train --quiet --dataset synthetic --device cuda --results-dir " + (tmp / "r").string(),
-                        tmp.path());
+  CliRun r = run_fedpar(
+      "train --quiet --dataset synthetic --device cuda --results-dir " + (tmp / "r").string(),
+      tmp.path());
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("use --device cpu"), std::string::npos) << r.err;
   EXPECT_EQ(entries(tmp / "r"), 0u);
@@ -114,14 +121,17 @@ TEST(TrainCli, CudaWithoutADeviceSaysWhatToUse) {
 INSTANTIATE_TEST_SUITE_P(
     BadInputs, TrainCliErrors,
     ::testing::Values(
-        BadInput{"--model resnet", "unknown model 'resnet' (valid models: logreg, linreg, mlp, 2nn, cnn)"},
-        BadInput{"--dataset cifar", "unknown dataset 'cifar' (valid datasets: mnist, synthetic, csv)"},
+        BadInput{"--model resnet",
+                 "unknown model 'resnet' (valid models: logreg, linreg, mlp, 2nn, cnn)"},
+        BadInput{"--dataset cifar",
+                 "unknown dataset 'cifar' (valid datasets: mnist, synthetic, csv)"},
         BadInput{"--epoch 3", "--epoch"},
         BadInput{"--set train.epoch=3", "did you mean 'train.epochs'"},
         BadInput{"--batch ten", "train.batch must be an integer or one of \"full\""},
         BadInput{"--lr -1", "lr must be a positive number"},
         BadInput{"--device tpu", "unknown device 'tpu' (valid devices: cpu"},
-        BadInput{"--data-dir /nonexistent", "missing dataset file /nonexistent/mnist/train-images-idx3-ubyte"},
+        BadInput{"--data-dir /nonexistent",
+                 "missing dataset file /nonexistent/mnist/train-images-idx3-ubyte"},
         BadInput{"--dataset csv", "needs a training file"},
         BadInput{"--config /nonexistent.toml", "File does not exist"}),
     [](const auto& info) { return "case" + std::to_string(info.index); });

@@ -1,9 +1,10 @@
 // The CPU backend's ops against naive double-precision loops that define them.
+#include "core/backend.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "core/backend.h"
 #include "core/check.h"
 #include "core/im2col_conv.h"
 #include "tests/util/test_util.h"
@@ -29,7 +30,8 @@ std::vector<float> gemm_ref(bool ta, bool tb, int m, int n, int k, float alpha,
       for (int p = 0; p < k; ++p)
         s += double(ta ? a[size_t(p) * m + i] : a[size_t(i) * k + p]) *
              double(tb ? b[size_t(j) * k + p] : b[size_t(p) * n + j]);
-      c[size_t(i) * n + j] = float(alpha * s + (beta == 0.0f ? 0.0 : beta * double(c[size_t(i) * n + j])));
+      c[size_t(i) * n + j] =
+          float(alpha * s + (beta == 0.0f ? 0.0 : beta * double(c[size_t(i) * n + j])));
     }
   return c;
 }
@@ -46,8 +48,8 @@ TEST_F(CpuOps, GemmAllTransposesAndBetas) {
           auto want = gemm_ref(ta, tb, m, n, k, 0.75f, a, b, beta, c);
           be->gemm(ta ? Trans::kYes : Trans::kNo, tb ? Trans::kYes : Trans::kNo, m, n, k, 0.75f,
                    a.data(), b.data(), beta, c.data());
-          EXPECT_TRUE(all_close(c, want, 1e-5, 1e-5)) << m << "x" << n << "x" << k << " ta=" << ta
-                                                      << " tb=" << tb << " beta=" << beta;
+          EXPECT_TRUE(all_close(c, want, 1e-5, 1e-5))
+              << m << "x" << n << "x" << k << " ta=" << ta << " tb=" << tb << " beta=" << beta;
         }
 }
 
@@ -128,9 +130,9 @@ TEST_F(CpuOps, ConvolutionMatchesIm2colReference) {
   // The backend's convolution (oneDNN when built with it) against im2col + gemm, which defines it.
   Im2colConv ref(*be);
   int seed = 100;
-  for (ConvShape s : {ConvShape{2, 6, 5, 3, 4, 3}, ConvShape{3, 28, 28, 1, 8, 5},
-                      ConvShape{2, 14, 14, 8, 6, 5}, ConvShape{1, 1, 1, 1, 1, 1},
-                      ConvShape{5, 7, 7, 16, 32, 5}}) {
+  for (ConvShape s :
+       {ConvShape{2, 6, 5, 3, 4, 3}, ConvShape{3, 28, 28, 1, 8, 5}, ConvShape{2, 14, 14, 8, 6, 5},
+        ConvShape{1, 1, 1, 1, 1, 1}, ConvShape{5, 7, 7, 16, 32, 5}}) {
     const size_t nx = size_t(s.n) * s.h * s.w * s.c, ny = size_t(s.n) * s.h * s.w * s.oc;
     const size_t nw = size_t(s.oc) * s.k * s.k * s.c;
     auto x = random_vector(nx, ++seed), w = random_vector(nw, ++seed);
@@ -156,8 +158,7 @@ TEST_F(CpuOps, ConvolutionMatchesIm2colReference) {
 
 TEST_F(CpuOps, MaxPoolForwardBackward) {
   // one sample, 2x4 image, 1 channel -> 1x2
-  std::vector<float> x = {1, 9, 2, 3,
-                          4, 5, 8, 8};
+  std::vector<float> x = {1, 9, 2, 3, 4, 5, 8, 8};
   std::vector<float> y(2);
   std::vector<int32_t> arg(2);
   be->maxpool2_forward(y.data(), arg.data(), x.data(), 1, 2, 4, 1);
@@ -193,7 +194,7 @@ TEST_F(CpuOps, SgdStepAccumulatesTheAppliedChangeWithoutWsRounding) {
     be->sgd_step(w.data(), v.data(), g.data(), 0.01f, momentum, 0.0f, false, 2, applied.data());
     EXPECT_EQ(applied[0], -0.01f * 1e-3f);  // exactly the step, unrounded by w
     EXPECT_EQ(applied[1], -0.01f * 0.25f);
-    EXPECT_NE(w[0] - w0[0], applied[0]);    // the endpoint difference lost it
+    EXPECT_NE(w[0] - w0[0], applied[0]);  // the endpoint difference lost it
     EXPECT_EQ(w[1], w0[1] - 0.01f * 0.25f);
     be->sgd_step(w.data(), v.data(), g.data(), 0.01f, momentum, 0.0f, false, 2, applied.data());
     EXPECT_FLOAT_EQ(applied[1], -0.01f * 0.25f * (2.0f + momentum));  // a running sum

@@ -1,10 +1,11 @@
 // Config: defaults fix the keys and types; files and overrides merge over them with clear errors.
+#include "core/config.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "core/check.h"
-#include "core/config.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
@@ -63,8 +64,9 @@ TEST(Config, WrongTypesAreRejected) {
             std::string::npos);
   EXPECT_NE(error_of([&] { c.set("train.nesterov", "maybe"); }).find("true or false"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { c.merge_toml("[train]\nhidden = [1, 'x']\n", "b.toml"); })
-                .find("must be a list of integers"),
+  EXPECT_NE(error_of([&] {
+              c.merge_toml("[train]\nhidden = [1, 'x']\n", "b.toml");
+            }).find("must be a list of integers"),
             std::string::npos);
   EXPECT_EQ(c.get_int("train.epochs"), 1);  // failed sets change nothing
   EXPECT_TRUE(c.get_int_list("train.hidden").empty());
@@ -77,8 +79,9 @@ TEST(Config, StringListsTakeTheirElementTypeFromTheDefault) {
   EXPECT_EQ(c.get_string_list("train.models"), (std::vector<std::string>{"logreg", "2nn"}));
   c.merge_toml("[train]\nmodels = [\"cnn\"]\n", "a.toml");
   EXPECT_EQ(c.get_string_list("train.models"), (std::vector<std::string>{"cnn"}));
-  EXPECT_NE(error_of([&] { c.merge_toml("[train]\nmodels = [1]\n", "b.toml"); })
-                .find("must be a list of strings"),
+  EXPECT_NE(error_of([&] {
+              c.merge_toml("[train]\nmodels = [1]\n", "b.toml");
+            }).find("must be a list of strings"),
             std::string::npos);
   EXPECT_NE(error_of([&] { c.set("train.hidden", "a,b"); }).find("must be a list of integers"),
             std::string::npos);
@@ -100,9 +103,7 @@ TEST(Config, ResolvedTomlRoundTrips) {
   EXPECT_EQ(d.to_toml(), c.to_toml());
   EXPECT_EQ(d.get_int("train.epochs"), 5);
   testing::TempDir dir;
-  {
-    std::ofstream(dir / "x.toml") << c.to_toml();
-  }
+  { std::ofstream(dir / "x.toml") << c.to_toml(); }
   Config e(kDefaults);
   e.merge_file(dir / "x.toml");
   EXPECT_EQ(e.get_int_list("train.hidden"), (std::vector<int64_t>{3, 4}));

@@ -1,10 +1,11 @@
 // CSV datasets: header detection, the user column, and line-numbered errors.
+#include "core/csv_dataset.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "core/check.h"
-#include "core/csv_dataset.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {

@@ -65,18 +65,37 @@ TEST_P(LayerGradients, MatchFiniteDifferences) {
     EXPECT_NEAR(dx[i], numeric(x, i), 2e-3 + 2e-3 * std::abs(dx[i])) << c.name << " input " << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllLayers, LayerGradients,
-    ::testing::Values(LayerCase{"dense", [] { return make_dense({1, 1, 7}, 5); }, {1, 1, 7}},
-                      LayerCase{"relu", [] { return make_relu({1, 1, 11}); }, {1, 1, 11}},
-                      LayerCase{"conv3x3", [] { return make_conv2d({4, 6, 2}, 3, 3); }, {4, 6, 2}},
-                      LayerCase{"conv5x5", [] { return make_conv2d({6, 6, 1}, 2, 5); }, {6, 6, 1}},
-                      LayerCase{"maxpool", [] { return make_maxpool2({4, 6, 3}); }, {4, 6, 3}}),
-    [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(AllLayers, LayerGradients,
+                         ::testing::Values(LayerCase{"dense",
+                                                     [] {
+                                                       return make_dense({1, 1, 7}, 5);
+                                                     },
+                                                     {1, 1, 7}},
+                                           LayerCase{"relu",
+                                                     [] {
+                                                       return make_relu({1, 1, 11});
+                                                     },
+                                                     {1, 1, 11}},
+                                           LayerCase{"conv3x3",
+                                                     [] {
+                                                       return make_conv2d({4, 6, 2}, 3, 3);
+                                                     },
+                                                     {4, 6, 2}},
+                                           LayerCase{"conv5x5",
+                                                     [] {
+                                                       return make_conv2d({6, 6, 1}, 2, 5);
+                                                     },
+                                                     {6, 6, 1}},
+                                           LayerCase{"maxpool",
+                                                     [] {
+                                                       return make_maxpool2({4, 6, 3});
+                                                     },
+                                                     {4, 6, 3}}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 // Whole models: d(mean loss)/d(params) from forward_backward vs central differences of evaluate.
-void check_model(const ModelSpec& spec, Shape in, int classes, int batch, size_t probes,
-                 double tol, float eps = 1e-3f) {
+void check_model(const ModelSpec& spec, Shape in, int classes, int batch, size_t probes, double tol,
+                 float eps = 1e-3f) {
   auto be = make_backend("cpu");
   Model m(*be, spec, in, classes);
   m.init(5);

@@ -1,10 +1,11 @@
 // The IDX reader on well-formed and broken files.
+#include "core/idx.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "core/check.h"
-#include "core/idx.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
@@ -48,8 +49,9 @@ TEST(Idx, BrokenFilesGetClearErrors) {
   EXPECT_NE(error_of(d / "magic", 3).find("wrong IDX magic 0x00000802, expected 0x00000803"),
             std::string::npos);
   write_idx(d / "short", 0x803, {3, 2, 4}, 20);
-  EXPECT_NE(error_of(d / "short", 3).find("truncated IDX file: dimensions promise 24 data bytes "
-                                          "but the file holds 20"),
+  EXPECT_NE(error_of(d / "short", 3)
+                .find("truncated IDX file: dimensions promise 24 data bytes "
+                      "but the file holds 20"),
             std::string::npos);
   write_idx(d / "long", 0x803, {3, 2, 4}, 30);
   EXPECT_NE(error_of(d / "long", 3).find("oversized"), std::string::npos);

@@ -1,10 +1,11 @@
 // Model presets: exact parameter counts, the flat layout, deterministic init, accumulation.
+#include "core/model.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>
 
 #include "core/backend.h"
-#include "core/model.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
@@ -37,9 +38,9 @@ TEST_F(Models, LayoutIsContiguousAndNamed) {
     names.push_back(v.name);
   }
   EXPECT_EQ(expect, m.num_params());
-  EXPECT_EQ(names, (std::vector<std::string>{"conv1.weight", "conv1.bias", "conv2.weight",
-                                             "conv2.bias", "fc1.weight", "fc1.bias", "fc2.weight",
-                                             "fc2.bias"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias",
+                                      "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}));
   EXPECT_EQ(m.layout().find("fc1.weight").shape, (std::vector<int64_t>{512, 3136}));
 }
 
@@ -88,7 +89,10 @@ TEST_F(Models, MicroBatchAccumulationEqualsOneBigBatch) {
     BatchStats parts;
     for (int start : {0, 5, 9})  // uneven micro-batches 5, 4, 3
       parts += m.forward_backward(x.data() + start * mnist.size(), y.data() + start,
-                                  (start == 0 ? 5 : start == 5 ? 4 : 3), 1.0f / batch);
+                                  (start == 0   ? 5
+                                   : start == 5 ? 4
+                                                : 3),
+                                  1.0f / batch);
     EXPECT_TRUE(all_close(m.grads_host(), g_whole, 1e-6, 1e-4)) << name;
     EXPECT_NEAR(parts.loss_sum, whole.loss_sum, 1e-4);
     EXPECT_EQ(parts.samples, whole.samples);
@@ -123,7 +127,8 @@ TEST_F(Models, MeasuredActivationMemoryHalvesWithTheBatch) {
     if (std::string(name) == "2nn") {
       EXPECT_EQ(held[1], Model(*be, {name}, mnist, 10).activation_bytes(10));
     }
-    std::printf("%s: activation memory held at batch 20: %zu bytes, at 10: %zu\n", name, held[0], held[1]);
+    std::printf("%s: activation memory held at batch 20: %zu bytes, at 10: %zu\n", name, held[0],
+                held[1]);
   }
 }
 
@@ -150,17 +155,21 @@ TEST_F(Models, SplitPassesThroughTheLogitsGiveTheWholeBatchGradient) {
       logits.insert(logits.end(), l, l + size_t(slice) * classes);
     }
     std::vector<float> dlogits(logits.size());
-    const double loss = be->softmax_xent(dlogits.data(), logits.data(), y.data(), batch, classes, 1.0f / batch);
+    const double loss =
+        be->softmax_xent(dlogits.data(), logits.data(), y.data(), batch, classes, 1.0f / batch);
     std::vector<double> sum(whole.num_params(), 0.0);
     for (int w = 0; w < workers; ++w) {
       Model& m = *replicas[size_t(w)];
       m.zero_grads();
-      m.backward(x.data() + size_t(w) * slice * mnist.size(), dlogits.data() + size_t(w) * slice * classes, slice);
+      m.backward(x.data() + size_t(w) * slice * mnist.size(),
+                 dlogits.data() + size_t(w) * slice * classes, slice);
       const auto g = m.grads_host();
       for (size_t i = 0; i < g.size(); ++i) sum[i] += g[i];
     }
     EXPECT_NEAR(loss, want.loss_sum, 1e-9 * want.loss_sum) << name;
-    EXPECT_TRUE(all_close(std::vector<float>(sum.begin(), sum.end()), whole.grads_host(), 1e-7, 1e-4)) << name;
+    EXPECT_TRUE(
+        all_close(std::vector<float>(sum.begin(), sum.end()), whole.grads_host(), 1e-7, 1e-4))
+        << name;
   }
 }
 

@@ -1,11 +1,12 @@
 // SGD through the Sgd class (momentum state across steps) and the learning-rate schedules.
+#include "core/optimizer.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <numbers>
 
 #include "core/check.h"
-#include "core/optimizer.h"
 
 namespace fedpar {
 namespace {

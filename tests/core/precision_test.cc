@@ -1,5 +1,7 @@
 // Mixed precision on the CPU reference: the rounding to bf16 / fp16, products on rounded inputs,
 // dynamic loss scaling, and training that still learns with fp32 master weights.
+#include "core/precision.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,7 +9,6 @@
 
 #include "core/loss_scaler.h"
 #include "core/model.h"
-#include "core/precision.h"
 #include "core/synthetic.h"
 #include "core/trainer.h"
 #include "tests/util/test_util.h"
@@ -21,7 +22,7 @@ TEST(Precision, RoundsToNearestEven) {
   EXPECT_EQ(round_to_bf16(1.0f), 1.0f);
   // bf16 keeps 8 significant bits: 1 + 2^-8 is a tie between 1 and 1 + 2^-7 -> even (1).
   EXPECT_EQ(round_to_bf16(1.0f + 0x1p-8f), 1.0f);
-  EXPECT_EQ(round_to_bf16(1.0f + 0x1p-7f + 0x1p-8f), 1.0f + 0x1p-6f);  // tie -> even upwards
+  EXPECT_EQ(round_to_bf16(1.0f + 0x1p-7f + 0x1p-8f), 1.0f + 0x1p-6f);   // tie -> even upwards
   EXPECT_EQ(round_to_bf16(1.0f + 0x1p-8f + 0x1p-12f), 1.0f + 0x1p-7f);  // above the tie
   EXPECT_TRUE(std::isinf(round_to_bf16(std::numeric_limits<float>::infinity())));
   EXPECT_TRUE(std::isnan(round_to_bf16(std::numeric_limits<float>::quiet_NaN())));
@@ -80,7 +81,8 @@ TEST(Precision, TrainingInBf16AndFp16StillLearns) {
     Model m(*be, {"mlp", {64}}, data.train.shape, data.train.num_classes);
     TrainOptions o{.epochs = 5, .batch = 20, .seed = 1, .precision = p};
     o.lr.base_lr = 0.05f;
-    train(m, data.train, data.test, o, {.on_epoch = [&](const EpochInfo& e) { *skipped = e.skipped_steps; }});
+    train(m, data.train, data.test, o,
+          {.on_epoch = [&](const EpochInfo& e) { *skipped = e.skipped_steps; }});
     EXPECT_EQ(be->precision(), p);
     const BatchStats st = evaluate(m, data.test);
     return 100.0 * double(st.correct) / double(st.samples);
@@ -89,8 +91,10 @@ TEST(Precision, TrainingInBf16AndFp16StillLearns) {
   const double f32 = accuracy(Precision::kF32, &skipped);
   const double bf16 = accuracy(Precision::kBF16, &skipped);
   const double f16 = accuracy(Precision::kF16, &skipped);
-  std::printf("synthetic IID, MLP(64), 5 epochs: fp32 %.2f%%, bf16 %.2f%%, fp16 %.2f%% (%lld steps skipped)\n",
-              f32, bf16, f16, static_cast<long long>(skipped));
+  std::printf(
+      "synthetic IID, MLP(64), 5 epochs: fp32 %.2f%%, bf16 %.2f%%, fp16 %.2f%% (%lld steps "
+      "skipped)\n",
+      f32, bf16, f16, static_cast<long long>(skipped));
   EXPECT_GT(f32, 50.0);
   EXPECT_NEAR(bf16, f32, 3.0);
   EXPECT_NEAR(f16, f32, 3.0);

@@ -1,10 +1,10 @@
 // Philox against the published known-answer vectors, and the stream properties fedpar relies on.
+#include "core/rng.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <numeric>
-
-#include "core/rng.h"
 
 namespace fedpar {
 namespace {

@@ -1,10 +1,11 @@
 // Run records: what the writer writes the strict reader reads back field for field; a renamed,
 // missing or mistyped key, or another schema version, is an Error naming the place and the key
 // (before this, a renamed key read back as 0).
+#include "core/run_records.h"
+
 #include <gtest/gtest.h>
 
 #include "core/check.h"
-#include "core/run_records.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
@@ -13,8 +14,13 @@ namespace {
 using testing::error_of;
 
 RoundRecord sample_round() {
-  RoundRecord r{.round = 3, .topology = "parameter-server", .train_loss = 0.25, .wait_seconds = 0.5,
-                .bytes_sent_total = 1000, .bytes_received_total = 2000, .server_bytes_sent = 10,
+  RoundRecord r{.round = 3,
+                .topology = "parameter-server",
+                .train_loss = 0.25,
+                .wait_seconds = 0.5,
+                .bytes_sent_total = 1000,
+                .bytes_received_total = 2000,
+                .server_bytes_sent = 10,
                 .server_bytes_received = 20};
   r.processes = {{0, 2, 10, 20, false}, {1, 0, 0, 0, true}};
   r.test_accuracy = 0.875;
@@ -71,12 +77,14 @@ TEST(RunRecords, TheReaderIsStrict) {
             "m.jsonl line 2: key 'train_loss' is missing");
   EXPECT_EQ(error_of([&] { round_from_json(with("train_los", 0.1), "m.jsonl line 2"); }),
             "m.jsonl line 2: key 'train_los' is not a field of schema 1");
-  EXPECT_EQ(error_of([&] { round_from_json(with("round", "three"), "x"); }), "x: key 'round' has the wrong type (string)");
+  EXPECT_EQ(error_of([&] { round_from_json(with("round", "three"), "x"); }),
+            "x: key 'round' has the wrong type (string)");
   EXPECT_EQ(error_of([&] { round_from_json(with("schema", 0), "x"); }),
             "x: schema 0 (this fedpar reads schema 1; rerun the run with it)");
   nlohmann::json bad_client = good;
   bad_client["clients"][0]["bytes"] = 1;  // a key inside a nested record
-  EXPECT_EQ(error_of([&] { round_from_json(bad_client, "x"); }), "x, clients[0]: key 'bytes' is not a field of schema 1");
+  EXPECT_EQ(error_of([&] { round_from_json(bad_client, "x"); }),
+            "x, clients[0]: key 'bytes' is not a field of schema 1");
   EXPECT_EQ(error_of([&] { round_from_json(with("kind", "summary"), "x"); }),
             "x: a 'summary' record where a 'round' was expected");
 }

@@ -1,14 +1,14 @@
 // safetensors: round trip, the byte layout other tools expect, and corrupt files.
+#include "core/safetensors.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "core/backend.h"
 #include "core/check.h"
 #include "core/model.h"
-#include "core/safetensors.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
@@ -65,7 +65,8 @@ TEST(Safetensors, CorruptOrMismatchedFilesAreErrors) {
   renamed.add("v", {4});
   EXPECT_THROW(load_params(d / "ok.safetensors", renamed), Error);
 
-  std::filesystem::resize_file(d / "ok.safetensors", std::filesystem::file_size(d / "ok.safetensors") - 4);
+  std::filesystem::resize_file(d / "ok.safetensors",
+                               std::filesystem::file_size(d / "ok.safetensors") - 4);
   EXPECT_THROW(load_safetensors(d / "ok.safetensors"), Error);  // data shorter than offsets
   {
     std::ofstream(d / "junk.safetensors", std::ios::binary) << "\xff\xff\xff\xff\xff\xff\xff\x7fxx";

@@ -1,9 +1,9 @@
 // Synthetic(alpha, beta): the published shape, determinism, and heterogeneity growing with alpha.
+#include "core/synthetic.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
-
-#include "core/synthetic.h"
 
 namespace fedpar {
 namespace {

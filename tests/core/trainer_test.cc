@@ -1,5 +1,7 @@
 // The centralized trainer: one full-batch step is exactly w - lr * grad; runs are reproducible;
 // accumulation matches big batches; training actually learns.
+#include "core/trainer.h"
+
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -7,7 +9,6 @@
 #include "core/backend.h"
 #include "core/batch_buffer.h"
 #include "core/synthetic.h"
-#include "core/trainer.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {

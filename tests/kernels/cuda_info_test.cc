@@ -1,11 +1,12 @@
 // What CUDA the build and the machine offer, and the error without a device.
+#include "kernels/cuda_info.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "core/backend.h"
 #include "core/check.h"
-#include "kernels/cuda_info.h"
 
 namespace fedpar {
 namespace {

@@ -1,7 +1,7 @@
 // Every op of the CUDA backend against the CPU backend (its reference) on random inputs of sizes
 // {1, 255, 256, 100003}: block edges, one partial block, many blocks. Tolerances are absolute +
-// relative per op: elementwise ops agree to an ulp or two (either compiler may fuse a multiply-add),
-// reductions and products to their summation order. Skipped without a CUDA device.
+// relative per op: elementwise ops agree to an ulp or two (either compiler may fuse a
+// multiply-add), reductions and products to their summation order. Skipped without a CUDA device.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -56,19 +56,22 @@ TEST_F(KernelParity, SgdStepWithMomentumNesterovDecayAndAppliedSum) {
     bool nesterov;
   };
   for (size_t n : kSizes)
-    for (Case c : {Case{0, 0, false}, Case{0, 1e-3f, false}, Case{0.9f, 0, false}, Case{0.9f, 5e-4f, true}}) {
+    for (Case c : {Case{0, 0, false}, Case{0, 1e-3f, false}, Case{0.9f, 0, false},
+                   Case{0.9f, 5e-4f, true}}) {
       const auto w = random_vector(n, 3), g = random_vector(n, 4);
       auto run = [&](Backend& be) {
         auto dw = on(be, w), dg = on(be, g), v = on(be, std::vector<float>(n, 0.0f)),
              applied = on(be, std::vector<float>(n, 0.0f));
         for (int step = 0; step < 3; ++step)
-          be.sgd_step(dw.data(), v.data(), dg.data(), 0.05f, c.momentum, c.wd, c.nesterov, n, applied.data());
+          be.sgd_step(dw.data(), v.data(), dg.data(), 0.05f, c.momentum, c.wd, c.nesterov, n,
+                      applied.data());
         return std::vector{dw.download(), v.download(), applied.download()};
       };
       const auto want = run(*cpu), got = run(*gpu);
       for (size_t i = 0; i < want.size(); ++i)
-        EXPECT_TRUE(all_close(got[i], want[i], 1e-6, 1e-5)) << "vector " << i << ", n=" << n << ", momentum "
-                                                            << c.momentum << ", nesterov " << c.nesterov;
+        EXPECT_TRUE(all_close(got[i], want[i], 1e-6, 1e-5))
+            << "vector " << i << ", n=" << n << ", momentum " << c.momentum << ", nesterov "
+            << c.nesterov;
     }
 }
 
@@ -89,7 +92,8 @@ TEST_F(KernelParity, GemmInEveryTransposeMatchesCpu) {
     for (Trans ta : {Trans::kNo, Trans::kYes})
       for (Trans tb : {Trans::kNo, Trans::kYes}) {
         const int n = 37, k = 53;
-        const auto a = random_vector(m * k, 7), b = random_vector(size_t(k) * n, 8), c0 = random_vector(m * n, 9);
+        const auto a = random_vector(m * k, 7), b = random_vector(size_t(k) * n, 8),
+                   c0 = random_vector(m * n, 9);
         auto run = [&](Backend& be) {
           auto da = on(be, a), db = on(be, b), dc = on(be, c0);
           be.gemm(ta, tb, int(m), n, k, 0.5f, da.data(), db.data(), 0.25f, dc.data());
@@ -130,7 +134,8 @@ TEST_F(KernelParity, ReducedPrecisionGemmMatchesTheRoundedReference) {
 TEST_F(KernelParity, BiasAndColumnSums) {
   for (size_t rows : kSizes) {
     const int cols = 19;
-    const auto y = random_vector(rows * cols, 12), bias = random_vector(cols, 13), out0 = random_vector(cols, 14);
+    const auto y = random_vector(rows * cols, 12), bias = random_vector(cols, 13),
+               out0 = random_vector(cols, 14);
     auto run = [&](Backend& be, float beta) {
       auto dy = on(be, y), db = on(be, bias), out = on(be, out0);
       be.add_bias(dy.data(), db.data(), int(rows), cols);
@@ -140,7 +145,8 @@ TEST_F(KernelParity, BiasAndColumnSums) {
     for (float beta : {0.0f, 0.5f}) {
       const auto want = run(*cpu, beta), got = run(*gpu, beta);
       EXPECT_TRUE(all_close(got[0], want[0], 1e-7, 1e-6)) << "add_bias rows=" << rows;
-      EXPECT_TRUE(all_close(got[1], want[1], 1e-5, 1e-5)) << "sum_rows rows=" << rows << " beta=" << beta;
+      EXPECT_TRUE(all_close(got[1], want[1], 1e-5, 1e-5))
+          << "sum_rows rows=" << rows << " beta=" << beta;
     }
   }
 }
@@ -154,9 +160,11 @@ TEST_F(KernelParity, LossesAndAccuracyAreStableAndAgree) {
     auto run = [&](Backend& be) {
       auto dz = on(be, logits), grad = on(be, std::vector<float>(rows * classes, 0.0f));
       auto dy = on(be, y);
-      const double xent = be.softmax_xent(grad.data(), dz.data(), dy.data(), int(rows), classes, 0.5f);
+      const double xent =
+          be.softmax_xent(grad.data(), dz.data(), dy.data(), int(rows), classes, 0.5f);
       const auto g_xent = grad.download();
-      const double se = be.squared_error(grad.data(), dz.data(), dy.data(), int(rows), classes, 0.25f);
+      const double se =
+          be.squared_error(grad.data(), dz.data(), dy.data(), int(rows), classes, 0.25f);
       const double fwd = be.softmax_xent(nullptr, dz.data(), dy.data(), int(rows), classes, 0.0f);
       const int64_t correct = be.count_correct(dz.data(), dy.data(), int(rows), classes);
       return std::tuple{xent, g_xent, se, grad.download(), fwd, correct};
@@ -178,18 +186,22 @@ TEST_F(KernelParity, Im2colCol2imAndConvolution) {
   for (int n : {1, 2, 7})
     for (int k : {3, 5}) {
       const ConvShape s{n, 6, 5, 3, 4, k};
-      const size_t in = size_t(n) * 6 * 5 * 3, out = size_t(n) * 6 * 5 * 4, cols = size_t(n) * 6 * 5 * k * k * 3;
+      const size_t in = size_t(n) * 6 * 5 * 3, out = size_t(n) * 6 * 5 * 4,
+                   cols = size_t(n) * 6 * 5 * k * k * 3;
       const auto x = random_vector(in, 17), w = random_vector(size_t(4) * k * k * 3, 18),
-                 b = random_vector(4, 19), dy = random_vector(out, 20), dc = random_vector(cols, 21);
+                 b = random_vector(4, 19), dy = random_vector(out, 20),
+                 dc = random_vector(cols, 21);
       auto run = [&](Backend& be) {
         auto dx_in = on(be, x), dw = on(be, w), db = on(be, b), ddy = on(be, dy), ddc = on(be, dc);
         DeviceArray<float> c(be, cols), back(be, in), y(be, out), gx(be, in);
-        auto gw = on(be, std::vector<float>(w.size(), 0.0f)), gb = on(be, std::vector<float>(4, 0.0f));
+        auto gw = on(be, std::vector<float>(w.size(), 0.0f)),
+             gb = on(be, std::vector<float>(4, 0.0f));
         be.im2col(c.data(), dx_in.data(), n, 6, 5, 3, k, k / 2);
         be.col2im(back.data(), ddc.data(), n, 6, 5, 3, k, k / 2);
         be.conv2d_forward(s, dx_in.data(), dw.data(), db.data(), y.data());
         be.conv2d_backward(s, dx_in.data(), dw.data(), ddy.data(), gx.data(), gw.data(), gb.data());
-        return std::vector{c.download(), back.download(), y.download(), gx.download(), gw.download(), gb.download()};
+        return std::vector{c.download(),  back.download(), y.download(),
+                           gx.download(), gw.download(),   gb.download()};
       };
       const auto want = run(*cpu), got = run(*gpu);
       const char* names[] = {"im2col", "col2im", "conv forward", "conv dx", "conv dw", "conv db"};

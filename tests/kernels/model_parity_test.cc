@@ -37,10 +37,12 @@ TEST_F(ModelParity, OneTrainingStepOfThe2nnAndTheCnn) {
       };
       const auto [s0, g0, p0] = step(*cpu);
       const auto [s1, g1, p1] = step(*gpu);
-      EXPECT_NEAR(s1.loss_sum, s0.loss_sum, 1e-4 * std::max(1.0, s0.loss_sum)) << name << " batch " << batch;
+      EXPECT_NEAR(s1.loss_sum, s0.loss_sum, 1e-4 * std::max(1.0, s0.loss_sum))
+          << name << " batch " << batch;
       EXPECT_EQ(s1.correct, s0.correct) << name << " batch " << batch;
       EXPECT_TRUE(all_close(g1, g0, 1e-5, 1e-3)) << name << " gradient, batch " << batch;
-      EXPECT_TRUE(all_close(p1, p0, 1e-6, 1e-4)) << name << " parameters after the step, batch " << batch;
+      EXPECT_TRUE(all_close(p1, p0, 1e-6, 1e-4))
+          << name << " parameters after the step, batch " << batch;
     }
 }
 
@@ -56,7 +58,8 @@ TEST_F(ModelParity, ShortTrainingRunReachesTheSameAccuracy) {
   };
   const auto [acc_cpu, p_cpu] = run(*cpu);
   const auto [acc_gpu, p_gpu] = run(*gpu);
-  std::printf("synthetic IID, MLP(64), 5 epochs: test accuracy CPU %.2f%%, GPU %.2f%%\n", acc_cpu, acc_gpu);
+  std::printf("synthetic IID, MLP(64), 5 epochs: test accuracy CPU %.2f%%, GPU %.2f%%\n", acc_cpu,
+              acc_gpu);
   EXPECT_GT(acc_cpu, 50.0);
   EXPECT_NEAR(acc_gpu, acc_cpu, 1.0);
   EXPECT_TRUE(all_close(p_gpu, p_cpu, 1e-3, 1e-2));

@@ -1,12 +1,13 @@
 // Partition schemes on label vectors shaped like MNIST's: cover, sizes, label bounds, the alpha
 // trends, determinism, manifests that survive a round trip, and clear errors.
+#include "partitioners/partition.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "core/check.h"
 #include "core/rng.h"
-#include "partitioners/partition.h"
 #include "partitioners/stats.h"
 #include "tests/util/test_util.h"
 
@@ -64,8 +65,8 @@ TEST(Partition, ShardsFollowFedAvg) {
   const Manifest m = run(y, {.scheme = "shards", .clients = 100, .shards_per_client = 2});
   const PartitionStats st = partition_stats(m);
   for (const auto& c : st.clients) {
-    EXPECT_EQ(c.size, 600u);          // 2 shards of 300
-    EXPECT_LE(c.labels_present, 4);   // a shard of sorted labels spans at most 2 labels
+    EXPECT_EQ(c.size, 600u);         // 2 shards of 300
+    EXPECT_LE(c.labels_present, 4);  // a shard of sorted labels spans at most 2 labels
   }
   EXPECT_LE(st.labels_present.median, 2.0);
 }
@@ -84,7 +85,8 @@ TEST(Partition, DirichletConcentrationControlsSkew) {
   const auto y = labels_like_mnist();
   for (const char* scheme : {"dirichlet-classes", "dirichlet-clients"}) {
     auto emd = [&](double a) {
-      return partition_stats(run(y, {.scheme = scheme, .clients = 20, .alpha = a, .beta = a})).emd.median;
+      return partition_stats(run(y, {.scheme = scheme, .clients = 20, .alpha = a, .beta = a}))
+          .emd.median;
     };
     const double iid_like = emd(1000.0), skewed = emd(0.1);
     EXPECT_LT(iid_like, 0.15) << scheme;
@@ -94,7 +96,8 @@ TEST(Partition, DirichletConcentrationControlsSkew) {
 
 TEST(Partition, DirichletClassesTerminatesAtTinyBetaWithMinSize) {
   const auto y = labels_like_mnist();
-  const Manifest m = run(y, {.scheme = "dirichlet-classes", .clients = 100, .beta = 0.01, .min_size = 10});
+  const Manifest m =
+      run(y, {.scheme = "dirichlet-classes", .clients = 100, .beta = 0.01, .min_size = 10});
   for (const auto& c : m.clients) EXPECT_GE(c.indices.size(), 10u);
   EXPECT_EQ(check_disjoint(m, y.size()), y.size());
   EXPECT_LE(partition_stats(m).labels_present.median, 2.0);
@@ -103,12 +106,16 @@ TEST(Partition, DirichletClassesTerminatesAtTinyBetaWithMinSize) {
 TEST(Partition, IidQuantitySizesRespectMinimum) {
   const auto y = labels_like_mnist();
   for (const char* sizes : {"dirichlet", "lognormal"}) {
-    const Manifest m = run(y, {.scheme = "iid-quantity", .clients = 50, .beta = 0.3,
-                               .sizes = sizes, .sigma = 1.5, .min_size = 20});
+    const Manifest m = run(y, {.scheme = "iid-quantity",
+                               .clients = 50,
+                               .beta = 0.3,
+                               .sizes = sizes,
+                               .sigma = 1.5,
+                               .min_size = 20});
     const PartitionStats st = partition_stats(m);
     EXPECT_GE(st.size.min, 20.0) << sizes;
     EXPECT_GT(st.size.max, 3 * st.size.median) << sizes;  // really unequal
-    EXPECT_LT(st.emd.median, 0.5) << sizes;                 // labels stay IID
+    EXPECT_LT(st.emd.median, 0.5) << sizes;               // labels stay IID
   }
 }
 
@@ -161,10 +168,10 @@ TEST(Partition, ManifestRoundTripAndValidation) {
   EXPECT_THROW(read_manifest(d / "m.json", 100), Error);  // indices beyond a smaller dataset
   nlohmann::json j = to_json(m);
   j["clients"][0]["indices"][0] = j["clients"][1]["indices"][0];
-  EXPECT_THROW(manifest_from_json(j, y.size()), Error);   // a sample held twice
+  EXPECT_THROW(manifest_from_json(j, y.size()), Error);  // a sample held twice
   j = to_json(m);
   j["seed"] = 99;
-  EXPECT_THROW(manifest_from_json(j, y.size()), Error);   // hash no longer matches
+  EXPECT_THROW(manifest_from_json(j, y.size()), Error);  // hash no longer matches
   j = to_json(m);
   j.erase("clients");
   EXPECT_THROW(manifest_from_json(j, y.size()), Error);
@@ -180,16 +187,20 @@ TEST(Partition, ImpossibleRequestsNameTheConstraint) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(msg({.scheme = "iid", .clients = 51}).find("51 clients but only 50 samples"), std::string::npos);
-  EXPECT_NE(msg({.scheme = "labels-k", .clients = 5, .labels_per_client = 11}).find("k must be between 1 and"),
+  EXPECT_NE(msg({.scheme = "iid", .clients = 51}).find("51 clients but only 50 samples"),
+            std::string::npos);
+  EXPECT_NE(msg({.scheme = "labels-k", .clients = 5, .labels_per_client = 11})
+                .find("k must be between 1 and"),
             std::string::npos);
   EXPECT_NE(msg({.scheme = "dirichlet-classes", .clients = 5, .beta = 0}).find("beta must be > 0"),
             std::string::npos);
-  EXPECT_NE(msg({.scheme = "dirichlet-clients", .clients = 5, .alpha = -1}).find("alpha must be > 0"),
-            std::string::npos);
+  EXPECT_NE(
+      msg({.scheme = "dirichlet-clients", .clients = 5, .alpha = -1}).find("alpha must be > 0"),
+      std::string::npos);
   EXPECT_NE(msg({.scheme = "natural", .clients = 0}).find("no user ids"), std::string::npos);
-  EXPECT_NE(msg({.scheme = "shards", .clients = 30, .shards_per_client = 2}).find("need at least 60"),
-            std::string::npos);
+  EXPECT_NE(
+      msg({.scheme = "shards", .clients = 30, .shards_per_client = 2}).find("need at least 60"),
+      std::string::npos);
   EXPECT_NE(msg({.scheme = "hash"}).find("valid schemes: iid, iid-quantity"), std::string::npos);
   EXPECT_NE(msg({.scheme = "iid", .clients = 0}).find("clients must be >= 1"), std::string::npos);
 }

@@ -1,10 +1,10 @@
 // Message bodies: round trip, and every way a peer's message can be wrong is a reason, not a crash.
+#include "protocol/frames.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
-
-#include "protocol/frames.h"
 
 namespace fedpar {
 namespace {
@@ -48,7 +48,8 @@ TEST(Messages, WrongSizesAndNonFiniteValuesAreRejected) {
             std::string::npos);
   EXPECT_NE(reason(parse(update_with(values), {3, 3})).find("carries 1 vectors, expected 2"),
             std::string::npos);
-  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+  for (float bad :
+       {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
     const std::vector<float> v = {1, bad, 3};
     EXPECT_NE(reason(parse(update_with(v), {3}, true)).find("non-finite value"), std::string::npos);
     EXPECT_EQ(reason(parse(update_with(v), {3}, false)), "accepted");  // e.g. a model sent down
@@ -87,7 +88,8 @@ TEST(Messages, FieldsAreTypeChecked) {
   EXPECT_TRUE(std::holds_alternative<ProtocolError>(field<double>(body, "name")));
   EXPECT_EQ(std::get<std::string>(field<std::string>(body, "name")), "x");
   EXPECT_EQ(std::get<int64_t>(field<int64_t>(body, "n")), -1);
-  EXPECT_NE(std::get<ProtocolError>(field<uint64_t>(body, "missing")).reason.find("missing field 'missing'"),
+  EXPECT_NE(std::get<ProtocolError>(field<uint64_t>(body, "missing"))
+                .reason.find("missing field 'missing'"),
             std::string::npos);
 }
 

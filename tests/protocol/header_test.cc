@@ -1,11 +1,12 @@
 // The wire protocol on raw bytes: CRC32C vectors, header round trip and byte layout, and the
 // rejection (never a crash) of every malformed case, plus random garbage.
+#include "protocol/header.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 #include "core/crc32c.h"
-#include "protocol/header.h"
 #include "core/rng.h"
 
 namespace fedpar {
@@ -45,7 +46,8 @@ TEST(Crc32c, StandardVectorAndContinuation) {
   std::vector<uint8_t> buf(3 * 12288 + 301);
   for (auto& b : buf) b = uint8_t(rng.next_u32());
   EXPECT_EQ(crc32c(buf.data() + 1, 3 * 12288 + 7), crc32c_portable(buf.data() + 1, 3 * 12288 + 7));
-  for (size_t n : {0, 1, 7, 8, 9, 63, 64, 65, 299, 12287, 12288, 12289, 24576 + 100, 3 * 12288 + 301}) {
+  for (size_t n :
+       {0, 1, 7, 8, 9, 63, 64, 65, 299, 12287, 12288, 12289, 24576 + 100, 3 * 12288 + 301}) {
     EXPECT_EQ(crc32c(buf.data(), n), crc32c_portable(buf.data(), n)) << n;
     const size_t cut = n / 3;
     EXPECT_EQ(crc32c(buf.data() + cut, n - cut, crc32c(buf.data(), cut)), crc32c(buf.data(), n));
@@ -68,7 +70,7 @@ TEST(Protocol, RoundTripAndLittleEndianLayout) {
   EXPECT_EQ(std::string(b.begin(), b.begin() + 4), "FDPR");
   EXPECT_EQ(b[4], 2);  // version 2, little-endian
   EXPECT_EQ(b[5], 0);
-  EXPECT_EQ(b[8], 4);  // UPDATE
+  EXPECT_EQ(b[8], 4);    // UPDATE
   EXPECT_EQ(b[24], 42);  // round
   EXPECT_STREQ(message_type_name(MessageType::kUpdate), "UPDATE");
 }
@@ -93,17 +95,21 @@ TEST(Protocol, EveryMalformedCaseIsRejectedWithItsReason) {
     const std::string r = with([&](auto& f) { f[0].resize(n); });
     EXPECT_NE(r, "accepted") << "truncated to " << n;
   }
-  EXPECT_TRUE(has(with([](auto& f) { f[0].push_back(0); }), "header length field 48 with a 49-byte frame"));
+  EXPECT_TRUE(
+      has(with([](auto& f) { f[0].push_back(0); }), "header length field 48 with a 49-byte frame"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][0] = 'X'; }), "bad magic"));
-  EXPECT_TRUE(has(with([](auto& f) { f[0][4] = 1; }), "protocol version 1 is not supported, expected 2"));
+  EXPECT_TRUE(
+      has(with([](auto& f) { f[0][4] = 1; }), "protocol version 1 is not supported, expected 2"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][6] = 40; }), "header length field 40"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][8] = 0; }), "unknown message type 0"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][8] = 8; }), "unknown message type 8"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][10] = 1; }), "flags 0x0001 are not defined"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][44] = 9; }), "unknown codec 9"));
-  EXPECT_TRUE(has(with([](auto& f) { f.push_back({1}); }), "announces 2 payload frames, 3 arrived"));
+  EXPECT_TRUE(
+      has(with([](auto& f) { f.push_back({1}); }), "announces 2 payload frames, 3 arrived"));
   EXPECT_TRUE(has(with([](auto& f) { f.pop_back(); }), "announces 2 payload frames, 1 arrived"));
-  EXPECT_TRUE(has(with([](auto& f) { f[2].pop_back(); }), "announces 4005 payload bytes, the frames hold 4004"));
+  EXPECT_TRUE(has(with([](auto& f) { f[2].pop_back(); }),
+                  "announces 4005 payload bytes, the frames hold 4004"));
   EXPECT_TRUE(has(with([](auto& f) { f[2][17] ^= 1; }), "payload CRC32C"));
   EXPECT_TRUE(has(with([](auto& f) { std::swap(f[1], f[2]); }), "CRC32C"));  // frame order matters
   EXPECT_TRUE(has(with([](auto& f) { f[0][40] ^= 0x80; }), "CRC32C"));

@@ -1,8 +1,8 @@
 // Typed messages: each round-trips through its encode and decode, and every field a peer can get
 // wrong is a reason naming it, never a crash or a silent default.
-#include <gtest/gtest.h>
-
 #include "protocol/messages.h"
+
+#include <gtest/gtest.h>
 
 namespace fedpar {
 namespace {
@@ -24,8 +24,15 @@ std::string reason(const Decoded<T>& d) {
 
 TEST(Messages, TaskRoundTripsPerKind) {
   const std::vector<float> model = {1.5f, -2.f, 0.25f};
-  TaskMsg t{.kind = TaskKind::kLocalTrain, .clients = {1, 3}, .batch = 10, .steps = 5, .epochs = 0, .lr = 0.05,
-            .momentum = 0.9, .drift = true, .draw = 7};
+  TaskMsg t{.kind = TaskKind::kLocalTrain,
+            .clients = {1, 3},
+            .batch = 10,
+            .steps = 5,
+            .epochs = 0,
+            .lr = 0.05,
+            .momentum = 0.9,
+            .drift = true,
+            .draw = 7};
   t.vectors = {model};
   const ParsedMessage p = wire(encode(t, {0, 99, 4}));
   EXPECT_EQ(p.header.round, 4u);
@@ -42,7 +49,11 @@ TEST(Messages, TaskRoundTripsPerKind) {
   ASSERT_EQ(back.vectors.size(), 1u);
   EXPECT_EQ(std::vector<float>(back.vectors[0].begin(), back.vectors[0].end()), model);
 
-  TaskMsg ring{.kind = TaskKind::kAllReduce, .batch = 0, .total_weight = 600, .hash = true, .send_params = false};
+  TaskMsg ring{.kind = TaskKind::kAllReduce,
+               .batch = 0,
+               .total_weight = 600,
+               .hash = true,
+               .send_params = false};
   const TaskMsg r = std::get<TaskMsg>(decode_task(wire(encode(ring, {}))));
   EXPECT_EQ(r.kind, TaskKind::kAllReduce);
   EXPECT_DOUBLE_EQ(r.total_weight, 600);
@@ -51,9 +62,17 @@ TEST(Messages, TaskRoundTripsPerKind) {
 }
 
 TEST(Messages, UpdateRoundTripsWithRingFields) {
-  UpdateMsg u{.kind = TaskKind::kAllReduce, .num_samples = 250, .loss_sum = 12.5, .samples_processed = 250,
-              .compute_seconds = 0.5, .parameter_bytes = 8, .activation_bytes = 16, .allreduce_seconds = 0.25,
-              .ring_bytes_sent = 100, .ring_bytes_received = 90, .hash = "abc"};
+  UpdateMsg u{.kind = TaskKind::kAllReduce,
+              .num_samples = 250,
+              .loss_sum = 12.5,
+              .samples_processed = 250,
+              .compute_seconds = 0.5,
+              .parameter_bytes = 8,
+              .activation_bytes = 16,
+              .allreduce_seconds = 0.25,
+              .ring_bytes_sent = 100,
+              .ring_bytes_received = 90,
+              .hash = "abc"};
   const UpdateMsg b = std::get<UpdateMsg>(decode_update(wire(encode(u, {2, 1, 3}))));
   EXPECT_EQ(b.kind, TaskKind::kAllReduce);
   EXPECT_EQ(b.num_samples, 250u);
@@ -69,10 +88,14 @@ TEST(Messages, WelcomeAndHelloAndRingRoundTrip) {
   EXPECT_EQ(wb.config_toml, "seed = 3\n");
   EXPECT_EQ(wb.shards, w.shards);
   EXPECT_EQ(wb.num_params, 42u);
-  EXPECT_EQ(std::get<HelloMsg>(decode_hello(wire(encode(HelloMsg{.slots = 3, .pid = 9})))).slots, 3);
-  const auto ra = std::get<RingAssignmentMsg>(decode_ring_assignment(wire(encode(RingAssignmentMsg{1, 3, "tcp://x:1"}, {}))));
+  EXPECT_EQ(std::get<HelloMsg>(decode_hello(wire(encode(HelloMsg{.slots = 3, .pid = 9})))).slots,
+            3);
+  const auto ra = std::get<RingAssignmentMsg>(
+      decode_ring_assignment(wire(encode(RingAssignmentMsg{1, 3, "tcp://x:1"}, {}))));
   EXPECT_EQ(ra.next, "tcp://x:1");
-  EXPECT_EQ(std::get<RingEndpointMsg>(decode_ring_endpoint(wire(encode(RingEndpointMsg{"tcp://y:2"}, {})))).endpoint,
+  EXPECT_EQ(std::get<RingEndpointMsg>(
+                decode_ring_endpoint(wire(encode(RingEndpointMsg{"tcp://y:2"}, {}))))
+                .endpoint,
             "tcp://y:2");
 }
 
@@ -80,26 +103,42 @@ TEST(Messages, BadFieldsAreNamed) {
   auto raw = [](MessageType t, nlohmann::json body, std::vector<std::span<const float>> v = {}) {
     return wire(encode_message(t, 0, 0, 0, body, v));
   };
-  EXPECT_EQ(reason(decode_hello(raw(MessageType::kHello, {{"slots", 0}}))), "slots must be between 1 and 1000000");
-  EXPECT_EQ(reason(decode_hello(raw(MessageType::kHello, {{"slots", "two"}}))), "field 'slots' has the wrong type");
-  EXPECT_EQ(reason(decode_hello(raw(MessageType::kTask, {{"slots", 1}}))), "expected HELLO, got TASK");
-  EXPECT_NE(reason(decode_task(raw(MessageType::kTask, {{"kind", "sideways"}, {"clients", {0}}, {"batch", 0}})))
+  EXPECT_EQ(reason(decode_hello(raw(MessageType::kHello, {{"slots", 0}}))),
+            "slots must be between 1 and 1000000");
+  EXPECT_EQ(reason(decode_hello(raw(MessageType::kHello, {{"slots", "two"}}))),
+            "field 'slots' has the wrong type");
+  EXPECT_EQ(reason(decode_hello(raw(MessageType::kTask, {{"slots", 1}}))),
+            "expected HELLO, got TASK");
+  EXPECT_NE(reason(decode_task(raw(MessageType::kTask,
+                                   {{"kind", "sideways"}, {"clients", {0}}, {"batch", 0}})))
                 .find("names no task kind ('sideways'"),
             std::string::npos);
   // A training task without its model, a backward task without one dlogits per client.
-  EXPECT_EQ(reason(decode_task(raw(MessageType::kTask, {{"kind", "gradient"}, {"clients", {0}}, {"batch", 0},
-                                                         {"steps", 1}, {"epochs", 0}, {"lr", 0.1}, {"momentum", 0},
-                                                         {"drift", false}}))),
+  EXPECT_EQ(reason(decode_task(raw(MessageType::kTask, {{"kind", "gradient"},
+                                                        {"clients", {0}},
+                                                        {"batch", 0},
+                                                        {"steps", 1},
+                                                        {"epochs", 0},
+                                                        {"lr", 0.1},
+                                                        {"momentum", 0},
+                                                        {"drift", false}}))),
             "a training task carries the model");
   const std::vector<float> one = {1};
-  EXPECT_EQ(reason(decode_task(raw(MessageType::kTask, {{"kind", "backward"}, {"clients", {0, 1}}, {"batch", 0}}, {one}))),
-            "a backward task carries one dlogits vector per client");
-  EXPECT_EQ(reason(decode_update(raw(MessageType::kUpdate, {{"kind", "gradient"}, {"num_samples", 5}}))),
-            "missing field 'loss_sum'");
-  EXPECT_EQ(reason(decode_welcome(raw(MessageType::kWelcome, {{"config", ""}, {"clients", {0, 1}}, {"num_params", 1},
-                                                               {"dataset_hash", ""}, {"shards", {{1}}}}))),
+  EXPECT_EQ(
+      reason(decode_task(raw(MessageType::kTask,
+                             {{"kind", "backward"}, {"clients", {0, 1}}, {"batch", 0}}, {one}))),
+      "a backward task carries one dlogits vector per client");
+  EXPECT_EQ(
+      reason(decode_update(raw(MessageType::kUpdate, {{"kind", "gradient"}, {"num_samples", 5}}))),
+      "missing field 'loss_sum'");
+  EXPECT_EQ(reason(decode_welcome(raw(MessageType::kWelcome, {{"config", ""},
+                                                              {"clients", {0, 1}},
+                                                              {"num_params", 1},
+                                                              {"dataset_hash", ""},
+                                                              {"shards", {{1}}}}))),
             "WELCOME needs 'shards': one list of sample indices per client");
-  EXPECT_EQ(reason(decode_ring_assignment(raw(MessageType::kRing, {{"rank", 3}, {"size", 3}, {"next", "x"}}))),
+  EXPECT_EQ(reason(decode_ring_assignment(
+                raw(MessageType::kRing, {{"rank", 3}, {"size", 3}, {"next", "x"}}))),
             "rank 3 of a ring of 3");
 }
 

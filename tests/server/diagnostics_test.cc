@@ -1,9 +1,9 @@
 // Update diagnostics against hand-computed values.
+#include "server/diagnostics.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
-
-#include "server/diagnostics.h"
 
 namespace fedpar {
 namespace {
@@ -42,11 +42,15 @@ TEST(Diagnostics, DistanceAndDriftByHand) {
   const Distance d = distance(w, a);
   EXPECT_DOUBLE_EQ(d.max_abs, 2.0);
   EXPECT_DOUBLE_EQ(d.relative, std::sqrt(8.0));
-  EXPECT_DOUBLE_EQ(distance(w, std::vector<float>{0, 0, 0}).relative, 3.0);  // zero reference: absolute
-  // Deltas (2, 0) with 1 sample and (0, 2) with 3 -> average (0.5, 1.5); linear (1, 1) both -> (1, 1).
+  EXPECT_DOUBLE_EQ(distance(w, std::vector<float>{0, 0, 0}).relative,
+                   3.0);  // zero reference: absolute
+  // Deltas (2, 0) with 1 sample and (0, 2) with 3 -> average (0.5, 1.5); linear (1, 1) both -> (1,
+  // 1).
   const std::vector<float> d0 = {2, 0}, d1 = {0, 2}, l = {1, 1};
-  const std::vector<ClientUpdate> deltas = {{0, 0, 1, d0}, {1, 0, 3, d1}}, linear = {{0, 0, 1, l}, {1, 0, 3, l}};
-  EXPECT_NEAR(update_drift(deltas, linear, Weighting::kBySamples), std::sqrt(0.5) / std::sqrt(2.0), 1e-7);
+  const std::vector<ClientUpdate> deltas = {{0, 0, 1, d0}, {1, 0, 3, d1}},
+                                  linear = {{0, 0, 1, l}, {1, 0, 3, l}};
+  EXPECT_NEAR(update_drift(deltas, linear, Weighting::kBySamples), std::sqrt(0.5) / std::sqrt(2.0),
+              1e-7);
   EXPECT_EQ(update_drift(linear, linear, Weighting::kUniform), 0.0);
 }
 

@@ -6,8 +6,8 @@
 
 #include <cmath>
 
-#include "core/local_update.h"
 #include "core/backend.h"
+#include "core/local_update.h"
 #include "core/synthetic.h"
 #include "core/trainer.h"
 #include "partitioners/partition.h"
@@ -31,7 +31,8 @@ class Equivalence : public ::testing::Test {
 
   std::vector<float> centralized(int accumulate) {
     Model m(*be, {"logreg"}, data.train.shape, 10);
-    TrainOptions o{.epochs = kRounds, .batch = 0, .accumulate = accumulate, .seed = 1, .shuffle = false};
+    TrainOptions o{
+        .epochs = kRounds, .batch = 0, .accumulate = accumulate, .seed = 1, .shuffle = false};
     o.lr.base_lr = kLr;
     train(m, data.train, {}, o);
     return m.params_host();
@@ -49,7 +50,8 @@ class Equivalence : public ::testing::Test {
         results.push_back(compute_update(m, data.train, c.indices, params, task, 1, c.id));
       std::vector<ClientUpdate> updates;
       for (size_t k = 0; k < results.size(); ++k)
-        updates.push_back({manifest.clients[k].id, uint64_t(r), results[k].num_samples, results[k].values});
+        updates.push_back(
+            {manifest.clients[k].id, uint64_t(r), results[k].num_samples, results[k].values});
       strategy.apply(updates, params);
     }
     return params;
@@ -81,12 +83,14 @@ TEST_F(Equivalence, FullBatchOneStepModelAveragingIsGradientDescent) {
   const Manifest skewed = split("iid-quantity");
   auto uniform = make_model_averaging(Weighting::kUniform, 1.0f);
   const double e = rel_diff(
-      federated(skewed, *uniform, {.kind = LocalWork::kLocalTrain, .local_steps = 1, .lr = kLr}), a);
+      federated(skewed, *uniform, {.kind = LocalWork::kLocalTrain, .local_steps = 1, .lr = kLr}),
+      a);
 
   RecordProperty("floor", std::to_string(floor));
-  std::printf("relative difference to centralized GD after %d rounds: floor %.2e | gradient %.2e | "
-              "model K=1 %.2e | model K=5 %.2e | unequal shards, uniform weights %.2e\n",
-              kRounds, floor, b, c, d, e);
+  std::printf(
+      "relative difference to centralized GD after %d rounds: floor %.2e | gradient %.2e | "
+      "model K=1 %.2e | model K=5 %.2e | unequal shards, uniform weights %.2e\n",
+      kRounds, floor, b, c, d, e);
   EXPECT_LT(b, 1e-5);
   EXPECT_LT(c, 1e-5);
   EXPECT_LT(b, 10 * floor + 1e-7);
@@ -108,7 +112,8 @@ TEST_F(Equivalence, DriftIsZeroAtOneStepAndGrowsWithLocalSteps) {
     for (const auto& c : iid.clients)
       results.push_back(compute_update(
           m, data.train, c.indices, w0,
-          {.kind = LocalWork::kLocalTrain, .batch = 20, .local_steps = k, .lr = kLr, .drift = true}, 1, c.id));
+          {.kind = LocalWork::kLocalTrain, .batch = 20, .local_steps = k, .lr = kLr, .drift = true},
+          1, c.id));
     std::vector<ClientUpdate> deltas, linear;
     for (size_t i = 0; i < results.size(); ++i) {
       ASSERT_EQ(results[i].linear.size(), results[i].values.size());
@@ -117,7 +122,8 @@ TEST_F(Equivalence, DriftIsZeroAtOneStepAndGrowsWithLocalSteps) {
     }
     drift.push_back(update_drift(deltas, linear, Weighting::kBySamples));
   }
-  std::printf("drift at K = 1, 2, 5, 20: %.2e %.2e %.2e %.2e\n", drift[0], drift[1], drift[2], drift[3]);
+  std::printf("drift at K = 1, 2, 5, 20: %.2e %.2e %.2e %.2e\n", drift[0], drift[1], drift[2],
+              drift[3]);
   EXPECT_EQ(drift[0], 0.0);
   EXPECT_GT(drift[1], 1e-3);
   EXPECT_GT(drift[2], drift[1]);

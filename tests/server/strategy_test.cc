@@ -1,8 +1,9 @@
 // Strategies on plain vectors: weights, order, the optimizer step, and refusals.
+#include "server/strategy.h"
+
 #include <gtest/gtest.h>
 
 #include "core/check.h"
-#include "server/strategy.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
@@ -15,14 +16,17 @@ TEST(Strategy, WeightedAverageMatchesPassPerUpdateInDouble) {
   std::vector<std::vector<float>> v;
   std::vector<ClientUpdate> u;
   for (uint32_t k = 0; k < 5; ++k) v.push_back(testing::random_vector(n, 7 + k, -3.0f, 3.0f));
-  for (uint32_t k = 0; k < 5; ++k) u.push_back({.client = k, .num_samples = 100 + 37 * k, .values = v[k]});
+  for (uint32_t k = 0; k < 5; ++k)
+    u.push_back({.client = k, .num_samples = 100 + 37 * k, .values = v[k]});
   for (Weighting w : {Weighting::kBySamples, Weighting::kUniform, Weighting::kSum}) {
     double total = 0;
     for (const auto& x : u) total += w == Weighting::kBySamples ? double(x.num_samples) : 1.0;
     if (w == Weighting::kSum) total = 1.0;
     std::vector<double> acc(n, 0.0);
     for (const auto& x : u)
-      for (size_t i = 0; i < n; ++i) acc[i] += ((w == Weighting::kBySamples ? double(x.num_samples) : 1.0) / total) * double(x.values[i]);
+      for (size_t i = 0; i < n; ++i)
+        acc[i] += ((w == Weighting::kBySamples ? double(x.num_samples) : 1.0) / total) *
+                  double(x.values[i]);
     EXPECT_EQ(weighted_average(u, w), std::vector<float>(acc.begin(), acc.end()));
   }
 }
@@ -37,17 +41,20 @@ TEST(WeightedAverage, BySamplesAndUniform) {
 
 TEST(WeightedAverage, RefusesWhatTheServerMustNeverReduce) {
   const std::vector<float> a = {1, 2}, b = {3};
-  EXPECT_THROW(weighted_average(std::vector<ClientUpdate>{{.client = 0, .num_samples = 1, .values = a},
-                                                          {.client = 1, .num_samples = 1, .values = b}},
-                                Weighting::kBySamples),
-               Error);  // wrong size
-  EXPECT_THROW(weighted_average(std::vector<ClientUpdate>{{.client = 2, .num_samples = 1, .values = a},
-                                                          {.client = 1, .num_samples = 1, .values = a}},
-                                Weighting::kBySamples),
-               Error);  // arrival order instead of client order
-  EXPECT_THROW(weighted_average(std::vector<ClientUpdate>{{.client = 0, .num_samples = 0, .values = a}},
-                                Weighting::kBySamples),
-               Error);  // no weight at all
+  EXPECT_THROW(
+      weighted_average(std::vector<ClientUpdate>{{.client = 0, .num_samples = 1, .values = a},
+                                                 {.client = 1, .num_samples = 1, .values = b}},
+                       Weighting::kBySamples),
+      Error);  // wrong size
+  EXPECT_THROW(
+      weighted_average(std::vector<ClientUpdate>{{.client = 2, .num_samples = 1, .values = a},
+                                                 {.client = 1, .num_samples = 1, .values = a}},
+                       Weighting::kBySamples),
+      Error);  // arrival order instead of client order
+  EXPECT_THROW(
+      weighted_average(std::vector<ClientUpdate>{{.client = 0, .num_samples = 0, .values = a}},
+                       Weighting::kBySamples),
+      Error);  // no weight at all
 }
 
 TEST(Strategies, GradientAveragingStepsTheServerOptimizer) {

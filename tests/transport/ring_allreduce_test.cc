@@ -1,21 +1,21 @@
 // The ring all-reduce on N threads joined by in-memory links: every worker ends with the same bits,
 // those of the fixed ring order; each sends 2 (N - 1) / N of the vector; a mixed-up message or a
 // silent neighbour fails with an Error instead of a wrong sum or a hang.
+#include "transport/ring_allreduce.h"
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <thread>
 
-#include <fmt/format.h>
-
-#include "transport/ring_allreduce.h"
-#include "transport/zmq_ring_link.h"
 #include "core/check.h"
 #include "tests/util/test_util.h"
+#include "transport/zmq_ring_link.h"
 
 namespace fedpar {
 namespace {
@@ -31,7 +31,8 @@ struct Edge {
 
 class MemoryLink final : public RingLink {
  public:
-  MemoryLink(Edge& out, Edge& in, std::chrono::milliseconds deadline) : out_(out), in_(in), deadline_(deadline) {}
+  MemoryLink(Edge& out, Edge& in, std::chrono::milliseconds deadline)
+      : out_(out), in_(in), deadline_(deadline) {}
   void send_next(std::span<const float> chunk, uint64_t tag) override {
     std::lock_guard lock(out_.mu);
     out_.q.emplace_back(tag, std::vector<float>(chunk.begin(), chunk.end()));
@@ -44,7 +45,8 @@ class MemoryLink final : public RingLink {
     auto [t, v] = std::move(in_.q.front());
     in_.q.pop_front();
     if (t != tag || v.size() != into.size())
-      throw Error(fmt::format("ring: got message {} of {} floats, expected {} of {}", t, v.size(), tag, into.size()));
+      throw Error(fmt::format("ring: got message {} of {} floats, expected {} of {}", t, v.size(),
+                              tag, into.size()));
     std::copy(v.begin(), v.end(), into.begin());
   }
 
@@ -54,8 +56,8 @@ class MemoryLink final : public RingLink {
 };
 
 // Runs the all-reduce on n threads over copies of `inputs`; returns each worker's result.
-std::vector<std::vector<float>> run_ring(const std::vector<std::vector<float>>& inputs, size_t bucket,
-                                         std::vector<RingStats>* stats = nullptr) {
+std::vector<std::vector<float>> run_ring(const std::vector<std::vector<float>>& inputs,
+                                         size_t bucket, std::vector<RingStats>* stats = nullptr) {
   const int n = int(inputs.size());
   std::vector<Edge> edges(static_cast<size_t>(n));  // edge r: from rank r to rank r + 1
   std::vector<std::vector<float>> data = inputs;
@@ -63,7 +65,8 @@ std::vector<std::vector<float>> run_ring(const std::vector<std::vector<float>>& 
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r)
     threads.emplace_back([&, r] {
-      MemoryLink link(edges[size_t(r)], edges[size_t((r + n - 1) % n)], std::chrono::milliseconds(5000));
+      MemoryLink link(edges[size_t(r)], edges[size_t((r + n - 1) % n)],
+                      std::chrono::milliseconds(5000));
       st[size_t(r)] = ring_allreduce(data[size_t(r)], r, n, link, bucket);
     });
   for (auto& t : threads) t.join();
@@ -97,7 +100,8 @@ TEST(RingAllreduce, EveryWorkerGetsTheSameBitsInTheRingOrder) {
         const auto got = run_ring(x, bucket);
         const auto want = ring_order_sum(x, bucket);
         for (int r = 0; r < n; ++r)
-          ASSERT_EQ(got[size_t(r)], want) << "n=" << n << " len=" << len << " bucket=" << bucket << " rank " << r;
+          ASSERT_EQ(got[size_t(r)], want)
+              << "n=" << n << " len=" << len << " bucket=" << bucket << " rank " << r;
         for (size_t i = 0; i < len; ++i) {
           double s = 0;
           for (int r = 0; r < n; ++r) s += x[size_t(r)][i];
@@ -148,12 +152,15 @@ TEST(RingAllreduce, OverZeroMqTheSameBitsAndBytes) {
   for (int r = 0; r < n; ++r) x.push_back(random_vector(len, uint64_t(200 + r)));
   zmq::context_t ctx;
   std::vector<std::unique_ptr<ZmqRingLink>> links;
-  for (int r = 0; r < n; ++r) links.push_back(std::make_unique<ZmqRingLink>(ctx, "tcp://127.0.0.1:*", 10.0));
-  for (int r = 0; r < n; ++r) links[size_t(r)]->connect_next(links[size_t((r + 1) % n)]->endpoint());
+  for (int r = 0; r < n; ++r)
+    links.push_back(std::make_unique<ZmqRingLink>(ctx, "tcp://127.0.0.1:*", 10.0));
+  for (int r = 0; r < n; ++r)
+    links[size_t(r)]->connect_next(links[size_t((r + 1) % n)]->endpoint());
   std::vector<std::vector<float>> data = x;
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] { ring_allreduce(data[size_t(r)], r, n, *links[size_t(r)], 1 << 14); });
+    threads.emplace_back(
+        [&, r] { ring_allreduce(data[size_t(r)], r, n, *links[size_t(r)], 1 << 14); });
   for (auto& t : threads) t.join();
   const auto want = run_ring(x, 1 << 14);
   for (int r = 0; r < n; ++r) EXPECT_EQ(data[size_t(r)], want[0]) << "rank " << r;

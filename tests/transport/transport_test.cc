@@ -1,19 +1,21 @@
 // Vector frames go to ZeroMQ without a copy: over inproc the receiver sees the sender's very
 // buffer, and the buffer is released once ZeroMQ and the receiver are done with it. Without an
 // owner the frames are copied, so the caller may reuse its memory at once.
+#include "transport/transport.h"
+
 #include <gtest/gtest.h>
 
 #include <zmq_addon.hpp>
 
 #include "protocol/frames.h"
-#include "transport/transport.h"
 
 namespace fedpar {
 namespace {
 
 std::vector<std::span<const uint8_t>> spans(const std::vector<zmq::message_t>& parts) {
   Received r;
-  for (const auto& f : parts) r.frames.emplace_back(f.data(), f.size());  // copies, for the views' sake
+  for (const auto& f : parts)
+    r.frames.emplace_back(f.data(), f.size());  // copies, for the views' sake
   static std::vector<Received> keep;
   keep.push_back(std::move(r));
   return keep.back().spans();
@@ -39,7 +41,8 @@ TEST(ZmqFrames, OwnedVectorsTravelWithoutCopyAndAreReleased) {
   const float* raw = data->data();
   const std::weak_ptr<const void> weak = data;
   const std::vector<std::span<const float>> vecs = {*data};
-  const size_t bytes = send_message(p.a, encode_message(MessageType::kUpdate, 1, 2, 3, {{"k", 1}}, vecs, data));
+  const size_t bytes =
+      send_message(p.a, encode_message(MessageType::kUpdate, 1, 2, 3, {{"k", 1}}, vecs, data));
   data.reset();  // now only ZeroMQ holds the buffer
   auto parts = p.receive();
   ASSERT_EQ(parts.size(), 3u);
@@ -77,7 +80,8 @@ TEST(Transport, ChannelAndTransportTalkOverInproc) {
   const auto client = connect_zmq_channel(server->endpoint(), &ctx);
   const std::vector<float> v = {1, 2, 3};
   const std::vector<std::span<const float>> vecs = {v};
-  const size_t sent = client->send(encode_message(MessageType::kHello, 0, 0, 0, {{"slots", 1}}, vecs));
+  const size_t sent =
+      client->send(encode_message(MessageType::kHello, 0, 0, 0, {{"slots", 1}}, vecs));
   auto got = server->receive(deadline_after(5));
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->bytes(), sent);
@@ -101,7 +105,8 @@ TEST(Transport, BindErrorsNameTheEndpoint) {
     bind_zmq_transport("inproc://taken", &ctx);
     FAIL() << "a second bind succeeded";
   } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot bind inproc://taken"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot bind inproc://taken"), std::string::npos)
+        << e.what();
   }
 }
 

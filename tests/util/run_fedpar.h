@@ -21,8 +21,8 @@ struct CliRun {
 // `tmp` receives the captured stdout.txt and stderr.txt.
 inline CliRun run_fedpar(const std::string& args, const std::filesystem::path& tmp) {
   const auto out = tmp / "stdout.txt", err = tmp / "stderr.txt";
-  const std::string cmd = std::string(FEDPAR_BIN) + " " + args + " >" + out.string() + " 2>" +
-                          err.string();
+  const std::string cmd =
+      std::string(FEDPAR_BIN) + " " + args + " >" + out.string() + " 2>" + err.string();
   const int status = std::system(cmd.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
 }

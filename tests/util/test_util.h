@@ -3,13 +3,12 @@
 #pragma once
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -20,7 +19,8 @@
 
 namespace fedpar::testing {
 
-inline std::vector<float> random_vector(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+inline std::vector<float> random_vector(size_t n, uint64_t seed, float lo = -1.0f,
+                                        float hi = 1.0f) {
   Rng rng(seed, "test");
   std::vector<float> v(n);
   for (float& x : v) x = rng.uniform(lo, hi);
@@ -28,8 +28,8 @@ inline std::vector<float> random_vector(size_t n, uint64_t seed, float lo = -1.0
 }
 
 // Element-wise |a - b| <= atol + rtol * |b|; reports the first few failures.
-inline ::testing::AssertionResult all_close(const std::vector<float>& a, const std::vector<float>& b,
-                                            double atol, double rtol) {
+inline ::testing::AssertionResult all_close(const std::vector<float>& a,
+                                            const std::vector<float>& b, double atol, double rtol) {
   if (a.size() != b.size())
     return ::testing::AssertionFailure() << "sizes differ: " << a.size() << " vs " << b.size();
   int bad = 0;
@@ -37,7 +37,9 @@ inline ::testing::AssertionResult all_close(const std::vector<float>& a, const s
   for (size_t i = 0; i < a.size(); ++i) {
     const double d = std::abs(double(a[i]) - double(b[i]));
     if (!(d <= atol + rtol * std::abs(double(b[i])))) {
-      if (bad++ < 5) msg += "\n  [" + std::to_string(i) + "] " + std::to_string(a[i]) + " vs " + std::to_string(b[i]);
+      if (bad++ < 5)
+        msg += "\n  [" + std::to_string(i) + "] " + std::to_string(a[i]) + " vs " +
+               std::to_string(b[i]);
     }
   }
   if (bad) return ::testing::AssertionFailure() << bad << " of " << a.size() << " differ:" << msg;
@@ -46,8 +48,10 @@ inline ::testing::AssertionResult all_close(const std::vector<float>& a, const s
 
 // MNIST as scripts/setup.sh fetches it; tests that need it skip (naming the fix) without it.
 inline bool have_mnist() {
-  return std::filesystem::exists(fedpar::resolve_data_dir({}) / "mnist" / "train-images-idx3-ubyte") &&
-         std::filesystem::exists(fedpar::resolve_data_dir({}) / "mnist" / "train-labels-idx1-ubyte");
+  return std::filesystem::exists(fedpar::resolve_data_dir({}) / "mnist" /
+                                 "train-images-idx3-ubyte") &&
+         std::filesystem::exists(fedpar::resolve_data_dir({}) / "mnist" /
+                                 "train-labels-idx1-ubyte");
 }
 
 // The message of the fedpar Error `f` throws, or "" when it throws none.
