@@ -45,7 +45,10 @@ AllReduceStep AllReduceWorker::step(Model& model, const Dataset& data,
   }
   // Gradients of the mean loss times their weight, summed as the server sums (double, client
   // order): the ring then sums the processes' parts of one mean.
-  sum_ = weighted_sum(updates, s_.weighting);
+  if (updates.empty())
+    sum_.assign(replica_.size(), 0.0f);  // a rank without clients adds nothing
+  else
+    sum_ = weighted_sum(updates, s_.weighting);
   const auto t1 = Clock::now();
   const uint64_t sent = link_.bytes_sent(), received = link_.bytes_received();
   ring_allreduce(sum_, rank_, size_, link_, size_t(s_.ring_bucket_floats));

@@ -49,6 +49,9 @@ class ClientProcess {
         model_(*be_, s_.model, data_.train.shape, data_.train.num_classes),
         buffer_(*be_, data_.train.dim()) {
     log(fmt::format("computing on {}", be_->describe()));
+    if (w.num_params != model_.num_params())
+      throw Error(fmt::format("WELCOME announces a model of {} parameters, this run's {} has {}",
+                              w.num_params, s_.model.name, model_.num_params()));
     if (data_.train.content_hash() != w.dataset_hash)
       throw Error(
           "this machine's dataset differs from the server's (content hash mismatch): "
@@ -134,8 +137,10 @@ class ClientProcess {
   void allreduce_step(const TaskMsg& task, uint64_t round) {
     if (!ring_)
       throw Error("the server sent an allreduce task to a run without the allreduce topology");
-    if (!task.vectors.empty())
-      ring_->set_replica(task.vectors[0]);  // the first task carries the model
+    if (!task.vectors.empty()) {  // the first task carries the model
+      check_model(task.vectors[0]);
+      ring_->set_replica(task.vectors[0]);
+    }
     AllReduceStep st;
     try {
       st = ring_->step(model_, data_.train, shards_, task.batch, round, task.total_weight, buffer_);
@@ -162,6 +167,7 @@ class ClientProcess {
   // (one vector per listed client, in order).
   void master_half(const TaskMsg& task, uint64_t round) {
     if (!master_) throw Error("the server sent a master task to a run without the master topology");
+    if (task.kind == TaskKind::kForward) check_model(task.vectors[0]);
     for (size_t i = 0; i < task.clients.size(); ++i) {
       const uint32_t c = task.clients[i];
       const auto shard = shards_.find(c);
@@ -181,11 +187,15 @@ class ClientProcess {
     }
   }
 
-  void train(const TaskMsg& t, uint64_t round) {
-    if (t.vectors[0].size() != model_.num_params())
+  void check_model(std::span<const float> v) const {
+    if (v.size() != model_.num_params())
       throw Error(
           fmt::format("malformed TASK from the server: a model of {} values, this run's has {}",
-                      t.vectors[0].size(), model_.num_params()));
+                      v.size(), model_.num_params()));
+  }
+
+  void train(const TaskMsg& t, uint64_t round) {
+    check_model(t.vectors[0]);
     const Task task{
         .kind = t.kind == TaskKind::kGradient ? LocalWork::kGradient : LocalWork::kLocalTrain,
         .round = t.draw.value_or(round),  // async tasks name their batch draw

@@ -26,6 +26,17 @@ std::vector<float> flat(const std::filesystem::path& file) {
   return v;
 }
 
+// A field the record's kind always carries (per-client rounds: their byte and time split;
+// evaluated rounds: the test loss): its absence is a broken file, not a zero.
+template <typename T>
+T need(const std::optional<T>& v, const char* key, const RoundRecord& r,
+       const std::filesystem::path& dir) {
+  if (!v)
+    throw Error(fmt::format("{}: round {} ({}) has no '{}'", (dir / "metrics.jsonl").string(),
+                            r.round, r.topology, key));
+  return *v;
+}
+
 }  // namespace
 
 RunCurves read_curves(const std::filesystem::path& dir) {
@@ -45,7 +56,7 @@ RunCurves read_curves(const std::filesystem::path& dir) {
     c.seconds.push_back(j.elapsed_seconds.value_or(seconds));
     c.round.push_back(double(j.round));
     c.accuracy.push_back(100 * *j.test_accuracy);
-    c.test_loss.push_back(j.test_loss.value_or(0));
+    c.test_loss.push_back(need(j.test_loss, "test_loss", j, dir));
     c.mb.push_back((double(j.bytes_sent_total + j.bytes_received_total) - diagnostic) / 1e6);
     c.samples.push_back(samples);
     c.cosine.push_back(
@@ -77,12 +88,12 @@ RunAccounting read_accounting(const std::filesystem::path& dir) {
     param.push_back(p / 1e6);
     act.push_back(a / 1e6);
     up.push_back(u / 1e6);
-    down.push_back(double(j.bytes_down_per_task.value_or(0)) / 1e6);
-    const double b = j.broadcast_seconds.value_or(0);
+    down.push_back(double(need(j.bytes_down_per_task, "bytes_down_per_task", j, dir)) / 1e6);
+    const double b = need(j.broadcast_seconds, "broadcast_seconds", j, dir);
     compute.push_back(1e3 * slowest);
     broadcast.push_back(1e3 * b);
     exchange.push_back(1e3 * std::max(0.0, j.wait_seconds - b - slowest));
-    aggregate.push_back(1e3 * j.aggregate_seconds.value_or(0));
+    aggregate.push_back(1e3 * need(j.aggregate_seconds, "aggregate_seconds", j, dir));
   }
   return {median(clients), median(param),     median(act),      median(down),     median(up),
           median(compute), median(broadcast), median(exchange), median(aggregate)};

@@ -7,6 +7,8 @@
 # Usage: ROUNDS=3 scripts/bench.sh [--reps N] [--min-seconds S]   (output: bench/results/)
 #        ROUNDS=3 scripts/bench.sh ddp   per-step overhead of the gradient regime beside DDP (gloo)
 #        ROUNDS=2 scripts/bench.sh allreduce   the ring all-reduce beside gloo and MPI_Allreduce
+#        scripts/bench.sh engine   the round engine beside a raw ZeroMQ scatter/gather of the same bytes
+#        scripts/bench.sh gemm     Eigen beside OpenBLAS on the CPU backend's product shapes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -30,6 +32,16 @@ if [[ "${1:-}" == allreduce ]]; then
   shift
   /usr/bin/python3 bench/allreduce_compare.py --rounds "${ROUNDS:-2}" --json "$out/allreduce-$stamp.json" "$@" |
     tee "$out/allreduce-table-$stamp.md"
+  exit 0
+fi
+if [[ "${1:-}" == engine ]]; then
+  shift
+  ./build/bench_engine --workers 2,4 --rounds 300 "$@" | tee "$out/engine-table-$stamp.md"
+  exit 0
+fi
+if [[ "${1:-}" == gemm ]]; then
+  shift
+  ./build/bench_gemm "$@" | tee "$out/gemm-table-$stamp.md"
   exit 0
 fi
 if [[ "${1:-}" == ddp ]]; then

@@ -5,7 +5,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <numeric>
 
 #include "core/check.h"
 #include "core/hash.h"
@@ -46,10 +45,11 @@ class AllReducePlan final : public Plan {
           ring.index() == 0 ? reachable_endpoint(std::get<RingEndpointMsg>(ring).endpoint, in->msg)
                             : "";
       if (engine.process_index(in->msg.peer) < 0 || endpoint.empty()) {
-        engine.reject(
-            in->msg, ring.index() == 0
-                         ? "a ring endpoint on every interface needs a tcp connection to the server"
-                         : "expected RING with the worker's endpoint");
+        engine.reject(in->msg, engine.process_index(in->msg.peer) < 0 ? "not a worker of this run"
+                               : ring.index() != 0
+                                   ? "expected RING with the worker's endpoint"
+                                   : "a ring endpoint on every interface needs a tcp "
+                                     "connection to the server");
         continue;
       }
       endpoints[in->msg.peer] = endpoint;
@@ -123,8 +123,7 @@ class AllReducePlan final : public Plan {
                      .key = CollectSpec::Key::kRank,
                      .seconds = s_.wait_seconds,
                      .errors_are_fatal = true};
-    spec.expected.resize(engine.order.size());
-    std::iota(spec.expected.begin(), spec.expected.end(), 0u);
+    spec.expected = engine.all_ranks();
     if (s_.ring_deadline_seconds < s_.wait_seconds) spec.after_first = s_.ring_deadline_seconds;
     const size_t params = run_.params.size();
     spec.accept = [check, need_params, params](const Reply& r) -> std::string {

@@ -94,8 +94,7 @@ class AsyncPlan final : public Plan {
                      .seconds = s_.wait_seconds,
                      .check_round = false,
                      .floats = {run_.params.size()}};
-    spec.expected.resize(engine.num_clients);
-    std::iota(spec.expected.begin(), spec.expected.end(), 0u);
+    spec.expected = engine.all_clients();
     spec.accept = [this](const Reply& r) -> std::string {
       const auto it = outstanding_.find(r.key);
       if (it != outstanding_.end() && it->second.version == r.in.parsed.header.round) return "";

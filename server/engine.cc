@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "core/check.h"
 
@@ -156,7 +157,7 @@ std::string Engine::check(const CollectSpec& spec, const Collected& so_far, Repl
   } else {
     r.key = uint32_t(r.process);
   }
-  if (std::find(spec.expected.begin(), spec.expected.end(), r.key) == spec.expected.end())
+  if (!std::binary_search(spec.expected.begin(), spec.expected.end(), r.key))
     return fmt::format("{} {} was not asked this round",
                        spec.key == CollectSpec::Key::kClient ? "client" : "worker", r.key);
   if (so_far.got.count(r.key)) return fmt::format("a second reply for {}", r.key);
@@ -202,6 +203,18 @@ std::map<std::string, std::vector<uint32_t>> Engine::hosted() const {
   std::map<std::string, std::vector<uint32_t>> out;
   for (const auto& [id, p] : peers) out[id] = p.clients;
   return out;
+}
+
+std::vector<uint32_t> Engine::all_clients() const {
+  std::vector<uint32_t> ids(num_clients);
+  std::iota(ids.begin(), ids.end(), 0u);
+  return ids;
+}
+
+std::vector<uint32_t> Engine::all_ranks() const {
+  std::vector<uint32_t> ranks(order.size());
+  std::iota(ranks.begin(), ranks.end(), 0u);
+  return ranks;
 }
 
 std::vector<HostRecord> Engine::host_records() const {

@@ -48,7 +48,7 @@ struct Reply {
 struct CollectSpec {
   enum class Key { kClient, kRank };
   TaskKind kind = TaskKind::kGradient;  // the task the replies answer
-  std::vector<uint32_t> expected;       // the keys awaited
+  std::vector<uint32_t> expected;       // the keys awaited, sorted
   Key key = Key::kClient;
   size_t want = std::numeric_limits<size_t>::max();  // stop after this many (async: 1)
   double seconds = 60;                               // the deadline, from now
@@ -97,6 +97,8 @@ class Engine {
   int process_index(const std::string& identity) const;  // HELLO order, -1 if unknown
   bool hosts(const std::string& identity, uint32_t client) const;
   std::map<std::string, std::vector<uint32_t>> hosted() const;  // every process, its clients
+  std::vector<uint32_t> all_clients() const;                    // 0 .. num_clients - 1
+  std::vector<uint32_t> all_ranks() const;                      // 0 .. processes - 1 (HELLO order)
   std::vector<HostRecord> host_records() const;
   Envelope envelope(uint32_t client = 0) const { return {client, run_id, round}; }
 

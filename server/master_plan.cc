@@ -7,7 +7,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <numeric>
 
 #include "core/check.h"
 #include "core/local_update.h"
@@ -66,8 +65,7 @@ class MasterPlan final : public Plan {
  private:
   // The batch: each client's rows, the same ones the workers draw (gradient_batch).
   void draw_batch(const Engine& engine) {
-    everyone_.resize(engine.num_clients);
-    std::iota(everyone_.begin(), everyone_.end(), 0u);
+    everyone_ = engine.all_clients();
     total_ = 0;
     for (uint32_t c : everyone_) {
       rows_[c] =

@@ -107,6 +107,7 @@ class SyncPlan final : public Plan {
     spec.floats.assign(drift_ ? 2 : 1, run_.params.size());  // the update [, its linear part]
     for (const auto& [id, ids] : per_peer_)
       spec.expected.insert(spec.expected.end(), ids.begin(), ids.end());
+    std::sort(spec.expected.begin(), spec.expected.end());
     return spec;
   }
 
