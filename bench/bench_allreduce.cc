@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/pipe_lines.h"
 #include "core/check.h"
 #include "core/median.h"
 #include "transport/ring_allreduce.h"
@@ -24,17 +25,6 @@ namespace fedpar {
 namespace {
 
 // A line through a pipe (endpoints between the parent and the workers).
-void write_line(int fd, const std::string& s) {
-  const std::string line = s + "\n";
-  FEDPAR_CHECK(::write(fd, line.data(), line.size()) == ssize_t(line.size())) << "pipe write";
-}
-std::string read_line(int fd) {
-  std::string s;
-  char c;
-  while (::read(fd, &c, 1) == 1 && c != '\n') s += c;
-  return s;
-}
-
 // One worker process: binds, reports its endpoint, learns the next one's, then times the sizes.
 int worker(int rank, int n, int to_parent, int from_parent, const std::vector<size_t>& sizes,
            int reps, size_t bucket, bool json) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/pipe_lines.h"
 #include "core/check.h"
 #include "core/median.h"
 #include "protocol/messages.h"
@@ -30,17 +31,6 @@ constexpr float kLr = 0.01f;   // the SGD step both sides take
 constexpr double kWaitSeconds = 60;
 
 using Floats = std::shared_ptr<const std::vector<float>>;
-
-void write_line(int fd, const std::string& s) {
-  const std::string line = s + "\n";
-  FEDPAR_CHECK(::write(fd, line.data(), line.size()) == ssize_t(line.size())) << "pipe write";
-}
-std::string read_line(int fd) {
-  std::string s;
-  char c;
-  while (::read(fd, &c, 1) == 1 && c != '\n') s += c;
-  return s;
-}
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();

@@ -161,9 +161,9 @@ int main(int argc, char** argv) {
       "sides alternating\n\n",
       reps, min_seconds);
   fmt::print(
-      "| product (m x n x k) | what | backend uses | Eigen, 1 thread | OpenBLAS, 1 thread | Eigen, "
-      "2 threads "
-      "| OpenBLAS, 2 threads | OpenBLAS/Eigen, 1 thread | OpenBLAS/Eigen, 2 threads |\n");
+      "| product (m x n x k) | what | backend uses | Eigen, 1 thread | OpenBLAS, 1 thread | "
+      "Eigen, 2 threads | OpenBLAS, 2 threads | OpenBLAS/Eigen, 1 thread | "
+      "OpenBLAS/Eigen, 2 threads |\n");
   fmt::print("|---|---|---|---:|---:|---:|---:|---:|---:|\n");
   for (size_t i = 0; i < ns; ++i) {
     const Shape& s = kShapes[i];

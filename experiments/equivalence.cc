@@ -259,12 +259,10 @@ std::string equivalence_meaning(const EquivalenceResult& r) {
     }
   if (!held.empty())
     sentences.push_back(fmt::format(
-        "{}ith full-batch gradients, n_k/n weights and one local step, gradient averaging (b) and "
-        "model "
-        "averaging (c) take centralized gradient descent's step (a) up to float rounding: at worst "
-        "they end "
-        "{} the distance that merely reordering the gradient's sum produces (a'), within the 10x "
-        "bound",
+        "{}ith full-batch gradients, n_k/n weights and one local step, gradient averaging (b) "
+        "and model averaging (c) take centralized gradient descent's step (a) up to float "
+        "rounding: at worst they end {} the distance that merely reordering the gradient's sum "
+        "produces (a'), within the 10x bound",
         held_models.size() == r.cases.size() ? "W"
                                              : fmt::format("For {}, w", join_and(held_models)),
         join_and(held)));
@@ -278,8 +276,7 @@ std::string equivalence_meaning(const EquivalenceResult& r) {
                                                  c.row(id).relative));
     sentences.push_back(fmt::format(
         "{}his run does not show gradient averaging (b) and model averaging (c) matching "
-        "centralized "
-        "gradient descent (a) up to rounding: {}",
+        "centralized gradient descent (a) up to rounding: {}",
         many ? fmt::format("For {}, t", c.model) : "T",
         c.floor > 0 ? join_and(rows) +
                           " the distance that merely reordering the gradient's sum produces (a'), "
@@ -305,11 +302,10 @@ std::string equivalence_meaning(const EquivalenceResult& r) {
     }
   if (!far.empty())
     sentences.push_back(fmt::format(
-        "{}everal local steps (d) follow another path (each client descends its own shard's loss: "
-        "client "
-        "drift), and uniform weights over unequal shards (e) minimize another objective; both move "
-        "away by "
-        "orders of magnitude, not by rounding: at least {} orders further from (a) than (b), (c)",
+        "{}everal local steps (d) follow another path (each client descends its own shard's "
+        "loss: client drift), and uniform weights over unequal shards (e) minimize another "
+        "objective; both move away by orders of magnitude, not by rounding: at least {} orders "
+        "further from (a) than (b), (c)",
         far_models.size() == r.cases.size() ? "S" : fmt::format("For {}, s", join_and(far_models)),
         join_and(far)));
   for (const auto& c : r.cases) {
@@ -324,9 +320,8 @@ std::string equivalence_meaning(const EquivalenceResult& r) {
                         for_model(c), what, o));
       else
         sentences.push_back(fmt::format(
-            "{}{} ended {} (relative {:.2e} against {:.2e}), fewer than the 2 orders of magnitude "
-            "claimed: "
-            "in this run that claim did not hold",
+            "{}{} ended {} (relative {:.2e} against {:.2e}), fewer than the 2 orders of "
+            "magnitude claimed: in this run that claim did not hold",
             for_model(c), what,
             o > 0 ? fmt::format("only {:.1f} orders of magnitude further from (a) than (b), (c)", o)
                   : "no further from (a) than (b), (c)",
@@ -452,10 +447,8 @@ EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts
       "Command: `{}` (resolved config: config.resolved.toml; each distributed run's own "
       "results folder is under runs/). Total time {:.0f} s.\n\n"
       "Every row is the distance of the final parameters to (a) after the same rounds from the "
-      "same "
-      "init; the floor (a') is (a) again with the gradient summed in another order.\n\n{}## What "
-      "it "
-      "means\n\n{}\n",
+      "same init; the floor (a') is (a) again with the gradient summed in another order.\n\n"
+      "{}## What it means\n\n{}\n",
       failed_claims_note(result), command, result.seconds, render_cases(result),
       equivalence_meaning(result));
   out.write_text("report.md", report);

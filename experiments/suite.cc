@@ -259,20 +259,16 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
     report << "### Best of each learning-rate grid\n\n" << grid << "\n";
   if (const std::string traffic = traffic_table(results); !traffic.empty())
     report << "### Traffic and time per node and step\n\nMedians over rounds. The server's columns "
-              "count its "
-              "socket; a worker's add its ring traffic (allreduce). busbw = model bytes / "
-              "all-reduce time x "
-              "2(N-1)/N.\n\n"
+              "count its socket; a worker's add its ring traffic (allreduce). busbw = model "
+              "bytes / all-reduce time x 2(N-1)/N.\n\n"
            << traffic << "\n";
   if (const std::string div = divergence_table(results); !div.empty())
     report << "### Weight divergence between paired runs\n\n" << div << "\n";
   report << "### Memory and time per client and round\n\nMedians over rounds; memory is what the "
-            "client's core "
-            "allocated (parameters + gradient; activations, their gradients and layer scratch for "
-            "its batch); "
-            "client compute is the slowest process's (its clients one after another); exchange is "
-            "the rest of "
-            "the server's wait (transfers, decoding, queueing).\n\n"
+            "client's core allocated (parameters + gradient; activations, their gradients and "
+            "layer scratch for its batch); client compute is the slowest process's (its clients "
+            "one after another); exchange is the rest of the server's wait (transfers, decoding, "
+            "queueing).\n\n"
          << accounting_table(results) << "\n"
          << draw_suite_plots(results, title, dir);
   return report.str();
