@@ -32,10 +32,6 @@ constexpr double kWaitSeconds = 60;
 
 using Floats = std::shared_ptr<const std::vector<float>>;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 // A message `f` views, handed to ZeroMQ without a copy; the snapshot lives until ZeroMQ frees it.
 zmq::message_t zero_copy(const Floats& f) {
   auto* hold = new Floats(f);

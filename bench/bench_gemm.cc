@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_backend.h"  // kBlasMinMacs: where the backend switches to OpenBLAS
 #include "core/median.h"
 
 extern "C" {
@@ -41,7 +42,6 @@ const Shape kShapes[] = {
     {9800, 64, 800, "CNN conv2 forward, batch 50"},
     {64, 800, 9800, "CNN conv2 weight grad, batch 50"},
 };
-constexpr double kBlasMinMacs = double(1 << 21);  // core/cpu_backend.cc's switch to OpenBLAS
 
 // 64-byte aligned buffer of random floats, as the backend allocates.
 struct Free {
@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
     const Shape& s = kShapes[i];
     double med[4];
     for (int j = 0; j < 4; ++j) med[j] = fedpar::median(gf[i * 4 + j]);
-    const bool blas = double(s.m) * s.n * s.k >= kBlasMinMacs;
+    const bool blas = double(s.m) * s.n * s.k >= fedpar::kBlasMinMacs;
     fmt::print("| {} x {} x {} | {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.2f} | {:.2f} |\n",
                s.m, s.n, s.k, s.what, blas ? "OpenBLAS" : "Eigen, 1 thread", med[0], med[1], med[2],
                med[3], med[1] / med[0], med[3] / med[2]);

@@ -13,7 +13,7 @@
 namespace fedpar {
 
 AllReduceWorker::AllReduceWorker(zmq::context_t& ctx, const RunSpec& s)
-    : s_(s), link_(ctx, s.ring_bind, s.ring_deadline_seconds), host_(make_backend("cpu")) {}
+    : s_(s), link_(ctx, s.ring_bind, s.ring_deadline_seconds), sgd_({.momentum = s.sgd_momentum}) {}
 
 void AllReduceWorker::join(int rank, int size, const std::string& next_endpoint) {
   FEDPAR_CHECK(size >= 1 && rank >= 0 && rank < size) << "rank " << rank << " of " << size;
@@ -58,9 +58,7 @@ AllReduceStep AllReduceWorker::step(Model& model, const Dataset& data,
   out.ring_bytes_received = link_.bytes_received() - received;
   const float inv = float(1.0 / total_weight);
   for (float& v : sum_) v *= inv;
-  if (!sgd_)
-    sgd_ = std::make_unique<Sgd>(*host_, replica_.size(), SgdOptions{.momentum = s_.sgd_momentum});
-  sgd_->step(replica_.data(), sum_.data(), s_.sgd_lr);
+  sgd_.step(replica_, sum_, s_.sgd_lr);
   if (rank_ == s_.fault_flip_rank && round == 0) {  // testing the server's replica check
     uint32_t bits;
     std::memcpy(&bits, &replica_[0], sizeof bits);

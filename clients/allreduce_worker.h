@@ -51,8 +51,7 @@ class AllReduceWorker {
   ZmqRingLink link_;
   int rank_ = 0, size_ = 1;
   std::vector<float> replica_, sum_;
-  std::unique_ptr<Backend> host_;  // the SGD step runs on the host replica
-  std::unique_ptr<Sgd> sgd_;
+  HostSgd sgd_;  // steps the host replica
 };
 
 }  // namespace fedpar

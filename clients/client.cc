@@ -22,12 +22,6 @@
 namespace fedpar {
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
-
-double seconds_since(SteadyClock::time_point t0) {
-  return std::chrono::duration<double>(SteadyClock::now() - t0).count();
-}
-
 template <typename T>
 T checked(Decoded<T> d, const char* what) {
   if (auto* e = std::get_if<ProtocolError>(&d))
@@ -172,7 +166,7 @@ class ClientProcess {
       const uint32_t c = task.clients[i];
       const auto shard = shards_.find(c);
       if (shard == shards_.end()) continue;
-      const auto t0 = SteadyClock::now();
+      const auto t0 = Clock::now();
       UpdateMsg u{.kind = task.kind};
       std::vector<std::vector<float>> vs;
       if (task.kind == TaskKind::kForward) {
@@ -208,7 +202,7 @@ class ClientProcess {
     for (uint32_t c : t.clients) {
       const auto shard = shards_.find(c);
       if (shard == shards_.end()) continue;  // the TASK lists every participant
-      const auto t0 = SteadyClock::now();
+      const auto t0 = Clock::now();
       LocalResult r = compute_update(model_, data_.train, shard->second, t.vectors[0], task,
                                      s_.seed, c, &buffer_);
       const double secs = seconds_since(t0);

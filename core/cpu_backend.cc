@@ -35,9 +35,6 @@ using Map = Eigen::Map<RowMat, Eigen::Unaligned>;
 
 constexpr size_t kAlignment = 64;
 
-// Products with fewer multiply-adds than this run on Eigen, single-threaded: at these sizes
-// Eigen's kernels win and threads cost more than they save (docs/benchmarks.md).
-constexpr double kBlasMinMacs = double(1 << 21);
 // Elementwise loops shorter than this stay on one thread (about PyTorch's grain size).
 constexpr size_t kParallelMin = size_t(1) << 15;
 

@@ -10,6 +10,10 @@
 
 namespace fedpar {
 
+// Products with fewer multiply-adds than this run on Eigen, single-threaded: at these sizes
+// Eigen's kernels win and threads cost more than they save (docs/benchmarks.md, bench_gemm).
+constexpr double kBlasMinMacs = double(1 << 21);
+
 std::unique_ptr<Backend> make_cpu_backend(int threads);
 
 }  // namespace fedpar

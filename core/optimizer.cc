@@ -26,6 +26,15 @@ void Sgd::step(float* params, const float* grads, float lr, float* applied) {
 
 std::vector<std::string> lr_schedule_names() { return {"constant", "step", "cosine"}; }
 
+HostSgd::HostSgd(SgdOptions opts) : opts_(opts), be_(make_backend("cpu")) {}
+HostSgd::~HostSgd() = default;
+
+void HostSgd::step(std::span<float> params, std::span<const float> gradient, float lr) {
+  FEDPAR_CHECK(gradient.size() == params.size()) << "gradient and params differ in size";
+  if (!sgd_) sgd_ = std::make_unique<Sgd>(*be_, params.size(), opts_);
+  sgd_->step(params.data(), gradient.data(), lr);  // the CPU backend: host pointers
+}
+
 void LrSchedule::validate() const {
   const auto names = lr_schedule_names();
   if (std::find(names.begin(), names.end(), kind) == names.end())

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,22 @@ class Sgd {
   size_t n_;
   SgdOptions opts_;
   DeviceArray<float> velocity_;  // empty when momentum == 0
+};
+
+// SGD on parameters in host memory (the server's model, a ring worker's replica), through a CPU
+// backend of its own, so every place that steps host parameters does the same arithmetic: the
+// server's gradient averaging and asynchronous SGD, the ring's workers, the async replay.
+class HostSgd {
+ public:
+  explicit HostSgd(SgdOptions opts);
+  ~HostSgd();
+  // params -= lr * update(gradient); momentum persists across calls.
+  void step(std::span<float> params, std::span<const float> gradient, float lr);
+
+ private:
+  SgdOptions opts_;
+  std::unique_ptr<Backend> be_;
+  std::unique_ptr<Sgd> sgd_;  // sized at the first step
 };
 
 struct LrSchedule {

@@ -235,6 +235,28 @@ nlohmann::json to_json(const EquivalenceResult& r) {
   return {{"cases", cases}, {"seconds", r.seconds}};
 }
 
+// The cases where a claim held, for one sentence about all of them: their measured values
+// ("1.2x (logreg) and 1.0x (2nn)": the model named only when there are several) and the sentence's
+// first words: `opening` when the claim held for every case, else "For logreg, " + its lower case.
+struct Holding {
+  std::string values, opening;
+};
+std::optional<Holding> holding(const EquivalenceResult& r, bool (*held)(const EquivalenceCase&),
+                               std::string (*value)(const EquivalenceCase&), std::string opening) {
+  std::vector<std::string> values, models;
+  for (const auto& c : r.cases)
+    if (held(c)) {
+      values.push_back(r.cases.size() > 1 ? fmt::format("{} ({})", value(c), c.model) : value(c));
+      models.push_back(c.model);
+    }
+  if (values.empty()) return std::nullopt;
+  if (models.size() < r.cases.size()) {
+    opening[0] = char(std::tolower(opening[0]));
+    opening = fmt::format("For {}, {}", join_and(models), opening);
+  }
+  return Holding{join_and(values), opening};
+}
+
 std::string what_of(const std::string& id) {
   return id == "d" ? "several local steps (d)" : "uniform weights over unequal shards (e)";
 }
@@ -250,22 +272,19 @@ std::string equivalence_meaning(const EquivalenceResult& r) {
 
   // (b), (c) against the floor: one sentence for the models where the claim held, one per row that
   // broke it.
-  std::vector<std::string> held, held_models;
-  for (const auto& c : r.cases)
-    if (c.bc_within_10x_floor) {
-      const double x = c.floor > 0 ? c.bc_worst / c.floor : 0.0;
-      held.push_back(many ? fmt::format("{:.1f}x ({})", x, c.model) : fmt::format("{:.1f}x", x));
-      held_models.push_back(c.model);
-    }
-  if (!held.empty())
+  const auto near = holding(
+      r, [](const EquivalenceCase& c) { return c.bc_within_10x_floor; },
+      [](const EquivalenceCase& c) {
+        return fmt::format("{:.1f}x", c.floor > 0 ? c.bc_worst / c.floor : 0.0);
+      },
+      "With");
+  if (near)
     sentences.push_back(fmt::format(
-        "{}ith full-batch gradients, n_k/n weights and one local step, gradient averaging (b) "
+        "{} full-batch gradients, n_k/n weights and one local step, gradient averaging (b) "
         "and model averaging (c) take centralized gradient descent's step (a) up to float "
         "rounding: at worst they end {} the distance that merely reordering the gradient's sum "
         "produces (a'), within the 10x bound",
-        held_models.size() == r.cases.size() ? "W"
-                                             : fmt::format("For {}, w", join_and(held_models)),
-        join_and(held)));
+        near->opening, near->values));
   for (const auto& c : r.cases) {
     if (c.bc_within_10x_floor) continue;
     std::vector<std::string> rows;
@@ -293,21 +312,17 @@ std::string equivalence_meaning(const EquivalenceResult& r) {
               : ""));
 
   // (d), (e) against (b), (c).
-  std::vector<std::string> far, far_models;
-  for (const auto& c : r.cases)
-    if (c.de_orders_further >= kOrdersBound) {
-      far.push_back(many ? fmt::format("{:.1f} ({})", c.de_orders_further, c.model)
-                         : fmt::format("{:.1f}", c.de_orders_further));
-      far_models.push_back(c.model);
-    }
-  if (!far.empty())
+  const auto far = holding(
+      r, [](const EquivalenceCase& c) { return c.de_orders_further >= kOrdersBound; },
+      [](const EquivalenceCase& c) { return fmt::format("{:.1f}", c.de_orders_further); },
+      "Several");
+  if (far)
     sentences.push_back(fmt::format(
-        "{}everal local steps (d) follow another path (each client descends its own shard's "
+        "{} local steps (d) follow another path (each client descends its own shard's "
         "loss: client drift), and uniform weights over unequal shards (e) minimize another "
         "objective; both move away by orders of magnitude, not by rounding: at least {} orders "
         "further from (a) than (b), (c)",
-        far_models.size() == r.cases.size() ? "S" : fmt::format("For {}, s", join_and(far_models)),
-        join_and(far)));
+        far->opening, far->values));
   for (const auto& c : r.cases) {
     if (c.de_orders_further >= kOrdersBound) continue;
     for (const char* id : {"d", "e"}) {

@@ -22,7 +22,7 @@ class AsyncPlan final : public Plan {
       : run_(run),
         s_(run.s),
         log_(run.out.path() / "updates.jsonl"),
-        sgd_(make_async_sgd({.momentum = s_.sgd_momentum})),
+        sgd_({.momentum = s_.sgd_momentum}),
         current_(std::make_shared<const std::vector<float>>(run.params)) {}
 
   const char* topology() const override { return "async"; }
@@ -113,7 +113,7 @@ class AsyncPlan final : public Plan {
     const bool accept = s_.staleness_bound == 0 || tau <= uint64_t(s_.staleness_bound);
     const float lr = s_.staleness_lr ? s_.sgd_lr / float(std::max<uint64_t>(1, tau)) : s_.sgd_lr;
     if (accept) {
-      sgd_->apply(r.update.vectors[0], lr, run_.params);
+      sgd_.step(run_.params, r.update.vectors[0], lr);
       ++version_;
       current_ = std::make_shared<const std::vector<float>>(run_.params);
       ++t.applied;
@@ -147,7 +147,7 @@ class AsyncPlan final : public Plan {
   RunContext& run_;
   const RunSpec& s_;
   JsonlWriter log_;
-  std::unique_ptr<AsyncSgd> sgd_;
+  HostSgd sgd_;  // each update applied alone, at its own learning rate
   std::shared_ptr<const std::vector<float>> current_;
   std::map<uint32_t, Outstanding> outstanding_;
   std::map<uint32_t, uint64_t> draws_;  // tasks sent per client: names its next batch draw

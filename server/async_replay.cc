@@ -10,10 +10,10 @@
 #include "core/check.h"
 #include "core/hash.h"
 #include "core/local_update.h"
+#include "core/optimizer.h"
 #include "core/run_records.h"
 #include "core/run_spec.h"
 #include "server/run_context.h"
-#include "server/strategy.h"
 
 namespace fedpar {
 
@@ -42,7 +42,7 @@ ReplayResult replay_async_run(const std::filesystem::path& results) {
   model.init(s.seed);
   std::vector<float> params = model.params_host();
   BatchBuffer buffer(*be, data.train.dim());
-  const auto sgd = make_async_sgd({.momentum = s.sgd_momentum});  // as the server applied them
+  HostSgd sgd({.momentum = s.sgd_momentum});  // as the server applied them
 
   // Keep each model version only until the last update computed on it.
   std::map<uint64_t, size_t> last_use;
@@ -66,7 +66,7 @@ ReplayResult replay_async_run(const std::filesystem::path& results) {
     task.round = e.at("draw").get<uint64_t>();
     const LocalResult r = compute_update(model, data.train, manifest.clients[c].indices,
                                          versions[v], task, s.seed, c, &buffer);
-    sgd->apply(r.values, e.at("lr").get<float>(), params);
+    sgd.step(params, r.values, e.at("lr").get<float>());
     ++version, ++out.applied;
     if (e.at("version_after").get<uint64_t>() != version)
       throw Error(fmt::format("updates.jsonl line {}: version {} after it, the replay is at {}",

@@ -11,22 +11,17 @@ namespace {
 
 class GradientAveraging final : public Strategy {
  public:
-  GradientAveraging(Weighting w, LrSchedule lr, SgdOptions sgd)
-      : w_(w), lr_(lr), sgd_opts_(sgd), be_(make_backend("cpu")) {}
+  GradientAveraging(Weighting w, LrSchedule lr, SgdOptions sgd) : w_(w), lr_(lr), sgd_(sgd) {}
   std::string_view name() const override { return "gradient"; }
   void apply(std::span<const ClientUpdate> updates, std::span<float> params) override {
     const std::vector<float> g = weighted_average(updates, w_);
-    FEDPAR_CHECK(g.size() == params.size()) << "gradient and params differ in size";
-    if (!sgd_) sgd_ = std::make_unique<Sgd>(*be_, params.size(), sgd_opts_);
-    sgd_->step(params.data(), g.data(), lr_.at(int64_t(updates[0].round)));  // host memory: cpu
+    sgd_.step(params, g, lr_.at(int64_t(updates[0].round)));
   }
 
  private:
   Weighting w_;
   LrSchedule lr_;
-  SgdOptions sgd_opts_;
-  std::unique_ptr<Backend> be_;
-  std::unique_ptr<Sgd> sgd_;
+  HostSgd sgd_;
 };
 
 class ModelAveraging final : public Strategy {
@@ -45,16 +40,6 @@ class ModelAveraging final : public Strategy {
 };
 
 }  // namespace
-
-AsyncSgd::AsyncSgd(SgdOptions sgd) : opts_(sgd), be_(make_backend("cpu")) {}
-
-void AsyncSgd::apply(std::span<const float> gradient, float lr, std::span<float> params) {
-  FEDPAR_CHECK(gradient.size() == params.size()) << "gradient and params differ in size";
-  if (!sgd_) sgd_ = std::make_unique<Sgd>(*be_, params.size(), opts_);
-  sgd_->step(params.data(), gradient.data(), lr);
-}
-
-std::unique_ptr<AsyncSgd> make_async_sgd(SgdOptions sgd) { return std::make_unique<AsyncSgd>(sgd); }
 
 std::unique_ptr<Strategy> make_gradient_averaging(Weighting w, LrSchedule lr, SgdOptions sgd) {
   lr.validate();

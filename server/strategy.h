@@ -30,18 +30,4 @@ std::unique_ptr<Strategy> make_gradient_averaging(Weighting w, LrSchedule lr, Sg
 // Model averaging (FedAvg): params <- params + server_lr * average of the model deltas.
 std::unique_ptr<Strategy> make_model_averaging(Weighting w, float server_lr);
 
-// Asynchronous SGD: each update applied alone as it arrives, at the learning rate the caller
-// picks for it (staleness rules); the optimizer keeps its momentum across updates.
-class AsyncSgd {
- public:
-  explicit AsyncSgd(SgdOptions sgd);
-  void apply(std::span<const float> gradient, float lr, std::span<float> params);
-
- private:
-  SgdOptions opts_;
-  std::unique_ptr<Backend> be_;  // host memory: the CPU backend
-  std::unique_ptr<Sgd> sgd_;
-};
-std::unique_ptr<AsyncSgd> make_async_sgd(SgdOptions sgd);
-
 }  // namespace fedpar

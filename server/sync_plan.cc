@@ -54,13 +54,12 @@ class SyncPlan final : public Plan {
     const auto t0 = Clock::now();
     const auto participants = sample_participants(s_, engine.num_clients, engine.round);
     const double broadcast_seconds = send_tasks(engine, participants);
-    Collected c = engine.collect(collect_spec());
+    const Collected c = engine.collect(collect_spec());
     const auto t_wait = Clock::now();
-    const bool timed_out = !c.missing.empty();
-    c.missing.clear();  // every participant without an update, those of lost processes too
+    std::vector<uint32_t> absent;  // participants without an update, those of lost processes too
     for (uint32_t client : participants)
-      if (!c.got.count(client)) c.missing.push_back(client);
-    drop_missing(engine, c, timed_out);
+      if (!c.got.count(client)) absent.push_back(client);
+    drop_absent(engine, c, absent);
     std::vector<ClientUpdate> updates, linear;
     for (const auto& [client, r] : c.got) {
       updates.push_back({client, engine.round, r.update.num_samples, r.update.vectors[0]});
@@ -69,7 +68,7 @@ class SyncPlan final : public Plan {
     }
     strategy_->apply(updates, run_.params);
     const auto t_done = Clock::now();
-    record(rec, c, updates, linear, participants.size());
+    record(rec, c, absent, updates, linear, participants.size());
     rec.broadcast_seconds = broadcast_seconds;
     rec.wait_seconds = std::chrono::duration<double>(t_wait - t0).count();
     rec.aggregate_seconds = std::chrono::duration<double>(t_done - t_wait).count();
@@ -111,12 +110,13 @@ class SyncPlan final : public Plan {
     return spec;
   }
 
-  // A missing client stops the gradient regime (unless configured to go on); otherwise its
-  // process gets no more tasks and the round goes on with the rest.
-  void drop_missing(Engine& engine, const Collected& c, bool timed_out) {
-    if (c.missing.empty()) return;
+  // A participant without an update stops the gradient regime (unless configured to go on);
+  // otherwise its process gets no more tasks and the round goes on with the rest.
+  void drop_absent(Engine& engine, const Collected& c, const std::vector<uint32_t>& absent) {
+    if (absent.empty()) return;
+    const bool timed_out = !c.missing.empty();  // some were awaited (not only lost processes')
     const std::string what = fmt::format("round {}: no update from client(s) {}{}",
-                                         engine.round + 1, fmt::join(c.missing, ", "),
+                                         engine.round + 1, fmt::join(absent, ", "),
                                          timed_out ? fmt::format(" within {} s", c.waited) : "");
     if (c.got.empty() || (gradient_ && !s_.continue_without_missing))
       throw Error(what +
@@ -124,7 +124,7 @@ class SyncPlan final : public Plan {
                        ? " (gradient regime stops; set continue_without_missing = true to go on)"
                        : ""));
     engine.log(what + "; continuing with the rest");
-    for (uint32_t client : c.missing)
+    for (uint32_t client : absent)
       if (engine.lost.insert(engine.owner[client]).second)
         engine.log(fmt::format(
             "a client process (virtual clients {}) missed the deadline; it gets no more tasks "
@@ -132,8 +132,9 @@ class SyncPlan final : public Plan {
             fmt::join(engine.peers[engine.owner[client]].clients, ", ")));
   }
 
-  void record(RoundRecord& rec, const Collected& c, const std::vector<ClientUpdate>& updates,
-              const std::vector<ClientUpdate>& linear, size_t participants) const {
+  void record(RoundRecord& rec, const Collected& c, const std::vector<uint32_t>& absent,
+              const std::vector<ClientUpdate>& updates, const std::vector<ClientUpdate>& linear,
+              size_t participants) const {
     // Diagnostics are measurements, not part of the round: computed after its clock stops.
     const UpdateDiagnostics diag = diagnose_updates(updates);
     std::vector<ClientRecord> clients;
@@ -149,7 +150,7 @@ class SyncPlan final : public Plan {
     }
     rec.participants = participants;
     rec.received = c.got.size();
-    rec.missing = c.missing;
+    rec.missing = absent;
     rec.train_loss = samples > 0 ? loss_sum / samples : 0.0;
     rec.bytes_down_per_task = run_.params.size() * sizeof(float);
     rec.clients = std::move(clients);

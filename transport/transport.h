@@ -25,6 +25,11 @@ inline Clock::time_point deadline_after(double seconds) {
                                                        std::chrono::duration<double>(seconds));
 }
 
+// Seconds since `t0` (round and compute timings).
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
 // One received multipart message and who sent it. Moving it keeps its frames' memory in place,
 // so parsed views into them stay valid.
 struct Received {
