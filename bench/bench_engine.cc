@@ -142,17 +142,17 @@ double engine_round(Engine& engine, Strategy& strategy, std::vector<float>& para
   return seconds_since(t0);
 }
 
-// The same bytes with no framing, CRC, JSON or checks: params out, N vectors summed,
-// params -= lr * sum / N.
+// The same bytes with no framing, CRC, JSON or checks: params out, N vectors summed into `sum`
+// (kept across rounds, as the engine's strategy keeps its mean), params -= lr * sum / N.
 double raw_round(zmq::socket_t& router, const std::vector<std::string>& ids,
-                 std::vector<float>& params) {
+                 std::vector<float>& params, std::vector<float>& sum) {
   const auto t0 = Clock::now();
   const Floats snapshot = std::make_shared<const std::vector<float>>(params);
   for (const auto& id : ids) {
     router.send(zmq::buffer(id), zmq::send_flags::sndmore);
     router.send(zero_copy(snapshot), zmq::send_flags::none);
   }
-  std::vector<float> sum(params.size(), 0.0f);
+  sum.assign(params.size(), 0.0f);
   for (size_t k = 0; k < ids.size(); ++k) {
     zmq::message_t id, body;
     FEDPAR_CHECK(router.recv(id) && router.recv(body)) << "raw round: a worker went silent";
@@ -214,14 +214,14 @@ Times measure(int n, size_t floats, int rounds, int warmup, const std::vector<in
   const auto strategy = make_gradient_averaging(s.weighting, LrSchedule{.base_lr = kLr}, {});
   CollectSpec spec{.kind = TaskKind::kGradient, .seconds = kWaitSeconds, .floats = {floats}};
   for (uint32_t c = 0; c < uint32_t(n); ++c) spec.expected.push_back(c);
-  std::vector<float> params(floats, 0.5f);
+  std::vector<float> params(floats, 0.5f), sum;
   Times t;
   for (int r = -warmup; r < rounds; ++r) {
     engine.round = uint64_t(r + warmup);
     const bool raw_first = (r + warmup) % 2;
-    const double raw0 = raw_first ? raw_round(router, ids, params) : 0;
+    const double raw0 = raw_first ? raw_round(router, ids, params, sum) : 0;
     const double e = engine_round(engine, *strategy, params, spec);
-    const double raw = raw_first ? raw0 : raw_round(router, ids, params);
+    const double raw = raw_first ? raw0 : raw_round(router, ids, params, sum);
     if (r >= 0) t.engine.push_back(e), t.raw.push_back(raw);
   }
   engine.stop_all();

@@ -30,12 +30,13 @@ double check_updates(std::span<const ClientUpdate> updates, Weighting w) {
 // Block by block, the updates in the order given within each block: every element's sum is the
 // same sequence of double operations as whole passes per update would make (so the same bits),
 // while the accumulator stays in L1 instead of a model-sized buffer of doubles.
-std::vector<float> reduce(std::span<const ClientUpdate> updates, Weighting w, double norm) {
+void reduce(std::span<const ClientUpdate> updates, Weighting w, double norm,
+            std::vector<float>& out) {
   constexpr size_t kBlock = 512;
   const size_t n = updates[0].values.size();
   std::vector<double> wk;
   for (const auto& u : updates) wk.push_back(raw_weight(w, u.num_samples) / norm);
-  std::vector<float> out(n);
+  out.resize(n);
   double acc[kBlock];
   for (size_t b = 0; b < n; b += kBlock) {
     const size_t m = std::min(kBlock, n - b);
@@ -48,21 +49,28 @@ std::vector<float> reduce(std::span<const ClientUpdate> updates, Weighting w, do
     }
     for (size_t i = 0; i < m; ++i) out[b + i] = float(acc[i]);
   }
-  return out;
 }
 
 }  // namespace
 
-std::vector<float> weighted_average(std::span<const ClientUpdate> updates, Weighting w) {
+void weighted_average(std::span<const ClientUpdate> updates, Weighting w, std::vector<float>& out) {
   double total = check_updates(updates, w);
   if (w == Weighting::kSum) total = 1.0;
   if (total <= 0) throw Error("update weights sum to zero (every client reported 0 samples)");
-  return reduce(updates, w, total);
+  reduce(updates, w, total, out);
+}
+
+std::vector<float> weighted_average(std::span<const ClientUpdate> updates, Weighting w) {
+  std::vector<float> out;
+  weighted_average(updates, w, out);
+  return out;
 }
 
 std::vector<float> weighted_sum(std::span<const ClientUpdate> updates, Weighting w) {
   check_updates(updates, w);
-  return reduce(updates, w, 1.0);
+  std::vector<float> out;
+  reduce(updates, w, 1.0, out);
+  return out;
 }
 
 }  // namespace fedpar

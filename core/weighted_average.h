@@ -29,6 +29,9 @@ inline double raw_weight(Weighting w, uint64_t num_samples) {
 // sum_k w_k (kSum: 1). Throws Error when sizes differ, weights sum to zero, or updates are not
 // sorted by client id.
 std::vector<float> weighted_average(std::span<const ClientUpdate> updates, Weighting w);
+// The same into `out` (resized; its storage is reused, so a caller that reduces every round keeps
+// one model-sized buffer instead of mapping and faulting in a fresh one each time).
+void weighted_average(std::span<const ClientUpdate> updates, Weighting w, std::vector<float>& out);
 
 // sum_k w_k v_k without the normalisation (raw weights n_k or 1): one worker's part of a sum that
 // others complete (the ring all-reduce divides by the total weight after summing the parts).

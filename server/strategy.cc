@@ -14,14 +14,15 @@ class GradientAveraging final : public Strategy {
   GradientAveraging(Weighting w, LrSchedule lr, SgdOptions sgd) : w_(w), lr_(lr), sgd_(sgd) {}
   std::string_view name() const override { return "gradient"; }
   void apply(std::span<const ClientUpdate> updates, std::span<float> params) override {
-    const std::vector<float> g = weighted_average(updates, w_);
-    sgd_.step(params, g, lr_.at(int64_t(updates[0].round)));
+    weighted_average(updates, w_, mean_);
+    sgd_.step(params, mean_, lr_.at(int64_t(updates[0].round)));
   }
 
  private:
   Weighting w_;
   LrSchedule lr_;
   HostSgd sgd_;
+  std::vector<float> mean_;  // kept across rounds: one buffer, not a fresh mapping per round
 };
 
 class ModelAveraging final : public Strategy {
@@ -29,14 +30,15 @@ class ModelAveraging final : public Strategy {
   ModelAveraging(Weighting w, float server_lr) : w_(w), server_lr_(server_lr) {}
   std::string_view name() const override { return "model"; }
   void apply(std::span<const ClientUpdate> updates, std::span<float> params) override {
-    const std::vector<float> delta = weighted_average(updates, w_);
-    FEDPAR_CHECK(delta.size() == params.size()) << "delta and params differ in size";
-    for (size_t i = 0; i < params.size(); ++i) params[i] += server_lr_ * delta[i];
+    weighted_average(updates, w_, mean_);
+    FEDPAR_CHECK(mean_.size() == params.size()) << "delta and params differ in size";
+    for (size_t i = 0; i < params.size(); ++i) params[i] += server_lr_ * mean_[i];
   }
 
  private:
   Weighting w_;
   float server_lr_;
+  std::vector<float> mean_;  // the mean delta, kept across rounds
 };
 
 }  // namespace
