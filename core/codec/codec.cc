@@ -1,0 +1,70 @@
+// The codec registry and names; see codec.h.
+#include "core/codec/codec.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/check.h"
+#include "core/codec/casts.h"
+
+namespace fedpar {
+
+const char* codec_id_name(CodecId id) {
+  switch (id) {
+    case CodecId::kRawF32:
+      return "none";
+    case CodecId::kF16:
+      return "fp16";
+    case CodecId::kBf16:
+      return "bf16";
+    case CodecId::kTopK:
+      return "topk";
+    case CodecId::kRandK:
+      return "randk";
+    case CodecId::kQsgd:
+      return "qsgd";
+    case CodecId::kScaledSign:
+      return "scaled_sign";
+    case CodecId::kSign:
+      return "sign";
+  }
+  return "unknown";
+}
+
+std::vector<std::string> codec_names() {
+  std::vector<std::string> names;
+  for (uint16_t i = 0; i < kCodecIdCount; ++i) names.emplace_back(codec_id_name(CodecId(i)));
+  return names;
+}
+
+namespace {
+
+void check_params(std::string_view name, const CodecParams& p) {
+  if ((name == "topk" || name == "randk") && !(p.ratio > 0 && p.ratio <= 1))
+    throw Error(fmt::format("compression ratio must be in (0, 1] for {}, got {}", name, p.ratio));
+  if (name == "qsgd" && (p.levels < 1 || p.levels > 127))
+    throw Error(fmt::format("qsgd levels must be in 1..127, got {}", p.levels));
+  if (name == "qsgd" && p.bucket < 1) throw Error("qsgd bucket must be >= 1");
+}
+
+}  // namespace
+
+std::unique_ptr<Codec> make_codec(std::string_view name, const CodecParams& p) {
+  check_params(name, p);
+  if (name == "none") return nullptr;
+  if (name == "fp16") return make_f16_codec();
+  if (name == "bf16") return make_bf16_codec();
+  throw Error(fmt::format("unknown codec '{}' (valid: {})", name, fmt::join(codec_names(), ", ")));
+}
+
+void round_trip(const Codec& c, std::span<const float> v, const CodecContext& ctx,
+                std::vector<uint8_t>& scratch, std::span<float> out) {
+  FEDPAR_CHECK(out.size() == v.size())
+      << "round_trip: output of " << out.size() << " for " << v.size() << " values";
+  c.encode(v, ctx, scratch);
+  const std::string why = c.decode(scratch, ctx, out);
+  FEDPAR_CHECK(why.empty()) << c.name() << " cannot decode its own encoding: " << why;
+}
+
+}  // namespace fedpar

@@ -1,0 +1,69 @@
+// Codecs: how an update (a gradient, a model delta, the model) is encoded on the wire. A codec is
+// pure: encode and decode depend only on its parameters, the vector and the context (round,
+// client), so the receiver decodes exactly what the sender meant, and a client can compute what
+// the server will see (error feedback needs it). Definitions: docs/definitions.md#compression.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fedpar {
+
+// The wire header's codec field. Numbers are on the wire: never renumber, only add.
+enum class CodecId : uint16_t {
+  kRawF32 = 0,      // float32 as is (sent without a copy; not a Codec object)
+  kF16 = 1,         // IEEE half, round to nearest even
+  kBf16 = 2,        // bfloat16, round to nearest even
+  kTopK = 3,        // the k largest magnitudes per bucket: delta-coded indices + float32 values
+  kRandK = 4,       // k values at indices every client draws alike from (seed, round)
+  kQsgd = 5,        // QSGD: per bucket a float32 norm + packed sign and level, stochastic rounding
+  kScaledSign = 6,  // EF-signSGD: ||v||_1 / d, then one sign bit per value
+  kSign = 7,        // one sign bit per value, no scale (signSGD; the server takes a majority vote)
+};
+constexpr uint16_t kCodecIdCount = 8;
+const char* codec_id_name(CodecId id);  // "topk", or "unknown"
+
+struct CodecParams {
+  double ratio = 0.01;    // top-k, random-k: the fraction of values kept per bucket
+  uint32_t levels = 4;    // QSGD: s, the number of positive levels
+  uint32_t bucket = 512;  // QSGD: values per norm; top-k: values per selection (0: the vector)
+  uint64_t seed = 1;      // the run seed; random draws derive from (seed, codec, round[, client])
+};
+
+// What a vector's encoding may depend on besides its values (the message header carries both).
+struct CodecContext {
+  uint64_t round = 0;
+  uint32_t client = 0;
+};
+
+class Codec {
+ public:
+  virtual ~Codec() = default;
+  virtual CodecId id() const = 0;
+  const char* name() const { return codec_id_name(id()); }
+  // Replaces `out` with the encoding of `v`.
+  virtual void encode(std::span<const float> v, const CodecContext& ctx,
+                      std::vector<uint8_t>& out) const = 0;
+  // Decodes `bytes` into `out` (the receiver knows the length). Returns "" or why `bytes` is not
+  // an encoding of out.size() values; never throws and never reads past `bytes`, since they come
+  // from a peer. Values may still be non-finite: the caller checks those.
+  virtual std::string decode(std::span<const uint8_t> bytes, const CodecContext& ctx,
+                             std::span<float> out) const = 0;
+  // True when the decoded sum of encodings is the encoding of the sum, index by index (casts,
+  // random-k with the shared seed): the codecs a ring all-reduce may carry.
+  virtual bool summable() const { return false; }
+};
+
+// "none" gives null (raw float32). Throws Error naming the valid names or the bad parameter.
+std::unique_ptr<Codec> make_codec(std::string_view name, const CodecParams& params);
+std::vector<std::string> codec_names();  // "none" first
+
+// D(C(v)) into `out`: what the receiver will see of v. `scratch` holds the encoding.
+void round_trip(const Codec& c, std::span<const float> v, const CodecContext& ctx,
+                std::vector<uint8_t>& scratch, std::span<float> out);
+
+}  // namespace fedpar
