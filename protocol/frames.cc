@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/check.h"
+
 namespace fedpar {
 namespace {
 
@@ -45,27 +47,39 @@ std::vector<std::vector<uint8_t>> WireMessage::copy_frames() const {
   return out;
 }
 
+EncodedVectors encode_vectors(const Codec& c, std::span<const std::span<const float>> vectors,
+                              const CodecContext& ctx) {
+  EncodedVectors e{c.id(), {}};
+  for (const auto& v : vectors) c.encode(v, ctx, e.frames.emplace_back());
+  return e;
+}
+
 WireMessage encode_message(MessageType type, uint32_t client, uint64_t run, uint64_t round,
                            const nlohmann::json& body,
                            std::span<const std::span<const float>> vectors,
-                           std::shared_ptr<const void> owner) {
+                           std::shared_ptr<const void> owner, const EncodedVectors& encoded) {
   WireMessage m;
   const std::string text = body.is_null() ? std::string("{}") : body.dump();  // {} reads as null
   m.frames.resize(2);
   m.frames[1].assign(text.begin(), text.end());
+  if (encoded.codec != CodecId::kRawF32) {
+    FEDPAR_CHECK(vectors.empty()) << "a message carries raw or encoded vectors, not both";
+    m.frames.insert(m.frames.end(), encoded.frames.begin(), encoded.frames.end());
+  }
   m.vectors.assign(vectors.begin(), vectors.end());
   m.owner = std::move(owner);
   auto all = m.spans();
   std::vector<std::span<const uint8_t>> payload(all.begin() + 1,
                                                 all.end());  // CRC'd: body + vectors
-  const HeaderBytes hb = encode_header(make_header(type, client, run, round, payload));
+  const HeaderBytes hb =
+      encode_header(make_header(type, client, run, round, payload, encoded.codec));
   m.frames[0].assign(hb.begin(), hb.end());
   return m;
 }
 
 std::variant<ParsedMessage, ProtocolError> parse_message(
     std::span<const std::span<const uint8_t>> frames, std::span<const size_t> expected_floats,
-    bool require_finite) {
+    bool require_finite, const CodecSet* codecs) {
   auto head = decode_message(frames);
   if (auto* e = std::get_if<ProtocolError>(&head)) return *e;
   ParsedMessage out{std::get<Header>(head), {}, {}};
@@ -79,8 +93,30 @@ std::variant<ParsedMessage, ProtocolError> parse_message(
   if (!expected_floats.empty() && vectors != expected_floats.size())
     return ProtocolError{
         fmt::format("{} carries {} vectors, expected {}", type, vectors, expected_floats.size())};
+  const Codec* codec = nullptr;
+  if (out.header.codec != CodecId::kRawF32) {
+    codec = codecs ? codecs->find(out.header.codec) : nullptr;
+    if (!codec)
+      return ProtocolError{fmt::format("{} is encoded with {}, which this run does not use", type,
+                                       codec_id_name(out.header.codec))};
+    if (vectors > 0 && expected_floats.empty())
+      return ProtocolError{fmt::format("{} carries {}-encoded vectors where raw ones are expected",
+                                       type, codec->name())};
+  }
   for (size_t i = 0; i < vectors; ++i) {
     const auto f = frames[2 + i];
+    if (codec) {
+      auto& decoded = out.copies.emplace_back(expected_floats[i]);
+      const CodecContext ctx{out.header.round, out.header.client};
+      if (std::string why = codec->decode(f, ctx, decoded); !why.empty())
+        return ProtocolError{fmt::format("{} vector {}: {}", type, i, why)};
+      if (const size_t j = require_finite ? first_non_finite(decoded) : decoded.size();
+          j < decoded.size())
+        return ProtocolError{fmt::format(
+            "{} vector {} decodes to a non-finite value ({}) at index {}", type, i, decoded[j], j)};
+      out.vectors.emplace_back(decoded);
+      continue;
+    }
     if (f.size() % sizeof(float) != 0)
       return ProtocolError{fmt::format("{} vector {} has {} bytes, not a whole number of float32",
                                        type, i, f.size())};

@@ -17,11 +17,22 @@
 
 namespace fedpar {
 
+// Vectors as a codec encoded them, sent in place of raw float32 ones: one frame per vector.
+struct EncodedVectors {
+  CodecId codec = CodecId::kRawF32;  // kRawF32: nothing encoded, the raw vectors go
+  std::vector<std::vector<uint8_t>> frames;
+};
+
+// Encodes each of `vectors` with `c`, in the context the header will carry (round, client): the
+// receiver decodes with the same.
+EncodedVectors encode_vectors(const Codec& c, std::span<const std::span<const float>> vectors,
+                              const CodecContext& ctx);
+
 // An outgoing message. `frames` holds the small frames (header, JSON body); the float vectors
 // are views of the caller's memory, not copies: the sender hands them to ZeroMQ without copying
 // when `owner` keeps that memory alive until ZeroMQ is done with it (else it copies them once).
 struct WireMessage {
-  std::vector<std::vector<uint8_t>> frames;     // header, body
+  std::vector<std::vector<uint8_t>> frames;     // header, body[, encoded vectors]
   std::vector<std::span<const float>> vectors;  // frames 2..
   std::shared_ptr<const void> owner;            // holds what `vectors` view, or null
 
@@ -33,22 +44,25 @@ struct WireMessage {
 WireMessage encode_message(MessageType type, uint32_t client, uint64_t run, uint64_t round,
                            const nlohmann::json& body,
                            std::span<const std::span<const float>> vectors = {},
-                           std::shared_ptr<const void> owner = {});
+                           std::shared_ptr<const void> owner = {},
+                           const EncodedVectors& encoded = {});
 
 // A received message whose header, body and vector frames passed the checks.
 struct ParsedMessage {
   Header header;
   nlohmann::json body;                          // always an object
   std::vector<std::span<const float>> vectors;  // views into the frames, or into `copies`
-  std::vector<std::vector<float>> copies;       // for frames not aligned for float access
+  std::vector<std::vector<float>> copies;       // decoded vectors, and unaligned raw frames
 };
 
 // `expected_floats[i]` is the length vector i must have (the receiver knows the model size);
 // an empty list accepts any number of vectors of any length, a mismatch in count or length is
-// rejected. `require_finite` rejects NaN and Inf (updates from clients).
+// rejected. `require_finite` rejects NaN and Inf (updates from clients), after decoding.
+// Encoded vectors are decoded with `codecs` (the header names the codec; one the receiver does
+// not use is rejected, as is an encoded message whose lengths the receiver does not know).
 std::variant<ParsedMessage, ProtocolError> parse_message(
     std::span<const std::span<const uint8_t>> frames, std::span<const size_t> expected_floats = {},
-    bool require_finite = false);
+    bool require_finite = false, const CodecSet* codecs = nullptr);
 
 // Typed field access for bodies: returns the value or a ProtocolError naming the field.
 template <typename T>

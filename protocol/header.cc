@@ -2,6 +2,7 @@
 #include "protocol/header.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstring>
 
@@ -47,7 +48,7 @@ const char* message_type_name(MessageType t) {
 }
 
 Header make_header(MessageType type, uint32_t client, uint64_t run, uint64_t round,
-                   std::span<const std::span<const uint8_t>> payload, Codec codec) {
+                   std::span<const std::span<const uint8_t>> payload, CodecId codec) {
   Header h{.type = type,
            .client = client,
            .run = run,
@@ -112,9 +113,10 @@ std::variant<Header, ProtocolError> decode_message(
   h.payload_bytes = get<uint64_t>(b + 32);
   h.payload_crc = get<uint32_t>(b + 40);
   const uint16_t codec = get<uint16_t>(b + 44);
-  if (codec != uint16_t(Codec::kRawF32))
-    return fail(fmt::format("unknown codec {}, expected 0 (raw float32)", codec));
-  h.codec = Codec(codec);
+  if (codec >= kCodecIdCount)
+    return fail(fmt::format("unknown codec {}, expected 0..{} ({})", codec, kCodecIdCount - 1,
+                            fmt::join(codec_names(), ", ")));
+  h.codec = CodecId(codec);
   h.payload_frames = get<uint16_t>(b + 46);
   if (h.payload_frames != frames.size() - 1 || h.payload_frames > kMaxPayloadFrames)
     return fail(fmt::format("header announces {} payload frames, {} arrived (at most {})",

@@ -14,7 +14,7 @@
 //       24     8  round
 //       32     8  payload length: the sum of the sizes of frames 1..
 //       40     4  CRC32C of the payload frames, in order
-//       44     2  codec (Codec)
+//       44     2  codec (CodecId, core/codec/codec.h)
 //       46     2  number of payload frames
 #pragma once
 
@@ -24,6 +24,8 @@
 #include <string>
 #include <variant>
 #include <vector>
+
+#include "core/codec/codec.h"
 
 namespace fedpar {
 
@@ -44,8 +46,6 @@ enum class MessageType : uint16_t {
 };
 const char* message_type_name(MessageType t);  // "UPDATE", or "unknown"
 
-enum class Codec : uint16_t { kRawF32 = 0 };
-
 struct Header {
   MessageType type = MessageType::kError;
   uint16_t flags = 0;
@@ -54,7 +54,7 @@ struct Header {
   uint64_t round = 0;
   uint64_t payload_bytes = 0;
   uint32_t payload_crc = 0;
-  Codec codec = Codec::kRawF32;
+  CodecId codec = CodecId::kRawF32;
   uint16_t payload_frames = 0;
 };
 
@@ -62,7 +62,8 @@ using HeaderBytes = std::array<uint8_t, kHeaderBytes>;
 
 // Builds the header for `payload` (computes its length, frame count and CRC).
 Header make_header(MessageType type, uint32_t client, uint64_t run, uint64_t round,
-                   std::span<const std::span<const uint8_t>> payload, Codec codec = Codec::kRawF32);
+                   std::span<const std::span<const uint8_t>> payload,
+                   CodecId codec = CodecId::kRawF32);
 HeaderBytes encode_header(const Header& h);
 
 // Why a message was rejected: one line for the log and for the ERROR reply.

@@ -129,7 +129,7 @@ WireMessage encode(const TaskMsg& m, const Envelope& e, std::shared_ptr<const vo
       break;
   }
   return encode_message(MessageType::kTask, e.client, e.run, e.round, body, m.vectors,
-                        std::move(owner));
+                        std::move(owner), m.encoded);
 }
 
 WireMessage encode(const UpdateMsg& m, const Envelope& e, std::shared_ptr<const void> owner) {
@@ -146,7 +146,7 @@ WireMessage encode(const UpdateMsg& m, const Envelope& e, std::shared_ptr<const 
                  {"ring_bytes_received", m.ring_bytes_received},
                  {"hash", m.hash}});
   return encode_message(MessageType::kUpdate, e.client, e.run, e.round, body, m.vectors,
-                        std::move(owner));
+                        std::move(owner), m.encoded);
 }
 
 WireMessage encode(const ErrorMsg& m, const Envelope& e) {

@@ -74,6 +74,7 @@ struct TaskMsg {
   // gradient / local / forward: the model; backward: one dlogits per listed client;
   // allreduce: the starting model with the first task, else none
   std::vector<std::span<const float>> vectors;
+  EncodedVectors encoded;  // sent in place of `vectors` when set (a compressed downlink)
 };
 
 // A client's answer to one task, for one virtual client (or, for allreduce, for its rank).
@@ -89,6 +90,7 @@ struct UpdateMsg {
   uint64_t ring_bytes_sent = 0, ring_bytes_received = 0;
   std::string hash;  // the replica's hash when asked for
   std::vector<std::span<const float>> vectors;
+  EncodedVectors encoded;  // sent in place of `vectors` when set (a compressed uplink)
 };
 
 struct ErrorMsg {

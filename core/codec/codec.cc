@@ -58,6 +58,16 @@ std::unique_ptr<Codec> make_codec(std::string_view name, const CodecParams& p) {
   throw Error(fmt::format("unknown codec '{}' (valid: {})", name, fmt::join(codec_names(), ", ")));
 }
 
+void CodecSet::add(std::unique_ptr<Codec> c) {
+  if (c && !find(c->id())) codecs_.push_back(std::move(c));
+}
+
+const Codec* CodecSet::find(CodecId id) const {
+  for (const auto& c : codecs_)
+    if (c->id() == id) return c.get();
+  return nullptr;
+}
+
 void round_trip(const Codec& c, std::span<const float> v, const CodecContext& ctx,
                 std::vector<uint8_t>& scratch, std::span<float> out) {
   FEDPAR_CHECK(out.size() == v.size())

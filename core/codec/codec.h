@@ -58,6 +58,17 @@ class Codec {
   virtual bool summable() const { return false; }
 };
 
+// The codecs a receiver decodes, by wire id (raw float32 needs none: it is always accepted).
+class CodecSet {
+ public:
+  void add(std::unique_ptr<Codec> c);  // null ("none") adds nothing
+  const Codec* find(CodecId id) const;
+  bool empty() const { return codecs_.empty(); }
+
+ private:
+  std::vector<std::unique_ptr<Codec>> codecs_;
+};
+
 // "none" gives null (raw float32). Throws Error naming the valid names or the bad parameter.
 std::unique_ptr<Codec> make_codec(std::string_view name, const CodecParams& params);
 std::vector<std::string> codec_names();  // "none" first

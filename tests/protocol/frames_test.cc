@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/codec/codec.h"
+
 namespace fedpar {
 namespace {
 
@@ -54,6 +56,45 @@ TEST(Messages, WrongSizesAndNonFiniteValuesAreRejected) {
     EXPECT_NE(reason(parse(update_with(v), {3}, true)).find("non-finite value"), std::string::npos);
     EXPECT_EQ(reason(parse(update_with(v), {3}, false)), "accepted");  // e.g. a model sent down
   }
+}
+
+// fp16-encoded vectors: decoded with the run's codecs, checked like raw ones after decoding.
+Frames fp16_update(const std::vector<float>& values, uint64_t round = 5) {
+  const auto c = make_codec("fp16", {});
+  const std::vector<std::span<const float>> vecs = {values};
+  const EncodedVectors enc = encode_vectors(*c, vecs, {round, 3});
+  return encode_message(MessageType::kUpdate, 3, 77, round, {{"num_samples", 1}}, {}, {}, enc)
+      .copy_frames();
+}
+
+TEST(Messages, EncodedVectorsAreDecodedWithTheRunsCodecAndCheckedAfterDecoding) {
+  CodecSet codecs;
+  codecs.add(make_codec("fp16", {}));
+  std::vector<std::span<const uint8_t>> spans;
+  auto parse_with = [&](const Frames& f, const CodecSet* set, std::vector<size_t> expect,
+                        bool finite) {
+    spans.assign(f.begin(), f.end());
+    return parse_message(spans, expect, finite, set);
+  };
+  const Frames f = fp16_update({0.5f, -1.25f, 3.0f});
+  EXPECT_EQ(f[2].size(), 6u);  // two bytes per value on the wire
+  auto r = parse_with(f, &codecs, {3}, true);
+  ASSERT_EQ(reason(r), "accepted");
+  const ParsedMessage& m = std::get<ParsedMessage>(r);
+  EXPECT_EQ(m.header.codec, CodecId::kF16);
+  EXPECT_EQ(std::vector<float>(m.vectors[0].begin(), m.vectors[0].end()),
+            (std::vector<float>{0.5f, -1.25f, 3.0f}));
+  EXPECT_EQ(reason(parse_with(f, nullptr, {3}, true)),
+            "UPDATE is encoded with fp16, which this run does not use");
+  EXPECT_EQ(reason(parse_with(f, &codecs, {}, true)),
+            "UPDATE carries fp16-encoded vectors where raw ones are expected");
+  EXPECT_EQ(reason(parse_with(f, &codecs, {4}, true)),
+            "UPDATE vector 0: fp16 holds 6 bytes, expected 8 for 4 values");
+  // 1e5 is finite in float32 but Inf in fp16: rejected after decoding, with its index
+  EXPECT_EQ(reason(parse_with(fp16_update({1.0f, 1e5f, 0.0f}), &codecs, {3}, true)),
+            "UPDATE vector 0 decodes to a non-finite value (inf) at index 1");
+  // a raw message is always accepted, codecs or not
+  EXPECT_EQ(reason(parse_with(update_with({1.0f, 2.0f, 3.0f}), &codecs, {3}, true)), "accepted");
 }
 
 TEST(Messages, MalformedBodiesAndFramesAreRejected) {
