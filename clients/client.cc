@@ -12,6 +12,7 @@
 #include "clients/master_worker.h"
 #include "clients/straggle.h"
 #include "core/check.h"
+#include "core/codec/error_feedback.h"
 #include "core/hash.h"
 #include "core/local_update.h"
 #include "core/model.h"
@@ -41,7 +42,10 @@ class ClientProcess {
         be_(make_backend(o.device.empty() ? s_.device : o.device, s_.threads)),
         data_(load_dataset(s_.data)),
         model_(*be_, s_.model, data_.train.shape, data_.train.num_classes),
-        buffer_(*be_, data_.train.dim()) {
+        buffer_(*be_, data_.train.dim()),
+        uplink_(make_codec(s_.compression.uplink, s_.compression.params)) {
+    downlink_.add(make_codec(s_.compression.downlink, s_.compression.params));
+    if (uplink_ && s_.compression.error_feedback) feedback_.emplace(*uplink_);
     log(fmt::format("computing on {}", be_->describe()));
     if (w.num_params != model_.num_params())
       throw Error(fmt::format("WELCOME announces a model of {} parameters, this run's {} has {}",
@@ -71,7 +75,7 @@ class ClientProcess {
       auto msg = channel_.receive(deadline_after(o_.wait_seconds));
       if (!msg)
         throw Error(fmt::format("the server was silent for {} s; giving up", o_.wait_seconds));
-      auto parsed = parse_message(msg->spans());
+      auto parsed = parse_message(msg->spans(), {}, false, &downlink_, model_.num_params());
       if (auto* e = std::get_if<ProtocolError>(&parsed)) {
         log("dropped a malformed message from the server: " + e->reason);
         continue;
@@ -126,6 +130,24 @@ class ClientProcess {
     u.parameter_bytes = model_.parameter_bytes();
     u.activation_bytes = model_.activation_bytes_held();
     channel_.send(encode(u, {client, run_, round}, owned));
+  }
+
+  // Replies with one training update through the uplink codec (and the client's residual with
+  // error feedback), encoded for the header this reply carries.
+  void reply_encoded(uint32_t client, uint64_t round, UpdateMsg u, std::span<const float> update) {
+    const CodecContext ctx{round, client};
+    std::vector<uint8_t> bytes;
+    // the residual stands for a step at the rate the server applies: SGD's lr, or 1 for deltas
+    const float lr = u.kind == TaskKind::kGradient ? s_.sgd_lr : 1.0f;
+    if (feedback_)
+      feedback_->encode(client, update, ctx, lr, bytes);
+    else
+      uplink_->encode(update, ctx, bytes);
+    u.encoded.codec = uplink_->id();
+    u.encoded.frames.push_back(std::move(bytes));
+    u.parameter_bytes = model_.parameter_bytes();
+    u.activation_bytes = model_.activation_bytes_held();
+    channel_.send(encode(u, {client, run_, round}));
   }
 
   void allreduce_step(const TaskMsg& task, uint64_t round) {
@@ -206,16 +228,19 @@ class ClientProcess {
       LocalResult r = compute_update(model_, data_.train, shard->second, t.vectors[0], task,
                                      s_.seed, c, &buffer_);
       const double secs = seconds_since(t0);
+      UpdateMsg u{.kind = t.kind,
+                  .num_samples = r.num_samples,
+                  .loss_sum = r.loss_sum,
+                  .samples_processed = r.samples_processed,
+                  .compute_seconds = straggle(s_, c, secs)};
+      if (uplink_) {  // drift needs the raw uplink (the run spec refuses both)
+        reply_encoded(c, round, std::move(u), r.values);
+        continue;
+      }
       std::vector<std::vector<float>> vs;  // the update [, its linear part]: sent without a copy
       vs.push_back(std::move(r.values));
       if (task.drift) vs.push_back(std::move(r.linear));
-      reply(c, round,
-            {.kind = t.kind,
-             .num_samples = r.num_samples,
-             .loss_sum = r.loss_sum,
-             .samples_processed = r.samples_processed,
-             .compute_seconds = straggle(s_, c, secs)},
-            std::move(vs));
+      reply(c, round, std::move(u), std::move(vs));
     }
   }
 
@@ -230,6 +255,9 @@ class ClientProcess {
   std::map<uint32_t, std::vector<uint32_t>> shards_;
   std::optional<AllReduceWorker> ring_;
   std::optional<MasterWorker> master_;
+  CodecSet downlink_;                      // how TASKs may carry the model
+  std::unique_ptr<Codec> uplink_;          // how updates go (null: raw float32)
+  std::optional<ErrorFeedback> feedback_;  // the hosted clients' residuals
 };
 
 }  // namespace

@@ -72,6 +72,17 @@ staleness_lr = false     # scale the learning rate by 1 / max(1, staleness)
 slowdown = []            # e.g. ["0:4"]: client 0's compute takes 4x as long (it sleeps the difference)
 delay_seconds = []       # e.g. ["1:0.5"]: client 1 waits 0.5 s before sending each update
 
+[compression]            # what crosses the wire (docs/definitions.md#compression)
+uplink = "none"          # client -> server updates: none | fp16 | bf16 | topk | randk | qsgd
+                         # | scaled_sign | sign (parameter-server topology, any regime)
+downlink = "none"        # server -> client model: none | fp16 | bf16
+ratio = 0.01             # topk, randk: the fraction of values sent
+levels = 4               # qsgd: s, the number of positive levels
+bucket = 512             # qsgd: values per norm
+error_feedback = false   # clients keep what the uplink codec dropped and add it to the next update
+aggregate = "mean"       # mean: the weighted average of the decoded updates | majority: the sign
+                         # of the sum of the clients' signs (signSGD with majority vote; uplink = "sign")
+
 [diagnostics]            # measurements that cost extra
 drift = false            # model regime: clients also send K x their first step; logs update_drift
 save_params_every = 0    # > 0: write params/round-NNNN.safetensors every r rounds (weight divergence)
@@ -96,6 +107,42 @@ std::map<uint32_t, double> client_values(const Config& c, const char* key, doubl
     out[uint32_t(client)] = v;
   }
   return out;
+}
+
+CompressionSpec resolve_compression(const Config& c, const RunSpec& s) {
+  CompressionSpec k;
+  k.uplink = c.get_string("compression.uplink");
+  k.downlink = c.get_string("compression.downlink");
+  k.params.ratio = c.get_float("compression.ratio");
+  const int64_t levels = c.get_int("compression.levels"), bucket = c.get_int("compression.bucket");
+  require(levels >= 1 && levels <= 127, "compression.levels must be in 1..127");
+  require(bucket >= 1 && bucket <= (1 << 24), "compression.bucket must be in 1..16777216");
+  k.params.levels = uint32_t(levels);
+  k.params.bucket = uint32_t(bucket);
+  k.params.seed = s.seed;
+  k.error_feedback = c.get_bool("compression.error_feedback");
+  const std::string aggregate = c.get_string("compression.aggregate");
+  require(aggregate == "mean" || aggregate == "majority",
+          fmt::format("compression.aggregate must be mean or majority, got '{}'", aggregate));
+  k.majority = aggregate == "majority";
+  try {
+    make_codec(k.uplink, k.params);  // names and parameters checked once, here
+  } catch (const Error& e) {
+    throw Error(fmt::format("compression.uplink: {}", e.what()));
+  }
+  require(k.downlink == "none" || k.downlink == "fp16" || k.downlink == "bf16",
+          fmt::format("compression.downlink must be none, fp16 or bf16, got '{}'", k.downlink));
+  require(!k.error_feedback || k.uplink != "none",
+          "compression.error_feedback needs an uplink codec (compression.uplink)");
+  require(!k.majority || k.uplink == "sign",
+          "compression.aggregate = \"majority\" votes with signs: it needs uplink = \"sign\"");
+  require(!k.majority || s.regime == Regime::kGradient,
+          "compression.aggregate = \"majority\" steps along voted gradient signs: it needs "
+          "regime = \"gradient\"");
+  require(s.topology == Topology::kParameterServer || (k.uplink == "none" && k.downlink == "none"),
+          "compression applies to the parameter-server topology; master and allreduce send "
+          "uncompressed");
+  return k;
 }
 
 }  // namespace
@@ -203,7 +250,11 @@ RunSpec resolve_run_spec(const Config& c) {
   s.slowdown = client_values(c, "stragglers.slowdown", 1.0);
   s.delay_seconds = client_values(c, "stragglers.delay_seconds", 0.0);
 
+  s.compression = resolve_compression(c, s);
+
   s.drift = c.get_bool("diagnostics.drift");
+  require(!s.drift || s.compression.uplink == "none",
+          "diagnostics.drift compares raw updates: it needs compression.uplink = \"none\"");
   s.save_params_every = int(c.get_int("diagnostics.save_params_every"));
   require(s.save_params_every >= 0, "diagnostics.save_params_every must be >= 0 (0 = never)");
 

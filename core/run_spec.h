@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "core/codec/codec.h"
 #include "core/config.h"
 #include "core/dataset.h"
 #include "core/model.h"
@@ -22,6 +23,15 @@ Config make_run_config(std::string_view extra_sections = "");
 
 enum class Regime { kGradient, kModel, kAsync };
 enum class Topology { kParameterServer, kMaster, kAllReduce };  // how the gradient regime averages
+
+// [compression]: what crosses the wire (docs/definitions.md#compression).
+struct CompressionSpec {
+  std::string uplink = "none";    // client -> server updates (gradients, model deltas)
+  std::string downlink = "none";  // server -> client model: none, fp16 or bf16
+  CodecParams params;             // seed: the run's
+  bool error_feedback = false;    // each client keeps what its uplink codec dropped
+  bool majority = false;          // aggregate = "majority": the sign of the sum of signs
+};
 
 struct RunSpec {
   std::string name, results_dir, bind;
@@ -57,6 +67,7 @@ struct RunSpec {
   std::map<uint32_t, double> slowdown, delay_seconds;
   double slowdown_of(uint32_t c) const { return slowdown.count(c) ? slowdown.at(c) : 1.0; }
   double delay_of(uint32_t c) const { return delay_seconds.count(c) ? delay_seconds.at(c) : 0.0; }
+  CompressionSpec compression;
   // diagnostics
   bool drift = false;         // model regime: log update_drift (doubles the uplink)
   int save_params_every = 0;  // > 0: params/round-NNNN.safetensors every r rounds

@@ -79,7 +79,7 @@ WireMessage encode_message(MessageType type, uint32_t client, uint64_t run, uint
 
 std::variant<ParsedMessage, ProtocolError> parse_message(
     std::span<const std::span<const uint8_t>> frames, std::span<const size_t> expected_floats,
-    bool require_finite, const CodecSet* codecs) {
+    bool require_finite, const CodecSet* codecs, size_t encoded_floats) {
   auto head = decode_message(frames);
   if (auto* e = std::get_if<ProtocolError>(&head)) return *e;
   ParsedMessage out{std::get<Header>(head), {}, {}};
@@ -99,14 +99,15 @@ std::variant<ParsedMessage, ProtocolError> parse_message(
     if (!codec)
       return ProtocolError{fmt::format("{} is encoded with {}, which this run does not use", type,
                                        codec_id_name(out.header.codec))};
-    if (vectors > 0 && expected_floats.empty())
+    if (vectors > 0 && expected_floats.empty() && encoded_floats == 0)
       return ProtocolError{fmt::format("{} carries {}-encoded vectors where raw ones are expected",
                                        type, codec->name())};
   }
   for (size_t i = 0; i < vectors; ++i) {
     const auto f = frames[2 + i];
     if (codec) {
-      auto& decoded = out.copies.emplace_back(expected_floats[i]);
+      auto& decoded =
+          out.copies.emplace_back(expected_floats.empty() ? encoded_floats : expected_floats[i]);
       const CodecContext ctx{out.header.round, out.header.client};
       if (std::string why = codec->decode(f, ctx, decoded); !why.empty())
         return ProtocolError{fmt::format("{} vector {}: {}", type, i, why)};

@@ -59,10 +59,11 @@ struct ParsedMessage {
 // an empty list accepts any number of vectors of any length, a mismatch in count or length is
 // rejected. `require_finite` rejects NaN and Inf (updates from clients), after decoding.
 // Encoded vectors are decoded with `codecs` (the header names the codec; one the receiver does
-// not use is rejected, as is an encoded message whose lengths the receiver does not know).
+// not use is rejected) to expected_floats[i] values, or to `encoded_floats` when the list is
+// empty (0: the receiver expects no encoded vectors).
 std::variant<ParsedMessage, ProtocolError> parse_message(
     std::span<const std::span<const uint8_t>> frames, std::span<const size_t> expected_floats = {},
-    bool require_finite = false, const CodecSet* codecs = nullptr);
+    bool require_finite = false, const CodecSet* codecs = nullptr, size_t encoded_floats = 0);
 
 // Typed field access for bodies: returns the value or a ProtocolError naming the field.
 template <typename T>

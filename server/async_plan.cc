@@ -82,8 +82,8 @@ class AsyncPlan final : public Plan {
                  .momentum = 0.0,
                  .drift = false,
                  .draw = draw};
-    task.vectors = {*current_};
-    engine.send(engine.owner[c], encode(task, {0, engine.run_id, version_}, current_));
+    engine.send(engine.owner[c],
+                engine.encode_model_task(task, current_, {0, engine.run_id, version_}));
     outstanding_[c] = {version_, draw};
   }
 

@@ -25,6 +25,30 @@ class GradientAveraging final : public Strategy {
   std::vector<float> mean_;  // kept across rounds: one buffer, not a fresh mapping per round
 };
 
+class MajorityVote final : public Strategy {
+ public:
+  MajorityVote(LrSchedule lr, SgdOptions sgd) : lr_(lr), sgd_(sgd) {}
+  std::string_view name() const override { return "majority"; }
+  void apply(std::span<const ClientUpdate> updates, std::span<float> params) override {
+    const size_t n = params.size();
+    votes_.assign(n, 0);
+    for (const auto& u : updates) {
+      FEDPAR_CHECK(u.values.size() == n)
+          << "client " << u.client << " sent " << u.values.size() << " values, expected " << n;
+      for (size_t i = 0; i < n; ++i) votes_[i] += (u.values[i] > 0) - (u.values[i] < 0);
+    }
+    direction_.resize(n);
+    for (size_t i = 0; i < n; ++i) direction_[i] = float((votes_[i] > 0) - (votes_[i] < 0));
+    sgd_.step(params, direction_, lr_.at(int64_t(updates[0].round)));
+  }
+
+ private:
+  LrSchedule lr_;
+  HostSgd sgd_;
+  std::vector<int32_t> votes_;
+  std::vector<float> direction_;
+};
+
 class ModelAveraging final : public Strategy {
  public:
   ModelAveraging(Weighting w, float server_lr) : w_(w), server_lr_(server_lr) {}
@@ -46,6 +70,11 @@ class ModelAveraging final : public Strategy {
 std::unique_ptr<Strategy> make_gradient_averaging(Weighting w, LrSchedule lr, SgdOptions sgd) {
   lr.validate();
   return std::make_unique<GradientAveraging>(w, lr, sgd);
+}
+
+std::unique_ptr<Strategy> make_majority_vote(LrSchedule lr, SgdOptions sgd) {
+  lr.validate();
+  return std::make_unique<MajorityVote>(lr, sgd);
 }
 
 std::unique_ptr<Strategy> make_model_averaging(Weighting w, float server_lr) {

@@ -27,6 +27,10 @@ class Strategy {
 // Gradient averaging (synchronous SGD / parameter server): params <- SGD step with the averaged
 // gradient, learning rate from `lr` at the round number (the server optimizer keeps momentum).
 std::unique_ptr<Strategy> make_gradient_averaging(Weighting w, LrSchedule lr, SgdOptions sgd);
+// signSGD with majority vote (Bernstein et al. 2018): each update is a vector of signs (+-1);
+// params <- SGD step along sign(sum_k sign(v_k)) (0 where the vote ties). Every client has one
+// vote, whatever its n_k.
+std::unique_ptr<Strategy> make_majority_vote(LrSchedule lr, SgdOptions sgd);
 // Model averaging (FedAvg): params <- params + server_lr * average of the model deltas.
 std::unique_ptr<Strategy> make_model_averaging(Weighting w, float server_lr);
 

@@ -38,10 +38,12 @@ class SyncPlan final : public Plan {
         s_(run.s),
         gradient_(s_.regime == Regime::kGradient),
         drift_(s_.drift && !gradient_),
-        strategy_(gradient_
-                      ? make_gradient_averaging(s_.weighting, LrSchedule{.base_lr = s_.sgd_lr},
-                                                {.momentum = s_.sgd_momentum})
-                      : make_model_averaging(s_.weighting, s_.server_lr)) {}
+        strategy_(!gradient_ ? make_model_averaging(s_.weighting, s_.server_lr)
+                  : s_.compression.majority
+                      ? make_majority_vote(LrSchedule{.base_lr = s_.sgd_lr},
+                                           {.momentum = s_.sgd_momentum})
+                      : make_gradient_averaging(s_.weighting, LrSchedule{.base_lr = s_.sgd_lr},
+                                                {.momentum = s_.sgd_momentum})) {}
 
   const char* topology() const override {
     return gradient_ ? "parameter-server" : "model-averaging";
@@ -91,9 +93,11 @@ class SyncPlan final : public Plan {
                  .lr = s_.local_lr,
                  .momentum = s_.local_momentum,
                  .drift = drift_};
-    const auto snapshot = std::make_shared<const std::vector<float>>(run_.params);
-    task.vectors = {*snapshot};
-    const WireMessage m = encode(task, engine.envelope(), snapshot);
+    const WireMessage m = engine.encode_model_task(
+        task, std::make_shared<const std::vector<float>>(run_.params), engine.envelope());
+    model_bytes_ = 0;  // the model as it goes: raw or encoded
+    const auto frames = m.spans();
+    for (size_t i = 2; i < frames.size(); ++i) model_bytes_ += frames[i].size();
     const auto t_send = Clock::now();
     for (const auto& [id, ids] : per_peer_) engine.send(id, m);
     return std::chrono::duration<double>(Clock::now() - t_send).count();
@@ -152,7 +156,7 @@ class SyncPlan final : public Plan {
     rec.received = c.got.size();
     rec.missing = absent;
     rec.train_loss = samples > 0 ? loss_sum / samples : 0.0;
-    rec.bytes_down_per_task = run_.params.size() * sizeof(float);
+    rec.bytes_down_per_task = model_bytes_;
     rec.clients = std::move(clients);
     rec.mean_pairwise_cosine = diag.mean_pairwise_cosine;
     rec.gradient_diversity = diag.gradient_diversity;
@@ -167,6 +171,7 @@ class SyncPlan final : public Plan {
   const bool gradient_, drift_;
   std::unique_ptr<Strategy> strategy_;
   std::map<std::string, std::vector<uint32_t>> per_peer_;  // this round's tasks per process
+  uint64_t model_bytes_ = 0;  // the model frame of this round's TASK, as sent
 };
 
 }  // namespace

@@ -86,6 +86,12 @@ TEST(EngineInproc, ThreadsGetTheProcessRunsBytesInEveryWayOfTraining) {
       {"master", {"regime=gradient", "topology=master", "sgd.batch=20"}},
       {"allreduce",
        {"regime=gradient", "topology=allreduce", "sgd.batch=20", "allreduce.hash_every=2"}},
+      {"gradient-compressed",
+       {"regime=gradient", "sgd.batch=20", "compression.uplink=fp16", "compression.downlink=bf16",
+        "compression.error_feedback=true"}},
+      {"model-sampled-compressed",
+       {"regime=model", "fraction=0.5", "local.batch=25", "compression.uplink=bf16",
+        "compression.error_feedback=true"}},
   };
   TempDir tmp;
   for (const auto& c : cases) {
@@ -95,6 +101,38 @@ TEST(EngineInproc, ThreadsGetTheProcessRunsBytesInEveryWayOfTraining) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_EQ(threads, run_as_processes(tmp, c.name, c.sets)) << c.name;
     RecordProperty(fmt::format("{}_inproc_seconds", c.name), fmt::format("{:.3f}", seconds));
+  }
+}
+
+// The last round's record of a run on threads.
+nlohmann::json last_round(const TempDir& tmp, const std::string& name) {
+  std::ifstream in(tmp / "threads" / name / "metrics.jsonl");
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty()) last = line;
+  return nlohmann::json::parse(last);
+}
+
+// Each client's UPDATE is the codec's bytes plus header and body (under 512 bytes); the TASK's
+// model frame is the downlink codec's; and the compressed run ends elsewhere than the raw one.
+TEST(EngineInproc, CompressedLinksCarryTheCodecsBytes) {
+  TempDir tmp;
+  const std::vector<std::string> raw = {"regime=gradient", "sgd.batch=20"};
+  std::vector<std::string> packed = raw;
+  packed.insert(packed.end(), {"compression.uplink=fp16", "compression.downlink=bf16"});
+  const std::string raw_hash = run_on_threads(tmp, "raw", raw);
+  const std::string packed_hash = run_on_threads(tmp, "packed", packed);
+  EXPECT_NE(raw_hash, packed_hash);
+  const auto r = last_round(tmp, "raw"), p = last_round(tmp, "packed");
+  const uint64_t floats = r.at("bytes_down_per_task").get<uint64_t>() / 4;
+  ASSERT_GT(floats, 1000u);
+  EXPECT_EQ(p.at("bytes_down_per_task").get<uint64_t>(), 2 * floats);
+  for (const auto& [record, per_value] : {std::pair{r, 4u}, std::pair{p, 2u}}) {
+    ASSERT_EQ(record.at("clients").size(), 4u);
+    for (const auto& c : record.at("clients")) {
+      EXPECT_GT(c.at("bytes_up").get<uint64_t>(), per_value * floats);
+      EXPECT_LT(c.at("bytes_up").get<uint64_t>(), per_value * floats + 512);
+    }
   }
 }
 

@@ -71,6 +71,23 @@ TEST(Strategies, GradientAveragingStepsTheServerOptimizer) {
   EXPECT_EQ(params, (std::vector<float>{-0.25f, -1.5f}));
 }
 
+TEST(Strategies, MajorityVoteStepsAlongTheVotedSignsOneVoteEach) {
+  auto s = make_majority_vote(LrSchedule{.base_lr = 0.25f}, {});
+  EXPECT_EQ(s->name(), "majority");
+  std::vector<float> params = {1.0f, 1.0f, 1.0f, 1.0f};
+  const std::vector<float> a = {1, -1, 1, 1}, b = {1, -1, -1, 1}, c = {-1, 1, -1, 1};
+  // n_k do not weigh: client 2's 1000 samples still count as one vote
+  s->apply(std::vector<ClientUpdate>{{.client = 0, .num_samples = 1, .values = a},
+                                     {.client = 1, .num_samples = 1, .values = b},
+                                     {.client = 2, .num_samples = 1000, .values = c}},
+           params);  // votes (1, -1, -1, 3) -> signs (1, -1, -1, 1)
+  EXPECT_EQ(params, (std::vector<float>{0.75f, 1.25f, 1.25f, 0.75f}));
+  s->apply(std::vector<ClientUpdate>{{.client = 0, .num_samples = 1, .values = a},
+                                     {.client = 2, .num_samples = 1, .values = c}},
+           params);  // votes (0, 0, 0, 2): a tie moves nothing
+  EXPECT_EQ(params, (std::vector<float>{0.75f, 1.25f, 1.25f, 0.5f}));
+}
+
 TEST(Strategies, ModelAveragingAddsTheScaledMeanDelta) {
   auto s = make_model_averaging(Weighting::kBySamples, 0.5f);
   EXPECT_EQ(s->name(), "model");

@@ -1,0 +1,41 @@
+// Error feedback (Seide et al. 2014; Stich et al. 2018; Karimireddy et al. 2019): each sender
+// keeps what compression dropped and adds it to its next update, so nothing is lost, only
+// delayed. Around any codec: p = e + g; send C(p); e <- p - D(C(p)). One residual per virtual
+// client. Definitions: docs/definitions.md#error-feedback.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <vector>
+
+#include "core/codec/codec.h"
+
+namespace fedpar {
+
+class ErrorFeedback {
+ public:
+  explicit ErrorFeedback(const Codec& codec) : codec_(codec) {}
+
+  // Encodes g plus `client`'s residual into `out` and keeps the new residual. `lr` is the
+  // learning rate the receiver will apply to the decoded update (1 for model deltas): when it
+  // differs from the previous call's, the residual is first rescaled by old / new, so the step
+  // the residual stands for is kept. A p with NaN or Inf leaves the residual as it was (the
+  // receiver refuses that update anyway).
+  void encode(uint32_t client, std::span<const float> g, const CodecContext& ctx, float lr,
+              std::vector<uint8_t>& out);
+
+  // The residual `client` carries (empty before its first update).
+  std::span<const float> residual(uint32_t client) const;
+
+ private:
+  struct State {
+    std::vector<float> e;
+    float lr = 0;
+  };
+  const Codec& codec_;
+  std::map<uint32_t, State> state_;
+  std::vector<float> p_, decoded_;  // scratch, reused
+};
+
+}  // namespace fedpar

@@ -1,0 +1,68 @@
+// The run spec's [compression] section: defaults, resolution, and every refusal says what to do.
+#include "core/run_spec.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using testing::error_of;
+
+RunSpec spec(const std::vector<std::string>& sets) {
+  Config c = make_run_config();
+  c.set_all(sets);
+  return resolve_run_spec(c);
+}
+
+std::string refusal(const std::vector<std::string>& sets) {
+  return error_of([&] { spec(sets); });
+}
+
+TEST(RunSpecCompression, DefaultsSendRawFloatsAndTheSeedReachesTheCodecs) {
+  const RunSpec s = spec({"seed=42"});
+  EXPECT_EQ(s.compression.uplink, "none");
+  EXPECT_EQ(s.compression.downlink, "none");
+  EXPECT_FALSE(s.compression.error_feedback);
+  EXPECT_FALSE(s.compression.majority);
+  EXPECT_EQ(s.compression.params.seed, 42u);
+  const RunSpec t =
+      spec({"regime=gradient", "compression.uplink=fp16", "compression.ratio=0.1",
+            "compression.levels=8", "compression.bucket=256", "compression.error_feedback=true"});
+  EXPECT_EQ(t.compression.uplink, "fp16");
+  EXPECT_EQ(t.compression.params.ratio, 0.1);
+  EXPECT_EQ(t.compression.params.levels, 8u);
+  EXPECT_EQ(t.compression.params.bucket, 256u);
+  EXPECT_TRUE(t.compression.error_feedback);
+}
+
+TEST(RunSpecCompression, RefusesWhatCannotRunAndSaysWhy) {
+  EXPECT_NE(refusal({"compression.uplink=zip"})
+                .find("compression.uplink: unknown codec 'zip' (valid: none, fp16, bf16"),
+            std::string::npos);
+  EXPECT_NE(refusal({"compression.downlink=topk"})
+                .find("compression.downlink must be none, fp16 or bf16, got 'topk'"),
+            std::string::npos);
+  EXPECT_NE(
+      refusal({"compression.error_feedback=true"}).find("error_feedback needs an uplink codec"),
+      std::string::npos);
+  EXPECT_NE(refusal({"compression.aggregate=vote"})
+                .find("compression.aggregate must be mean or majority, got 'vote'"),
+            std::string::npos);
+  EXPECT_NE(
+      refusal({"regime=gradient", "compression.uplink=fp16", "compression.aggregate=majority"})
+          .find("it needs uplink = \"sign\""),
+      std::string::npos);
+  EXPECT_NE(refusal({"compression.levels=0"}).find("compression.levels must be in 1..127"),
+            std::string::npos);
+  EXPECT_NE(refusal({"regime=gradient", "topology=master", "compression.uplink=fp16"})
+                .find("compression applies to the parameter-server topology"),
+            std::string::npos);
+  EXPECT_NE(refusal({"diagnostics.drift=true", "compression.uplink=fp16"})
+                .find("diagnostics.drift compares raw updates"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace fedpar
