@@ -13,7 +13,12 @@
 namespace fedpar {
 
 AllReduceWorker::AllReduceWorker(zmq::context_t& ctx, const RunSpec& s)
-    : s_(s), link_(ctx, s.ring_bind, s.ring_deadline_seconds), sgd_({.momentum = s.sgd_momentum}) {}
+    : s_(s),
+      codec_(make_codec(s.compression.uplink, s.compression.params)),
+      link_(ctx, s.ring_bind, s.ring_deadline_seconds),
+      sgd_({.momentum = s.sgd_momentum}) {
+  link_.set_codec(codec_.get());
+}
 
 void AllReduceWorker::join(int rank, int size, const std::string& next_endpoint) {
   FEDPAR_CHECK(size >= 1 && rank >= 0 && rank < size) << "rank " << rank << " of " << size;

@@ -48,6 +48,7 @@ class AllReduceWorker {
 
  private:
   const RunSpec& s_;
+  std::unique_ptr<Codec> codec_;  // what the ring's chunks travel as (null: float32)
   ZmqRingLink link_;
   int rank_ = 0, size_ = 1;
   std::vector<float> replica_, sum_;

@@ -74,7 +74,7 @@ delay_seconds = []       # e.g. ["1:0.5"]: client 1 waits 0.5 s before sending e
 
 [compression]            # what crosses the wire (docs/definitions.md#compression)
 uplink = "none"          # client -> server updates: none | fp16 | bf16 | topk | randk | qsgd
-                         # | scaled_sign | sign (parameter-server topology, any regime)
+                         # | scaled_sign | sign; topology allreduce: the ring's chunks, fp16 | bf16
 downlink = "none"        # server -> client model: none | fp16 | bf16
 ratio = 0.01             # topk, randk: the fraction of values sent
 levels = 4               # qsgd: s, the number of positive levels
@@ -139,9 +139,21 @@ CompressionSpec resolve_compression(const Config& c, const RunSpec& s) {
   require(!k.majority || s.regime == Regime::kGradient,
           "compression.aggregate = \"majority\" steps along voted gradient signs: it needs "
           "regime = \"gradient\"");
-  require(s.topology == Topology::kParameterServer || (k.uplink == "none" && k.downlink == "none"),
-          "compression applies to the parameter-server topology; master and allreduce send "
-          "uncompressed");
+  require(s.topology != Topology::kMaster || (k.uplink == "none" && k.downlink == "none"),
+          "topology 'master' sends activations and their gradients uncompressed: it needs "
+          "compression.uplink and downlink = \"none\"");
+  if (s.topology == Topology::kAllReduce) {
+    // The ring adds what it carries: a codec must give sums that are encodings too.
+    require(k.uplink == "none" || k.uplink == "fp16" || k.uplink == "bf16",
+            fmt::format("topology 'allreduce' sums chunks on the way: it carries fp16 or bf16, "
+                        "not {} (top-k picks other indices on every worker, so a partial sum is "
+                        "no top-k encoding; use the parameter-server topology for it)",
+                        k.uplink));
+    require(k.downlink == "none", "topology 'allreduce' has no downlink: the replicas stay put");
+    require(!k.error_feedback,
+            "topology 'allreduce' rounds at every hop, not at the sender: error feedback "
+            "cannot see that error (compression.error_feedback = false)");
+  }
   return k;
 }
 

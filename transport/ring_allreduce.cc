@@ -51,6 +51,7 @@ RingStats ring_allreduce(std::span<float> data, int rank, int n, RingLink& link,
       const auto in = chunk(j, mod(rank - s - 1));
       link.recv_prev_add(in, ring_tag(j, 0, s));
       st.floats_received += in.size();
+      if (s + 1 == n - 1) link.finish(in);
       // The next reduce-scatter step sends this chunk; after the last, it is finished (chunk
       // rank + 1) and starts the all-gather.
       send(in, s + 1 < n - 1 ? ring_tag(j, 0, s + 1) : ring_tag(j, 1, 0));

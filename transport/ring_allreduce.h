@@ -22,6 +22,10 @@ class RingLink {
   virtual void recv_prev(std::span<float> into, uint64_t tag) = 0;
   // acc[i] = received[i] + acc[i]; a link may add straight from its receive buffer.
   virtual void recv_prev_add(std::span<float> acc, uint64_t tag);
+  // Called on each chunk whose sum is complete, before the all-gather copies it around: a link
+  // that carries chunks lossily (a 16-bit cast) rounds it here, so every rank, the chunk's owner
+  // too, ends with the bits the others receive.
+  virtual void finish(std::span<float> chunk) { (void)chunk; }
   // Returns once every chunk sent so far has left the caller's memory (a link that sends without
   // copying must not let the caller overwrite a chunk still on its way); ring_allreduce calls it
   // before it returns.

@@ -37,12 +37,34 @@ void ZmqRingLink::connect_next(const std::string& endpoint) {
   }
 }
 
+void ZmqRingLink::set_codec(const Codec* c) {
+  FEDPAR_CHECK(!c || c->id() == CodecId::kF16 || c->id() == CodecId::kBf16)
+      << "the ring carries raw float32 or a 16-bit cast, not " << c->name();
+  codec_ = c;
+}
+
+size_t ZmqRingLink::wire_bytes(size_t floats) const {
+  return floats * (codec_ ? sizeof(uint16_t) : sizeof(float));
+}
+
+void ZmqRingLink::finish(std::span<float> chunk) {
+  if (!codec_ || chunk.empty()) return;
+  decoded_.resize(chunk.size());
+  round_trip(*codec_, chunk, {}, encoded_, decoded_);
+  std::copy(decoded_.begin(), decoded_.end(), chunk.begin());
+}
+
 void ZmqRingLink::send_next(std::span<const float> chunk, uint64_t tag) {
   uint8_t t[8];
   for (int i = 0; i < 8; ++i) t[i] = uint8_t(tag >> (8 * i));
   std::array<zmq::message_t, 2> parts;
   parts[0] = zmq::message_t(t, sizeof t);
-  if (chunk.size_bytes() >= kZeroCopyBytes) {
+  size_t payload = chunk.size_bytes();
+  if (codec_) {
+    codec_->encode(chunk, {}, encoded_);
+    parts[1] = zmq::message_t(encoded_.data(), encoded_.size());
+    payload = encoded_.size();
+  } else if (chunk.size_bytes() >= kZeroCopyBytes) {
     auto* hold = new std::shared_ptr<InFlight>(in_flight_);
     {
       std::lock_guard lock(in_flight_->mutex);
@@ -65,7 +87,7 @@ void ZmqRingLink::send_next(std::span<const float> chunk, uint64_t tag) {
   }
   if (!zmq::send_multipart(out_, parts))
     throw Error(fmt::format("ring: the next worker took nothing within {} ms", deadline_ms_));
-  sent_ += sizeof t + chunk.size_bytes();
+  sent_ += sizeof t + payload;
 }
 
 void ZmqRingLink::flush() {
@@ -95,14 +117,27 @@ zmq::message_t ZmqRingLink::receive(uint64_t tag, size_t bytes) {
   return std::move(frames[1]);
 }
 
+void ZmqRingLink::decode(const zmq::message_t& m, std::span<float> into) {
+  const std::string why =
+      codec_->decode({static_cast<const uint8_t*>(m.data()), m.size()}, {}, into);
+  if (!why.empty()) throw Error("ring: the previous worker's chunk: " + why);
+}
+
 void ZmqRingLink::recv_prev(std::span<float> into, uint64_t tag) {
-  const zmq::message_t m = receive(tag, into.size_bytes());
+  const zmq::message_t m = receive(tag, wire_bytes(into.size()));
+  if (codec_) return decode(m, into);
   if (!into.empty()) std::memcpy(into.data(), m.data(), into.size_bytes());
 }
 
 void ZmqRingLink::recv_prev_add(std::span<float> acc, uint64_t tag) {
-  const zmq::message_t m = receive(tag, acc.size_bytes());
+  const zmq::message_t m = receive(tag, wire_bytes(acc.size()));
   if (acc.empty()) return;
+  if (codec_) {
+    decoded_.resize(acc.size());
+    decode(m, decoded_);
+    for (size_t i = 0; i < acc.size(); ++i) acc[i] = decoded_[i] + acc[i];
+    return;
+  }
   // The frame may not be float-aligned: read it bytewise into registers, not through a float*.
   const auto* bytes = static_cast<const uint8_t*>(m.data());
   for (size_t i = 0; i < acc.size(); ++i) {

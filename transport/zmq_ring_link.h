@@ -11,6 +11,7 @@
 #include <string>
 #include <zmq.hpp>
 
+#include "core/codec/codec.h"
 #include "transport/ring_allreduce.h"
 
 namespace fedpar {
@@ -21,10 +22,14 @@ class ZmqRingLink final : public RingLink {
   ZmqRingLink(zmq::context_t& ctx, const std::string& bind, double deadline_seconds);
   std::string endpoint() const { return endpoint_; }  // where the previous worker connects
   void connect_next(const std::string& endpoint);
+  // Chunks travel encoded with `c` (a summable codec: fp16, bf16); each hop decodes, adds in
+  // float and encodes again, and finish() rounds the finished sums. Null: raw float32.
+  void set_codec(const Codec* c);
 
   void send_next(std::span<const float> chunk, uint64_t tag) override;
   void recv_prev(std::span<float> into, uint64_t tag) override;
   void recv_prev_add(std::span<float> acc, uint64_t tag) override;  // adds from the received frame
+  void finish(std::span<float> chunk) override;
   void flush() override;
   uint64_t bytes_sent() const { return sent_; }
   uint64_t bytes_received() const { return received_; }
@@ -32,6 +37,8 @@ class ZmqRingLink final : public RingLink {
  private:
   // The next message's payload frame, checked against tag and size (Error otherwise).
   zmq::message_t receive(uint64_t tag, size_t bytes);
+  size_t wire_bytes(size_t floats) const;  // a chunk of `floats` values on the wire
+  void decode(const zmq::message_t& m, std::span<float> into);
 
   // Chunks of at least kZeroCopyBytes go to ZeroMQ as views of the caller's memory; `in_flight_`
   // counts those ZeroMQ still holds (its I/O thread releases them, possibly after this link is
@@ -48,6 +55,9 @@ class ZmqRingLink final : public RingLink {
   std::string endpoint_;
   int deadline_ms_;
   uint64_t sent_ = 0, received_ = 0;
+  const Codec* codec_ = nullptr;
+  std::vector<uint8_t> encoded_;  // the chunk being sent, when encoded (ZeroMQ copies it)
+  std::vector<float> decoded_;
 };
 
 }  // namespace fedpar

@@ -57,8 +57,15 @@ TEST(RunSpecCompression, RefusesWhatCannotRunAndSaysWhy) {
   EXPECT_NE(refusal({"compression.levels=0"}).find("compression.levels must be in 1..127"),
             std::string::npos);
   EXPECT_NE(refusal({"regime=gradient", "topology=master", "compression.uplink=fp16"})
-                .find("compression applies to the parameter-server topology"),
+                .find("topology 'master' sends activations and their gradients uncompressed"),
             std::string::npos);
+  EXPECT_NE(refusal({"regime=gradient", "topology=allreduce", "compression.uplink=fp16",
+                     "compression.error_feedback=true"})
+                .find("error feedback cannot see that error"),
+            std::string::npos);
+  EXPECT_EQ(
+      spec({"regime=gradient", "topology=allreduce", "compression.uplink=bf16"}).compression.uplink,
+      "bf16");
   EXPECT_NE(refusal({"diagnostics.drift=true", "compression.uplink=fp16"})
                 .find("diagnostics.drift compares raw updates"),
             std::string::npos);

@@ -168,6 +168,50 @@ TEST(RingAllreduce, OverZeroMqTheSameBitsAndBytes) {
   EXPECT_NEAR(double(links[0]->bytes_sent()), payload, 0.01 * payload);
 }
 
+// With fp16 on the wire every hop rounds its partial sum and the finished chunk is rounded before
+// the all-gather: every rank gets the same bits, those of the ring order with a rounding at each
+// hop, and half the bytes.
+TEST(RingAllreduce, OverZeroMqA16BitCastKeepsReplicasBitwiseEqualWithHalfTheBytes) {
+  const int n = 3;
+  const size_t len = 30011, bucket = 1 << 12;
+  std::vector<std::vector<float>> x;
+  for (int r = 0; r < n; ++r) x.push_back(random_vector(len, uint64_t(300 + r)));
+  const auto fp16 = make_codec("fp16", {});
+  zmq::context_t ctx;
+  std::vector<std::unique_ptr<ZmqRingLink>> links;
+  for (int r = 0; r < n; ++r) {
+    links.push_back(std::make_unique<ZmqRingLink>(ctx, "tcp://127.0.0.1:*", 10.0));
+    links.back()->set_codec(fp16.get());
+  }
+  for (int r = 0; r < n; ++r)
+    links[size_t(r)]->connect_next(links[size_t((r + 1) % n)]->endpoint());
+  std::vector<std::vector<float>> data = x;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back(
+        [&, r] { ring_allreduce(data[size_t(r)], r, n, *links[size_t(r)], bucket); });
+  for (auto& t : threads) t.join();
+  auto h = [&](float v) {
+    std::vector<uint8_t> bytes;
+    std::vector<float> out(1);
+    round_trip(*fp16, std::vector<float>{v}, {}, bytes, out);
+    return out[0];
+  };
+  std::vector<float> want(len);
+  for (size_t b0 = 0; b0 < len; b0 += bucket) {
+    const size_t blen = std::min(bucket, len - b0);
+    for (size_t c = 0; c < size_t(n); ++c)
+      for (size_t i = b0 + blen * c / n; i < b0 + blen * (c + 1) / n; ++i) {
+        float sum = x[c][i];
+        for (size_t k = 1; k < size_t(n); ++k) sum = h(sum) + x[(c + k) % n][i];
+        want[i] = h(sum);
+      }
+  }
+  for (int r = 0; r < n; ++r) EXPECT_EQ(data[size_t(r)], want) << "rank " << r;
+  const double payload = 2.0 * (n - 1) / n * double(len) * sizeof(uint16_t);
+  EXPECT_NEAR(double(links[0]->bytes_sent()), payload, 0.01 * payload);
+}
+
 TEST(RingAllreduce, OverZeroMqADeadNeighbourStopsTheRingWithinTheDeadline) {
   zmq::context_t ctx;
   ZmqRingLink a(ctx, "tcp://127.0.0.1:*", 0.3), b(ctx, "tcp://127.0.0.1:*", 0.3);
