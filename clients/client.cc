@@ -210,8 +210,23 @@ class ClientProcess {
                       v.size(), model_.num_params()));
   }
 
-  void train(const TaskMsg& t, uint64_t round) {
+  // The model a training task starts from: the one it carries, or with a delta downlink the
+  // replica this process keeps plus the change it carries (the same float adds as the server's).
+  std::span<const float> task_model(const TaskMsg& t) {
     check_model(t.vectors[0]);
+    if (!s_.compression.downlink_delta) return t.vectors[0];
+    if (!t.delta) {
+      replica_.assign(t.vectors[0].begin(), t.vectors[0].end());
+      return replica_;
+    }
+    if (replica_.empty())
+      throw Error("malformed TASK from the server: a model change before any model");
+    for (size_t i = 0; i < replica_.size(); ++i) replica_[i] = replica_[i] + t.vectors[0][i];
+    return replica_;
+  }
+
+  void train(const TaskMsg& t, uint64_t round) {
+    const std::span<const float> start = task_model(t);
     const Task task{
         .kind = t.kind == TaskKind::kGradient ? LocalWork::kGradient : LocalWork::kLocalTrain,
         .round = t.draw.value_or(round),  // async tasks name their batch draw
@@ -225,8 +240,8 @@ class ClientProcess {
       const auto shard = shards_.find(c);
       if (shard == shards_.end()) continue;  // the TASK lists every participant
       const auto t0 = Clock::now();
-      LocalResult r = compute_update(model_, data_.train, shard->second, t.vectors[0], task,
-                                     s_.seed, c, &buffer_);
+      LocalResult r =
+          compute_update(model_, data_.train, shard->second, start, task, s_.seed, c, &buffer_);
       const double secs = seconds_since(t0);
       UpdateMsg u{.kind = t.kind,
                   .num_samples = r.num_samples,
@@ -258,6 +273,7 @@ class ClientProcess {
   CodecSet downlink_;                      // how TASKs may carry the model
   std::unique_ptr<Codec> uplink_;          // how updates go (null: raw float32)
   std::optional<ErrorFeedback> feedback_;  // the hosted clients' residuals
+  std::vector<float> replica_;             // the model, with a delta downlink
 };
 
 }  // namespace

@@ -75,7 +75,9 @@ delay_seconds = []       # e.g. ["1:0.5"]: client 1 waits 0.5 s before sending e
 [compression]            # what crosses the wire (docs/definitions.md#compression)
 uplink = "none"          # client -> server updates: none | fp16 | bf16 | topk | randk | qsgd
                          # | scaled_sign | sign; topology allreduce: the ring's chunks, fp16 | bf16
-downlink = "none"        # server -> client model: none | fp16 | bf16
+downlink = "none"        # server -> client model: none | fp16 | bf16, or with downlink_delta any codec
+downlink_delta = false   # send the encoded change since what the clients hold (what the codec drops
+                         # goes out with the next round); every process then gets every TASK
 ratio = 0.01             # topk, randk: the fraction of values sent
 levels = 4               # qsgd: s, the number of positive levels
 bucket = 512             # qsgd: values per norm
@@ -130,8 +132,21 @@ CompressionSpec resolve_compression(const Config& c, const RunSpec& s) {
   } catch (const Error& e) {
     throw Error(fmt::format("compression.uplink: {}", e.what()));
   }
-  require(k.downlink == "none" || k.downlink == "fp16" || k.downlink == "bf16",
-          fmt::format("compression.downlink must be none, fp16 or bf16, got '{}'", k.downlink));
+  k.downlink_delta = c.get_bool("compression.downlink_delta");
+  try {
+    make_codec(k.downlink, k.params);
+  } catch (const Error& e) {
+    throw Error(fmt::format("compression.downlink: {}", e.what()));
+  }
+  require(k.downlink_delta || k.downlink == "none" || k.downlink == "fp16" || k.downlink == "bf16",
+          fmt::format("compression.downlink = \"{}\" encodes a change, not a model: it needs "
+                      "compression.downlink_delta = true (or fp16 / bf16)",
+                      k.downlink));
+  require(!k.downlink_delta || k.downlink != "none",
+          "compression.downlink_delta needs a downlink codec (compression.downlink)");
+  require(!k.downlink_delta || s.regime != Regime::kAsync,
+          "compression.downlink_delta keeps one replica for every client: regime async sends "
+          "each client its own version (use downlink fp16 / bf16 there)");
   require(!k.error_feedback || k.uplink != "none",
           "compression.error_feedback needs an uplink codec (compression.uplink)");
   require(!k.majority || k.uplink == "sign",

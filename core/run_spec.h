@@ -27,7 +27,8 @@ enum class Topology { kParameterServer, kMaster, kAllReduce };  // how the gradi
 // [compression]: what crosses the wire (docs/definitions.md#compression).
 struct CompressionSpec {
   std::string uplink = "none";    // client -> server updates (gradients, model deltas)
-  std::string downlink = "none";  // server -> client model: none, fp16 or bf16
+  std::string downlink = "none";  // server -> client model (or its change, downlink_delta)
+  bool downlink_delta = false;    // send the encoded change since what the clients hold
   CodecParams params;             // seed: the run's
   bool error_feedback = false;    // each client keeps what its uplink codec dropped
   bool majority = false;          // aggregate = "majority": the sign of the sum of signs

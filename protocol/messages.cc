@@ -119,6 +119,7 @@ WireMessage encode(const TaskMsg& m, const Envelope& e, std::shared_ptr<const vo
                    {"momentum", m.momentum},
                    {"drift", m.drift}});
       if (m.draw) body["draw"] = *m.draw;
+      if (m.delta) body["delta"] = true;
       break;
     case TaskKind::kAllReduce:
       body.update(
@@ -228,6 +229,7 @@ Decoded<TaskMsg> decode_task(const ParsedMessage& p) {
       r.get("drift", m.drift);
       uint64_t draw = 0;
       if (p.body.contains("draw")) r.get("draw", draw), m.draw = draw;
+      r.get_optional("delta", m.delta);
       r.require(m.steps >= 1 && m.epochs >= 0, "steps must be >= 1 and epochs >= 0");
       r.require(p.vectors.size() == 1, "a training task carries the model");
       break;

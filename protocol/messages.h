@@ -75,6 +75,7 @@ struct TaskMsg {
   // allreduce: the starting model with the first task, else none
   std::vector<std::span<const float>> vectors;
   EncodedVectors encoded;  // sent in place of `vectors` when set (a compressed downlink)
+  bool delta = false;      // the model vector is the change to add to the client's replica
 };
 
 // A client's answer to one task, for one virtual client (or, for allreduce, for its rank).

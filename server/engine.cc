@@ -11,10 +11,7 @@
 namespace fedpar {
 
 Engine::Engine(const RunSpec& s, Transport& t, bool quiet)
-    : s_(s),
-      transport_(t),
-      quiet_(quiet),
-      downlink_(make_codec(s.compression.downlink, s.compression.params)) {
+    : s_(s), transport_(t), quiet_(quiet), downlink_(s.compression) {
   uplink_.add(make_codec(s.compression.uplink, s.compression.params));
 }
 
@@ -35,18 +32,6 @@ std::optional<Incoming> Engine::receive(Clock::time_point deadline, std::span<co
 void Engine::send(const std::string& peer, const WireMessage& m) {
   const size_t bytes = transport_.send(peer, m);
   if (auto it = peers.find(peer); it != peers.end()) it->second.bytes_sent += bytes;
-}
-
-WireMessage Engine::encode_model_task(TaskMsg task,
-                                      std::shared_ptr<const std::vector<float>> snapshot,
-                                      const Envelope& e) const {
-  const std::span<const float> model(*snapshot);
-  if (!downlink_) {
-    task.vectors = {model};
-    return encode(task, e, std::move(snapshot));
-  }
-  task.encoded = encode_vectors(*downlink_, std::span(&model, 1), {e.round, e.client});
-  return encode(task, e);
 }
 
 void Engine::send_all(const WireMessage& m) {

@@ -18,6 +18,7 @@
 #include "core/run_spec.h"
 #include "partitioners/manifest.h"
 #include "protocol/messages.h"
+#include "server/downlink.h"
 #include "transport/transport.h"
 
 namespace fedpar {
@@ -101,10 +102,12 @@ class Engine {
   std::vector<uint32_t> all_ranks() const;                      // 0 .. processes - 1 (HELLO order)
   std::vector<HostRecord> host_records() const;
   Envelope envelope(uint32_t client = 0) const { return {client, run_id, round}; }
-  // A TASK carrying the model `snapshot`: raw (sent without a copy) or, with a compressed
-  // downlink, encoded for envelope `e`.
+  // A TASK carrying the model `snapshot` as the run's downlink sends it (downlink.h).
   WireMessage encode_model_task(TaskMsg task, std::shared_ptr<const std::vector<float>> snapshot,
-                                const Envelope& e) const;
+                                const Envelope& e) {
+    return downlink_.encode(std::move(task), std::move(snapshot), e);
+  }
+  bool downlink_delta() const { return downlink_.delta(); }
 
   std::map<std::string, Peer> peers;
   std::map<uint32_t, std::string> owner;  // virtual client -> peer identity
@@ -122,8 +125,8 @@ class Engine {
   const RunSpec& s_;
   Transport& transport_;
   bool quiet_;
-  CodecSet uplink_;                  // what UPDATEs may be encoded with
-  std::unique_ptr<Codec> downlink_;  // how TASKs carry the model (null: raw float32)
+  CodecSet uplink_;    // what UPDATEs may be encoded with
+  Downlink downlink_;  // how TASKs carry the model
 };
 
 }  // namespace fedpar

@@ -99,7 +99,9 @@ class SyncPlan final : public Plan {
     const auto frames = m.spans();
     for (size_t i = 2; i < frames.size(); ++i) model_bytes_ += frames[i].size();
     const auto t_send = Clock::now();
-    for (const auto& [id, ids] : per_peer_) engine.send(id, m);
+    for (const auto& id : engine.order)  // a delta downlink keeps every replica in step
+      if (!engine.lost.count(id) && (per_peer_.count(id) || engine.downlink_delta()))
+        engine.send(id, m);
     return std::chrono::duration<double>(Clock::now() - t_send).count();
   }
 

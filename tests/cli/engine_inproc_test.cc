@@ -94,7 +94,8 @@ TEST(EngineInproc, ThreadsGetTheProcessRunsBytesInEveryWayOfTraining) {
         "compression.uplink=fp16"}},
       {"model-sampled-compressed",
        {"regime=model", "fraction=0.5", "local.batch=25", "compression.uplink=bf16",
-        "compression.error_feedback=true"}},
+        "compression.error_feedback=true", "compression.downlink=fp16",
+        "compression.downlink_delta=true"}},
   };
   TempDir tmp;
   for (const auto& c : cases) {

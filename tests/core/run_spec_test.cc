@@ -41,9 +41,15 @@ TEST(RunSpecCompression, RefusesWhatCannotRunAndSaysWhy) {
   EXPECT_NE(refusal({"compression.uplink=zip"})
                 .find("compression.uplink: unknown codec 'zip' (valid: none, fp16, bf16"),
             std::string::npos);
-  EXPECT_NE(refusal({"compression.downlink=topk"})
-                .find("compression.downlink must be none, fp16 or bf16, got 'topk'"),
+  EXPECT_NE(refusal({"compression.downlink=zip"}).find("compression.downlink: unknown codec 'zip'"),
             std::string::npos);
+  EXPECT_NE(
+      refusal({"compression.downlink_delta=true"}).find("downlink_delta needs a downlink codec"),
+      std::string::npos);
+  EXPECT_NE(
+      refusal({"regime=async", "compression.downlink=fp16", "compression.downlink_delta=true"})
+          .find("regime async sends each client its own version"),
+      std::string::npos);
   EXPECT_NE(
       refusal({"compression.error_feedback=true"}).find("error_feedback needs an uplink codec"),
       std::string::npos);
