@@ -147,7 +147,7 @@ class ClientProcess {
     u.encoded.frames.push_back(std::move(bytes));
     u.parameter_bytes = model_.parameter_bytes();
     u.activation_bytes = model_.activation_bytes_held();
-    channel_.send(encode(u, {client, run_, round}));
+    channel_.send(encode(std::move(u), {client, run_, round}));
   }
 
   void allreduce_step(const TaskMsg& task, uint64_t round) {

@@ -41,6 +41,11 @@ std::vector<std::span<const uint8_t>> WireMessage::spans() const {
   return out;
 }
 
+std::span<float> ParsedMessage::copy(size_t n) {
+  // for overwrite: a decoded vector is written whole, zeroing it first would be a wasted pass
+  return {copies.emplace_back(std::make_unique_for_overwrite<float[]>(n)).get(), n};
+}
+
 std::vector<std::vector<uint8_t>> WireMessage::copy_frames() const {
   std::vector<std::vector<uint8_t>> out;
   for (const auto& s : spans()) out.emplace_back(s.begin(), s.end());
@@ -57,14 +62,15 @@ EncodedVectors encode_vectors(const Codec& c, std::span<const std::span<const fl
 WireMessage encode_message(MessageType type, uint32_t client, uint64_t run, uint64_t round,
                            const nlohmann::json& body,
                            std::span<const std::span<const float>> vectors,
-                           std::shared_ptr<const void> owner, const EncodedVectors& encoded) {
+                           std::shared_ptr<const void> owner, EncodedVectors encoded) {
   WireMessage m;
   const std::string text = body.is_null() ? std::string("{}") : body.dump();  // {} reads as null
   m.frames.resize(2);
   m.frames[1].assign(text.begin(), text.end());
   if (encoded.codec != CodecId::kRawF32) {
     FEDPAR_CHECK(vectors.empty()) << "a message carries raw or encoded vectors, not both";
-    m.frames.insert(m.frames.end(), encoded.frames.begin(), encoded.frames.end());
+    m.frames.insert(m.frames.end(), std::make_move_iterator(encoded.frames.begin()),
+                    std::make_move_iterator(encoded.frames.end()));
   }
   m.vectors.assign(vectors.begin(), vectors.end());
   m.owner = std::move(owner);
@@ -106,8 +112,8 @@ std::variant<ParsedMessage, ProtocolError> parse_message(
   for (size_t i = 0; i < vectors; ++i) {
     const auto f = frames[2 + i];
     if (codec) {
-      auto& decoded =
-          out.copies.emplace_back(expected_floats.empty() ? encoded_floats : expected_floats[i]);
+      const std::span<float> decoded =
+          out.copy(expected_floats.empty() ? encoded_floats : expected_floats[i]);
       const CodecContext ctx{out.header.round, out.header.client};
       if (std::string why = codec->decode(f, ctx, decoded); !why.empty())
         return ProtocolError{fmt::format("{} vector {}: {}", type, i, why)};
@@ -129,7 +135,7 @@ std::variant<ParsedMessage, ProtocolError> parse_message(
     if (reinterpret_cast<uintptr_t>(f.data()) % alignof(float) == 0) {
       v = {reinterpret_cast<const float*>(f.data()), n};
     } else {  // ZeroMQ keeps small frames inline, unaligned: copy those
-      auto& copy = out.copies.emplace_back(n);
+      const std::span<float> copy = out.copy(n);
       std::memcpy(copy.data(), f.data(), f.size());
       v = copy;
     }

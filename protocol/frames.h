@@ -44,15 +44,15 @@ struct WireMessage {
 WireMessage encode_message(MessageType type, uint32_t client, uint64_t run, uint64_t round,
                            const nlohmann::json& body,
                            std::span<const std::span<const float>> vectors = {},
-                           std::shared_ptr<const void> owner = {},
-                           const EncodedVectors& encoded = {});
+                           std::shared_ptr<const void> owner = {}, EncodedVectors encoded = {});
 
 // A received message whose header, body and vector frames passed the checks.
 struct ParsedMessage {
   Header header;
-  nlohmann::json body;                          // always an object
-  std::vector<std::span<const float>> vectors;  // views into the frames, or into `copies`
-  std::vector<std::vector<float>> copies;       // decoded vectors, and unaligned raw frames
+  nlohmann::json body;                           // always an object
+  std::vector<std::span<const float>> vectors;   // views into the frames, or into `copies`
+  std::vector<std::unique_ptr<float[]>> copies;  // decoded vectors, and unaligned raw frames
+  std::span<float> copy(size_t n);               // a new copy of n floats, uninitialised
 };
 
 // `expected_floats[i]` is the length vector i must have (the receiver knows the model size);

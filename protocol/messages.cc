@@ -107,7 +107,7 @@ WireMessage encode(const RingAssignmentMsg& m, const Envelope& e) {
                         {{"rank", m.rank}, {"size", m.size}, {"next", m.next}});
 }
 
-WireMessage encode(const TaskMsg& m, const Envelope& e, std::shared_ptr<const void> owner) {
+WireMessage encode(TaskMsg m, const Envelope& e, std::shared_ptr<const void> owner) {
   nlohmann::json body = {
       {"kind", task_kind_name(m.kind)}, {"clients", m.clients}, {"batch", m.batch}};
   switch (m.kind) {
@@ -130,10 +130,10 @@ WireMessage encode(const TaskMsg& m, const Envelope& e, std::shared_ptr<const vo
       break;
   }
   return encode_message(MessageType::kTask, e.client, e.run, e.round, body, m.vectors,
-                        std::move(owner), m.encoded);
+                        std::move(owner), std::move(m.encoded));
 }
 
-WireMessage encode(const UpdateMsg& m, const Envelope& e, std::shared_ptr<const void> owner) {
+WireMessage encode(UpdateMsg m, const Envelope& e, std::shared_ptr<const void> owner) {
   nlohmann::json body = {{"kind", task_kind_name(m.kind)},
                          {"num_samples", m.num_samples},
                          {"loss_sum", m.loss_sum},
@@ -147,7 +147,7 @@ WireMessage encode(const UpdateMsg& m, const Envelope& e, std::shared_ptr<const 
                  {"ring_bytes_received", m.ring_bytes_received},
                  {"hash", m.hash}});
   return encode_message(MessageType::kUpdate, e.client, e.run, e.round, body, m.vectors,
-                        std::move(owner), m.encoded);
+                        std::move(owner), std::move(m.encoded));
 }
 
 WireMessage encode(const ErrorMsg& m, const Envelope& e) {

@@ -109,8 +109,8 @@ WireMessage encode(const HelloMsg& m);
 WireMessage encode(const WelcomeMsg& m, const Envelope& e);
 WireMessage encode(const RingEndpointMsg& m, const Envelope& e);
 WireMessage encode(const RingAssignmentMsg& m, const Envelope& e);
-WireMessage encode(const TaskMsg& m, const Envelope& e, std::shared_ptr<const void> owner = {});
-WireMessage encode(const UpdateMsg& m, const Envelope& e, std::shared_ptr<const void> owner = {});
+WireMessage encode(TaskMsg m, const Envelope& e, std::shared_ptr<const void> owner = {});
+WireMessage encode(UpdateMsg m, const Envelope& e, std::shared_ptr<const void> owner = {});
 WireMessage encode(const ErrorMsg& m, const Envelope& e);
 WireMessage encode_stop(const Envelope& e);
 

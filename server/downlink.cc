@@ -17,11 +17,11 @@ WireMessage Downlink::encode(TaskMsg task, std::shared_ptr<const std::vector<flo
   if (!codec_ || (delta_ && replica_.empty())) {  // raw; a delta downlink starts from the model
     if (delta_) replica_.assign(model.begin(), model.end());
     task.vectors = {model};
-    return fedpar::encode(task, e, std::move(snapshot));
+    return fedpar::encode(std::move(task), e, std::move(snapshot));
   }
   if (!delta_) {
     task.encoded = encode_vectors(*codec_, std::span(&model, 1), ctx);
-    return fedpar::encode(task, e);
+    return fedpar::encode(std::move(task), e);
   }
   FEDPAR_CHECK(replica_.size() == model.size()) << "the model changed size";
   change_.resize(model.size());
@@ -31,8 +31,8 @@ WireMessage Downlink::encode(TaskMsg task, std::shared_ptr<const std::vector<flo
   for (size_t i = 0; i < model.size(); ++i) replica_[i] = replica_[i] + decoded_[i];  // as clients
   task.delta = true;
   task.encoded.codec = codec_->id();
-  task.encoded.frames = {bytes_};
-  return fedpar::encode(task, e);
+  task.encoded.frames = {bytes_};  // a copy: bytes_ is reused next round
+  return fedpar::encode(std::move(task), e);
 }
 
 }  // namespace fedpar

@@ -6,6 +6,7 @@
 #include <exception>
 #include <map>
 
+#include "core/allocator.h"
 #include "core/check.h"
 #include "experiments/cli/commands.h"
 
@@ -46,6 +47,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  fedpar::keep_freed_memory();
   try {
     return run(argc, argv);
   } catch (...) {  // e.g. std::bad_alloc while setting up the command line

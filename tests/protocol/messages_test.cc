@@ -14,7 +14,7 @@ ParsedMessage wire(const WireMessage& m) {
   std::vector<std::span<const uint8_t>> spans(keep.begin(), keep.end());
   auto p = parse_message(spans);
   EXPECT_TRUE(std::holds_alternative<ParsedMessage>(p)) << std::get<ProtocolError>(p).reason;
-  return std::get<ParsedMessage>(p);
+  return std::move(std::get<ParsedMessage>(p));
 }
 
 template <typename T>
