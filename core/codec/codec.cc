@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/codec/casts.h"
+#include "core/codec/qsgd.h"
 #include "core/codec/randk.h"
 #include "core/codec/topk.h"
 
@@ -59,6 +60,7 @@ std::unique_ptr<Codec> make_codec(std::string_view name, const CodecParams& p) {
   if (name == "bf16") return make_bf16_codec();
   if (name == "topk") return make_topk_codec(p);
   if (name == "randk") return make_randk_codec(p);
+  if (name == "qsgd") return make_qsgd_codec(p);
   throw Error(fmt::format("unknown codec '{}' (valid: {})", name, fmt::join(codec_names(), ", ")));
 }
 
