@@ -9,6 +9,7 @@
 #include "core/codec/casts.h"
 #include "core/codec/qsgd.h"
 #include "core/codec/randk.h"
+#include "core/codec/sign.h"
 #include "core/codec/topk.h"
 
 namespace fedpar {
@@ -61,6 +62,8 @@ std::unique_ptr<Codec> make_codec(std::string_view name, const CodecParams& p) {
   if (name == "topk") return make_topk_codec(p);
   if (name == "randk") return make_randk_codec(p);
   if (name == "qsgd") return make_qsgd_codec(p);
+  if (name == "scaled_sign") return make_scaled_sign_codec();
+  if (name == "sign") return make_sign_codec();
   throw Error(fmt::format("unknown codec '{}' (valid: {})", name, fmt::join(codec_names(), ", ")));
 }
 
