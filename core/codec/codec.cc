@@ -7,6 +7,10 @@
 
 #include "core/check.h"
 #include "core/codec/casts.h"
+#include "core/codec/qsgd.h"
+#include "core/codec/randk.h"
+#include "core/codec/sign.h"
+#include "core/codec/topk.h"
 
 namespace fedpar {
 
@@ -55,6 +59,11 @@ std::unique_ptr<Codec> make_codec(std::string_view name, const CodecParams& p) {
   if (name == "none") return nullptr;
   if (name == "fp16") return make_f16_codec();
   if (name == "bf16") return make_bf16_codec();
+  if (name == "topk") return make_topk_codec(p);
+  if (name == "randk") return make_randk_codec(p);
+  if (name == "qsgd") return make_qsgd_codec(p);
+  if (name == "scaled_sign") return make_scaled_sign_codec();
+  if (name == "sign") return make_sign_codec();
   throw Error(fmt::format("unknown codec '{}' (valid: {})", name, fmt::join(codec_names(), ", ")));
 }
 

@@ -30,8 +30,9 @@ const char* codec_id_name(CodecId id);  // "topk", or "unknown"
 struct CodecParams {
   double ratio = 0.01;    // top-k, random-k: the fraction of values kept per bucket
   uint32_t levels = 4;    // QSGD: s, the number of positive levels
-  uint32_t bucket = 512;  // QSGD: values per norm; top-k: values per selection (0: the vector)
+  uint32_t bucket = 512;  // QSGD: values per norm (the last bucket may be shorter)
   uint64_t seed = 1;      // the run seed; random draws derive from (seed, codec, round[, client])
+  uint32_t topk_bucket = 0;  // top-k: values per selection (0: the whole vector)
 };
 
 // What a vector's encoding may depend on besides its values (the message header carries both).
