@@ -81,6 +81,7 @@ downlink_delta = false   # send the encoded change since what the clients hold (
 ratio = 0.01             # topk, randk: the fraction of values sent
 levels = 4               # qsgd: s, the number of positive levels
 bucket = 512             # qsgd: values per norm
+topk_bucket = 0          # topk: values per selection, the ratio kept in each (0: the whole vector)
 error_feedback = false   # clients keep what the uplink codec dropped and add it to the next update
 aggregate = "mean"       # mean: the weighted average of the decoded updates | majority: the sign
                          # of the sum of the clients' signs (signSGD with majority vote; uplink = "sign")
@@ -121,6 +122,10 @@ CompressionSpec resolve_compression(const Config& c, const RunSpec& s) {
   require(bucket >= 1 && bucket <= (1 << 24), "compression.bucket must be in 1..16777216");
   k.params.levels = uint32_t(levels);
   k.params.bucket = uint32_t(bucket);
+  const int64_t topk_bucket = c.get_int("compression.topk_bucket");
+  require(topk_bucket >= 0 && topk_bucket <= (int64_t(1) << 31),
+          "compression.topk_bucket must be >= 0 (0 = the whole vector)");
+  k.params.topk_bucket = uint32_t(topk_bucket);
   k.params.seed = s.seed;
   k.error_feedback = c.get_bool("compression.error_feedback");
   const std::string aggregate = c.get_string("compression.aggregate");
@@ -149,6 +154,10 @@ CompressionSpec resolve_compression(const Config& c, const RunSpec& s) {
           "each client its own version (use downlink fp16 / bf16 there)");
   require(!k.error_feedback || k.uplink != "none",
           "compression.error_feedback needs an uplink codec (compression.uplink)");
+  require(!k.error_feedback || k.uplink != "qsgd",
+          "compression.error_feedback needs a contractive codec (||x - D(C(x))|| < ||x||); QSGD "
+          "is unbiased but not contractive, and its residual grows without bound: use it "
+          "without error feedback");
   require(!k.majority || k.uplink == "sign",
           "compression.aggregate = \"majority\" votes with signs: it needs uplink = \"sign\"");
   require(!k.majority || s.regime == Regime::kGradient,

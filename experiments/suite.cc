@@ -131,12 +131,8 @@ SuitePlan plan_suite(const SuiteOptions& o) {
   plan.command =
       fmt::format("fedpar suite {}{}", plan.file.stem().string(), o.smoke ? " --smoke" : "");
   for (const auto& s : o.sets) plan.command += " --set " + s;
-  std::vector<RunSpec> runs;
-  for (const auto& r : cfg.get_string_list("suite.runs"))
-    if (!r.empty()) runs.push_back(parse_run(r));
-  if (runs.empty()) throw Error(fmt::format("{}: suite.runs is empty", plan.file.string()));
-  // --smoke overrides: "suite.*" change the suite, "equivalence.*" its equivalence table, the
-  // rest every run (and the equivalence table's runs).
+  // --smoke overrides: "suite.*" change the suite (its runs too), "equivalence.*" its
+  // equivalence table, the rest every run (and the equivalence table's runs).
   std::vector<std::string> smoke, smoke_equivalence;
   for (const auto& s : cfg.get_string_list("suite.smoke")) {
     if (s.empty() || !o.smoke) continue;
@@ -147,6 +143,10 @@ SuitePlan plan_suite(const SuiteOptions& o) {
     else
       smoke.push_back(s);
   }
+  std::vector<RunSpec> runs;
+  for (const auto& r : cfg.get_string_list("suite.runs"))
+    if (!r.empty()) runs.push_back(parse_run(r));
+  if (runs.empty()) throw Error(fmt::format("{}: suite.runs is empty", plan.file.string()));
   const auto reference = parse_pairs(cfg, runs);
   const auto seeds = cfg.get_int_list("suite.seeds");
   plan.eval_every = cfg.get_int("suite.eval_every");

@@ -27,6 +27,7 @@ void ErrorFeedback::encode(uint32_t client, std::span<const float> g, const Code
   }
   decoded_.resize(g.size());
   round_trip(codec_, p_, ctx, out, decoded_);
+  for (float v : decoded_) finite &= std::isfinite(v);  // e.g. a norm that overflowed
   if (!finite) return;
   for (size_t i = 0; i < g.size(); ++i) st.e[i] = p_[i] - decoded_[i];
 }

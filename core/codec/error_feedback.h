@@ -20,8 +20,9 @@ class ErrorFeedback {
   // Encodes g plus `client`'s residual into `out` and keeps the new residual. `lr` is the
   // learning rate the receiver will apply to the decoded update (1 for model deltas): when it
   // differs from the previous call's, the residual is first rescaled by old / new, so the step
-  // the residual stands for is kept. A p with NaN or Inf leaves the residual as it was (the
-  // receiver refuses that update anyway).
+  // the residual stands for is kept. When p or its decoding holds NaN or Inf the residual stays
+  // as it was (the receiver refuses that update anyway). The codec must be contractive
+  // (||p - D(C(p))|| < ||p||), or the residual grows without bound.
   void encode(uint32_t client, std::span<const float> g, const CodecContext& ctx, float lr,
               std::vector<uint8_t>& out);
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <sstream>
 
 #include "tests/util/run_fedpar.h"
 #include "tests/util/test_util.h"
@@ -225,6 +226,53 @@ TEST(Suite, TopologiesSmokeShowsWhereEachTopologyCarriesTheTraffic) {
   const std::string report = testing::slurp(tmp / "s/report.md");
   EXPECT_NE(report.find("### Traffic and time per node and step"), std::string::npos);
   EXPECT_NE(report.find("seconds to 90%"), std::string::npos);
+}
+
+// The last round record of a suite run.
+nlohmann::json last_round(const TempDir& tmp, const std::string& label) {
+  std::istringstream in(testing::slurp(tmp / "s/runs" / label / "metrics.jsonl"));
+  nlohmann::json last;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) {
+      auto j = nlohmann::json::parse(line);
+      if (j.value("kind", "round") == "round") last = j;
+    }
+  return last;
+}
+
+TEST(Suite, CommunicationSmokeShowsErrorFeedbackRecoversWhatCompressionDrops) {
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
+  TempDir tmp;
+  auto runs = smoke_runs("communication", tmp);
+  ASSERT_EQ(runs.size(), 6u);
+  auto acc = [&](const char* label) { return runs[label]["final_accuracy"].get<double>(); };
+  // top-k 1% with error feedback ends within a point of the uncompressed run, and measurably
+  // above top-k 1% without it
+  EXPECT_NEAR(acc("dp-topk1-ef"), acc("dp-none"), 1.0);
+  EXPECT_GT(acc("dp-topk1-ef"), acc("dp-topk1") + 3.0);
+  // EF-signSGD trains; the plain signs averaged do worse
+  EXPECT_GT(acc("dp-scaled-sign-ef"), acc("dp-sign-mean") + 10.0);
+  EXPECT_GT(acc("dp-scaled-sign-ef"), 80.0);
+  // the bytes each client's UPDATE put on the socket are the codec's (plus < 512 bytes of header
+  // and body): top-k keeps k = 1% of the 2NN's d values, 4 bytes each and 1-3 bytes of index gap;
+  // scaled sign 4 + ceil(d / 8)
+  const uint64_t d = 199210, k = 1992;
+  for (const auto& c : last_round(tmp, "dp-topk1-ef")["clients"]) {
+    EXPECT_GE(c["bytes_up"].get<uint64_t>(), 5 * k + 1);
+    EXPECT_LT(c["bytes_up"].get<uint64_t>(), 7 * k + 3 + 512);
+  }
+  for (const auto& c : last_round(tmp, "dp-scaled-sign-ef")["clients"]) {
+    EXPECT_GE(c["bytes_up"].get<uint64_t>(), 4 + (d + 7) / 8);
+    EXPECT_LT(c["bytes_up"].get<uint64_t>(), 4 + (d + 7) / 8 + 512);
+  }
+  // the ring carried fp16 (half of 2 (N - 1) / N of the model per worker, N = 2) and the server
+  // found the replicas bitwise equal every round, the last too
+  const auto ring = last_round(tmp, "dp-allreduce-fp16");
+  EXPECT_TRUE(ring["replicas_checked"].get<bool>());
+  for (const auto& w : ring["workers"]) {
+    EXPECT_GE(w["ring_bytes_sent"].get<uint64_t>(), 2 * d);
+    EXPECT_LT(w["ring_bytes_sent"].get<uint64_t>(), 2 * d + 1024);
+  }
 }
 
 TEST(Suite, UnknownSuiteNamesTheShippedOnes) {

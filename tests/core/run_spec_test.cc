@@ -53,6 +53,9 @@ TEST(RunSpecCompression, RefusesWhatCannotRunAndSaysWhy) {
   EXPECT_NE(
       refusal({"compression.error_feedback=true"}).find("error_feedback needs an uplink codec"),
       std::string::npos);
+  EXPECT_NE(refusal({"compression.uplink=qsgd", "compression.error_feedback=true"})
+                .find("QSGD is unbiased but not contractive"),
+            std::string::npos);
   EXPECT_NE(refusal({"compression.aggregate=vote"})
                 .find("compression.aggregate must be mean or majority, got 'vote'"),
             std::string::npos);
@@ -64,6 +67,9 @@ TEST(RunSpecCompression, RefusesWhatCannotRunAndSaysWhy) {
             std::string::npos);
   EXPECT_NE(refusal({"regime=gradient", "topology=master", "compression.uplink=fp16"})
                 .find("topology 'master' sends activations and their gradients uncompressed"),
+            std::string::npos);
+  EXPECT_NE(refusal({"regime=gradient", "topology=allreduce", "compression.uplink=qsgd"})
+                .find("it carries fp16 or bf16, not qsgd (top-k picks other indices"),
             std::string::npos);
   EXPECT_NE(refusal({"regime=gradient", "topology=allreduce", "compression.uplink=fp16",
                      "compression.error_feedback=true"})
