@@ -85,7 +85,8 @@ std::vector<std::pair<LinkProfile, double>> parse_mixture(const std::string& tex
   size_t start = 0;
   while (start <= text.size()) {
     const size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, comma - start);
+    std::string item = text.substr(start, comma - start);
+    std::erase(item, ' ');  // "wifi: 0.5, lte: 0.5" reads as written
     const size_t colon = item.find(':');
     char* end = nullptr;
     const double w = colon == std::string::npos ? 0 : std::strtod(item.c_str() + colon + 1, &end);

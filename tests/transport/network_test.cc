@@ -83,6 +83,12 @@ TEST(NetworkSpec, AMixtureIsDrawnPerClientFromTheSeed) {
   };
   const auto a = names(5);
   EXPECT_EQ(a, names(5));
+  EXPECT_EQ(resolve_network(NetworkMode::kSimulated, JitterKind::kUniform, "wifi",
+                            "wifi: 0.5, lte: 0.3, 3g: 0.2", {}, {}, 5, 100)
+                .client_profile,
+            resolve_network(NetworkMode::kSimulated, JitterKind::kUniform, "wifi",
+                            "wifi:0.5,lte:0.3,3g:0.2", {}, {}, 5, 100)
+                .client_profile);
   EXPECT_NE(a, names(6));
   std::map<std::string, int> count;
   for (const auto& n : a) ++count[n];
