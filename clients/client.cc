@@ -18,6 +18,7 @@
 #include "core/model.h"
 #include "core/run_spec.h"
 #include "protocol/messages.h"
+#include "transport/shaped_link.h"
 #include "transport/transport.h"
 
 namespace fedpar {
@@ -294,7 +295,9 @@ int run_client(const ClientOptions& o) {
   if (w.header.type == MessageType::kError)
     throw Error("the server refused us: " + checked(decode_error(w), "ERROR").reason);
   const WelcomeMsg welcome = checked(decode_welcome(w), "WELCOME");
-  return ClientProcess(o, *channel, ctx, welcome, w.header.run).serve();
+  const RunSpec spec = run_spec_from_toml(welcome.config_toml, "WELCOME");  // [network]
+  const auto link = shape_channel(*channel, spec.network, spec.seed, welcome.clients);
+  return ClientProcess(o, *link, ctx, welcome, w.header.run).serve();
 }
 
 }  // namespace fedpar

@@ -75,6 +75,12 @@ struct RoundRecord {
   // async
   std::optional<uint64_t> updates_applied, updates_rejected, model_version, staleness_max;
   std::optional<double> staleness_mean, elapsed_seconds;
+  // [network] (docs/network.md), parameter server and model averaging with mode != off: the
+  // sampled clients left out as unavailable this round; simulated mode: those whose TASK or UPDATE
+  // was drawn lost, and the round's computed seconds and their running sum; emulated mode: the
+  // round's wall seconds under emulation and their running sum
+  std::optional<std::vector<uint32_t>> unavailable, simulated_lost;
+  std::optional<double> simulated_seconds, simulated_time, emulated_seconds, emulated_time;
 };
 
 // summary.json of a distributed run.

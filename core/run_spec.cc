@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "core/check.h"
@@ -85,6 +86,23 @@ topk_bucket = 0          # topk: values per selection, the ratio kept in each (0
 error_feedback = false   # clients keep what the uplink codec dropped and add it to the next update
 aggregate = "mean"       # mean: the weighted average of the decoded updates | majority: the sign
                          # of the sum of the clients' signs (signSGD with majority vote; uplink = "sign")
+
+[network]                # the links between server and clients (docs/network.md)
+mode = "off"             # off | emulated (messages are held until their arrival time: runs slow
+                         # down) | simulated (no waiting: each round's time is computed and recorded)
+profile = "wifi"         # every client's link: datacenter | wifi | lte | 3g | custom
+profiles = []            # per-client overrides, "client:profile" items, e.g. ["0:lte", "3:3g"]
+heterogeneous = ""       # e.g. "wifi:0.5,lte:0.3,3g:0.2": each client's profile drawn from
+                         # (seed, client) with these weights (replaces profile)
+jitter = "uniform"       # extra delay per message: uniform U[0, j) | normal |N(0, 1)| * j
+
+[network.custom]         # the profile named "custom"
+down_bps = 10000000.0    # server -> client, bit/s
+up_bps = 10000000.0      # client -> server, bit/s
+latency_seconds = 0.0    # one way, every message
+jitter_seconds = 0.0     # j above
+loss = 0.0               # probability a TASK or UPDATE is lost
+availability = 1.0       # probability the client takes part in a round
 
 [diagnostics]            # measurements that cost extra
 drift = false            # model regime: clients also send K x their first step; logs update_drift
@@ -181,6 +199,52 @@ CompressionSpec resolve_compression(const Config& c, const RunSpec& s) {
   return k;
 }
 
+NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
+  const std::string mode = c.get_string("network.mode"), jitter = c.get_string("network.jitter");
+  require(mode == "off" || mode == "emulated" || mode == "simulated",
+          fmt::format("network.mode must be off, emulated or simulated, got '{}'", mode));
+  require(jitter == "uniform" || jitter == "normal",
+          fmt::format("network.jitter must be uniform or normal, got '{}'", jitter));
+  std::vector<std::pair<uint32_t, std::string>> overrides;
+  for (const std::string& item : c.get_string_list("network.profiles")) {
+    const size_t colon = item.find(':');
+    char* end = nullptr;
+    const long client = colon == std::string::npos ? -1 : std::strtol(item.c_str(), &end, 10);
+    require(colon != std::string::npos && colon > 0 && end == item.c_str() + colon && client >= 0 &&
+                colon + 1 < item.size(),
+            fmt::format("network.profiles: '{}' is not \"client:profile\" (e.g. \"0:lte\"; "
+                        "profiles: {})",
+                        item, valid_profile_names()));
+    overrides.emplace_back(uint32_t(client), item.substr(colon + 1));
+  }
+  const LinkProfile custom{.name = "custom",
+                           .down_bps = c.get_float("network.custom.down_bps"),
+                           .up_bps = c.get_float("network.custom.up_bps"),
+                           .latency_s = c.get_float("network.custom.latency_seconds"),
+                           .jitter_s = c.get_float("network.custom.jitter_seconds"),
+                           .loss = c.get_float("network.custom.loss"),
+                           .availability = c.get_float("network.custom.availability")};
+  check_link_profile(custom);  // checked even when no client uses it
+  NetworkSpec n =
+      resolve_network(mode == "off"        ? NetworkMode::kOff
+                      : mode == "emulated" ? NetworkMode::kEmulated
+                                           : NetworkMode::kSimulated,
+                      jitter == "uniform" ? JitterKind::kUniform : JitterKind::kNormal,
+                      c.get_string("network.profile"), c.get_string("network.heterogeneous"),
+                      overrides, custom, s.seed, size_t(std::max(0, s.partition.clients)));
+  const bool sync_ps = s.topology == Topology::kParameterServer && s.regime != Regime::kAsync;
+  require(n.mode != NetworkMode::kSimulated || sync_ps,
+          "network.mode = \"simulated\" computes synchronous rounds: it needs the parameter-server "
+          "topology with regime = \"gradient\" or \"model\" (use \"emulated\" otherwise)");
+  require(n.mode != NetworkMode::kEmulated || s.topology != Topology::kAllReduce,
+          "network.mode = \"emulated\" shapes the server's links, not the ring's between workers: "
+          "it does not apply to topology = \"allreduce\"");
+  require(!n.on() || n.all_available() || sync_ps,
+          "network: a profile with availability < 1 needs the parameter-server topology with "
+          "regime = \"gradient\" or \"model\" (clients are left out of synchronous rounds)");
+  return n;
+}
+
 }  // namespace
 
 std::string run_defaults() { return std::string(kRunTop) + kModelDataDefaults + kRunSections; }
@@ -191,6 +255,7 @@ Config make_run_config(std::string_view extra_sections) {
   c.allow_words("sgd.batch", {"full"});
   c.list_of_strings("stragglers.slowdown");
   c.list_of_strings("stragglers.delay_seconds");
+  c.list_of_strings("network.profiles");
   return c;
 }
 
@@ -287,6 +352,7 @@ RunSpec resolve_run_spec(const Config& c) {
   s.delay_seconds = client_values(c, "stragglers.delay_seconds", 0.0);
 
   s.compression = resolve_compression(c, s);
+  s.network = resolve_network_section(c, s);
 
   s.drift = c.get_bool("diagnostics.drift");
   require(!s.drift || s.compression.uplink == "none",

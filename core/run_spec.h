@@ -11,6 +11,7 @@
 #include "core/config.h"
 #include "core/dataset.h"
 #include "core/model.h"
+#include "core/network.h"
 #include "core/optimizer.h"
 #include "core/partition_params.h"
 #include "core/weighted_average.h"
@@ -69,6 +70,7 @@ struct RunSpec {
   double slowdown_of(uint32_t c) const { return slowdown.count(c) ? slowdown.at(c) : 1.0; }
   double delay_of(uint32_t c) const { return delay_seconds.count(c) ? delay_seconds.at(c) : 0.0; }
   CompressionSpec compression;
+  NetworkSpec network;  // [network]: link profiles per client (docs/network.md)
   // diagnostics
   bool drift = false;         // model regime: log update_drift (doubles the uplink)
   int save_params_every = 0;  // > 0: params/round-NNNN.safetensors every r rounds

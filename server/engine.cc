@@ -77,6 +77,7 @@ void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
   }
   deal_clients();
   for (const auto& id : order) {
+    transport_.assign(id, peers[id].clients);  // [network] emulated: its uplink is shaped now
     WelcomeMsg w{config_toml, peers[id].clients, {}, num_params, manifest.dataset_hash};
     for (uint32_t c : peers[id].clients) w.shards.push_back(manifest.clients[c].indices);
     send(id, encode(w, envelope()));

@@ -11,6 +11,7 @@
 #include "server/engine.h"
 #include "server/plan.h"
 #include "server/run_context.h"
+#include "transport/shaped_link.h"
 
 namespace fedpar {
 namespace {
@@ -28,10 +29,12 @@ int run_server(Config cfg, const ServerOptions& opts) {
   const RunSpec s = resolve_run_spec(cfg);
   install_stop_handlers();
   cfg.set("name", s.name);
-  const auto transport = bind_zmq_transport(s.bind, opts.context);
+  const auto transport =
+      shape_transport(bind_zmq_transport(s.bind, opts.context), s.network, s.seed);
   write_endpoint(opts.endpoint_file, transport->endpoint());
   Engine engine(s, *transport, opts.quiet);
   RunContext run(cfg, s);
+  if (s.network.on()) run.out.write_json("network.json", network_json(s.network));
   engine.run_id = hash_bytes(&s.seed, sizeof(s.seed), ::getpid());
   try {
     engine.welcome_clients(run.manifest, run.params.size(),

@@ -54,7 +54,10 @@ class SyncPlan final : public Plan {
 
   std::string round(Engine& engine, RoundRecord& rec) override {
     const auto t0 = Clock::now();
-    const auto participants = sample_participants(s_, engine.num_clients, engine.round);
+    const auto participants =
+        network_participants(s_.network, s_.seed, engine.round,
+                             sample_participants(s_, engine.num_clients, engine.round), rec);
+    if (participants.empty()) return idle_round(rec, engine.round);  // [network]: none available
     const double broadcast_seconds = send_tasks(engine, participants);
     const Collected c = engine.collect(collect_spec());
     const auto t_wait = Clock::now();
@@ -74,6 +77,7 @@ class SyncPlan final : public Plan {
     rec.broadcast_seconds = broadcast_seconds;
     rec.wait_seconds = std::chrono::duration<double>(t_wait - t0).count();
     rec.aggregate_seconds = std::chrono::duration<double>(t_done - t_wait).count();
+    clock_.end_round(rec, engine.round, std::chrono::duration<double>(t_done - t0).count());
     return fmt::format("{} updates", c.got.size());
   }
 
@@ -103,6 +107,14 @@ class SyncPlan final : public Plan {
       if (!engine.lost.count(id) && (per_peer_.count(id) || engine.downlink_delta()))
         engine.send(id, m);
     return std::chrono::duration<double>(Clock::now() - t_send).count();
+  }
+
+  // Every sampled client unavailable ([network]): no task goes out and the model stays.
+  std::string idle_round(RoundRecord& rec, uint64_t round) {
+    per_peer_.clear();
+    rec.participants = rec.received = 0;
+    clock_.end_round(rec, round, 0);
+    return "no client available";
   }
 
   // The updates of the participants whose processes are still in the run.
@@ -174,6 +186,7 @@ class SyncPlan final : public Plan {
   std::unique_ptr<Strategy> strategy_;
   std::map<std::string, std::vector<uint32_t>> per_peer_;  // this round's tasks per process
   uint64_t model_bytes_ = 0;  // the model frame of this round's TASK, as sent
+  NetworkClock clock_{s_.network, s_.seed, s_.wait_seconds};  // [network]: the rounds' time axis
 };
 
 }  // namespace

@@ -52,6 +52,8 @@ class Transport {
   virtual size_t send(const std::string& peer, const WireMessage& m) = 0;
   // The next message, or nullopt at the deadline.
   virtual std::optional<Received> receive(Clock::time_point deadline) = 0;
+  // The virtual clients `peer` hosts, once dealt (a shaped transport picks its link from them).
+  virtual void assign(const std::string& /*peer*/, const std::vector<uint32_t>& /*clients*/) {}
 };
 
 // A client's connection to the server.

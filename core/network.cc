@@ -1,0 +1,243 @@
+// Link profiles and the network's seeded draws; see network.h and docs/network.md.
+#include "core/network.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "core/check.h"
+#include "core/rng.h"
+#include "core/run_records.h"
+
+namespace fedpar {
+
+const std::vector<LinkProfile>& named_link_profiles() {
+  // Illustrative numbers in the range of published measurements (docs/network.md), not
+  // measurements of any one network.
+  static const std::vector<LinkProfile> profiles = {
+      {"datacenter", 25e9, 25e9, 10e-6, 0, 0, 1},
+      {"wifi", 50e6, 20e6, 5e-3, 2e-3, 0, 1},
+      {"lte", 20e6, 5e6, 40e-3, 10e-3, 0, 1},
+      {"3g", 2e6, 0.5e6, 150e-3, 30e-3, 0.01, 1},
+  };
+  return profiles;
+}
+
+std::string valid_profile_names() {
+  std::string names;
+  for (const auto& p : named_link_profiles()) names += p.name + ", ";
+  return names + "custom";
+}
+
+const char* network_mode_name(NetworkMode m) {
+  switch (m) {
+    case NetworkMode::kOff:
+      return "off";
+    case NetworkMode::kEmulated:
+      return "emulated";
+    case NetworkMode::kSimulated:
+      return "simulated";
+  }
+  return "?";
+}
+
+bool NetworkSpec::all_available() const {
+  return std::all_of(profiles.begin(), profiles.end(),
+                     [](const LinkProfile& p) { return p.availability >= 1.0; });
+}
+
+void check_link_profile(const LinkProfile& p) {
+  const auto need = [&](bool ok, const char* what) {
+    if (!ok) throw Error(fmt::format("network profile '{}': {}", p.name, what));
+  };
+  need(p.down_bps > 0 && std::isfinite(p.down_bps), "down_bps must be > 0");
+  need(p.up_bps > 0 && std::isfinite(p.up_bps), "up_bps must be > 0");
+  need(p.latency_s >= 0 && std::isfinite(p.latency_s), "latency_seconds must be >= 0");
+  need(p.jitter_s >= 0 && std::isfinite(p.jitter_s), "jitter_seconds must be >= 0");
+  need(p.loss >= 0 && p.loss <= 1, "loss must be in [0, 1]");
+  need(p.availability >= 0 && p.availability <= 1, "availability must be in [0, 1]");
+}
+
+namespace {
+
+// The profile called `name` (named, or custom: checked), or an Error naming `key` and the
+// valid names.
+LinkProfile find_profile(const std::string& name, const LinkProfile& custom,
+                         const std::string& key) {
+  if (name == "custom") {
+    check_link_profile(custom);
+    return custom;
+  }
+  for (const auto& p : named_link_profiles())
+    if (p.name == name) return p;
+  throw Error(
+      fmt::format("{}: unknown profile '{}' (valid: {})", key, name, valid_profile_names()));
+}
+
+// "wifi:0.5,lte:0.3,3g:0.2" as (profile, weight) pairs; weights > 0 summing to 1.
+std::vector<std::pair<LinkProfile, double>> parse_mixture(const std::string& text,
+                                                          const LinkProfile& custom) {
+  const std::string key = "network.heterogeneous";
+  std::vector<std::pair<LinkProfile, double>> out;
+  double total = 0;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    std::string item = text.substr(start, comma - start);
+    std::erase(item, ' ');  // "wifi: 0.5, lte: 0.5" reads as written
+    const size_t colon = item.find(':');
+    char* end = nullptr;
+    const double w = colon == std::string::npos ? 0 : std::strtod(item.c_str() + colon + 1, &end);
+    if (colon == std::string::npos || colon + 1 == item.size() || *end != '\0' || !(w > 0))
+      throw Error(fmt::format(
+          "{}: '{}' is not \"profile:weight\" with a weight > 0 (e.g. \"wifi:0.5,lte:0.3,3g:0.2\")",
+          key, item));
+    out.emplace_back(find_profile(item.substr(0, colon), custom, key), w);
+    total += w;
+    start = comma + 1;
+  }
+  if (std::abs(total - 1.0) > 1e-6)
+    throw Error(fmt::format("{}: the weights of '{}' sum to {}, not 1", key, text, total));
+  return out;
+}
+
+}  // namespace
+
+NetworkSpec resolve_network(NetworkMode mode, JitterKind jitter, const std::string& profile,
+                            const std::string& heterogeneous,
+                            const std::vector<std::pair<uint32_t, std::string>>& overrides,
+                            const LinkProfile& custom_in, uint64_t seed, size_t clients) {
+  LinkProfile custom = custom_in;
+  custom.name = "custom";
+  NetworkSpec n{.mode = mode, .jitter = jitter};
+  const auto index_of = [&](const LinkProfile& p) {
+    for (size_t i = 0; i < n.profiles.size(); ++i)
+      if (n.profiles[i].name == p.name) return uint32_t(i);
+    n.profiles.push_back(p);
+    return uint32_t(n.profiles.size() - 1);
+  };
+  const LinkProfile base = find_profile(profile, custom, "network.profile");
+  if (heterogeneous.empty()) {
+    n.client_profile.assign(clients, index_of(base));
+  } else {
+    const auto mixture = parse_mixture(heterogeneous, custom);
+    for (size_t c = 0; c < clients; ++c) {
+      const double u = Rng(seed, "net-profile", uint32_t(c)).uniform_double();
+      double acc = 0;
+      size_t pick = mixture.size() - 1;  // the last takes what rounding leaves
+      for (size_t i = 0; i < mixture.size(); ++i)
+        if (u < (acc += mixture[i].second)) {
+          pick = i;
+          break;
+        }
+      n.client_profile.push_back(index_of(mixture[pick].first));
+    }
+  }
+  for (const auto& [c, name] : overrides) {
+    if (c >= clients)
+      throw Error(fmt::format(
+          "network.profiles: client {} does not exist (partition.clients = {}: ids 0..{})", c,
+          clients, clients - 1));
+    n.client_profile[c] = index_of(find_profile(name, custom, "network.profiles"));
+  }
+  if (n.profiles.empty()) n.profiles.push_back(base);  // no clients: keep of() defined
+  return n;
+}
+
+bool client_available(const NetworkSpec& n, uint64_t seed, uint32_t client, uint64_t round) {
+  const double a = n.of(client).availability;
+  if (a >= 1.0) return true;  // no draw: a run without unavailability draws nothing
+  return Rng(seed, "net-available", client, uint32_t(round)).uniform_double() < a;
+}
+
+double jitter_seconds(JitterKind kind, double scale, uint64_t seed, std::string_view direction,
+                      uint32_t link, uint32_t counter) {
+  if (scale <= 0) return 0;
+  Rng r(seed, fmt::format("net-jitter-{}", direction), link, counter);
+  return kind == JitterKind::kUniform ? scale * r.uniform_double() : scale * std::abs(r.normal());
+}
+
+bool message_lost(double loss, uint64_t seed, std::string_view direction, uint32_t link,
+                  uint32_t counter) {
+  if (loss <= 0) return false;
+  Rng r(seed, fmt::format("net-loss-{}", direction), link, counter);
+  return r.uniform_double() < loss;
+}
+
+std::vector<uint32_t> network_participants(const NetworkSpec& n, uint64_t seed, uint64_t round,
+                                           std::vector<uint32_t> sampled, RoundRecord& rec) {
+  if (!n.on()) return sampled;
+  std::vector<uint32_t> asked, unavailable, lost;
+  for (uint32_t c : sampled) {
+    if (!client_available(n, seed, c, round)) {
+      unavailable.push_back(c);
+    } else if (n.mode == NetworkMode::kSimulated &&
+               (message_lost(n.of(c).loss, seed, "down", c, uint32_t(round)) ||
+                message_lost(n.of(c).loss, seed, "up", c, uint32_t(round)))) {
+      lost.push_back(c);
+    } else {
+      asked.push_back(c);
+    }
+  }
+  rec.unavailable = std::move(unavailable);
+  if (n.mode == NetworkMode::kSimulated) rec.simulated_lost = std::move(lost);
+  return asked;
+}
+
+double simulated_round_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
+                               const std::vector<SimulatedClient>& clients, double deadline,
+                               bool deadline_hit, double aggregate_seconds) {
+  double slowest = 0;
+  for (const auto& c : clients) {
+    const LinkProfile& p = n.of(c.client);
+    const double down =
+        transfer_seconds(c.down_bytes, p.down_bps) + p.latency_s +
+        jitter_seconds(n.jitter, p.jitter_s, seed, "down", c.client, uint32_t(round));
+    const double up = transfer_seconds(c.up_bytes, p.up_bps) + p.latency_s +
+                      jitter_seconds(n.jitter, p.jitter_s, seed, "up", c.client, uint32_t(round));
+    slowest = std::max(slowest, down + c.compute_seconds + up);
+  }
+  return (deadline_hit ? deadline : std::min(slowest, deadline)) + aggregate_seconds;
+}
+
+void NetworkClock::end_round(RoundRecord& rec, uint64_t round, double wall_seconds) {
+  if (n_.mode == NetworkMode::kEmulated) {
+    total_ += wall_seconds;
+    rec.emulated_seconds = wall_seconds;
+    rec.emulated_time = total_;
+  } else if (n_.mode == NetworkMode::kSimulated) {
+    std::vector<SimulatedClient> clients;
+    if (rec.clients)
+      for (const auto& c : *rec.clients)
+        clients.push_back(
+            {c.client, rec.bytes_down_per_task.value_or(0), c.bytes_up, c.compute_seconds});
+    const bool deadline_hit = (rec.simulated_lost && !rec.simulated_lost->empty()) ||
+                              (rec.missing && !rec.missing->empty());
+    const double secs = simulated_round_seconds(n_, seed_, round, clients, deadline_, deadline_hit,
+                                                rec.aggregate_seconds.value_or(0));
+    total_ += secs;
+    rec.simulated_seconds = secs;
+    rec.simulated_time = total_;
+  }
+}
+
+nlohmann::json network_json(const NetworkSpec& n) {
+  nlohmann::json profiles = nlohmann::json::array(), clients = nlohmann::json::array();
+  for (const auto& p : n.profiles)
+    profiles.push_back({{"name", p.name},
+                        {"down_bps", p.down_bps},
+                        {"up_bps", p.up_bps},
+                        {"latency_seconds", p.latency_s},
+                        {"jitter_seconds", p.jitter_s},
+                        {"loss", p.loss},
+                        {"availability", p.availability}});
+  for (uint32_t i : n.client_profile) clients.push_back(n.profiles[i].name);
+  return {{"mode", network_mode_name(n.mode)},
+          {"jitter", n.jitter == JitterKind::kUniform ? "uniform" : "normal"},
+          {"profiles", profiles},
+          {"clients", clients}};
+}
+
+}  // namespace fedpar

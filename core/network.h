@@ -1,0 +1,115 @@
+// Network conditions between the server and its clients ([network], docs/network.md): link
+// profiles (pure data), each client's resolved profile, and the seeded draws that decide a
+// client's availability in a round, a message's jitter and whether it is lost. Emulated mode
+// delays real messages (transport/shaped_link.h); simulated mode computes each round's time from
+// the bytes and compute times it measured (NetworkClock below) without waiting.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fedpar {
+
+struct RoundRecord;
+
+// One link between the server and a client. Latency is one way (a round trip is twice it).
+struct LinkProfile {
+  std::string name;
+  double down_bps = 0;      // server -> client, bit/s
+  double up_bps = 0;        // client -> server, bit/s
+  double latency_s = 0;     // added to every message, each way
+  double jitter_s = 0;      // scale of a random extra delay per message (never negative)
+  double loss = 0;          // probability that a TASK or UPDATE is lost
+  double availability = 1;  // probability that the client takes part in a round
+};
+
+// The named profiles (illustrative, typical published values; docs/network.md): datacenter, wifi,
+// lte, 3g. "custom" is [network.custom] and is resolved with the run config.
+const std::vector<LinkProfile>& named_link_profiles();
+// "datacenter, wifi, lte, 3g, custom": for errors naming the valid profiles.
+std::string valid_profile_names();
+// Throws Error naming the profile and the first number out of its range.
+void check_link_profile(const LinkProfile& p);
+
+enum class NetworkMode { kOff, kEmulated, kSimulated };
+enum class JitterKind { kUniform, kNormal };  // U[0, j) | |N(0, 1)| * j
+
+struct NetworkSpec {
+  NetworkMode mode = NetworkMode::kOff;
+  JitterKind jitter = JitterKind::kUniform;
+  std::vector<LinkProfile> profiles;     // those the run uses, each once
+  std::vector<uint32_t> client_profile;  // each client's index into `profiles`
+  bool on() const { return mode != NetworkMode::kOff; }
+  // Client c's link (the first profile for an id beyond the partition).
+  const LinkProfile& of(uint32_t c) const {
+    return profiles[c < client_profile.size() ? client_profile[c] : 0];
+  }
+  bool all_available() const;  // every client's availability is 1
+};
+
+const char* network_mode_name(NetworkMode m);  // "off" | "emulated" | "simulated"
+
+// The per-client resolution of [network] (run_spec.cc reads the keys): `heterogeneous` ("wifi:0.5,
+// lte:0.5", weights summing to 1) draws each client's profile from (seed, "net-profile", client),
+// else every client gets `profile`; then `overrides` (client -> name) replace single clients.
+// `custom` is the profile named "custom". Throws Error naming the key and the valid profiles.
+NetworkSpec resolve_network(NetworkMode mode, JitterKind jitter, const std::string& profile,
+                            const std::string& heterogeneous,
+                            const std::vector<std::pair<uint32_t, std::string>>& overrides,
+                            const LinkProfile& custom, uint64_t seed, size_t clients);
+
+// Seconds to put `bytes` on a link of `bps` bit/s.
+inline double transfer_seconds(uint64_t bytes, double bps) { return double(bytes) * 8.0 / bps; }
+
+// The seeded draws. Purposes: "net-available" (client, round); the jitter and loss of a message
+// are keyed by a direction ("up" | "down"), a link id and a counter (the link's message count in
+// emulation, the round in simulation).
+bool client_available(const NetworkSpec& n, uint64_t seed, uint32_t client, uint64_t round);
+double jitter_seconds(JitterKind kind, double scale, uint64_t seed, std::string_view direction,
+                      uint32_t link, uint32_t counter);
+bool message_lost(double loss, uint64_t seed, std::string_view direction, uint32_t link,
+                  uint32_t counter);
+
+// Who of a round's sampled clients takes part: those available (the rest go to rec.unavailable)
+// and, in simulated mode, whose TASK and UPDATE are not lost (the rest go to rec.simulated_lost).
+// Mode off returns `sampled` and leaves `rec` as it is.
+std::vector<uint32_t> network_participants(const NetworkSpec& n, uint64_t seed, uint64_t round,
+                                           std::vector<uint32_t> sampled, RoundRecord& rec);
+
+// One participant of a simulated round.
+struct SimulatedClient {
+  uint32_t client = 0;
+  uint64_t down_bytes = 0, up_bytes = 0;
+  double compute_seconds = 0;
+};
+// The simulated seconds of one synchronous round: the slowest participant's
+// down (bytes / down_bps + latency + jitter) + compute + up (bytes / up_bps + latency + jitter),
+// capped at the deadline, or the deadline when a message was lost or a client missed it; plus the
+// aggregation. Jitter draws are keyed by (seed, direction, client, round).
+double simulated_round_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
+                               const std::vector<SimulatedClient>& clients, double deadline,
+                               bool deadline_hit, double aggregate_seconds);
+
+// A run's network time axis: fills each synchronous round record's simulated_seconds and
+// simulated_time (simulated mode, from the record's bytes and timings) or emulated_seconds and
+// emulated_time (emulated mode, the round's wall time under emulation).
+class NetworkClock {
+ public:
+  NetworkClock(const NetworkSpec& n, uint64_t seed, double deadline)
+      : n_(n), seed_(seed), deadline_(deadline) {}
+  void end_round(RoundRecord& rec, uint64_t round, double wall_seconds);
+
+ private:
+  const NetworkSpec& n_;
+  uint64_t seed_;
+  double deadline_, total_ = 0;
+};
+
+// What network a run used (network.json in its results): the mode, the profiles' numbers and each
+// client's profile name.
+nlohmann::json network_json(const NetworkSpec& n);
+
+}  // namespace fedpar

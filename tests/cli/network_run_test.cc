@@ -1,0 +1,277 @@
+// [network] in whole runs (docs/network.md): the server and its client processes as threads over
+// inproc:// (and once as real processes over tcp via `fedpar run`). Emulated mode really slows the
+// rounds down to at least the emulated transfer time and ends with the model of the run without
+// it; simulated mode finishes at full speed with each round's simulated_seconds equal to the
+// formula; availability and loss leave out the clients the seeded draws say, in both modes.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "clients/client.h"
+#include "core/network.h"
+#include "core/run_spec.h"
+#include "server/server.h"
+#include "tests/util/run_fedpar.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using nlohmann::json;
+using testing::TempDir;
+
+// 4 clients on 2 processes (clients 0, 2 on the first to say HELLO, 1, 3 on the other); the MLP
+// 60-32-10 has 2,282 parameters: a 9,128-byte model frame.
+constexpr const char* kRun =
+    "seed = 3\nrounds = 3\nprocesses = 2\n[partition]\nclients = 4\n"
+    "[data]\nname = 'synthetic'\niid = true\n[model]\nname = 'mlp'\nhidden = [32]\n";
+
+struct RunResult {
+  std::filesystem::path dir;
+  double seconds = 0;  // the whole run's wall time
+  std::vector<json> rounds;
+  std::string hash;
+};
+
+RunResult run_on_threads(const TempDir& tmp, const std::string& name,
+                         const std::vector<std::string>& sets) {
+  Config cfg = make_run_config();
+  cfg.merge_toml(kRun, "the test");
+  cfg.set_all(sets);
+  cfg.set("name", name);
+  cfg.set("results_dir", (tmp / "threads").string());
+  static std::atomic<int> serial = 0;
+  cfg.set("bind", fmt::format("inproc://network-{}", serial++));
+  const RunSpec s = resolve_run_spec(cfg);
+  zmq::context_t ctx;
+  std::vector<std::thread> clients;
+  std::atomic<int> failures = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < s.processes; ++i)
+    clients.emplace_back([&] {
+      try {
+        if (run_client({.server = s.bind, .wait_seconds = 30, .quiet = true, .context = &ctx}) != 0)
+          ++failures;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "client thread: " << e.what();
+        ++failures;
+      }
+    });
+  const int code = run_server(cfg, {.quiet = true, .context = &ctx});
+  for (auto& t : clients) t.join();
+  RunResult r{tmp / "threads" / name,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(failures.load(), 0);
+  std::ifstream in(r.dir / "metrics.jsonl");
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) r.rounds.push_back(json::parse(line));
+  r.hash = json::parse(std::ifstream(r.dir / "summary.json")).at("model_hash").get<std::string>();
+  return r;
+}
+
+const std::vector<std::string> kModel = {"regime=model", "local.steps=2", "local.batch=10"};
+const std::vector<std::string> kLink = {"network.profile=custom", "network.custom.down_bps=1e6",
+                                        "network.custom.up_bps=1e6",
+                                        "network.custom.latency_seconds=0.05"};
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+double bits(const json& bytes) { return double(bytes.get<uint64_t>()) * 8; }
+
+// At 1 Mbit/s with 50 ms each way, a round cannot be shorter than the TASK's model frame down,
+// then the two UPDATEs of one process up one after the other (a process's uplink is one link),
+// plus the latency each way; it is not much longer either (the compute, and scheduling).
+TEST(NetworkRun, EmulatedRoundsLastAtLeastTheEmulatedTransfersAndTrainTheSameModel) {
+  TempDir tmp;
+  const RunResult off = run_on_threads(tmp, "off", kModel);
+  const RunResult emu =
+      run_on_threads(tmp, "emulated", with(with(kModel, kLink), {"network.mode=emulated"}));
+  ASSERT_EQ(emu.rounds.size(), 3u);
+  EXPECT_EQ(emu.hash, off.hash);  // no loss, everyone available: the same training
+  double emulated_total = 0;
+  for (const auto& rec : emu.rounds) {
+    std::map<int64_t, double> up_bits;  // per process
+    double compute = 0;
+    for (const auto& c : rec.at("clients")) {
+      up_bits[c.at("process").get<int64_t>()] += bits(c.at("bytes_up"));
+      compute += c.at("compute_seconds").get<double>();
+    }
+    ASSERT_EQ(up_bits.size(), 2u);
+    double up = 0;
+    for (const auto& [p, b] : up_bits) up = std::max(up, b / 1e6);
+    const double down = bits(rec.at("bytes_down_per_task")) / 1e6;
+    const double floor = down + 0.05 + up + 0.05;  // about 0.35 s
+    EXPECT_GT(down, 0.07);
+    EXPECT_GE(rec.at("wait_seconds").get<double>(), floor);
+    EXPECT_GE(rec.at("emulated_seconds").get<double>(), floor);
+    EXPECT_LT(rec.at("emulated_seconds").get<double>(), floor + compute + 0.4);
+    emulated_total += rec.at("emulated_seconds").get<double>();
+    EXPECT_NEAR(rec.at("emulated_time").get<double>(), emulated_total, 1e-9);
+    EXPECT_EQ(rec.at("unavailable"), json::array());
+    EXPECT_FALSE(rec.contains("simulated_seconds"));
+  }
+  EXPECT_GT(emu.seconds, off.seconds + 3 * 0.35 * 0.9);  // the run really slowed down
+  for (const auto& rec : off.rounds) {
+    EXPECT_FALSE(rec.contains("emulated_seconds"));
+    EXPECT_FALSE(rec.contains("unavailable"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(off.dir / "network.json"));
+  const json net = json::parse(std::ifstream(emu.dir / "network.json"));
+  EXPECT_EQ(net.at("mode"), "emulated");
+  EXPECT_EQ(net.at("clients"), json({"custom", "custom", "custom", "custom"}));
+  EXPECT_EQ(net.at("profiles")[0].at("up_bps"), 1e6);
+
+  // the same over tcp with real processes
+  std::ofstream(tmp / "run.toml") << kRun;
+  std::string args = fmt::format("run {} --set name=procs --set results_dir={}",
+                                 (tmp / "run.toml").string(), (tmp / "processes").string());
+  for (const auto& s : with(with(kModel, kLink), {"network.mode=emulated"})) args += " --set " + s;
+  const auto r = testing::run_fedpar(args, tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(
+      json::parse(std::ifstream(tmp / "processes" / "procs" / "summary.json")).at("model_hash"),
+      off.hash);
+}
+
+// Simulated: no waiting, and each round's seconds are the formula over the round's own record:
+// the slowest client's down (model frame / down_bps + latency) + compute + up (UPDATE / up_bps +
+// latency), plus the measured aggregation; simulated_time sums them.
+TEST(NetworkRun, SimulatedRoundsTakeTheFormulasTimeWithoutWaitingForIt) {
+  TempDir tmp;
+  const RunResult off = run_on_threads(tmp, "off", kModel);
+  const RunResult sim =
+      run_on_threads(tmp, "simulated", with(with(kModel, kLink), {"network.mode=simulated"}));
+  ASSERT_EQ(sim.rounds.size(), 3u);
+  EXPECT_EQ(sim.hash, off.hash);
+  double total = 0;
+  for (const auto& rec : sim.rounds) {
+    double slowest = 0;
+    ASSERT_EQ(rec.at("clients").size(), 4u);
+    for (const auto& c : rec.at("clients"))
+      slowest = std::max(slowest, bits(rec.at("bytes_down_per_task")) / 1e6 + 0.05 +
+                                      c.at("compute_seconds").get<double>() +
+                                      bits(c.at("bytes_up")) / 1e6 + 0.05);
+    const double expected = slowest + rec.at("aggregate_seconds").get<double>();
+    EXPECT_NEAR(rec.at("simulated_seconds").get<double>(), expected, 1e-12);
+    EXPECT_GT(expected, 0.17);
+    total += expected;
+    EXPECT_NEAR(rec.at("simulated_time").get<double>(), total, 1e-9);
+    EXPECT_EQ(rec.at("simulated_lost"), json::array());
+    EXPECT_FALSE(rec.contains("emulated_seconds"));
+    if (rec.at("round") > 1)  // (the first round includes the clients' start)
+      EXPECT_LT(rec.at("wait_seconds").get<double>(), expected / 2);  // it did not wait for it
+  }
+  EXPECT_LT(sim.seconds, off.seconds + 0.5);
+}
+
+// A client whose availability draw fails is not asked: the record lists it as unavailable, its
+// update is absent, and the draws are (seed, client, round) alone. A round nobody is available
+// for leaves the model as it is.
+TEST(NetworkRun, UnavailableClientsAreNotAskedAndTheRecordSaysWho) {
+  TempDir tmp;
+  const std::vector<std::string> sets =
+      with(kModel, {"network.mode=simulated", "network.profile=custom",
+                    "network.custom.availability=0.5", "rounds=6"});
+  const RunResult run = run_on_threads(tmp, "available", sets);
+  Config cfg = make_run_config();
+  cfg.merge_toml(kRun, "the test");
+  cfg.set_all(sets);
+  const RunSpec s = resolve_run_spec(cfg);
+  ASSERT_EQ(run.rounds.size(), 6u);
+  size_t left_out = 0;
+  for (uint64_t r = 0; r < 6; ++r) {
+    std::vector<uint32_t> unavailable, asked;
+    for (uint32_t c = 0; c < 4; ++c)
+      (client_available(s.network, s.seed, c, r) ? asked : unavailable).push_back(c);
+    const json& rec = run.rounds[r];
+    EXPECT_EQ(rec.at("unavailable").get<std::vector<uint32_t>>(), unavailable) << "round " << r;
+    EXPECT_EQ(rec.at("participants").get<size_t>(), asked.size());
+    std::vector<uint32_t> updated;
+    if (rec.contains("clients"))
+      for (const auto& c : rec.at("clients")) updated.push_back(c.at("client").get<uint32_t>());
+    EXPECT_EQ(updated, asked) << "round " << r;
+    left_out += unavailable.size();
+  }
+  EXPECT_GT(left_out, 0u);
+  EXPECT_LT(left_out, 24u);
+  EXPECT_NE(run.hash, run_on_threads(tmp, "everyone", with(kModel, {"rounds=6"})).hash);
+  EXPECT_EQ(run.hash, run_on_threads(tmp, "again", sets).hash);
+}
+
+// What the lossy links will drop in a run of `rounds`, from the same draws the links make: each
+// process's link is keyed by its first client (0 or 1) and counts its own TASKs (down) and
+// UPDATEs (up); a process that misses a round's deadline gets no more tasks. Empty when a round
+// would lose every client (the run stops then). `tasks_lost` counts the TASKs dropped.
+std::vector<std::set<uint32_t>> predicted_missing(uint64_t seed, double loss, int rounds,
+                                                  int& tasks_lost) {
+  std::vector<std::set<uint32_t>> out;
+  std::set<uint32_t> dropped;
+  uint32_t tasks[2] = {0, 0}, updates[2] = {0, 0};
+  tasks_lost = 0;
+  for (int r = 0; r < rounds; ++r) {
+    std::set<uint32_t> missing, newly;
+    for (uint32_t p = 0; p < 2; ++p) {
+      if (dropped.count(p)) {
+        missing.insert({p, p + 2});
+      } else if (message_lost(loss, seed, "down", p, tasks[p]++)) {
+        missing.insert({p, p + 2});
+        newly.insert(p);
+        ++tasks_lost;
+      } else {
+        for (uint32_t c : {p, p + 2})
+          if (message_lost(loss, seed, "up", p, updates[p]++)) missing.insert(c), newly.insert(p);
+      }
+    }
+    if (missing.size() == 4) return {};
+    dropped.insert(newly.begin(), newly.end());
+    out.push_back(missing);
+  }
+  return out;
+}
+
+// Two runs with seeds whose draws lose an UPDATE (one client of a process missing, then the
+// process) and a TASK (both of its clients at once): the round records' `missing` lists are the
+// ones predicted from the seed.
+TEST(NetworkRun, LostMessagesMissTheDeadlineAsTheSeededDrawsSay) {
+  const double loss = 0.15;
+  const int rounds = 4;
+  TempDir tmp;
+  for (const int want_tasks_lost : {0, 1}) {
+    uint64_t seed = 1;
+    std::vector<std::set<uint32_t>> expected;
+    for (int tasks_lost = -1; seed < 500; ++seed) {  // something lost, never a whole round
+      expected = predicted_missing(seed, loss, rounds, tasks_lost);
+      if (!expected.empty() && !expected.back().empty() && tasks_lost == want_tasks_lost) break;
+    }
+    ASSERT_LT(seed, 500u);
+    const RunResult run = run_on_threads(
+        tmp, fmt::format("lossy-{}", seed),
+        with(kModel,
+             {fmt::format("seed={}", seed), "wait_seconds=1", "network.mode=emulated",
+              "network.profile=custom", "network.custom.down_bps=1e9", "network.custom.up_bps=1e9",
+              fmt::format("network.custom.loss={}", loss), fmt::format("rounds={}", rounds)}));
+    ASSERT_EQ(run.rounds.size(), size_t(rounds));
+    std::string story;
+    for (const auto& m : expected) story += fmt::format(" [{}]", fmt::join(m, " "));
+    RecordProperty(fmt::format("seed_{}_expected_missing", seed), story);
+    for (int r = 0; r < rounds; ++r) {
+      const auto missing = run.rounds[r].at("missing").get<std::set<uint32_t>>();
+      EXPECT_EQ(missing, expected[r]) << "round " << r + 1 << " (seed " << seed << ")";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fedpar

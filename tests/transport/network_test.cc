@@ -1,0 +1,274 @@
+// [network] (core/network.h, core/run_spec.cc): the profiles' numbers, each client's resolved
+// profile, availability and loss draws that depend only on the seed, the simulated round time on
+// hand-computed cases, and the config's refusals, each saying what is valid.
+#include "core/network.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <numeric>
+
+#include "core/rng.h"
+#include "core/run_records.h"
+#include "core/run_spec.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using testing::error_of;
+
+RunSpec spec(const std::vector<std::string>& sets) {
+  Config c = make_run_config();
+  c.set_all(sets);
+  return resolve_run_spec(c);
+}
+
+std::string refusal(const std::vector<std::string>& sets) {
+  return error_of([&] { spec(sets); });
+}
+
+TEST(NetworkProfiles, TheNamedOnesCarryTheirDocumentedNumbers) {
+  std::map<std::string, LinkProfile> by_name;
+  for (const auto& p : named_link_profiles()) by_name[p.name] = p;
+  ASSERT_EQ(by_name.size(), 4u);
+  EXPECT_EQ(by_name["datacenter"].down_bps, 25e9);
+  EXPECT_EQ(by_name["datacenter"].up_bps, 25e9);
+  EXPECT_EQ(by_name["datacenter"].latency_s, 10e-6);
+  EXPECT_EQ(by_name["datacenter"].loss, 0);
+  EXPECT_EQ(by_name["wifi"].down_bps, 50e6);
+  EXPECT_EQ(by_name["wifi"].up_bps, 20e6);
+  EXPECT_EQ(by_name["wifi"].latency_s, 5e-3);
+  EXPECT_EQ(by_name["lte"].down_bps, 20e6);
+  EXPECT_EQ(by_name["lte"].up_bps, 5e6);
+  EXPECT_EQ(by_name["lte"].latency_s, 40e-3);
+  EXPECT_EQ(by_name["3g"].down_bps, 2e6);
+  EXPECT_EQ(by_name["3g"].up_bps, 0.5e6);
+  EXPECT_EQ(by_name["3g"].latency_s, 150e-3);
+  EXPECT_EQ(by_name["3g"].loss, 0.01);
+  for (const auto& [name, p] : by_name) EXPECT_EQ(p.availability, 1.0) << name;
+}
+
+TEST(NetworkSpec, DefaultsAreOffAndEveryClientOnWifi) {
+  const RunSpec s = spec({"partition.clients=3"});
+  EXPECT_EQ(s.network.mode, NetworkMode::kOff);
+  EXPECT_FALSE(s.network.on());
+  ASSERT_EQ(s.network.client_profile.size(), 3u);
+  for (uint32_t c = 0; c < 3; ++c) EXPECT_EQ(s.network.of(c).name, "wifi");
+}
+
+TEST(NetworkSpec, OverridesReplaceSingleClientsAndCustomTakesItsNumbers) {
+  const RunSpec s = spec({"network.mode=simulated", "partition.clients=5", "network.profile=lte",
+                          "network.profiles=0:3g,3:custom", "network.custom.up_bps=1000",
+                          "network.custom.availability=0.25"});
+  EXPECT_EQ(s.network.mode, NetworkMode::kSimulated);
+  const std::vector<std::string> names = {"3g", "lte", "lte", "custom", "lte"};
+  for (uint32_t c = 0; c < 5; ++c) EXPECT_EQ(s.network.of(c).name, names[c]) << c;
+  EXPECT_EQ(s.network.of(3).up_bps, 1000);
+  EXPECT_EQ(s.network.of(3).availability, 0.25);
+  EXPECT_EQ(s.network.profiles.size(), 3u);  // each used profile once
+  const auto j = network_json(s.network);
+  EXPECT_EQ(j.at("mode"), "simulated");
+  EXPECT_EQ(j.at("clients").size(), 5u);
+  EXPECT_EQ(j.at("clients")[3], "custom");
+}
+
+TEST(NetworkSpec, AMixtureIsDrawnPerClientFromTheSeed) {
+  const auto names = [](uint64_t seed) {
+    const auto n = resolve_network(NetworkMode::kSimulated, JitterKind::kUniform, "wifi",
+                                   "wifi:0.5,lte:0.3,3g:0.2", {}, {}, seed, 10000);
+    std::vector<std::string> out;
+    for (uint32_t c = 0; c < 10000; ++c) out.push_back(n.of(c).name);
+    return out;
+  };
+  const auto a = names(5);
+  EXPECT_EQ(a, names(5));
+  EXPECT_EQ(resolve_network(NetworkMode::kSimulated, JitterKind::kUniform, "wifi",
+                            "wifi: 0.5, lte: 0.3, 3g: 0.2", {}, {}, 5, 100)
+                .client_profile,
+            resolve_network(NetworkMode::kSimulated, JitterKind::kUniform, "wifi",
+                            "wifi:0.5,lte:0.3,3g:0.2", {}, {}, 5, 100)
+                .client_profile);
+  EXPECT_NE(a, names(6));
+  std::map<std::string, int> count;
+  for (const auto& n : a) ++count[n];
+  EXPECT_NEAR(count["wifi"], 5000, 200);
+  EXPECT_NEAR(count["lte"], 3000, 200);
+  EXPECT_NEAR(count["3g"], 2000, 200);
+  // the draw is u = Rng(seed, "net-profile", c).uniform_double() against the cumulative weights
+  for (uint32_t c = 0; c < 20; ++c) {
+    const double u = Rng(5, "net-profile", c).uniform_double();
+    EXPECT_EQ(a[c], u < 0.5 ? "wifi" : u < 0.8 ? "lte" : "3g") << c;
+  }
+}
+
+TEST(NetworkAvailability, TheSameClientsAreLeftOutForTheSameSeed) {
+  const auto n = resolve_network(NetworkMode::kEmulated, JitterKind::kUniform, "custom", "", {},
+                                 {.down_bps = 1, .up_bps = 1, .availability = 0.3}, 9, 8);
+  int available = 0;
+  std::vector<std::vector<uint32_t>> by_seed[2];
+  for (uint64_t round = 0; round < 500; ++round) {
+    RoundRecord rec, again, other;
+    const std::vector<uint32_t> all = {0, 1, 2, 3, 4, 5, 6, 7};
+    const auto asked = network_participants(n, 9, round, all, rec);
+    EXPECT_EQ(asked, network_participants(n, 9, round, all, again));
+    EXPECT_EQ(rec.unavailable, again.unavailable);
+    ASSERT_TRUE(rec.unavailable);
+    EXPECT_EQ(asked.size() + rec.unavailable->size(), 8u);
+    EXPECT_FALSE(rec.simulated_lost);  // emulated: losses happen on the links
+    for (uint32_t c : asked)
+      EXPECT_LT(Rng(9, "net-available", c, uint32_t(round)).uniform_double(), 0.3);
+    available += int(asked.size());
+    by_seed[0].push_back(asked);
+    by_seed[1].push_back(network_participants(n, 10, round, all, other));
+  }
+  EXPECT_NEAR(available / 4000.0, 0.3, 0.03);
+  EXPECT_NE(by_seed[0], by_seed[1]);
+}
+
+TEST(NetworkAvailability, OffLeavesTheSampleAndTheRecordAlone) {
+  const auto n = resolve_network(NetworkMode::kOff, JitterKind::kUniform, "custom", "", {},
+                                 {.down_bps = 1, .up_bps = 1, .availability = 0.0}, 9, 4);
+  RoundRecord rec;
+  EXPECT_EQ(network_participants(n, 9, 0, {0, 1, 2, 3}, rec), (std::vector<uint32_t>{0, 1, 2, 3}));
+  EXPECT_FALSE(rec.unavailable);
+}
+
+TEST(NetworkSimulated, LostMessagesLeaveTheirClientsOutDeterministically) {
+  const auto n = resolve_network(NetworkMode::kSimulated, JitterKind::kUniform, "custom", "", {},
+                                 {.down_bps = 1, .up_bps = 1, .loss = 0.2}, 3, 10);
+  int lost = 0;
+  for (uint64_t round = 0; round < 200; ++round) {
+    RoundRecord rec;
+    std::vector<uint32_t> all(10);
+    std::iota(all.begin(), all.end(), 0u);
+    const auto asked = network_participants(n, 3, round, all, rec);
+    ASSERT_TRUE(rec.simulated_lost);
+    for (uint32_t c : *rec.simulated_lost)
+      EXPECT_TRUE(message_lost(0.2, 3, "down", c, uint32_t(round)) ||
+                  message_lost(0.2, 3, "up", c, uint32_t(round)));
+    for (uint32_t c : asked)
+      EXPECT_FALSE(message_lost(0.2, 3, "down", c, uint32_t(round)) ||
+                   message_lost(0.2, 3, "up", c, uint32_t(round)));
+    lost += int(rec.simulated_lost->size());
+  }
+  EXPECT_NEAR(lost / 2000.0, 1 - 0.8 * 0.8, 0.04);  // either way
+}
+
+// 8 Mbit/s down, 4 up, 10 ms each way: 1,000,000 bytes down take 1 s, 1,000,000 up 2 s.
+TEST(NetworkSimulated, ARoundLastsAsLongAsItsSlowestClientPlusTheAggregation) {
+  const auto n = resolve_network(NetworkMode::kSimulated, JitterKind::kUniform, "custom", "",
+                                 {{1, "datacenter"}},
+                                 {.down_bps = 8e6, .up_bps = 4e6, .latency_s = 0.01}, 1, 2);
+  const SimulatedClient slow{0, 1000000, 1000000, 0.5}, fast{1, 1000000, 1000000, 0.5};
+  EXPECT_NEAR(simulated_round_seconds(n, 1, 0, {slow}, 60, false, 0.1), 1.01 + 0.5 + 2.01 + 0.1,
+              1e-12);
+  const double dc = 2 * 8e6 / 25e9 + 2 * 10e-6 + 0.5;  // the datacenter client
+  EXPECT_NEAR(simulated_round_seconds(n, 1, 0, {fast}, 60, false, 0), dc, 1e-12);
+  EXPECT_NEAR(simulated_round_seconds(n, 1, 0, {fast, slow}, 60, false, 0), 3.52, 1e-12);
+  EXPECT_NEAR(simulated_round_seconds(n, 1, 0, {fast, slow}, 2, false, 0.1), 2.1, 1e-12);
+  EXPECT_NEAR(simulated_round_seconds(n, 1, 0, {fast}, 2, true, 0.1), 2.1, 1e-12);
+  EXPECT_EQ(simulated_round_seconds(n, 1, 0, {}, 2, false, 0), 0);
+}
+
+TEST(NetworkSimulated, JitterAddsTheSeededDrawEachWay) {
+  const auto n =
+      resolve_network(NetworkMode::kSimulated, JitterKind::kNormal, "custom", "", {},
+                      {.down_bps = 8e6, .up_bps = 8e6, .latency_s = 0.01, .jitter_s = 0.02}, 4, 1);
+  const double expected = 0.001 + 0.01 +
+                          jitter_seconds(JitterKind::kNormal, 0.02, 4, "down", 0, 7) + 0.001 +
+                          0.01 + jitter_seconds(JitterKind::kNormal, 0.02, 4, "up", 0, 7);
+  EXPECT_NEAR(simulated_round_seconds(n, 4, 7, {{0, 1000, 1000, 0}}, 60, false, 0), expected,
+              1e-12);
+  EXPECT_GT(expected, 0.022);
+}
+
+TEST(NetworkClock, FillsTheRecordsTimeFieldsAndSumsThem) {
+  const auto sim = resolve_network(NetworkMode::kSimulated, JitterKind::kUniform, "custom", "", {},
+                                   {.down_bps = 8e6, .up_bps = 8e6}, 1, 2);
+  NetworkClock clock(sim, 1, 60);
+  RoundRecord rec;
+  rec.bytes_down_per_task = 1000000;
+  rec.aggregate_seconds = 0.25;
+  rec.clients = {{.client = 0, .bytes_up = 2000000, .compute_seconds = 1},
+                 {.client = 1, .bytes_up = 1000000, .compute_seconds = 1.5}};
+  clock.end_round(rec, 0, 99);
+  EXPECT_NEAR(*rec.simulated_seconds, 1 + 1 + 2 + 0.25, 1e-12);
+  EXPECT_NEAR(*rec.simulated_time, 4.25, 1e-12);
+  rec.simulated_lost = std::vector<uint32_t>{1};  // the deadline
+  clock.end_round(rec, 1, 99);
+  EXPECT_NEAR(*rec.simulated_seconds, 60.25, 1e-12);
+  EXPECT_NEAR(*rec.simulated_time, 64.5, 1e-12);
+  EXPECT_FALSE(rec.emulated_seconds);
+
+  const auto emu =
+      resolve_network(NetworkMode::kEmulated, JitterKind::kUniform, "wifi", "", {}, {}, 1, 2);
+  NetworkClock wall(emu, 1, 60);
+  RoundRecord r;
+  wall.end_round(r, 0, 1.5);
+  wall.end_round(r, 1, 2.0);
+  EXPECT_EQ(*r.emulated_seconds, 2.0);
+  EXPECT_EQ(*r.emulated_time, 3.5);
+  EXPECT_FALSE(r.simulated_seconds);
+}
+
+TEST(NetworkRecords, TheNewRoundFieldsReadBack) {
+  RoundRecord r{.round = 1, .topology = "model-averaging"};
+  r.unavailable = std::vector<uint32_t>{2};
+  r.simulated_lost = std::vector<uint32_t>{};
+  r.simulated_seconds = 1.5, r.simulated_time = 3.0, r.emulated_seconds = 0.5,
+  r.emulated_time = 0.75;
+  const RoundRecord back = round_from_json(to_json(r), "test");
+  EXPECT_EQ(back.unavailable, r.unavailable);
+  EXPECT_EQ(back.simulated_lost, r.simulated_lost);
+  EXPECT_EQ(back.simulated_seconds, 1.5);
+  EXPECT_EQ(back.simulated_time, 3.0);
+  EXPECT_EQ(back.emulated_seconds, 0.5);
+  EXPECT_EQ(back.emulated_time, 0.75);
+  EXPECT_FALSE(to_json(RoundRecord{}).contains("simulated_seconds"));  // absent when off
+}
+
+TEST(NetworkSpec, RefusesWhatCannotRunAndSaysWhy) {
+  const auto has = [](const std::vector<std::string>& sets, const std::string& text) {
+    const std::string e = refusal(sets);
+    return e.find(text) != std::string::npos ? ::testing::AssertionSuccess()
+                                             : ::testing::AssertionFailure() << "got: " << e;
+  };
+  EXPECT_TRUE(
+      has({"network.mode=fast"}, "network.mode must be off, emulated or simulated, got 'fast'"));
+  EXPECT_TRUE(has({"network.profile=5g"},
+                  "network.profile: unknown profile '5g' (valid: datacenter, wifi, lte, 3g, "
+                  "custom)"));
+  EXPECT_TRUE(has({"network.profiles=1:lte,2:4g"}, "network.profiles: unknown profile '4g'"));
+  EXPECT_TRUE(has({"network.profiles=lte"}, "network.profiles: 'lte' is not \"client:profile\""));
+  EXPECT_TRUE(has({"network.profiles=x:lte"}, "'x:lte' is not \"client:profile\""));
+  EXPECT_TRUE(has({"network.profiles=9:lte"},
+                  "network.profiles: client 9 does not exist (partition.clients = 4: ids 0..3)"));
+  EXPECT_TRUE(has({"network.heterogeneous=wifi:0.5,lte:0.4"},
+                  "network.heterogeneous: the weights of 'wifi:0.5,lte:0.4' sum to 0.9, not 1"));
+  EXPECT_TRUE(has({"network.heterogeneous=wifi,lte:0.5"},
+                  "network.heterogeneous: 'wifi' is not \"profile:weight\""));
+  EXPECT_TRUE(has({"network.heterogeneous=wifi:0.5,5g:0.5"},
+                  "network.heterogeneous: unknown profile '5g' (valid: datacenter"));
+  EXPECT_TRUE(has({"network.jitter=pareto"}, "network.jitter must be uniform or normal"));
+  EXPECT_TRUE(has({"network.custom.up_bps=0"}, "network profile 'custom': up_bps must be > 0"));
+  EXPECT_TRUE(has({"network.custom.loss=1.5"}, "network profile 'custom': loss must be in [0, 1]"));
+  EXPECT_TRUE(has({"network.custom.availability=-0.1"}, "availability must be in [0, 1]"));
+  EXPECT_TRUE(has({"network.custom.latency_seconds=-1"}, "latency_seconds must be >= 0"));
+  EXPECT_TRUE(has({"network.mode=simulated", "regime=async"},
+                  "network.mode = \"simulated\" computes synchronous rounds"));
+  EXPECT_TRUE(has({"network.mode=simulated", "regime=gradient", "topology=master"},
+                  "it needs the parameter-server topology"));
+  EXPECT_TRUE(has({"network.mode=emulated", "regime=gradient", "topology=allreduce"},
+                  "it does not apply to topology = \"allreduce\""));
+  EXPECT_TRUE(has({"network.mode=emulated", "regime=async", "network.profile=custom",
+                   "network.custom.availability=0.5"},
+                  "a profile with availability < 1 needs the parameter-server topology"));
+  // what can run
+  EXPECT_EQ(refusal({"network.mode=emulated", "regime=async", "network.profile=3g"}), "");
+  EXPECT_EQ(refusal({"network.mode=emulated", "regime=gradient", "topology=master"}), "");
+  EXPECT_EQ(refusal({"network.mode=simulated", "network.heterogeneous=wifi:0.5,custom:0.5"}), "");
+}
+
+}  // namespace
+}  // namespace fedpar
