@@ -53,7 +53,11 @@ RunCurves read_curves(const std::filesystem::path& dir) {
     seconds +=
         j.wait_seconds + j.aggregate_seconds.value_or(0);  // async and allreduce: all in the wait
     if (!j.test_accuracy) continue;
-    c.seconds.push_back(j.elapsed_seconds.value_or(seconds));
+    // a run with network conditions counts its links' time: simulated, or emulated in real time
+    c.seconds.push_back(j.simulated_time    ? *j.simulated_time
+                        : j.emulated_time   ? *j.emulated_time
+                        : j.elapsed_seconds ? *j.elapsed_seconds
+                                            : seconds);
     c.round.push_back(double(j.round));
     c.accuracy.push_back(100 * *j.test_accuracy);
     c.test_loss.push_back(need(j.test_loss, "test_loss", j, dir));

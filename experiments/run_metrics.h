@@ -17,7 +17,8 @@ struct RunCurves {
   std::vector<double> samples;  // samples processed by all clients (forward/backward), cumulative
   std::vector<double> cosine;   // mean pairwise cosine of the round's client updates
   std::vector<double> drift;    // update_drift, when the run logged it (diagnostics.drift)
-  std::vector<double> seconds;  // wall time of the rounds so far (the server's wait + aggregation)
+  std::vector<double> seconds;  // time of the rounds so far: the server's wait + aggregation, or
+                                // the network's simulated / emulated time when the run had one
   double round_seconds = 0;     // the server's wait + aggregation, mean per round
 };
 

@@ -69,18 +69,19 @@ int rounds_to(const RunCurves& c, double target) {
 std::string results_table(const std::vector<SuiteRun>& runs, double target) {
   std::ostringstream t;
   t << "| run | overrides | clients | median EMD | final accuracy | best accuracy | "
-    << (target > 0 ? fmt::format("rounds to {0}% | seconds to {0}% | ", target) : "")
+    << (target > 0 ? fmt::format("rounds to {0}% | seconds to {0}% | MB to {0}% | ", target) : "")
     << "MB communicated | round time (s) |\n|---|---|---|---|---|---|---|---|"
-    << (target > 0 ? "---|---|" : "") << "\n";
+    << (target > 0 ? "---|---|---|" : "") << "\n";
   for (const auto& r : runs) {
     std::string target_cell;
     if (target > 0) {
       const int k = rounds_to(r.curves, target);
-      double secs = 0;
+      double secs = 0, mb = 0;
       for (size_t i = 0; i < r.curves.round.size(); ++i)
-        if (int(r.curves.round[i]) == k && i < r.curves.seconds.size()) secs = r.curves.seconds[i];
-      target_cell = k ? fmt::format("{} | {:.1f} | ", k, secs)
-                      : fmt::format("not in {} | - | ", int(last_of(r.curves.round)));
+        if (int(r.curves.round[i]) == k && i < r.curves.seconds.size())
+          secs = r.curves.seconds[i], mb = r.curves.mb[i];
+      target_cell = k ? fmt::format("{} | {:.1f} | {:.1f} | ", k, secs, mb)
+                      : fmt::format("not in {} | - | - | ", int(last_of(r.curves.round)));
     }
     t << fmt::format("| {} | `{}` | {} | {:.3f} | {:.2f}% | {:.2f}% | {}{:.1f} | {:.3f} |\n",
                      r.label, joined(r.overrides), r.clients, r.median_emd,
@@ -214,7 +215,8 @@ std::string draw_suite_plots(const std::vector<SuiteRun>& runs, const std::strin
       {"accuracy-vs-samples.svg", "test accuracy per sample processed" + band,
        "samples processed by all clients (cumulative)", "test accuracy (%)", samples, accuracy},
       {"accuracy-vs-seconds.svg", "test accuracy per second of training" + band,
-       "seconds (the server's rounds, cumulative)", "test accuracy (%)", seconds, accuracy},
+       "seconds (the server's rounds, or the network's simulated or emulated time; cumulative)",
+       "test accuracy (%)", seconds, accuracy},
       {"accuracy-vs-bytes.svg", "test accuracy per MB communicated" + band,
        "MB sent + received at the server (cumulative)", "test accuracy (%)", mb, accuracy},
       {"update-cosine-vs-round.svg", "agreement of client updates", "round",

@@ -244,7 +244,7 @@ TEST(Suite, CommunicationSmokeShowsErrorFeedbackRecoversWhatCompressionDrops) {
   if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
   TempDir tmp;
   auto runs = smoke_runs("communication", tmp);
-  ASSERT_EQ(runs.size(), 6u);
+  ASSERT_EQ(runs.size(), 7u);
   auto acc = [&](const char* label) { return runs[label]["final_accuracy"].get<double>(); };
   // top-k 1% with error feedback ends within a point of the uncompressed run, and measurably
   // above top-k 1% without it
@@ -267,6 +267,13 @@ TEST(Suite, CommunicationSmokeShowsErrorFeedbackRecoversWhatCompressionDrops) {
   }
   // the ring carried fp16 (half of 2 (N - 1) / N of the model per worker, N = 2) and the server
   // found the replicas bitwise equal every round, the last too
+  // simulated links: a DP step in the datacenter takes its compute and microseconds of transfer;
+  // an FL round over wifi at least the 2NN's 797 KB up at 20 Mbit/s (0.32 s)
+  const auto dp = last_round(tmp, "dp-none"), fl = last_round(tmp, "fl-wifi");
+  EXPECT_GT(fl["simulated_seconds"].get<double>(), 0.32);
+  EXPECT_LT(dp["simulated_seconds"].get<double>(), 0.2);
+  EXPECT_GT(fl["simulated_time"].get<double>(), 30 * 0.32);
+  EXPECT_NE(testing::slurp(tmp / "s/report.md").find("| MB to 85% |"), std::string::npos);
   const auto ring = last_round(tmp, "dp-allreduce-fp16");
   EXPECT_TRUE(ring["replicas_checked"].get<bool>());
   for (const auto& w : ring["workers"]) {
