@@ -13,6 +13,7 @@
 #include "clients/client.h"
 #include "core/run_spec.h"
 #include "server/server.h"
+#include "tests/util/inproc_run.h"
 #include "tests/util/run_fedpar.h"
 #include "tests/util/test_util.h"
 
@@ -34,32 +35,7 @@ std::string model_hash(const std::filesystem::path& run) {
 // The run on threads: one server, `processes` clients, one ZeroMQ context shared for inproc.
 std::string run_on_threads(const TempDir& tmp, const std::string& name,
                            const std::vector<std::string>& sets) {
-  Config cfg = make_run_config();
-  cfg.merge_toml(kRun, "the test");
-  cfg.set_all(sets);
-  cfg.set("name", name);
-  cfg.set("results_dir", (tmp / "threads").string());
-  static std::atomic<int> serial = 0;
-  cfg.set("bind", fmt::format("inproc://engine-{}", serial++));
-  const RunSpec s = resolve_run_spec(cfg);
-  zmq::context_t ctx;
-  std::vector<std::thread> clients;
-  std::atomic<int> failures = 0;
-  for (int i = 0; i < s.processes; ++i)
-    clients.emplace_back([&] {
-      try {
-        if (run_client({.server = s.bind, .wait_seconds = 30, .quiet = true, .context = &ctx}) != 0)
-          ++failures;
-      } catch (const std::exception& e) {
-        ADD_FAILURE() << "client thread: " << e.what();
-        ++failures;
-      }
-    });
-  const int code = run_server(cfg, {.quiet = true, .context = &ctx});
-  for (auto& t : clients) t.join();
-  EXPECT_EQ(code, 0);
-  EXPECT_EQ(failures.load(), 0);
-  return model_hash(tmp / "threads" / name);
+  return testing::run_on_threads(kRun, tmp / "threads", name, sets).hash;
 }
 
 std::string run_as_processes(const TempDir& tmp, const std::string& name,

@@ -19,6 +19,7 @@
 #include "core/network.h"
 #include "core/run_spec.h"
 #include "server/server.h"
+#include "tests/util/inproc_run.h"
 #include "tests/util/run_fedpar.h"
 #include "tests/util/test_util.h"
 
@@ -34,48 +35,11 @@ constexpr const char* kRun =
     "seed = 3\nrounds = 3\nprocesses = 2\n[partition]\nclients = 4\n"
     "[data]\nname = 'synthetic'\niid = true\n[model]\nname = 'mlp'\nhidden = [32]\n";
 
-struct RunResult {
-  std::filesystem::path dir;
-  double seconds = 0;  // the whole run's wall time
-  std::vector<json> rounds;
-  std::string hash;
-};
+using RunResult = testing::InprocRun;
 
 RunResult run_on_threads(const TempDir& tmp, const std::string& name,
                          const std::vector<std::string>& sets) {
-  Config cfg = make_run_config();
-  cfg.merge_toml(kRun, "the test");
-  cfg.set_all(sets);
-  cfg.set("name", name);
-  cfg.set("results_dir", (tmp / "threads").string());
-  static std::atomic<int> serial = 0;
-  cfg.set("bind", fmt::format("inproc://network-{}", serial++));
-  const RunSpec s = resolve_run_spec(cfg);
-  zmq::context_t ctx;
-  std::vector<std::thread> clients;
-  std::atomic<int> failures = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < s.processes; ++i)
-    clients.emplace_back([&] {
-      try {
-        if (run_client({.server = s.bind, .wait_seconds = 30, .quiet = true, .context = &ctx}) != 0)
-          ++failures;
-      } catch (const std::exception& e) {
-        ADD_FAILURE() << "client thread: " << e.what();
-        ++failures;
-      }
-    });
-  const int code = run_server(cfg, {.quiet = true, .context = &ctx});
-  for (auto& t : clients) t.join();
-  RunResult r{tmp / "threads" / name,
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
-  EXPECT_EQ(code, 0);
-  EXPECT_EQ(failures.load(), 0);
-  std::ifstream in(r.dir / "metrics.jsonl");
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) r.rounds.push_back(json::parse(line));
-  r.hash = json::parse(std::ifstream(r.dir / "summary.json")).at("model_hash").get<std::string>();
-  return r;
+  return testing::run_on_threads(kRun, tmp / "threads", name, sets);
 }
 
 const std::vector<std::string> kModel = {"regime=model", "local.steps=2", "local.batch=10"};

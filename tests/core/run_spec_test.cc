@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/util/run_spec_util.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
@@ -10,15 +11,8 @@ namespace {
 
 using testing::error_of;
 
-RunSpec spec(const std::vector<std::string>& sets) {
-  Config c = make_run_config();
-  c.set_all(sets);
-  return resolve_run_spec(c);
-}
-
-std::string refusal(const std::vector<std::string>& sets) {
-  return error_of([&] { spec(sets); });
-}
+RunSpec spec(const std::vector<std::string>& sets) { return testing::spec_with(sets); }
+using testing::refusal;
 
 TEST(RunSpecCompression, DefaultsSendRawFloatsAndTheSeedReachesTheCodecs) {
   const RunSpec s = spec({"seed=42"});

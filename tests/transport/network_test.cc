@@ -11,6 +11,7 @@
 #include "core/rng.h"
 #include "core/run_records.h"
 #include "core/run_spec.h"
+#include "tests/util/run_spec_util.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
@@ -18,15 +19,8 @@ namespace {
 
 using testing::error_of;
 
-RunSpec spec(const std::vector<std::string>& sets) {
-  Config c = make_run_config();
-  c.set_all(sets);
-  return resolve_run_spec(c);
-}
-
-std::string refusal(const std::vector<std::string>& sets) {
-  return error_of([&] { spec(sets); });
-}
+RunSpec spec(const std::vector<std::string>& sets) { return testing::spec_with(sets); }
+using testing::refusal;
 
 TEST(NetworkProfiles, TheNamedOnesCarryTheirDocumentedNumbers) {
   std::map<std::string, LinkProfile> by_name;

@@ -30,6 +30,14 @@ inline float float_of(uint32_t x) {
   return f;
 }
 
+// c's encoding of v in context ctx.
+inline std::vector<uint8_t> encode(const Codec& c, const std::vector<float>& v,
+                                   CodecContext ctx = {}) {
+  std::vector<uint8_t> b;
+  c.encode(v, ctx, b);
+  return b;
+}
+
 // The four little-endian bytes of f, appended to `out`.
 inline void append_f32(std::vector<uint8_t>& out, float f) {
   const uint32_t x = bits_of(f);

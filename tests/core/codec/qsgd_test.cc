@@ -18,13 +18,8 @@ using testing::append_f32;
 using testing::awkward_vector;
 using testing::bits_of;
 using testing::contains;
+using testing::encode;
 using testing::same_bits;
-
-std::vector<uint8_t> encode(const Codec& c, const std::vector<float>& v, CodecContext ctx = {}) {
-  std::vector<uint8_t> b;
-  c.encode(v, ctx, b);
-  return b;
-}
 
 TEST(Qsgd, HandComputedBucketsZeroBucketAndTail) {
   // bucket 4, s = 4: 4 bits per value (sign in bit 0, level in bits 1-3), two values per byte.

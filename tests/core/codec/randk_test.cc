@@ -17,13 +17,8 @@ namespace {
 using testing::append_f32;
 using testing::awkward_vector;
 using testing::contains;
+using testing::encode;
 using testing::same_bits;
-
-std::vector<uint8_t> encode(const Codec& c, const std::vector<float>& v, CodecContext ctx) {
-  std::vector<uint8_t> b;
-  c.encode(v, ctx, b);
-  return b;
-}
 
 // Rng::choose on 0..d-1 itself, the first k sorted: the definition.
 std::vector<uint32_t> by_choose(uint64_t seed, uint64_t round, size_t d, size_t k) {

@@ -15,13 +15,8 @@ namespace {
 using testing::append_f32;
 using testing::awkward_vector;
 using testing::contains;
+using testing::encode;
 using testing::same_bits;
-
-std::vector<uint8_t> encode(const Codec& c, const std::vector<float>& v) {
-  std::vector<uint8_t> b;
-  c.encode(v, {}, b);
-  return b;
-}
 
 TEST(Sign, HandComputed) {
   // negative: indices 1, 5, 7 (0 and -0 are positive): byte 0 = 0b1010'0010, byte 1 = 0

@@ -21,13 +21,8 @@ using testing::append_f32;
 using testing::awkward_vector;
 using testing::bits_of;
 using testing::contains;
+using testing::encode;
 using testing::same_bits;
-
-std::vector<uint8_t> encode(const Codec& c, const std::vector<float>& v) {
-  std::vector<uint8_t> b;
-  c.encode(v, {}, b);
-  return b;
-}
 
 TEST(TopK, HandComputedTiesGoToTheLowerIndex) {
   const std::vector<float> v = {0.5f, -3.0f, 1.0f, 3.0f, 0.0f};
