@@ -1,6 +1,6 @@
 // QSGD; see qsgd.h and docs/definitions.md#compression. Two implementations of one definition: the
 // plain reference (one value, one bit at a time, Rng::next_u32) and, where the CPU has AVX2 and
-// BMI2, the codec's own path (eight values at a time; Philox for eight blocks at once; the fields
+// BMI2, the codec's own path (eight values at a time; Philox for twelve blocks at once; the fields
 // packed and unpacked with pext/pdep). Tests check that both give the same bytes and floats.
 #include "core/codec/qsgd.h"
 
@@ -167,8 +167,8 @@ namespace {
 
 // The stream Rng(seed, "qsgd", client, round) as an array of bytes: word j (word j % 4 of Philox
 // block j / 4, counter {block low, block high, client, round}, as Rng::next_u32 hands them out) is
-// bytes 4j .. 4j + 3, little-endian; value i takes bytes 3i .. 3i + 2. Keeps 1024 words, computed
-// eight blocks at a time.
+// bytes 4j .. 4j + 3, little-endian; value i takes bytes 3i .. 3i + 2. Keeps about 1000 words,
+// computed twelve blocks at a time.
 class Words {
  public:
   Words(uint64_t seed, uint32_t client, uint32_t round) {
@@ -187,21 +187,22 @@ class Words {
   const uint8_t* at(uint64_t g, size_t& avail) {
     const uint64_t byte = 3 * g;
     if (!filled_ || byte < 4 * base_ || byte + 7 * 3 + 32 > 4 * (base_ + kWords))
-      fill(byte / 4 & ~uint64_t{16 * kSets - 1});
+      fill(byte / 4 / (16 * kSets) * (16 * kSets));
     avail = size_t((4 * (base_ + kWords) - 32 - byte) / 3 + 1);
     return reinterpret_cast<const uint8_t*>(buf_) + (byte - 4 * base_);
   }
 
  private:
-  static constexpr size_t kWords = 1024;
-  static constexpr int kSets = 2;  // blocks per batch: 4 * kSets
+  static constexpr int kSets = 3;  // blocks per batch: 4 * kSets
+  static constexpr size_t kWords = 16 * kSets * (1024 / (16 * kSets));
 
   // Philox4x32-10 of the 4 * kSets blocks from `block` (a multiple of 4 * kSets), written as
   // 16 * kSets words in stream order. kSets sets of four blocks, each 32-bit value in the low half
-  // of a 64-bit lane (the high halves carry junk that _mm256_mul_epu32 ignores); two sets keep
-  // the state in registers (four spill) while the next batch's work overlaps their latency. Rounds
-  // 0 and 1 skip the two multiplies whose inputs are the same for all these blocks (the client,
-  // and word 0 after round 0: the block's high word does not change within them).
+  // of a 64-bit lane (the high halves carry junk that _mm256_mul_epu32 ignores). Three sets: the
+  // state stays in the 16 registers (four spill), and three chains of multiply, shift and xor
+  // cover the multiply's latency. Rounds 0 and 1 skip the two multiplies whose inputs are the same
+  // for all these blocks (the client, and word 0 after round 0: the block's high word does not
+  // change within them).
   void batch(uint64_t block, uint32_t* out) const {
     const __m256i m0 = _mm256_set1_epi64x(0xD2511F53), m1 = _mm256_set1_epi64x(0xCD9E8D57);
     // round 0, shared part: M1 * client
