@@ -181,6 +181,7 @@ class Words {
       key1_[r] = _mm256_set1_epi32(int(k1));
     }
     client_word_ = client;
+    round_word_ = round;
     round_k1_ = _mm256_set1_epi64x(int64_t(round ^ k1_[0]));
   }
   // The bytes of value g and on, readable 32 bytes at a time for `avail` (>= 8) values.
@@ -204,6 +205,15 @@ class Words {
   // for all these blocks (the client, and word 0 after round 0: the block's high word does not
   // change within them).
   void batch(uint64_t block, uint32_t* out) const {
+    if (uint32_t(block) > ~uint32_t{0} - (4 * kSets - 1)) {  // the high word changes within
+      for (int b = 0; b < 4 * kSets; ++b) {  // (past 2^34 words): block by block, as Rng does
+        const uint64_t at = block + uint64_t(b);
+        const auto w = philox4x32_10({uint32_t(at), uint32_t(at >> 32), client_word_, round_word_},
+                                     {k0_[0], k1_[0]});
+        std::memcpy(out + 4 * b, w.data(), 16);
+      }
+      return;
+    }
     const __m256i m0 = _mm256_set1_epi64x(0xD2511F53), m1 = _mm256_set1_epi64x(0xCD9E8D57);
     // round 0, shared part: M1 * client
     const uint64_t q1 = uint64_t{0xCD9E8D57u} * client_word_;
@@ -257,7 +267,7 @@ class Words {
   }
 
   __m256i key0_[10], key1_[10], round_k1_;
-  uint32_t k0_[10], k1_[10], client_word_;
+  uint32_t k0_[10], k1_[10], client_word_, round_word_;
   alignas(32) uint32_t buf_[kWords];
   uint64_t base_ = 0;
   bool filled_ = false;
@@ -392,6 +402,35 @@ bool dequantize_bucket(const uint8_t* p, const uint8_t* end, size_t len, float n
 }
 
 #endif  // FEDPAR_QSGD_AVX2
+
+}  // namespace
+
+std::vector<uint8_t> qsgd_draw_bytes(const CodecParams& p, const CodecContext& ctx, uint64_t first,
+                                     size_t n) {
+  std::vector<uint8_t> out(3 * n);
+#if defined(FEDPAR_QSGD_AVX2)
+  Words words(p.seed, ctx.client, uint32_t(ctx.round));
+  for (size_t i = 0; i < n;) {
+    size_t avail = 0;
+    const uint8_t* b = words.at(first + i, avail);
+    const size_t take = std::min(avail, n - i);
+    std::memcpy(out.data() + 3 * i, b, 3 * take);
+    i += take;
+  }
+#else
+  const uint64_t k = splitmix64(splitmix64(p.seed) ^ fnv1a64("qsgd"));
+  for (size_t j = 0; j < 3 * n; ++j) {
+    const uint64_t byte = 3 * first + j, block = byte / 16;
+    const auto w =
+        philox4x32_10({uint32_t(block), uint32_t(block >> 32), ctx.client, uint32_t(ctx.round)},
+                      {uint32_t(k), uint32_t(k >> 32)});
+    out[j] = uint8_t(w[byte % 16 / 4] >> (8 * (byte % 4)));
+  }
+#endif
+  return out;
+}
+
+namespace {
 
 class Qsgd final : public Codec {
  public:

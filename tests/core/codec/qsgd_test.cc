@@ -93,6 +93,34 @@ TEST(Qsgd, ValueIDrawsBytes3iTo3iPlus2OfTheMessagesStream) {
   }
 }
 
+TEST(Qsgd, TheVectorizedStreamIsPhiloxAtAnyBlock) {
+  // Word j of the stream is word j % 4 of Philox4x32-10 with counter {block low, block high,
+  // client, round} (block = j / 4) and Rng's key; value i draws bytes 3i .. 3i + 2.
+  const CodecParams p{.seed = 12};
+  const CodecContext ctx{.round = 6, .client = 3};
+  const uint64_t k = splitmix64(splitmix64(12) ^ fnv1a64("qsgd"));
+  auto byte_at = [&](uint64_t byte) {
+    const uint64_t block = byte / 16;
+    const auto w = philox4x32_10({uint32_t(block), uint32_t(block >> 32), 3, 6},
+                                 {uint32_t(k), uint32_t(k >> 32)});
+    return uint8_t(w[byte % 16 / 4] >> (8 * (byte % 4)));
+  };
+  Rng rng(12, "qsgd", 3, 6);  // the same stream from its start
+  std::vector<uint8_t> start;
+  while (start.size() < 3 * 5000) {
+    const uint32_t w = rng.next_u32();
+    for (int b = 0; b < 4; ++b) start.push_back(uint8_t(w >> (8 * b)));
+  }
+  start.resize(3 * 5000);
+  EXPECT_EQ(qsgd_draw_bytes(p, ctx, 0, 5000), start);
+  const uint64_t wrap = (uint64_t{1} << 32) * 16 / 3;  // value whose bytes reach block 2^32
+  for (uint64_t first : {uint64_t{7}, uint64_t{12345}, wrap - 100, wrap - 37, wrap + 5}) {
+    const auto got = qsgd_draw_bytes(p, ctx, first, 300);
+    for (size_t j = 0; j < got.size(); ++j)
+      ASSERT_EQ(got[j], byte_at(3 * first + j)) << "value " << first << " + byte " << j;
+  }
+}
+
 TEST(Qsgd, TheCodecGivesTheReferencesBytesAndFloats) {
   int cases = 0;
   for (size_t d : {0, 1, 7, 8, 9, 63, 64, 65, 513, 1000, 4099, 70000})
