@@ -312,9 +312,9 @@ void quantize_bucket(const float* v, size_t len, float n, uint32_t s, uint32_t w
     std::memset(p, 0, (len * w + 7) / 8);
     return;
   }
-  const __m256 nv = _mm256_set1_ps(n), sv = _mm256_set1_ps(float(s));
-  const __m256i sv_int = _mm256_set1_epi32(int(s));
-  const __m256 to_unit = _mm256_set1_ps(0x1p-24f), zero = _mm256_setzero_ps();
+  const __m256 nv = _mm256_set1_ps(n), s24 = _mm256_set1_ps(float(s) * 0x1p24f);
+  const __m256i sv_int = _mm256_set1_epi32(int(s)), low24 = _mm256_set1_epi32(0xFFFFFF);
+  const __m256 zero = _mm256_setzero_ps();
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   const __m256i first_bytes =
       _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1,
@@ -331,16 +331,18 @@ void quantize_bucket(const float* v, size_t len, float n, uint32_t s, uint32_t w
     const size_t stop = i + std::min(len - i, avail) / 8 * 8;
     for (; i < stop; i += 8, draw += 24) {
       const __m256 x = _mm256_loadu_ps(v + i);
-      const __m256 a = _mm256_mul_ps(_mm256_div_ps(_mm256_and_ps(x, abs_mask), nv), sv);
-      const __m256 fl = _mm256_floor_ps(a);
+      // A = a * 2^24 exactly (fl(q * s) * 2^24 = fl(q * (s * 2^24)): q * s is normal or exact),
+      // so with C = ceil(A): floor(a) = C >> 24, and u < a - floor(a) <=> U < (C & 0xFFFFFF)
+      const __m256 big_a = _mm256_mul_ps(_mm256_div_ps(_mm256_and_ps(x, abs_mask), nv), s24);
+      const __m256i c = _mm256_cvttps_epi32(_mm256_ceil_ps(big_a));  // NaN: 0x80000000
       const __m256i r = _mm256_shuffle_epi8(  // bytes 3j .. 3j + 2 into lane j
           _mm256_permutevar8x32_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(draw)),
                                       spread),
           three_bytes);
-      const __m256 u = _mm256_mul_ps(_mm256_cvtepi32_ps(r), to_unit);
-      const __m256i up = _mm256_castps_si256(_mm256_cmp_ps(u, _mm256_sub_ps(a, fl), _CMP_LT_OQ));
-      // floor + 1 where up (-1); NaN converts to 0x80000000, which the unsigned min makes s
-      const __m256i level = _mm256_min_epu32(_mm256_sub_epi32(_mm256_cvttps_epi32(fl), up), sv_int);
+      const __m256i up = _mm256_cmpgt_epi32(_mm256_and_si256(c, low24), r);
+      // floor + 1 where up (-1); NaN's 0x80 is above s, which the unsigned min makes s
+      const __m256i level =
+          _mm256_min_epu32(_mm256_sub_epi32(_mm256_srli_epi32(c, 24), up), sv_int);
       const __m256i neg = _mm256_castps_si256(_mm256_cmp_ps(x, zero, _CMP_LT_OQ));
       const __m256i field = _mm256_sub_epi32(_mm256_slli_epi32(level, 1), neg);  // sign: + 1
       const __m256i bytes =
