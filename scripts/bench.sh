@@ -9,6 +9,7 @@
 #        ROUNDS=2 scripts/bench.sh allreduce   the ring all-reduce beside gloo and MPI_Allreduce
 #        scripts/bench.sh engine   the round engine beside a raw ZeroMQ scatter/gather of the same bytes
 #        scripts/bench.sh gemm     Eigen beside OpenBLAS on the CPU backend's product shapes
+#        scripts/bench.sh codec    the gradient codecs' encode/decode speed on one core beside memcpy
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -42,6 +43,11 @@ fi
 if [[ "${1:-}" == gemm ]]; then
   shift
   ./build/bench_gemm "$@" | tee "$out/gemm-table-$stamp.md"
+  exit 0
+fi
+if [[ "${1:-}" == codec ]]; then
+  shift
+  ./build/bench_codec "$@" | tee "$out/codec-table-$stamp.md"
   exit 0
 fi
 if [[ "${1:-}" == ddp ]]; then

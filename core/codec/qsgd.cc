@@ -1,6 +1,6 @@
 // QSGD; see qsgd.h and docs/definitions.md#compression. Two implementations of one definition: the
 // plain reference (one value, one bit at a time, Rng::next_u32) and, where the CPU has AVX2 and
-// BMI2, the codec's own path (eight values at a time; Philox for sixteen blocks at once; the fields
+// BMI2, the codec's own path (eight values at a time; Philox for twelve blocks at once; the fields
 // packed and unpacked with pext/pdep). Tests check that both give the same bytes and floats.
 #include "core/codec/qsgd.h"
 
@@ -15,7 +15,7 @@
 #include "core/check.h"
 #include "core/rng.h"
 
-#if defined(__AVX2__) && defined(__BMI2__)
+#if defined(__AVX2__) && defined(__BMI2__) && defined(__FMA__)
 #include <immintrin.h>
 #define FEDPAR_QSGD_AVX2 1
 #endif
@@ -39,9 +39,9 @@ float plain_norm(std::span<const float> v) {
 }
 
 // One value's field, sign in bit 0 and level above it, for a bucket of norm n != 0 and the
-// stream word drawn for it.
-uint32_t quantize_one(float x, float n, uint32_t s, uint32_t word) {
-  const float u = float(word >> 8) * 0x1p-24f;  // Rng::uniform
+// value's 24 random bits.
+uint32_t quantize_one(float x, float n, uint32_t s, uint32_t bits24) {
+  const float u = float(bits24) * 0x1p-24f;
   const float a = std::fabs(x) / n * float(s);
   const float fl = std::floor(a);
   float level = fl + (u < a - fl ? 1.0f : 0.0f);
@@ -102,6 +102,15 @@ void qsgd_encode_reference(const CodecParams& p, std::span<const float> v, const
   const uint32_t s = p.levels, w = qsgd_value_bits(s);
   out.assign(qsgd_bytes(v.size(), p.bucket, s), 0);
   Rng rng(p.seed, "qsgd", ctx.client, uint32_t(ctx.round));
+  uint64_t pool = 0;  // the stream's bits not used yet, oldest lowest
+  int pooled = 0;
+  auto draw24 = [&] {  // bits 24i .. 24i + 23 of the stream for value i
+    if (pooled < 24) pool |= uint64_t(rng.next_u32()) << pooled, pooled += 32;
+    const uint32_t u = uint32_t(pool) & 0xFFFFFF;
+    pool >>= 24;
+    pooled -= 24;
+    return u;
+  };
   size_t at = 0;
   for (size_t start = 0; start < v.size(); start += p.bucket) {
     const auto b = v.subspan(start, std::min<size_t>(p.bucket, v.size() - start));
@@ -109,8 +118,8 @@ void qsgd_encode_reference(const CodecParams& p, std::span<const float> v, const
     std::memcpy(&out[at], &n, 4);
     at += 4;
     for (size_t i = 0; i < b.size(); ++i) {
-      const uint32_t word = rng.next_u32();  // one draw per value, zero buckets included
-      const uint32_t field = n == 0 ? 0 : quantize_one(b[i], n, s, word);
+      const uint32_t u = draw24();  // one draw per value, zero buckets included
+      const uint32_t field = n == 0 ? 0 : quantize_one(b[i], n, s, u);
       for (uint32_t k = 0; k < w; ++k) {
         const size_t bit = i * w + k;
         out[at + bit / 8] |= uint8_t(((field >> k) & 1) << (bit % 8));
@@ -156,9 +165,10 @@ namespace {
 
 #if defined(FEDPAR_QSGD_AVX2)
 
-// The stream Rng(seed, "qsgd", client, round) as an array: word g is word g % 4 of Philox block
-// g / 4 (counter {block low, block high, client, round}), as Rng::next_u32 hands them out. Keeps
-// 1024 words, computed sixteen blocks at a time.
+// The stream Rng(seed, "qsgd", client, round) as an array of bytes: word j (word j % 4 of Philox
+// block j / 4, counter {block low, block high, client, round}, as Rng::next_u32 hands them out) is
+// bytes 4j .. 4j + 3, little-endian; value i takes bytes 3i .. 3i + 2. Keeps about 1000 words,
+// computed twelve blocks at a time.
 class Words {
  public:
   Words(uint64_t seed, uint32_t client, uint32_t round) {
@@ -171,26 +181,39 @@ class Words {
       key1_[r] = _mm256_set1_epi32(int(k1));
     }
     client_word_ = client;
+    round_word_ = round;
     round_k1_ = _mm256_set1_epi64x(int64_t(round ^ k1_[0]));
   }
-  // Words g .. g + 7 and on: `avail` (>= 8) of them.
-  const uint32_t* at(uint64_t g, size_t& avail) {
-    if (!filled_ || g < base_ || g + 8 > base_ + kWords) fill(g & ~uint64_t{63});
-    avail = size_t(base_ + kWords - g);
-    return buf_ + (g - base_);
+  // The bytes of value g and on, readable 32 bytes at a time for `avail` (>= 8) values.
+  const uint8_t* at(uint64_t g, size_t& avail) {
+    const uint64_t byte = 3 * g;
+    if (!filled_ || byte < 4 * base_ || byte + 7 * 3 + 32 > 4 * (base_ + kWords))
+      fill(byte / 4 / (16 * kSets) * (16 * kSets));
+    avail = size_t((4 * (base_ + kWords) - 32 - byte) / 3 + 1);
+    return reinterpret_cast<const uint8_t*>(buf_) + (byte - 4 * base_);
   }
 
  private:
-  static constexpr size_t kWords = 1024;
+  static constexpr int kSets = 3;  // blocks per batch: 4 * kSets
+  static constexpr size_t kWords = 16 * kSets * (1024 / (16 * kSets));
 
-  // Philox4x32-10 of blocks `block` .. block + 15 (block a multiple of 16), written as 64 words
-  // in stream order. Four sets of four blocks, each 32-bit value in the low half of a 64-bit lane
-  // (the high halves carry junk that _mm256_mul_epu32 ignores), interleaved so that the
-  // multiplies' latency overlaps. The multiplies bound the speed, so rounds 0 and 1 skip the two
-  // whose inputs are the same for all 16 blocks (the client, and the first word after round 0:
-  // the block's high word does not change within 16 blocks).
+  // Philox4x32-10 of the 4 * kSets blocks from `block` (a multiple of 4 * kSets), written as
+  // 16 * kSets words in stream order. kSets sets of four blocks, each 32-bit value in the low half
+  // of a 64-bit lane (the high halves carry junk that _mm256_mul_epu32 ignores). Three sets: the
+  // state stays in the 16 registers (four spill), and three chains of multiply, shift and xor
+  // cover the multiply's latency. Rounds 0 and 1 skip the two multiplies whose inputs are the same
+  // for all these blocks (the client, and word 0 after round 0: the block's high word does not
+  // change within them).
   void batch(uint64_t block, uint32_t* out) const {
-    constexpr int kSets = 4;
+    if (uint32_t(block) > ~uint32_t{0} - (4 * kSets - 1)) {  // the high word changes within
+      for (int b = 0; b < 4 * kSets; ++b) {  // (past 2^34 words): block by block, as Rng does
+        const uint64_t at = block + uint64_t(b);
+        const auto w = philox4x32_10({uint32_t(at), uint32_t(at >> 32), client_word_, round_word_},
+                                     {k0_[0], k1_[0]});
+        std::memcpy(out + 4 * b, w.data(), 16);
+      }
+      return;
+    }
     const __m256i m0 = _mm256_set1_epi64x(0xD2511F53), m1 = _mm256_set1_epi64x(0xCD9E8D57);
     // round 0, shared part: M1 * client
     const uint64_t q1 = uint64_t{0xCD9E8D57u} * client_word_;
@@ -239,15 +262,47 @@ class Words {
   void fill(uint64_t base) {
     base_ = base;
     filled_ = true;
-    for (size_t b = 0; b < kWords / 64; ++b) batch(base / 4 + 16 * b, buf_ + 64 * b);
+    for (size_t b = 0; b < kWords / (16 * kSets); ++b)
+      batch(base / 4 + 4 * kSets * b, buf_ + 16 * kSets * b);
   }
 
   __m256i key0_[10], key1_[10], round_k1_;
-  uint32_t k0_[10], k1_[10], client_word_;
+  uint32_t k0_[10], k1_[10], client_word_, round_word_;
   alignas(32) uint32_t buf_[kWords];
   uint64_t base_ = 0;
   bool filled_ = false;
 };
+
+// The norms of the (up to) four buckets of `bucket` values from `start`: four buckets' sums
+// interleaved, since each sum is a chain of dependent additions.
+void four_norms(std::span<const float> v, size_t start, size_t bucket, float* norms) {
+  if (bucket < 8 || v.size() - start < 4 * bucket) {
+    for (size_t k = 0; k < 4 && start + k * bucket < v.size(); ++k)
+      norms[k] =
+          qsgd_norm(v.subspan(start + k * bucket, std::min(bucket, v.size() - start - k * bucket)));
+    return;
+  }
+  const float* p = v.data() + start;
+  __m256d acc[8];
+  for (auto& a : acc) a = _mm256_setzero_pd();
+  size_t i = 0;
+  for (; i + 8 <= bucket; i += 8)
+    for (int k = 0; k < 4; ++k) {
+      const __m256d lo = _mm256_cvtps_pd(_mm_loadu_ps(p + k * bucket + i));
+      const __m256d hi = _mm256_cvtps_pd(_mm_loadu_ps(p + k * bucket + i + 4));
+      acc[2 * k] = _mm256_fmadd_pd(lo, lo, acc[2 * k]);  // = add(mul): the square is exact
+      acc[2 * k + 1] = _mm256_fmadd_pd(hi, hi, acc[2 * k + 1]);
+    }
+  for (int k = 0; k < 4; ++k) {
+    double sum[8];
+    _mm256_storeu_pd(sum, acc[2 * k]);
+    _mm256_storeu_pd(sum + 4, acc[2 * k + 1]);
+    for (size_t j = i; j < bucket; ++j)
+      sum[j % 8] += double(p[k * bucket + j]) * double(p[k * bucket + j]);
+    norms[k] = float(std::sqrt(((sum[0] + sum[1]) + (sum[2] + sum[3])) +
+                               ((sum[4] + sum[5]) + (sum[6] + sum[7]))));
+  }
+}
 
 // Packs a bucket's fields at p: (len * w + 7) / 8 bytes, and may write zeros up to 8 bytes past
 // them (the caller leaves room). g0: the bucket's first value's index in the vector.
@@ -257,29 +312,39 @@ void quantize_bucket(const float* v, size_t len, float n, uint32_t s, uint32_t w
     std::memset(p, 0, (len * w + 7) / 8);
     return;
   }
-  const __m256 nv = _mm256_set1_ps(n), sv = _mm256_set1_ps(float(s)), one = _mm256_set1_ps(1.0f);
-  const __m256 to_unit = _mm256_set1_ps(0x1p-24f), zero = _mm256_setzero_ps();
+  const __m256 nv = _mm256_set1_ps(n), s24 = _mm256_set1_ps(float(s) * 0x1p24f);
+  const __m256i sv_int = _mm256_set1_epi32(int(s)), low24 = _mm256_set1_epi32(0xFFFFFF);
+  const __m256 zero = _mm256_setzero_ps();
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   const __m256i first_bytes =
       _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1,
                        -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
   const __m256i gather = _mm256_setr_epi32(0, 4, 1, 1, 1, 1, 1, 1);
+  const __m256i spread = _mm256_setr_epi32(0, 1, 2, 3, 3, 4, 5, 6);  // bytes 12.. to lane 1
+  const __m256i three_bytes =
+      _mm256_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1, 0, 1, 2, -1, 3, 4, 5,
+                       -1, 6, 7, 8, -1, 9, 10, 11, -1);
   const uint64_t field_bits = 0x0101010101010101ull * ((1u << w) - 1);
   size_t i = 0, avail = 0;
   while (i + 8 <= len) {
-    const uint32_t* word = words.at(g0 + i, avail);
+    const uint8_t* draw = words.at(g0 + i, avail);
     const size_t stop = i + std::min(len - i, avail) / 8 * 8;
-    for (; i < stop; i += 8, word += 8) {
+    for (; i < stop; i += 8, draw += 24) {
       const __m256 x = _mm256_loadu_ps(v + i);
-      const __m256 a = _mm256_mul_ps(_mm256_div_ps(_mm256_and_ps(x, abs_mask), nv), sv);
-      const __m256 fl = _mm256_floor_ps(a);
-      const __m256i r = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(word));
-      const __m256 u = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(r, 8)), to_unit);
-      const __m256 up = _mm256_and_ps(_mm256_cmp_ps(u, _mm256_sub_ps(a, fl), _CMP_LT_OQ), one);
-      const __m256 level = _mm256_min_ps(_mm256_add_ps(fl, up), sv);  // NaN -> s
-      const __m256i sign =
-          _mm256_srli_epi32(_mm256_castps_si256(_mm256_cmp_ps(x, zero, _CMP_LT_OQ)), 31);
-      const __m256i field = _mm256_or_si256(_mm256_slli_epi32(_mm256_cvttps_epi32(level), 1), sign);
+      // A = a * 2^24 exactly (fl(q * s) * 2^24 = fl(q * (s * 2^24)): q * s is normal or exact),
+      // so with C = ceil(A): floor(a) = C >> 24, and u < a - floor(a) <=> U < (C & 0xFFFFFF)
+      const __m256 big_a = _mm256_mul_ps(_mm256_div_ps(_mm256_and_ps(x, abs_mask), nv), s24);
+      const __m256i c = _mm256_cvttps_epi32(_mm256_ceil_ps(big_a));  // NaN: 0x80000000
+      const __m256i r = _mm256_shuffle_epi8(  // bytes 3j .. 3j + 2 into lane j
+          _mm256_permutevar8x32_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(draw)),
+                                      spread),
+          three_bytes);
+      const __m256i up = _mm256_cmpgt_epi32(_mm256_and_si256(c, low24), r);
+      // floor + 1 where up (-1); NaN's 0x80 is above s, which the unsigned min makes s
+      const __m256i level =
+          _mm256_min_epu32(_mm256_sub_epi32(_mm256_srli_epi32(c, 24), up), sv_int);
+      const __m256i neg = _mm256_castps_si256(_mm256_cmp_ps(x, zero, _CMP_LT_OQ));
+      const __m256i field = _mm256_sub_epi32(_mm256_slli_epi32(level, 1), neg);  // sign: + 1
       const __m256i bytes =
           _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(field, first_bytes), gather);
       const uint64_t packed =
@@ -290,9 +355,11 @@ void quantize_bucket(const float* v, size_t len, float n, uint32_t s, uint32_t w
   }
   if (i < len) {  // the rest (< 8 values) from a byte boundary: at most 56 bits
     uint64_t acc = 0;
-    const uint32_t* word = words.at(g0 + i, avail);
-    for (size_t j = 0; i + j < len; ++j)
-      acc |= uint64_t(quantize_one(v[i + j], n, s, word[j])) << (j * w);
+    const uint8_t* draw = words.at(g0 + i, avail);
+    for (size_t j = 0; i + j < len; ++j, draw += 3) {
+      const uint32_t u = draw[0] | uint32_t(draw[1]) << 8 | uint32_t(draw[2]) << 16;
+      acc |= uint64_t(quantize_one(v[i + j], n, s, u)) << (j * w);
+    }
     std::memcpy(p, &acc, 8);
   }
 }
@@ -338,6 +405,35 @@ bool dequantize_bucket(const uint8_t* p, const uint8_t* end, size_t len, float n
 
 #endif  // FEDPAR_QSGD_AVX2
 
+}  // namespace
+
+std::vector<uint8_t> qsgd_draw_bytes(const CodecParams& p, const CodecContext& ctx, uint64_t first,
+                                     size_t n) {
+  std::vector<uint8_t> out(3 * n);
+#if defined(FEDPAR_QSGD_AVX2)
+  Words words(p.seed, ctx.client, uint32_t(ctx.round));
+  for (size_t i = 0; i < n;) {
+    size_t avail = 0;
+    const uint8_t* b = words.at(first + i, avail);
+    const size_t take = std::min(avail, n - i);
+    std::memcpy(out.data() + 3 * i, b, 3 * take);
+    i += take;
+  }
+#else
+  const uint64_t k = splitmix64(splitmix64(p.seed) ^ fnv1a64("qsgd"));
+  for (size_t j = 0; j < 3 * n; ++j) {
+    const uint64_t byte = 3 * first + j, block = byte / 16;
+    const auto w =
+        philox4x32_10({uint32_t(block), uint32_t(block >> 32), ctx.client, uint32_t(ctx.round)},
+                      {uint32_t(k), uint32_t(k >> 32)});
+    out[j] = uint8_t(w[byte % 16 / 4] >> (8 * (byte % 4)));
+  }
+#endif
+  return out;
+}
+
+namespace {
+
 class Qsgd final : public Codec {
  public:
   explicit Qsgd(const CodecParams& p) : p_(p) {}
@@ -351,9 +447,11 @@ class Qsgd final : public Codec {
     out.resize(total + 8);  // room for the last 8-byte store
     Words words(p_.seed, ctx.client, uint32_t(ctx.round));
     uint8_t* at = out.data();
-    for (size_t start = 0; start < v.size(); start += p_.bucket) {
+    float norms[4];
+    for (size_t start = 0, q = 0; start < v.size(); start += p_.bucket, ++q) {
       const size_t len = std::min<size_t>(p_.bucket, v.size() - start);
-      const float n = qsgd_norm(v.subspan(start, len));
+      if (q % 4 == 0) four_norms(v, start, p_.bucket, norms);
+      const float n = norms[q % 4];
       std::memcpy(at, &n, 4);
       quantize_bucket(v.data() + start, len, n, s, w, start, words, at + 4);
       at += 4 + (len * w + 7) / 8;

@@ -4,13 +4,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <mutex>
 #include <numeric>
 #include <string>
-#include <unordered_map>
 
 #include "core/check.h"
 #include "core/rng.h"
@@ -33,18 +33,25 @@ std::vector<uint32_t> randk_indices(uint64_t seed, uint64_t round, size_t d, siz
     rng.choose(std::span<uint32_t>(idx), k);
     idx.resize(k);
   } else {  // the same swaps on a virtual 0..d-1: only the displaced entries are stored
-    std::unordered_map<uint32_t, uint32_t> moved;
-    moved.reserve(2 * k);
-    auto at = [&](uint32_t i) {
-      const auto it = moved.find(i);
-      return it == moved.end() ? i : it->second;
+    // open addressing, linear probing; position j holds j unless the table says otherwise
+    size_t cap = 64;
+    while (cap < 4 * k) cap *= 2;
+    const uint32_t kEmpty = std::numeric_limits<uint32_t>::max();  // not an index: d < 2^32
+    std::vector<std::pair<uint32_t, uint32_t>> table(cap, {kEmpty, 0});
+    const int shift = 64 - std::countr_zero(cap);
+    auto slot = [&](uint32_t key) -> std::pair<uint32_t, uint32_t>& {
+      size_t h = size_t((uint64_t(key) * 0x9E3779B97F4A7C15ull) >> shift);
+      while (table[h].first != kEmpty && table[h].first != key) h = (h + 1) & (cap - 1);
+      return table[h];
     };
     idx.resize(k);
     for (size_t i = 0; i < k; ++i) {
       const uint32_t j = uint32_t(i + rng.below(d - i));
-      const uint32_t vi = at(uint32_t(i)), vj = at(j);
-      idx[i] = vj;    // position i is final after step i
-      moved[j] = vi;  // position j now holds what was at i
+      auto& si = slot(uint32_t(i));
+      const uint32_t vi = si.first == kEmpty ? uint32_t(i) : si.second;
+      auto& sj = slot(j);
+      idx[i] = sj.first == kEmpty ? j : sj.second;  // position i is final after step i
+      sj = {j, vi};                                 // position j now holds what was at i
     }
   }
   std::sort(idx.begin(), idx.end());

@@ -73,6 +73,40 @@ void unpack_signs(const uint8_t* bits, float m, std::span<float> out) {
   for (; i < out.size(); ++i) out[i] = (bits[i / 8] >> (i % 8)) & 1 ? -m : m;
 }
 
+float pack_signs_and_scale(std::span<const float> v, uint8_t* out) {
+#if defined(__AVX2__)
+  // one pass over v: the same partial sums as sign_scale, the same bits as pack_signs
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  const __m256 zero = _mm256_setzero_ps();
+  __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
+  size_t i = 0;
+  for (; i + 8 <= v.size(); i += 8) {
+    const __m256 f = _mm256_loadu_ps(v.data() + i);
+    out[i / 8] = uint8_t(_mm256_movemask_ps(_mm256_cmp_ps(f, zero, _CMP_LT_OQ)));
+    const __m256 a = _mm256_and_ps(f, abs_mask);
+    a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm256_castps256_ps128(a)));
+    a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)));
+  }
+  if (v.empty()) return 0.0f;
+  double s[8];
+  _mm256_storeu_pd(s, a0);
+  _mm256_storeu_pd(s + 4, a1);
+  if (i < v.size()) {
+    uint8_t byte = 0;
+    for (size_t j = 0; i + j < v.size(); ++j) {
+      byte |= uint8_t(v[i + j] < 0) << j;
+      s[(i + j) % 8] += std::fabs(double(v[i + j]));
+    }
+    out[i / 8] = byte;
+  }
+  const double l1 = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+  return float(l1 / double(v.size()));
+#else
+  pack_signs(v, out);
+  return sign_scale(v);
+#endif
+}
+
 namespace {
 
 template <bool kScaled>
@@ -85,10 +119,11 @@ class Sign final : public Codec {
     const size_t head = kScaled ? 4 : 0;
     out.resize(head + (v.size() + 7) / 8);
     if constexpr (kScaled) {
-      const float scale = sign_scale(v);
+      const float scale = pack_signs_and_scale(v, out.data() + head);
       std::memcpy(out.data(), &scale, 4);
+    } else {
+      pack_signs(v, out.data() + head);
     }
-    pack_signs(v, out.data() + head);
   }
 
   std::string decode(std::span<const uint8_t> bytes, const CodecContext&,

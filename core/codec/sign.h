@@ -19,6 +19,8 @@ std::unique_ptr<Codec> make_sign_codec();
 float sign_scale(std::span<const float> v);
 // Bit i of out (byte i / 8, bit i % 8) set when v[i] < 0; ceil(d / 8) bytes, padding bits zero.
 void pack_signs(std::span<const float> v, uint8_t* out);
+// Both in one pass over v (what scaled_sign's encoder runs): the bits into out, the scale returned.
+float pack_signs_and_scale(std::span<const float> v, uint8_t* out);
 // out[i] = bit i ? -m : m for the ceil(d / 8) bytes at `bits`.
 void unpack_signs(const uint8_t* bits, float m, std::span<float> out);
 

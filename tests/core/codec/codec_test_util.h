@@ -104,7 +104,7 @@ inline void fuzz_decoder(const Codec& c, const std::vector<uint8_t>& good, size_
       for (auto& x : b) x = uint8_t(rng.next_u32());
     }
     auto exact = std::make_unique<uint8_t[]>(b.size() + 1);  // +1: a valid pointer when empty
-    std::memcpy(exact.get(), b.data(), b.size());
+    if (!b.empty()) std::memcpy(exact.get(), b.data(), b.size());
     (void)c.decode(std::span<const uint8_t>(exact.get(), b.size()), ctx, out);
   }
 }

@@ -49,9 +49,10 @@ TEST(Qsgd, HandComputedBucketsZeroBucketAndTail) {
   EXPECT_TRUE(same_bits(out1, {0.0f, -2.0f, 0.0f, 0.0f}));
 }
 
-TEST(Qsgd, ValueIDrawsTheIthWordOfTheMessagesStream) {
+TEST(Qsgd, ValueIDrawsBytes3iTo3iPlus2OfTheMessagesStream) {
   // Buckets of 3 (not a multiple of 8 or of Philox's 4 words), s = 1: level = floor(a) + (u < a -
-  // floor(a)) with u = the i-th Rng::uniform() of Rng(seed, "qsgd", client, round).
+  // floor(a)) with u = U / 2^24, U the little-endian 24-bit integer at bytes 3i .. 3i + 2 of the
+  // stream Rng(seed, "qsgd", client, round), word j of which is bytes 4j .. 4j + 3.
   const CodecParams p{.levels = 1, .bucket = 3, .seed = 77};
   const auto c = make_codec("qsgd", p);
   const std::vector<float> v = awkward_vector(200, 5, false);
@@ -59,6 +60,11 @@ TEST(Qsgd, ValueIDrawsTheIthWordOfTheMessagesStream) {
                                  CodecContext{.round = (uint64_t{1} << 32) + 9, .client = 2}}) {
     const auto bytes = encode(*c, v, ctx);
     Rng rng(77, "qsgd", 2, 9);  // the round's low 32 bits
+    std::vector<uint8_t> stream;
+    while (stream.size() < 3 * v.size()) {
+      const uint32_t word = rng.next_u32();
+      for (int k = 0; k < 4; ++k) stream.push_back(uint8_t(word >> (8 * k)));
+    }
     size_t at = 0;
     for (size_t start = 0; start < v.size(); start += 3) {
       const size_t len = std::min<size_t>(3, v.size() - start);
@@ -67,17 +73,46 @@ TEST(Qsgd, ValueIDrawsTheIthWordOfTheMessagesStream) {
                 bits_of(testing::float_of(bytes[at] | bytes[at + 1] << 8 | bytes[at + 2] << 16 |
                                           uint32_t(bytes[at + 3]) << 24)));
       at += 4;
-      uint32_t bits = bytes[at];  // 3 values x 2 bits: one byte
+      const uint32_t fields = bytes[at];  // 3 values x 2 bits: one byte
       for (size_t i = 0; i < len; ++i) {
-        const float u = rng.uniform();
+        const uint8_t* r = &stream[3 * (start + i)];
+        const float u = float(r[0] | r[1] << 8 | r[2] << 16) * 0x1p-24f;
         const float a = n == 0 ? 0 : std::fabs(v[start + i]) / n * 1.0f;
         const uint32_t level = uint32_t(std::floor(a)) + (u < a - std::floor(a));
-        const uint32_t field = (bits >> (2 * i)) & 3;
+        const uint32_t field = (fields >> (2 * i)) & 3;
         ASSERT_EQ(field >> 1, std::min(level, 1u)) << "value " << start + i;
         ASSERT_EQ(field & 1, uint32_t(v[start + i] < 0)) << "value " << start + i;
       }
       at += 1;
     }
+  }
+}
+
+TEST(Qsgd, TheVectorizedStreamIsPhiloxAtAnyBlock) {
+  // Word j of the stream is word j % 4 of Philox4x32-10 with counter {block low, block high,
+  // client, round} (block = j / 4) and Rng's key; value i draws bytes 3i .. 3i + 2.
+  const CodecParams p{.seed = 12};
+  const CodecContext ctx{.round = 6, .client = 3};
+  const uint64_t k = splitmix64(splitmix64(12) ^ fnv1a64("qsgd"));
+  auto byte_at = [&](uint64_t byte) {
+    const uint64_t block = byte / 16;
+    const auto w = philox4x32_10({uint32_t(block), uint32_t(block >> 32), 3, 6},
+                                 {uint32_t(k), uint32_t(k >> 32)});
+    return uint8_t(w[byte % 16 / 4] >> (8 * (byte % 4)));
+  };
+  Rng rng(12, "qsgd", 3, 6);  // the same stream from its start
+  std::vector<uint8_t> start;
+  while (start.size() < 3 * 5000) {
+    const uint32_t w = rng.next_u32();
+    for (int b = 0; b < 4; ++b) start.push_back(uint8_t(w >> (8 * b)));
+  }
+  start.resize(3 * 5000);
+  EXPECT_EQ(qsgd_draw_bytes(p, ctx, 0, 5000), start);
+  const uint64_t wrap = (uint64_t{1} << 32) * 16 / 3;  // value whose bytes reach block 2^32
+  for (uint64_t first : {uint64_t{7}, uint64_t{12345}, wrap - 100, wrap - 37, wrap + 5}) {
+    const auto got = qsgd_draw_bytes(p, ctx, first, 300);
+    for (size_t j = 0; j < got.size(); ++j)
+      ASSERT_EQ(got[j], byte_at(3 * first + j)) << "value " << first << " + byte " << j;
   }
 }
 

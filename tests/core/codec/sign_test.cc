@@ -51,6 +51,9 @@ TEST(Sign, VectorPathMatchesAPlainLoop) {
     const double sum = ((l1[0] + l1[1]) + (l1[2] + l1[3])) + ((l1[4] + l1[5]) + (l1[6] + l1[7]));
     const float scale = d ? float(sum / double(d)) : 0.0f;
     EXPECT_EQ(testing::bits_of(sign_scale(v)), testing::bits_of(scale)) << d;
+    std::vector<uint8_t> fused((d + 7) / 8, 0xAA);
+    EXPECT_EQ(testing::bits_of(pack_signs_and_scale(v, fused.data())), testing::bits_of(scale));
+    EXPECT_EQ(fused, bits) << d;
     std::vector<float> out(d);
     unpack_signs(bits.data(), -2.5f, out);
     for (size_t i = 0; i < d; ++i) ASSERT_EQ(out[i], v[i] < 0 ? 2.5f : -2.5f) << d << " " << i;
