@@ -128,9 +128,15 @@ class ClientProcess {
   void reply(uint32_t client, uint64_t round, UpdateMsg u, std::vector<std::vector<float>> vs) {
     auto owned = std::make_shared<std::vector<std::vector<float>>>(std::move(vs));
     u.vectors.assign(owned->begin(), owned->end());
+    send_update(client, round, std::move(u), std::move(owned));
+  }
+
+  // Sends `u` with this process's memory accounting; `owner` holds what its vectors view.
+  void send_update(uint32_t client, uint64_t round, UpdateMsg u,
+                   std::shared_ptr<const void> owner = {}) {
     u.parameter_bytes = model_.parameter_bytes();
     u.activation_bytes = model_.activation_bytes_held();
-    channel_.send(encode(u, {client, run_, round}, owned));
+    channel_.send(encode(std::move(u), {client, run_, round}, std::move(owner)));
   }
 
   // Replies with one training update through the uplink codec (and the client's residual with
@@ -146,9 +152,7 @@ class ClientProcess {
       uplink_->encode(update, ctx, bytes);
     u.encoded.codec = uplink_->id();
     u.encoded.frames.push_back(std::move(bytes));
-    u.parameter_bytes = model_.parameter_bytes();
-    u.activation_bytes = model_.activation_bytes_held();
-    channel_.send(encode(std::move(u), {client, run_, round}));
+    send_update(client, round, std::move(u));
   }
 
   void allreduce_step(const TaskMsg& task, uint64_t round) {

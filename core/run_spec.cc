@@ -4,7 +4,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstdlib>
+#include <optional>
+#include <utility>
 
 #include "core/check.h"
 #include "core/model_data_config.h"
@@ -113,21 +117,38 @@ void require(bool ok, const std::string& what) {
   if (!ok) throw Error(what);
 }
 
+// "client:rest" with a client id (digits before the colon) and something after it.
+std::optional<std::pair<uint32_t, std::string>> client_item(const std::string& item) {
+  const size_t colon = item.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == item.size()) return std::nullopt;
+  char* end = nullptr;
+  const long client = std::strtol(item.c_str(), &end, 10);
+  if (end != item.c_str() + colon || client < 0 || client > long(UINT32_MAX)) return std::nullopt;
+  return std::pair{uint32_t(client), item.substr(colon + 1)};
+}
+
 // A list of "client:value" items as a map; every value must be >= minimum.
 std::map<uint32_t, double> client_values(const Config& c, const char* key, double minimum) {
   std::map<uint32_t, double> out;
   for (const std::string& item : c.get_string_list(key)) {
-    const size_t colon = item.find(':');
+    const auto parsed = client_item(item);
     char* end = nullptr;
-    const long client = colon == std::string::npos ? -1 : std::strtol(item.c_str(), &end, 10);
-    const bool client_ok = colon != std::string::npos && end == item.c_str() + colon && client >= 0;
-    const double v = client_ok ? std::strtod(item.c_str() + colon + 1, &end) : 0;
-    if (!client_ok || *end != '\0' || colon + 1 == item.size() || !(v >= minimum))
+    const double v = parsed ? std::strtod(parsed->second.c_str(), &end) : 0;
+    if (!parsed || *end != '\0' || !(v >= minimum))
       throw Error(fmt::format("{}: '{}' is not \"client:value\" with a client id and a value >= {}",
                               key, item, minimum));
-    out[uint32_t(client)] = v;
+    out[parsed->first] = v;
   }
   return out;
+}
+
+// A codec's name and parameters, checked once here; the error names the key.
+void check_codec(const char* key, const std::string& name, const CodecParams& p) {
+  try {
+    make_codec(name, p);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", key, e.what()));
+  }
 }
 
 CompressionSpec resolve_compression(const Config& c, const RunSpec& s) {
@@ -150,17 +171,9 @@ CompressionSpec resolve_compression(const Config& c, const RunSpec& s) {
   require(aggregate == "mean" || aggregate == "majority",
           fmt::format("compression.aggregate must be mean or majority, got '{}'", aggregate));
   k.majority = aggregate == "majority";
-  try {
-    make_codec(k.uplink, k.params);  // names and parameters checked once, here
-  } catch (const Error& e) {
-    throw Error(fmt::format("compression.uplink: {}", e.what()));
-  }
+  check_codec("compression.uplink", k.uplink, k.params);
   k.downlink_delta = c.get_bool("compression.downlink_delta");
-  try {
-    make_codec(k.downlink, k.params);
-  } catch (const Error& e) {
-    throw Error(fmt::format("compression.downlink: {}", e.what()));
-  }
+  check_codec("compression.downlink", k.downlink, k.params);
   require(k.downlink_delta || k.downlink == "none" || k.downlink == "fp16" || k.downlink == "bf16",
           fmt::format("compression.downlink = \"{}\" encodes a change, not a model: it needs "
                       "compression.downlink_delta = true (or fp16 / bf16)",
@@ -207,15 +220,12 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
           fmt::format("network.jitter must be uniform or normal, got '{}'", jitter));
   std::vector<std::pair<uint32_t, std::string>> overrides;
   for (const std::string& item : c.get_string_list("network.profiles")) {
-    const size_t colon = item.find(':');
-    char* end = nullptr;
-    const long client = colon == std::string::npos ? -1 : std::strtol(item.c_str(), &end, 10);
-    require(colon != std::string::npos && colon > 0 && end == item.c_str() + colon && client >= 0 &&
-                colon + 1 < item.size(),
+    const auto parsed = client_item(item);
+    require(parsed.has_value(),
             fmt::format("network.profiles: '{}' is not \"client:profile\" (e.g. \"0:lte\"; "
                         "profiles: {})",
                         item, valid_profile_names()));
-    overrides.emplace_back(uint32_t(client), item.substr(colon + 1));
+    overrides.push_back(*parsed);
   }
   const LinkProfile custom{.name = "custom",
                            .down_bps = c.get_float("network.custom.down_bps"),

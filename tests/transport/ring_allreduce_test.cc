@@ -143,6 +143,34 @@ TEST(RingAllreduce, AWrongMessageOrASilentNeighbourIsAnError) {
   }
 }
 
+// The ring over ZeroMQ sockets (tcp on localhost), one thread per rank, chunks carried raw or
+// encoded with `codec`: every rank's result and the bytes rank 0 sent.
+struct ZmqRingResult {
+  std::vector<std::vector<float>> data;
+  uint64_t rank0_bytes_sent = 0;
+};
+
+ZmqRingResult run_zmq_ring(const std::vector<std::vector<float>>& x, size_t bucket,
+                           const Codec* codec = nullptr) {
+  const int n = int(x.size());
+  zmq::context_t ctx;
+  std::vector<std::unique_ptr<ZmqRingLink>> links;
+  for (int r = 0; r < n; ++r) {
+    links.push_back(std::make_unique<ZmqRingLink>(ctx, "tcp://127.0.0.1:*", 10.0));
+    links.back()->set_codec(codec);
+  }
+  for (int r = 0; r < n; ++r)
+    links[size_t(r)]->connect_next(links[size_t((r + 1) % n)]->endpoint());
+  ZmqRingResult out{x};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back(
+        [&, r] { ring_allreduce(out.data[size_t(r)], r, n, *links[size_t(r)], bucket); });
+  for (auto& t : threads) t.join();
+  out.rank0_bytes_sent = links[0]->bytes_sent();
+  return out;
+}
+
 // The same ring over ZeroMQ sockets (tcp on localhost): the same bits as the in-memory ring, the
 // bytes each worker moves, and a dead neighbour detected within the deadline.
 TEST(RingAllreduce, OverZeroMqTheSameBitsAndBytes) {
@@ -150,22 +178,11 @@ TEST(RingAllreduce, OverZeroMqTheSameBitsAndBytes) {
   const size_t len = 100003;
   std::vector<std::vector<float>> x;
   for (int r = 0; r < n; ++r) x.push_back(random_vector(len, uint64_t(200 + r)));
-  zmq::context_t ctx;
-  std::vector<std::unique_ptr<ZmqRingLink>> links;
-  for (int r = 0; r < n; ++r)
-    links.push_back(std::make_unique<ZmqRingLink>(ctx, "tcp://127.0.0.1:*", 10.0));
-  for (int r = 0; r < n; ++r)
-    links[size_t(r)]->connect_next(links[size_t((r + 1) % n)]->endpoint());
-  std::vector<std::vector<float>> data = x;
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back(
-        [&, r] { ring_allreduce(data[size_t(r)], r, n, *links[size_t(r)], 1 << 14); });
-  for (auto& t : threads) t.join();
+  const ZmqRingResult got = run_zmq_ring(x, 1 << 14);
   const auto want = run_ring(x, 1 << 14);
-  for (int r = 0; r < n; ++r) EXPECT_EQ(data[size_t(r)], want[0]) << "rank " << r;
+  for (int r = 0; r < n; ++r) EXPECT_EQ(got.data[size_t(r)], want[0]) << "rank " << r;
   const double payload = 2.0 * (n - 1) / n * double(len) * sizeof(float);
-  EXPECT_NEAR(double(links[0]->bytes_sent()), payload, 0.01 * payload);
+  EXPECT_NEAR(double(got.rank0_bytes_sent), payload, 0.01 * payload);
 }
 
 // With fp16 on the wire every hop rounds its partial sum and the finished chunk is rounded before
@@ -177,20 +194,7 @@ TEST(RingAllreduce, OverZeroMqA16BitCastKeepsReplicasBitwiseEqualWithHalfTheByte
   std::vector<std::vector<float>> x;
   for (int r = 0; r < n; ++r) x.push_back(random_vector(len, uint64_t(300 + r)));
   const auto fp16 = make_codec("fp16", {});
-  zmq::context_t ctx;
-  std::vector<std::unique_ptr<ZmqRingLink>> links;
-  for (int r = 0; r < n; ++r) {
-    links.push_back(std::make_unique<ZmqRingLink>(ctx, "tcp://127.0.0.1:*", 10.0));
-    links.back()->set_codec(fp16.get());
-  }
-  for (int r = 0; r < n; ++r)
-    links[size_t(r)]->connect_next(links[size_t((r + 1) % n)]->endpoint());
-  std::vector<std::vector<float>> data = x;
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back(
-        [&, r] { ring_allreduce(data[size_t(r)], r, n, *links[size_t(r)], bucket); });
-  for (auto& t : threads) t.join();
+  const ZmqRingResult got = run_zmq_ring(x, bucket, fp16.get());
   auto h = [&](float v) {
     std::vector<uint8_t> bytes;
     std::vector<float> out(1);
@@ -207,9 +211,9 @@ TEST(RingAllreduce, OverZeroMqA16BitCastKeepsReplicasBitwiseEqualWithHalfTheByte
         want[i] = h(sum);
       }
   }
-  for (int r = 0; r < n; ++r) EXPECT_EQ(data[size_t(r)], want) << "rank " << r;
+  for (int r = 0; r < n; ++r) EXPECT_EQ(got.data[size_t(r)], want) << "rank " << r;
   const double payload = 2.0 * (n - 1) / n * double(len) * sizeof(uint16_t);
-  EXPECT_NEAR(double(links[0]->bytes_sent()), payload, 0.01 * payload);
+  EXPECT_NEAR(double(got.rank0_bytes_sent), payload, 0.01 * payload);
 }
 
 TEST(RingAllreduce, OverZeroMqADeadNeighbourStopsTheRingWithinTheDeadline) {
