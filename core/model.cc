@@ -2,7 +2,6 @@
 #include "core/model.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -10,68 +9,10 @@
 
 namespace fedpar {
 
-std::vector<std::string> model_names() { return {"logreg", "linreg", "mlp", "2nn", "cnn"}; }
-
-namespace {
-
-struct Stack {
-  std::vector<std::unique_ptr<Layer>> layers;
-  std::vector<std::string> names;  // parameter prefix per layer ("" for parameter-free layers)
-  Shape at;
-  void add(std::unique_ptr<Layer> l, std::string name = "") {
-    at = l->output_shape();
-    layers.push_back(std::move(l));
-    names.push_back(std::move(name));
-  }
-};
-
-// Dense layers with ReLU between them: in -> hidden... -> classes.
-void build_mlp(Stack& s, const std::vector<int>& hidden, int classes) {
-  int i = 1;
-  for (int width : hidden) {
-    FEDPAR_CHECK(width > 0) << "hidden width must be positive";
-    s.add(make_dense(s.at, width), fmt::format("fc{}", i++));
-    s.add(make_relu(s.at));
-  }
-  s.add(make_dense(s.at, classes), fmt::format("fc{}", i));
-}
-
-}  // namespace
-
 Model::Model(Backend& be, const ModelSpec& spec, Shape input, int classes)
-    : be_(be), input_(input), classes_(classes), loss_(LossKind::kSoftmaxCrossEntropy) {
-  if (classes < 2) throw Error(fmt::format("a model needs at least 2 classes, got {}", classes));
-  Stack s{.at = input};
-  const std::string& n = spec.name;
-  if (n != "mlp" && !spec.hidden.empty())
-    throw Error(fmt::format("model '{}' takes no hidden sizes (only 'mlp' does)", n));
-  if (n == "logreg") {
-    build_mlp(s, {}, classes);
-  } else if (n == "linreg") {
-    build_mlp(s, {}, classes);
-    loss_ = LossKind::kSquaredError;
-  } else if (n == "mlp") {
-    if (spec.hidden.empty()) throw Error("model 'mlp' needs hidden sizes, e.g. --hidden 200,200");
-    build_mlp(s, spec.hidden, classes);
-  } else if (n == "2nn") {
-    build_mlp(s, {200, 200}, classes);
-  } else if (n == "cnn") {
-    if (input.h != 28 || input.w != 28 || input.c != 1)
-      throw Error(fmt::format("model 'cnn' needs 28x28x1 images; this dataset has {}x{}x{}",
-                              input.h, input.w, input.c));
-    s.add(make_conv2d(s.at, 32, 5), "conv1");
-    s.add(make_relu(s.at));
-    s.add(make_maxpool2(s.at));
-    s.add(make_conv2d(s.at, 64, 5), "conv2");
-    s.add(make_relu(s.at));
-    s.add(make_maxpool2(s.at));
-    s.add(make_dense(s.at, 512), "fc1");
-    s.add(make_relu(s.at));
-    s.add(make_dense(s.at, classes), "fc2");
-  } else {
-    throw Error(
-        fmt::format("unknown model '{}' (valid models: {})", n, fmt::join(model_names(), ", ")));
-  }
+    : be_(be), input_(input), classes_(classes) {
+  LayerStack s = build_layer_stack(spec, input, classes);
+  loss_ = s.loss;
   for (size_t i = 0; i < s.layers.size(); ++i)
     if (!s.names[i].empty()) s.layers[i]->declare(layout_, s.names[i]);
   layers_ = std::move(s.layers);

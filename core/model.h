@@ -10,20 +10,11 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/layer_stack.h"
 #include "core/layers.h"
 #include "core/params.h"
 
 namespace fedpar {
-
-enum class LossKind { kSoftmaxCrossEntropy, kSquaredError };
-
-struct ModelSpec {
-  std::string name = "2nn";  // one of model_names()
-  std::vector<int> hidden;   // mlp only: hidden layer widths
-};
-
-// Valid preset names, for help texts and error messages.
-std::vector<std::string> model_names();
 
 // Loss and count of correct predictions, summed over the samples of a batch.
 struct BatchStats {

@@ -1,0 +1,76 @@
+// Model presets as layer stacks.
+#include "core/layer_stack.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/check.h"
+
+namespace fedpar {
+
+std::vector<std::string> model_names() { return {"logreg", "linreg", "mlp", "2nn", "cnn"}; }
+
+namespace {
+
+struct Builder {
+  LayerStack& s;
+  Shape at;
+  void add(std::unique_ptr<Layer> l, std::string name = "") {
+    s.inputs.push_back(at);
+    at = l->output_shape();
+    s.layers.push_back(std::move(l));
+    s.names.push_back(std::move(name));
+  }
+};
+
+// Dense layers with ReLU between them: in -> hidden... -> classes.
+void build_mlp(Builder& s, const std::vector<int>& hidden, int classes) {
+  int i = 1;
+  for (int width : hidden) {
+    FEDPAR_CHECK(width > 0) << "hidden width must be positive";
+    s.add(make_dense(s.at, width), fmt::format("fc{}", i++));
+    s.add(make_relu(s.at));
+  }
+  s.add(make_dense(s.at, classes), fmt::format("fc{}", i));
+}
+
+}  // namespace
+
+LayerStack build_layer_stack(const ModelSpec& spec, Shape input, int classes) {
+  if (classes < 2) throw Error(fmt::format("a model needs at least 2 classes, got {}", classes));
+  LayerStack stack;
+  Builder s{stack, input};
+  const std::string& n = spec.name;
+  if (n != "mlp" && !spec.hidden.empty())
+    throw Error(fmt::format("model '{}' takes no hidden sizes (only 'mlp' does)", n));
+  if (n == "logreg") {
+    build_mlp(s, {}, classes);
+  } else if (n == "linreg") {
+    build_mlp(s, {}, classes);
+    stack.loss = LossKind::kSquaredError;
+  } else if (n == "mlp") {
+    if (spec.hidden.empty()) throw Error("model 'mlp' needs hidden sizes, e.g. --hidden 200,200");
+    build_mlp(s, spec.hidden, classes);
+  } else if (n == "2nn") {
+    build_mlp(s, {200, 200}, classes);
+  } else if (n == "cnn") {
+    if (input.h != 28 || input.w != 28 || input.c != 1)
+      throw Error(fmt::format("model 'cnn' needs 28x28x1 images; this dataset has {}x{}x{}",
+                              input.h, input.w, input.c));
+    s.add(make_conv2d(s.at, 32, 5), "conv1");
+    s.add(make_relu(s.at));
+    s.add(make_maxpool2(s.at));
+    s.add(make_conv2d(s.at, 64, 5), "conv2");
+    s.add(make_relu(s.at));
+    s.add(make_maxpool2(s.at));
+    s.add(make_dense(s.at, 512), "fc1");
+    s.add(make_relu(s.at));
+    s.add(make_dense(s.at, classes), "fc2");
+  } else {
+    throw Error(
+        fmt::format("unknown model '{}' (valid models: {})", n, fmt::join(model_names(), ", ")));
+  }
+  return stack;
+}
+
+}  // namespace fedpar

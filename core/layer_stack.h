@@ -1,0 +1,34 @@
+// The layers of a model preset in order, before anything owns them: a Model takes them all, a
+// pipeline Stage (core/stage.h) a contiguous slice. One builder, so both see the same layers,
+// names and initial values.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/layers.h"
+
+namespace fedpar {
+
+enum class LossKind { kSoftmaxCrossEntropy, kSquaredError };
+
+struct ModelSpec {
+  std::string name = "2nn";  // one of model_names()
+  std::vector<int> hidden;   // mlp only: hidden layer widths
+};
+
+// Valid preset names, for help texts and error messages.
+std::vector<std::string> model_names();
+
+struct LayerStack {
+  std::vector<std::unique_ptr<Layer>> layers;
+  std::vector<std::string> names;  // parameter prefix per layer ("" for parameter-free layers)
+  std::vector<Shape> inputs;       // each layer's input shape
+  LossKind loss = LossKind::kSoftmaxCrossEntropy;
+};
+
+// Throws Error for unknown names or shapes the preset cannot take (cnn needs 28x28x1).
+LayerStack build_layer_stack(const ModelSpec& spec, Shape input, int classes);
+
+}  // namespace fedpar

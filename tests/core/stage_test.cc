@@ -1,0 +1,184 @@
+// Pipeline stages and schedules: splits, the slice's init, gradients bit for bit equal to the
+// whole model's, slots and the bubble of GPipe and 1F1B.
+#include "core/stage.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "core/backend.h"
+#include "core/pipeline_local.h"
+#include "core/pipeline_schedule.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using testing::error_of;
+using testing::random_vector;
+
+class Stages : public ::testing::Test {
+ protected:
+  std::unique_ptr<Backend> be = make_backend("cpu");
+  const Shape mnist{28, 28, 1};
+  const ModelSpec mlp{"mlp", {64, 48, 32}};
+
+  std::vector<std::unique_ptr<Stage>> make_stages(const ModelSpec& spec,
+                                                  const std::vector<LayerRange>& ranges,
+                                                  PipeSchedule sched, int m, uint64_t seed) {
+    std::vector<std::unique_ptr<Stage>> out;
+    const int p = int(ranges.size());
+    for (int s = 0; s < p; ++s) {
+      out.push_back(std::make_unique<Stage>(*be, spec, mnist, 10, ranges[size_t(s)],
+                                            pipe_slots(sched, s, p, m)));
+      out.back()->init(seed);
+    }
+    return out;
+  }
+  static std::vector<float> concat_grads(const std::vector<std::unique_ptr<Stage>>& stages) {
+    std::vector<float> g;
+    for (const auto& s : stages) {
+      const auto part = s->grads_host();
+      g.insert(g.end(), part.begin(), part.end());
+    }
+    return g;
+  }
+};
+
+TEST_F(Stages, SplitBalancesParametersOverTheAllowedStarts) {
+  // 2nn: fc1 (157,000), relu, fc2 (40,200), relu, fc3 (2,010); stages start at a dense layer.
+  EXPECT_EQ(split_by_params({"2nn"}, mnist, 10, 2),
+            (std::vector<LayerRange>{{0, 2}, {2, 5}}));
+  EXPECT_EQ(split_by_params({"2nn"}, mnist, 10, 3),
+            (std::vector<LayerRange>{{0, 2}, {2, 4}, {4, 5}}));
+  // 784-1024-1024-1024-10: fc1 803,840 and fc2, fc3 1,049,600 each; fc4 10,250. The best
+  // 2-way split puts fc1+fc2 (1.85M) against fc3+fc4 (1.06M).
+  const ModelSpec big{"mlp", {1024, 1024, 1024}};
+  EXPECT_EQ(split_by_params(big, mnist, 10, 2), (std::vector<LayerRange>{{0, 4}, {4, 7}}));
+  EXPECT_EQ(split_by_params(big, mnist, 10, 4).size(), 4u);
+  // cnn: conv1 conv2 | fc1 | fc2 splits between and inside the convolution and dense parts.
+  EXPECT_EQ(split_by_params({"cnn"}, mnist, 10, 4),
+            (std::vector<LayerRange>{{0, 3}, {3, 6}, {6, 8}, {8, 9}}));
+  EXPECT_EQ(split_at({"cnn"}, mnist, 10, {"fc1"}), (std::vector<LayerRange>{{0, 6}, {6, 9}}));
+}
+
+TEST_F(Stages, RefusesSplitsTheModelCannotTake) {
+  EXPECT_NE(error_of([&] { split_by_params({"2nn"}, mnist, 10, 4); })
+                .find("splits into 1 to 3 stages (a stage starts at a layer with parameters: "
+                      "fc1, fc2, fc3), not 4"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { split_at({"cnn"}, mnist, 10, {"pool"}); })
+                .find("cannot start at 'pool' (it may start at: conv2, fc1, fc2)"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { split_at({"cnn"}, mnist, 10, {"fc1", "conv2"}); })
+                .find("'conv2' comes too early"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { Stage(*be, {"2nn"}, mnist, 10, {1, 3}, 1); }).find("are not a stage"),
+            std::string::npos);
+}
+
+TEST_F(Stages, SlicesHoldTheWholeModelsParametersOnce) {
+  for (const ModelSpec& spec : {ModelSpec{"2nn"}, ModelSpec{"cnn"}, mlp}) {
+    Model whole(*be, spec, mnist, 10);
+    whole.init(3);
+    const auto all = whole.params_host();
+    const auto ranges = split_by_params(spec, mnist, 10, 3);
+    size_t at = 0;
+    for (const LayerRange& r : ranges) {
+      Stage st(*be, spec, mnist, 10, r, 1);
+      st.init(3);
+      EXPECT_EQ(st.model_offset(), at) << spec.name;
+      const auto mine = st.params_host();
+      ASSERT_EQ(std::vector<float>(all.begin() + long(at), all.begin() + long(at + mine.size())),
+                mine)
+          << spec.name << " stage at layer " << r.first;
+      EXPECT_LT(st.parameter_bytes(), whole.parameter_bytes());
+      at += mine.size();
+    }
+    EXPECT_EQ(at, all.size()) << spec.name;
+  }
+}
+
+// The pipeline adds the micro-batches' gradients in micro-batch order, as one process looping
+// over the same micro-batches does: equal bit for bit, for every split, schedule and m; with
+// m = 1 it is the whole batch's forward_backward itself.
+TEST_F(Stages, PipelineGradientsEqualTheWholeModelsBitForBit) {
+  const int batch = 12;
+  for (const ModelSpec& spec : {ModelSpec{"2nn"}, ModelSpec{"cnn"}, mlp}) {
+    const auto x = random_vector(size_t(batch) * mnist.size(), 11, 0.0f, 1.0f);
+    std::vector<int32_t> y(batch);
+    for (int i = 0; i < batch; ++i) y[size_t(i)] = (i * 7) % 10;
+    for (int m : {1, 3, 4}) {
+      Model whole(*be, spec, mnist, 10);
+      whole.init(5);
+      double loss = 0;
+      for (const MicroBatch mb : split_micro_batches(batch, m))
+        loss += whole.forward_backward(x.data() + size_t(mb.offset) * mnist.size(),
+                                       y.data() + mb.offset, mb.size, 1.0f / batch)
+                    .loss_sum;
+      const auto expect = whole.grads_host();
+      for (int p = 1; p <= 3; ++p) {
+        for (PipeSchedule sched : {PipeSchedule::kGPipe, PipeSchedule::k1F1B}) {
+          auto stages = make_stages(spec, split_by_params(spec, mnist, 10, p), sched, m, 5);
+          std::vector<Stage*> ptrs;
+          for (auto& s : stages) ptrs.push_back(s.get());
+          const BatchStats st =
+              pipeline_step_local(ptrs, sched, m, x.data(), y.data(), batch);
+          ASSERT_EQ(concat_grads(stages), expect)
+              << spec.name << " p=" << p << " m=" << m << " " << pipe_schedule_name(sched);
+          EXPECT_EQ(st.loss_sum, loss);
+          EXPECT_EQ(st.samples, batch);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(Stages, OneFOneBRunsWarmupThenAlternates) {
+  using F = PipeOp;
+  const auto f = [](int j) { return PipeOp{F::kForward, j}; };
+  const auto b = [](int j) { return PipeOp{F::kBackward, j}; };
+  EXPECT_EQ(pipe_ops(PipeSchedule::k1F1B, 0, 4, 6),
+            (std::vector<PipeOp>{f(0), f(1), f(2), f(3), b(0), f(4), b(1), f(5), b(2), b(3),
+                                 b(4), b(5)}));
+  EXPECT_EQ(pipe_ops(PipeSchedule::k1F1B, 3, 4, 3),
+            (std::vector<PipeOp>{f(0), b(0), f(1), b(1), f(2), b(2)}));
+  EXPECT_EQ(pipe_ops(PipeSchedule::kGPipe, 1, 4, 2),
+            (std::vector<PipeOp>{f(0), f(1), b(0), b(1)}));
+  // In flight: GPipe all m; 1F1B at most p - s (and never more than m).
+  EXPECT_EQ(pipe_slots(PipeSchedule::kGPipe, 0, 4, 16), 16);
+  EXPECT_EQ(pipe_slots(PipeSchedule::k1F1B, 0, 4, 16), 4);
+  EXPECT_EQ(pipe_slots(PipeSchedule::k1F1B, 3, 4, 16), 1);
+  EXPECT_EQ(pipe_slots(PipeSchedule::k1F1B, 0, 4, 2), 2);
+}
+
+TEST_F(Stages, BubbleIsTheTextbookFraction) {
+  for (PipeSchedule sched : {PipeSchedule::kGPipe, PipeSchedule::k1F1B})
+    for (int p : {1, 2, 4})
+      for (int m : {1, 2, 4, 8, 16}) {
+        const PipeTiming t = pipe_timing(sched, p, m, 1.0, 2.0);
+        EXPECT_DOUBLE_EQ(t.makespan, 3.0 * (m + p - 1)) << p << " " << m;
+        EXPECT_NEAR(t.bubble, double(p - 1) / (m + p - 1), 1e-12) << p << " " << m;
+      }
+}
+
+// 1F1B's point: the first stage holds p micro-batches' activations, GPipe's all m.
+TEST_F(Stages, OneFOneBHoldsFewerActivationsThanGPipe) {
+  const int batch = 32, m = 8, p = 4;
+  const ModelSpec big{"mlp", {256, 256, 256}};
+  const auto x = random_vector(size_t(batch) * mnist.size(), 2, 0.0f, 1.0f);
+  std::vector<int32_t> y(batch, 3);
+  size_t held[2];
+  for (PipeSchedule sched : {PipeSchedule::kGPipe, PipeSchedule::k1F1B}) {
+    auto stages = make_stages(big, split_by_params(big, mnist, 10, p), sched, m, 1);
+    std::vector<Stage*> ptrs;
+    for (auto& s : stages) ptrs.push_back(s.get());
+    pipeline_step_local(ptrs, sched, m, x.data(), y.data(), batch);
+    held[sched == PipeSchedule::k1F1B] = stages[0]->activation_bytes_held();
+  }
+  EXPECT_GT(held[1], 0u);
+  EXPECT_NEAR(double(held[0]) / double(held[1]), double(m) / p, 0.01);
+}
+
+}  // namespace
+}  // namespace fedpar
