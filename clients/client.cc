@@ -10,6 +10,7 @@
 
 #include "clients/allreduce_worker.h"
 #include "clients/master_worker.h"
+#include "clients/pipeline_worker.h"
 #include "clients/straggle.h"
 #include "core/check.h"
 #include "core/codec/error_feedback.h"
@@ -67,6 +68,10 @@ class ClientProcess {
       ring_.emplace(ctx, s_);
       channel_.send(encode(RingEndpointMsg{ring_->endpoint()}, {0, run_, 0}));
     }
+    if (s_.topology == Topology::kPipeline) {
+      pipe_.emplace(ctx, s_, *be_, data_.train.shape, data_.train.num_classes);
+      channel_.send(encode(RingEndpointMsg{pipe_->endpoint()}, {0, run_, 0}));
+    }
     if (s_.topology == Topology::kMaster) master_.emplace(*be_, s_.model, data_.train);
   }
 
@@ -106,6 +111,7 @@ class ClientProcess {
   }
 
   void join_ring(const RingAssignmentMsg& r) {
+    if (pipe_) return pipe_->join(int(r.rank), int(r.size), r.prev, r.next);
     if (!ring_)
       throw Error("the server sent a ring assignment to a run without the allreduce topology");
     ring_->join(int(r.rank), int(r.size), r.next);
@@ -115,6 +121,8 @@ class ClientProcess {
     switch (task.kind) {
       case TaskKind::kAllReduce:
         return allreduce_step(task, round);
+      case TaskKind::kPipeline:
+        return pipeline_step(task, round);
       case TaskKind::kForward:
       case TaskKind::kBackward:
         return master_half(task, round);
@@ -134,8 +142,8 @@ class ClientProcess {
   // Sends `u` with this process's memory accounting; `owner` holds what its vectors view.
   void send_update(uint32_t client, uint64_t round, UpdateMsg u,
                    std::shared_ptr<const void> owner = {}) {
-    u.parameter_bytes = model_.parameter_bytes();
-    u.activation_bytes = model_.activation_bytes_held();
+    u.parameter_bytes = pipe_ ? pipe_->parameter_bytes() : model_.parameter_bytes();
+    u.activation_bytes = pipe_ ? pipe_->activation_bytes() : model_.activation_bytes_held();
     channel_.send(encode(std::move(u), {client, run_, round}, std::move(owner)));
   }
 
@@ -182,6 +190,42 @@ class ClientProcess {
     std::vector<std::vector<float>> vs;
     if (task.send_params) vs.push_back(replica);
     reply(uint32_t(ring_->rank()), round, std::move(u), std::move(vs));
+  }
+
+  // One batch through this stage; the report carries the stage's slice when asked for.
+  void pipeline_step(const TaskMsg& task, uint64_t round) {
+    if (!pipe_ || !pipe_->joined())
+      throw Error("the server sent a pipeline task to a process that is not a pipeline stage");
+    if (!task.vectors.empty()) {  // the first task carries the model
+      check_model(task.vectors[0]);
+      pipe_->set_params(task.vectors[0]);
+    }
+    const auto data_client = shards_.begin();  // the run's one client, on the first stage
+    if (pipe_->stage() == 0 && data_client == shards_.end())
+      throw Error("the first pipeline stage hosts no client: it has no data to feed the pipeline");
+    PipelineStep st;
+    try {
+      st = data_client == shards_.end()
+               ? pipe_->step(data_.train, {}, 0, task.batch, round, buffer_)
+               : pipe_->step(data_.train, data_client->second, data_client->first, task.batch,
+                             round, buffer_);
+    } catch (const Error& e) {  // tell the server why before leaving: it stops the run with it
+      channel_.send(encode(ErrorMsg{e.what()}, {uint32_t(pipe_->stage()), run_, round}));
+      throw;
+    }
+    UpdateMsg u{.kind = TaskKind::kPipeline,
+                .num_samples = st.num_samples,
+                .loss_sum = st.loss_sum,
+                .samples_processed = int64_t(st.num_samples),
+                .compute_seconds = st.compute_seconds,
+                .allreduce_seconds = st.link_seconds,
+                .ring_bytes_sent = st.bytes_sent,
+                .ring_bytes_received = st.bytes_received};
+    const auto& slice = pipe_->params();
+    if (task.hash) u.hash = hash_hex(hash_bytes(slice.data(), slice.size() * sizeof(float)));
+    std::vector<std::vector<float>> vs;
+    if (task.send_params) vs.push_back(slice);
+    reply(uint32_t(pipe_->stage()), round, std::move(u), std::move(vs));
   }
 
   // Forward: the logits of each hosted client's rows; backward: its gradients from the dlogits
@@ -275,6 +319,7 @@ class ClientProcess {
   std::map<uint32_t, std::vector<uint32_t>> shards_;
   std::optional<AllReduceWorker> ring_;
   std::optional<MasterWorker> master_;
+  std::optional<PipelineWorker> pipe_;
   CodecSet downlink_;                      // how TASKs may carry the model
   std::unique_ptr<Codec> uplink_;          // how updates go (null: raw float32)
   std::optional<ErrorFeedback> feedback_;  // the hosted clients' residuals

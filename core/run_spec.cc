@@ -69,6 +69,13 @@ deadline_seconds = 10.0  # a silent neighbour stops the ring with an error after
 hash_every = 10          # rounds between checks that every replica holds the same bytes (and the last)
 fault_flip_rank = -1     # testing the check: this rank flips one bit of its replica after round 1
 
+[pipeline]               # topology = "pipeline": one stage (a contiguous slice of the layers) per process
+micro_batches = 1        # sgd.batch is split into this many micro-batches per step
+schedule = "1f1b"        # gpipe (all forwards, then all backwards) | 1f1b (one forward, one backward)
+split = []               # layers where stages 2.. start, e.g. ["fc2", "fc3"]; [] = balance parameter counts
+bind = "tcp://127.0.0.1:*"  # where each stage listens for its neighbours
+deadline_seconds = 10.0  # a silent neighbour stops the pipeline with an error after this long
+
 [async]                  # regime = "async" (parameter server, no barrier)
 staleness_bound = 0      # reject an update computed on a model more than this many versions old; 0 = none
 staleness_lr = false     # scale the learning rate by 1 / max(1, staleness)
@@ -255,6 +262,35 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
   return n;
 }
 
+// [pipeline]; with another topology only the keys' own ranges are checked.
+PipelineSpec resolve_pipeline(const Config& c, const RunSpec& s) {
+  PipelineSpec p;
+  p.micro_batches = int(c.get_int("pipeline.micro_batches"));
+  require(p.micro_batches >= 1, "pipeline.micro_batches must be >= 1");
+  p.schedule = parse_pipe_schedule(c.get_string("pipeline.schedule"));
+  p.split = c.get_string_list("pipeline.split");
+  p.bind = c.get_string("pipeline.bind");
+  p.deadline_seconds = c.get_float("pipeline.deadline_seconds");
+  require(p.deadline_seconds > 0, "pipeline.deadline_seconds must be > 0");
+  if (s.topology != Topology::kPipeline) return p;
+  require(s.partition.clients == 1,
+          "topology 'pipeline' trains one data stream through its stages: it needs "
+          "partition.clients = 1");
+  require(s.sgd_batch == 0 || s.sgd_batch >= p.micro_batches,
+          fmt::format("pipeline.micro_batches = {} needs sgd.batch >= {}", p.micro_batches,
+                      p.micro_batches));
+  require(p.split.empty() || p.split.size() + 1 == size_t(s.processes),
+          fmt::format("pipeline.split names where stages 2.. start: {} name(s) for {} processes, "
+                      "expected {}",
+                      p.split.size(), s.processes, s.processes - 1));
+  require(s.compression.uplink == "none" && s.compression.downlink == "none",
+          "topology 'pipeline' sends activations and their gradients uncompressed: it needs "
+          "compression.uplink and compression.downlink = \"none\"");
+  require(!s.network.on(), "network.mode applies to the server's links, not a pipeline's between "
+                           "stages: topology 'pipeline' needs network.mode = \"off\"");
+  return p;
+}
+
 }  // namespace
 
 std::string run_defaults() { return std::string(kRunTop) + kModelDataDefaults + kRunSections; }
@@ -266,6 +302,7 @@ Config make_run_config(std::string_view extra_sections) {
   c.list_of_strings("stragglers.slowdown");
   c.list_of_strings("stragglers.delay_seconds");
   c.list_of_strings("network.profiles");
+  c.list_of_strings("pipeline.split");
   return c;
 }
 
@@ -337,9 +374,11 @@ RunSpec resolve_run_spec(const Config& c) {
     s.topology = Topology::kMaster;
   else if (topology == "allreduce")
     s.topology = Topology::kAllReduce;
+  else if (topology == "pipeline")
+    s.topology = Topology::kPipeline;
   else
-    throw Error(
-        fmt::format("topology must be parameter-server, master or allreduce, got '{}'", topology));
+    throw Error(fmt::format(
+        "topology must be parameter-server, master, allreduce or pipeline, got '{}'", topology));
   require(
       s.topology == Topology::kParameterServer || s.regime == Regime::kGradient,
       fmt::format("topology '{}' trains data-parallel: it needs regime = \"gradient\"", topology));
@@ -363,6 +402,7 @@ RunSpec resolve_run_spec(const Config& c) {
 
   s.compression = resolve_compression(c, s);
   s.network = resolve_network_section(c, s);
+  s.pipeline = resolve_pipeline(c, s);
 
   s.drift = c.get_bool("diagnostics.drift");
   require(!s.drift || s.compression.uplink == "none",

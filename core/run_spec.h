@@ -14,6 +14,7 @@
 #include "core/network.h"
 #include "core/optimizer.h"
 #include "core/partition_params.h"
+#include "core/pipeline_schedule.h"
 #include "core/weighted_average.h"
 
 namespace fedpar {
@@ -23,7 +24,18 @@ std::string run_defaults();
 Config make_run_config(std::string_view extra_sections = "");
 
 enum class Regime { kGradient, kModel, kAsync };
-enum class Topology { kParameterServer, kMaster, kAllReduce };  // how the gradient regime averages
+// How the gradient regime splits the work: data-parallel (parameter server, master, allreduce)
+// or model-parallel (pipeline).
+enum class Topology { kParameterServer, kMaster, kAllReduce, kPipeline };
+
+// [pipeline]: one stage per process (docs/topologies.md#pipeline).
+struct PipelineSpec {
+  int micro_batches = 1;
+  PipeSchedule schedule = PipeSchedule::k1F1B;
+  std::vector<std::string> split;  // layer names where stages 2.. start; empty: by parameters
+  std::string bind = "tcp://127.0.0.1:*";
+  double deadline_seconds = 10;
+};
 
 // [compression]: what crosses the wire (docs/definitions.md#compression).
 struct CompressionSpec {
@@ -61,6 +73,7 @@ struct RunSpec {
   int64_t ring_bucket_floats = 1 << 20;
   double ring_deadline_seconds = 10;
   int hash_every = 10;
+  PipelineSpec pipeline;
   int fault_flip_rank = -1;  // testing the replica check
   // async regime
   int staleness_bound = 0;  // 0 = none

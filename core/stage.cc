@@ -105,6 +105,32 @@ std::vector<LayerRange> split_at(const ModelSpec& spec, Shape input, int classes
   return ranges_from(cuts, stack.layers.size());
 }
 
+std::vector<LayerRange> pipeline_split(const ModelSpec& spec, Shape input, int classes, int stages,
+                                       const std::vector<std::string>& split) {
+  if (split.empty()) return split_by_params(spec, input, classes, stages);
+  std::vector<LayerRange> r = split_at(spec, input, classes, split);
+  if (int(r.size()) != stages)
+    throw Error(fmt::format("pipeline.split makes {} stages; the run has {} processes, one per "
+                            "stage",
+                            r.size(), stages));
+  return r;
+}
+
+std::vector<ParamSlice> stage_slices(const ModelSpec& spec, Shape input, int classes,
+                                     const std::vector<LayerRange>& ranges) {
+  LayerStack stack = build_layer_stack(spec, input, classes);
+  const std::vector<size_t> per_layer = layer_params(stack);
+  std::vector<ParamSlice> out;
+  size_t at = 0;
+  for (const LayerRange& r : ranges) {
+    size_t n = 0;
+    for (size_t i = r.first; i < r.last; ++i) n += per_layer[i];
+    out.push_back({at, n});
+    at += n;
+  }
+  return out;
+}
+
 Stage::Stage(Backend& be, const ModelSpec& spec, Shape input, int classes, LayerRange range,
              int slots)
     : be_(be), range_(range), classes_(classes) {

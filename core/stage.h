@@ -35,6 +35,18 @@ std::vector<LayerRange> split_by_params(const ModelSpec& spec, Shape input, int 
 std::vector<LayerRange> split_at(const ModelSpec& spec, Shape input, int classes,
                                  const std::vector<std::string>& starts);
 
+// The pipeline topology's split: at the named layers when `split` is given (it must make
+// `stages` stages), else balanced by parameter count. Every process resolves it this one way.
+std::vector<LayerRange> pipeline_split(const ModelSpec& spec, Shape input, int classes, int stages,
+                                       const std::vector<std::string>& split);
+
+// Where each stage's parameters sit in the whole model's flat vector.
+struct ParamSlice {
+  size_t offset = 0, size = 0;
+};
+std::vector<ParamSlice> stage_slices(const ModelSpec& spec, Shape input, int classes,
+                                     const std::vector<LayerRange>& ranges);
+
 class Stage {
  public:
   // `slots`: the most micro-batches this stage holds between their forward and backward.

@@ -10,12 +10,13 @@
 namespace fedpar {
 namespace {
 
-constexpr std::array<std::pair<TaskKind, const char*>, 5> kKinds = {
+constexpr std::array<std::pair<TaskKind, const char*>, 6> kKinds = {
     {{TaskKind::kGradient, "gradient"},
      {TaskKind::kLocalTrain, "local"},
      {TaskKind::kForward, "forward"},
      {TaskKind::kBackward, "backward"},
-     {TaskKind::kAllReduce, "allreduce"}}};
+     {TaskKind::kAllReduce, "allreduce"},
+     {TaskKind::kPipeline, "pipeline"}}};
 
 std::optional<TaskKind> kind_named(const std::string& name) {
   for (const auto& [k, n] : kKinds)
@@ -104,7 +105,7 @@ WireMessage encode(const RingEndpointMsg& m, const Envelope& e) {
 
 WireMessage encode(const RingAssignmentMsg& m, const Envelope& e) {
   return encode_message(MessageType::kRing, e.client, e.run, e.round,
-                        {{"rank", m.rank}, {"size", m.size}, {"next", m.next}});
+                        {{"rank", m.rank}, {"size", m.size}, {"next", m.next}, {"prev", m.prev}});
 }
 
 WireMessage encode(TaskMsg m, const Envelope& e, std::shared_ptr<const void> owner) {
@@ -125,6 +126,9 @@ WireMessage encode(TaskMsg m, const Envelope& e, std::shared_ptr<const void> own
       body.update(
           {{"total_weight", m.total_weight}, {"hash", m.hash}, {"send_params", m.send_params}});
       break;
+    case TaskKind::kPipeline:
+      body.update({{"hash", m.hash}, {"send_params", m.send_params}});
+      break;
     case TaskKind::kForward:
     case TaskKind::kBackward:
       break;
@@ -141,7 +145,7 @@ WireMessage encode(UpdateMsg m, const Envelope& e, std::shared_ptr<const void> o
                          {"compute_seconds", m.compute_seconds},
                          {"parameter_bytes", m.parameter_bytes},
                          {"activation_bytes", m.activation_bytes}};
-  if (m.kind == TaskKind::kAllReduce)
+  if (m.kind == TaskKind::kAllReduce || m.kind == TaskKind::kPipeline)
     body.update({{"allreduce_seconds", m.allreduce_seconds},
                  {"ring_bytes_sent", m.ring_bytes_sent},
                  {"ring_bytes_received", m.ring_bytes_received},
@@ -206,6 +210,7 @@ Decoded<RingAssignmentMsg> decode_ring_assignment(const ParsedMessage& p) {
   r.get("rank", m.rank);
   r.get("size", m.size);
   r.get("next", m.next);
+  r.get_optional("prev", m.prev);
   r.require(m.size >= 1 && m.rank >= 0 && m.rank < m.size,
             fmt::format("rank {} of a ring of {}", m.rank, m.size));
   return r.result(std::move(m));
@@ -248,6 +253,11 @@ Decoded<TaskMsg> decode_task(const ParsedMessage& p) {
       r.require(m.total_weight > 0, "total_weight must be > 0");
       r.require(p.vectors.size() <= 1, "an allreduce task carries the model or nothing");
       break;
+    case TaskKind::kPipeline:
+      r.get("hash", m.hash);
+      r.get("send_params", m.send_params);
+      r.require(p.vectors.size() <= 1, "a pipeline task carries the model or nothing");
+      break;
   }
   m.vectors = p.vectors;
   return r.result(std::move(m));
@@ -264,7 +274,7 @@ Decoded<UpdateMsg> decode_update(const ParsedMessage& p) {
   r.get("compute_seconds", m.compute_seconds);
   r.get("parameter_bytes", m.parameter_bytes);
   r.get("activation_bytes", m.activation_bytes);
-  if (m.kind == TaskKind::kAllReduce) {
+  if (m.kind == TaskKind::kAllReduce || m.kind == TaskKind::kPipeline) {
     r.get("allreduce_seconds", m.allreduce_seconds);
     r.get("ring_bytes_sent", m.ring_bytes_sent);
     r.get("ring_bytes_received", m.ring_bytes_received);

@@ -26,8 +26,10 @@ enum class TaskKind : uint16_t {
   kForward = 3,     // master topology: logits of each client's slice of the batch
   kBackward = 4,    // master topology: parameter gradients from the dlogits sent
   kAllReduce = 5,   // allreduce topology: one ring step, then a report
+  kPipeline = 6,    // pipeline topology: one batch through the stages, then a report per stage
 };
-const char* task_kind_name(TaskKind k);  // "gradient", "local", "forward", "backward", "allreduce"
+// "gradient", "local", "forward", "backward", "allreduce", "pipeline"
+const char* task_kind_name(TaskKind k);
 
 template <typename T>
 using Decoded = std::variant<T, ProtocolError>;
@@ -52,10 +54,11 @@ struct WelcomeMsg {
 struct RingEndpointMsg {
   std::string endpoint;
 };
-// RING, server -> client: its rank, the ring's size and the next rank's endpoint.
+// RING, server -> client: its rank, the ring's size and the next rank's endpoint; a pipeline
+// stage also hears its previous stage's ("" for the first stage, and `next` "" for the last).
 struct RingAssignmentMsg {
   int64_t rank = 0, size = 1;
-  std::string next;
+  std::string next, prev;
 };
 
 struct TaskMsg {
@@ -70,6 +73,7 @@ struct TaskMsg {
   std::optional<uint64_t> draw;
   // allreduce
   double total_weight = 0;
+  // allreduce and pipeline
   bool hash = false, send_params = false;
   // gradient / local / forward: the model; backward: one dlogits per listed client;
   // allreduce: the starting model with the first task, else none
@@ -86,7 +90,7 @@ struct UpdateMsg {
   int64_t samples_processed = 0;        // forward/backward passes, for cost accounting
   double compute_seconds = 0;
   uint64_t parameter_bytes = 0, activation_bytes = 0;
-  // allreduce reports
+  // allreduce and pipeline reports (a stage's links stand in for the ring)
   double allreduce_seconds = 0;
   uint64_t ring_bytes_sent = 0, ring_bytes_received = 0;
   std::string hash;  // the replica's hash when asked for

@@ -9,20 +9,10 @@
 #include "core/check.h"
 #include "core/hash.h"
 #include "server/plan.h"
+#include "server/rendezvous.h"
 
 namespace fedpar {
 namespace {
-
-// A worker listening on every interface (allreduce.bind = "tcp://0.0.0.0:*") is reached at the
-// address its RING came from; "" when that address is unknown.
-std::string reachable_endpoint(const std::string& endpoint, const Received& from) {
-  const std::string any = "tcp://0.0.0.0:";
-  if (!endpoint.starts_with(any)) return endpoint;
-  std::string host = from.peer_address();
-  if (host.empty()) return "";
-  if (host.find(':') != std::string::npos) host = "[" + host + "]";  // IPv6
-  return "tcp://" + host + ":" + endpoint.substr(any.size());
-}
 
 class AllReducePlan final : public Plan {
  public:
@@ -33,35 +23,12 @@ class AllReducePlan final : public Plan {
   // The ring: every process sends RING with the endpoint it listens on; each then hears its rank
   // (HELLO order), the ring size and its next neighbour's endpoint.
   void begin(Engine& engine) override {
-    std::map<std::string, std::string> endpoints;
-    const auto deadline = deadline_after(s_.wait_seconds);
-    while (endpoints.size() < engine.order.size()) {
-      auto in = engine.receive(deadline);
-      if (!in)
-        throw Error(fmt::format("only {} of {} workers sent their ring endpoint within {} s",
-                                endpoints.size(), engine.order.size(), s_.wait_seconds));
-      auto ring = decode_ring_endpoint(in->parsed);
-      const std::string endpoint =
-          ring.index() == 0 ? reachable_endpoint(std::get<RingEndpointMsg>(ring).endpoint, in->msg)
-                            : "";
-      if (engine.process_index(in->msg.peer) < 0 || endpoint.empty()) {
-        engine.reject(in->msg, engine.process_index(in->msg.peer) < 0 ? "not a worker of this run"
-                               : ring.index() != 0
-                                   ? "expected RING with the worker's endpoint"
-                                   : "a ring endpoint on every interface needs a tcp "
-                                     "connection to the server");
-        continue;
-      }
-      endpoints[in->msg.peer] = endpoint;
-    }
+    const std::vector<std::string> ring = collect_endpoints(engine, s_.wait_seconds);
     const int64_t n = int64_t(engine.order.size());
-    std::vector<std::string> ring;
-    for (int64_t rank = 0; rank < n; ++rank) {
-      const std::string& next = endpoints[engine.order[size_t((rank + 1) % n)]];
+    for (int64_t rank = 0; rank < n; ++rank)
       engine.send(engine.order[size_t(rank)],
-                  encode(RingAssignmentMsg{rank, n, next}, engine.envelope()));
-      ring.push_back(endpoints[engine.order[size_t(rank)]]);
-    }
+                  encode(RingAssignmentMsg{rank, n, ring[size_t((rank + 1) % n)]},
+                         engine.envelope()));
     engine.log(fmt::format("ring of {} workers formed: {}", n, fmt::join(ring, " -> ")));
   }
 

@@ -35,6 +35,9 @@ std::unique_ptr<Plan> make_master_plan(RunContext& run);
 // allreduce: the workers sum their gradients in a ring and step their replicas; the server starts
 // the steps, checks the replicas' hashes and takes rank 0's model when it evaluates.
 std::unique_ptr<Plan> make_allreduce_plan(RunContext& run);
+// pipeline: one stage per process (a slice of the layers), activations between neighbours; the
+// server starts each batch and puts the model together from the slices when it evaluates.
+std::unique_ptr<Plan> make_pipeline_plan(RunContext& run);
 // async: every gradient applied as it arrives, staleness logged (updates.jsonl).
 std::unique_ptr<Plan> make_async_plan(RunContext& run);
 // The plan of the run's regime and topology.

@@ -14,6 +14,8 @@ std::unique_ptr<Plan> make_plan(RunContext& run) {
       return make_allreduce_plan(run);
     case Topology::kMaster:
       return make_master_plan(run);
+    case Topology::kPipeline:
+      return make_pipeline_plan(run);
     case Topology::kParameterServer:
       break;
   }

@@ -1,0 +1,17 @@
+// The workers' rendezvous of the allreduce and pipeline topologies: every process sends RING with
+// the endpoint it listens on, and hears back where its neighbours listen.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "server/engine.h"
+
+namespace fedpar {
+
+// Every process's endpoint, in HELLO order (engine.order); a worker listening on every interface
+// ("tcp://0.0.0.0:*") is named by the address its RING came from. Messages from strangers, or
+// without an endpoint, are refused. Throws Error when not all came within `seconds`.
+std::vector<std::string> collect_endpoints(Engine& engine, double seconds);
+
+}  // namespace fedpar
