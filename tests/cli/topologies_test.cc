@@ -261,7 +261,7 @@ TEST(Topologies, ConfigErrorsNameTheFix) {
   TempDir tmp;
   auto r = run(tmp, "x", "--set topology=ring");
   EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.err.find("topology must be parameter-server, master or allreduce, got 'ring'"),
+  EXPECT_NE(r.err.find("topology must be parameter-server, master, allreduce or pipeline, got 'ring'"),
             std::string::npos)
       << r.err;
   r = run(tmp, "x", "--set topology=master --set regime=model");
