@@ -24,7 +24,7 @@ seed = 1                 # model init, partition, client sampling, local shuffle
 rounds = 10
 regime = "model"         # gradient (one gradient per client per round) | model (local steps, deltas)
                          # | async (each gradient applied as it arrives; see [async])
-topology = "parameter-server"  # gradient regime: parameter-server | master | allreduce (docs/topologies.md)
+topology = "parameter-server"  # gradient regime: parameter-server | master | allreduce (docs/topologies.md) | pipeline (docs/pipeline.md)
 bind = "tcp://127.0.0.1:5555"  # also ipc://PATH; tcp port * picks a free one
 processes = 1            # client processes to wait for
 wait_seconds = 60.0      # for the processes to say HELLO, and for each round's updates
