@@ -43,15 +43,18 @@ class ClientProcess {
         run_(run),
         be_(make_backend(o.device.empty() ? s_.device : o.device, s_.threads)),
         data_(load_dataset(s_.data)),
-        model_(*be_, s_.model, data_.train.shape, data_.train.num_classes),
+        num_params_(count_params(s_.model, data_.train.shape, data_.train.num_classes)),
         buffer_(*be_, data_.train.dim()),
         uplink_(make_codec(s_.compression.uplink, s_.compression.params)) {
     downlink_.add(make_codec(s_.compression.downlink, s_.compression.params));
     if (uplink_ && s_.compression.error_feedback) feedback_.emplace(*uplink_);
     log(fmt::format("computing on {}", be_->describe()));
-    if (w.num_params != model_.num_params())
+    if (w.num_params != num_params_)
       throw Error(fmt::format("WELCOME announces a model of {} parameters, this run's {} has {}",
-                              w.num_params, s_.model.name, model_.num_params()));
+                              w.num_params, s_.model.name, num_params_));
+    // A pipeline stage holds only its slice (PipelineWorker); every other process the model.
+    if (s_.topology != Topology::kPipeline)
+      model_.emplace(*be_, s_.model, data_.train.shape, data_.train.num_classes);
     if (data_.train.content_hash() != w.dataset_hash)
       throw Error(
           "this machine's dataset differs from the server's (content hash mismatch): "
@@ -81,7 +84,7 @@ class ClientProcess {
       auto msg = channel_.receive(deadline_after(o_.wait_seconds));
       if (!msg)
         throw Error(fmt::format("the server was silent for {} s; giving up", o_.wait_seconds));
-      auto parsed = parse_message(msg->spans(), {}, false, &downlink_, model_.num_params());
+      auto parsed = parse_message(msg->spans(), {}, false, &downlink_, num_params_);
       if (auto* e = std::get_if<ProtocolError>(&parsed)) {
         log("dropped a malformed message from the server: " + e->reason);
         continue;
@@ -142,8 +145,8 @@ class ClientProcess {
   // Sends `u` with this process's memory accounting; `owner` holds what its vectors view.
   void send_update(uint32_t client, uint64_t round, UpdateMsg u,
                    std::shared_ptr<const void> owner = {}) {
-    u.parameter_bytes = pipe_ ? pipe_->parameter_bytes() : model_.parameter_bytes();
-    u.activation_bytes = pipe_ ? pipe_->activation_bytes() : model_.activation_bytes_held();
+    u.parameter_bytes = pipe_ ? pipe_->parameter_bytes() : model_->parameter_bytes();
+    u.activation_bytes = pipe_ ? pipe_->activation_bytes() : model_->activation_bytes_held();
     channel_.send(encode(std::move(u), {client, run_, round}, std::move(owner)));
   }
 
@@ -172,7 +175,7 @@ class ClientProcess {
     }
     AllReduceStep st;
     try {
-      st = ring_->step(model_, data_.train, shards_, task.batch, round, task.total_weight, buffer_);
+      st = ring_->step(*model_, data_.train, shards_, task.batch, round, task.total_weight, buffer_);
     } catch (const Error& e) {  // tell the server why before leaving: it stops the run with it
       channel_.send(encode(ErrorMsg{e.what()}, {uint32_t(ring_->rank()), run_, round}));
       throw;
@@ -253,10 +256,10 @@ class ClientProcess {
   }
 
   void check_model(std::span<const float> v) const {
-    if (v.size() != model_.num_params())
+    if (v.size() != num_params_)
       throw Error(
           fmt::format("malformed TASK from the server: a model of {} values, this run's has {}",
-                      v.size(), model_.num_params()));
+                      v.size(), num_params_));
   }
 
   // The model a training task starts from: the one it carries, or with a delta downlink the
@@ -275,6 +278,7 @@ class ClientProcess {
   }
 
   void train(const TaskMsg& t, uint64_t round) {
+    if (!model_) throw Error("the server sent a training task to a pipeline stage");
     const std::span<const float> start = task_model(t);
     const Task task{
         .kind = t.kind == TaskKind::kGradient ? LocalWork::kGradient : LocalWork::kLocalTrain,
@@ -290,7 +294,7 @@ class ClientProcess {
       if (shard == shards_.end()) continue;  // the TASK lists every participant
       const auto t0 = Clock::now();
       LocalResult r =
-          compute_update(model_, data_.train, shard->second, start, task, s_.seed, c, &buffer_);
+          compute_update(*model_, data_.train, shard->second, start, task, s_.seed, c, &buffer_);
       const double secs = seconds_since(t0);
       UpdateMsg u{.kind = t.kind,
                   .num_samples = r.num_samples,
@@ -314,7 +318,8 @@ class ClientProcess {
   const uint64_t run_;
   std::unique_ptr<Backend> be_;
   TrainTest data_;
-  Model model_;
+  size_t num_params_;
+  std::optional<Model> model_;  // all but pipeline stages
   BatchBuffer buffer_;  // a full shard stays loaded across rounds
   std::map<uint32_t, std::vector<uint32_t>> shards_;
   std::optional<AllReduceWorker> ring_;

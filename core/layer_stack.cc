@@ -73,4 +73,22 @@ LayerStack build_layer_stack(const ModelSpec& spec, Shape input, int classes) {
   return stack;
 }
 
+std::vector<size_t> layer_param_counts(LayerStack& stack) {
+  ParamLayout scratch;
+  std::vector<size_t> n(stack.layers.size(), 0);
+  for (size_t i = 0; i < stack.layers.size(); ++i) {
+    const size_t before = scratch.total();
+    if (!stack.names[i].empty()) stack.layers[i]->declare(scratch, stack.names[i]);
+    n[i] = scratch.total() - before;
+  }
+  return n;
+}
+
+size_t count_params(const ModelSpec& spec, Shape input, int classes) {
+  LayerStack stack = build_layer_stack(spec, input, classes);
+  size_t total = 0;
+  for (size_t n : layer_param_counts(stack)) total += n;
+  return total;
+}
+
 }  // namespace fedpar

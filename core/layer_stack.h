@@ -31,4 +31,10 @@ struct LayerStack {
 // Throws Error for unknown names or shapes the preset cannot take (cnn needs 28x28x1).
 LayerStack build_layer_stack(const ModelSpec& spec, Shape input, int classes);
 
+// The parameters each layer of `stack` holds (0 for parameter-free layers); declares them into a
+// scratch layout, so `stack` must not have been declared into another.
+std::vector<size_t> layer_param_counts(LayerStack& stack);
+// The preset's parameter count, without allocating its vectors.
+size_t count_params(const ModelSpec& spec, Shape input, int classes);
+
 }  // namespace fedpar

@@ -13,18 +13,6 @@ namespace fedpar {
 
 namespace {
 
-// Parameters each layer of a fresh stack holds (declaring into a scratch layout).
-std::vector<size_t> layer_params(LayerStack& stack) {
-  ParamLayout scratch;
-  std::vector<size_t> n(stack.layers.size(), 0);
-  for (size_t i = 0; i < stack.layers.size(); ++i) {
-    const size_t before = scratch.total();
-    if (!stack.names[i].empty()) stack.layers[i]->declare(scratch, stack.names[i]);
-    n[i] = scratch.total() - before;
-  }
-  return n;
-}
-
 std::string starts_text(const LayerStack& stack, const std::vector<size_t>& starts) {
   std::vector<std::string> names;
   for (size_t s : starts) names.push_back(stack.names[s]);
@@ -57,7 +45,7 @@ std::vector<LayerRange> split_by_params(const ModelSpec& spec, Shape input, int 
         "model '{}' splits into 1 to {} stages (a stage starts at a layer with parameters: {}), "
         "not {}",
         spec.name, k, starts_text(stack, starts), stages));
-  const std::vector<size_t> per_layer = layer_params(stack);
+  const std::vector<size_t> per_layer = layer_param_counts(stack);
   // weight[a][b]: parameters of the layers from starts[a] up to starts[b] (b == k: the end).
   std::vector<size_t> prefix(stack.layers.size() + 1, 0);
   for (size_t i = 0; i < per_layer.size(); ++i) prefix[i + 1] = prefix[i] + per_layer[i];
@@ -119,7 +107,7 @@ std::vector<LayerRange> pipeline_split(const ModelSpec& spec, Shape input, int c
 std::vector<ParamSlice> stage_slices(const ModelSpec& spec, Shape input, int classes,
                                      const std::vector<LayerRange>& ranges) {
   LayerStack stack = build_layer_stack(spec, input, classes);
-  const std::vector<size_t> per_layer = layer_params(stack);
+  const std::vector<size_t> per_layer = layer_param_counts(stack);
   std::vector<ParamSlice> out;
   size_t at = 0;
   for (const LayerRange& r : ranges) {
