@@ -44,8 +44,10 @@ class ClientProcess {
         data_(load_dataset(s_.data)),
         model_(*be_, s_.model, data_.train.shape, data_.train.num_classes),
         buffer_(*be_, data_.train.dim()),
-        uplink_(make_codec(s_.compression.uplink, s_.compression.params)) {
-    downlink_.add(make_codec(s_.compression.downlink, s_.compression.params));
+        uplink_(make_codec(s_.compression.uplink,
+                           with_layout(s_.compression.params, model_.layout()))) {
+    downlink_.add(
+        make_codec(s_.compression.downlink, with_layout(s_.compression.params, model_.layout())));
     if (uplink_ && s_.compression.error_feedback) feedback_.emplace(*uplink_);
     log(fmt::format("computing on {}", be_->describe()));
     if (w.num_params != model_.num_params())

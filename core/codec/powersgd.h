@@ -2,8 +2,9 @@
 // as the rank-r factors of one warm-started power-iteration step, P (n x r, orthonormal columns)
 // and Q (m x r), with M ~ P Q^T; 1-D tensors, and matrices whose factors would not be smaller,
 // travel as raw float32. The encoder keeps each client's Q per tensor for the next round (the warm
-// start); decoding needs only the bytes. Definition and byte layout: docs/definitions.md#powersgd.
-// The pieces (plan, products, orthogonalisation) are public: the ring all-reduce uses them too.
+// start); decoding needs only the bytes. Definition and byte layout:
+// docs/definitions.md#compression (PowerSGD). The pieces (plan, products, orthogonalisation) are
+// public: the ring all-reduce uses them too.
 #pragma once
 
 #include <cstddef>
