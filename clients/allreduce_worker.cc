@@ -2,6 +2,7 @@
 #include "clients/allreduce_worker.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "clients/straggle.h"
@@ -9,12 +10,15 @@
 #include "core/local_update.h"
 #include "core/weighted_average.h"
 #include "transport/ring_allreduce.h"
+#include "transport/ring_randk.h"
 
 namespace fedpar {
 
 AllReduceWorker::AllReduceWorker(zmq::context_t& ctx, const RunSpec& s)
     : s_(s),
-      codec_(make_codec(s.compression.uplink, s.compression.params)),
+      codec_(s.compression.uplink == "fp16" || s.compression.uplink == "bf16"
+                 ? make_codec(s.compression.uplink, s.compression.params)
+                 : nullptr),
       link_(ctx, s.ring_bind, s.ring_deadline_seconds),
       sgd_({.momentum = s.sgd_momentum}) {
   link_.set_codec(codec_.get());
@@ -56,7 +60,7 @@ AllReduceStep AllReduceWorker::step(Model& model, const Dataset& data,
     sum_ = weighted_sum(updates, s_.weighting);
   const auto t1 = Clock::now();
   const uint64_t sent = link_.bytes_sent(), received = link_.bytes_received();
-  ring_allreduce(sum_, rank_, size_, link_, size_t(s_.ring_bucket_floats));
+  reduce(model.layout(), round);
   out.allreduce_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
   out.compute_seconds = std::chrono::duration<double>(t1 - t0).count();
   out.ring_bytes_sent = link_.bytes_sent() - sent;
@@ -71,6 +75,36 @@ AllReduceStep AllReduceWorker::step(Model& model, const Dataset& data,
     std::memcpy(&replica_[0], &bits, sizeof bits);
   }
   return out;
+}
+
+void AllReduceWorker::reduce(const ParamLayout& layout, uint64_t round) {
+  const CompressionSpec& c = s_.compression;
+  const size_t bucket = size_t(s_.ring_bucket_floats);
+  if (c.uplink != "randk" && c.uplink != "powersgd") {
+    ring_allreduce(sum_, rank_, size_, link_, bucket);
+    return;
+  }
+  // error feedback: send p = sum + e, keep e = p - (what this rank's part counts as)
+  if (c.error_feedback) {
+    residual_.resize(sum_.size(), 0.0f);
+    own_.resize(sum_.size());
+    for (size_t i = 0; i < sum_.size(); ++i) sum_[i] += residual_[i];
+    p_ = sum_;
+  }
+  const std::span<float> own = c.error_feedback ? std::span<float>(own_) : std::span<float>();
+  if (c.uplink == "randk") {
+    ring_allreduce_randk(sum_, rank_, size_, link_, bucket, c.params.seed, round, c.params.ratio,
+                         own);
+  } else {
+    if (!powersgd_)
+      powersgd_.emplace(with_layout(c.params, layout).shapes, c.params.rank, c.params.seed);
+    powersgd_->allreduce(sum_, rank_, size_, link_, bucket, round, own);
+  }
+  if (!c.error_feedback) return;
+  bool finite = true;  // as ErrorFeedback: a non-finite update leaves the residual as it was
+  for (size_t i = 0; i < p_.size(); ++i) finite &= std::isfinite(p_[i]) && std::isfinite(own_[i]);
+  if (finite)
+    for (size_t i = 0; i < p_.size(); ++i) residual_[i] = p_[i] - own_[i];
 }
 
 }  // namespace fedpar

@@ -1,6 +1,8 @@
 // One client process as a rank of the `allreduce` topology: it keeps its own replica of the
 // model, sums its virtual clients' weighted gradients, joins the ring all-reduce with the other
-// processes (ring_allreduce.h over ZeroMQ), and applies the same SGD step every rank applies.
+// processes (ring_allreduce.h over ZeroMQ; with uplink randk or powersgd the compressed forms,
+// ring_randk.h, ring_powersgd.h, with this rank's error feedback when asked), and applies the same
+// SGD step every rank applies.
 // Replicas stay bitwise identical because every rank steps from the same bits with the same
 // arithmetic; the server checks their hashes.
 #pragma once
@@ -8,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,6 +21,7 @@
 #include "core/model.h"
 #include "core/optimizer.h"
 #include "core/run_spec.h"
+#include "transport/ring_powersgd.h"
 #include "transport/zmq_ring_link.h"
 
 namespace fedpar {
@@ -48,7 +52,12 @@ class AllReduceWorker {
 
  private:
   const RunSpec& s_;
-  std::unique_ptr<Codec> codec_;  // what the ring's chunks travel as (null: float32)
+  // The gradient sum over the ring: compressed by uplink randk / powersgd, else ring_allreduce.
+  void reduce(const ParamLayout& layout, uint64_t round);
+
+  std::unique_ptr<Codec> codec_;  // what the ring's chunks travel as (fp16, bf16; null: float32)
+  std::optional<RingPowerSgd> powersgd_;   // uplink powersgd: its shared Q (made on first use)
+  std::vector<float> residual_, own_, p_;  // error feedback: this rank's residual, scratch
   ZmqRingLink link_;
   int rank_ = 0, size_ = 1;
   std::vector<float> replica_, sum_;

@@ -43,10 +43,13 @@ class ClientProcess {
         run_(run),
         be_(make_backend(o.device.empty() ? s_.device : o.device, s_.threads)),
         data_(load_dataset(s_.data)),
-        num_params_(count_params(s_.model, data_.train.shape, data_.train.num_classes)),
+        layout_(model_layout(s_.model, data_.train.shape, data_.train.num_classes)),
+        num_params_(layout_.total()),
         buffer_(*be_, data_.train.dim()),
-        uplink_(make_codec(s_.compression.uplink, s_.compression.params)) {
-    downlink_.add(make_codec(s_.compression.downlink, s_.compression.params));
+        uplink_(make_codec(s_.compression.uplink,
+                           with_layout(s_.compression.params, layout_))) {
+    downlink_.add(
+        make_codec(s_.compression.downlink, with_layout(s_.compression.params, layout_)));
     if (uplink_ && s_.compression.error_feedback) feedback_.emplace(*uplink_);
     log(fmt::format("computing on {}", be_->describe()));
     if (w.num_params != num_params_)
@@ -318,7 +321,8 @@ class ClientProcess {
   const uint64_t run_;
   std::unique_ptr<Backend> be_;
   TrainTest data_;
-  size_t num_params_;
+  const ParamLayout layout_;  // the whole model's, whatever part of it this process holds
+  const size_t num_params_;
   std::optional<Model> model_;  // all but pipeline stages
   BatchBuffer buffer_;  // a full shard stays loaded across rounds
   std::map<uint32_t, std::vector<uint32_t>> shards_;

@@ -84,11 +84,12 @@ std::vector<size_t> layer_param_counts(LayerStack& stack) {
   return n;
 }
 
-size_t count_params(const ModelSpec& spec, Shape input, int classes) {
+ParamLayout model_layout(const ModelSpec& spec, Shape input, int classes) {
   LayerStack stack = build_layer_stack(spec, input, classes);
-  size_t total = 0;
-  for (size_t n : layer_param_counts(stack)) total += n;
-  return total;
+  ParamLayout layout;
+  for (size_t i = 0; i < stack.layers.size(); ++i)
+    if (!stack.names[i].empty()) stack.layers[i]->declare(layout, stack.names[i]);
+  return layout;
 }
 
 }  // namespace fedpar

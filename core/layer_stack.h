@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/layers.h"
+#include "core/params.h"
 
 namespace fedpar {
 
@@ -34,7 +35,7 @@ LayerStack build_layer_stack(const ModelSpec& spec, Shape input, int classes);
 // The parameters each layer of `stack` holds (0 for parameter-free layers); declares them into a
 // scratch layout, so `stack` must not have been declared into another.
 std::vector<size_t> layer_param_counts(LayerStack& stack);
-// The preset's parameter count, without allocating its vectors.
-size_t count_params(const ModelSpec& spec, Shape input, int classes);
+// The preset's flat parameter layout (Model::layout()), without allocating its vectors.
+ParamLayout model_layout(const ModelSpec& spec, Shape input, int classes);
 
 }  // namespace fedpar

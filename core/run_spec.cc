@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "core/codec/powersgd.h"
 #include "core/model_data_config.h"
 
 namespace fedpar {
@@ -86,12 +87,14 @@ delay_seconds = []       # e.g. ["1:0.5"]: client 1 waits 0.5 s before sending e
 
 [compression]            # what crosses the wire (docs/definitions.md#compression)
 uplink = "none"          # client -> server updates: none | fp16 | bf16 | topk | randk | qsgd
-                         # | scaled_sign | sign; topology allreduce: the ring's chunks, fp16 | bf16
+                         # | scaled_sign | sign | powersgd; topology allreduce: fp16 | bf16 (the
+                         # ring's chunks) | randk | powersgd (all-reduced in compressed form)
 downlink = "none"        # server -> client model: none | fp16 | bf16, or with downlink_delta any codec
 downlink_delta = false   # send the encoded change since what the clients hold (what the codec drops
                          # goes out with the next round); every process then gets every TASK
 ratio = 0.01             # topk, randk: the fraction of values sent
 levels = 4               # qsgd: s, the number of positive levels
+rank = 2                 # powersgd: r, the columns of each matrix's factors P (n x r), Q (m x r)
 bucket = 512             # qsgd: values per norm
 topk_bucket = 0          # topk: values per selection, the ratio kept in each (0: the whole vector)
 error_feedback = false   # clients keep what the uplink codec dropped and add it to the next update
@@ -152,7 +155,7 @@ std::map<uint32_t, double> client_values(const Config& c, const char* key, doubl
 // A codec's name and parameters, checked once here; the error names the key.
 void check_codec(const char* key, const std::string& name, const CodecParams& p) {
   try {
-    make_codec(name, p);
+    check_codec_params(name, p);
   } catch (const Error& e) {
     throw Error(fmt::format("{}: {}", key, e.what()));
   }
@@ -172,6 +175,10 @@ CompressionSpec resolve_compression(const Config& c, const RunSpec& s) {
   require(topk_bucket >= 0 && topk_bucket <= (int64_t(1) << 31),
           "compression.topk_bucket must be >= 0 (0 = the whole vector)");
   k.params.topk_bucket = uint32_t(topk_bucket);
+  const int64_t rank = c.get_int("compression.rank");
+  require(rank >= 1 && rank <= kPowerSgdMaxRank,
+          fmt::format("compression.rank must be in 1..{}", kPowerSgdMaxRank));
+  k.params.rank = uint32_t(rank);
   k.params.seed = s.seed;
   k.error_feedback = c.get_bool("compression.error_feedback");
   const std::string aggregate = c.get_string("compression.aggregate");
@@ -206,15 +213,19 @@ CompressionSpec resolve_compression(const Config& c, const RunSpec& s) {
           "compression.uplink and downlink = \"none\"");
   if (s.topology == Topology::kAllReduce) {
     // The ring adds what it carries: a codec must give sums that are encodings too.
-    require(k.uplink == "none" || k.uplink == "fp16" || k.uplink == "bf16",
-            fmt::format("topology 'allreduce' sums chunks on the way: it carries fp16 or bf16, "
-                        "not {} (top-k picks other indices on every worker, so a partial sum is "
-                        "no top-k encoding; use the parameter-server topology for it)",
+    const bool cast = k.uplink == "fp16" || k.uplink == "bf16";
+    require(k.uplink == "none" || cast || k.uplink == "randk" || k.uplink == "powersgd",
+            fmt::format("topology 'allreduce' sums on the way: it carries fp16, bf16, randk or "
+                        "powersgd, not {} (top-k picks other indices on every worker, so a "
+                        "partial sum is no top-k encoding, and gathering them grows with the "
+                        "workers; QSGD and sign codes do not add up either; use the "
+                        "parameter-server topology for them)",
                         k.uplink));
     require(k.downlink == "none", "topology 'allreduce' has no downlink: the replicas stay put");
-    require(!k.error_feedback,
-            "topology 'allreduce' rounds at every hop, not at the sender: error feedback "
-            "cannot see that error (compression.error_feedback = false)");
+    require(!k.error_feedback || !cast,
+            "topology 'allreduce' rounds fp16 / bf16 at every hop, not at the sender: error "
+            "feedback cannot see that error (compression.error_feedback = false, or randk / "
+            "powersgd, which compress at the sender)");
   }
   return k;
 }

@@ -5,8 +5,8 @@
 
 namespace fedpar {
 
-Downlink::Downlink(const CompressionSpec& c)
-    : codec_(make_codec(c.downlink, c.params)), delta_(c.downlink_delta) {
+Downlink::Downlink(const CompressionSpec& c, const ParamLayout& layout)
+    : codec_(make_codec(c.downlink, with_layout(c.params, layout))), delta_(c.downlink_delta) {
   FEDPAR_CHECK(!delta_ || codec_) << "a delta downlink needs a codec";
 }
 

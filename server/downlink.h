@@ -17,7 +17,8 @@ namespace fedpar {
 
 class Downlink {
  public:
-  explicit Downlink(const CompressionSpec& c);
+  // `layout`: the model's tensors (PowerSGD factors each matrix; its warm start lives here).
+  explicit Downlink(const CompressionSpec& c, const ParamLayout& layout = {});
   // `task` with the model `snapshot` attached as this downlink sends it, for envelope `e`.
   WireMessage encode(TaskMsg task, std::shared_ptr<const std::vector<float>> snapshot,
                      const Envelope& e);

@@ -10,9 +10,9 @@
 
 namespace fedpar {
 
-Engine::Engine(const RunSpec& s, Transport& t, bool quiet)
-    : s_(s), transport_(t), quiet_(quiet), downlink_(s.compression) {
-  uplink_.add(make_codec(s.compression.uplink, s.compression.params));
+Engine::Engine(const RunSpec& s, Transport& t, bool quiet, const ParamLayout& layout)
+    : s_(s), transport_(t), quiet_(quiet), downlink_(s.compression, layout) {
+  uplink_.add(make_codec(s.compression.uplink, with_layout(s.compression.params, layout)));
 }
 
 std::optional<Incoming> Engine::receive(Clock::time_point deadline, std::span<const size_t> floats,

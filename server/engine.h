@@ -70,7 +70,8 @@ struct Collected {
 
 class Engine {
  public:
-  Engine(const RunSpec& s, Transport& t, bool quiet);
+  // `layout`: the model's tensors, which a codec may encode each on its own (PowerSGD).
+  Engine(const RunSpec& s, Transport& t, bool quiet, const ParamLayout& layout = {});
   const std::string& endpoint() const { return transport_.endpoint(); }
 
   // HELLO from s.processes processes (else Error naming the command that starts them), the

@@ -32,8 +32,8 @@ int run_server(Config cfg, const ServerOptions& opts) {
   const auto transport =
       shape_transport(bind_zmq_transport(s.bind, opts.context), s.network, s.seed);
   write_endpoint(opts.endpoint_file, transport->endpoint());
-  Engine engine(s, *transport, opts.quiet);
   RunContext run(cfg, s);
+  Engine engine(s, *transport, opts.quiet, run.model.layout());
   if (s.network.on()) run.out.write_json("network.json", network_json(s.network));
   engine.run_id = hash_bytes(&s.seed, sizeof(s.seed), ::getpid());
   try {

@@ -3,10 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/check.h"
 #include "core/codec/casts.h"
+#include "core/codec/powersgd.h"
 #include "core/codec/qsgd.h"
 #include "core/codec/randk.h"
 #include "core/codec/sign.h"
@@ -32,6 +34,8 @@ const char* codec_id_name(CodecId id) {
       return "scaled_sign";
     case CodecId::kSign:
       return "sign";
+    case CodecId::kPowerSgd:
+      return "powersgd";
   }
   return "unknown";
 }
@@ -42,20 +46,28 @@ std::vector<std::string> codec_names() {
   return names;
 }
 
-namespace {
+CodecParams with_layout(CodecParams p, const ParamLayout& layout) {
+  p.shapes.clear();
+  for (const ParamView& v : layout.views()) p.shapes.push_back(v.shape);
+  return p;
+}
 
-void check_params(std::string_view name, const CodecParams& p) {
+void check_codec_params(std::string_view name, const CodecParams& p) {
+  const auto names = codec_names();
+  if (std::find(names.begin(), names.end(), name) == names.end())
+    throw Error(
+        fmt::format("unknown codec '{}' (valid: {})", name, fmt::join(codec_names(), ", ")));
   if ((name == "topk" || name == "randk") && !(p.ratio > 0 && p.ratio <= 1))
     throw Error(fmt::format("compression ratio must be in (0, 1] for {}, got {}", name, p.ratio));
   if (name == "qsgd" && (p.levels < 1 || p.levels > 127))
     throw Error(fmt::format("qsgd levels must be in 1..127, got {}", p.levels));
   if (name == "qsgd" && p.bucket < 1) throw Error("qsgd bucket must be >= 1");
+  if (name == "powersgd" && (p.rank < 1 || p.rank > kPowerSgdMaxRank))
+    throw Error(fmt::format("powersgd rank must be in 1..{}, got {}", kPowerSgdMaxRank, p.rank));
 }
 
-}  // namespace
-
 std::unique_ptr<Codec> make_codec(std::string_view name, const CodecParams& p) {
-  check_params(name, p);
+  check_codec_params(name, p);
   if (name == "none") return nullptr;
   if (name == "fp16") return make_f16_codec();
   if (name == "bf16") return make_bf16_codec();
@@ -64,6 +76,7 @@ std::unique_ptr<Codec> make_codec(std::string_view name, const CodecParams& p) {
   if (name == "qsgd") return make_qsgd_codec(p);
   if (name == "scaled_sign") return make_scaled_sign_codec();
   if (name == "sign") return make_sign_codec();
+  if (name == "powersgd") return make_powersgd_codec(p);
   throw Error(fmt::format("unknown codec '{}' (valid: {})", name, fmt::join(codec_names(), ", ")));
 }
 

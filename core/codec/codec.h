@@ -1,7 +1,9 @@
-// Codecs: how an update (a gradient, a model delta, the model) is encoded on the wire. A codec is
-// pure: encode and decode depend only on its parameters, the vector and the context (round,
-// client), so the receiver decodes exactly what the sender meant, and a client can compute what
-// the server will see (error feedback needs it). Definitions: docs/definitions.md#compression.
+// Codecs: how an update (a gradient, a model delta, the model) is encoded on the wire. Decoding is
+// pure: it depends only on the bytes, the codec's parameters and the context (round, client), so
+// the receiver decodes exactly what the sender meant. Encoding may carry per-client state (PowerSGD
+// warm-starts from the client's previous factors), so a sender learns what the receiver will see
+// by decoding what it encoded (round_trip; error feedback does), never by encoding twice.
+// Definitions: docs/definitions.md#compression.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/params.h"
 
 namespace fedpar {
 
@@ -23,8 +27,9 @@ enum class CodecId : uint16_t {
   kQsgd = 5,        // QSGD: per bucket a float32 norm + packed sign and level, stochastic rounding
   kScaledSign = 6,  // EF-signSGD: ||v||_1 / d, then one sign bit per value
   kSign = 7,        // one sign bit per value, no scale (signSGD; the server takes a majority vote)
+  kPowerSgd = 8,    // PowerSGD: per matrix the rank-r factors P, Q as float32; the rest raw
 };
-constexpr uint16_t kCodecIdCount = 8;
+constexpr uint16_t kCodecIdCount = 9;
 const char* codec_id_name(CodecId id);  // "topk", or "unknown"
 
 struct CodecParams {
@@ -33,7 +38,14 @@ struct CodecParams {
   uint32_t bucket = 512;  // QSGD: values per norm (the last bucket may be shorter)
   uint64_t seed = 1;      // the run seed; random draws derive from (seed, codec, round[, client])
   uint32_t topk_bucket = 0;  // top-k: values per selection (0: the whole vector)
+  uint32_t rank = 2;         // PowerSGD: r, the columns of the factors P and Q
+  // PowerSGD: the shapes of the tensors the vector holds, in order (the model's ParamLayout, set
+  // by whoever holds the model: with_layout); the config does not name them.
+  std::vector<std::vector<int64_t>> shapes;
 };
+
+// `p` with the shapes of `layout`'s tensors.
+CodecParams with_layout(CodecParams p, const ParamLayout& layout);
 
 // What a vector's encoding may depend on besides its values (the message header carries both).
 struct CodecContext {
@@ -46,7 +58,8 @@ class Codec {
   virtual ~Codec() = default;
   virtual CodecId id() const = 0;
   const char* name() const { return codec_id_name(id()); }
-  // Replaces `out` with the encoding of `v`.
+  // Replaces `out` with the encoding of `v`. May update per-client state (const: the state is
+  // the encoder's memory, not its parameters), so two calls may give different bytes.
   virtual void encode(std::span<const float> v, const CodecContext& ctx,
                       std::vector<uint8_t>& out) const = 0;
   // Decodes `bytes` into `out` (the receiver knows the length). Returns "" or why `bytes` is not
@@ -70,7 +83,9 @@ class CodecSet {
   std::vector<std::unique_ptr<Codec>> codecs_;
 };
 
-// "none" gives null (raw float32). Throws Error naming the valid names or the bad parameter.
+// Throws Error naming the valid names or the bad parameter (shapes are not checked here).
+void check_codec_params(std::string_view name, const CodecParams& params);
+// "none" gives null (raw float32). Throws as check_codec_params, and for powersgd without shapes.
 std::unique_ptr<Codec> make_codec(std::string_view name, const CodecParams& params);
 std::vector<std::string> codec_names();  // "none" first
 

@@ -29,6 +29,9 @@ TEST(RunSpecCompression, DefaultsSendRawFloatsAndTheSeedReachesTheCodecs) {
   EXPECT_EQ(t.compression.params.levels, 8u);
   EXPECT_EQ(t.compression.params.bucket, 256u);
   EXPECT_TRUE(t.compression.error_feedback);
+  EXPECT_EQ(spec({}).compression.params.rank, 2u);
+  EXPECT_EQ(spec({"compression.uplink=powersgd", "compression.rank=4"}).compression.params.rank,
+            4u);
 }
 
 TEST(RunSpecCompression, RefusesWhatCannotRunAndSaysWhy) {
@@ -63,8 +66,25 @@ TEST(RunSpecCompression, RefusesWhatCannotRunAndSaysWhy) {
                 .find("topology 'master' sends activations and their gradients uncompressed"),
             std::string::npos);
   EXPECT_NE(refusal({"regime=gradient", "topology=allreduce", "compression.uplink=qsgd"})
-                .find("it carries fp16 or bf16, not qsgd (top-k picks other indices"),
+                .find("it carries fp16, bf16, randk or powersgd, not qsgd (top-k picks other"),
             std::string::npos);
+  EXPECT_NE(refusal({"regime=gradient", "topology=allreduce", "compression.uplink=topk"})
+                .find("gathering them grows with the workers"),
+            std::string::npos);
+  EXPECT_NE(refusal({"compression.uplink=powersgd", "compression.rank=0"})
+                .find("compression.rank must be in 1..1024"),
+            std::string::npos);
+  EXPECT_NE(refusal({"compression.downlink=powersgd"}).find("it needs compression.downlink_delta"),
+            std::string::npos);
+  // compressed at the sender: the ring takes them, with error feedback too; so does async
+  for (const char* codec : {"compression.uplink=randk", "compression.uplink=powersgd"})
+    EXPECT_TRUE(
+        spec({"regime=gradient", "topology=allreduce", codec, "compression.error_feedback=true"})
+            .compression.error_feedback);
+  EXPECT_EQ(spec({"regime=async", "compression.uplink=powersgd"}).compression.uplink, "powersgd");
+  EXPECT_EQ(spec({"compression.downlink=powersgd", "compression.downlink_delta=true"})
+                .compression.downlink,
+            "powersgd");
   EXPECT_NE(refusal({"regime=gradient", "topology=allreduce", "compression.uplink=fp16",
                      "compression.error_feedback=true"})
                 .find("error feedback cannot see that error"),

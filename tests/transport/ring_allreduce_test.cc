@@ -7,69 +7,30 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "core/check.h"
+#include "tests/util/memory_ring.h"
 #include "tests/util/test_util.h"
 #include "transport/zmq_ring_link.h"
 
 namespace fedpar {
 namespace {
 
+using testing::Edge;
+using testing::MemoryLink;
 using testing::random_vector;
-
-// One directed edge of the ring: a queue of tagged messages.
-struct Edge {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<std::pair<uint64_t, std::vector<float>>> q;
-};
-
-class MemoryLink final : public RingLink {
- public:
-  MemoryLink(Edge& out, Edge& in, std::chrono::milliseconds deadline)
-      : out_(out), in_(in), deadline_(deadline) {}
-  void send_next(std::span<const float> chunk, uint64_t tag) override {
-    std::lock_guard lock(out_.mu);
-    out_.q.emplace_back(tag, std::vector<float>(chunk.begin(), chunk.end()));
-    out_.cv.notify_one();
-  }
-  void recv_prev(std::span<float> into, uint64_t tag) override {
-    std::unique_lock lock(in_.mu);
-    if (!in_.cv.wait_for(lock, deadline_, [&] { return !in_.q.empty(); }))
-      throw Error("ring: the previous worker sent nothing within the deadline");
-    auto [t, v] = std::move(in_.q.front());
-    in_.q.pop_front();
-    if (t != tag || v.size() != into.size())
-      throw Error(fmt::format("ring: got message {} of {} floats, expected {} of {}", t, v.size(),
-                              tag, into.size()));
-    std::copy(v.begin(), v.end(), into.begin());
-  }
-
- private:
-  Edge &out_, &in_;
-  std::chrono::milliseconds deadline_;
-};
 
 // Runs the all-reduce on n threads over copies of `inputs`; returns each worker's result.
 std::vector<std::vector<float>> run_ring(const std::vector<std::vector<float>>& inputs,
                                          size_t bucket, std::vector<RingStats>* stats = nullptr) {
   const int n = int(inputs.size());
-  std::vector<Edge> edges(static_cast<size_t>(n));  // edge r: from rank r to rank r + 1
   std::vector<std::vector<float>> data = inputs;
   std::vector<RingStats> st(static_cast<size_t>(n));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      MemoryLink link(edges[size_t(r)], edges[size_t((r + n - 1) % n)],
-                      std::chrono::milliseconds(5000));
-      st[size_t(r)] = ring_allreduce(data[size_t(r)], r, n, link, bucket);
-    });
-  for (auto& t : threads) t.join();
+  testing::on_memory_ring(n, [&](int r, RingLink& link) {
+    st[size_t(r)] = ring_allreduce(data[size_t(r)], r, n, link, bucket);
+  });
   if (stats) *stats = st;
   return data;
 }
