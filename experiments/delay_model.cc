@@ -105,7 +105,7 @@ std::vector<DelayRound> read_delay_rounds(const std::filesystem::path& dir) {
 }
 
 LeastSquares least_squares(const std::vector<std::vector<double>>& columns,
-                           const std::vector<double>& y) {
+                           const std::vector<double>& y, bool robust) {
   LeastSquares out;
   const auto n = Eigen::Index(y.size()), k = Eigen::Index(columns.size());
   Eigen::MatrixXd x(n, k);
@@ -125,7 +125,19 @@ LeastSquares least_squares(const std::vector<std::vector<double>>& columns,
     std::sort(out.unidentified.begin(), out.unidentified.end());
     return out;
   }
-  const Eigen::VectorXd beta = qr.solve(yv);
+  Eigen::VectorXd beta = qr.solve(yv);
+  if (robust) {  // least absolute deviations: least squares reweighted by 1 / |residual|
+    const double floor = 1e-9 * std::max(1e-300, yv.cwiseAbs().maxCoeff());
+    for (int it = 0; it < 200; ++it) {
+      const Eigen::VectorXd w =
+          (yv - x * beta).cwiseAbs().cwiseMax(floor).cwiseInverse().cwiseSqrt();
+      const Eigen::VectorXd next =
+          (w.asDiagonal() * x).colPivHouseholderQr().solve(w.asDiagonal() * yv);
+      const bool done = (next - beta).norm() <= 1e-12 * std::max(1.0, beta.norm());
+      beta = next;
+      if (done) break;
+    }
+  }
   for (Eigen::Index j = 0; j < k; ++j) out.coef.push_back(beta(j) / scale(j));
   const Eigen::VectorXd fit = x * beta;
   out.r2 = r_squared(y, std::vector<double>(fit.data(), fit.data() + n));
@@ -149,7 +161,7 @@ DelayFit fit_delay_model(const std::vector<DelayRound>& rounds, int cores) {
                  const std::vector<std::string>& names, const std::vector<double>& y) {
     std::vector<std::vector<double>> cols = {ones};
     cols.insert(cols.end(), xs.begin(), xs.end());
-    LeastSquares ls = least_squares(cols, y);
+    LeastSquares ls = least_squares(cols, y, true);
     if (!ls.identified()) {
       std::string w;
       for (size_t j = 0; j < xs.size(); ++j)  // a slope against the fixed cost
@@ -175,7 +187,7 @@ DelayFit fit_delay_model(const std::vector<DelayRound>& rounds, int cores) {
       f.compute_r2[v] = ls.r2;
 
   const auto exchange = column(rounds, [](const DelayRound& r) { return r.exchange; });
-  LeastSquares ex = least_squares({ones, up, down}, exchange);
+  LeastSquares ex = least_squares({ones, up, down}, exchange, true);
   if (ex.identified()) {
     f.separate_links = true;
     f.exchange_fixed = ex.coef[0], f.exchange_per_byte_up = ex.coef[1],
@@ -249,7 +261,8 @@ std::vector<DelayRow> delay_rows(const DelayFit& f, const std::vector<DelayRound
 }
 
 std::string delay_model_markdown(const std::vector<DelayRound>& rounds, int cores,
-                                 const std::filesystem::path& dir, const std::string& title) {
+                                 const std::filesystem::path& dir, const std::string& title,
+                                 double load_average) {
   const DelayFit f = fit_delay_model(rounds, cores);
   std::vector<double> ns;
   for (const auto& r : rounds)
@@ -258,14 +271,19 @@ std::string delay_model_markdown(const std::vector<DelayRound>& rounds, int core
   std::ostringstream md;
   md << fmt::format(
       "The seed's model of a round, T(N) = compute(B/N) + upload(N m) + aggregate(N m) + "
-      "broadcast(N m), fitted by least squares over all {} rounds at N = {} processes. T is the "
+      "broadcast(N m), fitted over all {} rounds at N = {} processes. T is the "
       "measured round time: the server's wait (its broadcast, the slowest process's compute and "
       "the exchange) + its aggregation, as in the results table, per round. The records time "
       "each part of a round separately, so each term is fitted to its own part: compute against "
       "the slowest process's samples, the exchange against the bytes the round moved, "
       "aggregation against the update bytes the server summed, broadcast against the TASK bytes; "
       "the prediction is their sum. (From T alone only c_0, c_s and one slope in N could be "
-      "identified: upload, aggregation and broadcast all grow as N m.)\n\n",
+      "identified: upload, aggregation and broadcast all grow as N m.) The fit is least absolute "
+      "deviations (iteratively reweighted least squares): it fits the median, which is what the "
+      "tables compare, and the few rounds a shared machine stalls cannot drag it; ordinary least "
+      "squares would fit the mean, stalls included. R² counts every round, stalled ones "
+      "too (it is negative where their squared deviations outweigh what the model "
+      "explains).\n\n",
       rounds.size(), joined_n(ns));
   if (!f.ok()) {
     md << "Not fitted: these rounds cannot identify ";
@@ -403,6 +421,14 @@ std::string delay_model_markdown(const std::vector<DelayRound>& rounds, int core
         cores, cores);
   }
 
+  if (load_average >= 0)
+    md << fmt::format(
+        "The machine's 1-minute load average when the runs ended was {:.1f} on its {} cores{}.\n\n",
+        load_average, cores,
+        load_average > cores
+            ? ": other work shared the cores with the runs, so every time above is inflated by "
+              "it and the rounds are noisier than the model's terms"
+            : "");
   if (!dir.empty()) {
     LinePlot p{"delay model: round time per N, predicted and measured\n" + title,
                "processes N (one client each)",

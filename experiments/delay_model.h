@@ -3,7 +3,8 @@
 //   T(N) = compute(B/N) + upload(N m) + aggregate(N m) + broadcast(N m)
 // The records time each part of a round on its own (the slowest process's compute, the server's
 // broadcast, the rest of its wait, its aggregation), so each term is fitted by least squares over
-// all rounds to the part it models, and the round's prediction is their sum:
+// all rounds to the part it models (least absolute deviations: see least_squares), and the round's
+// prediction is their sum:
 //   compute   = c_0 + c_s x (samples per process: B/N)              [the seed's form]
 //   compute   = c_0 + c_s x B / min(N, P)                           [cores-aware: P cores]
 //   exchange  = e_0 + bytes up / bw_up + bytes down / bw_down       [one bw when they are
@@ -44,6 +45,9 @@ std::optional<DelayRound> delay_round(const RoundRecord& r);
 std::vector<DelayRound> read_delay_rounds(const std::filesystem::path& run_dir);
 
 // y = sum_j coef[j] x_j by least squares (columns given whole: an intercept is a column of ones).
+// robust: least absolute deviations instead (the conditional median, solved as iteratively
+// reweighted least squares), which a few stalled rounds cannot drag: the delay model uses it,
+// since it is compared with median round times and a shared machine's rounds are heavy-tailed.
 struct LeastSquares {
   std::vector<double> coef;          // empty when not identified
   std::vector<size_t> unidentified;  // columns constant or collinear with the others
@@ -51,7 +55,7 @@ struct LeastSquares {
   bool identified() const { return !coef.empty(); }
 };
 LeastSquares least_squares(const std::vector<std::vector<double>>& columns,
-                           const std::vector<double>& y);
+                           const std::vector<double>& y, bool robust = false);
 
 // The fitted model, SI units. A term not identified has its reason in `why` and no coefficients.
 struct DelayFit {
@@ -91,9 +95,10 @@ std::vector<DelayRow> delay_rows(const DelayFit& f, const std::vector<DelayRound
 
 // The report's "Delay model" section, its text generated from the numbers; with a non-empty `dir`
 // it also draws dir/plots/delay-model.svg (predicted and measured round time per N).
+// load_average >= 0 (the machine's 1-minute load when the runs ended) is quoted beside the cores.
 std::string delay_model_markdown(const std::vector<DelayRound>& rounds, int cores,
                                  const std::filesystem::path& dir = {},
-                                 const std::string& title = "");
+                                 const std::string& title = "", double load_average = -1);
 nlohmann::json delay_model_json(const std::vector<DelayRound>& rounds, int cores);
 
 }  // namespace fedpar

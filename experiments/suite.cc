@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -209,6 +210,12 @@ std::vector<DelayRound> delay_rounds(const std::vector<SuiteRun>& runs) {
 // The cores of the machine the runs ran on (the delay model's P).
 int cores() { return std::max(1, int(std::thread::hardware_concurrency())); }
 
+// The 1-minute load average now (-1 when unknown): the delay model quotes it.
+double load_average() {
+  double l[1];
+  return getloadavg(l, 1) == 1 ? l[0] : -1;
+}
+
 // One run as server + client processes into runs_dir/<label>, read back for the report.
 std::optional<SuiteRun> run_instance(const Instance& in, const std::filesystem::path& runs_dir) {
   Config c = in.config;
@@ -285,7 +292,7 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
          << accounting_table(results) << "\n";
   if (cfg.get_bool("suite.delay_model"))
     report << "### Delay model\n\n"
-           << delay_model_markdown(delay_rounds(results), cores(), dir, title);
+           << delay_model_markdown(delay_rounds(results), cores(), dir, title, load_average());
   report << draw_suite_plots(results, title, dir);
   return report.str();
 }

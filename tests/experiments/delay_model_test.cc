@@ -94,6 +94,22 @@ TEST(DelayModel, NoisyRoundsStillRecoverTheSlopes) {
   EXPECT_GT(f.round_r2[0], 0.9);
 }
 
+// A few stalled rounds (a shared machine's scheduler) do not drag the fit: it fits the median.
+TEST(DelayModel, StalledRoundsDoNotDragTheFit) {
+  std::vector<DelayRound> rounds = rounds_over({1, 2, 4, 8});
+  for (size_t i = 0; i < rounds.size(); i += 7) {  // 4 of 24 rounds: 200 ms more in every part
+    rounds[i].compute += 0.2, rounds[i].exchange += 0.2, rounds[i].aggregate += 0.2;
+    rounds[i].broadcast += 0.2, rounds[i].round += 0.8;
+  }
+  const DelayFit f = fit_delay_model(rounds, 16);
+  ASSERT_TRUE(f.ok());
+  EXPECT_NEAR(f.compute_per_sample[0], kPerSample, 1e-3 * kPerSample);
+  EXPECT_NEAR(f.exchange_per_byte_up, kPerByteLink, 1e-2 * kPerByteLink);
+  EXPECT_NEAR(f.aggregate_per_byte, kPerByteAggregate, 1e-2 * kPerByteAggregate);
+  for (const DelayRow& r : delay_rows(f, rounds)) EXPECT_NEAR(r.error(0), 0, 1e-3) << r.processes;
+  EXPECT_LT(f.round_r2[0], 0.5);  // R² counts the stalls
+}
+
 // Compute that stops falling past 2 cores: the cores-aware variant recovers it, the seed's does
 // not.
 TEST(DelayModel, CoresAwareComputeOnTwoCores) {
