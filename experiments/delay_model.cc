@@ -390,6 +390,9 @@ std::string delay_model_markdown(const std::vector<DelayRound>& rounds, int core
             ? fmt::format("within {:.0f}% at every N", 100 * kTolerance)
             : fmt::format("off by more than {:.0f}% at N = {}", 100 * kTolerance, joined_n(off)),
         percent(worst), worst_n, r2_cell(f.round_r2[v]), parts[part], part_n, 1e3 * part_err);
+    if (!(f.round_r2[v] >= 0.5))
+      md << " With R² below 0.5 it accounts for the median rounds, not for the round-to-round "
+            "scatter.";
     md << (v + 1 < shown ? " " : "\n\n");
   }
   // The cores: compute per sample per N says whether B/N holds.
