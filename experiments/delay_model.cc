@@ -395,6 +395,13 @@ std::string delay_model_markdown(const std::vector<DelayRound>& rounds, int core
             "scatter.";
     md << (v + 1 < shown ? " " : "\n\n");
   }
+  for (int v = 0; v < shown; ++v)
+    if (!(f.compute_per_sample[v] > 0))
+      md << fmt::format(
+          "Warning: the fitted c_s{} is not positive ({:.2f} µs per sample): the compute "
+          "measured here does not fall with the batch at all, so the compute term is the constant "
+          "c_0 and the verdict above says nothing about how compute scales with B/N.\n\n",
+          v == 1 ? " (cores-aware)" : "", 1e6 * f.compute_per_sample[v]);
   // The cores: compute per sample per N says whether B/N holds.
   std::vector<double> beyond;
   for (double n : ns)
