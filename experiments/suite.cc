@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "core/check.h"
 #include "core/dataset.h"
@@ -36,6 +38,7 @@ target_accuracy = 0.0    # > 0 (percent): the table gives the rounds each run to
 seeds = []               # run every run once per seed (labels get -s<seed>); plots show mean and band
 pairs = [""]             # "run reference": weight divergence of run from reference, per evaluated round
 eval_every = 1           # rounds between test-set evaluations in every run
+delay_model = false      # fit the delay model to all runs' rounds (experiments/delay_model.h)
 )";
 
 const char* const kSuiteDir = "experiments/suites";
@@ -197,6 +200,22 @@ std::string equivalence_markdown(const EquivalenceResult& r) {
   return "## Full batch: the equivalence (equivalence/report.md)\n\n" + render_equivalence(r, 3);
 }
 
+// Every run's rounds, for the delay model.
+std::vector<DelayRound> delay_rounds(const std::vector<SuiteRun>& runs) {
+  std::vector<DelayRound> all;
+  for (const auto& r : runs) all.insert(all.end(), r.delay.begin(), r.delay.end());
+  return all;
+}
+
+// The cores of the machine the runs ran on (the delay model's P).
+int cores() { return std::max(1, int(std::thread::hardware_concurrency())); }
+
+// The 1-minute load average now (-1 when unknown): the delay model quotes it.
+double load_average() {
+  double l[1];
+  return getloadavg(l, 1) == 1 ? l[0] : -1;
+}
+
 // One run as server + client processes into runs_dir/<label>, read back for the report.
 std::optional<SuiteRun> run_instance(const Instance& in, const std::filesystem::path& runs_dir) {
   Config c = in.config;
@@ -217,6 +236,7 @@ std::optional<SuiteRun> run_instance(const Instance& in, const std::filesystem::
   r.curves = read_curves(dir);
   r.accounting = read_accounting(dir);
   r.traffic = read_traffic(dir);
+  r.delay = read_delay_rounds(dir);
   const PartitionStats st = manifest_stats(dir / "manifest.json");
   r.clients = st.clients.size();
   r.median_emd = st.emd.median;
@@ -269,8 +289,11 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
             "layer scratch for its batch); client compute is the slowest process's (its clients "
             "one after another); exchange is the rest of the server's wait (transfers, decoding, "
             "queueing).\n\n"
-         << accounting_table(results) << "\n"
-         << draw_suite_plots(results, title, dir);
+         << accounting_table(results) << "\n";
+  if (cfg.get_bool("suite.delay_model"))
+    report << "### Delay model\n\n"
+           << delay_model_markdown(delay_rounds(results), cores(), dir, title, load_average());
+  report << draw_suite_plots(results, title, dir);
   return report.str();
 }
 
@@ -324,11 +347,14 @@ int run_suite(const SuiteOptions& o) {
   const double target = plan.cfg.get_float("suite.target_accuracy");
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : results) rows.push_back(run_json(r, target));
-  out.write_json("suite.json", {{"suite", plan.file.stem().string()},
-                                {"smoke", o.smoke},
-                                {"runs", rows},
-                                {"seconds", seconds},
-                                {"command", plan.command}});
+  nlohmann::json suite_json = {{"suite", plan.file.stem().string()},
+                               {"smoke", o.smoke},
+                               {"runs", rows},
+                               {"seconds", seconds},
+                               {"command", plan.command}};
+  if (plan.cfg.get_bool("suite.delay_model"))
+    suite_json["delay_model"] = delay_model_json(delay_rounds(results), cores());
+  out.write_json("suite.json", suite_json);
   const auto path = out.commit();
   fmt::print("{}\nreport: {}\n", results_table(results, target), (path / "report.md").string());
   return equivalence ? equivalence_exit_code(*equivalence) : 0;

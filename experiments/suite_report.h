@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/delay_model.h"
 #include "experiments/run_metrics.h"
 
 namespace fedpar {
@@ -21,9 +22,10 @@ struct SuiteRun {
   RunCurves curves;
   RunAccounting accounting;
   RunTraffic traffic;
-  std::string reference;  // a pair's reference run (label), when the suite pairs this run
-  Divergence divergence;  // weight divergence from the reference, per saved round
-  double seconds = 0;     // wall time of the run
+  std::string reference;          // a pair's reference run (label), when the suite pairs this run
+  Divergence divergence;          // weight divergence from the reference, per saved round
+  double seconds = 0;             // wall time of the run
+  std::vector<DelayRound> delay;  // its rounds with per-client updates, for the delay model
 };
 
 // First evaluated round at or above `target` percent; 0 when never.
