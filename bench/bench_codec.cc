@@ -6,6 +6,7 @@
 // fastest repetition's CPU time; GB/s and the verdicts use the CPU-time medians. GB/s counts float
 // input (4 bytes a value) for encode and decode alike. Exits 1 unless top-k encodes at >= 1 GB/s
 // (ratios 0.01 and 0.001) and QSGD (s = 4), scaled_sign and sign encode and decode at >= 3 GB/s.
+// Rows "+ error feedback encode" time a client's encode with its residual (no goal).
 // Usage: bench_codec [--floats 1048576] [--reps 30] [--warmup 3] [--only qsgd]
 #include <fmt/format.h>
 
@@ -21,6 +22,7 @@
 
 #include "core/check.h"
 #include "core/codec/codec.h"
+#include "core/codec/error_feedback.h"
 #include "core/median.h"
 #include "core/rng.h"
 
@@ -95,6 +97,23 @@ int run(size_t floats, int reps, int warmup, const std::string& only) {
   add("qsgd s=4", "qsgd", {.levels = 4, .bucket = 512}, 3.0, 3.0, true, false);
   add("scaled_sign", "scaled_sign", {}, 3.0, 3.0, true, false);
   add("sign", "sign", {}, 3.0, 3.0, true, false);
+  // A client's encode with error feedback (p = e + g, encode p, the new residual), a new round per
+  // repetition: beside the plain encode rows, what the residual costs.
+  auto add_ef = [&](const std::string& label, const std::string& codec, const CodecParams& p) {
+    if (label.find(only) == std::string::npos) return;
+    std::shared_ptr<Codec> c = make_codec(codec, p);
+    auto ef = std::make_shared<ErrorFeedback>(*c);
+    auto bytes = std::make_shared<std::vector<uint8_t>>();
+    rows.push_back({label + " + error feedback encode", [&v, c, ef, bytes](int rep) {
+                      ef->encode(0, v, {.round = uint64_t(rep + 1000), .client = 3}, 0.05f,
+                                 *bytes);
+                    }});
+    ef->encode(0, v, {.round = 0, .client = 3}, 0.05f, *bytes);
+    rows.back().bytes = bytes->size();
+  };
+  add_ef("topk 0.01", "topk", {.ratio = 0.01});
+  add_ef("randk 0.01", "randk", {.ratio = 0.01});
+  add_ef("scaled_sign", "scaled_sign", {});
 
   for (int rep = -warmup; rep < reps; ++rep)
     for (Row& r : rows) time_once(r, rep, rep >= 0);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/check.h"
 #include "core/codec/casts.h"
@@ -88,6 +89,21 @@ const Codec* CodecSet::find(CodecId id) const {
   for (const auto& c : codecs_)
     if (c->id() == id) return c.get();
   return nullptr;
+}
+
+bool Codec::subtract_decoded(std::span<const uint8_t> bytes, const CodecContext& ctx,
+                             std::span<float> p, std::vector<float>& scratch) const {
+  scratch.resize(p.size());
+  const std::string why = decode(bytes, ctx, scratch);
+  FEDPAR_CHECK(why.empty()) << name() << " cannot decode its own encoding: " << why;
+  uint32_t nonfinite = 0;  // exponent all ones: NaN or Inf (a bit test, so the loop vectorizes)
+  for (size_t i = 0; i < p.size(); ++i) {
+    uint32_t b;
+    std::memcpy(&b, &scratch[i], 4);
+    nonfinite |= uint32_t((b & 0x7F800000u) == 0x7F800000u);
+    p[i] -= scratch[i];
+  }
+  return nonfinite == 0;
 }
 
 void round_trip(const Codec& c, std::span<const float> v, const CodecContext& ctx,

@@ -70,6 +70,12 @@ class Codec {
   // True when the decoded sum of encodings is the encoding of the sum, index by index (casts,
   // random-k with the shared seed): the codecs a ring all-reduce may carry.
   virtual bool summable() const { return false; }
+  // Error feedback's residual: replaces p with p - D(bytes), bit for bit what decoding `bytes`
+  // (this codec's encoding of p in ctx) and subtracting would give. Returns false, p then
+  // unspecified, when the decoding holds a NaN or Inf. The default decodes into `scratch`; sparse
+  // codecs touch only the values they sent.
+  virtual bool subtract_decoded(std::span<const uint8_t> bytes, const CodecContext& ctx,
+                                std::span<float> p, std::vector<float>& scratch) const;
 };
 
 // The codecs a receiver decodes, by wire id (raw float32 needs none: it is always accepted).

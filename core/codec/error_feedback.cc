@@ -2,6 +2,7 @@
 #include "core/codec/error_feedback.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "core/check.h"
 
@@ -19,17 +20,24 @@ void ErrorFeedback::encode(uint32_t client, std::span<const float> g, const Code
     for (float& x : st.e) x *= scale;
   }
   st.lr = lr;
+  // p = e + g, checked for NaN and Inf in the same pass (a bit test: the loop vectorizes)
   p_.resize(g.size());
-  bool finite = true;
+  const float* e = st.e.data();
+  uint32_t nonfinite = 0;
   for (size_t i = 0; i < g.size(); ++i) {
-    p_[i] = st.e[i] + g[i];
-    finite &= std::isfinite(p_[i]);
+    const float x = e[i] + g[i];
+    uint32_t b;
+    std::memcpy(&b, &x, 4);
+    nonfinite |= uint32_t((b & 0x7F800000u) == 0x7F800000u);
+    p_[i] = x;
   }
-  decoded_.resize(g.size());
-  round_trip(codec_, p_, ctx, out, decoded_);
-  for (float v : decoded_) finite &= std::isfinite(v);  // e.g. a norm that overflowed
-  if (!finite) return;
-  for (size_t i = 0; i < g.size(); ++i) st.e[i] = p_[i] - decoded_[i];
+  codec_.encode(p_, ctx, out);
+  if (nonfinite) return;
+  // p becomes p - D(C(p)) in place (the sparse codecs touch only the values they sent); it is
+  // the new residual unless the decoding holds NaN or Inf (e.g. a norm that overflowed), and the
+  // old residual's buffer is the next call's p
+  if (!codec_.subtract_decoded(out, ctx, p_, decoded_)) return;
+  st.e.swap(p_);
 }
 
 std::span<const float> ErrorFeedback::residual(uint32_t client) const {

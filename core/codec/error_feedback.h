@@ -26,7 +26,7 @@ class ErrorFeedback {
   void encode(uint32_t client, std::span<const float> g, const CodecContext& ctx, float lr,
               std::vector<uint8_t>& out);
 
-  // The residual `client` carries (empty before its first update).
+  // The residual `client` carries (empty before its first update), valid until the next encode.
   std::span<const float> residual(uint32_t client) const;
 
  private:
@@ -36,7 +36,8 @@ class ErrorFeedback {
   };
   const Codec& codec_;
   std::map<uint32_t, State> state_;
-  std::vector<float> p_, decoded_;  // scratch, reused
+  std::vector<float> p_;        // e + g, then the new residual: swapped with the state's e
+  std::vector<float> decoded_;  // scratch for the codecs that decode to subtract
 };
 
 }  // namespace fedpar

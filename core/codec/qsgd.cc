@@ -39,9 +39,9 @@ float plain_norm(std::span<const float> v) {
 }
 
 // One value's field, sign in bit 0 and level above it, for a bucket of norm n != 0 and the
-// value's 24 random bits.
-uint32_t quantize_one(float x, float n, uint32_t s, uint32_t bits24) {
-  const float u = float(bits24) * 0x1p-24f;
+// value's 16 random bits.
+uint32_t quantize_one(float x, float n, uint32_t s, uint32_t bits16) {
+  const float u = float(bits16) * 0x1p-16f;
   const float a = std::fabs(x) / n * float(s);
   const float fl = std::floor(a);
   float level = fl + (u < a - fl ? 1.0f : 0.0f);
@@ -102,13 +102,12 @@ void qsgd_encode_reference(const CodecParams& p, std::span<const float> v, const
   const uint32_t s = p.levels, w = qsgd_value_bits(s);
   out.assign(qsgd_bytes(v.size(), p.bucket, s), 0);
   Rng rng(p.seed, "qsgd", ctx.client, uint32_t(ctx.round));
-  uint64_t pool = 0;  // the stream's bits not used yet, oldest lowest
-  int pooled = 0;
-  auto draw24 = [&] {  // bits 24i .. 24i + 23 of the stream for value i
-    if (pooled < 24) pool |= uint64_t(rng.next_u32()) << pooled, pooled += 32;
-    const uint32_t u = uint32_t(pool) & 0xFFFFFF;
-    pool >>= 24;
-    pooled -= 24;
+  uint32_t word = 0;  // the stream's word for values 2j (low half) and 2j + 1 (high half)
+  bool high = false;
+  auto draw16 = [&] {  // bits 16i .. 16i + 15 of the stream for value i
+    if (!high) word = rng.next_u32();
+    const uint32_t u = high ? word >> 16 : word & 0xFFFF;
+    high = !high;
     return u;
   };
   size_t at = 0;
@@ -118,7 +117,7 @@ void qsgd_encode_reference(const CodecParams& p, std::span<const float> v, const
     std::memcpy(&out[at], &n, 4);
     at += 4;
     for (size_t i = 0; i < b.size(); ++i) {
-      const uint32_t u = draw24();  // one draw per value, zero buckets included
+      const uint32_t u = draw16();  // one draw per value, zero buckets included
       const uint32_t field = n == 0 ? 0 : quantize_one(b[i], n, s, u);
       for (uint32_t k = 0; k < w; ++k) {
         const size_t bit = i * w + k;
@@ -167,7 +166,7 @@ namespace {
 
 // The stream Rng(seed, "qsgd", client, round) as an array of bytes: word j (word j % 4 of Philox
 // block j / 4, counter {block low, block high, client, round}, as Rng::next_u32 hands them out) is
-// bytes 4j .. 4j + 3, little-endian; value i takes bytes 3i .. 3i + 2. Keeps about 1000 words,
+// bytes 4j .. 4j + 3, little-endian; value i takes bytes 2i .. 2i + 1. Keeps about 1000 words,
 // computed twelve blocks at a time.
 class Words {
  public:
@@ -184,12 +183,12 @@ class Words {
     round_word_ = round;
     round_k1_ = _mm256_set1_epi64x(int64_t(round ^ k1_[0]));
   }
-  // The bytes of value g and on, readable 32 bytes at a time for `avail` (>= 8) values.
+  // The bytes of value g and on, for `avail` (>= 8) values.
   const uint8_t* at(uint64_t g, size_t& avail) {
-    const uint64_t byte = 3 * g;
-    if (!filled_ || byte < 4 * base_ || byte + 7 * 3 + 32 > 4 * (base_ + kWords))
+    const uint64_t byte = 2 * g;
+    if (!filled_ || byte < 4 * base_ || byte + 16 > 4 * (base_ + kWords))
       fill(byte / 4 / (16 * kSets) * (16 * kSets));
-    avail = size_t((4 * (base_ + kWords) - 32 - byte) / 3 + 1);
+    avail = size_t((4 * (base_ + kWords) - byte) / 2);
     return reinterpret_cast<const uint8_t*>(buf_) + (byte - 4 * base_);
   }
 
@@ -305,44 +304,43 @@ void four_norms(std::span<const float> v, size_t start, size_t bucket, float* no
 }
 
 // Packs a bucket's fields at p: (len * w + 7) / 8 bytes, and may write zeros up to 8 bytes past
-// them (the caller leaves room). g0: the bucket's first value's index in the vector.
+// them (the caller leaves room). g0: the bucket's first value's index in the vector. `ahead`: null,
+// or len values the caller reads next (prefetched meanwhile, so the read of the input overlaps
+// the arithmetic).
 void quantize_bucket(const float* v, size_t len, float n, uint32_t s, uint32_t w, uint64_t g0,
-                     Words& words, uint8_t* p) {
+                     Words& words, uint8_t* p, const float* ahead) {
   if (n == 0) {
     std::memset(p, 0, (len * w + 7) / 8);
     return;
   }
-  const __m256 nv = _mm256_set1_ps(n), s24 = _mm256_set1_ps(float(s) * 0x1p24f);
-  const __m256i sv_int = _mm256_set1_epi32(int(s)), low24 = _mm256_set1_epi32(0xFFFFFF);
+  const __m256 nv = _mm256_set1_ps(n), s16 = _mm256_set1_ps(float(s) * 0x1p16f);
+  const __m256i sv_int = _mm256_set1_epi32(int(s)), low16 = _mm256_set1_epi32(0xFFFF);
   const __m256 zero = _mm256_setzero_ps();
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   const __m256i first_bytes =
       _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1,
                        -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
   const __m256i gather = _mm256_setr_epi32(0, 4, 1, 1, 1, 1, 1, 1);
-  const __m256i spread = _mm256_setr_epi32(0, 1, 2, 3, 3, 4, 5, 6);  // bytes 12.. to lane 1
-  const __m256i three_bytes =
-      _mm256_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1, 0, 1, 2, -1, 3, 4, 5,
-                       -1, 6, 7, 8, -1, 9, 10, 11, -1);
   const uint64_t field_bits = 0x0101010101010101ull * ((1u << w) - 1);
   size_t i = 0, avail = 0;
   while (i + 8 <= len) {
     const uint8_t* draw = words.at(g0 + i, avail);
     const size_t stop = i + std::min(len - i, avail) / 8 * 8;
-    for (; i < stop; i += 8, draw += 24) {
+    for (; i < stop; i += 8, draw += 16) {
+      if (ahead) _mm_prefetch(reinterpret_cast<const char*>(ahead + i), _MM_HINT_T0);
       const __m256 x = _mm256_loadu_ps(v + i);
-      // A = a * 2^24 exactly (fl(q * s) * 2^24 = fl(q * (s * 2^24)): q * s is normal or exact),
-      // so with C = ceil(A): floor(a) = C >> 24, and u < a - floor(a) <=> U < (C & 0xFFFFFF)
-      const __m256 big_a = _mm256_mul_ps(_mm256_div_ps(_mm256_and_ps(x, abs_mask), nv), s24);
+      // A = a * 2^16 exactly (fl(q * s) * 2^16 = fl(q * (s * 2^16)): q * s is normal or exact),
+      // so with C = ceil(A): floor(a) = C >> 16, and u < a - floor(a) <=> U < (C & 0xFFFF) (the
+      // integer U is below the real (a - floor(a)) * 2^16 iff below its ceiling; a ceiling of
+      // 2^16 carries into C >> 16, which then is the level already)
+      const __m256 big_a = _mm256_mul_ps(_mm256_div_ps(_mm256_and_ps(x, abs_mask), nv), s16);
       const __m256i c = _mm256_cvttps_epi32(_mm256_ceil_ps(big_a));  // NaN: 0x80000000
-      const __m256i r = _mm256_shuffle_epi8(  // bytes 3j .. 3j + 2 into lane j
-          _mm256_permutevar8x32_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(draw)),
-                                      spread),
-          three_bytes);
-      const __m256i up = _mm256_cmpgt_epi32(_mm256_and_si256(c, low24), r);
-      // floor + 1 where up (-1); NaN's 0x80 is above s, which the unsigned min makes s
+      const __m256i r =  // bytes 2j .. 2j + 1 into lane j
+          _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(draw)));
+      const __m256i up = _mm256_cmpgt_epi32(_mm256_and_si256(c, low16), r);
+      // floor + 1 where up (-1); NaN's 0x8000 is above s, which the unsigned min makes s
       const __m256i level =
-          _mm256_min_epu32(_mm256_sub_epi32(_mm256_srli_epi32(c, 24), up), sv_int);
+          _mm256_min_epu32(_mm256_sub_epi32(_mm256_srli_epi32(c, 16), up), sv_int);
       const __m256i neg = _mm256_castps_si256(_mm256_cmp_ps(x, zero, _CMP_LT_OQ));
       const __m256i field = _mm256_sub_epi32(_mm256_slli_epi32(level, 1), neg);  // sign: + 1
       const __m256i bytes =
@@ -356,8 +354,8 @@ void quantize_bucket(const float* v, size_t len, float n, uint32_t s, uint32_t w
   if (i < len) {  // the rest (< 8 values) from a byte boundary: at most 56 bits
     uint64_t acc = 0;
     const uint8_t* draw = words.at(g0 + i, avail);
-    for (size_t j = 0; i + j < len; ++j, draw += 3) {
-      const uint32_t u = draw[0] | uint32_t(draw[1]) << 8 | uint32_t(draw[2]) << 16;
+    for (size_t j = 0; i + j < len; ++j, draw += 2) {
+      const uint32_t u = draw[0] | uint32_t(draw[1]) << 8;
       acc |= uint64_t(quantize_one(v[i + j], n, s, u)) << (j * w);
     }
     std::memcpy(p, &acc, 8);
@@ -409,20 +407,20 @@ bool dequantize_bucket(const uint8_t* p, const uint8_t* end, size_t len, float n
 
 std::vector<uint8_t> qsgd_draw_bytes(const CodecParams& p, const CodecContext& ctx, uint64_t first,
                                      size_t n) {
-  std::vector<uint8_t> out(3 * n);
+  std::vector<uint8_t> out(2 * n);
 #if defined(FEDPAR_QSGD_AVX2)
   Words words(p.seed, ctx.client, uint32_t(ctx.round));
   for (size_t i = 0; i < n;) {
     size_t avail = 0;
     const uint8_t* b = words.at(first + i, avail);
     const size_t take = std::min(avail, n - i);
-    std::memcpy(out.data() + 3 * i, b, 3 * take);
+    std::memcpy(out.data() + 2 * i, b, 2 * take);
     i += take;
   }
 #else
   const uint64_t k = splitmix64(splitmix64(p.seed) ^ fnv1a64("qsgd"));
-  for (size_t j = 0; j < 3 * n; ++j) {
-    const uint64_t byte = 3 * first + j, block = byte / 16;
+  for (size_t j = 0; j < 2 * n; ++j) {
+    const uint64_t byte = 2 * first + j, block = byte / 16;
     const auto w =
         philox4x32_10({uint32_t(block), uint32_t(block >> 32), ctx.client, uint32_t(ctx.round)},
                       {uint32_t(k), uint32_t(k >> 32)});
@@ -453,7 +451,9 @@ class Qsgd final : public Codec {
       if (q % 4 == 0) four_norms(v, start, p_.bucket, norms);
       const float n = norms[q % 4];
       std::memcpy(at, &n, 4);
-      quantize_bucket(v.data() + start, len, n, s, w, start, words, at + 4);
+      const size_t next = start + 4 * size_t(p_.bucket);  // the same place four buckets on
+      quantize_bucket(v.data() + start, len, n, s, w, start, words, at + 4,
+                      next + len <= v.size() ? v.data() + next : nullptr);
       at += 4 + (len * w + 7) / 8;
     }
     out.resize(total);

@@ -24,7 +24,7 @@ size_t qsgd_bytes(size_t d, uint32_t bucket, uint32_t levels);
 // order), added as ((S0+S1)+(S2+S3))+((S4+S5)+(S6+S7)), square root in double, rounded to float.
 float qsgd_norm(std::span<const float> v);
 
-// The 3 * n random bytes values first .. first + n - 1 draw from the message's stream, as the
+// The 2 * n random bytes values first .. first + n - 1 draw from the message's stream, as the
 // codec's own path computes them (exposed for tests: it must be Philox at any block, 2^32
 // included).
 std::vector<uint8_t> qsgd_draw_bytes(const CodecParams& p, const CodecContext& ctx, uint64_t first,

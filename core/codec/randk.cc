@@ -22,6 +22,33 @@ size_t randk_count(size_t d, double ratio) {
   return std::min(d, size_t(std::max(1LL, std::llround(ratio * double(d)))));
 }
 
+namespace {
+
+// Sorts distinct 32-bit indices increasingly: least significant digit first, 11 bits a pass, only
+// as many passes as the largest index needs (std::sort's comparisons mispredict on random keys).
+void sort_indices(std::vector<uint32_t>& v) {
+  if (v.size() < 256) {
+    std::sort(v.begin(), v.end());
+    return;
+  }
+  const uint32_t top = *std::max_element(v.begin(), v.end());
+  std::vector<uint32_t> tmp(v.size());
+  for (int shift = 0; shift < 32 && (top >> shift) != 0; shift += 11) {
+    uint32_t count[2048] = {};
+    for (uint32_t x : v) ++count[(x >> shift) & 2047];
+    uint32_t sum = 0;
+    for (uint32_t& c : count) {
+      const uint32_t here = c;
+      c = sum;
+      sum += here;
+    }
+    for (uint32_t x : v) tmp[count[(x >> shift) & 2047]++] = x;
+    v.swap(tmp);
+  }
+}
+
+}  // namespace
+
 std::vector<uint32_t> randk_indices(uint64_t seed, uint64_t round, size_t d, size_t k) {
   FEDPAR_CHECK(d <= std::numeric_limits<uint32_t>::max()) << "randk: indices are 32-bit";
   k = std::min(k, d);
@@ -33,28 +60,40 @@ std::vector<uint32_t> randk_indices(uint64_t seed, uint64_t round, size_t d, siz
     rng.choose(std::span<uint32_t>(idx), k);
     idx.resize(k);
   } else {  // the same swaps on a virtual 0..d-1: only the displaced entries are stored
-    // open addressing, linear probing; position j holds j unless the table says otherwise
+    // The draws first (they do not depend on the swaps), so the table's cache misses can be
+    // prefetched. Positions below k (each step i reads position i) sit in a plain array; those
+    // at or above k in a hash table (open addressing, linear probing), holding j unless it says
+    // otherwise.
+    std::vector<uint32_t> js(k);
+    for (size_t i = 0; i < k; ++i) js[i] = uint32_t(i + rng.below(d - i));
+    std::vector<uint32_t> front(k);
+    std::iota(front.begin(), front.end(), 0u);
     size_t cap = 64;
-    while (cap < 4 * k) cap *= 2;
+    while (cap < 2 * k) cap *= 2;
     const uint32_t kEmpty = std::numeric_limits<uint32_t>::max();  // not an index: d < 2^32
     std::vector<std::pair<uint32_t, uint32_t>> table(cap, {kEmpty, 0});
     const int shift = 64 - std::countr_zero(cap);
-    auto slot = [&](uint32_t key) -> std::pair<uint32_t, uint32_t>& {
-      size_t h = size_t((uint64_t(key) * 0x9E3779B97F4A7C15ull) >> shift);
-      while (table[h].first != kEmpty && table[h].first != key) h = (h + 1) & (cap - 1);
-      return table[h];
+    auto home = [&](uint32_t key) {
+      return size_t((uint64_t(key) * 0x9E3779B97F4A7C15ull) >> shift);
     };
     idx.resize(k);
+    constexpr size_t kAhead = 16;
     for (size_t i = 0; i < k; ++i) {
-      const uint32_t j = uint32_t(i + rng.below(d - i));
-      auto& si = slot(uint32_t(i));
-      const uint32_t vi = si.first == kEmpty ? uint32_t(i) : si.second;
-      auto& sj = slot(j);
-      idx[i] = sj.first == kEmpty ? j : sj.second;  // position i is final after step i
-      sj = {j, vi};                                 // position j now holds what was at i
+      if (i + kAhead < k && js[i + kAhead] >= k)
+        __builtin_prefetch(&table[home(js[i + kAhead])]);
+      const uint32_t j = js[i], vi = front[i];
+      if (j < k) {
+        idx[i] = front[j];  // position i is final after step i
+        front[j] = vi;      // position j now holds what was at i
+      } else {
+        size_t h = home(j);
+        while (table[h].first != kEmpty && table[h].first != j) h = (h + 1) & (cap - 1);
+        idx[i] = table[h].first == kEmpty ? j : table[h].second;
+        table[h] = {j, vi};
+      }
     }
   }
-  std::sort(idx.begin(), idx.end());
+  sort_indices(idx);
   return idx;
 }
 
@@ -90,6 +129,25 @@ class RandK final : public Codec {
     const uint8_t* p = bytes.data();
     for (uint32_t i : *idx) std::memcpy(&out[i], p, 4), p += 4;
     return "";
+  }
+
+  // p - D(bytes) at the round's indices only: elsewhere D is +0, and x - (+0) is x.
+  bool subtract_decoded(std::span<const uint8_t> bytes, const CodecContext& ctx,
+                        std::span<float> p, std::vector<float>&) const override {
+    const auto idx = indices(p.size(), ctx.round);
+    FEDPAR_CHECK(bytes.size() == 4 * idx->size())
+        << "randk cannot decode its own encoding: " << bytes.size() << " bytes for "
+        << idx->size() << " values";
+    uint32_t nonfinite = 0;
+    const uint8_t* b = bytes.data();
+    for (uint32_t i : *idx) {
+      float x;
+      std::memcpy(&x, b, 4);
+      b += 4;
+      nonfinite |= uint32_t(!std::isfinite(x));
+      p[i] -= x;
+    }
+    return nonfinite == 0;
   }
 
  private:

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <string>
 
+#include "core/check.h"
+
 #if defined(__AVX2__)
 #include <immintrin.h>
 #endif
@@ -128,20 +130,51 @@ class Sign final : public Codec {
 
   std::string decode(std::span<const uint8_t> bytes, const CodecContext&,
                      std::span<float> out) const override {
-    const size_t head = kScaled ? 4 : 0, want = head + (out.size() + 7) / 8;
+    float m = 1.0f;
+    if (std::string why = check(bytes, out.size(), m); !why.empty()) return why;
+    unpack_signs(bytes.data() + (kScaled ? 4 : 0), m, out);
+    return "";
+  }
+
+  // p - D(bytes) in one pass: every decoded value is +m or -m, so it is finite when m is.
+  bool subtract_decoded(std::span<const uint8_t> bytes, const CodecContext&, std::span<float> p,
+                        std::vector<float>&) const override {
+    float m = 1.0f;
+    const std::string why = check(bytes, p.size(), m);
+    FEDPAR_CHECK(why.empty()) << name() << " cannot decode its own encoding: " << why;
+    if (p.empty()) return true;
+    if (!std::isfinite(m)) return false;
+    const uint8_t* bits = bytes.data() + (kScaled ? 4 : 0);
+    size_t i = 0;
+#if defined(__AVX2__)
+    const __m256 mv = _mm256_set1_ps(m);
+    const __m256i to_top = _mm256_setr_epi32(31, 30, 29, 28, 27, 26, 25, 24);
+    const __m256i sign = _mm256_set1_epi32(int(0x80000000u));
+    for (; i + 8 <= p.size(); i += 8) {  // as unpack_signs, then the subtraction
+      const __m256i b = _mm256_sllv_epi32(_mm256_set1_epi32(bits[i / 8]), to_top);
+      const __m256 d = _mm256_xor_ps(mv, _mm256_castsi256_ps(_mm256_and_si256(b, sign)));
+      _mm256_storeu_ps(p.data() + i, _mm256_sub_ps(_mm256_loadu_ps(p.data() + i), d));
+    }
+#endif
+    for (; i < p.size(); ++i) p[i] -= (bits[i / 8] >> (i % 8)) & 1 ? -m : m;
+    return true;
+  }
+
+ private:
+  // Why `bytes` is not an encoding of d values, or "" (m: the scale, 1 for sign).
+  std::string check(std::span<const uint8_t> bytes, size_t d, float& m) const {
+    const size_t head = kScaled ? 4 : 0, want = head + (d + 7) / 8;
     if (bytes.size() != want)
       return fmt::format("{} holds {} bytes, expected {} for {} values", name(), bytes.size(), want,
-                         out.size());
-    float m = 1.0f;
+                         d);
     if constexpr (kScaled) {
       std::memcpy(&m, bytes.data(), 4);
       if (std::signbit(m) && !std::isnan(m))
         return fmt::format("scaled_sign: negative scale {}", m);
     }
-    if (out.size() % 8 && (bytes.back() >> (out.size() % 8)) != 0)
+    if (d % 8 && (bytes.back() >> (d % 8)) != 0)
       return fmt::format("{}: nonzero padding bits in the last byte ({:#04x} for {} values)",
-                         name(), bytes.back(), out.size());
-    unpack_signs(bytes.data() + head, m, out);
+                         name(), bytes.back(), d);
     return "";
   }
 };

@@ -236,12 +236,36 @@ class TopK final : public Codec {
 
   std::string decode(std::span<const uint8_t> bytes, const CodecContext&,
                      std::span<float> out) const override {
-    const size_t d = out.size();
+    uint64_t count = 0;
+    if (std::string why = check(bytes, out.size(), count); !why.empty()) return why;
+    std::fill(out.begin(), out.end(), 0.0f);
+    each(bytes, count, [&](uint64_t at, const uint8_t* val) { std::memcpy(&out[at], val, 4); });
+    return "";
+  }
+
+  // p - D(bytes) at the sent indices only: elsewhere D is +0, and x - (+0) is x.
+  bool subtract_decoded(std::span<const uint8_t> bytes, const CodecContext&, std::span<float> p,
+                        std::vector<float>&) const override {
+    uint64_t count = 0;
+    const std::string why = check(bytes, p.size(), count);
+    FEDPAR_CHECK(why.empty()) << "topk cannot decode its own encoding: " << why;
+    uint32_t nonfinite = 0;
+    each(bytes, count, [&](uint64_t at, const uint8_t* val) {
+      float x;
+      std::memcpy(&x, val, 4);
+      nonfinite |= uint32_t(!std::isfinite(x));
+      p[at] -= x;
+    });
+    return nonfinite == 0;
+  }
+
+ private:
+  // Why `bytes` is not an encoding of d values, or "" (count: the number of indices).
+  std::string check(std::span<const uint8_t> bytes, size_t d, uint64_t& count) const {
     const uint64_t expected = topk_total(d, ratio_, bucket_);
     const uint8_t* const begin = bytes.data();
     const uint8_t* const end = begin + bytes.size();
     const uint8_t* p = begin;
-    uint64_t count = 0;
     if (const char* why = read_varint(p, end, count)) return fmt::format("topk: count: {}", why);
     if (count != expected)
       return fmt::format("topk holds a count of {}, expected {} for {} values", count, expected, d);
@@ -285,23 +309,26 @@ class TopK final : public Codec {
     if (bytes.size() != want)
       return fmt::format("topk holds {} bytes, expected {} for {} indices", bytes.size(), want,
                          count);
-    // Second pass: the same gaps, now trusted.
-    std::fill(out.begin(), out.end(), 0.0f);
-    p = begin;
+    return "";
+  }
+
+  // Calls f(index, its value's 4 bytes) for the `count` indices of a checked encoding, in order.
+  template <class F>
+  static void each(std::span<const uint8_t> bytes, uint64_t count, F f) {
+    const uint8_t* const end = bytes.data() + bytes.size();
+    const uint8_t* p = bytes.data();
     uint64_t skip = 0;
     read_varint(p, end, skip);
-    const uint8_t* val = begin + (want - 4 * count);
+    const uint8_t* val = end - 4 * count;
     uint64_t at = 0;
     for (uint64_t j = 0; j < count; ++j, val += 4) {
       uint64_t gap = 0;
       read_varint(p, end, gap);
       at = j == 0 ? gap : at + gap;
-      std::memcpy(&out[at], val, 4);
+      f(at, val);
     }
-    return "";
   }
 
- private:
   double ratio_;
   uint32_t bucket_;
 };

@@ -5,6 +5,10 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <string>
+
+#include "tests/core/codec/codec_test_util.h"
 
 namespace fedpar {
 namespace {
@@ -62,6 +66,97 @@ TEST(ErrorFeedback, ANonFiniteUpdateLeavesTheResidualAsItWas) {
   EXPECT_TRUE(std::isnan(decode(*fp16, bytes, 2)[0]));  // sent as is: the receiver refuses it
   EXPECT_EQ(ef.residual(1)[0], 0x1p-26f);
   EXPECT_EQ(ef.residual(1)[1], 0.0f);
+}
+
+// Every codec, with the parameters that change its layout: topk whole and bucketed, randk's dense
+// and sparse index draws, QSGD at a few s.
+std::vector<std::pair<std::string, CodecParams>> every_codec() {
+  std::vector<std::pair<std::string, CodecParams>> all;
+  for (const std::string& name : codec_names())
+    if (name != "none") all.push_back({name, {}});
+  all.push_back({"topk", {.ratio = 0.1, .topk_bucket = 100}});
+  all.push_back({"topk", {.ratio = 0.5}});
+  all.push_back({"randk", {.ratio = 0.1, .seed = 9}});  // 16k >= d: the dense Fisher-Yates draw
+  all.push_back({"randk", {.ratio = 1.0}});
+  all.push_back({"qsgd", {.levels = 1, .bucket = 7}});
+  all.push_back({"qsgd", {.levels = 127, .bucket = 100}});
+  return all;
+}
+
+// Codec::subtract_decoded against decoding and subtracting, value by value, bit for bit: awkward
+// vectors (ties, zeros of both signs, subnormals), a float32-range norm overflow (the decoding is
+// NaN for QSGD and scaled_sign), and NaN and Inf inputs (then only the verdict is compared).
+TEST(ErrorFeedback, TheInPlaceResidualIsDecodeAndSubtractBitForBitForEveryCodec) {
+  int checked = 0;
+  for (const auto& [name, params] : every_codec()) {
+    const auto c = make_codec(name, params);
+    for (size_t d : {1, 7, 100, 1000, 5000})
+      for (int variant = 0; variant < 3; ++variant) {
+        std::vector<float> p = testing::awkward_vector(d, d * 7 + variant, variant == 2);
+        if (variant == 1 && d >= 2) p[d / 2] = 3e38f, p[d / 2 + 1] = 3e38f;
+        const CodecContext ctx{.round = d + uint64_t(variant), .client = uint32_t(variant)};
+        std::vector<uint8_t> bytes;
+        c->encode(p, ctx, bytes);
+        std::vector<float> decoded(d);
+        ASSERT_EQ(c->decode(bytes, ctx, decoded), "") << name;
+        std::vector<float> want(d);
+        bool want_finite = true;
+        for (size_t i = 0; i < d; ++i) {
+          want_finite &= std::isfinite(decoded[i]);
+          want[i] = p[i] - decoded[i];
+        }
+        std::vector<float> got = p, scratch;
+        const bool finite = c->subtract_decoded(bytes, ctx, got, scratch);
+        ASSERT_EQ(finite, want_finite) << name << " d " << d << " variant " << variant;
+        if (want_finite) {
+          ASSERT_TRUE(testing::same_bits(got, want)) << name << " d " << d << " variant "
+                                                      << variant;
+        }
+        ++checked;
+      }
+  }
+  EXPECT_EQ(checked, int(every_codec().size()) * 5 * 3);
+}
+
+// The residual error feedback keeps, step by step, against the definition written plainly
+// (p = e + g; send C(p); e = p - D(C(p)) unless p or D(C(p)) holds NaN or Inf; e rescaled by
+// old lr / new lr first): the same bytes and the same residual bits, for every codec, two clients
+// interleaved, a learning-rate change and a non-finite step among them.
+TEST(ErrorFeedback, KeepsTheDefinitionsResidualBitForBitForEveryCodec) {
+  for (const auto& [name, params] : every_codec()) {
+    const auto c = make_codec(name, params);
+    ErrorFeedback ef(*c);
+    const size_t d = 3000;
+    std::map<uint32_t, std::vector<float>> e;  // the plain residuals
+    std::map<uint32_t, float> last_lr;
+    for (int step = 0; step < 8; ++step) {
+      const uint32_t client = uint32_t(step % 2);
+      const float lr = step < 5 ? 0.1f : 0.05f;
+      std::vector<float> g = testing::awkward_vector(d, uint64_t(step) * 31 + 5, false);
+      if (step == 6) g[17] = std::numeric_limits<float>::infinity();
+      const CodecContext ctx{.round = uint64_t(step / 2), .client = client};
+      std::vector<uint8_t> got;
+      ef.encode(client, g, ctx, lr, got);
+
+      auto& r = e[client];
+      if (r.empty()) r.assign(d, 0.0f);
+      if (last_lr.count(client) && last_lr[client] != lr)
+        for (float& x : r) x *= last_lr[client] / lr;
+      last_lr[client] = lr;
+      std::vector<float> p(d), decoded(d);
+      bool finite = true;
+      for (size_t i = 0; i < d; ++i) finite &= std::isfinite(p[i] = r[i] + g[i]);
+      std::vector<uint8_t> want;
+      round_trip(*c, p, ctx, want, decoded);
+      for (float x : decoded) finite &= std::isfinite(x);
+      if (finite)
+        for (size_t i = 0; i < d; ++i) r[i] = p[i] - decoded[i];
+
+      ASSERT_EQ(got, want) << name << " step " << step;
+      const auto kept = ef.residual(client);
+      ASSERT_TRUE(testing::same_bits({kept.begin(), kept.end()}, r)) << name << " step " << step;
+    }
+  }
 }
 
 }  // namespace

@@ -49,10 +49,11 @@ TEST(Qsgd, HandComputedBucketsZeroBucketAndTail) {
   EXPECT_TRUE(same_bits(out1, {0.0f, -2.0f, 0.0f, 0.0f}));
 }
 
-TEST(Qsgd, ValueIDrawsBytes3iTo3iPlus2OfTheMessagesStream) {
+TEST(Qsgd, ValueIDrawsBytes2iAnd2iPlus1OfTheMessagesStream) {
   // Buckets of 3 (not a multiple of 8 or of Philox's 4 words), s = 1: level = floor(a) + (u < a -
-  // floor(a)) with u = U / 2^24, U the little-endian 24-bit integer at bytes 3i .. 3i + 2 of the
-  // stream Rng(seed, "qsgd", client, round), word j of which is bytes 4j .. 4j + 3.
+  // floor(a)) with u = U / 2^16, U the little-endian 16-bit integer at bytes 2i, 2i + 1 of the
+  // stream Rng(seed, "qsgd", client, round), word j of which is bytes 4j .. 4j + 3 (so value 2j
+  // takes word j's low half, value 2j + 1 its high half).
   const CodecParams p{.levels = 1, .bucket = 3, .seed = 77};
   const auto c = make_codec("qsgd", p);
   const std::vector<float> v = awkward_vector(200, 5, false);
@@ -61,7 +62,7 @@ TEST(Qsgd, ValueIDrawsBytes3iTo3iPlus2OfTheMessagesStream) {
     const auto bytes = encode(*c, v, ctx);
     Rng rng(77, "qsgd", 2, 9);  // the round's low 32 bits
     std::vector<uint8_t> stream;
-    while (stream.size() < 3 * v.size()) {
+    while (stream.size() < 2 * v.size()) {
       const uint32_t word = rng.next_u32();
       for (int k = 0; k < 4; ++k) stream.push_back(uint8_t(word >> (8 * k)));
     }
@@ -75,8 +76,8 @@ TEST(Qsgd, ValueIDrawsBytes3iTo3iPlus2OfTheMessagesStream) {
       at += 4;
       const uint32_t fields = bytes[at];  // 3 values x 2 bits: one byte
       for (size_t i = 0; i < len; ++i) {
-        const uint8_t* r = &stream[3 * (start + i)];
-        const float u = float(r[0] | r[1] << 8 | r[2] << 16) * 0x1p-24f;
+        const uint8_t* r = &stream[2 * (start + i)];
+        const float u = float(r[0] | r[1] << 8) * 0x1p-16f;
         const float a = n == 0 ? 0 : std::fabs(v[start + i]) / n * 1.0f;
         const uint32_t level = uint32_t(std::floor(a)) + (u < a - std::floor(a));
         const uint32_t field = (fields >> (2 * i)) & 3;
@@ -90,7 +91,7 @@ TEST(Qsgd, ValueIDrawsBytes3iTo3iPlus2OfTheMessagesStream) {
 
 TEST(Qsgd, TheVectorizedStreamIsPhiloxAtAnyBlock) {
   // Word j of the stream is word j % 4 of Philox4x32-10 with counter {block low, block high,
-  // client, round} (block = j / 4) and Rng's key; value i draws bytes 3i .. 3i + 2.
+  // client, round} (block = j / 4) and Rng's key; value i draws bytes 2i and 2i + 1.
   const CodecParams p{.seed = 12};
   const CodecContext ctx{.round = 6, .client = 3};
   const uint64_t k = splitmix64(splitmix64(12) ^ fnv1a64("qsgd"));
@@ -102,17 +103,17 @@ TEST(Qsgd, TheVectorizedStreamIsPhiloxAtAnyBlock) {
   };
   Rng rng(12, "qsgd", 3, 6);  // the same stream from its start
   std::vector<uint8_t> start;
-  while (start.size() < 3 * 5000) {
+  while (start.size() < 2 * 5000) {
     const uint32_t w = rng.next_u32();
     for (int b = 0; b < 4; ++b) start.push_back(uint8_t(w >> (8 * b)));
   }
-  start.resize(3 * 5000);
+  start.resize(2 * 5000);
   EXPECT_EQ(qsgd_draw_bytes(p, ctx, 0, 5000), start);
-  const uint64_t wrap = (uint64_t{1} << 32) * 16 / 3;  // value whose bytes reach block 2^32
+  const uint64_t wrap = (uint64_t{1} << 32) * 16 / 2;  // the first value of block 2^32
   for (uint64_t first : {uint64_t{7}, uint64_t{12345}, wrap - 100, wrap - 37, wrap + 5}) {
     const auto got = qsgd_draw_bytes(p, ctx, first, 300);
     for (size_t j = 0; j < got.size(); ++j)
-      ASSERT_EQ(got[j], byte_at(3 * first + j)) << "value " << first << " + byte " << j;
+      ASSERT_EQ(got[j], byte_at(2 * first + j)) << "value " << first << " + byte " << j;
   }
 }
 
