@@ -105,8 +105,7 @@ int run(size_t floats, int reps, int warmup, const std::string& only) {
     auto ef = std::make_shared<ErrorFeedback>(*c);
     auto bytes = std::make_shared<std::vector<uint8_t>>();
     rows.push_back({label + " + error feedback encode", [&v, c, ef, bytes](int rep) {
-                      ef->encode(0, v, {.round = uint64_t(rep + 1000), .client = 3}, 0.05f,
-                                 *bytes);
+                      ef->encode(0, v, {.round = uint64_t(rep + 1000), .client = 3}, 0.05f, *bytes);
                     }});
     ef->encode(0, v, {.round = 0, .client = 3}, 0.05f, *bytes);
     rows.back().bytes = bytes->size();

@@ -46,10 +46,8 @@ class ClientProcess {
         layout_(model_layout(s_.model, data_.train.shape, data_.train.num_classes)),
         num_params_(layout_.total()),
         buffer_(*be_, data_.train.dim()),
-        uplink_(make_codec(s_.compression.uplink,
-                           with_layout(s_.compression.params, layout_))) {
-    downlink_.add(
-        make_codec(s_.compression.downlink, with_layout(s_.compression.params, layout_)));
+        uplink_(make_codec(s_.compression.uplink, with_layout(s_.compression.params, layout_))) {
+    downlink_.add(make_codec(s_.compression.downlink, with_layout(s_.compression.params, layout_)));
     if (uplink_ && s_.compression.error_feedback) feedback_.emplace(*uplink_);
     log(fmt::format("computing on {}", be_->describe()));
     if (w.num_params != num_params_)
@@ -178,7 +176,8 @@ class ClientProcess {
     }
     AllReduceStep st;
     try {
-      st = ring_->step(*model_, data_.train, shards_, task.batch, round, task.total_weight, buffer_);
+      st =
+          ring_->step(*model_, data_.train, shards_, task.batch, round, task.total_weight, buffer_);
     } catch (const Error& e) {  // tell the server why before leaving: it stops the run with it
       channel_.send(encode(ErrorMsg{e.what()}, {uint32_t(ring_->rank()), run_, round}));
       throw;
@@ -324,7 +323,7 @@ class ClientProcess {
   const ParamLayout layout_;  // the whole model's, whatever part of it this process holds
   const size_t num_params_;
   std::optional<Model> model_;  // all but pipeline stages
-  BatchBuffer buffer_;  // a full shard stays loaded across rounds
+  BatchBuffer buffer_;          // a full shard stays loaded across rounds
   std::map<uint32_t, std::vector<uint32_t>> shards_;
   std::optional<AllReduceWorker> ring_;
   std::optional<MasterWorker> master_;

@@ -29,12 +29,14 @@ PipelineWorker::PipelineWorker(zmq::context_t& ctx, const RunSpec& s, Backend& b
       sgd_({.momentum = s.sgd_momentum}) {}
 
 void PipelineWorker::join(int stage, int stages, const std::string& prev, const std::string& next) {
-  FEDPAR_CHECK(stages >= 1 && stage >= 0 && stage < stages) << "stage " << stage << " of " << stages;
+  FEDPAR_CHECK(stages >= 1 && stage >= 0 && stage < stages)
+      << "stage " << stage << " of " << stages;
   const std::vector<LayerRange> ranges =
       pipeline_split(s_.model, input_, classes_, stages, s_.pipeline.split);
   stage_ = stage, stages_ = stages;
   const int slots = pipe_slots(s_.pipeline.schedule, stage, stages, s_.pipeline.micro_batches);
-  stage_model_ = std::make_unique<Stage>(be_, s_.model, input_, classes_, ranges[size_t(stage)], slots);
+  stage_model_ =
+      std::make_unique<Stage>(be_, s_.model, input_, classes_, ranges[size_t(stage)], slots);
   link_.connect(prev, next);
 }
 
@@ -142,8 +144,7 @@ PipelineStep PipelineWorker::step(const Dataset& data, std::span<const uint32_t>
   sgd_.step(params_, g, s_.sgd_lr);
   st.set_params_host(params_);
   out.link_seconds = link_.wait_seconds() - wait0;
-  out.compute_seconds =
-      std::chrono::duration<double>(Clock::now() - t0).count() - out.link_seconds;
+  out.compute_seconds = std::chrono::duration<double>(Clock::now() - t0).count() - out.link_seconds;
   out.bytes_sent = link_.bytes_sent() - sent0;
   out.bytes_received = link_.bytes_received() - received0;
   return out;

@@ -25,8 +25,8 @@
 namespace fedpar {
 
 struct PipelineStep {
-  uint64_t num_samples = 0;  // the batch's (every stage knows it)
-  double loss_sum = 0;       // the last stage's; 0 elsewhere
+  uint64_t num_samples = 0;                      // the batch's (every stage knows it)
+  double loss_sum = 0;                           // the last stage's; 0 elsewhere
   double compute_seconds = 0, link_seconds = 0;  // link: blocked waiting on a neighbour
   uint64_t bytes_sent = 0, bytes_received = 0;   // this step's, on the links
 };

@@ -6,8 +6,8 @@
 namespace fedpar {
 
 std::vector<MicroBatch> split_micro_batches(int batch, int m) {
-  FEDPAR_CHECK(m >= 1 && batch >= m) << "a batch of " << batch << " cannot make " << m
-                                     << " micro-batches";
+  FEDPAR_CHECK(m >= 1 && batch >= m)
+      << "a batch of " << batch << " cannot make " << m << " micro-batches";
   std::vector<MicroBatch> out;
   int at = 0;
   for (int j = 0; j < m; ++j) {
@@ -39,8 +39,8 @@ BatchStats pipeline_step_local(std::span<Stage* const> stages, PipeSchedule sche
     const MicroBatch mb = micro[j];
     const int slot = op.micro % pipe_slots(schedule, s, p, m);
     if (op.kind == PipeOp::kForward) {
-      const float* in = s == 0 ? x + size_t(mb.offset) * st.input_shape().size()
-                               : acts[size_t(s - 1)][j].data();
+      const float* in =
+          s == 0 ? x + size_t(mb.offset) * st.input_shape().size() : acts[size_t(s - 1)][j].data();
       const float* out = st.forward(slot, in, mb.size);
       if (!st.is_last()) {
         const size_t n = size_t(mb.size) * st.output_shape().size();

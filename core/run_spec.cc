@@ -297,8 +297,9 @@ PipelineSpec resolve_pipeline(const Config& c, const RunSpec& s) {
   require(s.compression.uplink == "none" && s.compression.downlink == "none",
           "topology 'pipeline' sends activations and their gradients uncompressed: it needs "
           "compression.uplink and compression.downlink = \"none\"");
-  require(!s.network.on(), "network.mode applies to the server's links, not a pipeline's between "
-                           "stages: topology 'pipeline' needs network.mode = \"off\"");
+  require(!s.network.on(),
+          "network.mode applies to the server's links, not a pipeline's between "
+          "stages: topology 'pipeline' needs network.mode = \"off\"");
   return p;
 }
 

@@ -83,11 +83,13 @@ std::vector<LayerRange> split_at(const ModelSpec& spec, Shape input, int classes
                            [&](size_t s) { return stack.names[s] == name; });
     if (it == starts.end())
       throw Error(fmt::format("model '{}': a stage cannot start at '{}' (it may start at: {})",
-                              spec.name, name, starts_text(stack, {starts.begin() + 1, starts.end()})));
+                              spec.name, name,
+                              starts_text(stack, {starts.begin() + 1, starts.end()})));
     if (*it <= cuts.back())
-      throw Error(fmt::format("model '{}': stage starts must follow the layers' order; '{}' comes "
-                              "too early",
-                              spec.name, name));
+      throw Error(
+          fmt::format("model '{}': stage starts must follow the layers' order; '{}' comes "
+                      "too early",
+                      spec.name, name));
     cuts.push_back(*it);
   }
   return ranges_from(cuts, stack.layers.size());
@@ -98,9 +100,10 @@ std::vector<LayerRange> pipeline_split(const ModelSpec& spec, Shape input, int c
   if (split.empty()) return split_by_params(spec, input, classes, stages);
   std::vector<LayerRange> r = split_at(spec, input, classes, split);
   if (int(r.size()) != stages)
-    throw Error(fmt::format("pipeline.split makes {} stages; the run has {} processes, one per "
-                            "stage",
-                            r.size(), stages));
+    throw Error(
+        fmt::format("pipeline.split makes {} stages; the run has {} processes, one per "
+                    "stage",
+                    r.size(), stages));
   return r;
 }
 
@@ -127,9 +130,10 @@ Stage::Stage(Backend& be, const ModelSpec& spec, Shape input, int classes, Layer
   const std::vector<size_t> starts = stage_starts(whole);
   if (range.first >= range.last || range.last > n ||
       std::find(starts.begin(), starts.end(), range.first) == starts.end())
-    throw Error(fmt::format("model '{}': layers [{}, {}) are not a stage (it has {} layers; a "
-                            "stage starts at a layer with parameters)",
-                            spec.name, range.first, range.last, n));
+    throw Error(
+        fmt::format("model '{}': layers [{}, {}) are not a stage (it has {} layers; a "
+                    "stage starts at a layer with parameters)",
+                    spec.name, range.first, range.last, n));
   FEDPAR_CHECK(slots >= 1) << "a stage needs at least one slot";
   last_ = range.last == n;
   loss_ = whole.loss;
@@ -158,9 +162,9 @@ Stage::Stage(Backend& be, const ModelSpec& spec, Shape input, int classes, Layer
 }
 
 std::string Stage::summary() const {
-  std::string out = fmt::format("  layers [{}, {}): {}x{}x{} -> {}x{}x{}\n", range_.first,
-                                range_.last, input_.h, input_.w, input_.c, output_.h, output_.w,
-                                output_.c);
+  std::string out =
+      fmt::format("  layers [{}, {}): {}x{}x{} -> {}x{}x{}\n", range_.first, range_.last, input_.h,
+                  input_.w, input_.c, output_.h, output_.w, output_.c);
   for (const auto& l : slots_[0].layers) out += fmt::format("  {}\n", l->describe());
   out += fmt::format("  total: {} parameters", layout_.total());
   return out;

@@ -50,8 +50,7 @@ std::vector<ParamSlice> stage_slices(const ModelSpec& spec, Shape input, int cla
 class Stage {
  public:
   // `slots`: the most micro-batches this stage holds between their forward and backward.
-  Stage(Backend& be, const ModelSpec& spec, Shape input, int classes, LayerRange range,
-        int slots);
+  Stage(Backend& be, const ModelSpec& spec, Shape input, int classes, LayerRange range, int slots);
 
   Backend& backend() { return be_; }
   bool is_first() const { return range_.first == 0; }

@@ -22,9 +22,10 @@ std::string roles(const ModelSpec& spec, const LayerStack& s, int ways) {
   for (size_t i = 0; i < s.layers.size(); ++i)
     if (is_dense(*s.layers[i])) dense.push_back(i);
   if (dense.size() < 2)
-    throw Error(fmt::format("model '{}' has no pair of dense layers for tensor parallelism to "
-                            "split (it splits a column-parallel layer and the row-parallel next)",
-                            spec.name));
+    throw Error(
+        fmt::format("model '{}' has no pair of dense layers for tensor parallelism to "
+                    "split (it splits a column-parallel layer and the row-parallel next)",
+                    spec.name));
   for (size_t k = 0; k + 1 < dense.size(); k += 2) {
     const size_t c = dense[k], r = dense[k + 1];
     for (size_t i = c + 1; i < r; ++i) {
@@ -35,9 +36,10 @@ std::string roles(const ModelSpec& spec, const LayerStack& s, int ways) {
     }
     const int width = s.layers[c]->output_shape().c;
     if (width % ways != 0)
-      throw Error(fmt::format("tensor parallelism splits {}'s {} outputs {} ways: it needs a "
-                              "multiple of {}",
-                              s.names[c], width, ways, ways));
+      throw Error(
+          fmt::format("tensor parallelism splits {}'s {} outputs {} ways: it needs a "
+                      "multiple of {}",
+                      s.names[c], width, ways, ways));
     role[c] = 'c', role[r] = 'r';
   }
   return role;
@@ -55,8 +57,8 @@ std::string tensor_split_summary(const ModelSpec& spec, Shape input, int classes
     if (role[i] == 'c')
       out += fmt::format("{} column-parallel {}->{} of {}\n", name, in, o / ways, o);
     else if (role[i] == 'r')
-      out += fmt::format("{} row-parallel {}->{} of {} inputs, then all-reduce\n", name,
-                         in / ways, o, in);
+      out += fmt::format("{} row-parallel {}->{} of {} inputs, then all-reduce\n", name, in / ways,
+                         o, in);
     else if (role[i] == 'l')
       out += fmt::format("{} on the local {} of {}\n", name, o / ways, o);
     else
@@ -74,7 +76,9 @@ TensorShard::TensorShard(Backend& be, const ModelSpec& spec, Shape input, int cl
   loss_ = s.loss;
   const ParamLayout whole = model_layout(spec, input, classes);
   auto piece = [&](const ParamView& local, size_t whole_start, size_t len, size_t count,
-                   size_t stride) { pieces_.push_back({local.offset, whole_start, len, count, stride}); };
+                   size_t stride) {
+    pieces_.push_back({local.offset, whole_start, len, count, stride});
+  };
   for (size_t i = 0; i < s.layers.size(); ++i) {
     Op op{.kind = Kind::kReplicated};
     const size_t in = s.inputs[i].size(), out = s.layers[i]->output_shape().size();
@@ -173,8 +177,8 @@ void TensorShard::host_allreduce(float* v, size_t n, const AllReduceFn& allreduc
   be_.upload(v, host_.data(), n * sizeof(float));
 }
 
-BatchStats TensorShard::forward_backward(const float* x, const int32_t* y, int batch,
-                                         float scale, const AllReduceFn& allreduce) {
+BatchStats TensorShard::forward_backward(const float* x, const int32_t* y, int batch, float scale,
+                                         const AllReduceFn& allreduce) {
   if (batch == 0) return {};
   reserve(batch);
   const float* p = params_.data();

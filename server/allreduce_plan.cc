@@ -26,9 +26,9 @@ class AllReducePlan final : public Plan {
     const std::vector<std::string> ring = collect_endpoints(engine, s_.wait_seconds);
     const int64_t n = int64_t(engine.order.size());
     for (int64_t rank = 0; rank < n; ++rank)
-      engine.send(engine.order[size_t(rank)],
-                  encode(RingAssignmentMsg{rank, n, ring[size_t((rank + 1) % n)]},
-                         engine.envelope()));
+      engine.send(
+          engine.order[size_t(rank)],
+          encode(RingAssignmentMsg{rank, n, ring[size_t((rank + 1) % n)]}, engine.envelope()));
     engine.log(fmt::format("ring of {} workers formed: {}", n, fmt::join(ring, " -> ")));
   }
 

@@ -21,10 +21,10 @@ class PipelinePlan final : public Plan {
   explicit PipelinePlan(RunContext& run)
       : run_(run),
         s_(run.s),
-        slices_(stage_slices(s_.model, run.data.train.shape, run.data.train.num_classes,
-                             pipeline_split(s_.model, run.data.train.shape,
-                                            run.data.train.num_classes, s_.processes,
-                                            s_.pipeline.split))) {
+        slices_(
+            stage_slices(s_.model, run.data.train.shape, run.data.train.num_classes,
+                         pipeline_split(s_.model, run.data.train.shape, run.data.train.num_classes,
+                                        s_.processes, s_.pipeline.split))) {
     const size_t n = run_.manifest.clients.at(0).indices.size();
     batch_ = s_.sgd_batch > 0 ? std::min<int64_t>(s_.sgd_batch, int64_t(n)) : int64_t(n);
     if (batch_ < s_.pipeline.micro_batches)
@@ -44,10 +44,11 @@ class PipelinePlan final : public Plan {
     }
     std::vector<std::string> sizes;
     for (const ParamSlice& s : slices_) sizes.push_back(fmt::format("{}", s.size));
-    engine.log(fmt::format("pipeline of {} stages ({} parameters each), {} schedule, {} "
-                           "micro-batch(es) of a batch of {}: {}",
-                           p, fmt::join(sizes, " + "), pipe_schedule_name(s_.pipeline.schedule),
-                           s_.pipeline.micro_batches, batch_, fmt::join(at, " -> ")));
+    engine.log(
+        fmt::format("pipeline of {} stages ({} parameters each), {} schedule, {} "
+                    "micro-batch(es) of a batch of {}: {}",
+                    p, fmt::join(sizes, " + "), pipe_schedule_name(s_.pipeline.schedule),
+                    s_.pipeline.micro_batches, batch_, fmt::join(at, " -> ")));
   }
 
   std::string round(Engine& engine, RoundRecord& rec) override {
@@ -97,9 +98,9 @@ class PipelinePlan final : public Plan {
       const size_t want = need_params ? slices_.at(r.key).size : 0;
       if (r.update.vectors.size() != (need_params ? 1u : 0u) ||
           (need_params && r.update.vectors[0].size() != want))
-        return fmt::format("report with {} vector(s), expected {}", r.update.vectors.size(),
-                           need_params ? fmt::format("this stage's {} parameters", want)
-                                       : std::string("none"));
+        return fmt::format(
+            "report with {} vector(s), expected {}", r.update.vectors.size(),
+            need_params ? fmt::format("this stage's {} parameters", want) : std::string("none"));
       return "";
     };
     return spec;

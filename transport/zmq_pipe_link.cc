@@ -38,15 +38,14 @@ ZmqPipeLink::ZmqPipeLink(zmq::context_t& ctx, const std::string& bind, double de
 }
 
 void ZmqPipeLink::connect(const std::string& prev, const std::string& next) {
-  for (auto [socket, endpoint, has, who] :
-       {std::tuple{&to_prev_, &prev, &has_prev_, "previous"},
-        std::tuple{&to_next_, &next, &has_next_, "next"}}) {
+  for (auto [socket, endpoint, has, who] : {std::tuple{&to_prev_, &prev, &has_prev_, "previous"},
+                                            std::tuple{&to_next_, &next, &has_next_, "next"}}) {
     if (endpoint->empty()) continue;
     try {
       socket->connect(*endpoint);
     } catch (const zmq::error_t& e) {
-      throw Error(fmt::format("pipeline: cannot connect to the {} stage at {}: {}", who,
-                              *endpoint, e.what()));
+      throw Error(fmt::format("pipeline: cannot connect to the {} stage at {}: {}", who, *endpoint,
+                              e.what()));
     }
     *has = true;
   }
@@ -80,13 +79,13 @@ ZmqPipeLink::Message ZmqPipeLink::receive(uint64_t tag, size_t bytes, size_t ext
       throw Error(fmt::format("pipeline: no {} from the {} stage within {} ms (did it die?)",
                               describe(tag), tag & 1 ? "next" : "previous", deadline_ms_));
     std::vector<zmq::message_t> frames;
-    if (!zmq::recv_multipart(in_, std::back_inserter(frames), zmq::recv_flags::dontwait))
-      continue;
+    if (!zmq::recv_multipart(in_, std::back_inserter(frames), zmq::recv_flags::dontwait)) continue;
     uint64_t got = 0;
     if (frames.size() < 2 || frames.size() > 3 || frames[0].size() != 8)
-      throw Error(fmt::format("pipeline: a neighbour sent a message of {} frame(s), not a tag "
-                              "and one or two payloads",
-                              frames.size()));
+      throw Error(
+          fmt::format("pipeline: a neighbour sent a message of {} frame(s), not a tag "
+                      "and one or two payloads",
+                      frames.size()));
     for (int i = 0; i < 8; ++i) got |= uint64_t(frames[0].data<uint8_t>()[i]) << (8 * i);
     Message m;
     m.payload.assign(frames[1].data<uint8_t>(), frames[1].data<uint8_t>() + frames[1].size());

@@ -79,8 +79,7 @@ std::vector<uint32_t> randk_indices(uint64_t seed, uint64_t round, size_t d, siz
     idx.resize(k);
     constexpr size_t kAhead = 16;
     for (size_t i = 0; i < k; ++i) {
-      if (i + kAhead < k && js[i + kAhead] >= k)
-        __builtin_prefetch(&table[home(js[i + kAhead])]);
+      if (i + kAhead < k && js[i + kAhead] >= k) __builtin_prefetch(&table[home(js[i + kAhead])]);
       const uint32_t j = js[i], vi = front[i];
       if (j < k) {
         idx[i] = front[j];  // position i is final after step i
@@ -132,12 +131,12 @@ class RandK final : public Codec {
   }
 
   // p - D(bytes) at the round's indices only: elsewhere D is +0, and x - (+0) is x.
-  bool subtract_decoded(std::span<const uint8_t> bytes, const CodecContext& ctx,
-                        std::span<float> p, std::vector<float>&) const override {
+  bool subtract_decoded(std::span<const uint8_t> bytes, const CodecContext& ctx, std::span<float> p,
+                        std::vector<float>&) const override {
     const auto idx = indices(p.size(), ctx.round);
     FEDPAR_CHECK(bytes.size() == 4 * idx->size())
-        << "randk cannot decode its own encoding: " << bytes.size() << " bytes for "
-        << idx->size() << " values";
+        << "randk cannot decode its own encoding: " << bytes.size() << " bytes for " << idx->size()
+        << " values";
     uint32_t nonfinite = 0;
     const uint8_t* b = bytes.data();
     for (uint32_t i : *idx) {

@@ -1,6 +1,6 @@
-// The pipeline topology as real processes over ZeroMQ: with one micro-batch it trains the one-client
-// parameter server's model bit for bit; with several, GPipe and 1F1B give the same bits, runs
-// repeat bit for bit, and the model stays within rounding of the parameter server's; the links
+// The pipeline topology as real processes over ZeroMQ: with one micro-batch it trains the
+// one-client parameter server's model bit for bit; with several, GPipe and 1F1B give the same bits,
+// runs repeat bit for bit, and the model stays within rounding of the parameter server's; the links
 // carry exactly the activations and gradients at each boundary; 1F1B holds fewer activations than
 // GPipe; a dead stage stops the run with a named error within the links' deadline.
 #include <fmt/format.h>
@@ -95,7 +95,8 @@ TEST(Pipeline, LinksCarryTheBoundaryTensorsAndOneFOneBHoldsLess) {
   const uint64_t b = 24, m = 4;
   const uint64_t fwd0 = b * 32 * 4 + b * 4 + 8 * m, fwd1 = b * 24 * 4 + b * 4 + 8 * m;
   const uint64_t bwd1 = b * 32 * 4 + 8 * m, bwd2 = b * 24 * 4 + 8 * m;
-  const std::vector<uint64_t> sent = {fwd0, fwd1 + bwd1, bwd2}, received = {bwd1, fwd0 + bwd2, fwd1};
+  const std::vector<uint64_t> sent = {fwd0, fwd1 + bwd1, bwd2},
+                              received = {bwd1, fwd0 + bwd2, fwd1};
   uint64_t held[2][3];
   for (const char* sched : {"gpipe", "1f1b"}) {
     const auto rounds = jsonl(tmp / "res" / sched / "metrics.jsonl");
@@ -119,12 +120,28 @@ TEST(Pipeline, LinksCarryTheBoundaryTensorsAndOneFOneBHoldsLess) {
 TEST(Pipeline, DeadStageStopsTheRunWithinTheDeadline) {
   TempDir tmp;
   std::ofstream(tmp / "run.toml") << kRun;
-  const pid_t server = testing::spawn_fedpar(
-      {"server", "--config", (tmp / "run.toml").string(), "--endpoint-file", (tmp / "ep").string(), "--set",
-       "bind=tcp://127.0.0.1:*", "--set", "results_dir=" + (tmp / "res").string(), "--set",
-       "topology=pipeline", "--set", "processes=3", "--set", "rounds=1000000", "--set",
-       "eval_every=1000000", "--set", "pipeline.deadline_seconds=1", "--set", "wait_seconds=60"},
-      tmp / "s.out", tmp / "s.err");
+  const pid_t server = testing::spawn_fedpar({"server",
+                                              "--config",
+                                              (tmp / "run.toml").string(),
+                                              "--endpoint-file",
+                                              (tmp / "ep").string(),
+                                              "--set",
+                                              "bind=tcp://127.0.0.1:*",
+                                              "--set",
+                                              "results_dir=" + (tmp / "res").string(),
+                                              "--set",
+                                              "topology=pipeline",
+                                              "--set",
+                                              "processes=3",
+                                              "--set",
+                                              "rounds=1000000",
+                                              "--set",
+                                              "eval_every=1000000",
+                                              "--set",
+                                              "pipeline.deadline_seconds=1",
+                                              "--set",
+                                              "wait_seconds=60"},
+                                             tmp / "s.out", tmp / "s.err");
   const std::string ep = testing::wait_for_file(tmp / "ep", 20);
   ASSERT_FALSE(ep.empty()) << testing::slurp(tmp / "s.err");
   std::vector<pid_t> stages;

@@ -47,8 +47,7 @@ class Stages : public ::testing::Test {
 
 TEST_F(Stages, SplitBalancesParametersOverTheAllowedStarts) {
   // 2nn: fc1 (157,000), relu, fc2 (40,200), relu, fc3 (2,010); stages start at a dense layer.
-  EXPECT_EQ(split_by_params({"2nn"}, mnist, 10, 2),
-            (std::vector<LayerRange>{{0, 2}, {2, 5}}));
+  EXPECT_EQ(split_by_params({"2nn"}, mnist, 10, 2), (std::vector<LayerRange>{{0, 2}, {2, 5}}));
   EXPECT_EQ(split_by_params({"2nn"}, mnist, 10, 3),
             (std::vector<LayerRange>{{0, 2}, {2, 4}, {4, 5}}));
   // 784-1024-1024-1024-10: fc1 803,840 and fc2, fc3 1,049,600 each; fc4 10,250. The best
@@ -67,13 +66,17 @@ TEST_F(Stages, RefusesSplitsTheModelCannotTake) {
                 .find("splits into 1 to 3 stages (a stage starts at a layer with parameters: "
                       "fc1, fc2, fc3), not 4"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { split_at({"cnn"}, mnist, 10, {"pool"}); })
-                .find("cannot start at 'pool' (it may start at: conv2, fc1, fc2)"),
+  EXPECT_NE(error_of([&] {
+              split_at({"cnn"}, mnist, 10, {"pool"});
+            }).find("cannot start at 'pool' (it may start at: conv2, fc1, fc2)"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { split_at({"cnn"}, mnist, 10, {"fc1", "conv2"}); })
-                .find("'conv2' comes too early"),
+  EXPECT_NE(error_of([&] {
+              split_at({"cnn"}, mnist, 10, {"fc1", "conv2"});
+            }).find("'conv2' comes too early"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { Stage(*be, {"2nn"}, mnist, 10, {1, 3}, 1); }).find("are not a stage"),
+  EXPECT_NE(error_of([&] {
+              Stage(*be, {"2nn"}, mnist, 10, {1, 3}, 1);
+            }).find("are not a stage"),
             std::string::npos);
 }
 
@@ -113,8 +116,9 @@ TEST_F(Stages, PipelineGradientsEqualTheWholeModelsBitForBit) {
       whole.init(5);
       double loss = 0;
       for (const MicroBatch mb : split_micro_batches(batch, m))
-        loss += whole.forward_backward(x.data() + size_t(mb.offset) * mnist.size(),
-                                       y.data() + mb.offset, mb.size, 1.0f / batch)
+        loss += whole
+                    .forward_backward(x.data() + size_t(mb.offset) * mnist.size(),
+                                      y.data() + mb.offset, mb.size, 1.0f / batch)
                     .loss_sum;
       const auto expect = whole.grads_host();
       for (int p = 1; p <= 3; ++p) {
@@ -122,8 +126,7 @@ TEST_F(Stages, PipelineGradientsEqualTheWholeModelsBitForBit) {
           auto stages = make_stages(spec, split_by_params(spec, mnist, 10, p), sched, m, 5);
           std::vector<Stage*> ptrs;
           for (auto& s : stages) ptrs.push_back(s.get());
-          const BatchStats st =
-              pipeline_step_local(ptrs, sched, m, x.data(), y.data(), batch);
+          const BatchStats st = pipeline_step_local(ptrs, sched, m, x.data(), y.data(), batch);
           ASSERT_EQ(concat_grads(stages), expect)
               << spec.name << " p=" << p << " m=" << m << " " << pipe_schedule_name(sched);
           EXPECT_EQ(st.loss_sum, loss);
@@ -139,12 +142,11 @@ TEST_F(Stages, OneFOneBRunsWarmupThenAlternates) {
   const auto f = [](int j) { return PipeOp{F::kForward, j}; };
   const auto b = [](int j) { return PipeOp{F::kBackward, j}; };
   EXPECT_EQ(pipe_ops(PipeSchedule::k1F1B, 0, 4, 6),
-            (std::vector<PipeOp>{f(0), f(1), f(2), f(3), b(0), f(4), b(1), f(5), b(2), b(3),
-                                 b(4), b(5)}));
+            (std::vector<PipeOp>{f(0), f(1), f(2), f(3), b(0), f(4), b(1), f(5), b(2), b(3), b(4),
+                                 b(5)}));
   EXPECT_EQ(pipe_ops(PipeSchedule::k1F1B, 3, 4, 3),
             (std::vector<PipeOp>{f(0), b(0), f(1), b(1), f(2), b(2)}));
-  EXPECT_EQ(pipe_ops(PipeSchedule::kGPipe, 1, 4, 2),
-            (std::vector<PipeOp>{f(0), f(1), b(0), b(1)}));
+  EXPECT_EQ(pipe_ops(PipeSchedule::kGPipe, 1, 4, 2), (std::vector<PipeOp>{f(0), f(1), b(0), b(1)}));
   // In flight: GPipe all m; 1F1B at most p - s (and never more than m).
   EXPECT_EQ(pipe_slots(PipeSchedule::kGPipe, 0, 4, 16), 16);
   EXPECT_EQ(pipe_slots(PipeSchedule::k1F1B, 0, 4, 16), 4);

@@ -66,11 +66,10 @@ Result tensor_parallel_grads(const ModelSpec& spec, Shape in, int ways,
   std::vector<std::thread> threads;
   for (int r = 0; r < ways; ++r)
     threads.emplace_back([&, r] {
-      loss[size_t(r)] =
-          shards[size_t(r)]
-              ->forward_backward(x.data(), y.data(), batch, 1.0f / batch,
-                                 [&](std::span<float> v) { ar(r, v); })
-              .loss_sum;
+      loss[size_t(r)] = shards[size_t(r)]
+                            ->forward_backward(x.data(), y.data(), batch, 1.0f / batch,
+                                               [&](std::span<float> v) { ar(r, v); })
+                            .loss_sum;
     });
   for (auto& t : threads) t.join();
   Result out;
@@ -117,7 +116,8 @@ TEST(TensorShard, GradientsMatchTheWholeModelWithinTheRoundingFloor) {
       const Result tp = tensor_parallel_grads(spec, mnist, ways, whole.params_host(), x, y, batch);
       const double d = relative(tp.grads, expect);
       EXPECT_LE(d, 10 * floor) << spec.name << " t=" << ways << ": " << d << " vs floor " << floor;
-      RecordProperty(spec.name + "_t" + std::to_string(ways), fmt::format("{:.3g} (floor {:.3g})", d, floor));
+      RecordProperty(spec.name + "_t" + std::to_string(ways),
+                     fmt::format("{:.3g} (floor {:.3g})", d, floor));
       EXPECT_NEAR(tp.loss, st.loss_sum, 1e-5 * st.loss_sum) << spec.name;
       // A replicated tensor (a bias of a row-parallel layer, the CNN's convolutions) has the
       // same gradient bits on every rank.
@@ -150,8 +150,8 @@ TEST(TensorShard, SlicesCoverTheModelOnceAndShrinkWithTheWays) {
     s.place_in_whole(s.params_host(), back);
     local += s.num_params();
     // fc1 784->256 and fc2 256->1024 (+ its bias), fc3 1024->256, fc4 256->10 (+ its bias)
-    EXPECT_EQ(s.num_params(), 784u * 256 + 256 + 1024u * 256 + 1024 + 1024u * 256 + 256 +
-                                  10u * 256 + 10);
+    EXPECT_EQ(s.num_params(),
+              784u * 256 + 256 + 1024u * 256 + 1024 + 1024u * 256 + 256 + 10u * 256 + 10);
     // forward: fc2's and fc4's outputs; backward: fc3's input (fc1's is the data's)
     EXPECT_EQ(s.allreduce_floats_per_sample(), 1024u + 10 + 1024);
   }
@@ -162,11 +162,13 @@ TEST(TensorShard, SlicesCoverTheModelOnceAndShrinkWithTheWays) {
 TEST(TensorShard, RefusesSplitsThatDoNotDivide) {
   const Shape mnist{28, 28, 1};
   auto be = make_backend("cpu");
-  EXPECT_NE(error_of([&] { TensorShard(*be, {"2nn"}, mnist, 10, 0, 3); })
-                .find("splits fc1's 200 outputs 3 ways: it needs a multiple of 3"),
+  EXPECT_NE(error_of([&] {
+              TensorShard(*be, {"2nn"}, mnist, 10, 0, 3);
+            }).find("splits fc1's 200 outputs 3 ways: it needs a multiple of 3"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { TensorShard(*be, {"logreg"}, mnist, 10, 0, 2); })
-                .find("model 'logreg' has no pair of dense layers"),
+  EXPECT_NE(error_of([&] {
+              TensorShard(*be, {"logreg"}, mnist, 10, 0, 2);
+            }).find("model 'logreg' has no pair of dense layers"),
             std::string::npos);
   EXPECT_EQ(tensor_split_summary({"2nn"}, mnist, 10, 2),
             "fc1 column-parallel 784->100 of 200\nrelu on the local 100 of 200\n"
