@@ -6,19 +6,18 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <csignal>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/safetensors.h"
 #include "tests/util/process.h"
 #include "tests/util/run_fedpar.h"
+#include "tests/util/run_results.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
 namespace {
 
+using testing::jsonl;
 using testing::TempDir;
 
 // 20 inputs -> 32 -> 24 -> 10 classes: three dense layers, so up to three stages.
@@ -42,17 +41,7 @@ testing::CliRun pipeline(const TempDir& tmp, const std::string& name, const char
 }
 
 std::vector<float> final_params(const TempDir& tmp, const std::string& name) {
-  std::vector<float> all;
-  for (const auto& [n, t] : load_safetensors(tmp / "res" / name / "model.safetensors").tensors)
-    all.insert(all.end(), t.values.begin(), t.values.end());
-  return all;
-}
-
-std::vector<nlohmann::json> jsonl(const std::filesystem::path& p) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(p);
-  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
-  return out;
+  return testing::final_params(tmp / "res" / name);
 }
 
 TEST(Pipeline, TrainsTheParameterServersModel) {
@@ -77,10 +66,7 @@ TEST(Pipeline, TrainsTheParameterServersModel) {
   EXPECT_EQ(final_params(tmp, "again"), m4) << "a pipeline run repeats bit for bit";
   // Summed in four parts instead of one pass: rounding apart (a missing or doubled micro-batch
   // moves the model by 1e-2 or more).
-  double d = 0, n = 0;
-  for (size_t i = 0; i < ps.size(); ++i)
-    d += std::pow(double(m4[i]) - ps[i], 2), n += std::pow(double(ps[i]), 2);
-  EXPECT_LT(std::sqrt(d / n), 1e-5);
+  EXPECT_LT(testing::relative_distance(m4, ps), 1e-5);
 }
 
 TEST(Pipeline, LinksCarryTheBoundaryTensorsAndOneFOneBHoldsLess) {
@@ -149,19 +135,11 @@ TEST(Pipeline, DeadStageStopsTheRunWithinTheDeadline) {
     stages.push_back(testing::spawn_fedpar({"client", "--wait", "60", "--server", ep},
                                            tmp / fmt::format("c{}.out", i),
                                            tmp / fmt::format("c{}.err", i)));
-  for (int i = 0; i < 400 && testing::slurp(tmp / "s.err").find("round 50/") == std::string::npos;
-       ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_NE(testing::slurp(tmp / "s.err").find("round 50/"), std::string::npos)
-      << testing::slurp(tmp / "s.err");
-  const auto t_kill = std::chrono::steady_clock::now();
-  kill(stages[1], SIGKILL);
-  const auto code = testing::wait_exit(server, 20);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_kill).count();
-  ASSERT_TRUE(code.has_value()) << "the server hung after a stage died";
-  EXPECT_NE(*code, 0);
-  EXPECT_LT(seconds, 10.0) << "well inside wait_seconds (60): a neighbour's link timed out";
+  const auto k = testing::kill_mid_run(server, tmp / "s.err", "round 50/", stages[1]);
+  ASSERT_TRUE(k.marker_seen) << testing::slurp(tmp / "s.err");
+  ASSERT_TRUE(k.code.has_value()) << "the server hung after a stage died";
+  EXPECT_NE(*k.code, 0);
+  EXPECT_LT(k.seconds, 10.0) << "well inside wait_seconds (60): a neighbour's link timed out";
   const std::string err = testing::slurp(tmp / "s.err");
   // A neighbour's receive timed out ("pipeline: no activations ... from the previous stage ...
   // did it die?"), or the dead stage's report was what went missing.

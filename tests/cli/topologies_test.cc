@@ -14,11 +14,14 @@
 #include "core/safetensors.h"
 #include "tests/util/process.h"
 #include "tests/util/run_fedpar.h"
+#include "tests/util/run_results.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
 namespace {
 
+using testing::jsonl;
+using testing::relative_distance;
 using testing::TempDir;
 
 // `fedpar run` of a small synthetic-data run with `sets`; the results land in tmp/res/<name>.
@@ -31,24 +34,7 @@ testing::CliRun run(const TempDir& tmp, const std::string& name, const std::stri
 }
 
 std::vector<float> final_params(const TempDir& tmp, const std::string& name) {
-  std::vector<float> all;
-  for (const auto& [n, t] : load_safetensors(tmp / "res" / name / "model.safetensors").tensors)
-    all.insert(all.end(), t.values.begin(), t.values.end());
-  return all;
-}
-
-double relative_distance(const std::vector<float>& a, const std::vector<float>& b) {
-  double d = 0, n = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    d += std::pow(double(a[i]) - b[i], 2), n += std::pow(double(b[i]), 2);
-  return std::sqrt(d / n);
-}
-
-std::vector<nlohmann::json> jsonl(const std::filesystem::path& p) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(p);
-  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
-  return out;
+  return testing::final_params(tmp / "res" / name);
 }
 
 TEST(Topologies, MasterAndAllReduceTrainWhatTheParameterServerTrainsUnderFullBatch) {
@@ -169,19 +155,11 @@ TEST(Topologies, AllReduceWorkerDyingMidRunStopsTheRingWithinTheDeadline) {
                                             tmp / ("c" + std::to_string(i) + ".out"),
                                             tmp / ("c" + std::to_string(i) + ".err")));
   // Wait for a few rounds, then kill one worker outright.
-  for (int i = 0; i < 200 && testing::slurp(tmp / "s.err").find("round 5/") == std::string::npos;
-       ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_NE(testing::slurp(tmp / "s.err").find("round 5/"), std::string::npos)
-      << testing::slurp(tmp / "s.err");
-  const auto t_kill = std::chrono::steady_clock::now();
-  kill(workers[1], SIGKILL);
-  const auto code = testing::wait_exit(server, 20);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_kill).count();
-  ASSERT_TRUE(code.has_value()) << "the server hung after a worker died";
-  EXPECT_NE(*code, 0);
-  EXPECT_LT(seconds, 10.0)
+  const auto k = testing::kill_mid_run(server, tmp / "s.err", "round 5/", workers[1]);
+  ASSERT_TRUE(k.marker_seen) << testing::slurp(tmp / "s.err");
+  ASSERT_TRUE(k.code.has_value()) << "the server hung after a worker died";
+  EXPECT_NE(*k.code, 0);
+  EXPECT_LT(k.seconds, 10.0)
       << "well inside wait_seconds (60): the survivors reported the ring failure";
   const std::string err = testing::slurp(tmp / "s.err");
   // A neighbour's ring receive timed out ("worker k failed: ring: ... did it die?"), or the dead

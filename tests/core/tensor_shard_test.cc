@@ -14,6 +14,7 @@
 
 #include "core/backend.h"
 #include "core/model.h"
+#include "tests/util/run_results.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
@@ -85,13 +86,6 @@ Result tensor_parallel_grads(const ModelSpec& spec, Shape in, int ways,
   return out;
 }
 
-double relative(const std::vector<float>& a, const std::vector<float>& b) {
-  double d = 0, n = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    d += std::pow(double(a[i]) - b[i], 2), n += std::pow(double(b[i]), 2);
-  return std::sqrt(d / n);
-}
-
 TEST(TensorShard, GradientsMatchTheWholeModelWithinTheRoundingFloor) {
   const Shape mnist{28, 28, 1};
   auto be = make_backend("cpu");
@@ -111,10 +105,10 @@ TEST(TensorShard, GradientsMatchTheWholeModelWithinTheRoundingFloor) {
     for (int h = 0; h < 2; ++h)
       halves.forward_backward(x.data() + size_t(h * batch / 2) * mnist.size(),
                               y.data() + h * batch / 2, batch / 2, 1.0f / batch);
-    const double floor = relative(halves.grads_host(), expect);
+    const double floor = testing::relative_distance(halves.grads_host(), expect);
     for (int ways : {2, 4}) {
       const Result tp = tensor_parallel_grads(spec, mnist, ways, whole.params_host(), x, y, batch);
-      const double d = relative(tp.grads, expect);
+      const double d = testing::relative_distance(tp.grads, expect);
       EXPECT_LE(d, 10 * floor) << spec.name << " t=" << ways << ": " << d << " vs floor " << floor;
       RecordProperty(spec.name + "_t" + std::to_string(ways),
                      fmt::format("{:.3g} (floor {:.3g})", d, floor));

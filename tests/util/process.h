@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <thread>
@@ -60,6 +61,31 @@ inline std::string wait_for_file(const std::filesystem::path& p, double seconds)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return "";
+}
+
+// A worker killed mid-run: waits (up to 20 s) until the server's stderr `err` shows `marker`,
+// SIGKILLs `victim` and waits (up to 20 s) for the server to exit. `code` is empty when it hung.
+struct KilledMidRun {
+  bool marker_seen = false;
+  std::optional<int> code;
+  double seconds = 0;  // from the kill to the server's exit
+};
+inline KilledMidRun kill_mid_run(pid_t server, const std::filesystem::path& err,
+                                 const std::string& marker, pid_t victim) {
+  auto seen = [&] {
+    std::ifstream in(err);
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    return text.find(marker) != std::string::npos;
+  };
+  KilledMidRun out;
+  for (int i = 0; i < 400 && !(out.marker_seen = seen()); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (!out.marker_seen) return out;
+  const auto t_kill = std::chrono::steady_clock::now();
+  kill(victim, SIGKILL);
+  out.code = wait_exit(server, 20);
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_kill).count();
+  return out;
 }
 
 }  // namespace fedpar::testing

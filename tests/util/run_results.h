@@ -1,0 +1,40 @@
+// Reading a run's results folder in tests: its final model, its metrics lines, and how far two
+// models are apart.
+#pragma once
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/safetensors.h"
+
+namespace fedpar::testing {
+
+// model.safetensors of a results folder, its tensors in file order as one flat vector.
+inline std::vector<float> final_params(const std::filesystem::path& results) {
+  std::vector<float> all;
+  for (const auto& [n, t] : load_safetensors(results / "model.safetensors").tensors)
+    all.insert(all.end(), t.values.begin(), t.values.end());
+  return all;
+}
+
+// One JSON object per line (metrics.jsonl, updates.jsonl).
+inline std::vector<nlohmann::json> jsonl(const std::filesystem::path& p) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(p);
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+// ||a - b|| / ||b||, in double.
+inline double relative_distance(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0, n = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    d += std::pow(double(a[i]) - b[i], 2), n += std::pow(double(b[i]), 2);
+  return std::sqrt(d / n);
+}
+
+}  // namespace fedpar::testing
