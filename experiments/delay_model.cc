@@ -127,8 +127,8 @@ LeastSquares least_squares(const std::vector<std::vector<double>>& columns,
   }
   Eigen::VectorXd beta = qr.solve(yv);
   if (robust) {  // least absolute deviations: least squares reweighted by 1 / |residual|
-    const double floor = 1e-9 * std::max(1e-300, yv.cwiseAbs().maxCoeff());
-    for (int it = 0; it < 200; ++it) {
+    const double floor = std::max(1e-300, 1e-9 * yv.cwiseAbs().maxCoeff());
+    for (int it = 0; it < 200 && (yv - x * beta).cwiseAbs().maxCoeff() > floor; ++it) {
       const Eigen::VectorXd w =
           (yv - x * beta).cwiseAbs().cwiseMax(floor).cwiseInverse().cwiseSqrt();
       const Eigen::VectorXd next =
@@ -179,12 +179,18 @@ DelayFit fit_delay_model(const std::vector<DelayRound>& rounds, int cores) {
         return r.samples / std::min(r.processes, double(cores));
       })};
   const char* compute_names[2] = {"compute (the seed's B/N)", "compute (cores-aware B/min(N, P))"};
-  for (int v = 0; v < 2; ++v)
-    if (auto ls =
-            fit(compute_names[v], {per_process[v]}, {v == 0 ? "B/N" : "B/min(N, P)"}, compute);
-        ls.identified())
+  for (int v = 0; v < 2; ++v) {
+    const size_t why_before = f.why.size();
+    auto ls = fit(compute_names[v], {per_process[v]}, {v == 0 ? "B/N" : "B/min(N, P)"}, compute);
+    if (ls.identified()) {
       f.compute_fixed[v] = ls.coef[0], f.compute_per_sample[v] = ls.coef[1],
       f.compute_r2[v] = ls.r2;
+      f.cores_aware |= v == 1;
+    } else if (v == 1) {  // optional: the seed's model stands without it
+      f.notes.push_back(f.why.back() + ": the cores-aware variant is left out");
+      f.why.resize(why_before);
+    }
+  }
 
   const auto exchange = column(rounds, [](const DelayRound& r) { return r.exchange; });
   LeastSquares ex = least_squares({ones, up, down}, exchange, true);
@@ -215,7 +221,7 @@ DelayFit fit_delay_model(const std::vector<DelayRound>& rounds, int cores) {
   if (!f.ok()) return f;
 
   const auto measured = column(rounds, [](const DelayRound& r) { return r.round; });
-  for (int v = 0; v < 2; ++v)
+  for (int v = 0; v < (f.cores_aware ? 2 : 1); ++v)
     f.round_r2[v] = r_squared(
         measured, column(rounds, [&](const DelayRound& r) { return predict(f, r, v).round(); }));
   return f;
@@ -292,7 +298,8 @@ std::string delay_model_markdown(const std::vector<DelayRound>& rounds, int core
     return md.str();
   }
   const auto rows = delay_rows(f, rounds);
-  const bool bind = ns.back() > cores;  // some runs had more processes than cores
+  // some runs had more processes than cores (and the cores-aware variant could be fitted)
+  const bool bind = ns.back() > cores && f.cores_aware;
   const int shown = bind ? 2 : 1;
 
   md << "| term | form | fitted | R² over rounds |\n|---|---|---|---|\n";
@@ -489,6 +496,7 @@ nlohmann::json delay_model_json(const std::vector<DelayRound>& rounds, int cores
                     {"seconds_per_byte", f.broadcast_per_byte},
                     {"r2", f.broadcast_r2}};
   j["round_r2"] = {f.round_r2[0], f.round_r2[1]};
+  j["cores_aware_fitted"] = f.cores_aware;
   j["variants"] = {"seed: compute = c_0 + c_s B/N", "cores-aware: compute = c_0 + c_s B/min(N, P)"};
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : delay_rows(f, rounds))

@@ -62,6 +62,7 @@ struct DelayFit {
   int cores = 0;  // P
   // compute: [0] the seed's form (B/N), [1] cores-aware (B / min(N, P))
   double compute_fixed[2] = {0, 0}, compute_per_sample[2] = {0, 0}, compute_r2[2] = {0, 0};
+  bool cores_aware = false;  // [1] identified (not when B / min(N, P) is the same in every round)
   bool separate_links = false;  // bw_up and bw_down fitted apart (else one over both directions)
   double exchange_fixed = 0, exchange_per_byte_up = 0, exchange_per_byte_down = 0, exchange_r2 = 0;
   double aggregate_fixed = 0, aggregate_per_byte = 0, aggregate_r2 = 0;

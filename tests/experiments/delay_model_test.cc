@@ -171,5 +171,30 @@ TEST(DelayModel, MissingFieldsAreErrors) {
   EXPECT_FALSE(delay_round(none).has_value());
 }
 
+// Every N at or above the cores: B / min(N, P) is the same in every round, so the cores-aware
+// variant cannot be fitted; the seed's model still is, and the report says what was left out.
+TEST(DelayModel, AnUnidentifiableCoresAwareVariantLeavesTheSeedsModelStanding) {
+  const DelayFit f = fit_delay_model(rounds_over({2, 4, 8}, 2), 2);
+  ASSERT_TRUE(f.ok()) << (f.why.empty() ? "" : f.why[0]);
+  EXPECT_FALSE(f.cores_aware);
+  EXPECT_GT(f.compute_per_sample[0], 0);
+  bool noted = false;
+  for (const auto& n : f.notes)
+    noted |= n.find("the cores-aware variant is left out") != std::string::npos;
+  EXPECT_TRUE(noted);
+  const std::string md = delay_model_markdown(rounds_over({2, 4, 8}, 2), 2);
+  EXPECT_EQ(md.find("Not fitted"), std::string::npos) << md;
+  EXPECT_EQ(md.find("| compute (cores-aware)"), std::string::npos) << md;
+}
+
+// A part that is zero in every round fits to zero, not NaN (the robust reweighting's floor).
+TEST(DelayModel, AnAllZeroPartFitsToZero) {
+  const std::vector<double> ones(6, 1.0), x = {1, 2, 3, 4, 5, 6}, zero(6, 0.0);
+  const LeastSquares ls = least_squares({ones, x}, zero, true);
+  ASSERT_TRUE(ls.identified());
+  EXPECT_EQ(ls.coef[0], 0.0);
+  EXPECT_EQ(ls.coef[1], 0.0);
+}
+
 }  // namespace
 }  // namespace fedpar
