@@ -174,27 +174,41 @@ class ClientProcess {
       check_model(task.vectors[0]);
       ring_->set_replica(task.vectors[0]);
     }
-    AllReduceStep st;
+    const AllReduceStep st = or_tell_server(ring_->rank(), round, [&] {
+      return ring_->step(*model_, data_.train, shards_, task.batch, round, task.total_weight,
+                         buffer_);
+    });
+    report_worker(ring_->rank(), round, task, ring_->replica(),
+                  {.kind = TaskKind::kAllReduce,
+                   .num_samples = st.num_samples,
+                   .loss_sum = st.loss_sum,
+                   .samples_processed = int64_t(st.num_samples),
+                   .compute_seconds = st.compute_seconds,
+                   .allreduce_seconds = st.allreduce_seconds,
+                   .ring_bytes_sent = st.ring_bytes_sent,
+                   .ring_bytes_received = st.ring_bytes_received});
+  }
+
+  // A ring rank's or a pipeline stage's step; when it fails, the server hears why before this
+  // process leaves (it stops the run with that reason).
+  template <typename Step>
+  auto or_tell_server(int worker, uint64_t round, Step step) -> decltype(step()) {
     try {
-      st =
-          ring_->step(*model_, data_.train, shards_, task.batch, round, task.total_weight, buffer_);
-    } catch (const Error& e) {  // tell the server why before leaving: it stops the run with it
-      channel_.send(encode(ErrorMsg{e.what()}, {uint32_t(ring_->rank()), run_, round}));
+      return step();
+    } catch (const Error& e) {
+      channel_.send(encode(ErrorMsg{e.what()}, {uint32_t(worker), run_, round}));
       throw;
     }
-    UpdateMsg u{.kind = TaskKind::kAllReduce,
-                .num_samples = st.num_samples,
-                .loss_sum = st.loss_sum,
-                .samples_processed = int64_t(st.num_samples),
-                .compute_seconds = st.compute_seconds,
-                .allreduce_seconds = st.allreduce_seconds,
-                .ring_bytes_sent = st.ring_bytes_sent,
-                .ring_bytes_received = st.ring_bytes_received};
-    const auto& replica = ring_->replica();
-    if (task.hash) u.hash = hash_hex(hash_bytes(replica.data(), replica.size() * sizeof(float)));
+  }
+
+  // A worker's report: `u`, with the hash of what it holds (`held`: its replica or its slice)
+  // and `held` itself when the task asks for them.
+  void report_worker(int worker, uint64_t round, const TaskMsg& task,
+                     const std::vector<float>& held, UpdateMsg u) {
+    if (task.hash) u.hash = hash_hex(hash_bytes(held.data(), held.size() * sizeof(float)));
     std::vector<std::vector<float>> vs;
-    if (task.send_params) vs.push_back(replica);
-    reply(uint32_t(ring_->rank()), round, std::move(u), std::move(vs));
+    if (task.send_params) vs.push_back(held);
+    reply(uint32_t(worker), round, std::move(u), std::move(vs));
   }
 
   // One batch through this stage; the report carries the stage's slice when asked for.
@@ -208,29 +222,21 @@ class ClientProcess {
     const auto data_client = shards_.begin();  // the run's one client, on the first stage
     if (pipe_->stage() == 0 && data_client == shards_.end())
       throw Error("the first pipeline stage hosts no client: it has no data to feed the pipeline");
-    PipelineStep st;
-    try {
-      st = data_client == shards_.end()
-               ? pipe_->step(data_.train, {}, 0, task.batch, round, buffer_)
-               : pipe_->step(data_.train, data_client->second, data_client->first, task.batch,
-                             round, buffer_);
-    } catch (const Error& e) {  // tell the server why before leaving: it stops the run with it
-      channel_.send(encode(ErrorMsg{e.what()}, {uint32_t(pipe_->stage()), run_, round}));
-      throw;
-    }
-    UpdateMsg u{.kind = TaskKind::kPipeline,
-                .num_samples = st.num_samples,
-                .loss_sum = st.loss_sum,
-                .samples_processed = int64_t(st.num_samples),
-                .compute_seconds = st.compute_seconds,
-                .allreduce_seconds = st.link_seconds,
-                .ring_bytes_sent = st.bytes_sent,
-                .ring_bytes_received = st.bytes_received};
-    const auto& slice = pipe_->params();
-    if (task.hash) u.hash = hash_hex(hash_bytes(slice.data(), slice.size() * sizeof(float)));
-    std::vector<std::vector<float>> vs;
-    if (task.send_params) vs.push_back(slice);
-    reply(uint32_t(pipe_->stage()), round, std::move(u), std::move(vs));
+    const PipelineStep st = or_tell_server(pipe_->stage(), round, [&] {
+      return data_client == shards_.end()
+                 ? pipe_->step(data_.train, {}, 0, task.batch, round, buffer_)
+                 : pipe_->step(data_.train, data_client->second, data_client->first, task.batch,
+                               round, buffer_);
+    });
+    report_worker(pipe_->stage(), round, task, pipe_->params(),
+                  {.kind = TaskKind::kPipeline,
+                   .num_samples = st.num_samples,
+                   .loss_sum = st.loss_sum,
+                   .samples_processed = int64_t(st.num_samples),
+                   .compute_seconds = st.compute_seconds,
+                   .allreduce_seconds = st.link_seconds,
+                   .ring_bytes_sent = st.bytes_sent,
+                   .ring_bytes_received = st.bytes_received});
   }
 
   // Forward: the logits of each hosted client's rows; backward: its gradients from the dlogits

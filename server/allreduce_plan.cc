@@ -37,8 +37,7 @@ class AllReducePlan final : public Plan {
     const int r = int(engine.round);
     const bool check = (r + 1) % s_.hash_every == 0 || r + 1 == s_.rounds;
     // Rank 0's replica comes back when the server evaluates or saves it.
-    const bool need_params = (r + 1) % s_.eval_every == 0 || r + 1 == s_.rounds ||
-                             (s_.save_params_every > 0 && (r + 1) % s_.save_params_every == 0);
+    const bool need_params = model_due(s_, r);
     send_tasks(engine, check, need_params);
     const Collected c = engine.collect(report_spec(engine, check, need_params));
     if (!c.missing.empty())

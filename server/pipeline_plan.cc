@@ -54,8 +54,7 @@ class PipelinePlan final : public Plan {
   std::string round(Engine& engine, RoundRecord& rec) override {
     const auto t0 = Clock::now();
     const int r = int(engine.round);
-    const bool need_params = (r + 1) % s_.eval_every == 0 || r + 1 == s_.rounds ||
-                             (s_.save_params_every > 0 && (r + 1) % s_.save_params_every == 0);
+    const bool need_params = model_due(s_, r);
     send_tasks(engine, need_params);
     const Collected c = engine.collect(report_spec(engine, need_params));
     if (!c.missing.empty())

@@ -43,6 +43,10 @@ std::unique_ptr<Plan> make_async_plan(RunContext& run);
 // The plan of the run's regime and topology.
 std::unique_ptr<Plan> make_plan(RunContext& run);
 
+// Whether the server needs the model after round r (0-based): it evaluates or saves it then. The
+// topologies whose model lives in the workers (allreduce, pipeline) ask for it back.
+bool model_due(const RunSpec& s, int r);
+
 // Runs the rounds until s.rounds or stop_at_accuracy.
 void run_rounds(Engine& engine, RunContext& run, Plan& plan);
 

@@ -22,6 +22,11 @@ std::unique_ptr<Plan> make_plan(RunContext& run) {
   return run.s.regime == Regime::kAsync ? make_async_plan(run) : make_sync_plan(run);
 }
 
+bool model_due(const RunSpec& s, int r) {
+  return (r + 1) % s.eval_every == 0 || r + 1 == s.rounds ||
+         (s.save_params_every > 0 && (r + 1) % s.save_params_every == 0);
+}
+
 void run_rounds(Engine& engine, RunContext& run, Plan& plan) {
   plan.begin(engine);
   for (int r = 0; r < run.s.rounds; ++r) {
