@@ -130,11 +130,7 @@ TEST(Pipeline, DeadStageStopsTheRunWithinTheDeadline) {
                                              tmp / "s.out", tmp / "s.err");
   const std::string ep = testing::wait_for_file(tmp / "ep", 20);
   ASSERT_FALSE(ep.empty()) << testing::slurp(tmp / "s.err");
-  std::vector<pid_t> stages;
-  for (int i = 0; i < 3; ++i)
-    stages.push_back(testing::spawn_fedpar({"client", "--wait", "60", "--server", ep},
-                                           tmp / fmt::format("c{}.out", i),
-                                           tmp / fmt::format("c{}.err", i)));
+  const std::vector<pid_t> stages = testing::spawn_clients(3, ep, tmp.path());
   const auto k = testing::kill_mid_run(server, tmp / "s.err", "round 50/", stages[1]);
   ASSERT_TRUE(k.marker_seen) << testing::slurp(tmp / "s.err");
   ASSERT_TRUE(k.code.has_value()) << "the server hung after a stage died";

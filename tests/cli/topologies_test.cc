@@ -149,11 +149,7 @@ TEST(Topologies, AllReduceWorkerDyingMidRunStopsTheRingWithinTheDeadline) {
                                              tmp / "s.out", tmp / "s.err");
   const std::string ep = testing::wait_for_file(tmp / "ep", 20);
   ASSERT_FALSE(ep.empty());
-  std::vector<pid_t> workers;
-  for (int i = 0; i < 3; ++i)
-    workers.push_back(testing::spawn_fedpar({"client", "--wait", "60", "--server", ep},
-                                            tmp / ("c" + std::to_string(i) + ".out"),
-                                            tmp / ("c" + std::to_string(i) + ".err")));
+  const std::vector<pid_t> workers = testing::spawn_clients(3, ep, tmp.path());
   // Wait for a few rounds, then kill one worker outright.
   const auto k = testing::kill_mid_run(server, tmp / "s.err", "round 5/", workers[1]);
   ASSERT_TRUE(k.marker_seen) << testing::slurp(tmp / "s.err");

@@ -63,6 +63,18 @@ inline std::string wait_for_file(const std::filesystem::path& p, double seconds)
   return "";
 }
 
+// n `fedpar client` processes joining the server at `endpoint`, waiting up to 60 s for it; their
+// output in dir/c<i>.out and dir/c<i>.err.
+inline std::vector<pid_t> spawn_clients(int n, const std::string& endpoint,
+                                        const std::filesystem::path& dir) {
+  std::vector<pid_t> pids;
+  for (int i = 0; i < n; ++i)
+    pids.push_back(spawn_fedpar({"client", "--wait", "60", "--server", endpoint},
+                                dir / ("c" + std::to_string(i) + ".out"),
+                                dir / ("c" + std::to_string(i) + ".err")));
+  return pids;
+}
+
 // A worker killed mid-run: waits (up to 20 s) until the server's stderr `err` shows `marker`,
 // SIGKILLs `victim` and waits (up to 20 s) for the server to exit. `code` is empty when it hung.
 struct KilledMidRun {
