@@ -12,6 +12,7 @@
 #include "clients/master_worker.h"
 #include "clients/pipeline_worker.h"
 #include "clients/straggle.h"
+#include "clients/tensor_worker.h"
 #include "core/check.h"
 #include "core/codec/error_feedback.h"
 #include "core/hash.h"
@@ -53,8 +54,9 @@ class ClientProcess {
     if (w.num_params != num_params_)
       throw Error(fmt::format("WELCOME announces a model of {} parameters, this run's {} has {}",
                               w.num_params, s_.model.name, num_params_));
-    // A pipeline stage holds only its slice (PipelineWorker); every other process the model.
-    if (s_.topology != Topology::kPipeline)
+    // A pipeline stage or tensor rank holds only its part (PipelineWorker, TensorWorker); every
+    // other process the model.
+    if (!s_.model_parallel())
       model_.emplace(*be_, s_.model, data_.train.shape, data_.train.num_classes);
     if (data_.train.content_hash() != w.dataset_hash)
       throw Error(
@@ -74,7 +76,13 @@ class ClientProcess {
     }
     if (s_.topology == Topology::kPipeline) {
       pipe_.emplace(ctx, s_, *be_, data_.train.shape, data_.train.num_classes);
-      channel_.send(encode(RingEndpointMsg{pipe_->endpoint()}, {0, run_, 0}));
+      channel_.send(
+          encode(RingEndpointMsg{pipe_->endpoint(), pipe_->replica_endpoint()}, {0, run_, 0}));
+    }
+    if (s_.topology == Topology::kTensor) {
+      tensor_.emplace(ctx, s_, *be_, data_.train.shape, data_.train.num_classes);
+      channel_.send(
+          encode(RingEndpointMsg{tensor_->endpoint(), tensor_->replica_endpoint()}, {0, run_, 0}));
     }
     if (s_.topology == Topology::kMaster) master_.emplace(*be_, s_.model, data_.train);
   }
@@ -115,7 +123,12 @@ class ClientProcess {
   }
 
   void join_ring(const RingAssignmentMsg& r) {
-    if (pipe_) return pipe_->join(int(r.rank), int(r.size), r.prev, r.next);
+    if (pipe_)
+      return pipe_->join(int(r.rank), int(r.size), r.prev, r.next, int(r.replica), int(r.replicas),
+                         r.replica_next);
+    if (tensor_)
+      return tensor_->join(int(r.rank), int(r.size), r.next, int(r.replica), int(r.replicas),
+                           r.replica_next);
     if (!ring_)
       throw Error("the server sent a ring assignment to a run without the allreduce topology");
     ring_->join(int(r.rank), int(r.size), r.next);
@@ -127,6 +140,8 @@ class ClientProcess {
         return allreduce_step(task, round);
       case TaskKind::kPipeline:
         return pipeline_step(task, round);
+      case TaskKind::kTensor:
+        return tensor_step(task, round);
       case TaskKind::kForward:
       case TaskKind::kBackward:
         return master_half(task, round);
@@ -146,8 +161,12 @@ class ClientProcess {
   // Sends `u` with this process's memory accounting; `owner` holds what its vectors view.
   void send_update(uint32_t client, uint64_t round, UpdateMsg u,
                    std::shared_ptr<const void> owner = {}) {
-    u.parameter_bytes = pipe_ ? pipe_->parameter_bytes() : model_->parameter_bytes();
-    u.activation_bytes = pipe_ ? pipe_->activation_bytes() : model_->activation_bytes_held();
+    u.parameter_bytes = pipe_     ? pipe_->parameter_bytes()
+                        : tensor_ ? tensor_->parameter_bytes()
+                                  : model_->parameter_bytes();
+    u.activation_bytes = pipe_     ? pipe_->activation_bytes()
+                         : tensor_ ? tensor_->activation_bytes()
+                                   : model_->activation_bytes_held();
     channel_.send(encode(std::move(u), {client, run_, round}, std::move(owner)));
   }
 
@@ -219,24 +238,50 @@ class ClientProcess {
       check_model(task.vectors[0]);
       pipe_->set_params(task.vectors[0]);
     }
-    const auto data_client = shards_.begin();  // the run's one client, on the first stage
+    const auto data_client = shards_.begin();  // this replica's client
     if (pipe_->stage() == 0 && data_client == shards_.end())
       throw Error("the first pipeline stage hosts no client: it has no data to feed the pipeline");
-    const PipelineStep st = or_tell_server(pipe_->stage(), round, [&] {
+    const PartStep st = or_tell_server(pipe_->stage(), round, [&] {
       return data_client == shards_.end()
                  ? pipe_->step(data_.train, {}, 0, task.batch, round, buffer_)
                  : pipe_->step(data_.train, data_client->second, data_client->first, task.batch,
                                round, buffer_);
     });
-    report_worker(pipe_->stage(), round, task, pipe_->params(),
-                  {.kind = TaskKind::kPipeline,
+    report_part(pipe_->stage(), round, task, pipe_->params(), st);
+  }
+
+  // One batch through this rank's slices; the report carries them when asked for.
+  void tensor_step(const TaskMsg& task, uint64_t round) {
+    if (!tensor_ || !tensor_->joined())
+      throw Error("the server sent a tensor task to a process that is not a tensor rank");
+    if (!task.vectors.empty()) {  // the first task carries the model
+      check_model(task.vectors[0]);
+      tensor_->set_params(task.vectors[0]);
+    }
+    const auto data_client = shards_.begin();  // this replica's client, on every rank
+    if (data_client == shards_.end())
+      throw Error("this tensor rank hosts no client: it has no data for the batch");
+    const PartStep st = or_tell_server(tensor_->rank(), round, [&] {
+      return tensor_->step(data_.train, data_client->second, data_client->first, task.batch, round,
+                           buffer_);
+    });
+    report_part(tensor_->rank(), round, task, tensor_->params(), st);
+  }
+
+  // A model-parallel process's report of its step, with its part when asked for.
+  void report_part(int part, uint64_t round, const TaskMsg& task, const std::vector<float>& held,
+                   const PartStep& st) {
+    report_worker(part, round, task, held,
+                  {.kind = task.kind,
                    .num_samples = st.num_samples,
                    .loss_sum = st.loss_sum,
                    .samples_processed = int64_t(st.num_samples),
                    .compute_seconds = st.compute_seconds,
                    .allreduce_seconds = st.link_seconds,
                    .ring_bytes_sent = st.bytes_sent,
-                   .ring_bytes_received = st.bytes_received});
+                   .ring_bytes_received = st.bytes_received,
+                   .replica_seconds = st.replica_seconds,
+                   .replica_bytes_sent = st.replica_bytes_sent});
   }
 
   // Forward: the logits of each hosted client's rows; backward: its gradients from the dlogits
@@ -328,12 +373,13 @@ class ClientProcess {
   TrainTest data_;
   const ParamLayout layout_;  // the whole model's, whatever part of it this process holds
   const size_t num_params_;
-  std::optional<Model> model_;  // all but pipeline stages
+  std::optional<Model> model_;  // all but pipeline stages and tensor ranks
   BatchBuffer buffer_;          // a full shard stays loaded across rounds
   std::map<uint32_t, std::vector<uint32_t>> shards_;
   std::optional<AllReduceWorker> ring_;
   std::optional<MasterWorker> master_;
   std::optional<PipelineWorker> pipe_;
+  std::optional<TensorWorker> tensor_;
   CodecSet downlink_;                      // how TASKs may carry the model
   std::unique_ptr<Codec> uplink_;          // how updates go (null: raw float32)
   std::optional<ErrorFeedback> feedback_;  // the hosted clients' residuals

@@ -26,9 +26,11 @@ PipelineWorker::PipelineWorker(zmq::context_t& ctx, const RunSpec& s, Backend& b
       input_(input),
       classes_(classes),
       link_(ctx, s.pipeline.bind, s.pipeline.deadline_seconds),
+      replicas_(ctx, s),
       sgd_({.momentum = s.sgd_momentum}) {}
 
-void PipelineWorker::join(int stage, int stages, const std::string& prev, const std::string& next) {
+void PipelineWorker::join(int stage, int stages, const std::string& prev, const std::string& next,
+                          int replica, int replicas, const std::string& replica_next) {
   FEDPAR_CHECK(stages >= 1 && stage >= 0 && stage < stages)
       << "stage " << stage << " of " << stages;
   const std::vector<LayerRange> ranges =
@@ -38,6 +40,7 @@ void PipelineWorker::join(int stage, int stages, const std::string& prev, const 
   stage_model_ =
       std::make_unique<Stage>(be_, s_.model, input_, classes_, ranges[size_t(stage)], slots);
   link_.connect(prev, next);
+  replicas_.join(replica, replicas, replica_next);
 }
 
 void PipelineWorker::set_params(std::span<const float> whole) {
@@ -50,9 +53,8 @@ void PipelineWorker::set_params(std::span<const float> whole) {
   stage_model_->set_params_host(params_);
 }
 
-PipelineStep PipelineWorker::step(const Dataset& data, std::span<const uint32_t> shard,
-                                  uint32_t client, int64_t batch, uint64_t round,
-                                  BatchBuffer& buffer) {
+PartStep PipelineWorker::step(const Dataset& data, std::span<const uint32_t> shard, uint32_t client,
+                              int64_t batch, uint64_t round, BatchBuffer& buffer) {
   using Clock = std::chrono::steady_clock;
   FEDPAR_CHECK(stage_model_ && !params_.empty()) << "a pipeline step before the model came";
   Stage& st = *stage_model_;
@@ -81,10 +83,11 @@ PipelineStep PipelineWorker::step(const Dataset& data, std::span<const uint32_t>
         labels[size_t(j)].push_back(data.y[rows[size_t(micro[size_t(j)].offset + i)]]);
   }
 
-  PipelineStep out;
+  PartStep out;
   out.num_samples = uint64_t(batch);
   st.zero_grads();
-  const float scale = 1.0f / float(batch);
+  // the mean over every replica's batch, once the replica ring has summed the parts
+  const float scale = 1.0f / float(batch * replicas_.replicas());
   for (const PipeOp op : pipe_ops(sched, stage_, stages_, m)) {
     const size_t j = size_t(op.micro);
     const MicroBatch mb = micro[j];
@@ -140,11 +143,13 @@ PipelineStep PipelineWorker::step(const Dataset& data, std::span<const uint32_t>
     }
   }
   // One SGD step per batch on the host slice, as the parameter server steps its whole model.
-  const std::vector<float> g = st.grads_host();
+  std::vector<float> g = st.grads_host();
+  replicas_.sum(g, out);
   sgd_.step(params_, g, s_.sgd_lr);
   st.set_params_host(params_);
   out.link_seconds = link_.wait_seconds() - wait0;
-  out.compute_seconds = std::chrono::duration<double>(Clock::now() - t0).count() - out.link_seconds;
+  out.compute_seconds = std::chrono::duration<double>(Clock::now() - t0).count() -
+                        out.link_seconds - out.replica_seconds;
   out.bytes_sent = link_.bytes_sent() - sent0;
   out.bytes_received = link_.bytes_received() - received0;
   return out;

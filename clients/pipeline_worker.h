@@ -3,7 +3,8 @@
 // backwards of every batch's micro-batches, trading activations with the next stage and their
 // gradients with the previous one over ZeroMQ (zmq_pipe_link.h), and steps its slice with SGD once
 // per batch. The first stage draws the batch from the run's one client and sends each
-// micro-batch's labels along with its activations, so the other stages need no data.
+// micro-batch's labels along with its activations, so the other stages need no data. In a [grid]
+// each stage also sums its gradients with the same stage of the other replicas (replica_ring.h).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "clients/replica_ring.h"
 #include "core/backend.h"
 #include "core/batch_buffer.h"
 #include "core/dataset.h"
@@ -24,20 +26,15 @@
 
 namespace fedpar {
 
-struct PipelineStep {
-  uint64_t num_samples = 0;                      // the batch's (every stage knows it)
-  double loss_sum = 0;                           // the last stage's; 0 elsewhere
-  double compute_seconds = 0, link_seconds = 0;  // link: blocked waiting on a neighbour
-  uint64_t bytes_sent = 0, bytes_received = 0;   // this step's, on the links
-};
-
 class PipelineWorker {
  public:
   PipelineWorker(zmq::context_t& ctx, const RunSpec& s, Backend& be, Shape input, int classes);
   std::string endpoint() const { return link_.endpoint(); }
+  std::string replica_endpoint() const { return replicas_.endpoint(); }
   // Becomes stage `stage` of `stages` (its layers from the run's split) and connects to its
-  // neighbours ("" where there is none).
-  void join(int stage, int stages, const std::string& prev, const std::string& next);
+  // neighbours ("" where there is none), and to the next replica's same stage in a [grid].
+  void join(int stage, int stages, const std::string& prev, const std::string& next, int replica,
+            int replicas, const std::string& replica_next);
   int stage() const { return stage_; }
 
   // Takes this stage's slice of the whole model.
@@ -45,11 +42,11 @@ class PipelineWorker {
   const std::vector<float>& params() const { return params_; }
   bool joined() const { return bool(stage_model_); }
 
-  // One batch of `batch` samples (the server resolves it, so every stage splits it alike):
-  // `shard` and `client` are the data's (the first stage's; the others pass an empty shard).
-  // Throws Error when a link fails.
-  PipelineStep step(const Dataset& data, std::span<const uint32_t> shard, uint32_t client,
-                    int64_t batch, uint64_t round, BatchBuffer& buffer);
+  // One batch of `batch` samples (per replica) (the server resolves it, so every stage splits it
+  // alike): `shard` and `client` are the data's (the first stage's; the others pass an empty
+  // shard). Throws Error when a link fails.
+  PartStep step(const Dataset& data, std::span<const uint32_t> shard, uint32_t client,
+                int64_t batch, uint64_t round, BatchBuffer& buffer);
 
   size_t parameter_bytes() const { return stage_model_ ? stage_model_->parameter_bytes() : 0; }
   size_t activation_bytes() const {
@@ -62,6 +59,7 @@ class PipelineWorker {
   Shape input_;
   int classes_;
   ZmqPipeLink link_;
+  ReplicaRing replicas_;
   int stage_ = -1, stages_ = 0;
   std::unique_ptr<Stage> stage_model_;
   std::vector<float> params_;  // the slice, stepped on the host like the server's model

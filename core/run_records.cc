@@ -142,6 +142,7 @@ void fields(V& v, WorkerRecord& r) {
   v("ring_bytes_sent", r.ring_bytes_sent), v("ring_bytes_received", r.ring_bytes_received);
   v("parameter_bytes", r.parameter_bytes), v("activation_bytes", r.activation_bytes),
       v("bytes_up", r.bytes_up);
+  v("replica_seconds", r.replica_seconds), v("replica_bytes_sent", r.replica_bytes_sent);
 }
 
 template <typename V>

@@ -42,6 +42,9 @@ struct WorkerRecord {
   double compute_seconds = 0, allreduce_seconds = 0;
   uint64_t ring_bytes_sent = 0, ring_bytes_received = 0;
   uint64_t parameter_bytes = 0, activation_bytes = 0, bytes_up = 0;
+  // pipeline and tensor [grid]s with data replicas: the ring across them
+  std::optional<double> replica_seconds;
+  std::optional<uint64_t> replica_bytes_sent;
 };
 
 struct RoundRecord {

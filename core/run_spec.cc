@@ -25,7 +25,7 @@ seed = 1                 # model init, partition, client sampling, local shuffle
 rounds = 10
 regime = "model"         # gradient (one gradient per client per round) | model (local steps, deltas)
                          # | async (each gradient applied as it arrives; see [async])
-topology = "parameter-server"  # gradient regime: parameter-server | master | allreduce (docs/topologies.md) | pipeline (docs/pipeline.md)
+topology = "parameter-server"  # gradient regime: parameter-server | master | allreduce (docs/topologies.md) | pipeline | tensor (docs/pipeline.md)
 bind = "tcp://127.0.0.1:5555"  # also ipc://PATH; tcp port * picks a free one
 processes = 1            # client processes to wait for
 wait_seconds = 60.0      # for the processes to say HELLO, and for each round's updates
@@ -62,7 +62,7 @@ batch = 0                # samples per client gradient; 0 or "full" = the whole 
 lr = 0.1                 # server SGD learning rate
 momentum = 0.0
 
-[allreduce]              # topology = "allreduce": the workers' ring
+[allreduce]              # topology = "allreduce": the workers' ring (and tensor's, and [grid]'s)
 bind = "tcp://127.0.0.1:*"  # where each worker listens for its previous neighbour; across hosts
                          # "tcp://0.0.0.0:*" (the server names each by the address it sees)
 bucket_floats = 1048576  # the gradient is reduced in buckets of this many floats
@@ -76,6 +76,11 @@ schedule = "1f1b"        # gpipe (all forwards, then all backwards) | 1f1b (one 
 split = []               # layers where stages 2.. start, e.g. ["fc2", "fc3"]; [] = balance parameter counts
 bind = "tcp://127.0.0.1:*"  # where each stage listens for its neighbours
 deadline_seconds = 10.0  # a silent neighbour stops the pipeline with an error after this long
+
+[grid]                   # topology = "pipeline" or "tensor" as a hybrid with data parallelism
+data = 1                 # replicas of the model-parallel group: processes = data x (stages or ways);
+                         # replica r trains on client r's shard (partition.clients = data), and each
+                         # part's gradients are all-reduced across the replicas ([allreduce]'s ring)
 
 [async]                  # regime = "async" (parameter server, no barrier)
 staleness_bound = 0      # reject an update computed on a model more than this many versions old; 0 = none
@@ -284,23 +289,39 @@ PipelineSpec resolve_pipeline(const Config& c, const RunSpec& s) {
   p.deadline_seconds = c.get_float("pipeline.deadline_seconds");
   require(p.deadline_seconds > 0, "pipeline.deadline_seconds must be > 0");
   if (s.topology != Topology::kPipeline) return p;
-  require(s.partition.clients == 1,
-          "topology 'pipeline' trains one data stream through its stages: it needs "
-          "partition.clients = 1");
   require(s.sgd_batch == 0 || s.sgd_batch >= p.micro_batches,
           fmt::format("pipeline.micro_batches = {} needs sgd.batch >= {}", p.micro_batches,
                       p.micro_batches));
-  require(p.split.empty() || p.split.size() + 1 == size_t(s.processes),
-          fmt::format("pipeline.split names where stages 2.. start: {} name(s) for {} processes, "
+  require(p.split.empty() || p.split.size() + 1 == size_t(s.model_parts()),
+          fmt::format("pipeline.split names where stages 2.. start: {} name(s) for {} stages, "
                       "expected {}",
-                      p.split.size(), s.processes, s.processes - 1));
-  require(s.compression.uplink == "none" && s.compression.downlink == "none",
-          "topology 'pipeline' sends activations and their gradients uncompressed: it needs "
-          "compression.uplink and compression.downlink = \"none\"");
-  require(!s.network.on(),
-          "network.mode applies to the server's links, not a pipeline's between "
-          "stages: topology 'pipeline' needs network.mode = \"off\"");
+                      p.split.size(), s.model_parts(), s.model_parts() - 1));
   return p;
+}
+
+// [grid] and what every model-parallel topology (pipeline, tensor) needs.
+int resolve_grid(const Config& c, const RunSpec& s) {
+  const int data = int(c.get_int("grid.data"));
+  require(data >= 1, "grid.data must be >= 1");
+  if (!s.model_parallel()) return data;
+  const std::string t = s.topology == Topology::kPipeline ? "pipeline" : "tensor";
+  require(s.processes % data == 0,
+          fmt::format("grid.data = {} replicas cannot divide processes = {}: processes = data x "
+                      "parts",
+                      data, s.processes));
+  require(s.partition.clients == data,
+          fmt::format("topology '{}' trains one data stream per replica: it needs "
+                      "partition.clients = grid.data = {}",
+                      t, data));
+  require(s.compression.uplink == "none" && s.compression.downlink == "none",
+          fmt::format("topology '{}' sends activations and their gradients uncompressed: it needs "
+                      "compression.uplink and compression.downlink = \"none\"",
+                      t));
+  require(!s.network.on(),
+          fmt::format("network.mode applies to the server's links, not those between a {} "
+                      "topology's processes: it needs network.mode = \"off\"",
+                      t));
+  return data;
 }
 
 }  // namespace
@@ -388,9 +409,12 @@ RunSpec resolve_run_spec(const Config& c) {
     s.topology = Topology::kAllReduce;
   else if (topology == "pipeline")
     s.topology = Topology::kPipeline;
+  else if (topology == "tensor")
+    s.topology = Topology::kTensor;
   else
     throw Error(fmt::format(
-        "topology must be parameter-server, master, allreduce or pipeline, got '{}'", topology));
+        "topology must be parameter-server, master, allreduce, pipeline or tensor, got '{}'",
+        topology));
   require(
       s.topology == Topology::kParameterServer || s.regime == Regime::kGradient,
       fmt::format("topology '{}' trains data-parallel: it needs regime = \"gradient\"", topology));
@@ -414,6 +438,7 @@ RunSpec resolve_run_spec(const Config& c) {
 
   s.compression = resolve_compression(c, s);
   s.network = resolve_network_section(c, s);
+  s.grid_data = resolve_grid(c, s);
   s.pipeline = resolve_pipeline(c, s);
 
   s.drift = c.get_bool("diagnostics.drift");

@@ -25,8 +25,8 @@ Config make_run_config(std::string_view extra_sections = "");
 
 enum class Regime { kGradient, kModel, kAsync };
 // How the gradient regime splits the work: data-parallel (parameter server, master, allreduce)
-// or model-parallel (pipeline).
-enum class Topology { kParameterServer, kMaster, kAllReduce, kPipeline };
+// or model-parallel (pipeline, tensor; each may be replicated data-parallel: [grid]).
+enum class Topology { kParameterServer, kMaster, kAllReduce, kPipeline, kTensor };
 
 // [pipeline]: one stage per process (docs/topologies.md#pipeline).
 struct PipelineSpec {
@@ -74,6 +74,13 @@ struct RunSpec {
   double ring_deadline_seconds = 10;
   int hash_every = 10;
   PipelineSpec pipeline;
+  // pipeline and tensor topologies: data-parallel replicas of the model-parallel group
+  // (processes = grid_data x parts; replica r trains on client r's shard)
+  int grid_data = 1;
+  int model_parts() const { return processes / grid_data; }  // stages, or tensor ways
+  bool model_parallel() const {
+    return topology == Topology::kPipeline || topology == Topology::kTensor;
+  }
   int fault_flip_rank = -1;  // testing the replica check
   // async regime
   int staleness_bound = 0;  // 0 = none

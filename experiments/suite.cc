@@ -20,6 +20,7 @@
 #include "core/run_spec.h"
 #include "experiments/equivalence.h"
 #include "experiments/local_run.h"
+#include "experiments/parallelism_report.h"
 #include "experiments/run_metrics.h"
 #include "experiments/suite_report.h"
 #include "partitioners/manifest.h"
@@ -39,6 +40,7 @@ seeds = []               # run every run once per seed (labels get -s<seed>); pl
 pairs = [""]             # "run reference": weight divergence of run from reference, per evaluated round
 eval_every = 1           # rounds between test-set evaluations in every run
 delay_model = false      # fit the delay model to all runs' rounds (experiments/delay_model.h)
+parallelism = false      # compare the runs' ways of splitting the model (experiments/parallelism_report.h)
 )";
 
 const char* const kSuiteDir = "experiments/suites";
@@ -259,8 +261,8 @@ void add_divergence(std::vector<SuiteRun>& results, const std::filesystem::path&
 }
 
 std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector<SuiteRun>& results,
-                            const std::string& equivalence_md, double seconds,
-                            const std::filesystem::path& dir) {
+                            const std::string& equivalence_md, const std::string& parallelism_md,
+                            double seconds, const std::filesystem::path& dir) {
   const Config& cfg = plan.cfg;
   const double target = cfg.get_float("suite.target_accuracy");
   const std::string title = cfg.get_string("suite.title");
@@ -277,6 +279,7 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
          << results_table(results, target) << "\n";
   if (const std::string grid = grid_table(results, target); !grid.empty())
     report << "### Best of each learning-rate grid\n\n" << grid << "\n";
+  report << parallelism_md;
   if (const std::string traffic = traffic_table(results); !traffic.empty())
     report << "### Traffic and time per node and step\n\nMedians over rounds. The server's columns "
               "count its socket; a worker's add its ring traffic (allreduce). busbw = model "
@@ -339,11 +342,18 @@ int run_suite(const SuiteOptions& o) {
     results.push_back(std::move(*r));
   }
   add_divergence(results, runs_dir);
+  std::optional<ParallelismSection> parallelism;
+  if (plan.cfg.get_bool("suite.parallelism")) {
+    std::vector<SplitRun> split;
+    for (const auto& r : results) split.push_back(read_split_run(runs_dir / r.label, r.label));
+    parallelism = parallelism_section(split, cores());
+  }
 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  out.write_text("report.md",
-                 report_markdown(plan, o.smoke, results, equivalence_md, seconds, out.path()));
+  out.write_text("report.md", report_markdown(plan, o.smoke, results, equivalence_md,
+                                              parallelism ? parallelism->markdown + "\n" : "",
+                                              seconds, out.path()));
   const double target = plan.cfg.get_float("suite.target_accuracy");
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : results) rows.push_back(run_json(r, target));
@@ -354,9 +364,15 @@ int run_suite(const SuiteOptions& o) {
                                {"command", plan.command}};
   if (plan.cfg.get_bool("suite.delay_model"))
     suite_json["delay_model"] = delay_model_json(delay_rounds(results), cores());
+  if (parallelism) suite_json["parallelism"] = parallelism->json;
   out.write_json("suite.json", suite_json);
   const auto path = out.commit();
   fmt::print("{}\nreport: {}\n", results_table(results, target), (path / "report.md").string());
+  if (parallelism && !parallelism->failed.empty()) {
+    fmt::print(stderr, "fedpar suite: {} claim(s) failed:\n", parallelism->failed.size());
+    for (const auto& f : parallelism->failed) fmt::print(stderr, "  {}\n", f);
+    return 1;
+  }
   return equivalence ? equivalence_exit_code(*equivalence) : 0;
 }
 

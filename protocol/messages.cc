@@ -10,13 +10,19 @@
 namespace fedpar {
 namespace {
 
-constexpr std::array<std::pair<TaskKind, const char*>, 6> kKinds = {
+constexpr std::array<std::pair<TaskKind, const char*>, 7> kKinds = {
     {{TaskKind::kGradient, "gradient"},
      {TaskKind::kLocalTrain, "local"},
      {TaskKind::kForward, "forward"},
      {TaskKind::kBackward, "backward"},
      {TaskKind::kAllReduce, "allreduce"},
-     {TaskKind::kPipeline, "pipeline"}}};
+     {TaskKind::kPipeline, "pipeline"},
+     {TaskKind::kTensor, "tensor"}}};
+
+// A ring rank's or a model-parallel process's report (its links' time and bytes, its hash).
+bool worker_report(TaskKind k) {
+  return k == TaskKind::kAllReduce || k == TaskKind::kPipeline || k == TaskKind::kTensor;
+}
 
 std::optional<TaskKind> kind_named(const std::string& name) {
   for (const auto& [k, n] : kKinds)
@@ -52,7 +58,7 @@ class Reader {
     else
       fail(
           fmt::format("field '{}' names no task kind ('{}'; expected gradient, local, forward, "
-                      "backward or allreduce)",
+                      "backward, allreduce, pipeline or tensor)",
                       name, s));
   }
   void require(bool ok, const std::string& why) {
@@ -100,12 +106,17 @@ WireMessage encode(const WelcomeMsg& m, const Envelope& e) {
 }
 
 WireMessage encode(const RingEndpointMsg& m, const Envelope& e) {
-  return encode_message(MessageType::kRing, e.client, e.run, e.round, {{"endpoint", m.endpoint}});
+  nlohmann::json body = {{"endpoint", m.endpoint}};
+  if (!m.replica_endpoint.empty()) body["replica_endpoint"] = m.replica_endpoint;
+  return encode_message(MessageType::kRing, e.client, e.run, e.round, body);
 }
 
 WireMessage encode(const RingAssignmentMsg& m, const Envelope& e) {
-  return encode_message(MessageType::kRing, e.client, e.run, e.round,
-                        {{"rank", m.rank}, {"size", m.size}, {"next", m.next}, {"prev", m.prev}});
+  nlohmann::json body = {{"rank", m.rank}, {"size", m.size}, {"next", m.next}, {"prev", m.prev}};
+  if (m.replicas > 1)
+    body.update(
+        {{"replica", m.replica}, {"replicas", m.replicas}, {"replica_next", m.replica_next}});
+  return encode_message(MessageType::kRing, e.client, e.run, e.round, body);
 }
 
 WireMessage encode(TaskMsg m, const Envelope& e, std::shared_ptr<const void> owner) {
@@ -127,6 +138,7 @@ WireMessage encode(TaskMsg m, const Envelope& e, std::shared_ptr<const void> own
           {{"total_weight", m.total_weight}, {"hash", m.hash}, {"send_params", m.send_params}});
       break;
     case TaskKind::kPipeline:
+    case TaskKind::kTensor:
       body.update({{"hash", m.hash}, {"send_params", m.send_params}});
       break;
     case TaskKind::kForward:
@@ -145,10 +157,12 @@ WireMessage encode(UpdateMsg m, const Envelope& e, std::shared_ptr<const void> o
                          {"compute_seconds", m.compute_seconds},
                          {"parameter_bytes", m.parameter_bytes},
                          {"activation_bytes", m.activation_bytes}};
-  if (m.kind == TaskKind::kAllReduce || m.kind == TaskKind::kPipeline)
+  if (worker_report(m.kind))
     body.update({{"allreduce_seconds", m.allreduce_seconds},
                  {"ring_bytes_sent", m.ring_bytes_sent},
                  {"ring_bytes_received", m.ring_bytes_received},
+                 {"replica_seconds", m.replica_seconds},
+                 {"replica_bytes_sent", m.replica_bytes_sent},
                  {"hash", m.hash}});
   return encode_message(MessageType::kUpdate, e.client, e.run, e.round, body, m.vectors,
                         std::move(owner), std::move(m.encoded));
@@ -199,6 +213,7 @@ Decoded<RingEndpointMsg> decode_ring_endpoint(const ParsedMessage& p) {
   RingEndpointMsg m;
   Reader r(p.body);
   r.get("endpoint", m.endpoint);
+  r.get_optional("replica_endpoint", m.replica_endpoint);
   r.require(!m.endpoint.empty(), "RING without the worker's endpoint");
   return r.result(std::move(m));
 }
@@ -211,6 +226,11 @@ Decoded<RingAssignmentMsg> decode_ring_assignment(const ParsedMessage& p) {
   r.get("size", m.size);
   r.get("next", m.next);
   r.get_optional("prev", m.prev);
+  r.get_optional("replica", m.replica);
+  r.get_optional("replicas", m.replicas);
+  r.get_optional("replica_next", m.replica_next);
+  r.require(m.replicas >= 1 && m.replica >= 0 && m.replica < m.replicas,
+            fmt::format("replica {} of {}", m.replica, m.replicas));
   r.require(m.size >= 1 && m.rank >= 0 && m.rank < m.size,
             fmt::format("rank {} of a ring of {}", m.rank, m.size));
   return r.result(std::move(m));
@@ -254,9 +274,10 @@ Decoded<TaskMsg> decode_task(const ParsedMessage& p) {
       r.require(p.vectors.size() <= 1, "an allreduce task carries the model or nothing");
       break;
     case TaskKind::kPipeline:
+    case TaskKind::kTensor:
       r.get("hash", m.hash);
       r.get("send_params", m.send_params);
-      r.require(p.vectors.size() <= 1, "a pipeline task carries the model or nothing");
+      r.require(p.vectors.size() <= 1, "a model-parallel task carries the model or nothing");
       break;
   }
   m.vectors = p.vectors;
@@ -274,10 +295,12 @@ Decoded<UpdateMsg> decode_update(const ParsedMessage& p) {
   r.get("compute_seconds", m.compute_seconds);
   r.get("parameter_bytes", m.parameter_bytes);
   r.get("activation_bytes", m.activation_bytes);
-  if (m.kind == TaskKind::kAllReduce || m.kind == TaskKind::kPipeline) {
+  if (worker_report(m.kind)) {
     r.get("allreduce_seconds", m.allreduce_seconds);
     r.get("ring_bytes_sent", m.ring_bytes_sent);
     r.get("ring_bytes_received", m.ring_bytes_received);
+    r.get("replica_seconds", m.replica_seconds);
+    r.get("replica_bytes_sent", m.replica_bytes_sent);
     r.get("hash", m.hash);
   }
   r.require(std::isfinite(m.loss_sum) && m.compute_seconds >= 0,

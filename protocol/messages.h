@@ -27,8 +27,9 @@ enum class TaskKind : uint16_t {
   kBackward = 4,    // master topology: parameter gradients from the dlogits sent
   kAllReduce = 5,   // allreduce topology: one ring step, then a report
   kPipeline = 6,    // pipeline topology: one batch through the stages, then a report per stage
+  kTensor = 7,      // tensor topology: one batch through the column/row slices, a report per rank
 };
-// "gradient", "local", "forward", "backward", "allreduce", "pipeline"
+// "gradient", "local", "forward", "backward", "allreduce", "pipeline", "tensor"
 const char* task_kind_name(TaskKind k);
 
 template <typename T>
@@ -51,14 +52,20 @@ struct WelcomeMsg {
 };
 
 // RING, client -> server: where this worker listens for its previous neighbour.
+// A pipeline or tensor process of a [grid] with data replicas also listens for the replica ring.
 struct RingEndpointMsg {
   std::string endpoint;
+  std::string replica_endpoint;  // "" without replicas
 };
 // RING, server -> client: its rank, the ring's size and the next rank's endpoint; a pipeline
 // stage also hears its previous stage's ("" for the first stage, and `next` "" for the last).
+// In a [grid], rank and size are within the model-parallel group; `replica` of `replicas` names
+// the group, and `replica_next` is where the same part of the next replica listens.
 struct RingAssignmentMsg {
   int64_t rank = 0, size = 1;
   std::string next, prev;
+  int64_t replica = 0, replicas = 1;
+  std::string replica_next;
 };
 
 struct TaskMsg {
@@ -90,9 +97,12 @@ struct UpdateMsg {
   int64_t samples_processed = 0;        // forward/backward passes, for cost accounting
   double compute_seconds = 0;
   uint64_t parameter_bytes = 0, activation_bytes = 0;
-  // allreduce and pipeline reports (a stage's links stand in for the ring)
+  // allreduce, pipeline and tensor reports (a stage's links stand in for the ring)
   double allreduce_seconds = 0;
   uint64_t ring_bytes_sent = 0, ring_bytes_received = 0;
+  // pipeline and tensor in a [grid]: the ring across data replicas
+  double replica_seconds = 0;
+  uint64_t replica_bytes_sent = 0;
   std::string hash;  // the replica's hash when asked for
   std::vector<std::span<const float>> vectors;
   EncodedVectors encoded;  // sent in place of `vectors` when set (a compressed uplink)

@@ -23,7 +23,9 @@ class AllReducePlan final : public Plan {
   // The ring: every process sends RING with the endpoint it listens on; each then hears its rank
   // (HELLO order), the ring size and its next neighbour's endpoint.
   void begin(Engine& engine) override {
-    const std::vector<std::string> ring = collect_endpoints(engine, s_.wait_seconds);
+    std::vector<std::string> ring;
+    for (const WorkerEndpoints& at : collect_endpoints(engine, s_.wait_seconds))
+      ring.push_back(at.link);
     const int64_t n = int64_t(engine.order.size());
     for (int64_t rank = 0; rank < n; ++rank)
       engine.send(

@@ -92,8 +92,18 @@ void Engine::add_peer(const Received& r, const HelloMsg& hello) {
 }
 
 // Virtual clients are dealt in proportion to the processes' slots: each goes to the process with
-// the fewest clients per slot (earliest HELLO on ties). Results do not depend on this.
+// the fewest clients per slot (earliest HELLO on ties). Results do not depend on this. A
+// model-parallel group shares its replica's client instead.
 void Engine::deal_clients() {
+  if (s_.model_parallel()) {  // every process of replica r (a stage or a rank) holds client r
+    const size_t parts = size_t(s_.model_parts());
+    for (size_t i = 0; i < order.size(); ++i) {
+      const auto c = uint32_t(i / parts);
+      peers[order[i]].clients.push_back(c);
+      if (i % parts == 0) owner[c] = order[i];
+    }
+    return;
+  }
   for (uint32_t c = 0; c < num_clients; ++c) {
     const std::string* best = &order[0];
     for (const auto& id : order) {

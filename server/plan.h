@@ -35,16 +35,17 @@ std::unique_ptr<Plan> make_master_plan(RunContext& run);
 // allreduce: the workers sum their gradients in a ring and step their replicas; the server starts
 // the steps, checks the replicas' hashes and takes rank 0's model when it evaluates.
 std::unique_ptr<Plan> make_allreduce_plan(RunContext& run);
-// pipeline: one stage per process (a slice of the layers), activations between neighbours; the
-// server starts each batch and puts the model together from the slices when it evaluates.
-std::unique_ptr<Plan> make_pipeline_plan(RunContext& run);
+// pipeline and tensor (and their [grid]s with data replicas): each process holds a part of the
+// model (a stage's layers, a rank's column/row slices); the server starts each batch, checks the
+// replicas' hashes and puts the model together from replica 0's parts when it evaluates.
+std::unique_ptr<Plan> make_model_parallel_plan(RunContext& run);
 // async: every gradient applied as it arrives, staleness logged (updates.jsonl).
 std::unique_ptr<Plan> make_async_plan(RunContext& run);
 // The plan of the run's regime and topology.
 std::unique_ptr<Plan> make_plan(RunContext& run);
 
 // Whether the server needs the model after round r (0-based): it evaluates or saves it then. The
-// topologies whose model lives in the workers (allreduce, pipeline) ask for it back.
+// topologies whose model lives in the workers (allreduce, pipeline, tensor) ask for it back.
 bool model_due(const RunSpec& s, int r);
 
 // Runs the rounds until s.rounds or stop_at_accuracy.

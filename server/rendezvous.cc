@@ -23,8 +23,8 @@ std::string reachable_endpoint(const std::string& endpoint, const Received& from
 
 }  // namespace
 
-std::vector<std::string> collect_endpoints(Engine& engine, double seconds) {
-  std::map<std::string, std::string> endpoints;
+std::vector<WorkerEndpoints> collect_endpoints(Engine& engine, double seconds) {
+  std::map<std::string, WorkerEndpoints> endpoints;
   const auto deadline = deadline_after(seconds);
   while (endpoints.size() < engine.order.size()) {
     auto in = engine.receive(deadline);
@@ -32,10 +32,13 @@ std::vector<std::string> collect_endpoints(Engine& engine, double seconds) {
       throw Error(fmt::format("only {} of {} workers sent their endpoint within {} s",
                               endpoints.size(), engine.order.size(), seconds));
     auto ring = decode_ring_endpoint(in->parsed);
-    const std::string endpoint =
-        ring.index() == 0 ? reachable_endpoint(std::get<RingEndpointMsg>(ring).endpoint, in->msg)
-                          : "";
-    if (engine.process_index(in->msg.peer) < 0 || endpoint.empty()) {
+    WorkerEndpoints at;
+    if (const auto* m = std::get_if<RingEndpointMsg>(&ring)) {
+      at.link = reachable_endpoint(m->endpoint, in->msg);
+      if (!m->replica_endpoint.empty())
+        at.replica = reachable_endpoint(m->replica_endpoint, in->msg);
+    }
+    if (engine.process_index(in->msg.peer) < 0 || at.link.empty()) {
       engine.reject(in->msg, engine.process_index(in->msg.peer) < 0 ? "not a worker of this run"
                              : ring.index() != 0
                                  ? "expected RING with the worker's endpoint"
@@ -43,9 +46,9 @@ std::vector<std::string> collect_endpoints(Engine& engine, double seconds) {
                                    "server");
       continue;
     }
-    endpoints[in->msg.peer] = endpoint;
+    endpoints[in->msg.peer] = at;
   }
-  std::vector<std::string> out;
+  std::vector<WorkerEndpoints> out;
   for (const auto& id : engine.order) out.push_back(endpoints.at(id));
   return out;
 }

@@ -9,9 +9,14 @@
 
 namespace fedpar {
 
-// Every process's endpoint, in HELLO order (engine.order); a worker listening on every interface
+struct WorkerEndpoints {
+  std::string link;     // the topology's own link (ring, pipeline neighbours)
+  std::string replica;  // a [grid]'s ring across data replicas ("" without)
+};
+
+// Every process's endpoints, in HELLO order (engine.order); a worker listening on every interface
 // ("tcp://0.0.0.0:*") is named by the address its RING came from. Messages from strangers, or
 // without an endpoint, are refused. Throws Error when not all came within `seconds`.
-std::vector<std::string> collect_endpoints(Engine& engine, double seconds);
+std::vector<WorkerEndpoints> collect_endpoints(Engine& engine, double seconds);
 
 }  // namespace fedpar

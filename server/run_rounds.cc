@@ -15,7 +15,8 @@ std::unique_ptr<Plan> make_plan(RunContext& run) {
     case Topology::kMaster:
       return make_master_plan(run);
     case Topology::kPipeline:
-      return make_pipeline_plan(run);
+    case Topology::kTensor:
+      return make_model_parallel_plan(run);
     case Topology::kParameterServer:
       break;
   }

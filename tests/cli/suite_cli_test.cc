@@ -282,6 +282,48 @@ TEST(Suite, CommunicationSmokeShowsErrorFeedbackRecoversWhatCompressionDrops) {
   }
 }
 
+TEST(Suite, ParallelismSmokeShowsWhatSplittingTheModelSavesAndCosts) {
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
+  TempDir tmp;
+  // exit 0: the suite's own claims held (bytes as the formulas say, splits hold less than a
+  // replica, GPipe's bubble shrinks with m, 1F1B holds fewer activations)
+  auto runs = smoke_runs("parallelism", tmp);
+  ASSERT_EQ(runs.size(), 24u);
+  const auto suite = nlohmann::json::parse(testing::slurp(tmp / "s/suite.json"));
+  std::map<std::string, nlohmann::json> split;
+  for (const auto& r : suite["parallelism"]) split[r["label"]] = r;
+  ASSERT_EQ(split.size(), 24u);
+  for (const auto& [label, r] : split) {
+    EXPECT_EQ(r["batch"].get<double>(), 64) << label;
+    const double ratio = r["mb_per_step"].get<double>() / r["formula_mb"].get<double>();
+    EXPECT_GE(ratio, 1.0) << label;
+    EXPECT_LE(ratio, 1.01) << label;
+  }
+  for (const std::string model : {"mlp", "cnn"}) {
+    const auto& dp = split[model + "-dp"];
+    // a 4-way split holds less than a replica in its largest process (the CNN's pipeline
+    // barely: its fc1, 3136 x 512, is 96.5% of the model)
+    for (const char* way : {"-tp", "-pp-gpipe-m1"})
+      EXPECT_LT(split[model + way]["parameter_mb"].get<double>(),
+                0.97 * dp["parameter_mb"].get<double>())
+          << model << way;
+    // activations at a boundary, not the model: far fewer bytes than the ring all-reduce
+    EXPECT_LT(split[model + "-pp-gpipe-m1"]["mb_per_step"].get<double>(),
+              0.2 * dp["mb_per_step"].get<double>())
+        << model;
+    // 1F1B keeps at most p = 4 of the 16 micro-batches: a quarter of GPipe's activations
+    EXPECT_NEAR(split[model + "-pp-1f1b-m16"]["first_activation_mb"].get<double>(),
+                split[model + "-pp-gpipe-m16"]["first_activation_mb"].get<double>() / 4,
+                0.05 * split[model + "-pp-gpipe-m16"]["first_activation_mb"].get<double>())
+        << model;
+    EXPECT_NEAR(split[model + "-pp-gpipe-m1"]["bubble_formula"].get<double>(), 0.75, 1e-9);
+  }
+  const std::string report = testing::slurp(tmp / "s/report.md");
+  EXPECT_NE(report.find("### Splitting the model against replicating it"), std::string::npos);
+  EXPECT_NE(report.find("Every claim held"), std::string::npos) << report;
+  EXPECT_NE(report.find("communication-bound"), std::string::npos);
+}
+
 TEST(Suite, UnknownSuiteNamesTheShippedOnes) {
   TempDir tmp;
   const auto r = testing::run_fedpar("suite no-such-suite", tmp.path());

@@ -235,9 +235,9 @@ TEST(Topologies, ConfigErrorsNameTheFix) {
   TempDir tmp;
   auto r = run(tmp, "x", "--set topology=ring");
   EXPECT_NE(r.code, 0);
-  EXPECT_NE(
-      r.err.find("topology must be parameter-server, master, allreduce or pipeline, got 'ring'"),
-      std::string::npos)
+  EXPECT_NE(r.err.find("topology must be parameter-server, master, allreduce, pipeline or tensor, "
+                       "got 'ring'"),
+            std::string::npos)
       << r.err;
   r = run(tmp, "x", "--set topology=master --set regime=model");
   EXPECT_NE(r.err.find("needs regime = \"gradient\""), std::string::npos) << r.err;

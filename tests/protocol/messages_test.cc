@@ -93,10 +93,27 @@ TEST(Messages, WelcomeAndHelloAndRingRoundTrip) {
   const auto ra = std::get<RingAssignmentMsg>(
       decode_ring_assignment(wire(encode(RingAssignmentMsg{1, 3, "tcp://x:1"}, {}))));
   EXPECT_EQ(ra.next, "tcp://x:1");
+  EXPECT_EQ(ra.replicas, 1);
   EXPECT_EQ(std::get<RingEndpointMsg>(
                 decode_ring_endpoint(wire(encode(RingEndpointMsg{"tcp://y:2"}, {}))))
                 .endpoint,
             "tcp://y:2");
+  // A [grid]'s process: its replica and where the next replica's same part listens.
+  const auto grid = std::get<RingAssignmentMsg>(decode_ring_assignment(wire(encode(
+      RingAssignmentMsg{.rank = 1, .size = 2, .replica = 1, .replicas = 2, .replica_next = "r"},
+      {}))));
+  EXPECT_EQ(grid.replica, 1);
+  EXPECT_EQ(grid.replicas, 2);
+  EXPECT_EQ(grid.replica_next, "r");
+  const auto both = std::get<RingEndpointMsg>(
+      decode_ring_endpoint(wire(encode(RingEndpointMsg{"tcp://y:2", "tcp://y:3"}, {}))));
+  EXPECT_EQ(both.replica_endpoint, "tcp://y:3");
+  // a replica outside the grid is refused
+  auto bad = decode_ring_assignment(wire(
+      encode_message(MessageType::kRing, 0, 0, 0,
+                     {{"rank", 0}, {"size", 1}, {"next", ""}, {"replica", 2}, {"replicas", 2}})));
+  ASSERT_TRUE(std::holds_alternative<ProtocolError>(bad));
+  EXPECT_NE(std::get<ProtocolError>(bad).reason.find("replica 2 of 2"), std::string::npos);
 }
 
 TEST(Messages, BadFieldsAreNamed) {

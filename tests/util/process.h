@@ -68,10 +68,11 @@ inline std::string wait_for_file(const std::filesystem::path& p, double seconds)
 inline std::vector<pid_t> spawn_clients(int n, const std::string& endpoint,
                                         const std::filesystem::path& dir) {
   std::vector<pid_t> pids;
-  for (int i = 0; i < n; ++i)
+  for (int i = 0; i < n; ++i) {
+    const std::string name = std::string("c").append(std::to_string(i));
     pids.push_back(spawn_fedpar({"client", "--wait", "60", "--server", endpoint},
-                                dir / ("c" + std::to_string(i) + ".out"),
-                                dir / ("c" + std::to_string(i) + ".err")));
+                                dir / (name + ".out"), dir / (name + ".err")));
+  }
   return pids;
 }
 

@@ -1,0 +1,35 @@
+// ReplicaRing; see replica_ring.h.
+#include "clients/replica_ring.h"
+
+#include <chrono>
+
+#include "core/check.h"
+#include "transport/ring_allreduce.h"
+
+namespace fedpar {
+
+ReplicaRing::ReplicaRing(zmq::context_t& ctx, const RunSpec& s)
+    : bucket_floats_(s.ring_bucket_floats) {
+  if (s.grid_data > 1) link_.emplace(ctx, s.ring_bind, s.ring_deadline_seconds);
+}
+
+void ReplicaRing::join(int replica, int replicas, const std::string& next) {
+  FEDPAR_CHECK(replicas >= 1 && replica >= 0 && replica < replicas)
+      << "replica " << replica << " of " << replicas;
+  if (replicas > 1 && !link_)
+    throw Error("the server assigned data replicas to a run without [grid] data > 1");
+  replica_ = replica, replicas_ = replicas;
+  if (replicas > 1) link_->connect_next(next);
+}
+
+void ReplicaRing::sum(std::span<float> grads, PartStep& step) {
+  if (replicas_ == 1) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  const uint64_t sent = link_->bytes_sent();
+  ring_allreduce(grads, replica_, replicas_, *link_, size_t(bucket_floats_));
+  step.replica_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  step.replica_bytes_sent += link_->bytes_sent() - sent;
+}
+
+}  // namespace fedpar

@@ -1,0 +1,44 @@
+// What a model-parallel process (a pipeline stage, a tensor slice) reports for one step, and the
+// ring that joins the same part of a [grid]'s data replicas: after its backward pass each part
+// sums its gradients with the ring all-reduce over its replicas, so every replica steps from the
+// same sum and stays bitwise identical (the server checks their hashes).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <zmq.hpp>
+
+#include "core/run_spec.h"
+#include "transport/zmq_ring_link.h"
+
+namespace fedpar {
+
+struct PartStep {
+  uint64_t num_samples = 0;                      // this replica's batch
+  double loss_sum = 0;                           // one process per replica reports it; 0 elsewhere
+  double compute_seconds = 0, link_seconds = 0;  // link: blocked on the model-parallel links
+  uint64_t bytes_sent = 0, bytes_received = 0;   // this step's, on the model-parallel links
+  double replica_seconds = 0;                    // the replica ring's all-reduce
+  uint64_t replica_bytes_sent = 0;
+};
+
+class ReplicaRing {
+ public:
+  // Listens only when the run has data replicas ([grid] data > 1), on [allreduce]'s bind.
+  ReplicaRing(zmq::context_t& ctx, const RunSpec& s);
+  std::string endpoint() const { return link_ ? link_->endpoint() : ""; }
+  void join(int replica, int replicas, const std::string& next);
+  int replicas() const { return replicas_; }
+  int replica() const { return replica_; }
+  // Sums `grads` over the replicas in place (nothing with one); adds its time and bytes to `step`.
+  void sum(std::span<float> grads, PartStep& step);
+
+ private:
+  std::optional<ZmqRingLink> link_;
+  int64_t bucket_floats_;
+  int replica_ = 0, replicas_ = 1;
+};
+
+}  // namespace fedpar

@@ -1,0 +1,227 @@
+// The model-parallel topologies' server side as one plan: `pipeline` (each process a stage, a
+// contiguous slice of the layers) and `tensor` (each process a rank holding column/row slices of
+// the dense pairs), each optionally replicated data-parallel ([grid] data = d: process i is part
+// i % parts of replica i / parts). The rendezvous tells every process its neighbours (pipeline:
+// previous and next stage; tensor: the next rank of its ring) and, in a grid, the same part of
+// the next replica; then per round a small TASK to every process and one report back. When the
+// model is to be evaluated or saved, replica 0's parts send their parameters and the server puts
+// the model together; in a grid the replicas' hashes are compared part by part. Activations and
+// gradients never pass through the server. See plan.h and docs/pipeline.md.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/check.h"
+#include "core/stage.h"
+#include "core/tensor_shard.h"
+#include "server/plan.h"
+#include "server/rendezvous.h"
+
+namespace fedpar {
+namespace {
+
+class ModelParallelPlan final : public Plan {
+ public:
+  explicit ModelParallelPlan(RunContext& run)
+      : run_(run),
+        s_(run.s),
+        pipeline_(s_.topology == Topology::kPipeline),
+        parts_(s_.model_parts()),
+        replicas_(s_.grid_data) {
+    const Shape in = run.data.train.shape;
+    const int classes = run.data.train.num_classes;
+    if (pipeline_) {
+      slices_ = stage_slices(s_.model, in, classes,
+                             pipeline_split(s_.model, in, classes, parts_, s_.pipeline.split));
+    } else {  // the server keeps each rank's layout to place its slices in the model
+      for (int r = 0; r < parts_; ++r)
+        shards_.push_back(
+            std::make_unique<TensorShard>(*run.backend, s_.model, in, classes, r, parts_));
+    }
+    size_t smallest = SIZE_MAX, largest = 0;
+    for (const auto& c : run_.manifest.clients) {
+      smallest = std::min(smallest, c.indices.size());
+      largest = std::max(largest, c.indices.size());
+    }
+    if (s_.sgd_batch == 0 && smallest != largest)
+      throw Error(fmt::format(
+          "full-batch steps over {} replicas need equal shards ({} to {} samples here): set "
+          "sgd.batch",
+          replicas_, smallest, largest));
+    batch_ =
+        s_.sgd_batch > 0 ? std::min<int64_t>(s_.sgd_batch, int64_t(smallest)) : int64_t(smallest);
+    if (pipeline_ && batch_ < s_.pipeline.micro_batches)
+      throw Error(fmt::format("a batch of {} samples cannot make pipeline.micro_batches = {}",
+                              batch_, s_.pipeline.micro_batches));
+  }
+
+  const char* topology() const override { return pipeline_ ? "pipeline" : "tensor"; }
+
+  void begin(Engine& engine) override {
+    const std::vector<WorkerEndpoints> at = collect_endpoints(engine, s_.wait_seconds);
+    const int64_t p = parts_, d = replicas_;
+    auto process = [p](int64_t replica, int64_t part) { return size_t(replica * p + part); };
+    for (int64_t i = 0; i < int64_t(engine.order.size()); ++i) {
+      const int64_t replica = i / p, part = i % p;
+      RingAssignmentMsg a{.rank = part, .size = p, .replica = replica, .replicas = d};
+      if (pipeline_) {
+        if (part + 1 < p) a.next = at[process(replica, part + 1)].link;
+        if (part > 0) a.prev = at[process(replica, part - 1)].link;
+      } else {
+        a.next = at[process(replica, (part + 1) % p)].link;
+      }
+      if (d > 1) a.replica_next = at[process((replica + 1) % d, part)].replica;
+      engine.send(engine.order[size_t(i)], encode(a, engine.envelope()));
+    }
+    std::vector<std::string> sizes;
+    for (int k = 0; k < parts_; ++k) sizes.push_back(fmt::format("{}", part_size(k)));
+    const std::string grid =
+        d > 1 ? fmt::format(" x {} data-parallel replicas (a ring across each part's)", d) : "";
+    if (pipeline_)
+      engine.log(fmt::format(
+          "pipeline of {} stages ({} parameters each){}, {} schedule, {} micro-batch(es) of a "
+          "batch of {}",
+          p, fmt::join(sizes, " + "), grid, pipe_schedule_name(s_.pipeline.schedule),
+          s_.pipeline.micro_batches, batch_));
+    else
+      engine.log(fmt::format("tensor parallelism {} ways ({} parameters per rank){}, batch {}", p,
+                             fmt::join(sizes, ", "), grid, batch_));
+  }
+
+  std::string round(Engine& engine, RoundRecord& rec) override {
+    const auto t0 = Clock::now();
+    const int r = int(engine.round);
+    const bool need_params = model_due(s_, r);
+    const bool check = replicas_ > 1 && ((r + 1) % s_.hash_every == 0 || r + 1 == s_.rounds);
+    send_tasks(engine, need_params, check);
+    const Collected c = engine.collect(report_spec(engine, need_params, check));
+    if (!c.missing.empty())
+      throw Error(fmt::format(
+          "round {}: no report from {}(s) {} within {} s{} (did it die? the {} cannot go on "
+          "without it)",
+          r + 1, pipeline_ ? "stage" : "rank", fmt::join(c.missing, ", "), c.waited,
+          c.got.empty() ? "" : " of the others'", topology()));
+    if (need_params)
+      for (const auto& [process, reply] : c.got)
+        if (int(process) < parts_) place(int(process), reply.update.vectors[0]);
+    if (check) check_replicas(c, r);
+    record(rec, c, check, std::chrono::duration<double>(Clock::now() - t0).count());
+    return fmt::format("{} processes{}", c.got.size(), check ? ", replicas identical" : "");
+  }
+
+ private:
+  size_t part_size(int part) const {
+    return pipeline_ ? slices_[size_t(part)].size : shards_[size_t(part)]->num_params();
+  }
+
+  // Part `part`'s parameters into the server's model.
+  void place(int part, std::span<const float> v) {
+    if (pipeline_)
+      std::copy(v.begin(), v.end(), run_.params.begin() + long(slices_[size_t(part)].offset));
+    else
+      shards_[size_t(part)]->place_in_whole(v, run_.params);
+  }
+
+  // The starting model goes out once, with the first TASK (each process keeps its part); the
+  // parts come back from replica 0 only.
+  void send_tasks(Engine& engine, bool need_params, bool check) {
+    const auto start =
+        engine.round == 0 ? std::make_shared<const std::vector<float>>(run_.params) : nullptr;
+    for (size_t i = 0; i < engine.order.size(); ++i) {
+      TaskMsg task{.kind = pipeline_ ? TaskKind::kPipeline : TaskKind::kTensor,
+                   .batch = batch_,
+                   .hash = check,
+                   .send_params = need_params && int(i) < parts_};
+      if (start) task.vectors = {*start};
+      engine.send(engine.order[i], encode(task, engine.envelope(), start));
+    }
+  }
+
+  // One report per process. They finish a batch together, so once one has reported the others
+  // have at most the links' deadline.
+  CollectSpec report_spec(const Engine& engine, bool need_params, bool check) const {
+    CollectSpec spec{.kind = pipeline_ ? TaskKind::kPipeline : TaskKind::kTensor,
+                     .key = CollectSpec::Key::kRank,
+                     .seconds = s_.wait_seconds,
+                     .errors_are_fatal = true};
+    spec.expected = engine.all_ranks();
+    const double deadline = pipeline_ ? s_.pipeline.deadline_seconds : s_.ring_deadline_seconds;
+    if (deadline < s_.wait_seconds) spec.after_first = deadline;
+    spec.accept = [this, need_params, check](const Reply& r) -> std::string {
+      const bool sends = need_params && int(r.key) < parts_;
+      const size_t want = sends ? part_size(int(r.key)) : 0;
+      if (check && r.update.hash.empty()) return "report without the hash asked for";
+      if (r.update.vectors.size() != (sends ? 1u : 0u) ||
+          (sends && r.update.vectors[0].size() != want))
+        return fmt::format(
+            "report with {} vector(s), expected {}", r.update.vectors.size(),
+            sends ? fmt::format("this part's {} parameters", want) : std::string("none"));
+      return "";
+    };
+    return spec;
+  }
+
+  // The same part of every replica must hold the same bytes.
+  void check_replicas(const Collected& c, int r) const {
+    std::vector<std::string> drifted;
+    for (int part = 0; part < parts_; ++part) {
+      std::map<std::string, std::vector<int>> by_hash;
+      for (int rep = 0; rep < replicas_; ++rep)
+        by_hash[c.got.at(uint32_t(rep * parts_ + part)).update.hash].push_back(rep);
+      if (by_hash.size() > 1) {
+        std::vector<std::string> groups;
+        for (const auto& [h, reps] : by_hash)
+          groups.push_back(fmt::format("{} (replica(s) {})", h, fmt::join(reps, ", ")));
+        drifted.push_back(fmt::format("part {}: {}", part, fmt::join(groups, "; ")));
+      }
+    }
+    if (!drifted.empty())
+      throw Error(
+          fmt::format("round {}: the replicas drifted apart: {}", r + 1, fmt::join(drifted, "; ")));
+  }
+
+  void record(RoundRecord& rec, const Collected& c, bool check, double seconds) const {
+    double loss_sum = 0;
+    std::vector<WorkerRecord> workers;
+    for (const auto& [process, reply] : c.got) {
+      const UpdateMsg& u = reply.update;
+      loss_sum += u.loss_sum;  // one process per replica takes the loss
+      WorkerRecord w{process,
+                     u.compute_seconds,
+                     u.allreduce_seconds,
+                     u.ring_bytes_sent,
+                     u.ring_bytes_received,
+                     u.parameter_bytes,
+                     u.activation_bytes,
+                     reply.in.msg.bytes()};
+      if (replicas_ > 1) w.replica_seconds = u.replica_seconds;
+      if (replicas_ > 1) w.replica_bytes_sent = u.replica_bytes_sent;
+      workers.push_back(w);
+    }
+    const double samples = double(batch_) * replicas_;
+    rec.participants = rec.received = size_t(replicas_);
+    rec.train_loss = loss_sum / samples;
+    rec.samples_processed = samples;
+    rec.workers = std::move(workers);
+    rec.replicas_checked = check;
+    rec.wait_seconds = seconds;
+  }
+
+  RunContext& run_;
+  const RunSpec& s_;
+  const bool pipeline_;
+  const int parts_, replicas_;
+  std::vector<ParamSlice> slices_;                    // pipeline: each stage's
+  std::vector<std::unique_ptr<TensorShard>> shards_;  // tensor: each rank's layout
+  int64_t batch_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Plan> make_model_parallel_plan(RunContext& run) {
+  return std::make_unique<ModelParallelPlan>(run);
+}
+
+}  // namespace fedpar

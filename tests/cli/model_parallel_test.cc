@@ -1,0 +1,279 @@
+// The model-parallel topologies as real processes over ZeroMQ. Pipeline: with one micro-batch it
+// trains the one-client parameter server's model bit for bit; with several, GPipe and 1F1B give
+// the same bits, runs repeat bit for bit, and the model stays within rounding of the parameter
+// server's; the links carry exactly the activations and gradients at each boundary; 1F1B holds
+// fewer activations than GPipe. Tensor: within rounding of the parameter server, bitwise
+// repeatable, exactly one all-reduce per dense pair on its ring. Grids (data x pipeline, data x
+// tensor): within rounding of the two-client parameter server, replicas identical, each part's
+// gradients all-reduced across replicas. A dead process stops any of them with a named error
+// within the links' deadline.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/util/process.h"
+#include "tests/util/run_fedpar.h"
+#include "tests/util/run_results.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using testing::jsonl;
+using testing::TempDir;
+
+// 60 inputs -> 32 -> 24 -> 10 classes: three dense layers, so up to three stages.
+constexpr const char* kRun =
+    "seed = 3\nregime = 'gradient'\nrounds = 10\neval_every = 5\n"
+    "[data]\nname = 'synthetic'\niid = true\n[model]\nname = 'mlp'\nhidden = [32, 24]\n"
+    "[partition]\nclients = 1\n[sgd]\nbatch = 24\nlr = 0.3\nmomentum = 0.5\n";
+
+testing::CliRun run(const TempDir& tmp, const std::string& name, const std::string& sets) {
+  std::ofstream(tmp / "run.toml") << kRun;
+  return testing::run_fedpar("run " + (tmp / "run.toml").string() + " --set results_dir=" +
+                                 (tmp / "res").string() + " --set name=" + name + " " + sets,
+                             tmp.path());
+}
+
+testing::CliRun pipeline(const TempDir& tmp, const std::string& name, const char* schedule, int m) {
+  return run(tmp, name,
+             fmt::format("--set topology=pipeline --set processes=3 --set pipeline.schedule={} "
+                         "--set pipeline.micro_batches={}",
+                         schedule, m));
+}
+
+std::vector<float> final_params(const TempDir& tmp, const std::string& name) {
+  return testing::final_params(tmp / "res" / name);
+}
+
+TEST(Pipeline, TrainsTheParameterServersModel) {
+  TempDir tmp;
+  auto r = run(tmp, "ps", "--set processes=1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto ps = final_params(tmp, "ps");
+  for (const char* sched : {"gpipe", "1f1b"}) {
+    r = pipeline(tmp, fmt::format("{}-m1", sched), sched, 1);
+    ASSERT_EQ(r.code, 0) << r.err;
+    // One micro-batch through three stages is the whole model's forward and backward, and SGD
+    // steps each slice as the server steps the whole: the same bits.
+    EXPECT_EQ(final_params(tmp, fmt::format("{}-m1", sched)), ps) << sched;
+    r = pipeline(tmp, fmt::format("{}-m4", sched), sched, 4);
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  // Four micro-batches: both schedules add the micro-batches' gradients in the same order.
+  const auto m4 = final_params(tmp, "1f1b-m4");
+  EXPECT_EQ(final_params(tmp, "gpipe-m4"), m4);
+  r = pipeline(tmp, "again", "1f1b", 4);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(final_params(tmp, "again"), m4) << "a pipeline run repeats bit for bit";
+  // Summed in four parts instead of one pass: rounding apart (a missing or doubled micro-batch
+  // moves the model by 1e-2 or more).
+  EXPECT_LT(testing::relative_distance(m4, ps), 1e-5);
+}
+
+TEST(Pipeline, LinksCarryTheBoundaryTensorsAndOneFOneBHoldsLess) {
+  TempDir tmp;
+  for (const char* sched : {"gpipe", "1f1b"}) {
+    const auto r = pipeline(tmp, sched, sched, 4);
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  // Stage boundaries after fc1 (32 wide) and fc2 (24 wide); a batch of 24 in 4 micro-batches.
+  // Forward: activations + labels (4 bytes each) + an 8-byte tag per micro-batch; backward: the
+  // gradient of the stage's input.
+  const uint64_t b = 24, m = 4;
+  const uint64_t fwd0 = b * 32 * 4 + b * 4 + 8 * m, fwd1 = b * 24 * 4 + b * 4 + 8 * m;
+  const uint64_t bwd1 = b * 32 * 4 + 8 * m, bwd2 = b * 24 * 4 + 8 * m;
+  const std::vector<uint64_t> sent = {fwd0, fwd1 + bwd1, bwd2},
+                              received = {bwd1, fwd0 + bwd2, fwd1};
+  uint64_t held[2][3];
+  for (const char* sched : {"gpipe", "1f1b"}) {
+    const auto rounds = jsonl(tmp / "res" / sched / "metrics.jsonl");
+    ASSERT_EQ(rounds.size(), 10u);
+    for (const auto& rec : rounds) {
+      EXPECT_EQ(rec["topology"], "pipeline");
+      ASSERT_EQ(rec["workers"].size(), 3u);
+      for (size_t s = 0; s < 3; ++s) {
+        const auto& w = rec["workers"][s];
+        EXPECT_EQ(w["ring_bytes_sent"].get<uint64_t>(), sent[s]) << sched << " stage " << s;
+        EXPECT_EQ(w["ring_bytes_received"].get<uint64_t>(), received[s]) << sched << " " << s;
+        held[std::string(sched) == "1f1b"][s] = w["activation_bytes"].get<uint64_t>();
+      }
+    }
+  }
+  // Stage 0 of 3: GPipe holds all 4 micro-batches, 1F1B at most 3; the last stage 4 vs 1.
+  EXPECT_GT(held[0][0], held[1][0]);
+  EXPECT_GT(held[0][2], 3 * held[1][2]);
+}
+
+// Starts a run of `processes` with `sets`, kills process 1 at round 50 and checks the server
+// stops with "did it die?" within the deadline (1 s; wait_seconds is 60) and the others leave.
+void dead_process_stops_the_run(const std::vector<std::string>& sets, int processes) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << kRun;
+  std::vector<std::string> args = {"server",
+                                   "--config",
+                                   (tmp / "run.toml").string(),
+                                   "--endpoint-file",
+                                   (tmp / "ep").string(),
+                                   "--set",
+                                   "bind=tcp://127.0.0.1:*",
+                                   "--set",
+                                   "results_dir=" + (tmp / "res").string(),
+                                   "--set",
+                                   fmt::format("processes={}", processes),
+                                   "--set",
+                                   "rounds=1000000",
+                                   "--set",
+                                   "eval_every=1000000",
+                                   "--set",
+                                   "pipeline.deadline_seconds=1",
+                                   "--set",
+                                   "allreduce.deadline_seconds=1",
+                                   "--set",
+                                   "wait_seconds=60"};
+  for (const std::string& s : sets) args.insert(args.end(), {"--set", s});
+  const pid_t server = testing::spawn_fedpar(args, tmp / "s.out", tmp / "s.err");
+  const std::string ep = testing::wait_for_file(tmp / "ep", 20);
+  ASSERT_FALSE(ep.empty()) << testing::slurp(tmp / "s.err");
+  const std::vector<pid_t> workers = testing::spawn_clients(processes, ep, tmp.path());
+  const auto k = testing::kill_mid_run(server, tmp / "s.err", "round 50/", workers[1]);
+  ASSERT_TRUE(k.marker_seen) << testing::slurp(tmp / "s.err");
+  ASSERT_TRUE(k.code.has_value()) << "the server hung after a process died";
+  EXPECT_NE(*k.code, 0);
+  EXPECT_LT(k.seconds, 10.0) << "well inside wait_seconds (60): a neighbour's link timed out";
+  const std::string err = testing::slurp(tmp / "s.err");
+  // A neighbour's receive timed out ("... from the previous stage ... did it die?"), or the dead
+  // process's report was what went missing.
+  EXPECT_NE(err.find("did it die?"), std::string::npos) << err;
+  for (int i = 0; i < processes; ++i)
+    if (i != 1)
+      EXPECT_TRUE(testing::wait_exit(workers[size_t(i)], 20).has_value())
+          << "process " << i << " hung";
+  testing::wait_exit(workers[1], 1);
+}
+
+TEST(Pipeline, DeadStageStopsTheRunWithinTheDeadline) {
+  dead_process_stops_the_run({"topology=pipeline"}, 3);
+}
+
+TEST(Pipeline, ConfigErrorsNameTheFix) {
+  TempDir tmp;
+  auto r = run(tmp, "x", "--set topology=pipeline --set processes=2 --set partition.clients=2");
+  EXPECT_NE(r.err.find("topology 'pipeline' trains one data stream per replica: it needs "
+                       "partition.clients = grid.data = 1"),
+            std::string::npos)
+      << r.err;
+  r = run(tmp, "x", "--set topology=pipeline --set processes=4");
+  EXPECT_NE(r.err.find("splits into 1 to 3 stages (a stage starts at a layer with parameters: "
+                       "fc1, fc2, fc3), not 4"),
+            std::string::npos)
+      << r.err;
+  r = run(tmp, "x", "--set topology=pipeline --set processes=2 --set pipeline.split=fc9");
+  EXPECT_NE(r.err.find("a stage cannot start at 'fc9' (it may start at: fc2, fc3)"),
+            std::string::npos)
+      << r.err;
+  r = run(tmp, "x", "--set topology=pipeline --set processes=3 --set pipeline.split=fc3");
+  EXPECT_NE(r.err.find("pipeline.split names where stages 2.. start: 1 name(s) for 3 stages, "
+                       "expected 2"),
+            std::string::npos)
+      << r.err;
+  r = run(tmp, "x", "--set topology=pipeline --set processes=2 --set pipeline.schedule=zb");
+  EXPECT_NE(r.err.find("unknown pipeline schedule 'zb' (valid: gpipe, 1f1b)"), std::string::npos)
+      << r.err;
+  r = run(tmp, "x", "--set topology=pipeline --set processes=2 --set pipeline.micro_batches=30");
+  EXPECT_NE(r.err.find("pipeline.micro_batches = 30 needs sgd.batch >= 30"), std::string::npos)
+      << r.err;
+}
+
+// Bytes one rank of a ring of `n` sends to all-reduce `floats` values in one bucket (a multiple of
+// n): 2 (n - 1) chunks of floats / n, each with its 8-byte tag.
+uint64_t ring_bytes(uint64_t floats, uint64_t n) { return 2 * (n - 1) * (8 + 4 * floats / n); }
+
+TEST(Tensor, TrainsWithinRoundingOfTheParameterServerOneAllReducePerPair) {
+  TempDir tmp;
+  auto r = run(tmp, "ps", "--set processes=1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto ps = final_params(tmp, "ps");
+  for (int t : {2, 4}) {
+    const std::string name = fmt::format("t{}", t);
+    r = run(tmp, name, fmt::format("--set topology=tensor --set processes={}", t));
+    ASSERT_EQ(r.code, 0) << r.err;
+    // fc2's partial outputs summed across ranks instead of one dot product: rounding apart (a
+    // missing or doubled partial sum moves the model by 1e-1).
+    EXPECT_LT(testing::relative_distance(final_params(tmp, name), ps), 1e-5) << t;
+    // fc1|fc2 is the one pair (fc3 replicated); fc1 is the first layer, so no backward
+    // all-reduce: one forward all-reduce of fc2's 24 outputs for the batch of 24.
+    for (const auto& rec : jsonl(tmp / "res" / name / "metrics.jsonl")) {
+      EXPECT_EQ(rec["topology"], "tensor");
+      ASSERT_EQ(rec["workers"].size(), size_t(t));
+      for (const auto& w : rec["workers"]) {
+        EXPECT_EQ(w["ring_bytes_sent"].get<uint64_t>(), ring_bytes(24 * 24, uint64_t(t))) << t;
+        EXPECT_FALSE(w.contains("replica_bytes_sent"));
+      }
+    }
+  }
+  r = run(tmp, "again", "--set topology=tensor --set processes=4");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(final_params(tmp, "again"), final_params(tmp, "t4")) << "repeats bit for bit";
+}
+
+TEST(Grid, DataReplicasOfPipelineAndTensorTrainTheTwoClientModel) {
+  TempDir tmp;
+  const std::string two = "--set partition.clients=2 --set grid.data=2 ";
+  auto r = run(tmp, "ps", "--set processes=1 --set partition.clients=2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto ps = final_params(tmp, "ps");
+  // 2 data x 2 parts on 4 processes. Part sizes: pipeline stages fc1 (60*32+32 = 1952) | fc2,
+  // fc3 (792 + 250); tensor ranks fc1 column (16*60+16), fc2 row (24*16+24), fc3 whole = 1634.
+  struct Grid {
+    std::string name, sets;
+    std::vector<uint64_t> part_params;
+  };
+  for (const auto& [name, sets, part_params] :
+       {Grid{"pipeline", "topology=pipeline --set pipeline.micro_batches=2", {1952, 1042}},
+        Grid{"tensor", "topology=tensor", {1634, 1634}}}) {
+    r = run(tmp, name, two + "--set processes=4 --set allreduce.hash_every=3 --set " + sets);
+    ASSERT_EQ(r.code, 0) << r.err;
+    // the mean over both replicas' batches, summed in parts: rounding apart from the server's
+    // weighted mean of the two clients' gradients (one replica's alone is 1e-1 away)
+    EXPECT_LT(testing::relative_distance(final_params(tmp, name), ps), 1e-5) << name;
+    const auto rounds = jsonl(tmp / "res" / name / "metrics.jsonl");
+    ASSERT_EQ(rounds.size(), 10u);
+    int checked = 0;
+    for (const auto& rec : rounds) {
+      checked += rec["replicas_checked"].get<bool>();
+      ASSERT_EQ(rec["workers"].size(), 4u);
+      for (size_t p = 0; p < 4; ++p)  // process p: replica p / 2, part p % 2
+        EXPECT_EQ(rec["workers"][p]["replica_bytes_sent"].get<uint64_t>(),
+                  ring_bytes(part_params[p % 2], 2))
+            << name << " process " << p;
+    }
+    EXPECT_EQ(checked, 4) << "rounds 3, 6, 9 and the last";
+  }
+}
+
+TEST(Tensor, DeadRankStopsTheRunWithinTheDeadline) {
+  dead_process_stops_the_run({"topology=tensor"}, 2);
+}
+
+TEST(Tensor, ConfigErrorsNameTheFix) {
+  TempDir tmp;
+  auto r = run(tmp, "x", "--set topology=tensor --set processes=3");
+  EXPECT_NE(r.err.find("tensor parallelism splits fc1's 32 outputs 3 ways: it needs a multiple "
+                       "of 3"),
+            std::string::npos)
+      << r.err;
+  r = run(tmp, "x", "--set topology=tensor --set processes=3 --set grid.data=2");
+  EXPECT_NE(r.err.find("grid.data = 2 replicas cannot divide processes = 3"), std::string::npos)
+      << r.err;
+  r = run(tmp, "x", "--set topology=tensor --set processes=2 --set grid.data=2");
+  EXPECT_NE(r.err.find("it needs partition.clients = grid.data = 2"), std::string::npos) << r.err;
+  r = run(tmp, "x",
+          "--set topology=tensor --set processes=2 --set model.name=logreg --set model.hidden=[]");
+  EXPECT_NE(r.err.find("model 'logreg' has no pair of dense layers"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace fedpar
