@@ -127,9 +127,7 @@ class AllReducePlan final : public Plan {
       const UpdateMsg& u = reply.update;
       loss_sum += u.loss_sum;
       samples += double(u.num_samples);
-      workers.push_back({rank, u.compute_seconds, u.allreduce_seconds, u.ring_bytes_sent,
-                         u.ring_bytes_received, u.parameter_bytes, u.activation_bytes,
-                         reply.in.msg.bytes()});
+      workers.push_back(worker_record(rank, reply));
     }
     rec.participants = rec.received = run_.manifest.clients.size();
     rec.train_loss = samples > 0 ? loss_sum / samples : 0.0;

@@ -188,16 +188,11 @@ class ModelParallelPlan final : public Plan {
     for (const auto& [process, reply] : c.got) {
       const UpdateMsg& u = reply.update;
       loss_sum += u.loss_sum;  // one process per replica takes the loss
-      WorkerRecord w{process,
-                     u.compute_seconds,
-                     u.allreduce_seconds,
-                     u.ring_bytes_sent,
-                     u.ring_bytes_received,
-                     u.parameter_bytes,
-                     u.activation_bytes,
-                     reply.in.msg.bytes()};
-      if (replicas_ > 1) w.replica_seconds = u.replica_seconds;
-      if (replicas_ > 1) w.replica_bytes_sent = u.replica_bytes_sent;
+      WorkerRecord w = worker_record(process, reply);
+      if (replicas_ > 1) {
+        w.replica_seconds = u.replica_seconds;
+        w.replica_bytes_sent = u.replica_bytes_sent;
+      }
       workers.push_back(w);
     }
     const double samples = double(batch_) * replicas_;

@@ -28,6 +28,18 @@ bool model_due(const RunSpec& s, int r) {
          (s.save_params_every > 0 && (r + 1) % s.save_params_every == 0);
 }
 
+WorkerRecord worker_record(uint32_t process, const Reply& reply) {
+  const UpdateMsg& u = reply.update;
+  return {process,
+          u.compute_seconds,
+          u.allreduce_seconds,
+          u.ring_bytes_sent,
+          u.ring_bytes_received,
+          u.parameter_bytes,
+          u.activation_bytes,
+          reply.in.msg.bytes()};
+}
+
 void run_rounds(Engine& engine, RunContext& run, Plan& plan) {
   plan.begin(engine);
   for (int r = 0; r < run.s.rounds; ++r) {
