@@ -3,8 +3,8 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstring>
 
+#include "clients/replica_ring.h"
 #include "clients/straggle.h"
 #include "core/check.h"
 #include "core/local_update.h"
@@ -68,12 +68,7 @@ AllReduceStep AllReduceWorker::step(Model& model, const Dataset& data,
   const float inv = float(1.0 / total_weight);
   for (float& v : sum_) v *= inv;
   sgd_.step(replica_, sum_, s_.sgd_lr);
-  if (rank_ == s_.fault_flip_rank && round == 0) {  // testing the server's replica check
-    uint32_t bits;
-    std::memcpy(&bits, &replica_[0], sizeof bits);
-    bits ^= 1u;
-    std::memcpy(&replica_[0], &bits, sizeof bits);
-  }
+  inject_replica_fault(s_, rank_, round, replica_);
   return out;
 }
 

@@ -2,7 +2,7 @@
 // model's layers (core/stage.h) and only their parameters, runs its schedule's forwards and
 // backwards of every batch's micro-batches, trading activations with the next stage and their
 // gradients with the previous one over ZeroMQ (zmq_pipe_link.h), and steps its slice with SGD once
-// per batch. The first stage draws the batch from the run's one client and sends each
+// per batch. The first stage draws the batch from its replica's client and sends each
 // micro-batch's labels along with its activations, so the other stages need no data. In a [grid]
 // each stage also sums its gradients with the same stage of the other replicas (replica_ring.h).
 #pragma once

@@ -2,6 +2,7 @@
 #include "clients/replica_ring.h"
 
 #include <chrono>
+#include <cstring>
 
 #include "core/check.h"
 #include "transport/ring_allreduce.h"
@@ -30,6 +31,15 @@ void ReplicaRing::sum(std::span<float> grads, PartStep& step) {
   step.replica_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   step.replica_bytes_sent += link_->bytes_sent() - sent;
+}
+
+void inject_replica_fault(const RunSpec& s, int process, uint64_t round,
+                          std::vector<float>& params) {
+  if (process != s.fault_flip_rank || round != 0 || params.empty()) return;
+  uint32_t bits;
+  std::memcpy(&bits, &params[0], sizeof bits);
+  bits ^= 1u;
+  std::memcpy(&params[0], &bits, sizeof bits);
 }
 
 }  // namespace fedpar

@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 #include <zmq.hpp>
 
 #include "core/run_spec.h"
@@ -40,5 +41,10 @@ class ReplicaRing {
   int64_t bucket_floats_;
   int replica_ = 0, replicas_ = 1;
 };
+
+// Testing the server's replica check: process `process` flips one bit of its `params` after the
+// first round when the run names it in allreduce.fault_flip_rank.
+void inject_replica_fault(const RunSpec& s, int process, uint64_t round,
+                          std::vector<float>& params);
 
 }  // namespace fedpar

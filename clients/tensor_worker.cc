@@ -63,6 +63,7 @@ PartStep TensorWorker::step(const Dataset& data, std::span<const uint32_t> shard
   std::vector<float> g = shard_->grads_host();
   replicas_.sum(g, out);
   sgd_.step(params_, g, s_.sgd_lr);
+  inject_replica_fault(s_, replicas_.replica() * ways_ + rank_, round, params_);
   shard_->set_params_host(params_);
   out.bytes_sent = link_.bytes_sent() - sent;
   out.bytes_received = link_.bytes_received() - received;

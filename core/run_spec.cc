@@ -68,7 +68,7 @@ bind = "tcp://127.0.0.1:*"  # where each worker listens for its previous neighbo
 bucket_floats = 1048576  # the gradient is reduced in buckets of this many floats
 deadline_seconds = 10.0  # a silent neighbour stops the ring with an error after this long
 hash_every = 10          # rounds between checks that every replica holds the same bytes (and the last)
-fault_flip_rank = -1     # testing the check: this rank flips one bit of its replica after round 1
+fault_flip_rank = -1     # testing the check: this rank (a [grid]'s process index) flips one bit after round 1
 
 [pipeline]               # topology = "pipeline": one stage (a contiguous slice of the layers) per process
 micro_batches = 1        # sgd.batch is split into this many micro-batches per step
@@ -303,6 +303,9 @@ PipelineSpec resolve_pipeline(const Config& c, const RunSpec& s) {
 int resolve_grid(const Config& c, const RunSpec& s) {
   const int data = int(c.get_int("grid.data"));
   require(data >= 1, "grid.data must be >= 1");
+  require(data == 1 || s.model_parallel(),
+          "grid.data replicates a pipeline or tensor group: it needs topology = \"pipeline\" or "
+          "\"tensor\" (data parallelism alone is topology = \"allreduce\")");
   if (!s.model_parallel()) return data;
   const std::string t = s.topology == Topology::kPipeline ? "pipeline" : "tensor";
   require(s.processes % data == 0,

@@ -102,8 +102,8 @@ SplitRun read_split_run(const std::filesystem::path& dir, const std::string& lab
     double p = 0, a = 0, total = 0, stage_idle = 0;
     const auto workers = rec.workers.value_or(std::vector<WorkerRecord>{});
     for (const WorkerRecord& w : workers) {
-      p = std::max(p, double(w.parameter_bytes));
-      a = std::max(a, double(w.activation_bytes));
+      if (double(w.parameter_bytes + w.activation_bytes) > p + a)  // the largest process
+        p = double(w.parameter_bytes), a = double(w.activation_bytes);
       total += double(w.ring_bytes_sent + w.replica_bytes_sent.value_or(0));
       const double busy = w.compute_seconds + w.allreduce_seconds;
       stage_idle += busy > 0 ? w.allreduce_seconds / busy : 0;

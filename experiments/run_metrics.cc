@@ -116,8 +116,8 @@ RunTraffic read_traffic(const std::filesystem::path& dir) {
     double ws = 0, wr = 0, slowest_allreduce = 0, model_bytes = 0;
     for (size_t i = 0; i < j.processes.size(); ++i) {
       double ring_sent = 0, ring_received = 0;
-      if (i < workers.size()) {
-        ring_sent = double(workers[i].ring_bytes_sent);
+      if (i < workers.size()) {  // a grid's replica ring counts too
+        ring_sent = double(workers[i].ring_bytes_sent + workers[i].replica_bytes_sent.value_or(0));
         ring_received = double(workers[i].ring_bytes_received);
         slowest_allreduce = std::max(slowest_allreduce, workers[i].allreduce_seconds);
         model_bytes = double(workers[i].parameter_bytes) / 2;  // weights + gradient
@@ -128,7 +128,7 @@ RunTraffic read_traffic(const std::filesystem::path& dir) {
     server_sent.push_back(double(j.server_bytes_sent) / 1e6),
         server_received.push_back(double(j.server_bytes_received) / 1e6);
     worker_sent.push_back(ws / 1e6), worker_received.push_back(wr / 1e6);
-    if (slowest_allreduce > 0 && t.workers > 1) {
+    if (slowest_allreduce > 0 && t.workers > 1 && j.topology == "allreduce") {
       allreduce.push_back(1e3 * slowest_allreduce);
       busbw.push_back(model_bytes / slowest_allreduce / 1e9 * 2.0 * (t.workers - 1) / t.workers);
     }

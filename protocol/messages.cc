@@ -299,9 +299,12 @@ Decoded<UpdateMsg> decode_update(const ParsedMessage& p) {
     r.get("allreduce_seconds", m.allreduce_seconds);
     r.get("ring_bytes_sent", m.ring_bytes_sent);
     r.get("ring_bytes_received", m.ring_bytes_received);
-    r.get("replica_seconds", m.replica_seconds);
-    r.get("replica_bytes_sent", m.replica_bytes_sent);
+    r.get_optional("replica_seconds", m.replica_seconds);
+    r.get_optional("replica_bytes_sent", m.replica_bytes_sent);
     r.get("hash", m.hash);
+    r.require(std::isfinite(m.allreduce_seconds) && m.allreduce_seconds >= 0 &&
+                  std::isfinite(m.replica_seconds) && m.replica_seconds >= 0,
+              "allreduce_seconds and replica_seconds must be finite and >= 0");
   }
   r.require(std::isfinite(m.loss_sum) && m.compute_seconds >= 0,
             "loss_sum must be finite, compute_seconds >= 0");

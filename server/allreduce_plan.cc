@@ -37,7 +37,7 @@ class AllReducePlan final : public Plan {
   std::string round(Engine& engine, RoundRecord& rec) override {
     const auto t0 = Clock::now();
     const int r = int(engine.round);
-    const bool check = (r + 1) % s_.hash_every == 0 || r + 1 == s_.rounds;
+    const bool check = hash_due(s_, r);
     // Rank 0's replica comes back when the server evaluates or saves it.
     const bool need_params = model_due(s_, r);
     send_tasks(engine, check, need_params);

@@ -35,10 +35,11 @@ class ModelParallelPlan final : public Plan {
     if (pipeline_) {
       slices_ = stage_slices(s_.model, in, classes,
                              pipeline_split(s_.model, in, classes, parts_, s_.pipeline.split));
-    } else {  // the server keeps each rank's layout to place its slices in the model
+    } else {  // each rank's layout, to place its slices in the model (on the host)
+      layout_backend_ = make_backend("cpu");
       for (int r = 0; r < parts_; ++r)
         shards_.push_back(
-            std::make_unique<TensorShard>(*run.backend, s_.model, in, classes, r, parts_));
+            std::make_unique<TensorShard>(*layout_backend_, s_.model, in, classes, r, parts_));
     }
     size_t smallest = SIZE_MAX, largest = 0;
     for (const auto& c : run_.manifest.clients) {
@@ -60,7 +61,8 @@ class ModelParallelPlan final : public Plan {
   const char* topology() const override { return pipeline_ ? "pipeline" : "tensor"; }
 
   void begin(Engine& engine) override {
-    const std::vector<WorkerEndpoints> at = collect_endpoints(engine, s_.wait_seconds);
+    const std::vector<WorkerEndpoints> at =
+        collect_endpoints(engine, s_.wait_seconds, replicas_ > 1);
     const int64_t p = parts_, d = replicas_;
     auto process = [p](int64_t replica, int64_t part) { return size_t(replica * p + part); };
     for (int64_t i = 0; i < int64_t(engine.order.size()); ++i) {
@@ -94,7 +96,7 @@ class ModelParallelPlan final : public Plan {
     const auto t0 = Clock::now();
     const int r = int(engine.round);
     const bool need_params = model_due(s_, r);
-    const bool check = replicas_ > 1 && ((r + 1) % s_.hash_every == 0 || r + 1 == s_.rounds);
+    const bool check = replicas_ > 1 && hash_due(s_, r);
     send_tasks(engine, need_params, check);
     const Collected c = engine.collect(report_spec(engine, need_params, check));
     if (!c.missing.empty())
@@ -147,7 +149,8 @@ class ModelParallelPlan final : public Plan {
                      .seconds = s_.wait_seconds,
                      .errors_are_fatal = true};
     spec.expected = engine.all_ranks();
-    const double deadline = pipeline_ ? s_.pipeline.deadline_seconds : s_.ring_deadline_seconds;
+    double deadline = pipeline_ ? s_.pipeline.deadline_seconds : s_.ring_deadline_seconds;
+    if (replicas_ > 1) deadline = std::max(deadline, s_.ring_deadline_seconds);  // + replica ring
     if (deadline < s_.wait_seconds) spec.after_first = deadline;
     spec.accept = [this, need_params, check](const Reply& r) -> std::string {
       const bool sends = need_params && int(r.key) < parts_;
@@ -185,9 +188,11 @@ class ModelParallelPlan final : public Plan {
   void record(RoundRecord& rec, const Collected& c, bool check, double seconds) const {
     double loss_sum = 0;
     std::vector<WorkerRecord> workers;
+    // one process per replica computes the loss: the last stage, or rank 0
+    const uint32_t loss_part = pipeline_ ? uint32_t(parts_ - 1) : 0;
     for (const auto& [process, reply] : c.got) {
       const UpdateMsg& u = reply.update;
-      loss_sum += u.loss_sum;  // one process per replica takes the loss
+      if (process % uint32_t(parts_) == loss_part) loss_sum += u.loss_sum;
       WorkerRecord w = worker_record(process, reply);
       if (replicas_ > 1) {
         w.replica_seconds = u.replica_seconds;
@@ -209,6 +214,7 @@ class ModelParallelPlan final : public Plan {
   const bool pipeline_;
   const int parts_, replicas_;
   std::vector<ParamSlice> slices_;                    // pipeline: each stage's
+  std::unique_ptr<Backend> layout_backend_;           // tensor: holds shards_
   std::vector<std::unique_ptr<TensorShard>> shards_;  // tensor: each rank's layout
   int64_t batch_ = 0;
 };

@@ -48,6 +48,10 @@ std::unique_ptr<Plan> make_plan(RunContext& run);
 // topologies whose model lives in the workers (allreduce, pipeline, tensor) ask for it back.
 bool model_due(const RunSpec& s, int r);
 
+// Whether the replicas' hashes are compared after round r (0-based): every allreduce.hash_every
+// rounds and at the last.
+bool hash_due(const RunSpec& s, int r);
+
 // A worker's line in the round record (the topologies whose workers report their own steps):
 // its times, link bytes and memory from its report, and the report's size.
 WorkerRecord worker_record(uint32_t process, const Reply& reply);

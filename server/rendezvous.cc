@@ -23,7 +23,7 @@ std::string reachable_endpoint(const std::string& endpoint, const Received& from
 
 }  // namespace
 
-std::vector<WorkerEndpoints> collect_endpoints(Engine& engine, double seconds) {
+std::vector<WorkerEndpoints> collect_endpoints(Engine& engine, double seconds, bool replicas) {
   std::map<std::string, WorkerEndpoints> endpoints;
   const auto deadline = deadline_after(seconds);
   while (endpoints.size() < engine.order.size()) {
@@ -31,19 +31,21 @@ std::vector<WorkerEndpoints> collect_endpoints(Engine& engine, double seconds) {
     if (!in)
       throw Error(fmt::format("only {} of {} workers sent their endpoint within {} s",
                               endpoints.size(), engine.order.size(), seconds));
-    auto ring = decode_ring_endpoint(in->parsed);
+    const auto ring = decode_ring_endpoint(in->parsed);
+    const auto* m = std::get_if<RingEndpointMsg>(&ring);
+    std::string refusal;
     WorkerEndpoints at;
-    if (const auto* m = std::get_if<RingEndpointMsg>(&ring)) {
-      at.link = reachable_endpoint(m->endpoint, in->msg);
-      if (!m->replica_endpoint.empty())
-        at.replica = reachable_endpoint(m->replica_endpoint, in->msg);
-    }
-    if (engine.process_index(in->msg.peer) < 0 || at.link.empty()) {
-      engine.reject(in->msg, engine.process_index(in->msg.peer) < 0 ? "not a worker of this run"
-                             : ring.index() != 0
-                                 ? "expected RING with the worker's endpoint"
-                                 : "an endpoint on every interface needs a tcp connection to the "
-                                   "server");
+    if (engine.process_index(in->msg.peer) < 0)
+      refusal = "not a worker of this run";
+    else if (!m)
+      refusal = "expected RING with the worker's endpoint";
+    else if (replicas && m->replica_endpoint.empty())
+      refusal = "RING without the replica ring's endpoint ([grid] data > 1)";
+    else if ((at.link = reachable_endpoint(m->endpoint, in->msg)).empty() ||
+             (replicas && (at.replica = reachable_endpoint(m->replica_endpoint, in->msg)).empty()))
+      refusal = "an endpoint on every interface needs a tcp connection to the server";
+    if (!refusal.empty()) {
+      engine.reject(in->msg, refusal);
       continue;
     }
     endpoints[in->msg.peer] = at;

@@ -16,7 +16,9 @@ struct WorkerEndpoints {
 
 // Every process's endpoints, in HELLO order (engine.order); a worker listening on every interface
 // ("tcp://0.0.0.0:*") is named by the address its RING came from. Messages from strangers, or
-// without an endpoint, are refused. Throws Error when not all came within `seconds`.
-std::vector<WorkerEndpoints> collect_endpoints(Engine& engine, double seconds);
+// without an endpoint (or, with `replicas`, without the replica ring's), are refused. Throws Error
+// when not all came within `seconds`.
+std::vector<WorkerEndpoints> collect_endpoints(Engine& engine, double seconds,
+                                               bool replicas = false);
 
 }  // namespace fedpar

@@ -28,6 +28,8 @@ bool model_due(const RunSpec& s, int r) {
          (s.save_params_every > 0 && (r + 1) % s.save_params_every == 0);
 }
 
+bool hash_due(const RunSpec& s, int r) { return (r + 1) % s.hash_every == 0 || r + 1 == s.rounds; }
+
 WorkerRecord worker_record(uint32_t process, const Reply& reply) {
   const UpdateMsg& u = reply.update;
   return {process,

@@ -36,10 +36,10 @@ int run_server(Config cfg, const ServerOptions& opts) {
   Engine engine(s, *transport, opts.quiet, run.model.layout());
   if (s.network.on()) run.out.write_json("network.json", network_json(s.network));
   engine.run_id = hash_bytes(&s.seed, sizeof(s.seed), ::getpid());
+  const auto plan = make_plan(run);  // its refusals (a split that does not divide) come first
   try {
     engine.welcome_clients(run.manifest, run.params.size(),
                            cfg.to_toml());  // those that came hear STOP on failure
-    const auto plan = make_plan(run);
     run_rounds(engine, run, *plan);
   } catch (...) {
     engine.stop_all();

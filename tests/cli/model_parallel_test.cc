@@ -187,6 +187,17 @@ TEST(Pipeline, ConfigErrorsNameTheFix) {
       << r.err;
 }
 
+// Every round's train_loss of run `a` within rounding of run `b`'s.
+void expect_same_losses(const TempDir& tmp, const std::string& a, const std::string& b) {
+  const auto ra = jsonl(tmp / "res" / a / "metrics.jsonl"),
+             rb = jsonl(tmp / "res" / b / "metrics.jsonl");
+  ASSERT_EQ(ra.size(), rb.size());
+  for (size_t k = 0; k < ra.size(); ++k)
+    EXPECT_NEAR(ra[k]["train_loss"].get<double>(), rb[k]["train_loss"].get<double>(),
+                1e-5 * rb[k]["train_loss"].get<double>())
+        << a << " round " << k + 1;
+}
+
 // Bytes one rank of a ring of `n` sends to all-reduce `floats` values in one bucket (a multiple of
 // n): 2 (n - 1) chunks of floats / n, each with its 8-byte tag.
 uint64_t ring_bytes(uint64_t floats, uint64_t n) { return 2 * (n - 1) * (8 + 4 * floats / n); }
@@ -217,6 +228,8 @@ TEST(Tensor, TrainsWithinRoundingOfTheParameterServerOneAllReducePerPair) {
   r = run(tmp, "again", "--set topology=tensor --set processes=4");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(final_params(tmp, "again"), final_params(tmp, "t4")) << "repeats bit for bit";
+  // every rank computes the loss; it counts once (t times would be 2x or 4x)
+  expect_same_losses(tmp, "t4", "ps");
 }
 
 TEST(Grid, DataReplicasOfPipelineAndTensorTrainTheTwoClientModel) {
@@ -251,7 +264,16 @@ TEST(Grid, DataReplicasOfPipelineAndTensorTrainTheTwoClientModel) {
             << name << " process " << p;
     }
     EXPECT_EQ(checked, 4) << "rounds 3, 6, 9 and the last";
+    expect_same_losses(tmp, name, "ps");  // the last stage's or rank 0's loss, per replica
   }
+  // One bit flipped in replica 1's part 1 (process 3) after round 1: the hash check in round 3
+  // stops the run and names the part.
+  r = run(tmp, "flip",
+          two +
+              "--set processes=4 --set allreduce.hash_every=3 --set topology=tensor --set "
+              "allreduce.fault_flip_rank=3");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("round 3: the replicas drifted apart: part 1:"), std::string::npos) << r.err;
 }
 
 TEST(Tensor, DeadRankStopsTheRunWithinTheDeadline) {
@@ -270,6 +292,9 @@ TEST(Tensor, ConfigErrorsNameTheFix) {
       << r.err;
   r = run(tmp, "x", "--set topology=tensor --set processes=2 --set grid.data=2");
   EXPECT_NE(r.err.find("it needs partition.clients = grid.data = 2"), std::string::npos) << r.err;
+  r = run(tmp, "x", "--set topology=allreduce --set processes=2 --set grid.data=2");
+  EXPECT_NE(r.err.find("grid.data replicates a pipeline or tensor group"), std::string::npos)
+      << r.err;
   r = run(tmp, "x",
           "--set topology=tensor --set processes=2 --set model.name=logreg --set model.hidden=[]");
   EXPECT_NE(r.err.find("model 'logreg' has no pair of dense layers"), std::string::npos) << r.err;
