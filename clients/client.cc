@@ -139,9 +139,9 @@ class ClientProcess {
       case TaskKind::kAllReduce:
         return allreduce_step(task, round);
       case TaskKind::kPipeline:
-        return pipeline_step(task, round);
+        return part_step(pipe_ ? &*pipe_ : nullptr, task, round);
       case TaskKind::kTensor:
-        return tensor_step(task, round);
+        return part_step(tensor_ ? &*tensor_ : nullptr, task, round);
       case TaskKind::kForward:
       case TaskKind::kBackward:
         return master_half(task, round);
@@ -230,42 +230,24 @@ class ClientProcess {
     reply(uint32_t(worker), round, std::move(u), std::move(vs));
   }
 
-  // One batch through this stage; the report carries the stage's slice when asked for.
-  void pipeline_step(const TaskMsg& task, uint64_t round) {
-    if (!pipe_ || !pipe_->joined())
-      throw Error("the server sent a pipeline task to a process that is not a pipeline stage");
+  // One batch through this process's part (a pipeline stage, a tensor rank); the report carries
+  // the part when asked for.
+  template <typename Worker>
+  void part_step(Worker* worker, const TaskMsg& task, uint64_t round) {
+    if (!worker || !worker->joined())
+      throw Error(fmt::format("the server sent a {} task to a process that is not one of its parts",
+                              task_kind_name(task.kind)));
     if (!task.vectors.empty()) {  // the first task carries the model
       check_model(task.vectors[0]);
-      pipe_->set_params(task.vectors[0]);
+      worker->set_params(task.vectors[0]);
     }
-    const auto data_client = shards_.begin();  // this replica's client
-    if (pipe_->stage() == 0 && data_client == shards_.end())
-      throw Error("the first pipeline stage hosts no client: it has no data to feed the pipeline");
-    const PartStep st = or_tell_server(pipe_->stage(), round, [&] {
-      return data_client == shards_.end()
-                 ? pipe_->step(data_.train, {}, 0, task.batch, round, buffer_)
-                 : pipe_->step(data_.train, data_client->second, data_client->first, task.batch,
-                               round, buffer_);
+    const auto data = shards_.begin();  // this replica's client: every part hosts it
+    if (data == shards_.end())
+      throw Error("this process hosts no client: it has no data for the batch");
+    const PartStep st = or_tell_server(worker->part(), round, [&] {
+      return worker->step(data_.train, data->second, data->first, task.batch, round, buffer_);
     });
-    report_part(pipe_->stage(), round, task, pipe_->params(), st);
-  }
-
-  // One batch through this rank's slices; the report carries them when asked for.
-  void tensor_step(const TaskMsg& task, uint64_t round) {
-    if (!tensor_ || !tensor_->joined())
-      throw Error("the server sent a tensor task to a process that is not a tensor rank");
-    if (!task.vectors.empty()) {  // the first task carries the model
-      check_model(task.vectors[0]);
-      tensor_->set_params(task.vectors[0]);
-    }
-    const auto data_client = shards_.begin();  // this replica's client, on every rank
-    if (data_client == shards_.end())
-      throw Error("this tensor rank hosts no client: it has no data for the batch");
-    const PartStep st = or_tell_server(tensor_->rank(), round, [&] {
-      return tensor_->step(data_.train, data_client->second, data_client->first, task.batch, round,
-                           buffer_);
-    });
-    report_part(tensor_->rank(), round, task, tensor_->params(), st);
+    report_part(worker->part(), round, task, worker->params(), st);
   }
 
   // A model-parallel process's report of its step, with its part when asked for.

@@ -36,6 +36,7 @@ class PipelineWorker {
   void join(int stage, int stages, const std::string& prev, const std::string& next, int replica,
             int replicas, const std::string& replica_next);
   int stage() const { return stage_; }
+  int part() const { return stage_; }
 
   // Takes this stage's slice of the whole model.
   void set_params(std::span<const float> whole);
@@ -43,8 +44,8 @@ class PipelineWorker {
   bool joined() const { return bool(stage_model_); }
 
   // One batch of `batch` samples (per replica) (the server resolves it, so every stage splits it
-  // alike): `shard` and `client` are the data's (the first stage's; the others pass an empty
-  // shard). Throws Error when a link fails.
+  // alike): `shard` and `client` are the data's (only the first stage draws from
+  // them). Throws Error when a link fails.
   PartStep step(const Dataset& data, std::span<const uint32_t> shard, uint32_t client,
                 int64_t batch, uint64_t round, BatchBuffer& buffer);
 

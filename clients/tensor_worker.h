@@ -37,6 +37,7 @@ class TensorWorker {
             const std::string& replica_next);
   bool joined() const { return bool(shard_); }
   int rank() const { return rank_; }
+  int part() const { return rank_; }
 
   // Takes this rank's slices of the whole model.
   void set_params(std::span<const float> whole);

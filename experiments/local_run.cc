@@ -133,8 +133,9 @@ class Supervisor {
     }
     const int exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (name == "server") {
-      // The server told the clients to stop; give them a moment before stopping them.
-      finish(exit, 5s);
+      // The server told the clients to stop; give them a moment before stopping them (a short
+      // one when it failed: clients still waiting for their WELCOME never hear STOP).
+      finish(exit, exit == 0 ? 5s : 500ms);
     } else if (exit != 0) {
       fmt::print(stderr, "fedpar run: {} {}; stopping the run\n", name,
                  WIFSIGNALED(status) ? fmt::format("was killed by signal {} ({})", WTERMSIG(status),
