@@ -95,26 +95,28 @@ SplitRun read_split_run(const std::filesystem::path& dir, const std::string& lab
   r.parts = s.model_parallel() ? s.model_parts() : 1;
   r.micro_batches = s.pipeline.micro_batches;
   r.schedule = pipe_schedule_name(s.pipeline.schedule);
-  std::vector<double> batch, params, acts, first, sent, step, idle;
+  std::vector<double> batch, params, acts, memory, first, sent, step, idle;
   for (const RoundRecord& rec : read_round_records(dir)) {
     batch.push_back(rec.samples_processed.value_or(0));
     step.push_back(1e3 * rec.wait_seconds);
-    double p = 0, a = 0, total = 0, stage_idle = 0;
+    double p = 0, a = 0, both = 0, total = 0, stage_idle = 0;
     const auto workers = rec.workers.value_or(std::vector<WorkerRecord>{});
     for (const WorkerRecord& w : workers) {
-      if (double(w.parameter_bytes + w.activation_bytes) > p + a)  // the largest process
-        p = double(w.parameter_bytes), a = double(w.activation_bytes);
+      p = std::max(p, double(w.parameter_bytes));
+      a = std::max(a, double(w.activation_bytes));
+      both = std::max(both, double(w.parameter_bytes + w.activation_bytes));
       total += double(w.ring_bytes_sent + w.replica_bytes_sent.value_or(0));
       const double busy = w.compute_seconds + w.allreduce_seconds;
       stage_idle += busy > 0 ? w.allreduce_seconds / busy : 0;
     }
     if (workers.empty()) continue;
-    params.push_back(p / kMB), acts.push_back(a / kMB), sent.push_back(total / kMB);
+    params.push_back(p / kMB), acts.push_back(a / kMB), memory.push_back(both / kMB);
+    sent.push_back(total / kMB);
     first.push_back(double(workers[0].activation_bytes) / kMB);
     idle.push_back(stage_idle / double(workers.size()));
   }
   r.batch = median(batch);
-  r.parameter_mb = median(params), r.activation_mb = median(acts);
+  r.parameter_mb = median(params), r.activation_mb = median(acts), r.memory_mb = median(memory);
   r.first_activation_mb = median(first);
   r.mb_per_step = median(sent), r.step_ms = median(step);
   const TrainTest data = load_dataset(s.data);
@@ -130,24 +132,25 @@ ParallelismSection parallelism_section(const std::vector<SplitRun>& runs, int co
   ParallelismSection out;
   std::ostringstream md;
   md << "### Splitting the model against replicating it\n\n"
-        "Per step, medians over rounds. Memory is the largest process's, as its core allocated "
-        "it (parameters + gradients; activations, their gradients and scratch for its batch); "
+        "Per step, medians over rounds. Memory is the most any process holds, as its core "
+        "allocated it: of parameters + gradients, of activations (their gradients and scratch "
+        "for its batch), and of both together (the maxima may come from different processes); "
         "MB sent is every process's link and ring traffic together, beside the formula's "
         "payload (data parallel: 2(N-1) x the model; pipeline: each boundary's activations, "
         "labels and gradients; tensor: 2(t-1) x each all-reduce's floats; a grid adds 2(d-1) x "
         "each part across its replicas); idle is a stage's time blocked on its neighbours over "
         "its step, beside the schedule's bubble (p-1)/(m+p-1); GPipe's first stage holds the "
         "activations of all m micro-batches (the whole batch), 1F1B's of at most p.\n\n"
-        "| run | model | way | samples/step | parameters (MB) | activations (MB) | MB sent | "
-        "formula (MB) | step (ms) | idle | bubble formula |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|\n";
+        "| run | model | way | samples/step | parameters (MB) | activations (MB) | both (MB) | "
+        "MB sent | formula (MB) | step (ms) | idle | bubble formula |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   std::map<std::string, std::vector<const SplitRun*>> by_model;
   for (const SplitRun& r : runs) {
     by_model[r.model].push_back(&r);
-    md << fmt::format("| {} | {} | {} | {:.0f} | {} | {} | {} | {} | {:.1f} | {} | {} |\n", r.label,
-                      r.model, way_name(r), r.batch, mb(r.parameter_mb), mb(r.activation_mb),
-                      mb(r.mb_per_step), mb(r.formula_mb), r.step_ms,
-                      r.bubble >= 0 ? fmt::format("{:.2f}", r.bubble) : "-",
+    md << fmt::format("| {} | {} | {} | {:.0f} | {} | {} | {} | {} | {} | {:.1f} | {} | {} |\n",
+                      r.label, r.model, way_name(r), r.batch, mb(r.parameter_mb),
+                      mb(r.activation_mb), mb(r.memory_mb), mb(r.mb_per_step), mb(r.formula_mb),
+                      r.step_ms, r.bubble >= 0 ? fmt::format("{:.2f}", r.bubble) : "-",
                       r.bubble_formula >= 0 ? fmt::format("{:.2f}", r.bubble_formula) : "-");
     const double ratio = r.formula_mb > 0 ? r.mb_per_step / r.formula_mb : 0;
     if (ratio < 1 || ratio > 1.01)
@@ -163,6 +166,7 @@ ParallelismSection parallelism_section(const std::vector<SplitRun>& runs, int co
                         {"batch", r.batch},
                         {"parameter_mb", r.parameter_mb},
                         {"activation_mb", r.activation_mb},
+                        {"memory_mb", r.memory_mb},
                         {"first_activation_mb", r.first_activation_mb},
                         {"mb_per_step", r.mb_per_step},
                         {"formula_mb", r.formula_mb},
@@ -187,19 +191,15 @@ ParallelismSection parallelism_section(const std::vector<SplitRun>& runs, int co
             fmt::format("{}: its largest process holds {} MB of parameters, "
                         "not less than a replica's {}",
                         r->label, mb(r->parameter_mb), mb(ref.parameter_mb)));
-      if (!leanest ||
-          r->parameter_mb + r->activation_mb < leanest->parameter_mb + leanest->activation_mb)
-        leanest = r;
+      if (!leanest || r->memory_mb < leanest->memory_mb) leanest = r;
     }
     if (leanest)
       md << fmt::format(
-          "- **{}, memory-bound**: a replica costs every process {} MB (parameters + gradients) "
-          "+ {} MB of activations; {} ({}) needs {} + {} MB in its largest process, {:.0f}% of "
-          "it. Where a replica does not fit, split the model.\n",
-          model, mb(ref.parameter_mb), mb(ref.activation_mb), leanest->label, way_name(*leanest),
-          mb(leanest->parameter_mb), mb(leanest->activation_mb),
-          100 * (leanest->parameter_mb + leanest->activation_mb) /
-              (ref.parameter_mb + ref.activation_mb));
+          "- **{}, memory-bound**: a replica costs every process {} MB (parameters + gradients "
+          "{}, activations {}); {} ({}) needs at most {} MB in any process, {:.0f}% of it. Where "
+          "a replica does not fit, split the model.\n",
+          model, mb(ref.memory_mb), mb(ref.parameter_mb), mb(ref.activation_mb), leanest->label,
+          way_name(*leanest), mb(leanest->memory_mb), 100 * leanest->memory_mb / ref.memory_mb);
     // Communication: data parallelism's bytes do not depend on the batch, a split's grow with it.
     for (const char* way : {"pipeline", "tensor"}) {
       const SplitRun* best = nullptr;

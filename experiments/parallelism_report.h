@@ -18,11 +18,12 @@ struct SplitRun {
   std::string label, model;  // model: "mlp 1024,1024,1024", "cnn"
   std::string way;           // dp | pipeline | tensor
   int processes = 0, data = 1, parts = 1, micro_batches = 1;
-  std::string schedule;            // pipelines
-  double batch = 0;                // samples per step, all replicas
-  double parameter_mb = 0;         // the largest process's parameters + gradients
-  double activation_mb = 0;        // the largest process's activations (and their gradients)
-  double first_activation_mb = 0;  // process 0's (a pipeline's first stage)
+  std::string schedule;  // pipelines
+  double batch = 0;      // samples per step, all replicas
+  // the most any process holds of parameters + gradients, of activations (and their gradients),
+  // and of both together
+  double parameter_mb = 0, activation_mb = 0, memory_mb = 0;
+  double first_activation_mb = 0;           // process 0's (a pipeline's first stage)
   double mb_per_step = 0, formula_mb = 0;   // sent by all processes together
   double step_ms = 0;                       // the server's wait for the step
   double bubble = -1, bubble_formula = -1;  // pipelines: mean idle share of a stage
