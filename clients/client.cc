@@ -15,6 +15,7 @@
 #include "clients/tensor_worker.h"
 #include "core/check.h"
 #include "core/codec/error_feedback.h"
+#include "core/feature_noise.h"
 #include "core/hash.h"
 #include "core/local_update.h"
 #include "core/model.h"
@@ -69,6 +70,11 @@ class ClientProcess {
                                   w.clients[i], row, data_.train.size()));
       shards_[w.clients[i]] = w.shards[i];
     }
+    // feature-noise: each hosted client's samples get its own noise, on this process's copy
+    for (const auto& [c, rows] : shards_)
+      add_feature_noise(data_.train.x, data_.train.dim(), c,
+                        feature_noise_level(s_.partition, c, size_t(s_.partition.clients)), rows,
+                        s_.partition.seed);
     log(fmt::format("hosting {} virtual client(s)", shards_.size()));
     if (s_.topology == Topology::kAllReduce) {
       ring_.emplace(ctx, s_);

@@ -48,6 +48,8 @@ labels_per_client = 2
 alpha = 0.5
 beta = 0.5
 min_size = 10
+sizes = "dirichlet"      # iid-quantity: dirichlet (beta) | lognormal (sigma)
+sigma = 1.0              # iid-quantity lognormal: std of log sizes; feature-noise: the last client's noise std
 
 [local]                  # model regime
 steps = 1                # local SGD steps per round (when epochs = 0)
@@ -55,7 +57,13 @@ epochs = 0               # local epochs per round (overrides steps)
 batch = 0                # samples per local step; 0 or "full" = the whole shard
 lr = 0.1
 momentum = 0.0
-server_lr = 1.0          # params += server_lr * average delta (1.0 = FedAvg)
+server_lr = 1.0          # params += server_lr * average delta (1.0 = FedAvg); [server_optimizer]'s eta
+
+[server_optimizer]       # model regime: how the server applies the mean delta (FedOpt, docs/definitions.md)
+name = "sgd"             # sgd (FedAvg) | avgm (server momentum) | adagrad | adam | yogi
+beta1 = 0.9              # avgm: momentum; adagrad, adam, yogi: first-moment decay
+beta2 = 0.99             # adam, yogi: second-moment decay
+tau = 0.001              # adagrad, adam, yogi: added to sqrt(v); v starts at tau^2
 
 [sgd]                    # gradient regime
 batch = 0                # samples per client gradient; 0 or "full" = the whole shard
@@ -387,6 +395,8 @@ RunSpec resolve_run_spec(const Config& c) {
   p.alpha = c.get_float("partition.alpha");
   p.beta = c.get_float("partition.beta");
   p.min_size = int(c.get_int("partition.min_size"));
+  p.sizes = c.get_string("partition.sizes");
+  p.sigma = c.get_float("partition.sigma");
 
   s.local_steps = int(c.get_int("local.steps"));
   s.local_epochs = int(c.get_int("local.epochs"));
@@ -397,6 +407,15 @@ RunSpec resolve_run_spec(const Config& c) {
   s.local_lr = float(c.get_float("local.lr"));
   s.local_momentum = float(c.get_float("local.momentum"));
   s.server_lr = float(c.get_float("local.server_lr"));
+  s.server_optimizer = {.kind = parse_fedopt(c.get_string("server_optimizer.name")),
+                        .lr = c.get_float("local.server_lr"),
+                        .beta1 = c.get_float("server_optimizer.beta1"),
+                        .beta2 = c.get_float("server_optimizer.beta2"),
+                        .tau = c.get_float("server_optimizer.tau")};
+  (void)FedOpt(s.server_optimizer);  // checks the ranges now, not at the first round
+  require(s.server_optimizer.kind == FedOptKind::kSgd || s.regime == Regime::kModel,
+          "server_optimizer applies the clients' mean model delta: it needs regime = \"model\" "
+          "(the gradient regime's server steps with [sgd])");
   s.sgd_batch = c.is_word("sgd.batch", "full") ? 0 : c.get_int("sgd.batch");
   require(s.sgd_batch >= 0, "sgd.batch must be >= 0 (0 = full) or \"full\"");
   s.sgd_lr = float(c.get_float("sgd.lr"));

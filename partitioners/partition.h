@@ -24,9 +24,4 @@ struct PartitionInput {
 std::vector<std::string> partition_schemes();
 Manifest partition(const PartitionInput& in, const PartitionParams& p);
 
-// The feature-noise scheme's data side: adds N(0, shard.noise^2) to every feature of the shard's
-// samples in `x` (rows of `dim` floats), from stream (seed, "feature-noise", shard.id). Clients
-// call it on their own copy after loading; the manifest only records the level.
-void add_feature_noise(std::vector<float>& x, size_t dim, const ClientShard& shard, uint64_t seed);
-
 }  // namespace fedpar

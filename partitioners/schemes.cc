@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "core/check.h"
+#include "core/feature_noise.h"
 #include "core/rng.h"
 #include "partitioners/partition.h"
 
@@ -327,20 +328,11 @@ Manifest partition(const PartitionInput& in, const PartitionParams& p) {
   m.dataset_hash = in.dataset_hash;
   for (size_t c = 0; c < clients.size(); ++c) {
     ClientShard shard{.id = uint32_t(c), .indices = std::move(clients[c])};
-    // Hsieh et al.-style feature skew: client i's noise grows linearly to sigma at the last.
-    if (s == "feature-noise" && clients.size() > 1)
-      shard.noise = p.sigma * double(c) / double(clients.size() - 1);
+    shard.noise = feature_noise_level(p, uint32_t(c), clients.size());
     m.clients.push_back(std::move(shard));
   }
   m.finalize(in.labels, in.num_classes);
   return m;
-}
-
-void add_feature_noise(std::vector<float>& x, size_t dim, const ClientShard& shard, uint64_t seed) {
-  if (shard.noise == 0.0) return;
-  Rng rng(seed, "feature-noise", shard.id);
-  for (uint32_t i : shard.indices)
-    for (size_t j = 0; j < dim; ++j) x[size_t(i) * dim + j] += float(shard.noise * rng.normal());
 }
 
 }  // namespace fedpar

@@ -51,17 +51,16 @@ class MajorityVote final : public Strategy {
 
 class ModelAveraging final : public Strategy {
  public:
-  ModelAveraging(Weighting w, float server_lr) : w_(w), server_lr_(server_lr) {}
+  ModelAveraging(Weighting w, FedOptOptions opt) : w_(w), opt_(opt) {}
   std::string_view name() const override { return "model"; }
   void apply(std::span<const ClientUpdate> updates, std::span<float> params) override {
     weighted_average(updates, w_, mean_);
-    FEDPAR_CHECK(mean_.size() == params.size()) << "delta and params differ in size";
-    for (size_t i = 0; i < params.size(); ++i) params[i] += server_lr_ * mean_[i];
+    opt_.step(params, mean_);
   }
 
  private:
   Weighting w_;
-  float server_lr_;
+  FedOpt opt_;
   std::vector<float> mean_;  // the mean delta, kept across rounds
 };
 
@@ -77,8 +76,8 @@ std::unique_ptr<Strategy> make_majority_vote(LrSchedule lr, SgdOptions sgd) {
   return std::make_unique<MajorityVote>(lr, sgd);
 }
 
-std::unique_ptr<Strategy> make_model_averaging(Weighting w, float server_lr) {
-  return std::make_unique<ModelAveraging>(w, server_lr);
+std::unique_ptr<Strategy> make_model_averaging(Weighting w, FedOptOptions opt) {
+  return std::make_unique<ModelAveraging>(w, opt);
 }
 
 }  // namespace fedpar

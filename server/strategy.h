@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/fedopt.h"
 #include "core/optimizer.h"
 #include "core/weighted_average.h"
 
@@ -31,7 +32,8 @@ std::unique_ptr<Strategy> make_gradient_averaging(Weighting w, LrSchedule lr, Sg
 // params <- SGD step along sign(sum_k sign(v_k)) (0 where the vote ties). Every client has one
 // vote, whatever its n_k.
 std::unique_ptr<Strategy> make_majority_vote(LrSchedule lr, SgdOptions sgd);
-// Model averaging (FedAvg): params <- params + server_lr * average of the model deltas.
-std::unique_ptr<Strategy> make_model_averaging(Weighting w, float server_lr);
+// Model averaging: the weighted average of the model deltas, applied by the server optimizer
+// (FedAvg: params <- params + server_lr * average; FedAvgM, FedAdagrad, FedAdam, FedYogi).
+std::unique_ptr<Strategy> make_model_averaging(Weighting w, FedOptOptions opt);
 
 }  // namespace fedpar

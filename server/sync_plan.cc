@@ -38,7 +38,7 @@ class SyncPlan final : public Plan {
         s_(run.s),
         gradient_(s_.regime == Regime::kGradient),
         drift_(s_.drift && !gradient_),
-        strategy_(!gradient_ ? make_model_averaging(s_.weighting, s_.server_lr)
+        strategy_(!gradient_ ? make_model_averaging(s_.weighting, s_.server_optimizer)
                   : s_.compression.majority
                       ? make_majority_vote(LrSchedule{.base_lr = s_.sgd_lr},
                                            {.momentum = s_.sgd_momentum})

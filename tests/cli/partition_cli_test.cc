@@ -4,6 +4,7 @@
 #include "core/dataset.h"
 #include "partitioners/manifest.h"
 #include "tests/util/run_fedpar.h"
+#include "tests/util/run_results.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
@@ -68,6 +69,29 @@ TEST(PartitionCli, BadRequestsExitTwoWithTheConstraint) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("beta must be > 0"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(tmp / "x" / "manifest.json"));
+}
+
+// The feature-noise scheme changes what the clients train on: with sigma = 0 the run is the IID
+// run bit for bit; with sigma = 1 (client 1 of 2 gets noise of std 1) it ends elsewhere.
+TEST(PartitionCli, FeatureNoiseReachesTheClientsData) {
+  testing::TempDir tmp;
+  std::ofstream(tmp / "run.toml")
+      << "seed = 2\nregime = 'gradient'\nrounds = 5\nprocesses = 2\n"
+         "[data]\nname = 'synthetic'\niid = true\n[partition]\nclients = 2\n"
+         "[sgd]\nbatch = 20\nlr = 0.3\n";
+  auto run = [&](const std::string& name, const std::string& sets) {
+    const auto r = run_fedpar("run " + (tmp / "run.toml").string() + " --set results_dir=" +
+                                  (tmp / "res").string() + " --set name=" + name + " " + sets,
+                              tmp.path());
+    EXPECT_EQ(r.code, 0) << r.err;
+    return testing::final_params(tmp / "res" / name);
+  };
+  const auto iid = run("iid", "");
+  EXPECT_EQ(run("none", "--set partition.scheme=feature-noise --set partition.sigma=0"), iid);
+  const auto noisy = run("noisy", "--set partition.scheme=feature-noise --set partition.sigma=1");
+  EXPECT_GT(testing::relative_distance(noisy, iid), 1e-3);
+  EXPECT_EQ(run("again", "--set partition.scheme=feature-noise --set partition.sigma=1"), noisy)
+      << "the noise is drawn from the run's seed";
 }
 
 }  // namespace

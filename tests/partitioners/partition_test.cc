@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/check.h"
+#include "core/feature_noise.h"
 #include "core/rng.h"
 #include "partitioners/stats.h"
 #include "tests/util/test_util.h"
@@ -124,9 +125,10 @@ TEST(Partition, FeatureNoiseGrowsLinearlyAndIsApplied) {
   const Manifest m = run(y, {.scheme = "feature-noise", .clients = 5, .sigma = 0.4});
   for (size_t c = 0; c < 5; ++c) EXPECT_DOUBLE_EQ(m.clients[c].noise, 0.1 * double(c));
   std::vector<float> x(1000 * 4, 1.0f);
-  add_feature_noise(x, 4, m.clients[0], 1);  // level 0: untouched
+  auto apply = [&](const ClientShard& c) { add_feature_noise(x, 4, c.id, c.noise, c.indices, 1); };
+  apply(m.clients[0]);  // level 0: untouched
   for (uint32_t i : m.clients[0].indices) EXPECT_EQ(x[i * 4], 1.0f);
-  add_feature_noise(x, 4, m.clients[4], 1);
+  apply(m.clients[4]);
   double s2 = 0;
   for (uint32_t i : m.clients[4].indices)
     for (int j = 0; j < 4; ++j) s2 += (x[i * 4 + j] - 1.0) * (x[i * 4 + j] - 1.0);

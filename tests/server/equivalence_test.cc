@@ -72,16 +72,16 @@ TEST_F(Equivalence, FullBatchOneStepModelAveragingIsGradientDescent) {
   auto grad = make_gradient_averaging(Weighting::kBySamples, lr, {});
   const double b = rel_diff(federated(iid, *grad, {.kind = LocalWork::kGradient}), a);
 
-  auto avg = make_model_averaging(Weighting::kBySamples, 1.0f);
+  auto avg = make_model_averaging(Weighting::kBySamples, {.lr = 1.0f});
   const double c = rel_diff(
       federated(iid, *avg, {.kind = LocalWork::kLocalTrain, .local_steps = 1, .lr = kLr}), a);
 
-  auto avg5 = make_model_averaging(Weighting::kBySamples, 1.0f);
+  auto avg5 = make_model_averaging(Weighting::kBySamples, {.lr = 1.0f});
   const double d = rel_diff(
       federated(iid, *avg5, {.kind = LocalWork::kLocalTrain, .local_steps = 5, .lr = kLr}), a);
 
   const Manifest skewed = split("iid-quantity");
-  auto uniform = make_model_averaging(Weighting::kUniform, 1.0f);
+  auto uniform = make_model_averaging(Weighting::kUniform, {.lr = 1.0f});
   const double e = rel_diff(
       federated(skewed, *uniform, {.kind = LocalWork::kLocalTrain, .local_steps = 1, .lr = kLr}),
       a);

@@ -89,7 +89,7 @@ TEST(Strategies, MajorityVoteStepsAlongTheVotedSignsOneVoteEach) {
 }
 
 TEST(Strategies, ModelAveragingAddsTheScaledMeanDelta) {
-  auto s = make_model_averaging(Weighting::kBySamples, 0.5f);
+  auto s = make_model_averaging(Weighting::kBySamples, {.lr = 0.5f});
   EXPECT_EQ(s->name(), "model");
   std::vector<float> params = {1.0f, 1.0f};
   const std::vector<float> d0 = {-2.0f, 0.0f}, d1 = {2.0f, 4.0f};

@@ -1,0 +1,81 @@
+// FedOpt; see fedopt.h.
+#include "core/fedopt.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/check.h"
+
+namespace fedpar {
+
+FedOptKind parse_fedopt(const std::string& name) {
+  for (FedOptKind k : {FedOptKind::kSgd, FedOptKind::kAvgM, FedOptKind::kAdagrad, FedOptKind::kAdam,
+                       FedOptKind::kYogi})
+    if (name == fedopt_name(k)) return k;
+  throw Error(
+      fmt::format("unknown server optimizer '{}' (valid: sgd, avgm, adagrad, adam, yogi)", name));
+}
+
+const char* fedopt_name(FedOptKind k) {
+  switch (k) {
+    case FedOptKind::kSgd:
+      return "sgd";
+    case FedOptKind::kAvgM:
+      return "avgm";
+    case FedOptKind::kAdagrad:
+      return "adagrad";
+    case FedOptKind::kAdam:
+      return "adam";
+    case FedOptKind::kYogi:
+      return "yogi";
+  }
+  return "?";
+}
+
+FedOpt::FedOpt(FedOptOptions o) : o_(o) {
+  if (!(o.lr > 0) || !(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1) ||
+      !(o.tau > 0))
+    throw Error(fmt::format(
+        "server optimizer: lr must be > 0, beta1 and beta2 in [0, 1), tau > 0 (got {}, {}, {}, {})",
+        o.lr, o.beta1, o.beta2, o.tau));
+}
+
+void FedOpt::step(std::span<float> params, std::span<const float> delta) {
+  FEDPAR_CHECK(delta.size() == params.size()) << "delta and params differ in size";
+  const size_t n = params.size();
+  if (o_.kind == FedOptKind::kSgd) {
+    const auto lr = float(o_.lr);  // in float, as FedAvg always stepped
+    for (size_t i = 0; i < n; ++i) params[i] += lr * delta[i];
+    return;
+  }
+  if (m_.size() != n) {
+    m_.assign(n, 0.0);
+    v_.assign(n, o_.tau * o_.tau);
+  }
+  if (o_.kind == FedOptKind::kAvgM) {
+    for (size_t i = 0; i < n; ++i) {
+      m_[i] = o_.beta1 * m_[i] + double(delta[i]);
+      params[i] += float(o_.lr * m_[i]);
+    }
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const double d = delta[i], d2 = d * d;
+    m_[i] = o_.beta1 * m_[i] + (1 - o_.beta1) * d;
+    switch (o_.kind) {
+      case FedOptKind::kAdagrad:
+        v_[i] += d2;
+        break;
+      case FedOptKind::kAdam:
+        v_[i] = o_.beta2 * v_[i] + (1 - o_.beta2) * d2;
+        break;
+      default:  // yogi
+        v_[i] -= (1 - o_.beta2) * d2 * double((v_[i] > d2) - (v_[i] < d2));
+        break;
+    }
+    params[i] += float(o_.lr * m_[i] / (std::sqrt(v_[i]) + o_.tau));
+  }
+}
+
+}  // namespace fedpar
