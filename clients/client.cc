@@ -329,6 +329,7 @@ class ClientProcess {
         .local_epochs = int(t.epochs),
         .lr = float(t.lr),
         .sgd = {.momentum = float(t.momentum)},
+        .prox_mu = s_.prox_mu,
         .drift = t.drift};
     for (uint32_t c : t.clients) {
       const auto shard = shards_.find(c);

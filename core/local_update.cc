@@ -57,6 +57,12 @@ LocalResult compute_update(Model& model, const Dataset& data, std::span<const ui
   // step centralized GD takes, without the extra rounding of w_1 to float.
   DeviceArray<float> delta(be, model.num_params());
   be.fill(delta.data(), 0.0f, delta.size());
+  DeviceArray<float> anchor, pull;  // FedProx: the sent model, and w - w_sent
+  if (task.prox_mu != 0) {
+    anchor = DeviceArray<float>(be, model.num_params());
+    pull = DeviceArray<float>(be, model.num_params());
+    anchor.upload(params.data(), params.size());
+  }
   size_t cursor = n;  // forces a reshuffle before the first step
   for (int64_t s = 0; s < total_steps; ++s) {
     if (cursor >= n) {
@@ -68,6 +74,11 @@ LocalResult compute_update(Model& model, const Dataset& data, std::span<const ui
     cursor += take;
     model.zero_grads();
     const BatchStats st = model.forward_backward(buf.x(), buf.y(), int(take), 1.0f / float(take));
+    if (task.prox_mu != 0) {  // g += mu (w - w_sent)
+      be.copy(pull.data(), model.params(), pull.size() * sizeof(float));
+      be.axpy(pull.data(), anchor.data(), -1.0f, pull.size());
+      be.axpy(model.grads(), pull.data(), task.prox_mu, pull.size());
+    }
     sgd.step(model.params(), model.grads(), task.lr, delta.data());
     if (s == 0 && task.drift) {
       out.linear.resize(delta.size());

@@ -1,6 +1,7 @@
 // What one virtual client computes in a round, on its own shard, from the model it was sent:
 // one gradient (the `gradient` regime: synchronous SGD / parameter server) or K local SGD steps /
-// E local epochs whose model delta it returns (the `model` regime: FedAvg / local SGD).
+// E local epochs whose model delta it returns (the `model` regime: FedAvg / local SGD; FedProx
+// adds mu (w - w_sent) to every local gradient, the gradient of (mu / 2) ||w - w_sent||^2).
 // No sockets: the client process wraps this; tests call it directly.
 #pragma once
 
@@ -25,6 +26,7 @@ struct Task {
   int local_epochs = 0;  // local train: E passes over the shard
   float lr = 0.1f;       // local train: client learning rate
   SgdOptions sgd;        // local train: client optimizer, fresh every round
+  float prox_mu = 0;     // local train: FedProx's mu (below; 0: FedAvg)
   bool drift = false;    // local train: also return `linear` (diagnostics.drift)
 };
 

@@ -57,6 +57,7 @@ epochs = 0               # local epochs per round (overrides steps)
 batch = 0                # samples per local step; 0 or "full" = the whole shard
 lr = 0.1
 momentum = 0.0
+prox_mu = 0.0            # FedProx: local gradients get + mu (w - w_sent); 0 = FedAvg
 server_lr = 1.0          # params += server_lr * average delta (1.0 = FedAvg); [server_optimizer]'s eta
 
 [server_optimizer]       # model regime: how the server applies the mean delta (FedOpt, docs/definitions.md)
@@ -407,6 +408,8 @@ RunSpec resolve_run_spec(const Config& c) {
   s.local_lr = float(c.get_float("local.lr"));
   s.local_momentum = float(c.get_float("local.momentum"));
   s.server_lr = float(c.get_float("local.server_lr"));
+  s.prox_mu = float(c.get_float("local.prox_mu"));
+  require(s.prox_mu >= 0, "local.prox_mu must be >= 0 (0 = FedAvg)");
   s.server_optimizer = {.kind = parse_fedopt(c.get_string("server_optimizer.name")),
                         .lr = c.get_float("local.server_lr"),
                         .beta1 = c.get_float("server_optimizer.beta1"),

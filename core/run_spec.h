@@ -65,6 +65,7 @@ struct RunSpec {
   int local_steps = 1, local_epochs = 0;
   int64_t local_batch = 0;  // 0 = full shard
   float local_lr = 0.1f, local_momentum = 0.0f, server_lr = 1.0f;
+  float prox_mu = 0;               // FedProx: local.prox_mu
   FedOptOptions server_optimizer;  // [server_optimizer], lr = server_lr
   // gradient regime: per-client batch and the server optimizer
   int64_t sgd_batch = 0;
