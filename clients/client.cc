@@ -13,6 +13,7 @@
 #include "clients/pipeline_worker.h"
 #include "clients/straggle.h"
 #include "clients/tensor_worker.h"
+#include "core/attack.h"
 #include "core/check.h"
 #include "core/codec/error_feedback.h"
 #include "core/feature_noise.h"
@@ -70,11 +71,15 @@ class ClientProcess {
                                   w.clients[i], row, data_.train.size()));
       shards_[w.clients[i]] = w.shards[i];
     }
-    // feature-noise: each hosted client's samples get its own noise, on this process's copy
-    for (const auto& [c, rows] : shards_)
+    // feature-noise: each hosted client's samples get its own noise, on this process's copy;
+    // [attack] label-flip: an attacking client's labels are flipped
+    for (const auto& [c, rows] : shards_) {
+      if (s_.attack.kind == AttackKind::kLabelFlip && s_.attack.attacks(c))
+        flip_labels(data_.train.y, rows, data_.train.num_classes);
       add_feature_noise(data_.train.x, data_.train.dim(), c,
                         feature_noise_level(s_.partition, c, size_t(s_.partition.clients)), rows,
                         s_.partition.seed);
+    }
     log(fmt::format("hosting {} virtual client(s)", shards_.size()));
     if (s_.topology == Topology::kAllReduce) {
       ring_.emplace(ctx, s_);
@@ -337,6 +342,7 @@ class ClientProcess {
       const auto t0 = Clock::now();
       LocalResult r =
           compute_update(*model_, data_.train, shard->second, start, task, s_.seed, c, &buffer_);
+      corrupt_update(s_.attack, c, round, s_.seed, r.values);  // [attack]: a faulty client's lie
       const double secs = seconds_since(t0);
       UpdateMsg u{.kind = t.kind,
                   .num_samples = r.num_samples,

@@ -91,6 +91,19 @@ data = 1                 # replicas of the model-parallel group: processes = dat
                          # replica r trains on client r's shard (partition.clients = data), and each
                          # part's gradients are all-reduced across the replicas ([allreduce]'s ring)
 
+[robust]                 # parameter server, gradient or model regime: how the server reduces the updates
+rule = "mean"            # mean (weighted) | median | trimmed-mean | krum | multi-krum (docs/definitions.md)
+trim = 0.1               # trimmed-mean: the share cut from each end, per coordinate
+byzantine = 1            # krum, multi-krum: f, the attackers tolerated (needs more than 2 f + 2 updates)
+select = 0               # multi-krum: the updates averaged (0: n - f)
+clip_norm = 0.0          # > 0: every update scaled to at most this L2 norm first
+
+[attack]                 # simulated faulty clients (docs/definitions.md#simulated-attacks)
+kind = "none"            # none | sign-flip | scale | noise | label-flip
+clients = 0              # f: client ids 0 .. f-1 attack, every round they take part in
+scale = -10.0            # scale: the factor their updates are multiplied by
+sigma = 1.0              # noise: the std of the Gaussian noise added to their updates
+
 [async]                  # regime = "async" (parameter server, no barrier)
 staleness_bound = 0      # reject an update computed on a model more than this many versions old; 0 = none
 staleness_lr = false     # scale the learning rate by 1 / max(1, staleness)
@@ -308,6 +321,30 @@ PipelineSpec resolve_pipeline(const Config& c, const RunSpec& s) {
   return p;
 }
 
+// [robust]: the rule, its parameters' ranges, and where it applies.
+RobustOptions resolve_robust(const Config& c, const RunSpec& s) {
+  RobustOptions r{.rule = parse_aggregate_rule(c.get_string("robust.rule")),
+                  .trim = c.get_float("robust.trim"),
+                  .byzantine = int(c.get_int("robust.byzantine")),
+                  .select = int(c.get_int("robust.select")),
+                  .clip_norm = c.get_float("robust.clip_norm")};
+  require(r.trim >= 0 && r.trim < 0.5, "robust.trim must be in [0, 0.5)");
+  require(r.byzantine >= 0 && r.select >= 0 && r.clip_norm >= 0,
+          "robust.byzantine, robust.select and robust.clip_norm must be >= 0");
+  if (r.rule == AggregateRule::kMean && r.clip_norm == 0) return r;
+  require(s.topology == Topology::kParameterServer && s.regime != Regime::kAsync,
+          "robust aggregation replaces the synchronous parameter server's mean: it needs "
+          "topology = \"parameter-server\" and regime = \"gradient\" or \"model\"");
+  if (r.rule == AggregateRule::kKrum || r.rule == AggregateRule::kMultiKrum)
+    require(s.partition.clients > 2 * r.byzantine + 2,
+            fmt::format("robust.rule = \"{}\" with byzantine = {} needs more than {} clients",
+                        aggregate_rule_name(r.rule), r.byzantine, 2 * r.byzantine + 2));
+  require(!s.compression.majority,
+          "robust.rule and compression.aggregate = \"majority\" both decide the aggregate: "
+          "choose one");
+  return r;
+}
+
 // [grid] and what every model-parallel topology (pipeline, tensor) needs.
 int resolve_grid(const Config& c, const RunSpec& s) {
   const int data = int(c.get_int("grid.data"));
@@ -462,6 +499,16 @@ RunSpec resolve_run_spec(const Config& c) {
   s.delay_seconds = client_values(c, "stragglers.delay_seconds", 0.0);
 
   s.compression = resolve_compression(c, s);
+  s.robust = resolve_robust(c, s);
+  s.attack = {.kind = parse_attack(c.get_string("attack.kind")),
+              .clients = int(c.get_int("attack.clients")),
+              .scale = c.get_float("attack.scale"),
+              .sigma = c.get_float("attack.sigma")};
+  require(s.attack.clients >= 0 && s.attack.sigma >= 0,
+          "attack.clients and attack.sigma must be >= 0");
+  require(s.attack.kind == AttackKind::kNone || s.topology == Topology::kParameterServer,
+          "attack: simulated faulty clients send their updates to the parameter server: it needs "
+          "topology = \"parameter-server\"");
   s.network = resolve_network_section(c, s);
   s.grid_data = resolve_grid(c, s);
   s.pipeline = resolve_pipeline(c, s);

@@ -14,7 +14,9 @@
 #include "core/network.h"
 #include "core/optimizer.h"
 #include "core/partition_params.h"
+#include "core/attack.h"
 #include "core/fedopt.h"
+#include "core/robust_aggregate.h"
 #include "core/pipeline_schedule.h"
 #include "core/weighted_average.h"
 
@@ -67,6 +69,8 @@ struct RunSpec {
   float local_lr = 0.1f, local_momentum = 0.0f, server_lr = 1.0f;
   float prox_mu = 0;               // FedProx: local.prox_mu
   FedOptOptions server_optimizer;  // [server_optimizer], lr = server_lr
+  RobustOptions robust;            // [robust]: how the parameter server reduces the updates
+  AttackSpec attack;               // [attack]: simulated faulty clients
   // gradient regime: per-client batch and the server optimizer
   int64_t sgd_batch = 0;
   float sgd_lr = 0.1f, sgd_momentum = 0.0f;

@@ -11,10 +11,11 @@ namespace {
 
 class GradientAveraging final : public Strategy {
  public:
-  GradientAveraging(Weighting w, LrSchedule lr, SgdOptions sgd) : w_(w), lr_(lr), sgd_(sgd) {}
+  GradientAveraging(Weighting w, LrSchedule lr, SgdOptions sgd, RobustOptions robust)
+      : w_(w), lr_(lr), sgd_(sgd), robust_(robust) {}
   std::string_view name() const override { return "gradient"; }
   void apply(std::span<const ClientUpdate> updates, std::span<float> params) override {
-    weighted_average(updates, w_, mean_);
+    robust_aggregate(updates, w_, robust_, mean_);
     sgd_.step(params, mean_, lr_.at(int64_t(updates[0].round)));
   }
 
@@ -22,6 +23,7 @@ class GradientAveraging final : public Strategy {
   Weighting w_;
   LrSchedule lr_;
   HostSgd sgd_;
+  RobustOptions robust_;
   std::vector<float> mean_;  // kept across rounds: one buffer, not a fresh mapping per round
 };
 
@@ -51,24 +53,27 @@ class MajorityVote final : public Strategy {
 
 class ModelAveraging final : public Strategy {
  public:
-  ModelAveraging(Weighting w, FedOptOptions opt) : w_(w), opt_(opt) {}
+  ModelAveraging(Weighting w, FedOptOptions opt, RobustOptions robust)
+      : w_(w), opt_(opt), robust_(robust) {}
   std::string_view name() const override { return "model"; }
   void apply(std::span<const ClientUpdate> updates, std::span<float> params) override {
-    weighted_average(updates, w_, mean_);
+    robust_aggregate(updates, w_, robust_, mean_);
     opt_.step(params, mean_);
   }
 
  private:
   Weighting w_;
   FedOpt opt_;
+  RobustOptions robust_;
   std::vector<float> mean_;  // the mean delta, kept across rounds
 };
 
 }  // namespace
 
-std::unique_ptr<Strategy> make_gradient_averaging(Weighting w, LrSchedule lr, SgdOptions sgd) {
+std::unique_ptr<Strategy> make_gradient_averaging(Weighting w, LrSchedule lr, SgdOptions sgd,
+                                                  RobustOptions robust) {
   lr.validate();
-  return std::make_unique<GradientAveraging>(w, lr, sgd);
+  return std::make_unique<GradientAveraging>(w, lr, sgd, robust);
 }
 
 std::unique_ptr<Strategy> make_majority_vote(LrSchedule lr, SgdOptions sgd) {
@@ -76,8 +81,9 @@ std::unique_ptr<Strategy> make_majority_vote(LrSchedule lr, SgdOptions sgd) {
   return std::make_unique<MajorityVote>(lr, sgd);
 }
 
-std::unique_ptr<Strategy> make_model_averaging(Weighting w, FedOptOptions opt) {
-  return std::make_unique<ModelAveraging>(w, opt);
+std::unique_ptr<Strategy> make_model_averaging(Weighting w, FedOptOptions opt,
+                                               RobustOptions robust) {
+  return std::make_unique<ModelAveraging>(w, opt, robust);
 }
 
 }  // namespace fedpar

@@ -13,6 +13,7 @@
 #include "core/backend.h"
 #include "core/fedopt.h"
 #include "core/optimizer.h"
+#include "core/robust_aggregate.h"
 #include "core/weighted_average.h"
 
 namespace fedpar {
@@ -26,14 +27,18 @@ class Strategy {
 };
 
 // Gradient averaging (synchronous SGD / parameter server): params <- SGD step with the averaged
-// gradient, learning rate from `lr` at the round number (the server optimizer keeps momentum).
-std::unique_ptr<Strategy> make_gradient_averaging(Weighting w, LrSchedule lr, SgdOptions sgd);
+// gradient (or its robust aggregate), learning rate from `lr` at the round number (the server
+// optimizer keeps momentum).
+std::unique_ptr<Strategy> make_gradient_averaging(Weighting w, LrSchedule lr, SgdOptions sgd,
+                                                  RobustOptions robust = {});
 // signSGD with majority vote (Bernstein et al. 2018): each update is a vector of signs (+-1);
 // params <- SGD step along sign(sum_k sign(v_k)) (0 where the vote ties). Every client has one
 // vote, whatever its n_k.
 std::unique_ptr<Strategy> make_majority_vote(LrSchedule lr, SgdOptions sgd);
-// Model averaging: the weighted average of the model deltas, applied by the server optimizer
-// (FedAvg: params <- params + server_lr * average; FedAvgM, FedAdagrad, FedAdam, FedYogi).
-std::unique_ptr<Strategy> make_model_averaging(Weighting w, FedOptOptions opt);
+// Model averaging: the weighted average of the model deltas (or their robust aggregate), applied
+// by the server optimizer (FedAvg: params <- params + server_lr * average; FedAvgM, FedAdagrad,
+// FedAdam, FedYogi).
+std::unique_ptr<Strategy> make_model_averaging(Weighting w, FedOptOptions opt,
+                                               RobustOptions robust = {});
 
 }  // namespace fedpar

@@ -38,12 +38,12 @@ class SyncPlan final : public Plan {
         s_(run.s),
         gradient_(s_.regime == Regime::kGradient),
         drift_(s_.drift && !gradient_),
-        strategy_(!gradient_ ? make_model_averaging(s_.weighting, s_.server_optimizer)
+        strategy_(!gradient_ ? make_model_averaging(s_.weighting, s_.server_optimizer, s_.robust)
                   : s_.compression.majority
                       ? make_majority_vote(LrSchedule{.base_lr = s_.sgd_lr},
                                            {.momentum = s_.sgd_momentum})
                       : make_gradient_averaging(s_.weighting, LrSchedule{.base_lr = s_.sgd_lr},
-                                                {.momentum = s_.sgd_momentum})) {}
+                                                {.momentum = s_.sgd_momentum}, s_.robust)) {}
 
   const char* topology() const override {
     return gradient_ ? "parameter-server" : "model-averaging";

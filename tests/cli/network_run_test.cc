@@ -56,7 +56,9 @@ double bits(const json& bytes) { return double(bytes.get<uint64_t>()) * 8; }
 
 // At 1 Mbit/s with 50 ms each way, a round cannot be shorter than the TASK's model frame down,
 // then the two UPDATEs of one process up one after the other (a process's uplink is one link),
-// plus the latency each way; it is not much longer either (the compute, and scheduling).
+// plus the latency each way; it is not much longer either (the compute, and scheduling: up to a
+// second, as a loaded 2-core machine delays the processes by a few tenths; a delay counted in ms as
+// s, or once per frame, would add far more).
 TEST(NetworkRun, EmulatedRoundsLastAtLeastTheEmulatedTransfersAndTrainTheSameModel) {
   TempDir tmp;
   const RunResult off = run_on_threads(tmp, "off", kModel);
@@ -80,7 +82,7 @@ TEST(NetworkRun, EmulatedRoundsLastAtLeastTheEmulatedTransfersAndTrainTheSameMod
     EXPECT_GT(down, 0.07);
     EXPECT_GE(rec.at("wait_seconds").get<double>(), floor);
     EXPECT_GE(rec.at("emulated_seconds").get<double>(), floor);
-    EXPECT_LT(rec.at("emulated_seconds").get<double>(), floor + compute + 0.4);
+    EXPECT_LT(rec.at("emulated_seconds").get<double>(), floor + compute + 1.0);
     emulated_total += rec.at("emulated_seconds").get<double>();
     EXPECT_NEAR(rec.at("emulated_time").get<double>(), emulated_total, 1e-9);
     EXPECT_EQ(rec.at("unavailable"), json::array());

@@ -1,0 +1,86 @@
+// The robust aggregation rules on five updates computed by hand: four honest ones on a line,
+// u_k = k [1, 10] (k = 1..4), and one attacker [100, -100].
+#include "core/robust_aggregate.h"
+
+#include <gtest/gtest.h>
+
+#include "core/check.h"
+
+namespace fedpar {
+namespace {
+
+class Robust : public ::testing::Test {
+ protected:
+  std::vector<std::vector<float>> values = {{1, 10}, {2, 20}, {3, 30}, {4, 40}, {100, -100}};
+  std::vector<ClientUpdate> updates(size_t n = 5) {
+    std::vector<ClientUpdate> u;
+    for (size_t k = 0; k < n; ++k) u.push_back({uint32_t(k), 0, 1, values[k]});
+    return u;
+  }
+  std::vector<float> aggregate(const RobustOptions& o, size_t n = 5) {
+    std::vector<float> out;
+    robust_aggregate(updates(n), Weighting::kBySamples, o, out);
+    return out;
+  }
+};
+
+TEST_F(Robust, MeanIsMovedByTheAttackerTheOthersAreNot) {
+  const auto mean = aggregate({});  // (1+2+3+4+100)/5, (10+20+30+40-100)/5 (weights 0.2 in double)
+  EXPECT_FLOAT_EQ(mean[0], 22);
+  EXPECT_NEAR(mean[1], 0, 1e-12);
+  // median: sorted columns [1 2 3 4 100], [-100 10 20 30 40]
+  EXPECT_EQ(aggregate({.rule = AggregateRule::kMedian}), (std::vector<float>{3, 20}));
+  EXPECT_EQ(aggregate({.rule = AggregateRule::kMedian}, 4), (std::vector<float>{2.5, 25}));
+  // trimmed mean, trim 0.2 of 5: one cut from each end: [2 3 4], [10 20 30]
+  EXPECT_EQ(aggregate({.rule = AggregateRule::kTrimmedMean, .trim = 0.2}),
+            (std::vector<float>{3, 20}));
+  // trim 0.1 of 5 cuts nothing: the unweighted mean, summed in sorted order
+  EXPECT_EQ(aggregate({.rule = AggregateRule::kTrimmedMean, .trim = 0.1}),
+            (std::vector<float>{22, 0}));
+}
+
+TEST_F(Robust, KrumPicksTheUpdateNearestItsNeighbours) {
+  // honest squared distances 101 (i - j)^2; f = 1 scores the 5 - 1 - 2 = 2 nearest:
+  // u1: 101 + 404, u2: 101 + 101, u3: 101 + 101, u4: 101 + 404, attacker: > 20000
+  const std::vector<double> s = krum_scores(updates(), 1);
+  EXPECT_DOUBLE_EQ(s[0], 505);
+  EXPECT_DOUBLE_EQ(s[1], 202);
+  EXPECT_DOUBLE_EQ(s[2], 202);
+  EXPECT_DOUBLE_EQ(s[3], 505);
+  EXPECT_GT(s[4], 20000);
+  // a tie between u2 and u3 goes to the lower client id
+  EXPECT_EQ(aggregate({.rule = AggregateRule::kKrum}), (std::vector<float>{2, 20}));
+  // multi-krum keeps the n - f = 4 lowest scores: the honest four, averaged
+  EXPECT_EQ(aggregate({.rule = AggregateRule::kMultiKrum}), (std::vector<float>{2.5, 25}));
+  EXPECT_EQ(aggregate({.rule = AggregateRule::kMultiKrum, .select = 2}),
+            (std::vector<float>{2.5, 25}));  // u2 and u3
+  try {
+    aggregate({.rule = AggregateRule::kKrum}, 4);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "krum with f = 1 needs more than 2 f + 2 = 4 updates, got 4");
+  }
+}
+
+TEST_F(Robust, ClippingScalesLongUpdatesOnly) {
+  values = {{3, 4}, {0.3f, 0.4f}};
+  // [3, 4] (norm 5) scaled to norm 1: [0.6, 0.8]; [0.3, 0.4] (norm 0.5) kept; then the mean
+  const auto out = aggregate({.clip_norm = 1}, 2);
+  EXPECT_FLOAT_EQ(out[0], 0.45f);
+  EXPECT_FLOAT_EQ(out[1], 0.6f);
+}
+
+TEST_F(Robust, NamesAreChecked) {
+  EXPECT_EQ(parse_aggregate_rule("trimmed-mean"), AggregateRule::kTrimmedMean);
+  try {
+    parse_aggregate_rule("bulyan");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "unknown aggregation rule 'bulyan' (valid: mean, median, trimmed-mean, krum, "
+                 "multi-krum)");
+  }
+}
+
+}  // namespace
+}  // namespace fedpar
