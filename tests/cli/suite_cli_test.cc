@@ -324,6 +324,24 @@ TEST(Suite, ParallelismSmokeShowsWhatSplittingTheModelSavesAndCosts) {
   EXPECT_NE(report.find("communication-bound"), std::string::npos);
 }
 
+TEST(Suite, RobustSmokeShowsTheRulesHoldWhereTheMeanFalls) {
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
+  TempDir tmp;
+  auto runs = smoke_runs("robust", tmp);
+  ASSERT_EQ(runs.size(), 25u);
+  auto acc = [&](const std::string& label) { return runs[label]["final_accuracy"].get<double>(); };
+  // Two clients sending -4 x their gradient cancel the other eight: the mean stands still
+  // (8.0% when written), every robust rule trains (25-50%).
+  EXPECT_LT(acc("scale-mean"), 15.0);
+  for (const char* rule : {"median", "trimmed", "krum", "multikrum"})
+    EXPECT_GT(acc(std::string("scale-") + rule), acc("scale-mean") + 15) << rule;
+  // Sign flips: Multi-Krum leaves both attackers out (50.2% vs the mean's 20.6%).
+  EXPECT_GT(acc("signflip-multikrum"), acc("signflip-mean") + 20);
+  // Nobody attacking: the median, the trimmed mean and Multi-Krum cost little (53% vs 54.6%).
+  for (const char* rule : {"median", "trimmed", "multikrum"})
+    EXPECT_GT(acc(std::string("none-") + rule), acc("none-mean") - 5) << rule;
+}
+
 TEST(Suite, UnknownSuiteNamesTheShippedOnes) {
   TempDir tmp;
   const auto r = testing::run_fedpar("suite no-such-suite", tmp.path());
