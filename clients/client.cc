@@ -342,8 +342,8 @@ class ClientProcess {
       const auto t0 = Clock::now();
       LocalResult r =
           compute_update(*model_, data_.train, shard->second, start, task, s_.seed, c, &buffer_);
-      corrupt_update(s_.attack, c, round, s_.seed, r.values);  // [attack]: a faulty client's lie
       const double secs = seconds_since(t0);
+      corrupt_update(s_.attack, c, round, s_.seed, r.values);  // [attack]: a faulty client's lie
       UpdateMsg u{.kind = t.kind,
                   .num_samples = r.num_samples,
                   .loss_sum = r.loss_sum,

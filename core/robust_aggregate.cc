@@ -112,7 +112,7 @@ void robust_aggregate(std::span<const ClientUpdate> updates, Weighting w, const 
         return n % 2 ? double(c[n / 2]) : 0.5 * (double(c[n / 2 - 1]) + double(c[n / 2]));
       });
     case AggregateRule::kTrimmedMean: {
-      const auto cut = size_t(std::floor(o.trim * double(view.size())));
+      const auto cut = size_t(std::floor(o.trim * double(view.size()) + 1e-9));
       if (2 * cut >= view.size())
         throw Error(
             fmt::format("trimmed-mean with trim = {} cuts all {} updates", o.trim, view.size()));
@@ -122,21 +122,30 @@ void robust_aggregate(std::span<const ClientUpdate> updates, Weighting w, const 
         return s / double(c.size() - 2 * cut);
       });
     }
+    case AggregateRule::kKrum:
+    case AggregateRule::kMultiKrum:
+      if (view.size() <= 2 * size_t(o.byzantine) + 2)  // clients went missing this round
+        return robust_aggregate(view, w, {.rule = AggregateRule::kMedian}, out);
+      break;
+  }
+  switch (o.rule) {
     case AggregateRule::kKrum: {
       const size_t best = lowest_scores(view, o.byzantine, 1)[0];
       out.assign(view[best].values.begin(), view[best].values.end());
       return;
     }
     case AggregateRule::kMultiKrum: {
-      const size_t m = o.select > 0 ? size_t(o.select) : view.size() - size_t(o.byzantine);
-      if (m < 1 || m > view.size())
-        throw Error(fmt::format("multi-krum selects {} of {} updates", m, view.size()));
+      const size_t m = std::min(o.select > 0 ? size_t(o.select) : view.size(),
+                                view.size() - size_t(o.byzantine));
       std::vector<size_t> chosen = lowest_scores(view, o.byzantine, m);
       std::sort(chosen.begin(), chosen.end());  // client order, as every reduction
       std::vector<ClientUpdate> kept;
       for (size_t k : chosen) kept.push_back(view[k]);
-      return weighted_average(kept, w, out);
+      // unweighted: a kept attacker must not weigh more by claiming more samples
+      return weighted_average(kept, Weighting::kUniform, out);
     }
+    default:
+      return;
   }
 }
 

@@ -8,7 +8,9 @@
 //                 rest (Yin et al. 2018)
 //   krum          the update whose n - f - 2 nearest others are closest in squared L2
 //                 (Blanchard et al. 2017); needs n > 2 f + 2
-//   multi-krum    the weighted mean of the `select` updates with the lowest Krum scores
+//   multi-krum    the plain mean of the `select` updates with the lowest Krum scores (unweighted:
+//                 a kept attacker cannot weigh more by claiming more samples)
+// Krum and Multi-Krum fall back to the median in a round with n <= 2 f + 2 (clients missing).
 // clip_norm > 0 first scales every update to at most that L2 norm (norm clipping).
 #pragma once
 
@@ -30,7 +32,7 @@ struct RobustOptions {
   AggregateRule rule = AggregateRule::kMean;
   double trim = 0.1;     // trimmed-mean: the share cut from each end
   int byzantine = 1;     // krum, multi-krum: f, the attackers the rule tolerates
-  int select = 0;        // multi-krum: m updates averaged (0: n - f)
+  int select = 0;        // multi-krum: m updates averaged (0 or more than n - f: n - f)
   double clip_norm = 0;  // > 0: every update scaled to at most this L2 norm first
 };
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
@@ -335,14 +336,49 @@ RobustOptions resolve_robust(const Config& c, const RunSpec& s) {
   require(s.topology == Topology::kParameterServer && s.regime != Regime::kAsync,
           "robust aggregation replaces the synchronous parameter server's mean: it needs "
           "topology = \"parameter-server\" and regime = \"gradient\" or \"model\"");
-  if (r.rule == AggregateRule::kKrum || r.rule == AggregateRule::kMultiKrum)
-    require(s.partition.clients > 2 * r.byzantine + 2,
-            fmt::format("robust.rule = \"{}\" with byzantine = {} needs more than {} clients",
-                        aggregate_rule_name(r.rule), r.byzantine, 2 * r.byzantine + 2));
+  if (r.rule == AggregateRule::kKrum || r.rule == AggregateRule::kMultiKrum) {
+    // the clients a round asks (as sync_plan samples them)
+    const long asked = std::max(1L, std::lround(s.fraction * double(s.partition.clients)));
+    require(asked > 2 * r.byzantine + 2,
+            fmt::format("robust.rule = \"{}\" with byzantine = {} needs more than {} clients per "
+                        "round, this run asks {}",
+                        aggregate_rule_name(r.rule), r.byzantine, 2 * r.byzantine + 2, asked));
+    require(r.select <= asked - r.byzantine,
+            fmt::format("robust.select = {} is more than the {} updates multi-krum keeps of {}",
+                        r.select, asked - r.byzantine, asked));
+    require(s.network.all_available(),
+            "robust.rule = krum or multi-krum counts on every asked client answering: it needs "
+            "every network profile's availability = 1");
+  }
+  require(s.compression.uplink == "none" || s.compression.uplink == "fp16" ||
+              s.compression.uplink == "bf16",
+          "robust aggregation compares the clients' updates coordinate by coordinate: a "
+          "sparsifying or quantizing uplink (topk, randk, qsgd, sign, scaled_sign, powersgd) would "
+          "leave mostly zeros; use compression.uplink = none, fp16 or bf16");
   require(!s.compression.majority,
           "robust.rule and compression.aggregate = \"majority\" both decide the aggregate: "
           "choose one");
   return r;
+}
+
+// [attack]: who attacks how, and where the run can take it.
+AttackSpec resolve_attack(const Config& c, const RunSpec& s) {
+  AttackSpec a{.kind = parse_attack(c.get_string("attack.kind")),
+               .clients = int(c.get_int("attack.clients")),
+               .scale = c.get_float("attack.scale"),
+               .sigma = c.get_float("attack.sigma")};
+  require(std::isfinite(a.scale) && std::isfinite(a.sigma) && a.sigma >= 0,
+          "attack.scale must be finite and attack.sigma finite and >= 0");
+  if (a.kind == AttackKind::kNone) return a;
+  require(a.clients >= 1 && a.clients <= s.partition.clients,
+          fmt::format("attack.clients = {}: the attackers are client ids 0 .. f-1, f between 1 "
+                      "and partition.clients = {}",
+                      a.clients, s.partition.clients));
+  require(s.topology == Topology::kParameterServer && s.regime != Regime::kAsync,
+          "attack: simulated faulty clients send their updates to the synchronous parameter "
+          "server: it needs topology = \"parameter-server\" and regime = \"gradient\" or "
+          "\"model\" (fedpar replay recomputes async runs from honest clients)");
+  return a;
 }
 
 // [grid] and what every model-parallel topology (pipeline, tensor) needs.
@@ -447,6 +483,11 @@ RunSpec resolve_run_spec(const Config& c) {
   s.server_lr = float(c.get_float("local.server_lr"));
   s.prox_mu = float(c.get_float("local.prox_mu"));
   require(s.prox_mu >= 0, "local.prox_mu must be >= 0 (0 = FedAvg)");
+  require(s.prox_mu == 0 || s.regime == Regime::kModel,
+          "local.prox_mu pulls local steps towards the sent model: it needs regime = \"model\"");
+  require(s.partition.scheme != "feature-noise" || s.regime != Regime::kAsync,
+          "partition.scheme = \"feature-noise\" is applied by the client processes, which "
+          "fedpar replay does not start: it needs regime = \"gradient\" or \"model\"");
   s.server_optimizer = {.kind = parse_fedopt(c.get_string("server_optimizer.name")),
                         .lr = c.get_float("local.server_lr"),
                         .beta1 = c.get_float("server_optimizer.beta1"),
@@ -499,21 +540,15 @@ RunSpec resolve_run_spec(const Config& c) {
   s.delay_seconds = client_values(c, "stragglers.delay_seconds", 0.0);
 
   s.compression = resolve_compression(c, s);
-  s.robust = resolve_robust(c, s);
-  s.attack = {.kind = parse_attack(c.get_string("attack.kind")),
-              .clients = int(c.get_int("attack.clients")),
-              .scale = c.get_float("attack.scale"),
-              .sigma = c.get_float("attack.sigma")};
-  require(s.attack.clients >= 0 && s.attack.sigma >= 0,
-          "attack.clients and attack.sigma must be >= 0");
-  require(s.attack.kind == AttackKind::kNone || s.topology == Topology::kParameterServer,
-          "attack: simulated faulty clients send their updates to the parameter server: it needs "
-          "topology = \"parameter-server\"");
   s.network = resolve_network_section(c, s);
+  s.robust = resolve_robust(c, s);
+  s.attack = resolve_attack(c, s);
   s.grid_data = resolve_grid(c, s);
   s.pipeline = resolve_pipeline(c, s);
 
   s.drift = c.get_bool("diagnostics.drift");
+  require(!s.drift || s.attack.kind == AttackKind::kNone,
+          "diagnostics.drift compares honest updates: it needs attack.kind = \"none\"");
   require(!s.drift || s.compression.uplink == "none",
           "diagnostics.drift compares raw updates: it needs compression.uplink = \"none\"");
   s.save_params_every = int(c.get_int("diagnostics.save_params_every"));

@@ -7,17 +7,17 @@
 #include <map>
 #include <string>
 
+#include "core/attack.h"
 #include "core/codec/codec.h"
 #include "core/config.h"
 #include "core/dataset.h"
+#include "core/fedopt.h"
 #include "core/model.h"
 #include "core/network.h"
 #include "core/optimizer.h"
 #include "core/partition_params.h"
-#include "core/attack.h"
-#include "core/fedopt.h"
-#include "core/robust_aggregate.h"
 #include "core/pipeline_schedule.h"
+#include "core/robust_aggregate.h"
 #include "core/weighted_average.h"
 
 namespace fedpar {

@@ -64,7 +64,7 @@ TEST(ServerOptimizers, RefusedOutsideTheModelRegime) {
 
 // One client of 7 adds N(0, 3^2) noise to its gradient: the mean takes a seventh of the noise
 // into every step, the robust rules leave it out.
-TEST(RobustAggregation, HoldsAgainstAScalingAttackerTheMeanDoesNot) {
+TEST(RobustAggregation, HoldsAgainstANoisyAttackerTheMeanDoesNot) {
   TempDir tmp;
   const std::string base =
       "--set regime=gradient --set partition.clients=7 --set sgd.batch=20 --set sgd.lr=0.3 "
@@ -94,7 +94,8 @@ TEST(RobustAggregation, HoldsAgainstAScalingAttackerTheMeanDoesNot) {
 TEST(RobustAggregation, ConfigErrorsNameTheFix) {
   TempDir tmp;
   auto r = run(tmp, "x", "--set robust.rule=krum --set robust.byzantine=1");
-  EXPECT_NE(r.err.find("robust.rule = \"krum\" with byzantine = 1 needs more than 4 clients"),
+  EXPECT_NE(r.err.find("robust.rule = \"krum\" with byzantine = 1 needs more than 4 clients per "
+                       "round, this run asks 4"),
             std::string::npos)
       << r.err;
   r = run(tmp, "x", "--set regime=gradient --set topology=allreduce --set robust.rule=median");

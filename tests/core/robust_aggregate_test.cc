@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/attack.h"
 #include "core/check.h"
 
 namespace fedpar {
@@ -55,7 +56,7 @@ TEST_F(Robust, KrumPicksTheUpdateNearestItsNeighbours) {
   EXPECT_EQ(aggregate({.rule = AggregateRule::kMultiKrum, .select = 2}),
             (std::vector<float>{2.5, 25}));  // u2 and u3
   try {
-    aggregate({.rule = AggregateRule::kKrum}, 4);
+    krum_scores(updates(4), 1);
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "krum with f = 1 needs more than 2 f + 2 = 4 updates, got 4");
@@ -68,6 +69,34 @@ TEST_F(Robust, ClippingScalesLongUpdatesOnly) {
   const auto out = aggregate({.clip_norm = 1}, 2);
   EXPECT_FLOAT_EQ(out[0], 0.45f);
   EXPECT_FLOAT_EQ(out[1], 0.6f);
+}
+
+TEST_F(Robust, KrumFallsBackToTheMedianWhenClientsAreMissing) {
+  // 4 updates cannot hold f = 1 (n <= 4): the round takes the median instead of stopping
+  EXPECT_EQ(aggregate({.rule = AggregateRule::kKrum}, 4), (std::vector<float>{2.5, 25}));
+  EXPECT_EQ(aggregate({.rule = AggregateRule::kMultiKrum}, 4), (std::vector<float>{2.5, 25}));
+}
+
+TEST(Attack, EachKindCorruptsOnlyTheAttackers) {
+  const std::vector<float> honest = {1, -2};
+  auto sent = [&](AttackSpec a, uint32_t client) {
+    std::vector<float> u = honest;
+    corrupt_update(a, client, 3, 7, u);
+    return u;
+  };
+  EXPECT_EQ(sent({.kind = AttackKind::kSignFlip, .clients = 1}, 0), (std::vector<float>{-1, 2}));
+  EXPECT_EQ(sent({.kind = AttackKind::kSignFlip, .clients = 1}, 1), honest) << "client 1 is honest";
+  EXPECT_EQ(sent({.kind = AttackKind::kScale, .clients = 2, .scale = -4}, 1),
+            (std::vector<float>{-4, 8}));
+  const auto noisy = sent({.kind = AttackKind::kNoise, .clients = 1, .sigma = 1}, 0);
+  EXPECT_NE(noisy, honest);
+  EXPECT_EQ(noisy, sent({.kind = AttackKind::kNoise, .clients = 1, .sigma = 1}, 0)) << "seeded";
+  EXPECT_EQ(sent({.kind = AttackKind::kLabelFlip, .clients = 1}, 0), honest)
+      << "labels, not updates";
+  std::vector<int32_t> y = {0, 3, 9, 4};
+  const std::vector<uint32_t> rows = {0, 2};
+  flip_labels(y, rows, 10);
+  EXPECT_EQ(y, (std::vector<int32_t>{9, 3, 0, 4}));
 }
 
 TEST_F(Robust, NamesAreChecked) {
