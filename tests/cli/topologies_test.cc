@@ -169,12 +169,12 @@ TEST(Topologies, AllReduceWorkerDyingMidRunStopsTheRingWithinTheDeadline) {
 
 TEST(Async, ReplayReproducesTheRunBitForBitFromItsLog) {
   TempDir tmp;
-  // Client 0 computes 5x slower and waits 50 ms before each update, the others 10 ms: they apply
-  // several meanwhile, however slow the machine.
+  // Client 0 computes 5x slower and waits 100 ms before each update, the others 10 ms: they apply
+  // several meanwhile, however slow the machine (at 50 ms a loaded machine once let it keep up).
   const auto r =
       run(tmp, "async",
           "--set regime=async --set rounds=20 --set processes=3 --set partition.clients=3 "
-          "--set sgd.batch=20 --set sgd.lr=0.1 --set stragglers.delay_seconds=0:0.05,1:0.01,2:0.01 "
+          "--set sgd.batch=20 --set sgd.lr=0.1 --set stragglers.delay_seconds=0:0.1,1:0.01,2:0.01 "
           "--set stragglers.slowdown=0:5");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto log = jsonl(tmp / "res" / "async" / "updates.jsonl");
