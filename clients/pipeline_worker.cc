@@ -143,10 +143,7 @@ PartStep PipelineWorker::step(const Dataset& data, std::span<const uint32_t> sha
     }
   }
   // One SGD step per batch on the host slice, as the parameter server steps its whole model.
-  std::vector<float> g = st.grads_host();
-  replicas_.sum(g, out);
-  sgd_.step(params_, g, s_.sgd_lr);
-  inject_replica_fault(s_, replicas_.replica() * stages_ + stage_, round, params_);
+  replicas_.apply(st.grads_host(), stage_, stages_, round, sgd_, params_, out);
   st.set_params_host(params_);
   out.link_seconds = link_.wait_seconds() - wait0;
   out.compute_seconds = std::chrono::duration<double>(Clock::now() - t0).count() -

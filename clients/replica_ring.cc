@@ -10,7 +10,7 @@
 namespace fedpar {
 
 ReplicaRing::ReplicaRing(zmq::context_t& ctx, const RunSpec& s)
-    : bucket_floats_(s.ring_bucket_floats) {
+    : s_(s), bucket_floats_(s.ring_bucket_floats) {
   if (s.grid_data > 1) link_.emplace(ctx, s.ring_bind, s.ring_deadline_seconds);
 }
 
@@ -31,6 +31,13 @@ void ReplicaRing::sum(std::span<float> grads, PartStep& step) {
   step.replica_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   step.replica_bytes_sent += link_->bytes_sent() - sent;
+}
+
+void ReplicaRing::apply(std::vector<float> grads, int part, int parts, uint64_t round, HostSgd& sgd,
+                        std::vector<float>& params, PartStep& step) {
+  sum(grads, step);
+  sgd.step(params, grads, s_.sgd_lr);
+  inject_replica_fault(s_, replica_ * parts + part, round, params);
 }
 
 void inject_replica_fault(const RunSpec& s, int process, uint64_t round,

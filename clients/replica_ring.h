@@ -11,6 +11,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "core/optimizer.h"
 #include "core/run_spec.h"
 #include "transport/zmq_ring_link.h"
 
@@ -35,8 +36,13 @@ class ReplicaRing {
   int replica() const { return replica_; }
   // Sums `grads` over the replicas in place (nothing with one); adds its time and bytes to `step`.
   void sum(std::span<float> grads, PartStep& step);
+  // The end of part `part` of `parts`'s step: `grads` summed over the replicas, then one SGD step
+  // of its host `params` (and the replica-check fault, when the run names this process).
+  void apply(std::vector<float> grads, int part, int parts, uint64_t round, HostSgd& sgd,
+             std::vector<float>& params, PartStep& step);
 
  private:
+  const RunSpec& s_;
   std::optional<ZmqRingLink> link_;
   int64_t bucket_floats_;
   int replica_ = 0, replicas_ = 1;

@@ -60,10 +60,7 @@ PartStep TensorWorker::step(const Dataset& data, std::span<const uint32_t> shard
   const BatchStats st = shard_->forward_backward(
       buffer.x(), buffer.y(), int(batch), 1.0f / float(batch * replicas_.replicas()), allreduce);
   if (rank_ == 0) out.loss_sum = st.loss_sum;  // every rank computed the same loss
-  std::vector<float> g = shard_->grads_host();
-  replicas_.sum(g, out);
-  sgd_.step(params_, g, s_.sgd_lr);
-  inject_replica_fault(s_, replicas_.replica() * ways_ + rank_, round, params_);
+  replicas_.apply(shard_->grads_host(), rank_, ways_, round, sgd_, params_, out);
   shard_->set_params_host(params_);
   out.bytes_sent = link_.bytes_sent() - sent;
   out.bytes_received = link_.bytes_received() - received;
