@@ -4,9 +4,9 @@
 // server's; the links carry exactly the activations and gradients at each boundary; 1F1B holds
 // fewer activations than GPipe. Tensor: within rounding of the parameter server, bitwise
 // repeatable, exactly one all-reduce per dense pair on its ring. Grids (data x pipeline, data x
-// tensor): within rounding of the two-client parameter server, replicas identical, each part's
-// gradients all-reduced across replicas. A dead process stops any of them with a named error
-// within the links' deadline.
+// tensor): within rounding of the two-client parameter server, bitwise repeatable, replicas
+// identical, each part's gradients all-reduced across replicas. A dead process stops any of them
+// with a named error within the links' deadline.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -265,6 +265,10 @@ TEST(Grid, DataReplicasOfPipelineAndTensorTrainTheTwoClientModel) {
     }
     EXPECT_EQ(checked, 4) << "rounds 3, 6, 9 and the last";
     expect_same_losses(tmp, name, "ps");  // the last stage's or rank 0's loss, per replica
+    r = run(tmp, name + "-again", two + "--set processes=4 --set " + sets);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(final_params(tmp, name + "-again"), final_params(tmp, name))
+        << name << ": a grid repeats bit for bit";
   }
   // One bit flipped in replica 1's part 1 (process 3) after round 1: the hash check in round 3
   // stops the run and names the part.
