@@ -21,6 +21,7 @@
 #include "core/local_update.h"
 #include "core/model.h"
 #include "core/run_spec.h"
+#include "core/scaffold.h"
 #include "protocol/messages.h"
 #include "transport/shaped_link.h"
 #include "transport/transport.h"
@@ -323,6 +324,16 @@ class ClientProcess {
     return replica_;
   }
 
+  // SCAFFOLD's server control c, the TASK's second vector (empty for other algorithms).
+  std::span<const float> scaffold_control(const TaskMsg& t) const {
+    if (s_.algorithm != FlAlgorithm::kScaffold || t.kind != TaskKind::kLocalTrain) return {};
+    if (!t.control || t.vectors.size() != 2 || t.vectors[1].size() != num_params_)
+      throw Error(fmt::format(
+          "malformed TASK from the server: SCAFFOLD needs the model and a control of {} values",
+          num_params_));
+    return t.vectors[1];
+  }
+
   void train(const TaskMsg& t, uint64_t round) {
     if (!model_) throw Error("the server sent a training task to a pipeline stage");
     const std::span<const float> start = task_model(t);
@@ -335,14 +346,31 @@ class ClientProcess {
         .lr = float(t.lr),
         .sgd = {.momentum = float(t.momentum)},
         .prox_mu = s_.prox_mu,
-        .drift = t.drift};
+        .drift = t.drift,
+        .local_steps_max = s_.local_steps_max,
+        .local_epochs_max = s_.local_epochs_max};
+    const std::span<const float> control = scaffold_control(t);
     for (uint32_t c : t.clients) {
       const auto shard = shards_.find(c);
       if (shard == shards_.end()) continue;  // the TASK lists every participant
       const auto t0 = Clock::now();
+      std::vector<float> correction;
+      if (!control.empty()) {
+        auto& mine = controls_[c];  // c_i, zero before the client's first round
+        if (mine.empty()) mine.assign(num_params_, 0.0f);
+        correction = scaffold_correction(control, mine);
+      }
+      Task local = task;
+      local.correction = correction;
       LocalResult r =
-          compute_update(*model_, data_.train, shard->second, start, task, s_.seed, c, &buffer_);
+          compute_update(*model_, data_.train, shard->second, start, local, s_.seed, c, &buffer_);
       const double secs = seconds_since(t0);
+      std::vector<float> control_change;  // SCAFFOLD's dc_i, from the honest delta
+      if (!control.empty()) {
+        control_change = scaffold_control_change(control, r.values, r.local_steps, task.lr);
+        auto& mine = controls_[c];
+        for (size_t i = 0; i < mine.size(); ++i) mine[i] += control_change[i];
+      }
       corrupt_update(s_.attack, c, round, s_.seed, r.values);  // [attack]: a faulty client's lie
       UpdateMsg u{.kind = t.kind,
                   .num_samples = r.num_samples,
@@ -353,9 +381,11 @@ class ClientProcess {
         reply_encoded(c, round, std::move(u), r.values);
         continue;
       }
-      std::vector<std::vector<float>> vs;  // the update [, its linear part]: sent without a copy
+      // the update [, its linear part] [, SCAFFOLD's control change]: sent without a copy
+      std::vector<std::vector<float>> vs;
       vs.push_back(std::move(r.values));
       if (task.drift) vs.push_back(std::move(r.linear));
+      if (!control.empty()) vs.push_back(std::move(control_change));
       reply(c, round, std::move(u), std::move(vs));
     }
   }
@@ -379,6 +409,8 @@ class ClientProcess {
   std::unique_ptr<Codec> uplink_;          // how updates go (null: raw float32)
   std::optional<ErrorFeedback> feedback_;  // the hosted clients' residuals
   std::vector<float> replica_;             // the model, with a delta downlink
+  // SCAFFOLD: each hosted virtual client's control variate c_i, kept across rounds
+  std::map<uint32_t, std::vector<float>> controls_;
 };
 
 }  // namespace

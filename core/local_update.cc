@@ -21,6 +21,18 @@ std::vector<uint32_t> gradient_batch(std::span<const uint32_t> shard, int64_t ba
   return v;
 }
 
+int64_t local_steps_taken(const Task& task, size_t shard_size, uint64_t seed, uint32_t client) {
+  const bool epochs = task.local_epochs > 0;
+  const int64_t lo = epochs ? task.local_epochs : task.local_steps;
+  const int64_t hi = epochs ? task.local_epochs_max : task.local_steps_max;
+  const int64_t work = hi <= lo ? lo
+                                : lo + int64_t(Rng(seed, "local-work", client, uint32_t(task.round))
+                                                   .below(uint64_t(hi - lo + 1)));
+  if (!epochs) return work;
+  const size_t b = task.batch <= 0 ? shard_size : std::min<size_t>(size_t(task.batch), shard_size);
+  return int64_t((shard_size + b - 1) / b) * work;  // batches per pass (the last may be short)
+}
+
 LocalResult compute_update(Model& model, const Dataset& data, std::span<const uint32_t> shard,
                            std::span<const float> params, const Task& task, uint64_t seed,
                            uint32_t client, BatchBuffer* buffer) {
@@ -49,9 +61,7 @@ LocalResult compute_update(Model& model, const Dataset& data, std::span<const ui
   Sgd sgd(be, model.num_params(), task.sgd);
   Rng rng(seed, "local-shuffle", client, uint32_t(task.round));
   std::vector<uint32_t> order(shard.begin(), shard.end());
-  const int64_t steps_per_pass = int64_t((n + b - 1) / b);
-  const int64_t total_steps =
-      task.local_epochs > 0 ? steps_per_pass * task.local_epochs : int64_t(task.local_steps);
+  const int64_t total_steps = local_steps_taken(task, n, seed, client);
   FEDPAR_CHECK(total_steps >= 1) << "local training needs at least one step";
   // The delta is the sum of the applied steps rather than w_K - w_0: for K = 1 it is exactly the
   // step centralized GD takes, without the extra rounding of w_1 to float.
@@ -62,6 +72,13 @@ LocalResult compute_update(Model& model, const Dataset& data, std::span<const ui
     anchor = DeviceArray<float>(be, model.num_params());
     pull = DeviceArray<float>(be, model.num_params());
     anchor.upload(params.data(), params.size());
+  }
+  DeviceArray<float> correction;  // SCAFFOLD: c - c_i
+  if (!task.correction.empty()) {
+    FEDPAR_CHECK(task.correction.size() == model.num_params())
+        << "a correction of " << task.correction.size() << " values";
+    correction = DeviceArray<float>(be, model.num_params());
+    correction.upload(task.correction.data(), task.correction.size());
   }
   size_t cursor = n;  // forces a reshuffle before the first step
   for (int64_t s = 0; s < total_steps; ++s) {
@@ -79,6 +96,8 @@ LocalResult compute_update(Model& model, const Dataset& data, std::span<const ui
       be.axpy(pull.data(), anchor.data(), -1.0f, pull.size());
       be.axpy(model.grads(), pull.data(), task.prox_mu, pull.size());
     }
+    if (!task.correction.empty())
+      be.axpy(model.grads(), correction.data(), 1.0f, correction.size());
     sgd.step(model.params(), model.grads(), task.lr, delta.data());
     if (s == 0 && task.drift) {
       out.linear.resize(delta.size());
@@ -91,6 +110,7 @@ LocalResult compute_update(Model& model, const Dataset& data, std::span<const ui
   out.values.resize(delta.size());
   be.download(out.values.data(), delta.data(), delta.size() * sizeof(float));
   out.num_samples = n;
+  out.local_steps = total_steps;
   return out;
 }
 

@@ -28,6 +28,12 @@ struct Task {
   SgdOptions sgd;        // local train: client optimizer, fresh every round
   float prox_mu = 0;     // local train: FedProx's mu (below; 0: FedAvg)
   bool drift = false;    // local train: also return `linear` (diagnostics.drift)
+  // local train: SCAFFOLD's c - c_i, added to every local gradient (empty: none; core/scaffold.h)
+  std::span<const float> correction;
+  // local train, heterogeneous work: above local_steps (local_epochs), each (client, round) draws
+  // its steps (epochs) uniformly from local_steps..local_steps_max, from (seed, "local-work",
+  // client, round); 0 = every client does the same
+  int local_steps_max = 0, local_epochs_max = 0;
 };
 
 struct LocalResult {
@@ -35,6 +41,7 @@ struct LocalResult {
   uint64_t num_samples = 0;       // n_k: samples the update stands for (its weight)
   double loss_sum = 0;            // summed loss over the samples seen, at the params used
   int64_t samples_processed = 0;  // forward/backward passes, for cost accounting
+  int64_t local_steps = 0;        // local train: the optimizer steps taken (FedNova's tau_i)
   // Local train with task.drift: K times the first applied step, i.e. K steps of the gradient
   // taken at the sent model (-K lr g_k(w) without momentum). The server averages these like the
   // deltas; the distance between the two averages is the round's drift (docs/suites.md).
@@ -46,6 +53,12 @@ struct LocalResult {
 // topology's server computes the same rows to hold their labels.
 std::vector<uint32_t> gradient_batch(std::span<const uint32_t> shard, int64_t batch, uint64_t seed,
                                      uint32_t client, uint64_t round);
+
+// The optimizer steps client `client` takes in local-train `task`'s round on a shard of
+// `shard_size` samples: its local steps, or its epochs times the batches per pass, drawn as
+// Task::local_steps_max (local_epochs_max) says. The server computes it too (FedNova's tau_i),
+// rather than trust a client to report it.
+int64_t local_steps_taken(const Task& task, size_t shard_size, uint64_t seed, uint32_t client);
 
 // Randomness: a gradient on a batch draws it from (seed, "batch", client, round); local training
 // reshuffles its shard each local epoch from (seed, "local-shuffle", client, round).

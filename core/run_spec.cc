@@ -59,6 +59,10 @@ batch = 0                # samples per local step; 0 or "full" = the whole shard
 lr = 0.1
 momentum = 0.0
 prox_mu = 0.0            # FedProx: local gradients get + mu (w - w_sent); 0 = FedAvg
+algorithm = "fedavg"     # fedavg | scaffold (control variates, option II) | fednova (normalised
+                         # averaging); docs/definitions.md
+steps_max = 0            # > steps: each client's steps per round drawn uniformly from steps..steps_max
+epochs_max = 0           # > epochs: each client's epochs per round drawn from epochs..epochs_max
 server_lr = 1.0          # params += server_lr * average delta (1.0 = FedAvg); [server_optimizer]'s eta
 
 [server_optimizer]       # model regime: how the server applies the mean delta (FedOpt, docs/definitions.md)
@@ -361,6 +365,33 @@ RobustOptions resolve_robust(const Config& c, const RunSpec& s) {
   return r;
 }
 
+// local.algorithm, and what each needs of the run.
+FlAlgorithm resolve_algorithm(const Config& c, const RunSpec& s) {
+  const std::string name = c.get_string("local.algorithm");
+  if (name == "fedavg") return FlAlgorithm::kFedAvg;
+  require(name == "scaffold" || name == "fednova",
+          fmt::format("local.algorithm must be fedavg, scaffold or fednova, got '{}'", name));
+  require(s.regime == Regime::kModel,
+          fmt::format("local.algorithm = \"{}\" changes local training and its averaging: it "
+                      "needs regime = \"model\"",
+                      name));
+  require(s.robust.rule == AggregateRule::kMean && s.robust.clip_norm == 0,
+          fmt::format("local.algorithm = \"{}\" averages the updates its own way: it needs "
+                      "robust.rule = \"mean\" and no robust.clip_norm",
+                      name));
+  if (name == "fednova") {
+    require(s.prox_mu == 0,
+            "local.algorithm = \"fednova\" normalises by the work of SGD with momentum; its "
+            "FedProx form is not built: set local.prox_mu = 0");
+    return FlAlgorithm::kFedNova;
+  }
+  require(s.compression.uplink == "none" && s.compression.downlink == "none" &&
+              !s.compression.downlink_delta,
+          "local.algorithm = \"scaffold\" sends the control variates beside the model and the "
+          "delta: it needs compression.uplink and compression.downlink = \"none\"");
+  return FlAlgorithm::kScaffold;
+}
+
 // [attack]: who attacks how, and where the run can take it.
 AttackSpec resolve_attack(const Config& c, const RunSpec& s) {
   AttackSpec a{.kind = parse_attack(c.get_string("attack.kind")),
@@ -488,6 +519,15 @@ RunSpec resolve_run_spec(const Config& c) {
   require(s.partition.scheme != "feature-noise" || s.regime != Regime::kAsync,
           "partition.scheme = \"feature-noise\" is applied by the client processes, which "
           "fedpar replay does not start: it needs regime = \"gradient\" or \"model\"");
+  s.local_steps_max = int(c.get_int("local.steps_max"));
+  s.local_epochs_max = int(c.get_int("local.epochs_max"));
+  require(s.local_steps_max == 0 || s.local_steps_max >= s.local_steps,
+          "local.steps_max must be 0 (every client takes local.steps) or >= local.steps");
+  require(s.local_epochs_max == 0 || (s.local_epochs > 0 && s.local_epochs_max >= s.local_epochs),
+          "local.epochs_max must be 0, or >= local.epochs with local.epochs >= 1");
+  require((s.local_steps_max == 0 && s.local_epochs_max == 0) || s.regime == Regime::kModel,
+          "local.steps_max and local.epochs_max vary the local training: they need regime = "
+          "\"model\"");
   s.server_optimizer = {.kind = parse_fedopt(c.get_string("server_optimizer.name")),
                         .lr = c.get_float("local.server_lr"),
                         .beta1 = c.get_float("server_optimizer.beta1"),
@@ -543,6 +583,7 @@ RunSpec resolve_run_spec(const Config& c) {
   s.network = resolve_network_section(c, s);
   s.robust = resolve_robust(c, s);
   s.attack = resolve_attack(c, s);
+  s.algorithm = resolve_algorithm(c, s);
   s.grid_data = resolve_grid(c, s);
   s.pipeline = resolve_pipeline(c, s);
 

@@ -30,6 +30,10 @@ enum class Regime { kGradient, kModel, kAsync };
 // How the gradient regime splits the work: data-parallel (parameter server, master, allreduce)
 // or model-parallel (pipeline, tensor; each may be replicated data-parallel: [grid]).
 enum class Topology { kParameterServer, kMaster, kAllReduce, kPipeline, kTensor };
+// The model regime's federated algorithm (local.algorithm; FedProx is local.prox_mu with any):
+// FedAvg, SCAFFOLD's control variates (core/scaffold.h), FedNova's normalised averaging
+// (core/fednova.h).
+enum class FlAlgorithm { kFedAvg, kScaffold, kFedNova };
 
 // [pipeline]: one stage per process (docs/topologies.md#pipeline).
 struct PipelineSpec {
@@ -67,10 +71,12 @@ struct RunSpec {
   int local_steps = 1, local_epochs = 0;
   int64_t local_batch = 0;  // 0 = full shard
   float local_lr = 0.1f, local_momentum = 0.0f, server_lr = 1.0f;
-  float prox_mu = 0;               // FedProx: local.prox_mu
-  FedOptOptions server_optimizer;  // [server_optimizer], lr = server_lr
-  RobustOptions robust;            // [robust]: how the parameter server reduces the updates
-  AttackSpec attack;               // [attack]: simulated faulty clients
+  float prox_mu = 0;  // FedProx: local.prox_mu
+  FlAlgorithm algorithm = FlAlgorithm::kFedAvg;
+  int local_steps_max = 0, local_epochs_max = 0;  // heterogeneous work (core/local_update.h)
+  FedOptOptions server_optimizer;                 // [server_optimizer], lr = server_lr
+  RobustOptions robust;  // [robust]: how the parameter server reduces the updates
+  AttackSpec attack;     // [attack]: simulated faulty clients
   // gradient regime: per-client batch and the server optimizer
   int64_t sgd_batch = 0;
   float sgd_lr = 0.1f, sgd_momentum = 0.0f;

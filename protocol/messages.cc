@@ -132,6 +132,7 @@ WireMessage encode(TaskMsg m, const Envelope& e, std::shared_ptr<const void> own
                    {"drift", m.drift}});
       if (m.draw) body["draw"] = *m.draw;
       if (m.delta) body["delta"] = true;
+      if (m.control) body["control"] = true;
       break;
     case TaskKind::kAllReduce:
       body.update(
@@ -255,8 +256,13 @@ Decoded<TaskMsg> decode_task(const ParsedMessage& p) {
       uint64_t draw = 0;
       if (p.body.contains("draw")) r.get("draw", draw), m.draw = draw;
       r.get_optional("delta", m.delta);
+      r.get_optional("control", m.control);
       r.require(m.steps >= 1 && m.epochs >= 0, "steps must be >= 1 and epochs >= 0");
-      r.require(p.vectors.size() == 1, "a training task carries the model");
+      r.require(!m.control || m.kind == TaskKind::kLocalTrain,
+                "only a local-train task carries a control");
+      r.require(p.vectors.size() == 1 + size_t(m.control),
+                m.control ? "a SCAFFOLD task carries the model and the control"
+                          : "a training task carries the model");
       break;
     }
     case TaskKind::kForward:

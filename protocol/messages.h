@@ -76,6 +76,7 @@ struct TaskMsg {
   int64_t steps = 1, epochs = 0;
   double lr = 0.1, momentum = 0;
   bool drift = false;
+  bool control = false;  // SCAFFOLD: the second vector is the server's control variate c
   // async: names the batch draw (the client's task count); absent: the round names it
   std::optional<uint64_t> draw;
   // allreduce

@@ -6,11 +6,15 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 
 #include "core/check.h"
+#include "core/fednova.h"
+#include "core/local_update.h"
 #include "core/rng.h"
+#include "core/scaffold.h"
 #include "server/diagnostics.h"
 #include "server/plan.h"
 #include "server/strategy.h"
@@ -38,6 +42,7 @@ class SyncPlan final : public Plan {
         s_(run.s),
         gradient_(s_.regime == Regime::kGradient),
         drift_(s_.drift && !gradient_),
+        scaffold_(s_.algorithm == FlAlgorithm::kScaffold),
         strategy_(!gradient_ ? make_model_averaging(s_.weighting, s_.server_optimizer, s_.robust)
                   : s_.compression.majority
                       ? make_majority_vote(LrSchedule{.base_lr = s_.sgd_lr},
@@ -65,13 +70,23 @@ class SyncPlan final : public Plan {
     for (uint32_t client : participants)
       if (!c.got.count(client)) absent.push_back(client);
     drop_absent(engine, c, absent);
-    std::vector<ClientUpdate> updates, linear;
+    std::vector<ClientUpdate> updates, linear, control_changes;
     for (const auto& [client, r] : c.got) {
       updates.push_back({client, engine.round, r.update.num_samples, r.update.vectors[0]});
       if (drift_)
         linear.push_back({client, engine.round, r.update.num_samples, r.update.vectors[1]});
+      if (scaffold_)
+        control_changes.push_back(
+            {client, engine.round, r.update.num_samples, r.update.vectors.back()});
+    }
+    std::vector<std::vector<float>> normalized;  // FedNova's rescaled deltas
+    if (s_.algorithm == FlAlgorithm::kFedNova) {
+      normalized = fednova_normalize(updates, fednova_works(updates, engine.round), s_.weighting);
+      for (size_t k = 0; k < updates.size(); ++k) updates[k].values = normalized[k];
     }
     strategy_->apply(updates, run_.params);
+    if (scaffold_)
+      scaffold_server_control(control_changes, s_.weighting, all_clients_weight(), control_);
     const auto t_done = Clock::now();
     record(rec, c, absent, updates, linear, participants.size());
     rec.broadcast_seconds = broadcast_seconds;
@@ -97,8 +112,11 @@ class SyncPlan final : public Plan {
                  .lr = s_.local_lr,
                  .momentum = s_.local_momentum,
                  .drift = drift_};
-    const WireMessage m = engine.encode_model_task(
-        task, std::make_shared<const std::vector<float>>(run_.params), engine.envelope());
+    const WireMessage m =
+        scaffold_
+            ? encode_with_control(std::move(task), engine.envelope())
+            : engine.encode_model_task(
+                  task, std::make_shared<const std::vector<float>>(run_.params), engine.envelope());
     model_bytes_ = 0;  // the model as it goes: raw or encoded
     const auto frames = m.spans();
     for (size_t i = 2; i < frames.size(); ++i) model_bytes_ += frames[i].size();
@@ -107,6 +125,42 @@ class SyncPlan final : public Plan {
       if (!engine.lost.count(id) && (per_peer_.count(id) || engine.downlink_delta()))
         engine.send(id, m);
     return std::chrono::duration<double>(Clock::now() - t_send).count();
+  }
+
+  // SCAFFOLD's TASK: the model and the server control c, raw (the run spec refuses a codec).
+  WireMessage encode_with_control(TaskMsg task, const Envelope& e) const {
+    const auto both = std::make_shared<const std::array<std::vector<float>, 2>>(
+        std::array{run_.params, control_});
+    task.vectors = {(*both)[0], (*both)[1]};
+    task.control = true;
+    return encode(std::move(task), e, both);
+  }
+
+  // The raw weights of all the run's clients summed (SCAFFOLD's c weighs every client's c_i).
+  double all_clients_weight() const {
+    double w = 0;
+    for (const ClientShard& c : run_.manifest.clients)
+      w += raw_weight(s_.weighting, c.indices.size());
+    return w;
+  }
+
+  // FedNova's a_i for every update: the steps its client took, as the client computes them
+  // (from the run's seed and the shard's size, not from what the client says), with momentum.
+  std::vector<double> fednova_works(std::span<const ClientUpdate> updates, uint64_t round) const {
+    const Task task{.kind = LocalWork::kLocalTrain,
+                    .round = round,
+                    .batch = s_.local_batch,
+                    .local_steps = s_.local_steps,
+                    .local_epochs = s_.local_epochs,
+                    .local_steps_max = s_.local_steps_max,
+                    .local_epochs_max = s_.local_epochs_max};
+    std::vector<double> works;
+    for (const ClientUpdate& u : updates) {
+      const size_t n = run_.manifest.clients.at(u.client).indices.size();
+      works.push_back(
+          fednova_work(local_steps_taken(task, n, s_.seed, u.client), s_.local_momentum));
+    }
+    return works;
   }
 
   // Every sampled client unavailable ([network]): no task goes out and the model stays.
@@ -121,7 +175,8 @@ class SyncPlan final : public Plan {
   CollectSpec collect_spec() const {
     CollectSpec spec{.kind = gradient_ ? TaskKind::kGradient : TaskKind::kLocalTrain,
                      .seconds = s_.wait_seconds};
-    spec.floats.assign(drift_ ? 2 : 1, run_.params.size());  // the update [, its linear part]
+    // the update [, its linear part] [, SCAFFOLD's control change]
+    spec.floats.assign(1 + drift_ + scaffold_, run_.params.size());
     for (const auto& [id, ids] : per_peer_)
       spec.expected.insert(spec.expected.end(), ids.begin(), ids.end());
     std::sort(spec.expected.begin(), spec.expected.end());
@@ -182,7 +237,8 @@ class SyncPlan final : public Plan {
 
   RunContext& run_;
   const RunSpec& s_;
-  const bool gradient_, drift_;
+  const bool gradient_, drift_, scaffold_;
+  std::vector<float> control_ = std::vector<float>(run_.params.size(), 0.0f);  // SCAFFOLD's c
   std::unique_ptr<Strategy> strategy_;
   std::map<std::string, std::vector<uint32_t>> per_peer_;  // this round's tasks per process
   uint64_t model_bytes_ = 0;  // the model frame of this round's TASK, as sent

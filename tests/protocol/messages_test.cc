@@ -48,6 +48,22 @@ TEST(Messages, TaskRoundTripsPerKind) {
   EXPECT_EQ(back.draw, std::optional<uint64_t>(7));
   ASSERT_EQ(back.vectors.size(), 1u);
   EXPECT_EQ(std::vector<float>(back.vectors[0].begin(), back.vectors[0].end()), model);
+  EXPECT_FALSE(back.control);
+
+  // SCAFFOLD: the model and the server's control; a control without its vector is refused
+  const std::vector<float> control = {0.5f, 0.f, -1.f};
+  t.control = true;
+  t.vectors = {model, control};
+  const TaskMsg sc = std::get<TaskMsg>(decode_task(wire(encode(t, {}))));
+  EXPECT_TRUE(sc.control);
+  ASSERT_EQ(sc.vectors.size(), 2u);
+  EXPECT_EQ(std::vector<float>(sc.vectors[1].begin(), sc.vectors[1].end()), control);
+  t.vectors = {model};
+  EXPECT_EQ(reason(decode_task(wire(encode(t, {})))),
+            "a SCAFFOLD task carries the model and the control");
+  t.kind = TaskKind::kGradient;
+  t.vectors = {model, control};
+  EXPECT_EQ(reason(decode_task(wire(encode(t, {})))), "only a local-train task carries a control");
 
   TaskMsg ring{.kind = TaskKind::kAllReduce,
                .batch = 0,
