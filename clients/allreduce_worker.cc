@@ -20,8 +20,9 @@ AllReduceWorker::AllReduceWorker(zmq::context_t& ctx, const RunSpec& s)
                  ? make_codec(s.compression.uplink, s.compression.params)
                  : nullptr),
       link_(ctx, s.ring_bind, s.ring_deadline_seconds),
-      sgd_({.momentum = s.sgd_momentum}) {
+      sgd_(s.optimizer.sgd) {
   link_.set_codec(codec_.get());
+  if (s.optimizer.precision == Precision::kF16) scaler_.emplace();
 }
 
 void AllReduceWorker::join(int rank, int size, const std::string& next_endpoint) {
@@ -39,7 +40,11 @@ AllReduceStep AllReduceWorker::step(Model& model, const Dataset& data,
       << "no replica: the first task carries the model";
   AllReduceStep out;
   const auto t0 = Clock::now();
-  Task task{.kind = LocalWork::kGradient, .round = round, .batch = batch};
+  const Task task{.kind = LocalWork::kGradient,
+                  .round = round,
+                  .batch = batch,
+                  .accumulate = s_.optimizer.accumulate,
+                  .scaler = scaler_ ? &*scaler_ : nullptr};
   std::vector<LocalResult> results;
   results.reserve(shards.size());  // the updates view their values
   std::vector<ClientUpdate> updates;
@@ -67,7 +72,7 @@ AllReduceStep AllReduceWorker::step(Model& model, const Dataset& data,
   out.ring_bytes_received = link_.bytes_received() - received;
   const float inv = float(1.0 / total_weight);
   for (float& v : sum_) v *= inv;
-  sgd_.step(replica_, sum_, s_.sgd_lr);
+  sgd_.step(replica_, sum_, s_.optimizer.lr.at(int64_t(round)));
   inject_replica_fault(s_, rank_, round, replica_);
   return out;
 }

@@ -18,6 +18,7 @@
 
 #include "core/batch_buffer.h"
 #include "core/dataset.h"
+#include "core/loss_scaler.h"
 #include "core/model.h"
 #include "core/optimizer.h"
 #include "core/run_spec.h"
@@ -61,7 +62,8 @@ class AllReduceWorker {
   ZmqRingLink link_;
   int rank_ = 0, size_ = 1;
   std::vector<float> replica_, sum_;
-  HostSgd sgd_;  // steps the host replica
+  HostSgd sgd_;                       // steps the host replica
+  std::optional<LossScaler> scaler_;  // fp16: the loss scale of this worker's gradients
 };
 
 }  // namespace fedpar

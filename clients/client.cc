@@ -52,6 +52,8 @@ class ClientProcess {
         buffer_(*be_, data_.train.dim()),
         uplink_(make_codec(s_.compression.uplink, with_layout(s_.compression.params, layout_))) {
     downlink_.add(make_codec(s_.compression.downlink, with_layout(s_.compression.params, layout_)));
+    be_->set_precision(s_.optimizer.precision);  // every matrix product of this process
+    if (s_.optimizer.precision == Precision::kF16) scaler_.emplace();
     if (uplink_ && s_.compression.error_feedback) feedback_.emplace(*uplink_);
     log(fmt::format("computing on {}", be_->describe()));
     if (w.num_params != num_params_)
@@ -188,7 +190,7 @@ class ClientProcess {
     const CodecContext ctx{round, client};
     std::vector<uint8_t> bytes;
     // the residual stands for a step at the rate the server applies: SGD's lr, or 1 for deltas
-    const float lr = u.kind == TaskKind::kGradient ? s_.sgd_lr : 1.0f;
+    const float lr = u.kind == TaskKind::kGradient ? s_.optimizer.lr.at(int64_t(round)) : 1.0f;
     if (feedback_)
       feedback_->encode(client, update, ctx, lr, bytes);
     else
@@ -344,11 +346,13 @@ class ClientProcess {
         .local_steps = int(t.steps),
         .local_epochs = int(t.epochs),
         .lr = float(t.lr),
-        .sgd = {.momentum = float(t.momentum)},
+        .sgd = s_.optimizer.sgd,
         .prox_mu = s_.prox_mu,
         .drift = t.drift,
         .local_steps_max = s_.local_steps_max,
-        .local_epochs_max = s_.local_epochs_max};
+        .local_epochs_max = s_.local_epochs_max,
+        .accumulate = s_.optimizer.accumulate,
+        .scaler = scaler_ ? &*scaler_ : nullptr};
     const std::span<const float> control = scaffold_control(t);
     for (uint32_t c : t.clients) {
       const auto shard = shards_.find(c);
@@ -411,6 +415,7 @@ class ClientProcess {
   std::vector<float> replica_;             // the model, with a delta downlink
   // SCAFFOLD: each hosted virtual client's control variate c_i, kept across rounds
   std::map<uint32_t, std::vector<float>> controls_;
+  std::optional<LossScaler> scaler_;  // fp16: the loss scale, carried from gradient to gradient
 };
 
 }  // namespace

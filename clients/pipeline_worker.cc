@@ -27,7 +27,7 @@ PipelineWorker::PipelineWorker(zmq::context_t& ctx, const RunSpec& s, Backend& b
       classes_(classes),
       link_(ctx, s.pipeline.bind, s.pipeline.deadline_seconds),
       replicas_(ctx, s),
-      sgd_({.momentum = s.sgd_momentum}) {}
+      sgd_(s.optimizer.sgd) {}
 
 void PipelineWorker::join(int stage, int stages, const std::string& prev, const std::string& next,
                           int replica, int replicas, const std::string& replica_next) {

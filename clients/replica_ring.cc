@@ -36,7 +36,7 @@ void ReplicaRing::sum(std::span<float> grads, PartStep& step) {
 void ReplicaRing::apply(std::vector<float> grads, int part, int parts, uint64_t round, HostSgd& sgd,
                         std::vector<float>& params, PartStep& step) {
   sum(grads, step);
-  sgd.step(params, grads, s_.sgd_lr);
+  sgd.step(params, grads, s_.optimizer.lr.at(int64_t(round)));
   inject_replica_fault(s_, replica_ * parts + part, round, params);
 }
 

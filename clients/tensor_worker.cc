@@ -19,7 +19,7 @@ TensorWorker::TensorWorker(zmq::context_t& ctx, const RunSpec& s, Backend& be, S
       classes_(classes),
       link_(ctx, s.ring_bind, s.ring_deadline_seconds),
       replicas_(ctx, s),
-      sgd_({.momentum = s.sgd_momentum}) {}
+      sgd_(s.optimizer.sgd) {}
 
 void TensorWorker::join(int rank, int ways, const std::string& next, int replica, int replicas,
                         const std::string& replica_next) {

@@ -33,6 +33,27 @@ int64_t local_steps_taken(const Task& task, size_t shard_size, uint64_t seed, ui
   return int64_t((shard_size + b - 1) / b) * work;  // batches per pass (the last may be short)
 }
 
+namespace {
+
+// model.grads() = the mean-loss gradient of the `take` rows in `buf`, in task.accumulate
+// micro-batches, loss-scaled when the task has a scaler (again at a lower scale on overflow).
+BatchStats batch_gradient(Model& model, BatchBuffer& buf, size_t take, const Task& task) {
+  const size_t micro = (take + size_t(task.accumulate) - 1) / size_t(task.accumulate);
+  for (int tries = 0;; ++tries) {
+    model.zero_grads();
+    const float scale = task.scaler ? task.scaler->scale() : 1.0f;
+    BatchStats st;
+    for (size_t m0 = 0; m0 < take; m0 += micro)
+      st += model.forward_backward(buf.x_at(m0), buf.y_at(m0), int(std::min(micro, take - m0)),
+                                   scale / float(take));
+    if (!task.scaler || task.scaler->unscale(model.backend(), model.grads(), model.num_params()))
+      return st;
+    if (tries == 100) throw Error("fp16 gradients overflow at every loss scale");
+  }
+}
+
+}  // namespace
+
 LocalResult compute_update(Model& model, const Dataset& data, std::span<const uint32_t> shard,
                            std::span<const float> params, const Task& task, uint64_t seed,
                            uint32_t client, BatchBuffer* buffer) {
@@ -49,8 +70,7 @@ LocalResult compute_update(Model& model, const Dataset& data, std::span<const ui
   if (task.kind == LocalWork::kGradient) {
     const std::vector<uint32_t> idx = gradient_batch(shard, task.batch, seed, client, task.round);
     buf.load(data, idx);
-    model.zero_grads();
-    const BatchStats st = model.forward_backward(buf.x(), buf.y(), int(b), 1.0f / float(b));
+    const BatchStats st = batch_gradient(model, buf, b, task);
     out.values = model.grads_host();
     out.num_samples = b;
     out.loss_sum = st.loss_sum;
@@ -89,8 +109,7 @@ LocalResult compute_update(Model& model, const Dataset& data, std::span<const ui
     const size_t take = std::min(b, n - cursor);
     buf.load(data, std::span(order).subspan(cursor, take));
     cursor += take;
-    model.zero_grads();
-    const BatchStats st = model.forward_backward(buf.x(), buf.y(), int(take), 1.0f / float(take));
+    const BatchStats st = batch_gradient(model, buf, take, task);
     if (task.prox_mu != 0) {  // g += mu (w - w_sent)
       be.copy(pull.data(), model.params(), pull.size() * sizeof(float));
       be.axpy(pull.data(), anchor.data(), -1.0f, pull.size());

@@ -11,6 +11,7 @@
 
 #include "core/batch_buffer.h"
 #include "core/dataset.h"
+#include "core/loss_scaler.h"
 #include "core/model.h"
 #include "core/optimizer.h"
 
@@ -34,6 +35,12 @@ struct Task {
   // its steps (epochs) uniformly from local_steps..local_steps_max, from (seed, "local-work",
   // client, round); 0 = every client does the same
   int local_steps_max = 0, local_epochs_max = 0;
+  // Every gradient (a gradient task's, each local step's) in this many micro-batches: the same
+  // mean over the batch, the activations of a micro-batch at a time ([optimizer] accumulate).
+  int accumulate = 1;
+  // fp16 ([optimizer] precision): the loss is scaled by it, and a gradient that overflows is
+  // computed again at the scale it backs off to. Null: no loss scaling.
+  LossScaler* scaler = nullptr;
 };
 
 struct LocalResult {

@@ -152,7 +152,7 @@ void fields(V& v, HostRecord& r) {
 
 template <typename V>
 void fields(V& v, RoundRecord& r) {
-  v("round", r.round), v("topology", r.topology), v("train_loss", r.train_loss),
+  v("round", r.round), v("topology", r.topology), v("train_loss", r.train_loss), v("lr", r.lr),
       v("wait_seconds", r.wait_seconds);
   v("bytes_sent_total", r.bytes_sent_total), v("bytes_received_total", r.bytes_received_total);
   v("server_bytes_sent", r.server_bytes_sent), v("server_bytes_received", r.server_bytes_received);

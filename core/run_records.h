@@ -52,7 +52,8 @@ struct RoundRecord {
   int64_t round = 0;     // 1-based
   std::string topology;  // parameter-server | model-averaging | master | allreduce | async
   double train_loss = 0;
-  double wait_seconds = 0;  // the server's wait for the round's replies
+  std::optional<double> lr;  // synchronous regimes: [optimizer]'s rate for this round's step(s)
+  double wait_seconds = 0;   // the server's wait for the round's replies
   uint64_t bytes_sent_total = 0,
            bytes_received_total = 0;  // at the server's socket, since the start
   uint64_t server_bytes_sent = 0, server_bytes_received = 0;  // this round

@@ -56,8 +56,7 @@ sigma = 1.0              # iid-quantity lognormal: std of log sizes; feature-noi
 steps = 1                # local SGD steps per round (when epochs = 0)
 epochs = 0               # local epochs per round (overrides steps)
 batch = 0                # samples per local step; 0 or "full" = the whole shard
-lr = 0.1
-momentum = 0.0
+                         # (the clients step with [optimizer]; its schedule counts rounds)
 prox_mu = 0.0            # FedProx: local gradients get + mu (w - w_sent); 0 = FedAvg
 algorithm = "fedavg"     # fedavg | scaffold (control variates, option II) | fednova (normalised
                          # averaging); docs/definitions.md
@@ -71,10 +70,8 @@ beta1 = 0.9              # avgm: momentum; adagrad, adam, yogi: first-moment dec
 beta2 = 0.99             # adam, yogi: second-moment decay
 tau = 0.001              # adagrad, adam, yogi: added to sqrt(v); v starts at tau^2
 
-[sgd]                    # gradient regime
+[sgd]                    # gradient regime (the server, or the workers, step with [optimizer])
 batch = 0                # samples per client gradient; 0 or "full" = the whole shard
-lr = 0.1                 # server SGD learning rate
-momentum = 0.0
 
 [allreduce]              # topology = "allreduce": the workers' ring (and tensor's, and [grid]'s)
 bind = "tcp://127.0.0.1:*"  # where each worker listens for its previous neighbour; across hosts
@@ -365,6 +362,31 @@ RobustOptions resolve_robust(const Config& c, const RunSpec& s) {
   return r;
 }
 
+// [optimizer] for a run: global steps are rounds (async: applied updates, num_clients a round);
+// the global batch of a gradient-regime step is sgd.batch times the clients that send one.
+OptimizerSpec resolve_run_optimizer(const Config& c, const RunSpec& s) {
+  const bool async = s.regime == Regime::kAsync;
+  const int64_t steps = int64_t(s.rounds) * (async ? s.partition.clients : 1);
+  require(
+      (c.get_int("optimizer.accumulate") == 1 && c.get_string("optimizer.precision") != "fp16") ||
+          s.topology == Topology::kParameterServer || s.topology == Topology::kAllReduce,
+      "optimizer.accumulate and fp16 loss scaling act inside a client's gradient: they need "
+      "topology = \"parameter-server\" or \"allreduce\" (a pipeline splits its batch with "
+      "pipeline.micro_batches)");
+  require(!async || c.get_string("optimizer.precision") != "fp16",
+          "optimizer.precision = \"fp16\" keeps a loss scale per client process, which fedpar "
+          "replay cannot follow: use bf16 with regime = \"async\"");
+  if (s.regime == Regime::kModel) {
+    require(c.get_string("optimizer.scaling") == "none",
+            "optimizer.scaling sets a data-parallel step's rate from its global batch: it needs "
+            "regime = \"gradient\" or \"async\" (the model regime's clients step alone)");
+    return resolve_optimizer(c, 0, steps);
+  }
+  const int64_t senders =
+      async ? 1 : std::max(1L, std::lround(s.fraction * double(s.partition.clients)));
+  return resolve_optimizer(c, s.sgd_batch * senders, steps);
+}
+
 // local.algorithm, and what each needs of the run.
 FlAlgorithm resolve_algorithm(const Config& c, const RunSpec& s) {
   const std::string name = c.get_string("local.algorithm");
@@ -380,6 +402,9 @@ FlAlgorithm resolve_algorithm(const Config& c, const RunSpec& s) {
                       "robust.rule = \"mean\" and no robust.clip_norm",
                       name));
   if (name == "fednova") {
+    require(!s.optimizer.sgd.nesterov && s.optimizer.sgd.weight_decay == 0,
+            "local.algorithm = \"fednova\" normalises by the work of SGD with heavy-ball "
+            "momentum: set optimizer.nesterov = false and optimizer.weight_decay = 0");
     require(s.prox_mu == 0,
             "local.algorithm = \"fednova\" normalises by the work of SGD with momentum; its "
             "FedProx form is not built: set local.prox_mu = 0");
@@ -442,7 +467,9 @@ int resolve_grid(const Config& c, const RunSpec& s) {
 
 }  // namespace
 
-std::string run_defaults() { return std::string(kRunTop) + kModelDataDefaults + kRunSections; }
+std::string run_defaults() {
+  return std::string(kRunTop) + kModelDataDefaults + kRunSections + kOptimizerDefaults;
+}
 
 Config make_run_config(std::string_view extra_sections) {
   Config c(run_defaults() + std::string(extra_sections));
@@ -509,8 +536,6 @@ RunSpec resolve_run_spec(const Config& c) {
           "local.steps must be >= 1 and local.epochs >= 0");
   s.local_batch = c.is_word("local.batch", "full") ? 0 : c.get_int("local.batch");
   require(s.local_batch >= 0, "local.batch must be >= 0 (0 = full) or \"full\"");
-  s.local_lr = float(c.get_float("local.lr"));
-  s.local_momentum = float(c.get_float("local.momentum"));
   s.server_lr = float(c.get_float("local.server_lr"));
   s.prox_mu = float(c.get_float("local.prox_mu"));
   require(s.prox_mu >= 0, "local.prox_mu must be >= 0 (0 = FedAvg)");
@@ -539,9 +564,7 @@ RunSpec resolve_run_spec(const Config& c) {
           "(the gradient regime's server steps with [sgd])");
   s.sgd_batch = c.is_word("sgd.batch", "full") ? 0 : c.get_int("sgd.batch");
   require(s.sgd_batch >= 0, "sgd.batch must be >= 0 (0 = full) or \"full\"");
-  s.sgd_lr = float(c.get_float("sgd.lr"));
-  s.sgd_momentum = float(c.get_float("sgd.momentum"));
-  require(s.local_lr > 0 && s.sgd_lr > 0 && s.server_lr > 0, "learning rates must be > 0");
+  require(s.server_lr > 0, "local.server_lr must be > 0");
 
   const std::string topology = c.get_string("topology");
   if (topology == "parameter-server")
@@ -583,6 +606,7 @@ RunSpec resolve_run_spec(const Config& c) {
   s.network = resolve_network_section(c, s);
   s.robust = resolve_robust(c, s);
   s.attack = resolve_attack(c, s);
+  s.optimizer = resolve_run_optimizer(c, s);
   s.algorithm = resolve_algorithm(c, s);
   s.grid_data = resolve_grid(c, s);
   s.pipeline = resolve_pipeline(c, s);

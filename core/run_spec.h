@@ -15,6 +15,7 @@
 #include "core/model.h"
 #include "core/network.h"
 #include "core/optimizer.h"
+#include "core/optimizer_config.h"
 #include "core/partition_params.h"
 #include "core/pipeline_schedule.h"
 #include "core/robust_aggregate.h"
@@ -70,16 +71,18 @@ struct RunSpec {
   // model regime: local training and the server learning rate
   int local_steps = 1, local_epochs = 0;
   int64_t local_batch = 0;  // 0 = full shard
-  float local_lr = 0.1f, local_momentum = 0.0f, server_lr = 1.0f;
+  float server_lr = 1.0f;
   float prox_mu = 0;  // FedProx: local.prox_mu
   FlAlgorithm algorithm = FlAlgorithm::kFedAvg;
   int local_steps_max = 0, local_epochs_max = 0;  // heterogeneous work (core/local_update.h)
   FedOptOptions server_optimizer;                 // [server_optimizer], lr = server_lr
   RobustOptions robust;  // [robust]: how the parameter server reduces the updates
   AttackSpec attack;     // [attack]: simulated faulty clients
-  // gradient regime: per-client batch and the server optimizer
+  // gradient regime: per-client batch
   int64_t sgd_batch = 0;
-  float sgd_lr = 0.1f, sgd_momentum = 0.0f;
+  // [optimizer]: the gradient regime's server (or workers), the model regime's clients; its
+  // schedule counts rounds (async: applied updates)
+  OptimizerSpec optimizer;
   Topology topology = Topology::kParameterServer;
   // allreduce topology: the workers' ring
   std::string ring_bind = "tcp://127.0.0.1:*";

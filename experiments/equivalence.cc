@@ -43,8 +43,8 @@ struct Variant {
 std::vector<Variant> variants(const Config& c) {
   const std::string lr = fmt::format("{}", c.get_float("equivalence.lr"));
   const std::vector<std::string> one_step = {
-      "regime=model",   "local.steps=1",    "local.epochs=0",    "local.batch=full",
-      "local.lr=" + lr, "local.momentum=0", "local.server_lr=1", "weighting=samples"};
+      "regime=model",       "local.steps=1",        "local.epochs=0",    "local.batch=full",
+      "optimizer.lr=" + lr, "optimizer.momentum=0", "local.server_lr=1", "weighting=samples"};
   auto with = [](std::vector<std::string> v, std::vector<std::string> more) {
     v.insert(v.end(), more.begin(), more.end());
     return v;
@@ -53,7 +53,7 @@ std::vector<Variant> variants(const Config& c) {
   return {
       {"b",
        "gradient averaging, full batch",
-       {"regime=gradient", "sgd.batch=full", "sgd.lr=" + lr, "sgd.momentum=0",
+       {"regime=gradient", "sgd.batch=full", "optimizer.lr=" + lr, "optimizer.momentum=0",
         "weighting=samples"}},
       {"c", "model averaging, K=1, full batch", one_step},
       {"d", fmt::format("model averaging, K={}, full batch", k),

@@ -22,7 +22,7 @@ class AsyncPlan final : public Plan {
       : run_(run),
         s_(run.s),
         log_(run.out.path() / "updates.jsonl"),
-        sgd_({.momentum = s_.sgd_momentum}),
+        sgd_(s_.optimizer.sgd),
         current_(std::make_shared<const std::vector<float>>(run.params)) {}
 
   const char* topology() const override { return "async"; }
@@ -78,7 +78,7 @@ class AsyncPlan final : public Plan {
                  .batch = s_.sgd_batch,
                  .steps = 1,
                  .epochs = 0,
-                 .lr = s_.sgd_lr,
+                 .lr = s_.optimizer.lr.at(int64_t(version_)),
                  .momentum = 0.0,
                  .drift = false,
                  .draw = draw};
@@ -111,7 +111,9 @@ class AsyncPlan final : public Plan {
     t.processed += double(r.update.num_samples);
     const uint64_t tau = version_ - o.version;
     const bool accept = s_.staleness_bound == 0 || tau <= uint64_t(s_.staleness_bound);
-    const float lr = s_.staleness_lr ? s_.sgd_lr / float(std::max<uint64_t>(1, tau)) : s_.sgd_lr;
+    // the schedule counts applied updates: this one would be number version_
+    const float base = s_.optimizer.lr.at(int64_t(version_));
+    const float lr = s_.staleness_lr ? base / float(std::max<uint64_t>(1, tau)) : base;
     if (accept) {
       sgd_.step(run_.params, r.update.vectors[0], lr);
       ++version_;

@@ -36,13 +36,14 @@ ReplayResult replay_async_run(const std::filesystem::path& results) {
   out.run_hash = read_run_summary(results).model_hash;
 
   auto be = make_backend("cpu", s.threads);  // as the run's clients computed (device cpu)
+  be->set_precision(s.optimizer.precision);
   const TrainTest data = load_dataset(s.data);
   const Manifest manifest = partition_dataset(data, s.partition);
   Model model(*be, s.model, data.train.shape, data.train.num_classes);
   model.init(s.seed);
   std::vector<float> params = model.params_host();
   BatchBuffer buffer(*be, data.train.dim());
-  HostSgd sgd({.momentum = s.sgd_momentum});  // as the server applied them
+  HostSgd sgd(s.optimizer.sgd);  // as the server applied them
 
   // Keep each model version only until the last update computed on it.
   std::map<uint64_t, size_t> last_use;
@@ -51,7 +52,8 @@ ReplayResult replay_async_run(const std::filesystem::path& results) {
   std::map<uint64_t, std::vector<float>> versions;
   uint64_t version = 0;
   if (last_use.count(0)) versions[0] = params;
-  const Task base{.kind = LocalWork::kGradient, .batch = s.sgd_batch};
+  const Task base{
+      .kind = LocalWork::kGradient, .batch = s.sgd_batch, .accumulate = s.optimizer.accumulate};
   for (size_t i = 0; i < log.size(); ++i) {
     const auto& e = log[i];
     ++out.updates;

@@ -22,8 +22,7 @@ class MasterPlan final : public Plan {
       : run_(run),
         s_(run.s),
         classes_(size_t(run.data.train.num_classes)),
-        strategy_(make_gradient_averaging(Weighting::kSum, LrSchedule{.base_lr = s_.sgd_lr},
-                                          {.momentum = s_.sgd_momentum})) {}
+        strategy_(make_gradient_averaging(Weighting::kSum, s_.optimizer.lr, s_.optimizer.sgd)) {}
 
   const char* topology() const override { return "master"; }
 

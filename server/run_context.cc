@@ -33,6 +33,7 @@ RunContext::RunContext(const Config& c, const RunSpec& setup)
 }
 
 bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const std::string& what) {
+  if (s.regime != Regime::kAsync) rec.lr = s.optimizer.lr.at(r);  // async: in updates.jsonl
   if (s.save_params_every > 0 && (r + 1) % s.save_params_every == 0)
     save_safetensors(
         out.path() / "params" / fmt::format("round-{:04d}.safetensors", r + 1), model.layout(),

@@ -45,10 +45,9 @@ class SyncPlan final : public Plan {
         scaffold_(s_.algorithm == FlAlgorithm::kScaffold),
         strategy_(!gradient_ ? make_model_averaging(s_.weighting, s_.server_optimizer, s_.robust)
                   : s_.compression.majority
-                      ? make_majority_vote(LrSchedule{.base_lr = s_.sgd_lr},
-                                           {.momentum = s_.sgd_momentum})
-                      : make_gradient_averaging(s_.weighting, LrSchedule{.base_lr = s_.sgd_lr},
-                                                {.momentum = s_.sgd_momentum}, s_.robust)) {}
+                      ? make_majority_vote(s_.optimizer.lr, s_.optimizer.sgd)
+                      : make_gradient_averaging(s_.weighting, s_.optimizer.lr, s_.optimizer.sgd,
+                                                s_.robust)) {}
 
   const char* topology() const override {
     return gradient_ ? "parameter-server" : "model-averaging";
@@ -109,8 +108,8 @@ class SyncPlan final : public Plan {
                  .batch = gradient_ ? s_.sgd_batch : s_.local_batch,
                  .steps = s_.local_steps,
                  .epochs = s_.local_epochs,
-                 .lr = s_.local_lr,
-                 .momentum = s_.local_momentum,
+                 .lr = s_.optimizer.lr.at(int64_t(engine.round)),  // the clients' rate
+                 .momentum = s_.optimizer.sgd.momentum,
                  .drift = drift_};
     const WireMessage m =
         scaffold_
@@ -158,7 +157,7 @@ class SyncPlan final : public Plan {
     for (const ClientUpdate& u : updates) {
       const size_t n = run_.manifest.clients.at(u.client).indices.size();
       works.push_back(
-          fednova_work(local_steps_taken(task, n, s_.seed, u.client), s_.local_momentum));
+          fednova_work(local_steps_taken(task, n, s_.seed, u.client), s_.optimizer.sgd.momentum));
     }
     return works;
   }

@@ -161,7 +161,7 @@ Action add_train_command(CLI::App& app) {
         f.flag, [args, key](const std::string& v) { args->flags[key] = v; },
         fmt::format("{} [{}]", f.help, key));
   }
-  cmd->add_option("--set", args->sets, "override any config key: --set train.momentum=0.9");
+  cmd->add_option("--set", args->sets, "override any config key: --set optimizer.momentum=0.9");
   cmd->add_flag("--quiet", args->quiet, "no progress on stderr");
   return [args] { return run_train(*args); };
 }

@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "core/model_data_config.h"
+#include "core/optimizer_config.h"
 
 namespace fedpar {
 
@@ -19,8 +20,6 @@ results_dir = "results"
 seed = 1                # init, shuffling and synthetic data all derive from it
 device = "cpu"          # cpu | cuda
 threads = 1             # CPU threads for matrix products
-precision = "fp32"      # fp32 | bf16 | fp16: matrix products' inputs (fp32 master weights; fp16 adds
-                        # dynamic loss scaling)
 
 )";
 
@@ -28,16 +27,6 @@ constexpr const char* kTrainSection = R"(
 [train]
 epochs = 1
 batch = 10              # samples per step, or "full"
-accumulate = 1          # micro-batches per step (same update as one big batch)
-lr = 0.1
-lr_schedule = "constant" # constant | step | cosine
-lr_step_size = 1        # step: decay every n steps
-lr_gamma = 0.1          # step: decay factor
-lr_min = 0.0            # cosine: final lr
-warmup_steps = 0        # linear warmup before the schedule
-momentum = 0.0
-weight_decay = 0.0
-nesterov = false
 shuffle = true
 eval_batch = 1000
 log_every = 100         # steps between train lines in metrics.jsonl
@@ -45,7 +34,9 @@ log_every = 100         # steps between train lines in metrics.jsonl
 
 }  // namespace
 
-std::string train_defaults() { return std::string(kTrainTop) + kModelDataDefaults + kTrainSection; }
+std::string train_defaults() {
+  return std::string(kTrainTop) + kModelDataDefaults + kTrainSection + kOptimizerDefaults;
+}
 
 Config make_train_config() {
   Config c(train_defaults());
@@ -70,13 +61,13 @@ const std::vector<FlagKey>& train_flags() {
       {"--csv-test", "data.csv_test", "CSV test file"},
       {"--epochs", "train.epochs", "passes over the training set"},
       {"--batch", "train.batch", "batch size, or 'full'"},
-      {"--accumulate", "train.accumulate", "micro-batches per step"},
-      {"--lr", "train.lr", "learning rate"},
-      {"--precision", "precision", "fp32 | bf16 | fp16 (matrix products)"},
-      {"--lr-schedule", "train.lr_schedule", "constant | step | cosine"},
-      {"--warmup", "train.warmup_steps", "linear warmup steps"},
-      {"--momentum", "train.momentum", "SGD momentum"},
-      {"--weight-decay", "train.weight_decay", "L2 weight decay"},
+      {"--accumulate", "optimizer.accumulate", "micro-batches per step"},
+      {"--lr", "optimizer.lr", "learning rate"},
+      {"--precision", "optimizer.precision", "fp32 | bf16 | fp16 (matrix products)"},
+      {"--lr-schedule", "optimizer.schedule", "constant | step | cosine"},
+      {"--warmup", "optimizer.warmup_steps", "linear warmup steps"},
+      {"--momentum", "optimizer.momentum", "SGD momentum"},
+      {"--weight-decay", "optimizer.weight_decay", "L2 weight decay"},
   };
   return flags;
 }
@@ -106,23 +97,12 @@ TrainSetup resolve_train_setup(const Config& c) {
   require(t.epochs >= 1, "train.epochs must be >= 1");
   t.batch = c.is_word("train.batch", "full") ? 0 : c.get_int("train.batch");
   require(t.batch >= 1 || c.is_word("train.batch", "full"), "train.batch must be >= 1 or \"full\"");
-  t.accumulate = int(c.get_int("train.accumulate"));
-  require(t.accumulate >= 1, "train.accumulate must be >= 1");
-  t.precision = parse_precision(c.get_string("precision"));
-  t.lr.base_lr = float(c.get_float("train.lr"));
-  t.lr.kind = c.get_string("train.lr_schedule");
-  t.lr.step_size = c.get_int("train.lr_step_size");
-  t.lr.gamma = float(c.get_float("train.lr_gamma"));
-  t.lr.min_lr = float(c.get_float("train.lr_min"));
-  t.lr.warmup_steps = c.get_int("train.warmup_steps");
-  t.lr.total_steps = 1;  // placeholder for validation; the trainer sets the real count
-  t.lr.validate();
-  t.lr.total_steps = 0;
-  t.sgd.momentum = float(c.get_float("train.momentum"));
-  t.sgd.weight_decay = float(c.get_float("train.weight_decay"));
-  t.sgd.nesterov = c.get_bool("train.nesterov");
-  require(t.sgd.momentum >= 0.0f && t.sgd.momentum < 1.0f, "train.momentum must be in [0, 1)");
-  require(t.sgd.weight_decay >= 0.0f, "train.weight_decay must be >= 0");
+  // total steps: the trainer fills them in for cosine
+  const OptimizerSpec o = resolve_optimizer(c, t.batch, 0);
+  t.lr = o.lr;
+  t.sgd = o.sgd;
+  t.accumulate = o.accumulate;
+  t.precision = o.precision;
   t.shuffle = c.get_bool("train.shuffle");
   t.eval_batch = c.get_int("train.eval_batch");
   require(t.eval_batch >= 1, "train.eval_batch must be >= 1");

@@ -21,7 +21,7 @@ using testing::TempDir;
 constexpr const char* kRun =
     "seed = 4\nregime = 'model'\nrounds = 12\nprocesses = 2\neval_every = 12\n"
     "[data]\nname = 'synthetic'\niid = true\n[partition]\nclients = 4\n"
-    "[local]\nsteps = 5\nbatch = 10\nlr = 0.05\n";
+    "[local]\nsteps = 5\nbatch = 10\n[optimizer]\nlr = 0.05\n";
 
 testing::CliRun run(const TempDir& tmp, const std::string& name, const std::string& sets) {
   std::ofstream(tmp / "run.toml") << kRun;
@@ -70,7 +70,7 @@ TEST(ServerOptimizers, RefusedOutsideTheModelRegime) {
 TEST(RobustAggregation, HoldsAgainstANoisyAttackerTheMeanDoesNot) {
   TempDir tmp;
   const std::string base =
-      "--set regime=gradient --set partition.clients=7 --set sgd.batch=20 --set sgd.lr=0.3 "
+      "--set regime=gradient --set partition.clients=7 --set sgd.batch=20 --set optimizer.lr=0.3 "
       "--set rounds=30 --set eval_every=30 ";
   const std::string attack = "--set attack.kind=noise --set attack.sigma=3 --set attack.clients=1 ";
   auto accuracy = [&](const std::string& name) {
@@ -120,7 +120,7 @@ TEST(FlAlgorithms, ScaffoldAndFedProxBeatFedAvgOnStronglyNonIidData) {
       "--set seed=1 --set processes=2 --set rounds=30 --set eval_every=5 --set data.iid=false "
       "--set data.alpha=1 --set data.beta=1 --set partition.scheme=natural "
       "--set partition.clients=30 --set fraction=0.3333333333 --set model.name=logreg "
-      "--set local.epochs=20 --set local.batch=10 --set local.lr=0.01 ";
+      "--set local.epochs=20 --set local.batch=10 --set optimizer.lr=0.01 ";
   // the mean test accuracy of the last three evaluations (rounds 20, 25, 30)
   auto accuracy = [&](const std::string& name) {
     double sum = 0;

@@ -28,7 +28,7 @@ using testing::TempDir;
 constexpr const char* kRun =
     "seed = 3\nregime = 'gradient'\nrounds = 10\neval_every = 5\n"
     "[data]\nname = 'synthetic'\niid = true\n[model]\nname = 'mlp'\nhidden = [32, 24]\n"
-    "[partition]\nclients = 1\n[sgd]\nbatch = 24\nlr = 0.3\nmomentum = 0.5\n";
+    "[partition]\nclients = 1\n[sgd]\nbatch = 24\n[optimizer]\nlr = 0.3\nmomentum = 0.5\n";
 
 testing::CliRun run(const TempDir& tmp, const std::string& name, const std::string& sets) {
   std::ofstream(tmp / "run.toml") << kRun;

@@ -78,7 +78,7 @@ TEST(PartitionCli, FeatureNoiseReachesTheClientsData) {
   std::ofstream(tmp / "run.toml")
       << "seed = 2\nregime = 'gradient'\nrounds = 5\nprocesses = 2\n"
          "[data]\nname = 'synthetic'\niid = true\n[partition]\nclients = 2\n"
-         "[sgd]\nbatch = 20\nlr = 0.3\n";
+         "[sgd]\nbatch = 20\n[optimizer]\nlr = 0.3\n";
   auto run = [&](const std::string& name, const std::string& sets) {
     const auto r = run_fedpar("run " + (tmp / "run.toml").string() + " --set results_dir=" +
                                   (tmp / "res").string() + " --set name=" + name + " " + sets,

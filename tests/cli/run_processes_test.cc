@@ -75,8 +75,8 @@ TEST_P(Distributed, SameBytesOverAnyTransportAndProcessCount) {
                                          "partition.clients=6",
                                          "local.steps=3",
                                          "local.batch=20",
-                                         "local.lr=0.05",
-                                         "sgd.lr=0.5",
+                                         "optimizer.lr=0.05",
+                                         "optimizer.lr=0.5",
                                          "fraction=0.5"};
   const RunResult a = run_distributed(tmp, "tcp1", "tcp://127.0.0.1:*", 1, sets);
   ASSERT_EQ(a.server_code, 0) << a.err;

@@ -42,7 +42,7 @@ TEST(Topologies, MasterAndAllReduceTrainWhatTheParameterServerTrainsUnderFullBat
   // 4 clients on 2 processes: a ring rank and a master's worker process each serve two shards.
   const std::string common =
       "--set regime=gradient --set rounds=8 --set processes=2 --set partition.clients=4 "
-      "--set sgd.batch=full --set sgd.lr=0.5 --set allreduce.hash_every=2";
+      "--set sgd.batch=full --set optimizer.lr=0.5 --set allreduce.hash_every=2";
   for (const char* t : {"parameter-server", "master", "allreduce"}) {
     const auto r = run(tmp, t, common + " --set topology=" + t);
     ASSERT_EQ(r.code, 0) << t << ": " << r.err;
@@ -174,7 +174,8 @@ TEST(Async, ReplayReproducesTheRunBitForBitFromItsLog) {
   const auto r =
       run(tmp, "async",
           "--set regime=async --set rounds=20 --set processes=3 --set partition.clients=3 "
-          "--set sgd.batch=20 --set sgd.lr=0.1 --set stragglers.delay_seconds=0:0.1,1:0.01,2:0.01 "
+          "--set sgd.batch=20 --set optimizer.lr=0.1 --set "
+          "stragglers.delay_seconds=0:0.1,1:0.01,2:0.01 "
           "--set stragglers.slowdown=0:5");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto log = jsonl(tmp / "res" / "async" / "updates.jsonl");
