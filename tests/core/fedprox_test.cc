@@ -3,34 +3,14 @@
 // step, so after two full-batch steps the delta is -lr g(w1), w1 = w0 - lr g(w0).
 #include <gtest/gtest.h>
 
-#include <numeric>
-
-#include "core/backend.h"
-#include "core/local_update.h"
-#include "core/synthetic.h"
+#include "tests/util/local_update_fixture.h"
 #include "tests/util/run_results.h"
 
 namespace fedpar {
 namespace {
 
-class FedProx : public ::testing::Test {
+class FedProx : public testing::LocalUpdateFixture {
  protected:
-  std::unique_ptr<Backend> be = make_backend("cpu");
-  TrainTest data = generate_synthetic({.iid = true, .seed = 5});
-  Model model{*be, {"mlp", {16}}, data.train.shape, 10};
-  std::vector<uint32_t> shard = std::vector<uint32_t>(40);
-  std::vector<float> w0;
-  void SetUp() override {
-    std::iota(shard.begin(), shard.end(), 0u);
-    model.init(3);
-    w0 = model.params_host();
-  }
-  // The full-batch gradient of the shard's mean loss at w.
-  std::vector<float> grad(const std::vector<float>& w) {
-    LocalResult r =
-        compute_update(model, data.train, shard, w, {.kind = LocalWork::kGradient}, 1, 0);
-    return r.values;
-  }
   std::vector<float> local(int steps, float lr, float mu) {
     return compute_update(
                model, data.train, shard, w0,

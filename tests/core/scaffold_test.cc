@@ -7,11 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <numeric>
 
-#include "core/backend.h"
 #include "core/local_update.h"
-#include "core/synthetic.h"
+#include "tests/util/local_update_fixture.h"
 #include "tests/util/run_results.h"
 
 namespace fedpar {
@@ -39,22 +37,7 @@ TEST(Scaffold, ControlArithmeticByHand) {
   EXPECT_THROW(scaffold_server_control(changes, Weighting::kUniform, 4, wrong), Error);
 }
 
-class ScaffoldLocal : public ::testing::Test {
- protected:
-  std::unique_ptr<Backend> be = make_backend("cpu");
-  TrainTest data = generate_synthetic({.iid = true, .seed = 5});
-  Model model{*be, {"mlp", {16}}, data.train.shape, 10};
-  std::vector<uint32_t> shard = std::vector<uint32_t>(40);
-  std::vector<float> w0;
-  void SetUp() override {
-    std::iota(shard.begin(), shard.end(), 0u);
-    model.init(3);
-    w0 = model.params_host();
-  }
-  std::vector<float> grad(const std::vector<float>& w) {
-    return compute_update(model, data.train, shard, w, {.kind = LocalWork::kGradient}, 1, 0).values;
-  }
-};
+using ScaffoldLocal = testing::LocalUpdateFixture;
 
 // Two full-batch steps with a correction k: delta = -lr (g0 + k) - lr (g1 + k), w1 = w0 - lr (g0 +
 // k).
