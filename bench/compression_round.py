@@ -39,6 +39,7 @@ scheme = "iid"
 clients = 4
 [sgd]
 batch = 32
+[optimizer]
 lr = 0.05
 """
 

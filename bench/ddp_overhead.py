@@ -208,6 +208,7 @@ scheme = "iid"
 clients = {workers}
 [sgd]
 batch = {batch}
+[optimizer]
 lr = 0.1
 """)
         subprocess.run([exe, "run", cfg], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

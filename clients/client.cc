@@ -17,6 +17,7 @@
 #include "core/check.h"
 #include "core/codec/error_feedback.h"
 #include "core/feature_noise.h"
+#include "core/fednova.h"
 #include "core/hash.h"
 #include "core/local_update.h"
 #include "core/model.h"
@@ -371,7 +372,8 @@ class ClientProcess {
       const double secs = seconds_since(t0);
       std::vector<float> control_change;  // SCAFFOLD's dc_i, from the honest delta
       if (!control.empty()) {
-        control_change = scaffold_control_change(control, r.values, r.local_steps, task.lr);
+        control_change = scaffold_control_change(
+            control, r.values, fednova_work(r.local_steps, task.sgd.momentum), task.lr);
         auto& mine = controls_[c];
         for (size_t i = 0; i < mine.size(); ++i) mine[i] += control_change[i];
       }

@@ -410,6 +410,9 @@ FlAlgorithm resolve_algorithm(const Config& c, const RunSpec& s) {
             "FedProx form is not built: set local.prox_mu = 0");
     return FlAlgorithm::kFedNova;
   }
+  require(!s.optimizer.sgd.nesterov,
+          "local.algorithm = \"scaffold\" measures a client's mean gradient by the work of SGD "
+          "with heavy-ball momentum: set optimizer.nesterov = false");
   require(s.compression.uplink == "none" && s.compression.downlink == "none" &&
               !s.compression.downlink_delta,
           "local.algorithm = \"scaffold\" sends the control variates beside the model and the "
@@ -548,6 +551,9 @@ RunSpec resolve_run_spec(const Config& c) {
   s.local_epochs_max = int(c.get_int("local.epochs_max"));
   require(s.local_steps_max == 0 || s.local_steps_max >= s.local_steps,
           "local.steps_max must be 0 (every client takes local.steps) or >= local.steps");
+  require(s.local_steps_max == 0 || s.local_epochs == 0,
+          "local.steps_max varies local.steps, which local.epochs > 0 replaces: use "
+          "local.epochs_max");
   require(s.local_epochs_max == 0 || (s.local_epochs > 0 && s.local_epochs_max >= s.local_epochs),
           "local.epochs_max must be 0, or >= local.epochs with local.epochs >= 1");
   require((s.local_steps_max == 0 && s.local_epochs_max == 0) || s.regime == Regime::kModel,

@@ -15,11 +15,11 @@ std::vector<float> scaffold_correction(std::span<const float> c, std::span<const
 }
 
 std::vector<float> scaffold_control_change(std::span<const float> c, std::span<const float> delta,
-                                           int64_t steps, float lr) {
+                                           double work, float lr) {
   FEDPAR_CHECK(c.size() == delta.size())
       << "control of " << c.size() << ", delta of " << delta.size();
-  FEDPAR_CHECK(steps >= 1 && lr > 0) << "SCAFFOLD needs steps >= 1 and lr > 0";
-  const double inv = 1.0 / (double(steps) * double(lr));
+  FEDPAR_CHECK(work >= 1 && lr > 0) << "SCAFFOLD needs work >= 1 and lr > 0";
+  const double inv = 1.0 / (work * double(lr));
   std::vector<float> out(c.size());
   for (size_t k = 0; k < c.size(); ++k) out[k] = float(-double(c[k]) - double(delta[k]) * inv);
   return out;

@@ -78,12 +78,14 @@ class SyncPlan final : public Plan {
         control_changes.push_back(
             {client, engine.round, r.update.num_samples, r.update.vectors.back()});
     }
-    std::vector<std::vector<float>> normalized;  // FedNova's rescaled deltas
+    // FedNova applies rescaled deltas; the diagnostics keep the clients' own
+    std::vector<ClientUpdate> applied = updates;
+    std::vector<std::vector<float>> normalized;
     if (s_.algorithm == FlAlgorithm::kFedNova) {
       normalized = fednova_normalize(updates, fednova_works(updates, engine.round), s_.weighting);
-      for (size_t k = 0; k < updates.size(); ++k) updates[k].values = normalized[k];
+      for (size_t k = 0; k < applied.size(); ++k) applied[k].values = normalized[k];
     }
-    strategy_->apply(updates, run_.params);
+    strategy_->apply(applied, run_.params);
     if (scaffold_)
       scaffold_server_control(control_changes, s_.weighting, all_clients_weight(), control_);
     const auto t_done = Clock::now();

@@ -85,6 +85,13 @@ TEST(Optimizer, LinearScalingMultipliesTheRateByTheGlobalBatch) {
   const auto rounds = jsonl(tmp / "res" / "scaled" / "metrics.jsonl");
   EXPECT_FLOAT_EQ(rounds[0]["lr"].get<float>(), 0.24f / 4) << "warm-up step 1 of 4";
   EXPECT_FLOAT_EQ(rounds[5]["lr"].get<float>(), 0.24f);
+  // and the server stepped at it: the same model as the rate 0.24 written without scaling
+  r = run(tmp, "plain",
+          "--set partition.clients=4 --set processes=2 --set sgd.batch=20 "
+          "--set optimizer.schedule=constant --set optimizer.lr=0.24");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(testing::final_params(tmp / "res" / "scaled"),
+            testing::final_params(tmp / "res" / "plain"));
 }
 
 TEST(Optimizer, KeysAreRefusedWhereTheyCannotApply) {

@@ -194,8 +194,9 @@ void host_sgd(std::vector<float>& p, const std::vector<float>& g, float lr) {
 // micro-batches stay within 10x the rounding floor of the whole model's full-batch steps, the
 // floor being the same steps with the batch summed in another order (the batch's rows in two
 // halves, the second first), measured at the same step. With a [grid] of 2 data replicas, each
-// replica's stages take their own rows, each stage's gradients are summed over the replicas as
-// the replica ring sums them, and the replicas stay bitwise identical.
+// replica's stages take their own rows and each stage's gradients are summed over the replicas
+// as the replica ring sums them (that the processes' replicas stay identical is checked by
+// hash in tests/cli/model_parallel_test.cc).
 TEST_F(Stages, TwentyPipelinedStepsStayWithinTheRoundingFloor) {
   const ModelSpec spec{"2nn"};
   const int batch = 24, m = 4, steps = 20;  // batch per replica
@@ -246,10 +247,8 @@ TEST_F(Stages, TwentyPipelinedStepsStayWithinTheRoundingFloor) {
           for (size_t k = 0; k < g.size(); ++k) g[k] += other[k];
         }
         for (float& v : g) v /= float(data);
-        const auto before = ptrs[0][s]->params_host();
         for (int d = 0; d < data; ++d) {
           auto params = ptrs[size_t(d)][s]->params_host();
-          ASSERT_EQ(params, before) << "step " << step << " replica " << d << " stage " << s;
           host_sgd(params, g, lr);
           ptrs[size_t(d)][s]->set_params_host(params);
         }
