@@ -4,18 +4,18 @@
 #include <fmt/format.h>
 
 #include "core/check.h"
+#include "core/named_choices.h"
 #include "core/rng.h"
 
 namespace fedpar {
 
 AttackKind parse_attack(const std::string& name) {
-  if (name == "none") return AttackKind::kNone;
-  if (name == "sign-flip") return AttackKind::kSignFlip;
-  if (name == "scale") return AttackKind::kScale;
-  if (name == "noise") return AttackKind::kNoise;
-  if (name == "label-flip") return AttackKind::kLabelFlip;
-  throw Error(
-      fmt::format("unknown attack '{}' (valid: none, sign-flip, scale, noise, label-flip)", name));
+  static constexpr NamedChoice<AttackKind> kKinds[] = {{AttackKind::kNone, "none"},
+                                                       {AttackKind::kSignFlip, "sign-flip"},
+                                                       {AttackKind::kScale, "scale"},
+                                                       {AttackKind::kNoise, "noise"},
+                                                       {AttackKind::kLabelFlip, "label-flip"}};
+  return parse_choice<AttackKind>(kKinds, name, "attack");
 }
 
 void corrupt_update(const AttackSpec& a, uint32_t client, uint64_t round, uint64_t seed,

@@ -6,32 +6,23 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "core/named_choices.h"
 
 namespace fedpar {
 
+namespace {
+constexpr NamedChoice<FedOptKind> kKinds[] = {{FedOptKind::kSgd, "sgd"},
+                                              {FedOptKind::kAvgM, "avgm"},
+                                              {FedOptKind::kAdagrad, "adagrad"},
+                                              {FedOptKind::kAdam, "adam"},
+                                              {FedOptKind::kYogi, "yogi"}};
+}  // namespace
+
 FedOptKind parse_fedopt(const std::string& name) {
-  for (FedOptKind k : {FedOptKind::kSgd, FedOptKind::kAvgM, FedOptKind::kAdagrad, FedOptKind::kAdam,
-                       FedOptKind::kYogi})
-    if (name == fedopt_name(k)) return k;
-  throw Error(
-      fmt::format("unknown server optimizer '{}' (valid: sgd, avgm, adagrad, adam, yogi)", name));
+  return parse_choice<FedOptKind>(kKinds, name, "server optimizer");
 }
 
-const char* fedopt_name(FedOptKind k) {
-  switch (k) {
-    case FedOptKind::kSgd:
-      return "sgd";
-    case FedOptKind::kAvgM:
-      return "avgm";
-    case FedOptKind::kAdagrad:
-      return "adagrad";
-    case FedOptKind::kAdam:
-      return "adam";
-    case FedOptKind::kYogi:
-      return "yogi";
-  }
-  return "?";
-}
+const char* fedopt_name(FedOptKind k) { return choice_name<FedOptKind>(kKinds, k); }
 
 FedOpt::FedOpt(FedOptOptions o) : o_(o) {
   if (!(o.lr > 0) || !(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1) ||

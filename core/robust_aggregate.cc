@@ -8,16 +8,16 @@
 #include <numeric>
 
 #include "core/check.h"
+#include "core/named_choices.h"
 
 namespace fedpar {
 namespace {
 
-constexpr std::pair<AggregateRule, const char*> kRules[] = {
-    {AggregateRule::kMean, "mean"},
-    {AggregateRule::kMedian, "median"},
-    {AggregateRule::kTrimmedMean, "trimmed-mean"},
-    {AggregateRule::kKrum, "krum"},
-    {AggregateRule::kMultiKrum, "multi-krum"}};
+constexpr NamedChoice<AggregateRule> kRules[] = {{AggregateRule::kMean, "mean"},
+                                                 {AggregateRule::kMedian, "median"},
+                                                 {AggregateRule::kTrimmedMean, "trimmed-mean"},
+                                                 {AggregateRule::kKrum, "krum"},
+                                                 {AggregateRule::kMultiKrum, "multi-krum"}};
 
 // Per coordinate: the sorted values of every update, reduced by `reduce`.
 template <typename Reduce>
@@ -46,17 +46,10 @@ std::vector<size_t> lowest_scores(std::span<const ClientUpdate> updates, int byz
 }  // namespace
 
 AggregateRule parse_aggregate_rule(const std::string& name) {
-  for (const auto& [r, n] : kRules)
-    if (name == n) return r;
-  throw Error(fmt::format(
-      "unknown aggregation rule '{}' (valid: mean, median, trimmed-mean, krum, multi-krum)", name));
+  return parse_choice<AggregateRule>(kRules, name, "aggregation rule");
 }
 
-const char* aggregate_rule_name(AggregateRule r) {
-  for (const auto& [k, n] : kRules)
-    if (k == r) return n;
-  return "?";
-}
+const char* aggregate_rule_name(AggregateRule r) { return choice_name<AggregateRule>(kRules, r); }
 
 std::vector<double> krum_scores(std::span<const ClientUpdate> updates, int byzantine) {
   const size_t n = updates.size();

@@ -323,6 +323,11 @@ PipelineSpec resolve_pipeline(const Config& c, const RunSpec& s) {
   return p;
 }
 
+// The clients a synchronous round asks, as sync_plan samples them (at least one).
+long clients_per_round(const RunSpec& s) {
+  return std::max(1L, std::lround(s.fraction * double(s.partition.clients)));
+}
+
 // [robust]: the rule, its parameters' ranges, and where it applies.
 RobustOptions resolve_robust(const Config& c, const RunSpec& s) {
   RobustOptions r{.rule = parse_aggregate_rule(c.get_string("robust.rule")),
@@ -338,8 +343,7 @@ RobustOptions resolve_robust(const Config& c, const RunSpec& s) {
           "robust aggregation replaces the synchronous parameter server's mean: it needs "
           "topology = \"parameter-server\" and regime = \"gradient\" or \"model\"");
   if (r.rule == AggregateRule::kKrum || r.rule == AggregateRule::kMultiKrum) {
-    // the clients a round asks (as sync_plan samples them)
-    const long asked = std::max(1L, std::lround(s.fraction * double(s.partition.clients)));
+    const long asked = clients_per_round(s);
     require(asked > 2 * r.byzantine + 2,
             fmt::format("robust.rule = \"{}\" with byzantine = {} needs more than {} clients per "
                         "round, this run asks {}",
@@ -367,24 +371,22 @@ RobustOptions resolve_robust(const Config& c, const RunSpec& s) {
 OptimizerSpec resolve_run_optimizer(const Config& c, const RunSpec& s) {
   const bool async = s.regime == Regime::kAsync;
   const int64_t steps = int64_t(s.rounds) * (async ? s.partition.clients : 1);
-  require(
-      (c.get_int("optimizer.accumulate") == 1 && c.get_string("optimizer.precision") != "fp16") ||
-          s.topology == Topology::kParameterServer || s.topology == Topology::kAllReduce,
-      "optimizer.accumulate and fp16 loss scaling act inside a client's gradient: they need "
-      "topology = \"parameter-server\" or \"allreduce\" (a pipeline splits its batch with "
-      "pipeline.micro_batches)");
-  require(!async || c.get_string("optimizer.precision") != "fp16",
+  const bool model = s.regime == Regime::kModel;
+  require(!model || c.get_string("optimizer.scaling") == "none",
+          "optimizer.scaling sets a data-parallel step's rate from its global batch: it needs "
+          "regime = \"gradient\" or \"async\" (the model regime's clients step alone)");
+  const int64_t senders = async ? 1 : clients_per_round(s);
+  const OptimizerSpec o = resolve_optimizer(c, model ? 0 : s.sgd_batch * senders, steps);
+  const bool fp16 = o.precision == Precision::kF16;
+  require((o.accumulate == 1 && !fp16) || s.topology == Topology::kParameterServer ||
+              s.topology == Topology::kAllReduce,
+          "optimizer.accumulate and fp16 loss scaling act inside a client's gradient: they need "
+          "topology = \"parameter-server\" or \"allreduce\" (a pipeline splits its batch with "
+          "pipeline.micro_batches)");
+  require(!async || !fp16,
           "optimizer.precision = \"fp16\" keeps a loss scale per client process, which fedpar "
           "replay cannot follow: use bf16 with regime = \"async\"");
-  if (s.regime == Regime::kModel) {
-    require(c.get_string("optimizer.scaling") == "none",
-            "optimizer.scaling sets a data-parallel step's rate from its global batch: it needs "
-            "regime = \"gradient\" or \"async\" (the model regime's clients step alone)");
-    return resolve_optimizer(c, 0, steps);
-  }
-  const int64_t senders =
-      async ? 1 : std::max(1L, std::lround(s.fraction * double(s.partition.clients)));
-  return resolve_optimizer(c, s.sgd_batch * senders, steps);
+  return o;
 }
 
 // local.algorithm, and what each needs of the run.

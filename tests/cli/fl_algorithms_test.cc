@@ -33,6 +33,16 @@ testing::CliRun run(const TempDir& tmp, const std::string& name, const std::stri
 double first_loss(const TempDir& tmp, const std::string& name) {
   return testing::jsonl(tmp / "res" / name / "metrics.jsonl").front()["train_loss"];
 }
+// The mean test accuracy of a run's last `last` evaluations.
+double test_accuracy(const TempDir& tmp, const std::string& name, int last = 1) {
+  double sum = 0;
+  int n = 0;
+  const auto rows = testing::jsonl(tmp / "res" / name / "metrics.jsonl");
+  for (auto it = rows.rbegin(); it != rows.rend() && n < last; ++it)
+    if (it->contains("test_accuracy") && !(*it)["test_accuracy"].is_null())
+      sum += (*it)["test_accuracy"].get<double>(), ++n;
+  return sum / n;
+}
 double last_loss(const TempDir& tmp, const std::string& name) {
   return testing::jsonl(tmp / "res" / name / "metrics.jsonl").back()["train_loss"];
 }
@@ -73,11 +83,7 @@ TEST(RobustAggregation, HoldsAgainstANoisyAttackerTheMeanDoesNot) {
       "--set regime=gradient --set partition.clients=7 --set sgd.batch=20 --set optimizer.lr=0.3 "
       "--set rounds=30 --set eval_every=30 ";
   const std::string attack = "--set attack.kind=noise --set attack.sigma=3 --set attack.clients=1 ";
-  auto accuracy = [&](const std::string& name) {
-    return testing::jsonl(tmp / "res" / name / "metrics.jsonl")
-        .back()["test_accuracy"]
-        .get<double>();
-  };
+  auto accuracy = [&](const std::string& name) { return test_accuracy(tmp, name); };
   ASSERT_EQ(run(tmp, "clean", base).code, 0);
   ASSERT_EQ(run(tmp, "mean", base + attack).code, 0);
   const double clean = accuracy("clean");
@@ -122,15 +128,7 @@ TEST(FlAlgorithms, ScaffoldAndFedProxBeatFedAvgOnStronglyNonIidData) {
       "--set partition.clients=30 --set fraction=0.3333333333 --set model.name=logreg "
       "--set local.epochs=20 --set local.batch=10 --set optimizer.lr=0.01 ";
   // the mean test accuracy of the last three evaluations (rounds 20, 25, 30)
-  auto accuracy = [&](const std::string& name) {
-    double sum = 0;
-    int n = 0;
-    const auto rows = testing::jsonl(tmp / "res" / name / "metrics.jsonl");
-    for (auto it = rows.rbegin(); it != rows.rend() && n < 3; ++it)
-      if (it->contains("test_accuracy") && !(*it)["test_accuracy"].is_null())
-        sum += (*it)["test_accuracy"].get<double>(), ++n;
-    return sum / n;
-  };
+  auto accuracy = [&](const std::string& name) { return test_accuracy(tmp, name, 3); };
   auto r = run(tmp, "fedavg", base);
   ASSERT_EQ(r.code, 0) << r.err;
   r = run(tmp, "fedprox", base + "--set local.prox_mu=1");
