@@ -93,11 +93,17 @@ struct HostRecord {
   std::vector<uint32_t> clients;
   bool lost = false;
 };
+// fedpar run's (and the server's) exit code when the training diverged: an update held NaN or
+// Inf. The results folder is kept; its summary says at which round and why.
+constexpr int kExitDiverged = 4;
+
 struct RunSummary {
   std::string command = "server";
   std::string model_hash;
   int64_t rounds_run = 0;
   bool stopped_at_accuracy = false;
+  std::optional<int64_t> diverged_at_round;  // the round whose update held NaN or Inf
+  std::optional<std::string> diverged;       // what held it
   uint64_t clients = 0;
   int64_t processes = 0;
   std::vector<HostRecord> hosts;

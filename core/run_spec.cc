@@ -16,6 +16,11 @@
 #include "core/model_data_config.h"
 
 namespace fedpar {
+
+long clients_per_round(const RunSpec& s) {
+  return std::max(1L, std::lround(s.fraction * double(s.partition.clients)));
+}
+
 namespace {
 
 constexpr const char* kRunTop =
@@ -321,11 +326,6 @@ PipelineSpec resolve_pipeline(const Config& c, const RunSpec& s) {
                       "expected {}",
                       p.split.size(), s.model_parts(), s.model_parts() - 1));
   return p;
-}
-
-// The clients a synchronous round asks, as sync_plan samples them (at least one).
-long clients_per_round(const RunSpec& s) {
-  return std::max(1L, std::lround(s.fraction * double(s.partition.clients)));
 }
 
 // [robust]: the rule, its parameters' ranges, and where it applies.

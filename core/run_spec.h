@@ -112,6 +112,9 @@ struct RunSpec {
   int save_params_every = 0;  // > 0: params/round-NNNN.safetensors every r rounds
 };
 
+// The clients a synchronous round asks, as sync_plan samples them (at least one).
+long clients_per_round(const RunSpec& s);
+
 // Throws Error naming the key and the valid choices.
 RunSpec resolve_run_spec(const Config& c);
 // A resolved config's text (config.resolved.toml, WELCOME) resolved again: every process of a run

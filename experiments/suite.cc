@@ -17,9 +17,11 @@
 #include "core/check.h"
 #include "core/dataset.h"
 #include "core/results_dir.h"
+#include "core/run_records.h"
 #include "core/run_spec.h"
 #include "experiments/equivalence.h"
 #include "experiments/local_run.h"
+#include "experiments/lr_scaling_report.h"
 #include "experiments/parallelism_report.h"
 #include "experiments/run_metrics.h"
 #include "experiments/suite_report.h"
@@ -41,6 +43,11 @@ pairs = [""]             # "run reference": weight divergence of run from refere
 eval_every = 1           # rounds between test-set evaluations in every run
 delay_model = false      # fit the delay model to all runs' rounds (experiments/delay_model.h)
 parallelism = false      # compare the runs' ways of splitting the model (experiments/parallelism_report.h)
+sweep = ""               # "key=v1,v2,...": every run once per value, labelled <label>@<value>
+only = [""]              # run only these labels (before the sweep's @value; empty: every run)
+lr_scaling = false       # the learning-rate scaling section (experiments/lr_scaling_report.h)
+trains_at = 50.0         # lr_scaling: a run trains when its final test accuracy (percent) is at least this
+curve_plots = true       # each run's curves (accuracy per round, sample, second, MB; update cosine)
 )";
 
 const char* const kSuiteDir = "experiments/suites";
@@ -75,6 +82,45 @@ RunSpec parse_run(const std::string& text) {
     throw Error(fmt::format(
         "suite.runs: label '{}' names a folder: use no '/', '\\' or leading '.'", r.label));
   return r;
+}
+
+// suite.only: the runs with these labels, in the suite's order; each must name a run.
+std::vector<RunSpec> keep_only(std::vector<RunSpec> runs, std::vector<std::string> only) {
+  std::erase(only, "");
+  if (only.empty()) return runs;
+  for (const auto& label : only)
+    if (std::none_of(runs.begin(), runs.end(), [&](const RunSpec& r) { return r.label == label; }))
+      throw Error(fmt::format("suite.only: no run '{}' in this suite", label));
+  std::erase_if(runs, [&](const RunSpec& r) {
+    return std::find(only.begin(), only.end(), r.label) == only.end();
+  });
+  return runs;
+}
+
+// suite.sweep = "key=v1,v2,...": each run once per value, the value set after the run's own
+// overrides and labelled <label>@<value> (the grid convention of suite_report.h).
+std::vector<RunSpec> sweep_runs(std::vector<RunSpec> runs, const std::string& sweep) {
+  if (sweep.empty()) return runs;
+  const size_t eq = sweep.find('=');
+  if (eq == 0 || eq == std::string::npos || eq + 1 == sweep.size())
+    throw Error(fmt::format("suite.sweep: '{}' is not \"key=v1,v2,...\"", sweep));
+  const std::string key = sweep.substr(0, eq);
+  std::vector<RunSpec> swept;
+  for (const auto& r : runs) {
+    if (r.label.find('@') != std::string::npos)
+      throw Error(fmt::format("suite.sweep: run '{}' is already one value of a grid", r.label));
+    std::istringstream values(sweep.substr(eq + 1));
+    for (std::string v; std::getline(values, v, ',');) {
+      v.erase(0, v.find_first_not_of(' '));
+      v.erase(v.find_last_not_of(' ') + 1);
+      if (v.empty()) continue;
+      RunSpec one = r;
+      one.label += "@" + v;
+      one.sets.push_back(key + "=" + v);
+      swept.push_back(std::move(one));
+    }
+  }
+  return swept;
 }
 
 // The suite's runs: each listed run once per seed (seeds empty: once, with the config's seed).
@@ -151,6 +197,8 @@ SuitePlan plan_suite(const SuiteOptions& o) {
   std::vector<RunSpec> runs;
   for (const auto& r : cfg.get_string_list("suite.runs"))
     if (!r.empty()) runs.push_back(parse_run(r));
+  runs = keep_only(std::move(runs), cfg.get_string_list("suite.only"));
+  runs = sweep_runs(std::move(runs), cfg.get_string("suite.sweep"));
   if (runs.empty()) throw Error(fmt::format("{}: suite.runs is empty", plan.file.string()));
   const auto reference = parse_pairs(cfg, runs);
   const auto seeds = cfg.get_int_list("suite.seeds");
@@ -223,7 +271,7 @@ std::optional<SuiteRun> run_instance(const Instance& in, const std::filesystem::
   Config c = in.config;
   c.set("results_dir", runs_dir.string());
   const auto ts = std::chrono::steady_clock::now();
-  if (const int rc = run_locally(c, {.quiet = true}); rc != 0) {
+  if (const int rc = run_locally(c, {.quiet = true}); rc != 0 && rc != kExitDiverged) {
     fmt::print(stderr, "\nfedpar suite: run '{}' failed (exit {}); nothing is kept\n", in.label(),
                rc);
     return std::nullopt;
@@ -236,6 +284,7 @@ std::optional<SuiteRun> run_instance(const Instance& in, const std::filesystem::
   r.overrides = in.spec.sets;
   r.reference = in.reference;
   r.curves = read_curves(dir);
+  r.diverged_at_round = read_run_summary(dir).diverged_at_round;
   r.accounting = read_accounting(dir);
   r.traffic = read_traffic(dir);
   r.delay = read_delay_rounds(dir);
@@ -261,7 +310,7 @@ void add_divergence(std::vector<SuiteRun>& results, const std::filesystem::path&
 }
 
 std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector<SuiteRun>& results,
-                            const std::string& equivalence_md, const std::string& parallelism_md,
+                            const std::string& equivalence_md, const std::string& section_md,
                             double seconds, const std::filesystem::path& dir) {
   const Config& cfg = plan.cfg;
   const double target = cfg.get_float("suite.target_accuracy");
@@ -279,7 +328,7 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
          << results_table(results, target) << "\n";
   if (const std::string grid = grid_table(results, target); !grid.empty())
     report << "### Best of each learning-rate grid\n\n" << grid << "\n";
-  report << parallelism_md;
+  report << section_md;
   if (const std::string traffic = traffic_table(results); !traffic.empty())
     report << "### Traffic and time per node and step\n\nMedians over rounds. The server's columns "
               "count its socket; a worker's add its ring traffic (allreduce). busbw = model "
@@ -296,7 +345,7 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
   if (cfg.get_bool("suite.delay_model"))
     report << "### Delay model\n\n"
            << delay_model_markdown(delay_rounds(results), cores(), dir, title, load_average());
-  report << draw_suite_plots(results, title, dir);
+  if (cfg.get_bool("suite.curve_plots")) report << draw_suite_plots(results, title, dir);
   return report.str();
 }
 
@@ -338,22 +387,38 @@ int run_suite(const SuiteOptions& o) {
                plan.instances[i].label());
     auto r = run_instance(plan.instances[i], runs_dir);
     if (!r) return 1;
-    fmt::print(stderr, " {:.1f} s\n", r->seconds);
+    fmt::print(stderr, " {:.1f} s{}\n", r->seconds,
+               r->diverged_at_round
+                   ? fmt::format(" (diverged at round {})", *r->diverged_at_round)
+                   : "");
     results.push_back(std::move(*r));
   }
   add_divergence(results, runs_dir);
-  std::optional<ParallelismSection> parallelism;
+  // The suite's own section (parallelism or lr-scaling), with its claims.
+  std::string section_md;
+  std::vector<std::string> failed;
+  nlohmann::json section_json;
   if (plan.cfg.get_bool("suite.parallelism")) {
     std::vector<SplitRun> split;
     for (const auto& r : results) split.push_back(read_split_run(runs_dir / r.label, r.label));
-    parallelism = parallelism_section(split, cores());
+    auto s = parallelism_section(split, cores());
+    section_md += s.markdown + "\n";
+    failed.insert(failed.end(), s.failed.begin(), s.failed.end());
+    section_json["parallelism"] = s.json;
+  }
+  if (plan.cfg.get_bool("suite.lr_scaling")) {
+    std::vector<LrRun> points;
+    for (const auto& r : results) points.push_back(read_lr_run(runs_dir / r.label, r.label));
+    auto s = lr_scaling_section(points, plan.cfg.get_float("suite.trains_at"), out.path());
+    section_md += s.markdown + "\n";
+    failed.insert(failed.end(), s.failed.begin(), s.failed.end());
+    section_json["lr_scaling"] = s.json;
   }
 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.write_text("report.md", report_markdown(plan, o.smoke, results, equivalence_md,
-                                              parallelism ? parallelism->markdown + "\n" : "",
-                                              seconds, out.path()));
+                                              section_md, seconds, out.path()));
   const double target = plan.cfg.get_float("suite.target_accuracy");
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : results) rows.push_back(run_json(r, target));
@@ -364,13 +429,13 @@ int run_suite(const SuiteOptions& o) {
                                {"command", plan.command}};
   if (plan.cfg.get_bool("suite.delay_model"))
     suite_json["delay_model"] = delay_model_json(delay_rounds(results), cores());
-  if (parallelism) suite_json["parallelism"] = parallelism->json;
+  suite_json.update(section_json);
   out.write_json("suite.json", suite_json);
   const auto path = out.commit();
   fmt::print("{}\nreport: {}\n", results_table(results, target), (path / "report.md").string());
-  if (parallelism && !parallelism->failed.empty()) {
-    fmt::print(stderr, "fedpar suite: {} claim(s) failed:\n", parallelism->failed.size());
-    for (const auto& f : parallelism->failed) fmt::print(stderr, "  {}\n", f);
+  if (!failed.empty()) {
+    fmt::print(stderr, "fedpar suite: {} claim(s) failed:\n", failed.size());
+    for (const auto& f : failed) fmt::print(stderr, "  {}\n", f);
     return 1;
   }
   return equivalence ? equivalence_exit_code(*equivalence) : 0;

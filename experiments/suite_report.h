@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ struct SuiteRun {
   std::string label;  // unique: the run's label, with -s<seed> when the suite has seeds
   std::string group;  // the run's label as the suite names it (seeds share it)
   std::vector<std::string> overrides;
+  std::optional<int64_t> diverged_at_round;  // the run ended there: an update held NaN or Inf
   size_t clients = 0;
   double median_emd = 0;
   RunCurves curves;

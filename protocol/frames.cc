@@ -11,10 +11,9 @@
 #include "core/check.h"
 
 namespace fedpar {
-namespace {
 
-// The index of the first NaN or Inf in `v` (v.size() when none). Blocks are scanned without an
-// early exit, which vectorizes: a float is not finite exactly when its exponent bits are all ones.
+// Blocks are scanned without an early exit, which vectorizes: a float is not finite exactly when
+// its exponent bits are all ones.
 size_t first_non_finite(std::span<const float> v) {
   constexpr size_t kBlock = 4096;
   for (size_t b = 0; b < v.size(); b += kBlock) {
@@ -31,6 +30,9 @@ size_t first_non_finite(std::span<const float> v) {
   }
   return v.size();
 }
+
+namespace {
+
 
 }  // namespace
 

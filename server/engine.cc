@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "core/check.h"
@@ -15,11 +16,11 @@ Engine::Engine(const RunSpec& s, Transport& t, bool quiet, const ParamLayout& la
   uplink_.add(make_codec(s.compression.uplink, with_layout(s.compression.params, layout)));
 }
 
-std::optional<Incoming> Engine::receive(Clock::time_point deadline, std::span<const size_t> floats,
-                                        bool require_finite) {
+std::optional<Incoming> Engine::receive(Clock::time_point deadline,
+                                        std::span<const size_t> floats) {
   while (auto r = transport_.receive(deadline)) {
     if (auto it = peers.find(r->peer); it != peers.end()) it->second.bytes_received += r->bytes();
-    auto parsed = parse_message(r->spans(), floats, require_finite, &uplink_);
+    auto parsed = parse_message(r->spans(), floats, /*require_finite=*/false, &uplink_);
     if (auto* e = std::get_if<ProtocolError>(&parsed)) {
       reject(*r, e->reason);
       continue;
@@ -124,7 +125,7 @@ Collected Engine::collect(const CollectSpec& spec) {
   const size_t want = std::min(spec.want, spec.expected.size());
   auto deadline = deadline_after(spec.seconds);
   while (out.got.size() < want) {
-    auto in = receive(deadline, spec.floats, /*require_finite=*/true);
+    auto in = receive(deadline, spec.floats);
     if (!in) break;
     const int process = process_index(in->msg.peer);
     if (spec.errors_are_fatal && process >= 0 && in->parsed.header.type == MessageType::kError) {
@@ -142,6 +143,7 @@ Collected Engine::collect(const CollectSpec& spec) {
       reject(r.in.msg, why);
       continue;
     }
+    throw_if_non_finite(spec, r);
     const uint32_t key = r.key;
     out.got.emplace(key, std::move(r));
     if (out.got.size() == 1 && spec.after_first && *spec.after_first < spec.seconds) {
@@ -153,6 +155,19 @@ Collected Engine::collect(const CollectSpec& spec) {
     for (uint32_t k : spec.expected)
       if (!out.got.count(k)) out.missing.push_back(k);
   return out;
+}
+
+void Engine::throw_if_non_finite(const CollectSpec& spec, const Reply& r) const {
+  const std::string who = fmt::format(
+      "round {}: {} {}", round + 1, spec.key == CollectSpec::Key::kClient ? "client" : "worker",
+      r.key);
+  for (size_t i = 0; i < r.update.vectors.size(); ++i) {
+    const auto v = r.update.vectors[i];
+    if (const size_t j = first_non_finite(v); j < v.size())
+      throw Diverged(fmt::format("{}'s update holds a non-finite value ({}) at index {} of vector {}",
+                                 who, v[j], j, i));
+  }
+  if (!std::isfinite(r.update.loss_sum)) throw Diverged(who + "'s loss is not finite");
 }
 
 std::string Engine::check(const CollectSpec& spec, const Collected& so_far, Reply& r) const {

@@ -30,6 +30,13 @@ struct Peer {
   uint64_t bytes_sent = 0, bytes_received = 0;
 };
 
+// An asked client's reply holds NaN or Inf: the training diverged (or the client is faulty), and
+// no deadline would bring a finite one. run_rounds ends the run there, keeping its results.
+class Diverged : public Error {
+ public:
+  using Error::Error;
+};
+
 // A message that parsed; `parsed` views `msg`'s frames (moving it keeps them in place).
 struct Incoming {
   Received msg;
@@ -81,8 +88,8 @@ class Engine {
   void send(const std::string& peer, const WireMessage& m);
   void send_all(const WireMessage& m);  // every process still in the run
   // The next message that parses (frames, header, CRC); others are answered with ERROR.
-  std::optional<Incoming> receive(Clock::time_point deadline, std::span<const size_t> floats = {},
-                                  bool require_finite = false);
+  std::optional<Incoming> receive(Clock::time_point deadline, std::span<const size_t> floats = {});
+  // The replies to a task; throws Diverged when an accepted one holds NaN or Inf.
   Collected collect(const CollectSpec& spec);
   // Answers a peer's bad message with ERROR and logs it; nothing else changes.
   void reject(const Received& r, const std::string& reason);
@@ -120,6 +127,7 @@ class Engine {
  private:
   // Why a parsed reply cannot be kept ("" when it can); fills r.key and r.process.
   std::string check(const CollectSpec& spec, const Collected& so_far, Reply& r) const;
+  void throw_if_non_finite(const CollectSpec& spec, const Reply& r) const;
   void add_peer(const Received& r, const HelloMsg& hello);
   void deal_clients();
 

@@ -38,13 +38,7 @@ bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const 
     save_safetensors(
         out.path() / "params" / fmt::format("round-{:04d}.safetensors", r + 1), model.layout(),
         params, {{"format", "fedpar"}, {"model", s.model.name}, {"round", std::to_string(r + 1)}});
-  if ((r + 1) % s.eval_every == 0 || r + 1 == s.rounds) {
-    model.set_params_host(params);
-    const BatchStats st = evaluate(model, data.test);
-    rec.test_loss = st.samples ? st.loss_sum / double(st.samples) : 0.0;
-    rec.test_accuracy = st.samples ? double(st.correct) / double(st.samples) : 0.0;
-    last_eval_ = rec;
-  }
+  if ((r + 1) % s.eval_every == 0 || r + 1 == s.rounds) evaluate_into(rec);
   metrics.write(to_json(rec));
   engine.log(fmt::format(
       "round {}/{}: {}, train loss {:.4f}{}", r + 1, s.rounds, what, rec.train_loss,
@@ -59,13 +53,38 @@ bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const 
   return false;
 }
 
+void RunContext::evaluate_into(RoundRecord& rec) {
+  model.set_params_host(params);
+  const BatchStats st = evaluate(model, data.test);
+  rec.test_loss = st.samples ? st.loss_sum / double(st.samples) : 0.0;
+  rec.test_accuracy = st.samples ? double(st.correct) / double(st.samples) : 0.0;
+  last_eval_ = rec;
+}
+
+void RunContext::end_diverged(int r, RoundRecord& rec, const Engine& engine,
+                              const std::string& why) {
+  diverged_at_ = r + 1;
+  diverged_ = why;
+  engine.log(fmt::format("the training diverged: {}; the run ends here with the model of round "
+                         "{} (lower optimizer.lr, or add warm-up)",
+                         why, r));
+  rec = RoundRecord{.round = r, .topology = rec.topology};  // the last finite model's round
+  if (s.regime != Regime::kAsync && r > 0) rec.lr = s.optimizer.lr.at(r - 1);
+  evaluate_into(rec);
+}
+
 int RunContext::finish(const Engine& engine) {
   save_safetensors(out.path() / "model.safetensors", model.layout(), params,
                    {{"format", "fedpar"}, {"model", s.model.name}});
   const std::string hash = hash_hex(hash_bytes(params.data(), params.size() * sizeof(float)));
   const RunSummary summary{.model_hash = hash,
-                           .rounds_run = stopped_at_ ? stopped_at_ : s.rounds,
+                           .rounds_run = diverged_at_ ? diverged_at_ - 1
+                                         : stopped_at_ ? stopped_at_
+                                                       : s.rounds,
                            .stopped_at_accuracy = stopped_at_ > 0,
+                           .diverged_at_round = diverged_at_ ? std::optional<int64_t>(diverged_at_)
+                                                             : std::nullopt,
+                           .diverged = diverged_at_ ? std::optional(diverged_) : std::nullopt,
                            .clients = engine.num_clients,
                            .processes = s.processes,
                            .hosts = engine.host_records(),
@@ -76,6 +95,10 @@ int RunContext::finish(const Engine& engine) {
   fmt::print("final model hash: {}\n", hash);
   if (last_eval_ && last_eval_->test_accuracy)
     fmt::print("test accuracy: {:.2f}%\n", 100 * *last_eval_->test_accuracy);
+  if (diverged_at_) {
+    fmt::print(stderr, "fedpar: the training diverged: {}\n", diverged_);
+    return kExitDiverged;
+  }
   return 0;
 }
 

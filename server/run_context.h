@@ -31,6 +31,9 @@ class RunContext {
   // every eval_every rounds and at the last, the metrics line, the log line. True when
   // stop_at_accuracy was reached.
   bool end_round(int r, RoundRecord& rec, const Engine& engine, const std::string& what);
+  // Ends the run at round r, whose update was not finite (`why`): the model before it is
+  // evaluated and kept, and finish() returns kExitDiverged.
+  void end_diverged(int r, RoundRecord& rec, const Engine& engine, const std::string& why);
   // Saves model.safetensors and summary.json, commits the folder, prints the hash. Returns the
   // exit code.
   int finish(const Engine& engine);
@@ -48,6 +51,9 @@ class RunContext {
  private:
   std::optional<RoundRecord> last_eval_;
   int stopped_at_ = 0;  // the round stop_at_accuracy ended the run after, if it did
+  int diverged_at_ = 0;  // the round whose update was not finite, if one was
+  std::string diverged_;
+  void evaluate_into(RoundRecord& rec);
 };
 
 }  // namespace fedpar

@@ -48,7 +48,13 @@ void run_rounds(Engine& engine, RunContext& run, Plan& plan) {
     engine.round = uint64_t(r);
     const auto bytes_before = engine.bytes_snapshot();
     RoundRecord rec{.round = r + 1, .topology = plan.topology()};
-    const std::string summary = plan.round(engine, rec);
+    std::string summary;
+    try {
+      summary = plan.round(engine, rec);
+    } catch (const Diverged& d) {  // the model before this round is the run's last finite one
+      run.end_diverged(r, rec, engine, d.what());
+      break;
+    }
     std::tie(rec.bytes_sent_total, rec.bytes_received_total) = engine.total_bytes();
     rec.processes = engine.per_process_bytes(bytes_before, plan.tasks(engine));
     for (const auto& p : rec.processes)

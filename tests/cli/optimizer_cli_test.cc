@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "core/optimizer.h"
 #include "tests/util/run_fedpar.h"
@@ -72,6 +74,27 @@ TEST(Optimizer, AccumulationChangesOnlyTheRoundingAndPrecisionsTrain) {
     EXPECT_GT(testing::relative_distance(testing::final_params(tmp / "res" / p), whole), 1e-5)
         << p << " rounds the products";
   }
+}
+
+// A rate far too large: the clients' gradients overflow to NaN. The run ends at that round with
+// the last finite model kept and evaluated (exit 4), rather than waiting out the deadline for an
+// update that cannot come.
+TEST(Optimizer, ADivergedRunEndsAtItsFirstNonFiniteUpdateAndKeepsItsModel) {
+  TempDir tmp;
+  const auto r = run(tmp, "diverged",
+                     "--set partition.clients=2 --set processes=2 --set sgd.batch=24 "
+                     "--set optimizer.lr=1e6 --set optimizer.warmup_steps=0");
+  ASSERT_EQ(r.code, 4) << r.err;
+  EXPECT_NE(r.err.find("the training diverged at round"), std::string::npos) << r.err;
+  const auto summary =
+      nlohmann::json::parse(std::ifstream(tmp / "res" / "diverged" / "summary.json"));
+  const int64_t at = summary["diverged_at_round"].get<int64_t>();
+  EXPECT_GE(at, 1);
+  EXPECT_LT(at, 12) << "it diverged before the last round";
+  EXPECT_EQ(summary["rounds_run"].get<int64_t>(), at - 1);
+  EXPECT_EQ(summary["final"]["round"].get<int64_t>(), at - 1) << "the last finite model, evaluated";
+  for (const float w : testing::final_params(tmp / "res" / "diverged")) ASSERT_TRUE(std::isfinite(w));
+  EXPECT_EQ(jsonl(tmp / "res" / "diverged" / "metrics.jsonl").size(), size_t(at - 1));
 }
 
 TEST(Optimizer, LinearScalingMultipliesTheRateByTheGlobalBatch) {
