@@ -107,8 +107,8 @@ std::string table(const std::vector<LrRun>& runs, const std::vector<Column>& col
   for (size_t k = 0; k < cols.size(); ++k) md << "---|";
   md << "\n";
   for (const int64_t n : workers_present(runs)) {
-    const auto any = std::find_if(runs.begin(), runs.end(),
-                                  [&](const LrRun& r) { return r.workers == n; });
+    const auto any =
+        std::find_if(runs.begin(), runs.end(), [&](const LrRun& r) { return r.workers == n; });
     md << fmt::format("| {} | {} | {} |", n, any->global_batch, any->steps);
     for (const auto& c : cols) {
       const auto runs_here = cell(runs, n, c);
@@ -142,8 +142,9 @@ int check_rules_only_set_the_rate(const std::vector<LrRun>& runs,
 
 // Accuracy against the effective rate, one series per (N, warm-up): the rules only move along it.
 LinePlot rate_plot(const std::vector<LrRun>& runs) {
-  LinePlot p{.title = "Final test accuracy against the effective learning rate\n(every rule's "
-                      "runs on one curve per N: a rule only chooses the rate; diverged runs left out)",
+  LinePlot p{.title =
+                 "Final test accuracy against the effective learning rate\n(every rule's "
+                 "runs on one curve per N: a rule only chooses the rate; diverged runs left out)",
              .xlabel = "effective learning rate (after the scaling rule)",
              .ylabel = "final test accuracy (%)",
              .log_x = true};
@@ -194,9 +195,10 @@ LrRun read_lr_run(const std::filesystem::path& dir, const std::string& label) {
   const std::string text{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
   const RunSpec s = run_spec_from_toml(text, (dir / "config.resolved.toml").string());
   if (s.regime == Regime::kModel)
-    throw Error(fmt::format("run '{}': the lr-scaling section compares data-parallel steps "
-                            "(regime = \"gradient\")",
-                            label));
+    throw Error(
+        fmt::format("run '{}': the lr-scaling section compares data-parallel steps "
+                    "(regime = \"gradient\")",
+                    label));
   const RunSummary summary = read_run_summary(dir);
   if (!summary.final || !summary.final->test_accuracy)
     throw Error(fmt::format("run '{}' has no final test accuracy in summary.json", label));
@@ -221,12 +223,11 @@ LrScalingSection lr_scaling_section(const std::vector<LrRun>& runs, double train
   const auto cols = columns_present(runs);
   const auto ns = workers_present(runs);
   // The single worker's best rate (the fewest workers, no warm-up where there is such a run).
-  const Column base_col = std::any_of(runs.begin(), runs.end(),
-                                      [&](const LrRun& r) {
-                                        return r.workers == ns.front() && r.warmup_steps == 0;
-                                      })
-                              ? Column{"none", false}
-                              : Column{"none", true};
+  const Column base_col =
+      std::any_of(runs.begin(), runs.end(),
+                  [&](const LrRun& r) { return r.workers == ns.front() && r.warmup_steps == 0; })
+          ? Column{"none", false}
+          : Column{"none", true};
   const auto base_cell = cell(runs, ns.front(), base_col);
   FEDPAR_CHECK(!base_cell.empty()) << "the fewest workers' runs have no rule \"none\"";
   const LrRun& reference = *best_of(base_cell);
@@ -248,25 +249,28 @@ LrScalingSection lr_scaling_section(const std::vector<LrRun>& runs, double train
     for (const auto& f : out.failed) md << "- " << f << "\n";
     md << "\n";
   }
-  md << fmt::format("**Claim** (checked on {} group(s) of runs at the same N, warm-up and "
-                    "effective rate): a rule only sets the rate, so such runs end with the same "
-                    "model bytes: {}.\n\n",
-                    checked,
-                    checked == 0 ? "not tested (no two runs shared a rate)"
-                    : out.failed.empty() ? "**holds**"
-                                         : "**fails**");
-  md << fmt::format("#### The single worker's rate ({}) carried over by each rule\n\n"
-                    "Final test accuracy (the effective rate in brackets).\n\n",
-                    rate(reference.base_lr));
+  md << fmt::format(
+      "**Claim** (checked on {} group(s) of runs at the same N, warm-up and "
+      "effective rate): a rule only sets the rate, so such runs end with the same "
+      "model bytes: {}.\n\n",
+      checked,
+      checked == 0         ? "not tested (no two runs shared a rate)"
+      : out.failed.empty() ? "**holds**"
+                           : "**fails**");
+  md << fmt::format(
+      "#### The single worker's rate ({}) carried over by each rule\n\n"
+      "Final test accuracy (the effective rate in brackets).\n\n",
+      rate(reference.base_lr));
   md << table(runs, cols, [&](const std::vector<const LrRun*>& c) {
     const LrRun* r = at_rate(c, reference.base_lr);
     return r ? fmt::format("{} ({})", outcome(*r), rate(r->lr)) : std::string("-");
   }) << "\n";
-  md << fmt::format("#### The largest rate that still trains (final accuracy >= {:g}%)\n\n"
-                    "The rate as written, the effective rate in brackets; `none` when no rate "
-                    "of the grid trained; `>=` when the grid's largest rate trained (the "
-                    "limit lies beyond it).\n\n",
-                    trains_at);
+  md << fmt::format(
+      "#### The largest rate that still trains (final accuracy >= {:g}%)\n\n"
+      "The rate as written, the effective rate in brackets; `none` when no rate "
+      "of the grid trained; `>=` when the grid's largest rate trained (the "
+      "limit lies beyond it).\n\n",
+      trains_at);
   md << table(runs, cols, [&](const std::vector<const LrRun*>& c) {
     const LrRun* r = largest_training(c, trains_at);
     if (!r) return std::string("none");
@@ -303,16 +307,17 @@ LrScalingSection lr_scaling_section(const std::vector<LrRun>& runs, double train
     const LrRun* many = at_rate(cell(runs, n_max, c), reference.base_lr);
     if (!one || !many || n_max == ns.front()) continue;
     if (many->diverged_at) {
-      md << fmt::format("- {}: at N = {} the carried-over rate (effective {}) diverges at step "
-                        "{}.\n",
-                        c.name(), n_max, rate(many->lr), many->diverged_at);
+      md << fmt::format(
+          "- {}: at N = {} the carried-over rate (effective {}) diverges at step "
+          "{}.\n",
+          c.name(), n_max, rate(many->lr), many->diverged_at);
       continue;
     }
-    md << fmt::format("- {}: from N = {} to N = {} the carried-over rate {} accuracy "
-                      "({:.2f}% -> {:.2f}%, {:+.2f} points; keeps: within 1 point).\n",
-                      c.name(), ns.front(), n_max,
-                      many->accuracy >= one->accuracy - 1 ? "keeps" : "loses", one->accuracy,
-                      many->accuracy, many->accuracy - one->accuracy);
+    md << fmt::format(
+        "- {}: from N = {} to N = {} the carried-over rate {} accuracy "
+        "({:.2f}% -> {:.2f}%, {:+.2f} points; keeps: within 1 point).\n",
+        c.name(), ns.front(), n_max, many->accuracy >= one->accuracy - 1 ? "keeps" : "loses",
+        one->accuracy, many->accuracy, many->accuracy - one->accuracy);
   }
   md << "\n";
   md << draw(dir, "lr-scaling-rate.svg", rate_plot(runs));

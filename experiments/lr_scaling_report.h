@@ -20,12 +20,12 @@ struct LrRun {
   int64_t workers = 1;       // clients per step
   int64_t global_batch = 0;  // samples per step, all workers
   int64_t steps = 0;
-  std::string rule;           // none | linear | sqrt
-  int64_t warmup_steps = 0;   // 0: none
+  std::string rule;            // none | linear | sqrt
+  int64_t warmup_steps = 0;    // 0: none
   double base_lr = 0, lr = 0;  // optimizer.lr as written; after the rule
-  double accuracy = 0;        // final test accuracy, percent (a diverged run's last finite model)
-  int64_t diverged_at = 0;    // the step whose gradient held NaN or Inf (0: none)
-  std::string model_hash;     // the final model's
+  double accuracy = 0;         // final test accuracy, percent (a diverged run's last finite model)
+  int64_t diverged_at = 0;     // the step whose gradient held NaN or Inf (0: none)
+  std::string model_hash;      // the final model's
 };
 
 // One run's point from its results folder (config.resolved.toml and summary.json).

@@ -387,10 +387,9 @@ int run_suite(const SuiteOptions& o) {
                plan.instances[i].label());
     auto r = run_instance(plan.instances[i], runs_dir);
     if (!r) return 1;
-    fmt::print(stderr, " {:.1f} s{}\n", r->seconds,
-               r->diverged_at_round
-                   ? fmt::format(" (diverged at round {})", *r->diverged_at_round)
-                   : "");
+    fmt::print(
+        stderr, " {:.1f} s{}\n", r->seconds,
+        r->diverged_at_round ? fmt::format(" (diverged at round {})", *r->diverged_at_round) : "");
     results.push_back(std::move(*r));
   }
   add_divergence(results, runs_dir);
@@ -417,8 +416,8 @@ int run_suite(const SuiteOptions& o) {
 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  out.write_text("report.md", report_markdown(plan, o.smoke, results, equivalence_md,
-                                              section_md, seconds, out.path()));
+  out.write_text("report.md", report_markdown(plan, o.smoke, results, equivalence_md, section_md,
+                                              seconds, out.path()));
   const double target = plan.cfg.get_float("suite.target_accuracy");
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : results) rows.push_back(run_json(r, target));

@@ -83,13 +83,13 @@ std::string results_table(const std::vector<SuiteRun>& runs, double target) {
       target_cell = k ? fmt::format("{} | {:.1f} | {:.1f} | ", k, secs, mb)
                       : fmt::format("not in {} | - | - | ", int(last_of(r.curves.round)));
     }
-    const std::string final_cell =
-        r.diverged_at_round ? fmt::format("diverged at round {}", *r.diverged_at_round)
-                            : fmt::format("{:.2f}%", last_of(r.curves.accuracy));
-    t << fmt::format("| {} | `{}` | {} | {:.3f} | {} | {:.2f}% | {}{:.1f} | {:.3f} |\n",
-                     r.label, joined(r.overrides), r.clients, r.median_emd, final_cell,
-                     best_of(r.curves.accuracy), target_cell,
-                     last_of(r.curves.mb), r.curves.round_seconds);
+    const std::string final_cell = r.diverged_at_round
+                                       ? fmt::format("diverged at round {}", *r.diverged_at_round)
+                                       : fmt::format("{:.2f}%", last_of(r.curves.accuracy));
+    t << fmt::format("| {} | `{}` | {} | {:.3f} | {} | {:.2f}% | {}{:.1f} | {:.3f} |\n", r.label,
+                     joined(r.overrides), r.clients, r.median_emd, final_cell,
+                     best_of(r.curves.accuracy), target_cell, last_of(r.curves.mb),
+                     r.curves.round_seconds);
   }
   return t.str();
 }

@@ -31,10 +31,7 @@ size_t first_non_finite(std::span<const float> v) {
   return v.size();
 }
 
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 std::vector<std::span<const uint8_t>> WireMessage::spans() const {
   std::vector<std::span<const uint8_t>> out(frames.begin(), frames.end());

@@ -158,14 +158,14 @@ Collected Engine::collect(const CollectSpec& spec) {
 }
 
 void Engine::throw_if_non_finite(const CollectSpec& spec, const Reply& r) const {
-  const std::string who = fmt::format(
-      "round {}: {} {}", round + 1, spec.key == CollectSpec::Key::kClient ? "client" : "worker",
-      r.key);
+  const std::string who =
+      fmt::format("round {}: {} {}", round + 1,
+                  spec.key == CollectSpec::Key::kClient ? "client" : "worker", r.key);
   for (size_t i = 0; i < r.update.vectors.size(); ++i) {
     const auto v = r.update.vectors[i];
     if (const size_t j = first_non_finite(v); j < v.size())
-      throw Diverged(fmt::format("{}'s update holds a non-finite value ({}) at index {} of vector {}",
-                                 who, v[j], j, i));
+      throw Diverged(fmt::format(
+          "{}'s update holds a non-finite value ({}) at index {} of vector {}", who, v[j], j, i));
   }
   if (!std::isfinite(r.update.loss_sum)) throw Diverged(who + "'s loss is not finite");
 }

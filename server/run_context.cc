@@ -65,9 +65,10 @@ void RunContext::end_diverged(int r, RoundRecord& rec, const Engine& engine,
                               const std::string& why) {
   diverged_at_ = r + 1;
   diverged_ = why;
-  engine.log(fmt::format("the training diverged: {}; the run ends here with the model of round "
-                         "{} (lower optimizer.lr, or add warm-up)",
-                         why, r));
+  engine.log(
+      fmt::format("the training diverged: {}; the run ends here with the model of round "
+                  "{} (lower optimizer.lr, or add warm-up)",
+                  why, r));
   rec = RoundRecord{.round = r, .topology = rec.topology};  // the last finite model's round
   if (s.regime != Regime::kAsync && r > 0) rec.lr = s.optimizer.lr.at(r - 1);
   evaluate_into(rec);
@@ -77,18 +78,18 @@ int RunContext::finish(const Engine& engine) {
   save_safetensors(out.path() / "model.safetensors", model.layout(), params,
                    {{"format", "fedpar"}, {"model", s.model.name}});
   const std::string hash = hash_hex(hash_bytes(params.data(), params.size() * sizeof(float)));
-  const RunSummary summary{.model_hash = hash,
-                           .rounds_run = diverged_at_ ? diverged_at_ - 1
-                                         : stopped_at_ ? stopped_at_
-                                                       : s.rounds,
-                           .stopped_at_accuracy = stopped_at_ > 0,
-                           .diverged_at_round = diverged_at_ ? std::optional<int64_t>(diverged_at_)
-                                                             : std::nullopt,
-                           .diverged = diverged_at_ ? std::optional(diverged_) : std::nullopt,
-                           .clients = engine.num_clients,
-                           .processes = s.processes,
-                           .hosts = engine.host_records(),
-                           .final = last_eval_};
+  const RunSummary summary{
+      .model_hash = hash,
+      .rounds_run = diverged_at_  ? diverged_at_ - 1
+                    : stopped_at_ ? stopped_at_
+                                  : s.rounds,
+      .stopped_at_accuracy = stopped_at_ > 0,
+      .diverged_at_round = diverged_at_ ? std::optional<int64_t>(diverged_at_) : std::nullopt,
+      .diverged = diverged_at_ ? std::optional(diverged_) : std::nullopt,
+      .clients = engine.num_clients,
+      .processes = s.processes,
+      .hosts = engine.host_records(),
+      .final = last_eval_};
   out.write_json("summary.json", to_json(summary));
   const auto path = out.commit();
   engine.log(fmt::format("results: {}", path.string()));

@@ -50,7 +50,7 @@ class RunContext {
 
  private:
   std::optional<RoundRecord> last_eval_;
-  int stopped_at_ = 0;  // the round stop_at_accuracy ended the run after, if it did
+  int stopped_at_ = 0;   // the round stop_at_accuracy ended the run after, if it did
   int diverged_at_ = 0;  // the round whose update was not finite, if one was
   std::string diverged_;
   void evaluate_into(RoundRecord& rec);

@@ -93,7 +93,8 @@ TEST(Optimizer, ADivergedRunEndsAtItsFirstNonFiniteUpdateAndKeepsItsModel) {
   EXPECT_LT(at, 12) << "it diverged before the last round";
   EXPECT_EQ(summary["rounds_run"].get<int64_t>(), at - 1);
   EXPECT_EQ(summary["final"]["round"].get<int64_t>(), at - 1) << "the last finite model, evaluated";
-  for (const float w : testing::final_params(tmp / "res" / "diverged")) ASSERT_TRUE(std::isfinite(w));
+  for (const float w : testing::final_params(tmp / "res" / "diverged"))
+    ASSERT_TRUE(std::isfinite(w));
   EXPECT_EQ(jsonl(tmp / "res" / "diverged" / "metrics.jsonl").size(), size_t(at - 1));
 }
 

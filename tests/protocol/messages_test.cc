@@ -168,9 +168,9 @@ TEST(Messages, BadFieldsAreNamed) {
       "missing field 'loss_sum'");
   // JSON has no NaN: a non-finite loss arrives as null and decodes to NaN (the server then ends
   // the run as diverged), where a string is still the wrong type
-  nlohmann::json body = {{"kind", "gradient"},       {"num_samples", 5},   {"loss_sum", nullptr},
-                         {"samples_processed", 5},   {"compute_seconds", 0.0},
-                         {"parameter_bytes", 0},     {"activation_bytes", 0}};
+  nlohmann::json body = {{"kind", "gradient"},     {"num_samples", 5},       {"loss_sum", nullptr},
+                         {"samples_processed", 5}, {"compute_seconds", 0.0}, {"parameter_bytes", 0},
+                         {"activation_bytes", 0}};
   const auto nan_loss = decode_update(raw(MessageType::kUpdate, body));
   ASSERT_EQ(reason(nan_loss), "accepted");
   EXPECT_TRUE(std::isnan(std::get<UpdateMsg>(nan_loss).loss_sum));
