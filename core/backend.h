@@ -24,6 +24,10 @@ enum class Trans { kNo, kYes };
 // y (n, h, w, oc). k is odd; the padding is k / 2 on every side.
 struct ConvShape {
   int n, h, w, c, oc, k;
+  bool valid = false;  // false: 'same' (zero padding k / 2, odd k); true: no padding
+  int pad() const { return valid ? 0 : k / 2; }
+  int out_h() const { return h + 2 * pad() - k + 1; }
+  int out_w() const { return w + 2 * pad() - k + 1; }
   auto operator<=>(const ConvShape&) const = default;
 };
 
@@ -103,7 +107,8 @@ class Backend {
                                 int classes) = 0;
 
   // ---- convolution helpers, NHWC layout, stride 1, square kernel k, zero padding pad ----
-  // cols(n*h*w, k*k*c): row = output pixel, columns ordered (ky, kx, c).
+  // cols(n*oh*ow, k*k*c), oh = h + 2 pad - k + 1 (ow alike): row = output pixel, columns ordered
+  // (ky, kx, c).
   virtual void im2col(float* cols, const float* x, int n, int h, int w, int c, int k, int pad) = 0;
   // Inverse scatter-add of im2col: dx (overwritten) from dcols.
   virtual void col2im(float* dx, const float* dcols, int n, int h, int w, int c, int k,

@@ -45,9 +45,10 @@ constexpr size_t kPadding = ~size_t(0);
 template <typename F>
 void for_each_tap(int b, int h, int w, int c, int k, int pad, F&& f) {
   const size_t row_len = size_t(k) * k * c;
-  for (int oy = 0; oy < h; ++oy)
-    for (int ox = 0; ox < w; ++ox) {
-      const size_t row = ((size_t(b) * h + oy) * w + ox) * row_len;
+  const int oh = h + 2 * pad - k + 1, ow = w + 2 * pad - k + 1;
+  for (int oy = 0; oy < oh; ++oy)
+    for (int ox = 0; ox < ow; ++ox) {
+      const size_t row = ((size_t(b) * oh + oy) * ow + ox) * row_len;
       for (int ky = 0; ky < k; ++ky) {
         const int iy = oy + ky - pad;
         for (int kx = 0; kx < k; ++kx) {

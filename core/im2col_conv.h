@@ -17,7 +17,7 @@ class Im2colConv {
 
  private:
   Backend& be_;
-  DeviceArray<float> cols_;  // (n*h*w, k*k*c) patch matrix, reused across calls
+  DeviceArray<float> cols_;  // (n*oh*ow, k*k*c) patch matrix, reused across calls
 };
 
 }  // namespace fedpar

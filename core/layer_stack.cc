@@ -8,7 +8,9 @@
 
 namespace fedpar {
 
-std::vector<std::string> model_names() { return {"logreg", "linreg", "mlp", "2nn", "cnn"}; }
+std::vector<std::string> model_names() {
+  return {"logreg", "linreg", "mlp", "2nn", "cnn", "lenet"};
+}
 
 namespace {
 
@@ -66,6 +68,18 @@ LayerStack build_layer_stack(const ModelSpec& spec, Shape input, int classes) {
     s.add(make_dense(s.at, 512), "fc1");
     s.add(make_relu(s.at));
     s.add(make_dense(s.at, classes), "fc2");
+  } else if (n == "lenet") {  // NIID-Bench's simple CNN for MNIST: LeNet-5's shape, ReLU, max-pool
+    if (input.h < 12 || input.w < 12)
+      throw Error(
+          fmt::format("model 'lenet' needs images of at least 12x12; this dataset has {}x{}",
+                      input.h, input.w));
+    s.add(make_conv2d(s.at, 6, 5, /*valid=*/true), "conv1");
+    s.add(make_relu(s.at));
+    s.add(make_maxpool2(s.at));
+    s.add(make_conv2d(s.at, 16, 5, /*valid=*/true), "conv2");
+    s.add(make_relu(s.at));
+    s.add(make_maxpool2(s.at));
+    build_mlp(s, {120, 84}, classes);
   } else {
     throw Error(
         fmt::format("unknown model '{}' (valid models: {})", n, fmt::join(model_names(), ", ")));

@@ -77,13 +77,20 @@ class Relu final : public Layer {
 
 class Conv2d final : public Layer {
  public:
-  Conv2d(Shape in, int out, int k) : in_(in), out_(out), k_(k) {
-    FEDPAR_CHECK(k % 2 == 1) << "conv kernel must be odd for 'same' padding, got " << k;
+  Conv2d(Shape in, int out, int k, bool valid) : in_(in), out_(out), k_(k), valid_(valid) {
+    FEDPAR_CHECK(valid || k % 2 == 1) << "conv kernel must be odd for 'same' padding, got " << k;
+    FEDPAR_CHECK(!valid || (k <= in.h && k <= in.w))
+        << "a 'valid' " << k << "x" << k << " conv needs an input of at least that size, got "
+        << in.h << "x" << in.w;
   }
   std::string describe() const override {
-    return fmt::format("conv{}x{} {}->{} ({}x{})", k_, k_, in_.c, out_, in_.h, in_.w);
+    return fmt::format("conv{}x{}{} {}->{} ({}x{})", k_, k_, valid_ ? " valid" : "", in_.c, out_,
+                       in_.h, in_.w);
   }
-  Shape output_shape() const override { return {in_.h, in_.w, out_}; }
+  Shape output_shape() const override {
+    const ConvShape s = shape(1);
+    return {s.out_h(), s.out_w(), out_};
+  }
   void declare(ParamLayout& layout, const std::string& prefix) override {
     std::tie(w_, b_) = declare_weight_bias(layout, prefix, {out_, k_, k_, in_.c}, out_);
   }
@@ -99,14 +106,16 @@ class Conv2d final : public Layer {
   }
   size_t scratch_bytes(int batch) const override {
     // The im2col path's patch matrix; oneDNN keeps less (its layouts of x, y and weights).
-    return size_t(batch) * in_.h * in_.w * patch() * sizeof(float);
+    const ConvShape s = shape(batch);
+    return size_t(batch) * s.out_h() * s.out_w() * patch() * sizeof(float);
   }
 
  private:
   int patch() const { return k_ * k_ * in_.c; }
-  ConvShape shape(int batch) const { return {batch, in_.h, in_.w, in_.c, out_, k_}; }
+  ConvShape shape(int batch) const { return {batch, in_.h, in_.w, in_.c, out_, k_, valid_}; }
   Shape in_;
   int out_, k_;
+  bool valid_;
   ParamView w_, b_;
 };
 
@@ -138,8 +147,8 @@ class MaxPool2 final : public Layer {
 
 std::unique_ptr<Layer> make_dense(Shape in, int out) { return std::make_unique<Dense>(in, out); }
 std::unique_ptr<Layer> make_relu(Shape in) { return std::make_unique<Relu>(in); }
-std::unique_ptr<Layer> make_conv2d(Shape in, int out_channels, int k) {
-  return std::make_unique<Conv2d>(in, out_channels, k);
+std::unique_ptr<Layer> make_conv2d(Shape in, int out_channels, int k, bool valid) {
+  return std::make_unique<Conv2d>(in, out_channels, k, valid);
 }
 std::unique_ptr<Layer> make_maxpool2(Shape in) { return std::make_unique<MaxPool2>(in); }
 

@@ -41,8 +41,9 @@ class Layer {
 // y = x W^T + b; W is (out, in) like PyTorch's nn.Linear.
 std::unique_ptr<Layer> make_dense(Shape in, int out);
 std::unique_ptr<Layer> make_relu(Shape in);
-// 'same' convolution, stride 1, odd square kernel k; W is stored (out, k, k, in) (OHWI).
-std::unique_ptr<Layer> make_conv2d(Shape in, int out_channels, int k);
+// Convolution, stride 1, square kernel k: 'same' (zero padding k / 2, odd k: the output keeps
+// the input's size) or `valid` (no padding: h - k + 1); W is stored (out, k, k, in) (OHWI).
+std::unique_ptr<Layer> make_conv2d(Shape in, int out_channels, int k, bool valid = false);
 // 2x2 max-pool, stride 2.
 std::unique_ptr<Layer> make_maxpool2(Shape in);
 

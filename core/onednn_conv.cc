@@ -40,9 +40,9 @@ struct OneDnnConv::Impl {
   Plan& plan(const ConvShape& s) {
     auto it = plans.find(s);
     if (it != plans.end()) return it->second;
-    const memory::dims x_dims = {s.n, s.c, s.h, s.w}, y_dims = {s.n, s.oc, s.h, s.w};
+    const memory::dims x_dims = {s.n, s.c, s.h, s.w}, y_dims = {s.n, s.oc, s.out_h(), s.out_w()};
     const memory::dims w_dims = {s.oc, s.c, s.k, s.k}, b_dims = {s.oc};
-    const memory::dims strides = {1, 1}, pad = {s.k / 2, s.k / 2};
+    const memory::dims strides = {1, 1}, pad = {s.pad(), s.pad()};
     Plan p;
     p.user_x = memory::desc(x_dims, dt::f32, tag::nhwc);
     p.user_y = memory::desc(y_dims, dt::f32, tag::nhwc);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <limits>
 #include <set>
 
 #include "core/check.h"
@@ -101,6 +102,8 @@ class Reader {
       fields(r, out);
       r.finish();
       return out;
+    } else if (std::is_floating_point_v<T> && e.is_null()) {
+      return std::numeric_limits<T>::quiet_NaN();  // JSON has no NaN or Inf: they are written null
     } else {
       const bool ok = std::is_same_v<T, bool>          ? e.is_boolean()
                       : std::is_same_v<T, std::string> ? e.is_string()

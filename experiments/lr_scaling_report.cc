@@ -283,23 +283,42 @@ LrScalingSection lr_scaling_section(const std::vector<LrRun>& runs, double train
     return fmt::format("{} at {} ({})", outcome(*r), rate(r->base_lr), rate(r->lr));
   }) << "\n";
 
-  // What the tables say, computed: the limit on the effective rate per N and warm-up.
+  // What the tables say, computed: the limit on the effective rate per N and warm-up, and how
+  // it grows with the batch against what the rules assume.
   md << "#### What the runs say\n\n";
   for (const bool w : {false, true}) {
     if (std::none_of(runs.begin(), runs.end(),
                      [&](const LrRun& r) { return (r.warmup_steps > 0) == w; }))
       continue;
     std::vector<std::string> limits;
+    std::map<int64_t, double> limit;
     for (const int64_t n : ns) {
-      std::optional<double> top;
       for (const auto& r : runs)
         if (r.workers == n && (r.warmup_steps > 0) == w && trains(r, trains_at))
-          top = std::max(top.value_or(0), r.lr);
-      limits.push_back(top ? fmt::format("N = {}: {}", n, rate(*top))
-                           : fmt::format("N = {}: none", n));
+          limit[n] = std::max(limit[n], r.lr);
+      limits.push_back(limit.count(n) ? fmt::format("N = {}: {}", n, rate(limit[n]))
+                                      : fmt::format("N = {}: none", n));
     }
-    md << fmt::format("- Largest effective rate that trained, {} warm-up: {}.\n",
+    md << fmt::format("- The largest effective rate that trained, {} warm-up: {}.",
                       w ? "with" : "without", fmt::join(limits, "; "));
+    if (limit.count(ns.front()) && limit.count(ns.back()) && ns.back() > ns.front()) {
+      const double grew = limit[ns.back()] / limit[ns.front()];
+      const double batch = double(ns.back()) / double(ns.front());
+      // within a factor sqrt 2 (one step of a doubling grid, either side) of each rule's growth
+      const auto near = [](double a, double b) {
+        return a >= b / std::sqrt(2.0) && a <= b * std::sqrt(2.0);
+      };
+      const std::string verdict =
+          near(grew, batch) ? "as the batch grows: the linear rule's assumption"
+          : near(grew, std::sqrt(batch))
+              ? "as the square root of the batch: the sqrt rule's assumption"
+          : grew < std::sqrt(batch) / std::sqrt(2.0)
+              ? "less than the square root of the batch: neither rule's assumption holds here"
+              : "between the square root of the batch and the batch";
+      md << fmt::format(" From N = {} to N = {} (a {:g}x larger batch) the limit grew {:.2f}x, {}.",
+                        ns.front(), ns.back(), batch, grew, verdict);
+    }
+    md << "\n";
   }
   const int64_t n_max = ns.back();
   for (const auto& c : cols) {
@@ -308,16 +327,18 @@ LrScalingSection lr_scaling_section(const std::vector<LrRun>& runs, double train
     if (!one || !many || n_max == ns.front()) continue;
     if (many->diverged_at) {
       md << fmt::format(
-          "- {}: at N = {} the carried-over rate (effective {}) diverges at step "
-          "{}.\n",
-          c.name(), n_max, rate(many->lr), many->diverged_at);
+          "- {}: at N = {} the carried-over rate (effective {}) diverges at step {}.\n", c.name(),
+          n_max, rate(many->lr), many->diverged_at);
       continue;
     }
+    const double change = many->accuracy - one->accuracy;
     md << fmt::format(
-        "- {}: from N = {} to N = {} the carried-over rate {} accuracy "
-        "({:.2f}% -> {:.2f}%, {:+.2f} points; keeps: within 1 point).\n",
-        c.name(), ns.front(), n_max, many->accuracy >= one->accuracy - 1 ? "keeps" : "loses",
-        one->accuracy, many->accuracy, many->accuracy - one->accuracy);
+        "- {}: from N = {} to N = {} the carried-over rate (effective {} at N = {}) {} "
+        "({:.2f}% -> {:.2f}%).\n",
+        c.name(), ns.front(), n_max, rate(many->lr), n_max,
+        change >= -1 ? "keeps the accuracy within 1 point"
+                     : fmt::format("loses {:.2f} points", -change),
+        one->accuracy, many->accuracy);
   }
   md << "\n";
   md << draw(dir, "lr-scaling-rate.svg", rate_plot(runs));

@@ -428,7 +428,7 @@ int run_suite(const SuiteOptions& o) {
                                {"command", plan.command}};
   if (plan.cfg.get_bool("suite.delay_model"))
     suite_json["delay_model"] = delay_model_json(delay_rounds(results), cores());
-  suite_json.update(section_json);
+  if (!section_json.is_null()) suite_json.update(section_json);
   out.write_json("suite.json", suite_json);
   const auto path = out.commit();
   fmt::print("{}\nreport: {}\n", results_table(results, target), (path / "report.md").string());

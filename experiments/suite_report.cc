@@ -83,13 +83,14 @@ std::string results_table(const std::vector<SuiteRun>& runs, double target) {
       target_cell = k ? fmt::format("{} | {:.1f} | {:.1f} | ", k, secs, mb)
                       : fmt::format("not in {} | - | - | ", int(last_of(r.curves.round)));
     }
+    const bool evaluated = !r.curves.accuracy.empty();  // a diverged run may end before any
     const std::string final_cell = r.diverged_at_round
                                        ? fmt::format("diverged at round {}", *r.diverged_at_round)
                                        : fmt::format("{:.2f}%", last_of(r.curves.accuracy));
-    t << fmt::format("| {} | `{}` | {} | {:.3f} | {} | {:.2f}% | {}{:.1f} | {:.3f} |\n", r.label,
+    t << fmt::format("| {} | `{}` | {} | {:.3f} | {} | {} | {}{:.1f} | {:.3f} |\n", r.label,
                      joined(r.overrides), r.clients, r.median_emd, final_cell,
-                     best_of(r.curves.accuracy), target_cell, last_of(r.curves.mb),
-                     r.curves.round_seconds);
+                     evaluated ? fmt::format("{:.2f}%", best_of(r.curves.accuracy)) : "-",
+                     target_cell, last_of(r.curves.mb), r.curves.round_seconds);
   }
   return t.str();
 }

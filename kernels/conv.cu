@@ -7,14 +7,16 @@
 namespace fedpar::cuda {
 namespace {
 
-// cols(n*h*w, k*k*c): element (pixel p, tap (ky, kx), channel ch) = x at (p + (ky, kx) - pad) or 0.
+// cols(n*oh*ow, k*k*c): element (output pixel p, tap (ky, kx), channel ch) = x at
+// (p + (ky, kx) - pad) or 0; oh = h + 2 pad - k + 1, ow alike.
 __global__ void im2col_k(float* cols, const float* x, int n, int h, int w, int c, int k, int pad) {
   const size_t patch = size_t(k) * k * c;
-  FEDPAR_GRID_LOOP(i, size_t(n) * h * w * patch) {
+  const int oh = h + 2 * pad - k + 1, ow = w + 2 * pad - k + 1;
+  FEDPAR_GRID_LOOP(i, size_t(n) * oh * ow * patch) {
     const size_t pixel = i / patch, t = i % patch;
     const int ch = int(t % c), kx = int(t / c % k), ky = int(t / c / k);
-    const int ox = int(pixel % w), oy = int(pixel / w % h);
-    const size_t b = pixel / (size_t(w) * h);
+    const int ox = int(pixel % ow), oy = int(pixel / ow % oh);
+    const size_t b = pixel / (size_t(ow) * oh);
     const int iy = oy + ky - pad, ix = ox + kx - pad;
     cols[i] = iy >= 0 && iy < h && ix >= 0 && ix < w ? x[((b * h + iy) * w + ix) * c + ch] : 0.0f;
   }
@@ -25,17 +27,18 @@ __global__ void im2col_k(float* cols, const float* x, int n, int h, int w, int c
 __global__ void col2im_k(float* dx, const float* dcols, int n, int h, int w, int c, int k,
                          int pad) {
   const size_t patch = size_t(k) * k * c;
+  const int oh = h + 2 * pad - k + 1, ow = w + 2 * pad - k + 1;
   FEDPAR_GRID_LOOP(i, size_t(n) * h * w * c) {
     const int ch = int(i % c), ix = int(i / c % w), iy = int(i / c / w % h);
     const size_t b = i / (size_t(c) * w * h);
     float acc = 0.0f;
     for (int ky = k - 1; ky >= 0; --ky) {
       const int oy = iy - ky + pad;
-      if (oy < 0 || oy >= h) continue;
+      if (oy < 0 || oy >= oh) continue;
       for (int kx = k - 1; kx >= 0; --kx) {
         const int ox = ix - kx + pad;
-        if (ox < 0 || ox >= w) continue;
-        acc += dcols[((b * h + oy) * w + ox) * patch + (size_t(ky) * k + kx) * c + ch];
+        if (ox < 0 || ox >= ow) continue;
+        acc += dcols[((b * oh + oy) * ow + ox) * patch + (size_t(ky) * k + kx) * c + ch];
       }
     }
     dx[i] = acc;
@@ -80,7 +83,8 @@ __global__ void maxpool2_backward_k(float* dx, const float* dy, const int32_t* a
 
 void im2col(float* cols, const float* x, int n, int h, int w, int c, int k, int pad,
             cudaStream_t s) {
-  const size_t total = size_t(n) * h * w * k * k * c;
+  const size_t total =
+      size_t(n) * (h + 2 * pad - k + 1) * (w + 2 * pad - k + 1) * size_t(k) * k * c;
   if (total) im2col_k<<<blocks_for(total), kThreads, 0, s>>>(cols, x, n, h, w, c, k, pad);
 }
 

@@ -85,7 +85,7 @@ TEST(Optimizer, ADivergedRunEndsAtItsFirstNonFiniteUpdateAndKeepsItsModel) {
                      "--set partition.clients=2 --set processes=2 --set sgd.batch=24 "
                      "--set optimizer.lr=1e6 --set optimizer.warmup_steps=0");
   ASSERT_EQ(r.code, 4) << r.err;
-  EXPECT_NE(r.err.find("the training diverged at round"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fedpar: the training diverged: round"), std::string::npos) << r.err;
   const auto summary =
       nlohmann::json::parse(std::ifstream(tmp / "res" / "diverged" / "summary.json"));
   const int64_t at = summary["diverged_at_round"].get<int64_t>();

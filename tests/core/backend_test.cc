@@ -132,8 +132,12 @@ TEST_F(CpuOps, ConvolutionMatchesIm2colReference) {
   int seed = 100;
   for (ConvShape s :
        {ConvShape{2, 6, 5, 3, 4, 3}, ConvShape{3, 28, 28, 1, 8, 5}, ConvShape{2, 14, 14, 8, 6, 5},
-        ConvShape{1, 1, 1, 1, 1, 1}, ConvShape{5, 7, 7, 16, 32, 5}}) {
-    const size_t nx = size_t(s.n) * s.h * s.w * s.c, ny = size_t(s.n) * s.h * s.w * s.oc;
+        ConvShape{1, 1, 1, 1, 1, 1}, ConvShape{5, 7, 7, 16, 32, 5},
+        // 'valid' (no padding), as in LeNet: 28 -> 24 and 12 -> 8, and a non-square input
+        ConvShape{3, 28, 28, 1, 6, 5, true}, ConvShape{2, 12, 12, 6, 16, 5, true},
+        ConvShape{2, 6, 5, 3, 4, 3, true}}) {
+    const size_t nx = size_t(s.n) * s.h * s.w * s.c,
+                 ny = size_t(s.n) * s.out_h() * s.out_w() * s.oc;
     const size_t nw = size_t(s.oc) * s.k * s.k * s.c;
     auto x = random_vector(nx, ++seed), w = random_vector(nw, ++seed);
     auto b = random_vector(size_t(s.oc), ++seed), dy = random_vector(ny, ++seed);
@@ -154,6 +158,30 @@ TEST_F(CpuOps, ConvolutionMatchesIm2colReference) {
     be->conv2d_backward(s, x.data(), w.data(), dy.data(), nullptr, dw2.data(), db.data());
     EXPECT_NE(dw2, dw);
   }
+}
+
+TEST_F(CpuOps, ValidConvolutionIsOneDotProductPerFullOverlap) {
+  // A 'valid' 3x3 kernel over a 3x4 image has 1x2 outputs, each the dot product of the kernel with
+  // the window it covers, plus the bias; dx spreads dy back over those windows.
+  const ConvShape s{1, 3, 4, 1, 1, 3, true};
+  ASSERT_EQ(s.out_h(), 1);
+  ASSERT_EQ(s.out_w(), 2);
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  const std::vector<float> w = {1, 0, -1, 2, 0, -2, 1, 0, -1}, b = {0.5f};
+  std::vector<float> y(2);
+  be->conv2d_forward(s, x.data(), w.data(), b.data(), y.data());
+  // left window rows (1 2 3), (5 6 7), (9 10 11): (1-3) + 2 (5-7) + (9-11) = -8
+  EXPECT_FLOAT_EQ(y[0], -8 + 0.5f);
+  EXPECT_FLOAT_EQ(y[1], -8 + 0.5f);  // the image is linear along x: the same difference
+  const std::vector<float> dy = {1, 10};
+  std::vector<float> dx(12), dw(9, 0.0f), db(1, 0.0f);
+  be->conv2d_backward(s, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data());
+  // column 0 is read only by the left window's tap kx = 0, column 3 only by the right's kx = 2
+  EXPECT_FLOAT_EQ(dx[0], 1 * w[0]);
+  EXPECT_FLOAT_EQ(dx[3], 10 * w[2]);
+  EXPECT_FLOAT_EQ(dx[1], 1 * w[1] + 10 * w[0]);
+  EXPECT_FLOAT_EQ(db[0], 11);
+  EXPECT_FLOAT_EQ(dw[0], 1 * x[0] + 10 * x[1]);  // tap (0, 0) saw x[0] and x[1]
 }
 
 TEST_F(CpuOps, MaxPoolForwardBackward) {

@@ -86,6 +86,11 @@ INSTANTIATE_TEST_SUITE_P(AllLayers, LayerGradients,
                                                        return make_conv2d({6, 6, 1}, 2, 5);
                                                      },
                                                      {6, 6, 1}},
+                                           LayerCase{"conv5x5valid",
+                                                     [] {
+                                                       return make_conv2d({7, 6, 2}, 3, 5, true);
+                                                     },
+                                                     {7, 6, 2}},
                                            LayerCase{"maxpool",
                                                      [] {
                                                        return make_maxpool2({4, 6, 3});
@@ -145,6 +150,11 @@ TEST(ModelGradients, LinearRegressionSquaredLoss) {
 TEST(ModelGradients, Mlp) { check_model({"mlp", {8, 6}}, {1, 1, 10}, 4, 4, 40, 2e-4); }
 // A bias feeds 196 ReLUs per sample: kinks sit close together, so the steps must be small.
 TEST(ModelGradients, FedAvgCnn) { check_model({"cnn"}, {28, 28, 1}, 10, 2, 12, 5e-4, 1e-4f); }
+// Its 'valid' convolutions feed few, narrow ReLU maps into max-pooling: at h = 1e-4 a probe of a
+// conv2 bias still straddled a kink on both step sizes; 3e-5 stays clear of them.
+TEST(ModelGradients, LeNetWithValidConvolutions) {
+  check_model({"lenet"}, {28, 28, 1}, 10, 4, 12, 5e-4, 3e-5f);
+}
 
 }  // namespace
 }  // namespace fedpar

@@ -23,6 +23,9 @@ class Models : public ::testing::Test {
 TEST_F(Models, ParameterCountsMatchThePapers) {
   EXPECT_EQ(Model(*be, {"2nn"}, mnist, 10).num_params(), 199210u);
   EXPECT_EQ(Model(*be, {"cnn"}, mnist, 10).num_params(), 1663370u);
+  // NIID-Bench's simple CNN: conv 6 and 16 5x5 'valid' (28 -> 24 -> 12 -> 8 -> 4), dense
+  // 256-120-84-10: 156 + 2,416 + 30,840 + 10,164 + 850
+  EXPECT_EQ(Model(*be, {"lenet"}, mnist, 10).num_params(), 44426u);
   EXPECT_EQ(Model(*be, {"logreg"}, mnist, 10).num_params(), 7850u);
   EXPECT_EQ(Model(*be, {"linreg"}, {1, 1, 60}, 10).num_params(), 610u);
   EXPECT_EQ(Model(*be, {"mlp", {100}}, mnist, 10).num_params(), 784u * 100 + 100 + 1010);

@@ -182,32 +182,37 @@ TEST_F(KernelParity, LossesAndAccuracyAreStableAndAgree) {
 }
 
 TEST_F(KernelParity, Im2colCol2imAndConvolution) {
-  // n images of 6x5 with 3 channels, 'same' 3x3 and 5x5 kernels, 4 output channels.
+  // n images of 6x5 with 3 channels, 3x3 and 5x5 kernels ('same', and 'valid': 4x3 and 2x1
+  // outputs), 4 output channels.
   for (int n : {1, 2, 7})
-    for (int k : {3, 5}) {
-      const ConvShape s{n, 6, 5, 3, 4, k};
-      const size_t in = size_t(n) * 6 * 5 * 3, out = size_t(n) * 6 * 5 * 4,
-                   cols = size_t(n) * 6 * 5 * k * k * 3;
-      const auto x = random_vector(in, 17), w = random_vector(size_t(4) * k * k * 3, 18),
-                 b = random_vector(4, 19), dy = random_vector(out, 20),
-                 dc = random_vector(cols, 21);
-      auto run = [&](Backend& be) {
-        auto dx_in = on(be, x), dw = on(be, w), db = on(be, b), ddy = on(be, dy), ddc = on(be, dc);
-        DeviceArray<float> c(be, cols), back(be, in), y(be, out), gx(be, in);
-        auto gw = on(be, std::vector<float>(w.size(), 0.0f)),
-             gb = on(be, std::vector<float>(4, 0.0f));
-        be.im2col(c.data(), dx_in.data(), n, 6, 5, 3, k, k / 2);
-        be.col2im(back.data(), ddc.data(), n, 6, 5, 3, k, k / 2);
-        be.conv2d_forward(s, dx_in.data(), dw.data(), db.data(), y.data());
-        be.conv2d_backward(s, dx_in.data(), dw.data(), ddy.data(), gx.data(), gw.data(), gb.data());
-        return std::vector{c.download(),  back.download(), y.download(),
-                           gx.download(), gw.download(),   gb.download()};
-      };
-      const auto want = run(*cpu), got = run(*gpu);
-      const char* names[] = {"im2col", "col2im", "conv forward", "conv dx", "conv dw", "conv db"};
-      for (size_t i = 0; i < want.size(); ++i)
-        EXPECT_TRUE(all_close(got[i], want[i], 1e-5, 1e-4)) << names[i] << " n=" << n << " k=" << k;
-    }
+    for (int k : {3, 5})
+      for (bool valid : {false, true}) {
+        const ConvShape s{n, 6, 5, 3, 4, k, valid};
+        const size_t pixels = size_t(n) * s.out_h() * s.out_w();
+        const size_t in = size_t(n) * 6 * 5 * 3, out = pixels * 4, cols = pixels * k * k * 3;
+        const auto x = random_vector(in, 17), w = random_vector(size_t(4) * k * k * 3, 18),
+                   b = random_vector(4, 19), dy = random_vector(out, 20),
+                   dc = random_vector(cols, 21);
+        auto run = [&](Backend& be) {
+          auto dx_in = on(be, x), dw = on(be, w), db = on(be, b), ddy = on(be, dy),
+               ddc = on(be, dc);
+          DeviceArray<float> c(be, cols), back(be, in), y(be, out), gx(be, in);
+          auto gw = on(be, std::vector<float>(w.size(), 0.0f)),
+               gb = on(be, std::vector<float>(4, 0.0f));
+          be.im2col(c.data(), dx_in.data(), n, 6, 5, 3, k, s.pad());
+          be.col2im(back.data(), ddc.data(), n, 6, 5, 3, k, s.pad());
+          be.conv2d_forward(s, dx_in.data(), dw.data(), db.data(), y.data());
+          be.conv2d_backward(s, dx_in.data(), dw.data(), ddy.data(), gx.data(), gw.data(),
+                             gb.data());
+          return std::vector{c.download(),  back.download(), y.download(),
+                             gx.download(), gw.download(),   gb.download()};
+        };
+        const auto want = run(*cpu), got = run(*gpu);
+        const char* names[] = {"im2col", "col2im", "conv forward", "conv dx", "conv dw", "conv db"};
+        for (size_t i = 0; i < want.size(); ++i)
+          EXPECT_TRUE(all_close(got[i], want[i], 1e-5, 1e-4))
+              << names[i] << " n=" << n << " k=" << k << " valid=" << valid;
+      }
 }
 
 TEST_F(KernelParity, MaxPoolForwardAndBackward) {
