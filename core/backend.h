@@ -20,8 +20,8 @@ namespace fedpar {
 
 enum class Trans { kNo, kYes };
 
-// A 'same' convolution, stride 1: x (n, h, w, c) NHWC, weights (oc, k, k, c) OHWI, bias (oc),
-// y (n, h, w, oc). k is odd; the padding is k / 2 on every side.
+// A convolution, stride 1: x (n, h, w, c) NHWC, weights (oc, k, k, c) OHWI, bias (oc),
+// y (n, out_h, out_w, oc). 'same' (k odd, padding k / 2 on every side: out = in) or valid.
 struct ConvShape {
   int n, h, w, c, oc, k;
   bool valid = false;  // false: 'same' (zero padding k / 2, odd k); true: no padding

@@ -194,6 +194,13 @@ SuitePlan plan_suite(const SuiteOptions& o) {
     else
       smoke.push_back(s);
   }
+  // --set suite.KEY=VALUE changes the suite itself (after --smoke's), the rest every run.
+  std::vector<std::string> run_sets;
+  for (const auto& s : o.sets)
+    if (s.starts_with("suite."))
+      cfg.set_all({s});
+    else
+      run_sets.push_back(s);
   std::vector<RunSpec> runs;
   for (const auto& r : cfg.get_string_list("suite.runs"))
     if (!r.empty()) runs.push_back(parse_run(r));
@@ -215,7 +222,7 @@ SuitePlan plan_suite(const SuiteOptions& o) {
       Config& c = in.config;
       c.set_all(r.sets);
       c.set_all(smoke);  // after the run's own: a smoke size holds for every run
-      c.set_all(o.sets);
+      c.set_all(run_sets);
       if (!seeds.empty()) c.set("seed", std::to_string(seeds[k]));
       c.set("name", in.label());
       c.set("eval_every", std::to_string(plan.eval_every));
@@ -229,7 +236,7 @@ SuitePlan plan_suite(const SuiteOptions& o) {
     plan.equivalence = config_without(cfg, {"suite"}, make_equivalence_config());
     plan.equivalence->set_all(smoke);
     plan.equivalence->set_all(smoke_equivalence);
-    plan.equivalence->set_all(o.sets);
+    plan.equivalence->set_all(run_sets);
     resolve_run_spec(*plan.equivalence);
   }
   return plan;

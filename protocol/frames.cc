@@ -31,8 +31,6 @@ size_t first_non_finite(std::span<const float> v) {
   return v.size();
 }
 
-namespace {}  // namespace
-
 std::vector<std::span<const uint8_t>> WireMessage::spans() const {
   std::vector<std::span<const uint8_t>> out(frames.begin(), frames.end());
   for (const auto& v : vectors)
