@@ -384,7 +384,8 @@ TEST(Suite, NiidBenchSmokeShowsOneLabelPerPartyDefeatsFedAvg) {
   // SCAFFOLD sends the model and the control down and the delta and its change up: twice the MB
   for (const char* p : {"iid", "c1"}) {
     const double fedavg = runs[std::string(p) + "-fedavg"]["mb_communicated"].back().get<double>(),
-                 scaffold = runs[std::string(p) + "-scaffold"]["mb_communicated"].back().get<double>();
+                 scaffold =
+                     runs[std::string(p) + "-scaffold"]["mb_communicated"].back().get<double>();
     EXPECT_NEAR(scaffold / fedavg, 2.0, 0.01) << p;
   }
 }
