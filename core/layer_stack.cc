@@ -69,10 +69,13 @@ LayerStack build_layer_stack(const ModelSpec& spec, Shape input, int classes) {
     s.add(make_relu(s.at));
     s.add(make_dense(s.at, classes), "fc2");
   } else if (n == "lenet") {  // NIID-Bench's simple CNN for MNIST: LeNet-5's shape, ReLU, max-pool
-    if (input.h < 12 || input.w < 12)
-      throw Error(
-          fmt::format("model 'lenet' needs images of at least 12x12; this dataset has {}x{}",
-                      input.h, input.w));
+    // two valid 5x5 convolutions, each followed by a 2x2 pool: sides of 16, 20, 24, 28, ...
+    const auto fits = [](int side) { return side >= 16 && side % 4 == 0; };
+    if (!fits(input.h) || !fits(input.w))
+      throw Error(fmt::format(
+          "model 'lenet' needs image sides of at least 16 and divisible by 4 (MNIST's 28x28); "
+          "this dataset has {}x{}",
+          input.h, input.w));
     s.add(make_conv2d(s.at, 6, 5, /*valid=*/true), "conv1");
     s.add(make_relu(s.at));
     s.add(make_maxpool2(s.at));

@@ -25,6 +25,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "core/run_records.h"
 #include "core/run_spec.h"
 
 namespace fedpar {
@@ -135,7 +136,7 @@ class Supervisor {
     if (name == "server") {
       // The server told the clients to stop; give them a moment before stopping them (a short
       // one when it failed: clients still waiting for their WELCOME never hear STOP).
-      finish(exit, exit == 0 ? 5s : 500ms);
+      finish(exit, exit == 0 || exit == kExitDiverged ? 5s : 500ms);
     } else if (exit != 0) {
       fmt::print(stderr, "fedpar run: {} {}; stopping the run\n", name,
                  WIFSIGNALED(status) ? fmt::format("was killed by signal {} ({})", WTERMSIG(status),

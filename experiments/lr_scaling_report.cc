@@ -229,7 +229,10 @@ LrScalingSection lr_scaling_section(const std::vector<LrRun>& runs, double train
           ? Column{"none", false}
           : Column{"none", true};
   const auto base_cell = cell(runs, ns.front(), base_col);
-  FEDPAR_CHECK(!base_cell.empty()) << "the fewest workers' runs have no rule \"none\"";
+  if (base_cell.empty())
+    throw Error(fmt::format("the lr-scaling section needs runs with N = {} and optimizer.scaling = "
+                            "\"none\" (the single worker's rate): add them to suite.only",
+                            ns.front()));
   const LrRun& reference = *best_of(base_cell);
   const int checked = check_rules_only_set_the_rate(runs, &out.failed);
 
@@ -314,7 +317,8 @@ LrScalingSection lr_scaling_section(const std::vector<LrRun>& runs, double train
               ? "as the square root of the batch: the sqrt rule's assumption"
           : grew < std::sqrt(batch) / std::sqrt(2.0)
               ? "less than the square root of the batch: neither rule's assumption holds here"
-              : "between the square root of the batch and the batch";
+          : grew > batch * std::sqrt(2.0) ? "faster than the batch"
+                                          : "between the square root of the batch and the batch";
       md << fmt::format(" From N = {} to N = {} (a {:g}x larger batch) the limit grew {:.2f}x, {}.",
                         ns.front(), ns.back(), batch, grew, verdict);
     }
@@ -322,7 +326,9 @@ LrScalingSection lr_scaling_section(const std::vector<LrRun>& runs, double train
   }
   const int64_t n_max = ns.back();
   for (const auto& c : cols) {
-    const LrRun* one = at_rate(base_cell, reference.base_lr);
+    // from the fewest workers' run with the same warm-up (the rules agree at N = 1)
+    const auto start = cell(runs, ns.front(), Column{"none", c.warmup});
+    const LrRun* one = at_rate(start.empty() ? base_cell : start, reference.base_lr);
     const LrRun* many = at_rate(cell(runs, n_max, c), reference.base_lr);
     if (!one || !many || n_max == ns.front()) continue;
     if (many->diverged_at) {

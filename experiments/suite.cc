@@ -67,6 +67,7 @@ std::filesystem::path find_suite(const std::string& name) {
 struct RunSpec {
   std::string label;
   std::vector<std::string> sets;
+  std::string swept;  // suite.sweep's "key=value" (also in sets): set again after --smoke's
 };
 
 RunSpec parse_run(const std::string& text) {
@@ -116,7 +117,8 @@ std::vector<RunSpec> sweep_runs(std::vector<RunSpec> runs, const std::string& sw
       if (v.empty()) continue;
       RunSpec one = r;
       one.label += "@" + v;
-      one.sets.push_back(key + "=" + v);
+      one.swept = key + "=" + v;
+      one.sets.push_back(one.swept);
       swept.push_back(std::move(one));
     }
   }
@@ -222,6 +224,7 @@ SuitePlan plan_suite(const SuiteOptions& o) {
       Config& c = in.config;
       c.set_all(r.sets);
       c.set_all(smoke);  // after the run's own: a smoke size holds for every run
+      if (!r.swept.empty()) c.set_all({r.swept});  // the value the label names wins
       c.set_all(run_sets);
       if (!seeds.empty()) c.set("seed", std::to_string(seeds[k]));
       c.set("name", in.label());

@@ -87,10 +87,10 @@ std::string results_table(const std::vector<SuiteRun>& runs, double target) {
     const std::string final_cell = r.diverged_at_round
                                        ? fmt::format("diverged at round {}", *r.diverged_at_round)
                                        : fmt::format("{:.2f}%", last_of(r.curves.accuracy));
-    t << fmt::format("| {} | `{}` | {} | {:.3f} | {} | {} | {}{:.1f} | {:.3f} |\n", r.label,
+    t << fmt::format("| {} | `{}` | {} | {:.3f} | {} | {} | {}{} | {:.3f} |\n", r.label,
                      joined(r.overrides), r.clients, r.median_emd, final_cell,
                      evaluated ? fmt::format("{:.2f}%", best_of(r.curves.accuracy)) : "-",
-                     target_cell, last_of(r.curves.mb), r.curves.round_seconds);
+                     target_cell, evaluated ? fmt::format("{:.1f}", last_of(r.curves.mb)) : "-", r.curves.round_seconds);
   }
   return t.str();
 }
@@ -147,7 +147,9 @@ std::string grid_table(const std::vector<SuiteRun>& runs, double target) {
   }
   if (grid.empty()) return "";
   auto better = [&](const SuiteRun* a,
-                    const SuiteRun* b) {  // fewer rounds to target, then accuracy
+                    const SuiteRun* b) {  // not diverged, fewer rounds to target, then accuracy
+    if (a->diverged_at_round.has_value() != b->diverged_at_round.has_value())
+      return !a->diverged_at_round;
     const int ra = rounds_to(a->curves, target), rb = rounds_to(b->curves, target);
     if ((ra > 0) != (rb > 0)) return ra > 0;
     if (ra != rb) return ra < rb;

@@ -19,6 +19,7 @@ class AllReducePlan final : public Plan {
   explicit AllReducePlan(RunContext& run) : run_(run), s_(run.s), weight_(total_weight()) {}
 
   const char* topology() const override { return "allreduce"; }
+  bool holds_model_after(int r) const override { return model_due(s_, r); }
 
   // The ring: every process sends RING with the endpoint it listens on; each then hears its rank
   // (HELLO order), the ring size and its next neighbour's endpoint.

@@ -59,6 +59,7 @@ class ModelParallelPlan final : public Plan {
   }
 
   const char* topology() const override { return pipeline_ ? "pipeline" : "tensor"; }
+  bool holds_model_after(int r) const override { return model_due(s_, r); }
 
   void begin(Engine& engine) override {
     const std::vector<WorkerEndpoints> at =

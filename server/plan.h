@@ -22,6 +22,9 @@ class Plan {
   // Round engine.round: fills `rec` with the plan's fields and returns the log line's summary.
   // Throws Error when the run cannot go on.
   virtual std::string round(Engine& engine, RoundRecord& rec) = 0;
+  // Whether run.params is the model after round r (0-based) once round() returned: the ring and
+  // model-parallel workers send it only on model_due rounds (what a diverged run keeps).
+  virtual bool holds_model_after(int) const { return true; }
   // The processes' tasks this round, for the per-process byte accounting (default: all hosted).
   virtual std::map<std::string, std::vector<uint32_t>> tasks(const Engine& engine) const {
     return engine.hosted();

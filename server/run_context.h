@@ -31,8 +31,9 @@ class RunContext {
   // every eval_every rounds and at the last, the metrics line, the log line. True when
   // stop_at_accuracy was reached.
   bool end_round(int r, RoundRecord& rec, const Engine& engine, const std::string& what);
-  // Ends the run at round r, whose update was not finite (`why`): the model before it is
-  // evaluated and kept, and finish() returns kExitDiverged.
+  // Ends the run at round r, whose update was not finite (`why`): the model the server holds
+  // (of round params_round; async: every update applied so far) is evaluated and kept, and
+  // finish() returns kExitDiverged.
   void end_diverged(int r, RoundRecord& rec, const Engine& engine, const std::string& why);
   // Saves model.safetensors and summary.json, commits the folder, prints the hash. Returns the
   // exit code.
@@ -40,6 +41,7 @@ class RunContext {
 
   const Config& cfg;
   const RunSpec& s;
+  int params_round = 0;  // the round whose model `params` holds (0: the initial model)
   std::unique_ptr<Backend> backend;
   TrainTest data;
   Manifest manifest;

@@ -51,10 +51,11 @@ void run_rounds(Engine& engine, RunContext& run, Plan& plan) {
     std::string summary;
     try {
       summary = plan.round(engine, rec);
-    } catch (const Diverged& d) {  // the model before this round is the run's last finite one
+    } catch (const Diverged& d) {  // the model the server last held is the last finite one
       run.end_diverged(r, rec, engine, d.what());
       break;
     }
+    if (plan.holds_model_after(r)) run.params_round = r + 1;
     std::tie(rec.bytes_sent_total, rec.bytes_received_total) = engine.total_bytes();
     rec.processes = engine.per_process_bytes(bytes_before, plan.tasks(engine));
     for (const auto& p : rec.processes)

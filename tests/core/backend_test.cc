@@ -126,6 +126,27 @@ TEST_F(CpuOps, Im2colAndCol2imAreAdjoint) {
       ASSERT_EQ(cols[size_t(p) * k * k * c + centre + ch], x[size_t(p) * c + ch]);
 }
 
+TEST_F(CpuOps, Im2colAndCol2imAreAdjointWithoutPadding) {
+  // 'valid': a 3x3 kernel over 6x5 images has 4x3 output pixels, each a window inside the image
+  const int n = 2, h = 6, w = 5, c = 3, k = 3, oh = 4, ow = 3;
+  auto x = random_vector(size_t(n) * h * w * c, 6);
+  auto cols_dir = random_vector(size_t(n) * oh * ow * k * k * c, 7);
+  std::vector<float> cols(cols_dir.size()), dx(x.size());
+  be->im2col(cols.data(), x.data(), n, h, w, c, k, 0);
+  be->col2im(dx.data(), cols_dir.data(), n, h, w, c, k, 0);
+  const double lhs = be->dot(cols.data(), cols_dir.data(), cols.size());
+  const double rhs = be->dot(x.data(), dx.data(), x.size());
+  EXPECT_NEAR(lhs, rhs, 1e-4 * std::abs(lhs));
+  // output pixel (oy, ox)'s tap (ky, kx) is input pixel (oy + ky, ox + kx)
+  for (int b = 0; b < n; ++b)
+    for (int oy = 0; oy < oh; ++oy)
+      for (int ox = 0; ox < ow; ++ox)
+        for (int ky = 0; ky < k; ++ky)
+          for (int kx = 0; kx < k; ++kx)
+            ASSERT_EQ(cols[((size_t(b) * oh + oy) * ow + ox) * k * k * c + (ky * k + kx) * c],
+                      x[((size_t(b) * h + oy + ky) * w + ox + kx) * c]);
+}
+
 TEST_F(CpuOps, ConvolutionMatchesIm2colReference) {
   // The backend's convolution (oneDNN when built with it) against im2col + gemm, which defines it.
   Im2colConv ref(*be);
