@@ -230,9 +230,10 @@ LrScalingSection lr_scaling_section(const std::vector<LrRun>& runs, double train
           : Column{"none", true};
   const auto base_cell = cell(runs, ns.front(), base_col);
   if (base_cell.empty())
-    throw Error(fmt::format("the lr-scaling section needs runs with N = {} and optimizer.scaling = "
-                            "\"none\" (the single worker's rate): add them to suite.only",
-                            ns.front()));
+    throw Error(
+        fmt::format("the lr-scaling section needs runs with N = {} and optimizer.scaling = "
+                    "\"none\" (the single worker's rate): add them to suite.only",
+                    ns.front()));
   const LrRun& reference = *best_of(base_cell);
   const int checked = check_rules_only_set_the_rate(runs, &out.failed);
 

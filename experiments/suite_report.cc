@@ -90,7 +90,8 @@ std::string results_table(const std::vector<SuiteRun>& runs, double target) {
     t << fmt::format("| {} | `{}` | {} | {:.3f} | {} | {} | {}{} | {:.3f} |\n", r.label,
                      joined(r.overrides), r.clients, r.median_emd, final_cell,
                      evaluated ? fmt::format("{:.2f}%", best_of(r.curves.accuracy)) : "-",
-                     target_cell, evaluated ? fmt::format("{:.1f}", last_of(r.curves.mb)) : "-", r.curves.round_seconds);
+                     target_cell, evaluated ? fmt::format("{:.1f}", last_of(r.curves.mb)) : "-",
+                     r.curves.round_seconds);
   }
   return t.str();
 }

@@ -65,12 +65,12 @@ void RunContext::end_diverged(int r, RoundRecord& rec, const Engine& engine,
                               const std::string& why) {
   diverged_at_ = r + 1;
   diverged_ = why;
-  engine.log(fmt::format("the training diverged: {}; the run ends here with the model of round {} "
-                         "(lower optimizer.lr, or add warm-up)",
-                         why, params_round));
+  engine.log(
+      fmt::format("the training diverged: {}; the run ends here with the model of round {} "
+                  "(lower optimizer.lr, or add warm-up)",
+                  why, params_round));
   rec = RoundRecord{.round = params_round, .topology = rec.topology};
-  if (s.regime != Regime::kAsync && params_round > 0)
-    rec.lr = s.optimizer.lr.at(params_round - 1);
+  if (s.regime != Regime::kAsync && params_round > 0) rec.lr = s.optimizer.lr.at(params_round - 1);
   evaluate_into(rec);
 }
 
