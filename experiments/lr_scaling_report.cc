@@ -239,14 +239,21 @@ LrScalingSection lr_scaling_section(const std::vector<LrRun>& runs, double train
 
   std::ostringstream md;
   md << "### Learning-rate scaling\n\n";
+  const int64_t samples = reference.steps * reference.global_batch;
+  const bool same_samples = std::all_of(runs.begin(), runs.end(), [&](const LrRun& r) {
+    return r.steps * r.global_batch == samples;
+  });
   md << fmt::format(
-      "Each run: N workers, each step {} samples per worker, for {} samples in all (the same "
-      "for every N, so N workers take 1/N of the steps); the rate as written (optimizer.lr) is "
-      "turned into the step's rate by the rule: none, linear (x N) or sqrt (x sqrt N); "
-      "warm-up ramps it linearly over the first steps (see each run's warmup_steps). Accuracy "
-      "is on the test set after the last step. The single worker's best rate is **{}** "
-      "({:.2f}% at N = {}).\n\n",
-      reference.global_batch / reference.workers, reference.steps * reference.global_batch,
+      "Each run: N workers, each step {} samples per worker; {}. The rate as written "
+      "(optimizer.lr) becomes the step's rate by the rule: none, linear (x B / reference_batch) "
+      "or sqrt (x sqrt(B / reference_batch)), B the global batch; warm-up ramps it linearly over "
+      "the first steps (each run's optimizer.warmup_steps). Accuracy is on the test set after the "
+      "last step. The single worker's best rate is **{}** ({:.2f}% at N = {}).\n\n",
+      reference.global_batch / reference.workers,
+      same_samples
+          ? fmt::format("every run sees {} samples, so N workers take 1/N of the steps", samples)
+          : std::string("the runs see different numbers of samples (steps x global "
+                        "batch): compare their accuracies with care"),
       rate(reference.base_lr), reference.accuracy, reference.workers);
   if (!out.failed.empty()) {
     md << "**Claim failed**:\n\n";
