@@ -122,7 +122,7 @@ INSTANTIATE_TEST_SUITE_P(
     BadInputs, TrainCliErrors,
     ::testing::Values(
         BadInput{"--model resnet",
-                 "unknown model 'resnet' (valid models: logreg, linreg, mlp, 2nn, cnn)"},
+                 "unknown model 'resnet' (valid models: logreg, linreg, mlp, 2nn, cnn, lenet)"},
         BadInput{"--dataset cifar",
                  "unknown dataset 'cifar' (valid datasets: mnist, synthetic, csv)"},
         BadInput{"--epoch 3", "--epoch"},
