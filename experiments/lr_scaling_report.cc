@@ -18,6 +18,7 @@
 #include "core/run_records.h"
 #include "core/run_spec.h"
 #include "experiments/plot.h"
+#include "experiments/run_metrics.h"
 
 namespace fedpar {
 namespace {
@@ -191,9 +192,7 @@ std::string draw(const std::filesystem::path& dir, const std::string& file, cons
 }  // namespace
 
 LrRun read_lr_run(const std::filesystem::path& dir, const std::string& label) {
-  std::ifstream f(dir / "config.resolved.toml");
-  const std::string text{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-  const RunSpec s = run_spec_from_toml(text, (dir / "config.resolved.toml").string());
+  const RunSpec s = read_run_spec(dir);
   if (s.regime == Regime::kModel)
     throw Error(
         fmt::format("run '{}': the lr-scaling section compares data-parallel steps "

@@ -17,6 +17,7 @@
 #include "core/run_spec.h"
 #include "core/stage.h"
 #include "core/tensor_shard.h"
+#include "experiments/run_metrics.h"
 
 namespace fedpar {
 namespace {
@@ -75,9 +76,7 @@ std::string way_name(const SplitRun& r) {
 }  // namespace
 
 SplitRun read_split_run(const std::filesystem::path& dir, const std::string& label) {
-  std::ifstream f(dir / "config.resolved.toml");
-  const std::string text{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-  const RunSpec s = run_spec_from_toml(text, (dir / "config.resolved.toml").string());
+  const RunSpec s = read_run_spec(dir);
   SplitRun r;
   r.label = label;
   r.model = model_key(s.model);

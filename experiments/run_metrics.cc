@@ -39,6 +39,12 @@ T need(const std::optional<T>& v, const char* key, const RoundRecord& r,
 
 }  // namespace
 
+RunSpec read_run_spec(const std::filesystem::path& dir) {
+  const auto file = dir / "config.resolved.toml";
+  std::ifstream f(file);
+  return run_spec_from_toml(std::string(std::istreambuf_iterator<char>(f), {}), file.string());
+}
+
 RunCurves read_curves(const std::filesystem::path& dir) {
   RunCurves c;
   double samples = 0, diagnostic = 0, seconds = 0;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/run_spec.h"
+
 namespace fedpar {
 
 // Per evaluated round (every round when eval_every = 1), cumulative where it says so.
@@ -45,6 +47,8 @@ struct RunTraffic {
   double allreduce_ms = 0, busbw_gbps = 0;  // allreduce: the slowest rank's, busbw = algbw 2(N-1)/N
 };
 
+// The run's config.resolved.toml, resolved as every process of the run resolved it.
+RunSpec read_run_spec(const std::filesystem::path& run_dir);
 RunCurves read_curves(const std::filesystem::path& run_dir);
 RunTraffic read_traffic(const std::filesystem::path& run_dir);
 RunAccounting read_accounting(const std::filesystem::path& run_dir);

@@ -407,21 +407,21 @@ int run_suite(const SuiteOptions& o) {
   std::string section_md;
   std::vector<std::string> failed;
   nlohmann::json section_json;
+  const auto add_section = [&](const auto& section, const char* key) {
+    section_md += section.markdown + "\n";
+    failed.insert(failed.end(), section.failed.begin(), section.failed.end());
+    section_json[key] = section.json;
+  };
   if (plan.cfg.get_bool("suite.parallelism")) {
     std::vector<SplitRun> split;
     for (const auto& r : results) split.push_back(read_split_run(runs_dir / r.label, r.label));
-    auto s = parallelism_section(split, cores());
-    section_md += s.markdown + "\n";
-    failed.insert(failed.end(), s.failed.begin(), s.failed.end());
-    section_json["parallelism"] = s.json;
+    add_section(parallelism_section(split, cores()), "parallelism");
   }
   if (plan.cfg.get_bool("suite.lr_scaling")) {
     std::vector<LrRun> points;
     for (const auto& r : results) points.push_back(read_lr_run(runs_dir / r.label, r.label));
-    auto s = lr_scaling_section(points, plan.cfg.get_float("suite.trains_at"), out.path());
-    section_md += s.markdown + "\n";
-    failed.insert(failed.end(), s.failed.begin(), s.failed.end());
-    section_json["lr_scaling"] = s.json;
+    add_section(lr_scaling_section(points, plan.cfg.get_float("suite.trains_at"), out.path()),
+                "lr_scaling");
   }
 
   const double seconds =
