@@ -75,6 +75,8 @@ class ClientProcess {
                                   w.clients[i], row, data_.train.size()));
       shards_[w.clients[i]] = w.shards[i];
     }
+    for (size_t k = 0; k < w.control_clients.size(); ++k)  // a resumed SCAFFOLD run's c_i
+      controls_[w.control_clients[k]].assign(w.controls[k].begin(), w.controls[k].end());
     // feature-noise: each hosted client's samples get its own noise, on this process's copy;
     // [attack] label-flip: an attacking client's labels are flipped
     for (const auto& [c, rows] : shards_) {

@@ -286,6 +286,14 @@ bool Config::is_word(std::string_view key, std::string_view word) const {
   return v && v->get() == word;
 }
 
+std::string Config::value_text(std::string_view key) const {
+  const toml::node& n = leaf(key);
+  if (const auto* d = n.as_floating_point()) return fmt::format("{}", d->get());  // shortest
+  std::ostringstream os;
+  n.visit([&](const auto& v) { os << v; });
+  return os.str();
+}
+
 std::string Config::to_toml() const {
   std::ostringstream os;
   os << table_ << "\n";

@@ -45,6 +45,8 @@ class Config {
 
   std::string to_toml() const;
   const std::vector<std::string>& keys() const { return keys_; }
+  // Every key's value as TOML writes it ("0.1", "\"cnn\"", "[200, 200]"), for comparing runs.
+  std::string value_text(std::string_view key) const;
 
  private:
   const toml::node& leaf(std::string_view key) const;

@@ -32,6 +32,19 @@ FedOpt::FedOpt(FedOptOptions o) : o_(o) {
         o.lr, o.beta1, o.beta2, o.tau));
 }
 
+void FedOpt::save_state(Checkpoint& c, const std::string& prefix) const {
+  if (m_.empty()) return;
+  c.f64[prefix + ".m"] = m_;
+  c.f64[prefix + ".v"] = v_;
+}
+
+void FedOpt::load_state(const Checkpoint& c, const std::string& prefix) {
+  if (!c.f64.count(prefix + ".m")) return;
+  m_ = c.doubles(prefix + ".m");
+  v_ = c.doubles(prefix + ".v");
+  FEDPAR_CHECK(m_.size() == v_.size()) << "moments of " << m_.size() << " and " << v_.size();
+}
+
 void FedOpt::step(std::span<float> params, std::span<const float> delta) {
   FEDPAR_CHECK(delta.size() == params.size()) << "delta and params differ in size";
   const size_t n = params.size();

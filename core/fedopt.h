@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "core/checkpoint.h"
+
 namespace fedpar {
 
 enum class FedOptKind { kSgd, kAvgM, kAdagrad, kAdam, kYogi };
@@ -36,6 +38,9 @@ class FedOpt {
   // params <- the server step with the mean delta `delta`.
   void step(std::span<float> params, std::span<const float> delta);
   const FedOptOptions& options() const { return o_; }
+  // The moments as `prefix`.m and .v in float64, once there are some; load restores them.
+  void save_state(Checkpoint& c, const std::string& prefix) const;
+  void load_state(const Checkpoint& c, const std::string& prefix);
 
  private:
   FedOptOptions o_;

@@ -101,6 +101,8 @@ class NetworkClock {
   NetworkClock(const NetworkSpec& n, uint64_t seed, double deadline)
       : n_(n), seed_(seed), deadline_(deadline) {}
   void end_round(RoundRecord& rec, uint64_t round, double wall_seconds);
+  double elapsed() const { return total_; }  // the running sum, for checkpoints
+  void restore(double total) { total_ = total; }
 
  private:
   const NetworkSpec& n_;

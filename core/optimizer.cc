@@ -24,6 +24,29 @@ void Sgd::step(float* params, const float* grads, float lr, float* applied) {
                opts_.nesterov, n_, applied);
 }
 
+std::vector<float> Sgd::velocity_host() const {
+  std::vector<float> v(velocity_.size());
+  if (!v.empty()) be_.download(v.data(), velocity_.data(), v.size() * sizeof(float));
+  return v;
+}
+
+void Sgd::set_velocity(std::span<const float> v) {
+  FEDPAR_CHECK(v.size() == velocity_.size())
+      << "a momentum buffer of " << v.size() << " values for " << velocity_.size();
+  if (!v.empty()) be_.upload(velocity_.data(), v.data(), v.size() * sizeof(float));
+}
+
+void HostSgd::save_state(Checkpoint& c, const std::string& prefix) const {
+  if (sgd_ && opts_.momentum != 0.0f) c.f32[prefix + ".velocity"] = sgd_->velocity_host();
+}
+
+void HostSgd::load_state(const Checkpoint& c, const std::string& prefix) {
+  const auto it = c.f32.find(prefix + ".velocity");
+  if (it == c.f32.end()) return;
+  sgd_ = std::make_unique<Sgd>(*be_, it->second.size(), opts_);
+  sgd_->set_velocity(it->second);
+}
+
 std::vector<std::string> lr_schedule_names() { return {"constant", "step", "cosine"}; }
 
 HostSgd::HostSgd(SgdOptions opts) : opts_(opts), be_(make_backend("cpu")) {}

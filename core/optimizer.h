@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/checkpoint.h"
 
 namespace fedpar {
 
@@ -24,6 +25,9 @@ class Sgd {
   // params -= lr * update(grads); see Backend::sgd_step for the exact formula and `applied`.
   void step(float* params, const float* grads, float lr, float* applied = nullptr);
   const SgdOptions& options() const { return opts_; }
+  // The momentum buffer in host memory (empty without momentum), and its restore: checkpoints.
+  std::vector<float> velocity_host() const;
+  void set_velocity(std::span<const float> v);
 
  private:
   Backend& be_;
@@ -41,6 +45,10 @@ class HostSgd {
   ~HostSgd();
   // params -= lr * update(gradient); momentum persists across calls.
   void step(std::span<float> params, std::span<const float> gradient, float lr);
+  // The momentum buffer as `prefix`.velocity, once there is one; load restores it (nothing
+  // when the checkpoint has none: no step was taken, or no momentum).
+  void save_state(Checkpoint& c, const std::string& prefix) const;
+  void load_state(const Checkpoint& c, const std::string& prefix);
 
  private:
   SgdOptions opts_;

@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include "core/check.h"
 
 namespace fedpar {
@@ -38,22 +41,28 @@ void ResultsDir::write_json(const std::string& file, const nlohmann::json& j) co
   write_text(file, j.dump(2) + "\n");
 }
 
-fs::path ResultsDir::commit() {
-  fs::path final_path = parent_ / name_;
-  for (int i = 2; fs::exists(final_path); ++i)
-    final_path = parent_ / fmt::format("{}-{}", name_, i);
+fs::path ResultsDir::commit(std::string_view suffix) {
+  const std::string name = name_ + std::string(suffix);
+  fs::path final_path = parent_ / name;
+  for (int i = 2; fs::exists(final_path); ++i) final_path = parent_ / fmt::format("{}-{}", name, i);
   fs::rename(partial_, final_path);
   committed_ = true;
   return final_path;
 }
 
-JsonlWriter::JsonlWriter(const fs::path& path) : out_(path, std::ios::trunc) {
-  if (!out_) throw Error(fmt::format("cannot write {}", path.string()));
+JsonlWriter::JsonlWriter(const fs::path& path) : path_(path), out_(path, std::ios::trunc) {
+  if (!out_) throw Error(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
 }
 
-void JsonlWriter::write(const nlohmann::json& record) {
-  out_ << record.dump() << '\n';
+void JsonlWriter::write(const nlohmann::json& record) { write_line(record.dump()); }
+
+void JsonlWriter::write_line(std::string_view line) {
+  errno = 0;
+  out_ << line << '\n';
   out_.flush();
+  if (!out_)  // a full disk shows here, at the round it happens, not at the end of the run
+    throw Error(fmt::format("cannot write {}: {}", path_.string(),
+                            errno ? std::strerror(errno) : "the stream failed"));
 }
 
 }  // namespace fedpar

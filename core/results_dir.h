@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 namespace fedpar {
 
@@ -19,8 +20,9 @@ class ResultsDir {
   const std::filesystem::path& path() const { return partial_; }
   void write_text(const std::string& file, const std::string& text) const;
   void write_json(const std::string& file, const nlohmann::json& j) const;
-  // Renames the partial folder to its final name and returns that.
-  std::filesystem::path commit();
+  // Renames the partial folder to its final name (with `suffix`: a kept failed run's) and
+  // returns that.
+  std::filesystem::path commit(std::string_view suffix = "");
 
  private:
   std::filesystem::path parent_, partial_;
@@ -32,9 +34,12 @@ class ResultsDir {
 class JsonlWriter {
  public:
   explicit JsonlWriter(const std::filesystem::path& path);
+  // Both throw Error naming the file and the cause (e.g. "No space left on device").
   void write(const nlohmann::json& record);
+  void write_line(std::string_view line);  // a line already written once (a resumed run's)
 
  private:
+  std::filesystem::path path_;
   std::ofstream out_;
 };
 

@@ -36,6 +36,7 @@ bind = "tcp://127.0.0.1:5555"  # also ipc://PATH; tcp port * picks a free one
 processes = 1            # client processes to wait for
 wait_seconds = 60.0      # for the processes to say HELLO, and for each round's updates
 eval_every = 1           # rounds between test-set evaluations
+checkpoint_every = 0     # > 0: checkpoint.bin in the results folder every r rounds (fedpar run --resume)
 stop_at_accuracy = 0.0   # end the run once test accuracy (0..1) reaches this; 0 = all rounds
 weighting = "samples"    # samples (n_k / n) | uniform (1 / K)
 fraction = 1.0           # C: share of clients sampled per round (at least one)
@@ -503,6 +504,8 @@ RunSpec resolve_run_spec(const Config& c) {
   require(s.processes >= 1, "processes must be >= 1");
   s.wait_seconds = c.get_float("wait_seconds");
   require(s.wait_seconds > 0, "wait_seconds must be > 0");
+  s.checkpoint_every = int(c.get_int("checkpoint_every"));
+  require(s.checkpoint_every >= 0, "checkpoint_every must be >= 0 (0 = never)");
   s.eval_every = int(c.get_int("eval_every"));
   require(s.eval_every >= 1, "eval_every must be >= 1");
   s.stop_at_accuracy = c.get_float("stop_at_accuracy");

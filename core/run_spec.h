@@ -109,6 +109,7 @@ struct RunSpec {
   NetworkSpec network;  // [network]: link profiles per client (docs/network.md)
   // diagnostics
   bool drift = false;         // model regime: log update_drift (doubles the uplink)
+  int checkpoint_every = 0;   // > 0: checkpoint.bin every r rounds (docs/distributed.md)
   int save_params_every = 0;  // > 0: params/round-NNNN.safetensors every r rounds
 };
 

@@ -50,8 +50,8 @@ std::string self_exe() {
 class Supervisor {
  public:
   Supervisor(const RunSpec& s, const std::filesystem::path& config,
-             const std::filesystem::path& endpoint, bool quiet)
-      : s_(s), config_(config), endpoint_(endpoint), quiet_(quiet) {}
+             const std::filesystem::path& endpoint, const LocalRunOptions& opts)
+      : s_(s), config_(config), endpoint_(endpoint), quiet_(opts.quiet), resume_(opts.resume) {}
 
   int run() {
     wait_for_children();
@@ -64,6 +64,7 @@ class Supervisor {
     std::vector<std::string> args = {"server", "--config", config_.string(), "--endpoint-file",
                                      endpoint_.string()};
     if (quiet_) args.push_back("--quiet");
+    if (!resume_.empty()) args.insert(args.end(), {"--resume", resume_});
     start("server", args);
     started_ = std::chrono::steady_clock::now();
     wait_for_endpoint();
@@ -170,6 +171,7 @@ class Supervisor {
   const RunSpec& s_;
   std::filesystem::path config_, endpoint_;
   bool quiet_;
+  std::string resume_;
   std::string exe_ = self_exe();
   asio::io_context io_;
   asio::signal_set signals_{io_, SIGINT, SIGTERM};
@@ -211,7 +213,7 @@ int run_locally(Config cfg, const LocalRunOptions& opts) {
       std::filesystem::remove_all(dir, ec);
     }
   } cleanup{dir};
-  return Supervisor(s, config, endpoint, opts.quiet).run();
+  return Supervisor(s, config, endpoint, opts).run();
 }
 
 }  // namespace fedpar

@@ -80,6 +80,17 @@ WireMessage encode_message(MessageType type, uint32_t client, uint64_t run, uint
   return m;
 }
 
+size_t max_body_bytes(MessageType type) {
+  switch (type) {
+    case MessageType::kWelcome:  // the resolved config and every hosted client's sample indices
+      return size_t(256) << 20;
+    case MessageType::kTask:  // the participants' ids
+      return size_t(16) << 20;
+    default:  // a handful of numbers and strings
+      return size_t(64) << 10;
+  }
+}
+
 std::variant<ParsedMessage, ProtocolError> parse_message(
     std::span<const std::span<const uint8_t>> frames, std::span<const size_t> expected_floats,
     bool require_finite, const CodecSet* codecs, size_t encoded_floats) {
@@ -89,6 +100,9 @@ std::variant<ParsedMessage, ProtocolError> parse_message(
   const char* type = message_type_name(out.header.type);
   if (frames.size() < 2) return ProtocolError{fmt::format("{} without a body frame", type)};
   const auto body = frames[1];
+  if (body.size() > max_body_bytes(out.header.type))  // checked before a parser sees it
+    return ProtocolError{fmt::format("{} body of {} bytes is over its limit of {}", type,
+                                     body.size(), max_body_bytes(out.header.type))};
   out.body = nlohmann::json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (out.body.is_discarded() || !out.body.is_object())
     return ProtocolError{fmt::format("{} body is not a JSON object", type)};

@@ -58,6 +58,9 @@ struct ParsedMessage {
 // The index of the first NaN or Inf in `v` (v.size() when none).
 size_t first_non_finite(std::span<const float> v);
 
+// The largest JSON body a message of `type` may carry; a larger one is refused unparsed.
+size_t max_body_bytes(MessageType type);
+
 // `expected_floats[i]` is the length vector i must have (the receiver knows the model size);
 // an empty list accepts any number of vectors of any length, a mismatch in count or length is
 // rejected. `require_finite` rejects NaN and Inf (updates from clients), after decoding.

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -98,12 +99,13 @@ WireMessage encode(const HelloMsg& m) {
 }
 
 WireMessage encode(const WelcomeMsg& m, const Envelope& e) {
-  return encode_message(MessageType::kWelcome, e.client, e.run, e.round,
-                        {{"config", m.config_toml},
+  nlohmann::json body = {{"config", m.config_toml},
                          {"clients", m.clients},
                          {"shards", m.shards},
                          {"num_params", m.num_params},
-                         {"dataset_hash", m.dataset_hash}});
+                         {"dataset_hash", m.dataset_hash}};
+  if (!m.control_clients.empty()) body["control_clients"] = m.control_clients;
+  return encode_message(MessageType::kWelcome, e.client, e.run, e.round, body, m.controls);
 }
 
 WireMessage encode(const RingEndpointMsg& m, const Envelope& e) {
@@ -207,6 +209,16 @@ Decoded<WelcomeMsg> decode_welcome(const ParsedMessage& p) {
       r.require(ok, "WELCOME 'shards' must hold lists of sample indices");
       if (ok) m.shards.push_back(s.get<std::vector<uint32_t>>());
     }
+  r.get_optional("control_clients", m.control_clients);
+  r.require(m.control_clients.size() == p.vectors.size(),
+            "WELCOME needs one control vector per 'control_clients' entry");
+  for (uint32_t c : m.control_clients)
+    r.require(std::find(m.clients.begin(), m.clients.end(), c) != m.clients.end(),
+              "WELCOME gives a control variate to a client it does not give");
+  for (const auto& v : p.vectors) {
+    r.require(v.size() == m.num_params, "WELCOME's control vectors must have num_params values");
+    m.controls.push_back(v);
+  }
   return r.result(std::move(m));
 }
 

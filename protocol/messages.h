@@ -49,6 +49,10 @@ struct WelcomeMsg {
   std::vector<std::vector<uint32_t>> shards;  // one per client, same order
   uint64_t num_params = 0;
   std::string dataset_hash;
+  // A resumed SCAFFOLD run: the control variates c_i of these hosted clients (vector k belongs
+  // to control_clients[k]), from the server's checkpoint; the others start at zero.
+  std::vector<uint32_t> control_clients;
+  std::vector<std::span<const float>> controls;
 };
 
 // RING, client -> server: where this worker listens for its previous neighbour.

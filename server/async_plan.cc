@@ -93,6 +93,7 @@ class AsyncPlan final : public Plan {
                      .want = 1,
                      .seconds = s_.wait_seconds,
                      .check_round = false,
+                     .batch = s_.sgd_batch,
                      .floats = {run_.params.size()}};
     spec.expected = engine.all_clients();
     spec.accept = [this](const Reply& r) -> std::string {

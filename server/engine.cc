@@ -41,8 +41,20 @@ void Engine::send_all(const WireMessage& m) {
 }
 
 void Engine::reject(const Received& r, const std::string& reason) {
-  log(fmt::format("dropped a message from a peer: {}", reason));
   send(r.peer, encode(ErrorMsg{reason}, envelope()));
+  if (++rejected_ <= kLoggedRejections) {
+    log(fmt::format("dropped a message from a peer: {}", reason));
+    if (rejected_ == kLoggedRejections)
+      log(fmt::format("further dropped messages are counted, one line per {} s",
+                      kRejectionLogSeconds));
+    return;
+  }
+  ++unlogged_;  // a flood of bad messages must not become a flood of log lines
+  if (Clock::now() < next_rejection_log_) return;
+  log(fmt::format("dropped {} more message(s) from peers ({} in all); the last: {}", unlogged_,
+                  rejected_, reason));
+  unlogged_ = 0;
+  next_rejection_log_ = deadline_after(kRejectionLogSeconds);
 }
 
 void Engine::log(const std::string& line) const {
@@ -54,8 +66,10 @@ void Engine::stop_all() {
 }
 
 void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
-                             const std::string& config_toml) {
+                             const std::string& config_toml,
+                             const std::map<uint32_t, std::vector<float>>& controls) {
   num_clients = manifest.clients.size();
+  for (const auto& c : manifest.clients) shard_sizes_.push_back(c.indices.size());
   log(fmt::format("listening on {}; waiting for {} client process(es)", endpoint(), s_.processes));
   const auto deadline = deadline_after(s_.wait_seconds);
   while (int(peers.size()) < s_.processes) {
@@ -80,7 +94,13 @@ void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
   for (const auto& id : order) {
     transport_.assign(id, peers[id].clients);  // [network] emulated: its uplink is shaped now
     WelcomeMsg w{config_toml, peers[id].clients, {}, num_params, manifest.dataset_hash};
-    for (uint32_t c : peers[id].clients) w.shards.push_back(manifest.clients[c].indices);
+    for (uint32_t c : peers[id].clients) {
+      w.shards.push_back(manifest.clients[c].indices);
+      if (const auto it = controls.find(c); it != controls.end()) {
+        w.control_clients.push_back(c);
+        w.controls.emplace_back(it->second);
+      }
+    }
     send(id, encode(w, envelope()));
   }
 }
@@ -190,7 +210,20 @@ std::string Engine::check(const CollectSpec& spec, const Collected& so_far, Repl
     return fmt::format("{} {} was not asked this round",
                        spec.key == CollectSpec::Key::kClient ? "client" : "worker", r.key);
   if (so_far.got.count(r.key)) return fmt::format("a second reply for {}", r.key);
+  // weights come from the manifest, not the peer (a master's backward reply carries no count)
+  if (spec.key == CollectSpec::Key::kClient && spec.kind != TaskKind::kBackward) {
+    const uint64_t n = expected_samples(r.key, spec.kind, spec.batch);
+    if (r.update.num_samples != n)
+      return fmt::format("client {}'s update reports {} samples; its task covers {}", r.key,
+                         r.update.num_samples, n);
+  }
   return spec.accept ? spec.accept(r) : "";
+}
+
+uint64_t Engine::expected_samples(uint32_t c, TaskKind kind, int64_t batch) const {
+  const uint64_t n = shard_sizes_.at(c);
+  if (kind == TaskKind::kLocalTrain || batch <= 0) return n;
+  return std::min(n, uint64_t(batch));  // a gradient, or the master's slice of the batch
 }
 
 Engine::ByteSnapshot Engine::bytes_snapshot() const {
@@ -213,7 +246,7 @@ std::vector<ProcessRecord> Engine::per_process_bytes(
 }
 
 std::pair<uint64_t, uint64_t> Engine::total_bytes() const {
-  uint64_t sent = 0, received = 0;
+  auto [sent, received] = bytes_carried;
   for (const auto& [id, p] : peers) sent += p.bytes_sent, received += p.bytes_received;
   return {sent, received};
 }

@@ -62,8 +62,12 @@ struct CollectSpec {
   double seconds = 60;                               // the deadline, from now
   std::optional<double> after_first;  // once one reply came, the rest get at most this long
   bool check_round = true;            // the header's round must be the engine's
-  std::vector<size_t> floats;         // each reply's vector lengths; empty: the plan checks
-  bool errors_are_fatal = false;      // an ERROR from a worker ends the run (the ring's failures)
+  // Key::kClient: the batch a gradient (or master forward) task asked for (<= 0: the whole
+  // shard); a reply must report the samples the manifest gives it: min(batch, n_k), n_k for local
+  // training.
+  int64_t batch = 0;
+  std::vector<size_t> floats;     // each reply's vector lengths; empty: the plan checks
+  bool errors_are_fatal = false;  // an ERROR from a worker ends the run (the ring's failures)
   // The plan's own checks: "" accepts, else the reason the sender is told.
   std::function<std::string(const Reply&)> accept;
 };
@@ -82,8 +86,10 @@ class Engine {
   const std::string& endpoint() const { return transport_.endpoint(); }
 
   // HELLO from s.processes processes (else Error naming the command that starts them), the
-  // virtual clients dealt by slots, and WELCOME with each process's shards and the resolved config.
-  void welcome_clients(const Manifest& manifest, size_t num_params, const std::string& config_toml);
+  // virtual clients dealt by slots, and WELCOME with each process's shards and the resolved config
+  // (and, resuming SCAFFOLD, its clients' control variates from `controls`).
+  void welcome_clients(const Manifest& manifest, size_t num_params, const std::string& config_toml,
+                       const std::map<uint32_t, std::vector<float>>& controls = {});
 
   void send(const std::string& peer, const WireMessage& m);
   void send_all(const WireMessage& m);  // every process still in the run
@@ -91,8 +97,11 @@ class Engine {
   std::optional<Incoming> receive(Clock::time_point deadline, std::span<const size_t> floats = {});
   // The replies to a task; throws Diverged when an accepted one holds NaN or Inf.
   Collected collect(const CollectSpec& spec);
-  // Answers a peer's bad message with ERROR and logs it; nothing else changes.
+  // Answers a peer's bad message with ERROR and logs it (the first kLoggedRejections in full,
+  // then one line a kRejectionLogSeconds with the count); nothing else changes.
   void reject(const Received& r, const std::string& reason);
+  static constexpr uint64_t kLoggedRejections = 20;
+  static constexpr double kRejectionLogSeconds = 10;
   void log(const std::string& line) const;
   void stop_all();  // tells every process the run is over
 
@@ -123,6 +132,7 @@ class Engine {
   std::set<std::string> lost;             // processes that missed a deadline: no more tasks
   uint64_t run_id = 0, round = 0;
   size_t num_clients = 0;
+  std::pair<uint64_t, uint64_t> bytes_carried{0, 0};  // a resumed run's totals at its checkpoint
 
  private:
   // Why a parsed reply cannot be kept ("" when it can); fills r.key and r.process.
@@ -130,12 +140,17 @@ class Engine {
   void throw_if_non_finite(const CollectSpec& spec, const Reply& r) const;
   void add_peer(const Received& r, const HelloMsg& hello);
   void deal_clients();
+  // The samples behind client c's answer to a task of this kind and batch (the manifest's count).
+  uint64_t expected_samples(uint32_t c, TaskKind kind, int64_t batch) const;
 
   const RunSpec& s_;
   Transport& transport_;
   bool quiet_;
-  CodecSet uplink_;    // what UPDATEs may be encoded with
-  Downlink downlink_;  // how TASKs carry the model
+  CodecSet uplink_;                       // what UPDATEs may be encoded with
+  Downlink downlink_;                     // how TASKs carry the model
+  std::vector<uint64_t> shard_sizes_;     // n_k of every virtual client, from the manifest
+  uint64_t rejected_ = 0, unlogged_ = 0;  // peers' messages dropped; those not logged yet
+  Clock::time_point next_rejection_log_{};
 };
 
 }  // namespace fedpar

@@ -75,7 +75,8 @@ class MasterPlan final : public Plan {
 
   // One reply of `kind` from every client, each one vector of `floats(client)` values.
   Collected collect(Engine& engine, TaskKind kind, const std::function<size_t(uint32_t)>& floats) {
-    CollectSpec spec{.kind = kind, .expected = everyone_, .seconds = s_.wait_seconds};
+    CollectSpec spec{
+        .kind = kind, .expected = everyone_, .seconds = s_.wait_seconds, .batch = s_.sgd_batch};
     spec.accept = [&](const Reply& r) -> std::string {
       if (r.update.vectors.size() == 1 && r.update.vectors[0].size() == floats(r.key)) return "";
       return fmt::format("{} of client {}: expected one vector of {} values", task_kind_name(kind),

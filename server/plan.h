@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "core/checkpoint.h"
 #include "core/run_records.h"
 #include "server/engine.h"
 #include "server/run_context.h"
@@ -28,6 +29,19 @@ class Plan {
   // The processes' tasks this round, for the per-process byte accounting (default: all hosted).
   virtual std::map<std::string, std::vector<uint32_t>> tasks(const Engine& engine) const {
     return engine.hosted();
+  }
+
+  // Checkpoints (checkpoint_every, --resume): why this plan cannot make one ("" when it can);
+  // its state beyond run.params into a checkpoint and back; and, resuming, the per-client state
+  // that goes to the client processes in their WELCOME (SCAFFOLD's c_i).
+  virtual std::string checkpoint_refusal() const {
+    return std::string("the ") + topology() + " topology keeps state in its workers";
+  }
+  virtual void save_state(Checkpoint&) const {}
+  virtual void load_state(const Checkpoint&) {}
+  virtual const std::map<uint32_t, std::vector<float>>& client_controls() const {
+    static const std::map<uint32_t, std::vector<float>> none;
+    return none;
   }
 };
 
@@ -59,7 +73,8 @@ bool hash_due(const RunSpec& s, int r);
 // its times, link bytes and memory from its report, and the report's size.
 WorkerRecord worker_record(uint32_t process, const Reply& reply);
 
-// Runs the rounds until s.rounds or stop_at_accuracy.
-void run_rounds(Engine& engine, RunContext& run, Plan& plan);
+// Runs the rounds from `first` (0-based; a resumed run's) until s.rounds or stop_at_accuracy,
+// checkpointing every s.checkpoint_every rounds.
+void run_rounds(Engine& engine, RunContext& run, Plan& plan, int first = 0);
 
 }  // namespace fedpar

@@ -2,12 +2,17 @@
 #include "server/run_context.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
+#include <fstream>
 
+#include "core/checkpoint.h"
 #include "core/hash.h"
+#include "core/run_spec.h"
 #include "core/safetensors.h"
 #include "core/trainer.h"
+#include "server/plan.h"
 
 namespace fedpar {
 Manifest partition_dataset(const TrainTest& data, const PartitionParams& p) {
@@ -74,6 +79,102 @@ void RunContext::end_diverged(int r, RoundRecord& rec, const Engine& engine,
   evaluate_into(rec);
 }
 
+namespace {
+
+// Keys that say where and how a run is carried out, not what it computes: a resumed run may
+// change them (any other difference would make it a different run).
+bool operational_key(const std::string& key) {
+  return key == "name" || key == "results_dir" || key == "bind" || key == "processes" ||
+         key == "wait_seconds" || key == "checkpoint_every";
+}
+
+// Folders that only a run kept for resuming: a killed run's hidden partial folder, or a failed
+// one's <name>.incomplete.
+bool kept_for_resume(const std::filesystem::path& dir) {
+  const std::string n = dir.filename().string();
+  return (n.starts_with(".") && n.find(".partial-") != std::string::npos) ||
+         n.find(".incomplete") != std::string::npos;
+}
+
+}  // namespace
+
+void RunContext::checkpoint(int r, const Plan& plan, const Engine& engine) {
+  Checkpoint c;
+  plan.save_state(c);
+  c.f32["params"] = params;
+  const auto [sent, received] = engine.total_bytes();
+  c.meta["round"] = r + 1;
+  c.meta["params_round"] = params_round;
+  c.meta["config"] = cfg.to_toml();
+  c.meta["bytes_sent_total"] = sent;
+  c.meta["bytes_received_total"] = received;
+  c.meta["last_eval"] = last_eval_ ? to_json(*last_eval_) : nlohmann::json();
+  write_checkpoint(out.path() / "checkpoint.bin", c);
+  checkpoint_round_ = r + 1;
+  engine.log(fmt::format("round {}: checkpoint written", r + 1));
+}
+
+RunContext::Resumed RunContext::resume(const std::filesystem::path& dir, Plan& plan) {
+  const auto file = dir / "checkpoint.bin";
+  if (!std::filesystem::exists(file))
+    throw Error(
+        fmt::format("{} holds no checkpoint.bin (a run writes one every checkpoint_every "
+                    "rounds)",
+                    dir.string()));
+  const Checkpoint c = read_checkpoint(file);
+  const auto meta = [&](const char* key) {
+    if (!c.meta.contains(key)) throw Error(fmt::format("{} lacks '{}'", file.string(), key));
+    return c.meta[key];
+  };
+  Config before = make_run_config();
+  before.merge_toml(meta("config").get<std::string>(), file.string());
+  std::vector<std::string> differ;
+  for (const auto& key : cfg.keys())
+    if (!operational_key(key) && before.value_text(key) != cfg.value_text(key))
+      differ.push_back(
+          fmt::format("{} = {} there, {} here", key, before.value_text(key), cfg.value_text(key)));
+  if (!differ.empty())
+    throw Error(
+        fmt::format("{} was made by another run ({}): resume with the config the run "
+                    "started with",
+                    file.string(), fmt::join(differ, "; ")));
+  const int round = meta("round").get<int>();
+  const std::vector<float>& saved = c.floats("params");
+  if (saved.size() != params.size() || round < 1 || round > s.rounds)
+    throw Error(fmt::format("{} does not fit this run ({} parameters of round {})", file.string(),
+                            saved.size(), round));
+  params = saved;
+  params_round = meta("params_round").get<int>();
+  if (!meta("last_eval").is_null())
+    last_eval_ = round_from_json(meta("last_eval"), file.string() + " (last_eval)");
+  plan.load_state(c);
+  std::ifstream in(dir / "metrics.jsonl");
+  std::string line;
+  for (int r = 0; r < round; ++r) {
+    if (!std::getline(in, line))
+      throw Error(fmt::format("{} has fewer than the checkpoint's {} rounds",
+                              (dir / "metrics.jsonl").string(), round));
+    metrics.write_line(line);
+  }
+  if (s.save_params_every > 0)  // the snapshots of the rounds already run
+    for (int r = s.save_params_every; r <= round; r += s.save_params_every) {
+      const auto name =
+          std::filesystem::path("params") / fmt::format("round-{:04d}.safetensors", r);
+      if (std::filesystem::exists(dir / name))
+        std::filesystem::copy_file(dir / name, out.path() / name);
+    }
+  std::filesystem::copy_file(file, out.path() / "checkpoint.bin");  // kept if this run fails too
+  resumed_from_ = dir;
+  checkpoint_round_ = round;
+  return {round,
+          {meta("bytes_sent_total").get<uint64_t>(), meta("bytes_received_total").get<uint64_t>()}};
+}
+
+std::filesystem::path RunContext::keep_for_resume() {
+  if (checkpoint_round_ == 0) return {};
+  return out.commit(".incomplete");
+}
+
 int RunContext::finish(const Engine& engine) {
   save_safetensors(out.path() / "model.safetensors", model.layout(), params,
                    {{"format", "fedpar"}, {"model", s.model.name}});
@@ -93,6 +194,13 @@ int RunContext::finish(const Engine& engine) {
   out.write_json("summary.json", to_json(summary));
   const auto path = out.commit();
   engine.log(fmt::format("results: {}", path.string()));
+  if (!resumed_from_.empty() && kept_for_resume(resumed_from_)) {  // superseded by this run
+    std::error_code ec;
+    std::filesystem::remove_all(resumed_from_, ec);
+    if (!ec)
+      engine.log(
+          fmt::format("removed {}: the resumed run holds its rounds", resumed_from_.string()));
+  }
   fmt::print("final model hash: {}\n", hash);
   if (last_eval_ && last_eval_->test_accuracy)
     fmt::print("test accuracy: {:.2f}%\n", 100 * *last_eval_->test_accuracy);

@@ -4,6 +4,7 @@
 // summary, hash).
 #pragma once
 
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -19,6 +20,8 @@
 #include "server/engine.h"
 
 namespace fedpar {
+
+class Plan;
 
 // The run's partition of the training set (what the server and a replay both compute).
 Manifest partition_dataset(const TrainTest& data, const PartitionParams& p);
@@ -39,6 +42,21 @@ class RunContext {
   // exit code.
   int finish(const Engine& engine);
 
+  // checkpoint_every: after round r (0-based), the model, `plan`'s state and the records to carry
+  // on go to checkpoint.bin in the results folder, atomically (a failure names its cause).
+  void checkpoint(int r, const Plan& plan, const Engine& engine);
+  // --resume DIR: continues the run whose folder DIR holds checkpoint.bin (the same config, but
+  // for where and how it runs): model, plan state and the metrics lines of the rounds it covers.
+  // Returns the rounds it covers (the first round to run, 0-based) and the byte totals then.
+  struct Resumed {
+    int rounds = 0;
+    std::pair<uint64_t, uint64_t> bytes{0, 0};  // sent, received at the server's socket
+  };
+  Resumed resume(const std::filesystem::path& dir, Plan& plan);
+  // A run that fails after a checkpoint keeps its folder as results/<name>.incomplete and
+  // returns that path (empty: no checkpoint yet, nothing kept).
+  std::filesystem::path keep_for_resume();
+
   const Config& cfg;
   const RunSpec& s;
   int params_round = 0;  // the round whose model `params` holds (0: the initial model)
@@ -55,6 +73,8 @@ class RunContext {
   int stopped_at_ = 0;   // the round stop_at_accuracy ended the run after, if it did
   int diverged_at_ = 0;  // the round whose update was not finite, if one was
   std::string diverged_;
+  int checkpoint_round_ = 0;            // the round of the last checkpoint written, if any
+  std::filesystem::path resumed_from_;  // --resume's folder
   void evaluate_into(RoundRecord& rec);
 };
 

@@ -42,9 +42,9 @@ WorkerRecord worker_record(uint32_t process, const Reply& reply) {
           reply.in.msg.bytes()};
 }
 
-void run_rounds(Engine& engine, RunContext& run, Plan& plan) {
+void run_rounds(Engine& engine, RunContext& run, Plan& plan, int first) {
   plan.begin(engine);
-  for (int r = 0; r < run.s.rounds; ++r) {
+  for (int r = first; r < run.s.rounds; ++r) {
     engine.round = uint64_t(r);
     const auto bytes_before = engine.bytes_snapshot();
     RoundRecord rec{.round = r + 1, .topology = plan.topology()};
@@ -61,6 +61,8 @@ void run_rounds(Engine& engine, RunContext& run, Plan& plan) {
     for (const auto& p : rec.processes)
       rec.server_bytes_sent += p.bytes_down, rec.server_bytes_received += p.bytes_up;
     if (run.end_round(r, rec, engine, summary)) break;
+    if (run.s.checkpoint_every > 0 && (r + 1) % run.s.checkpoint_every == 0)
+      run.checkpoint(r, plan, engine);
   }
 }
 

@@ -2,8 +2,10 @@
 // plan of its regime and topology on the round engine; see server.h.
 #include "server/server.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -23,26 +25,53 @@ void write_endpoint(const std::string& file, const std::string& endpoint) {
   std::filesystem::rename(tmp, file);
 }
 
+// The largest frame a peer of this run may send: a vector of the model's size, or of the batch's
+// logits (master), at up to 8 bytes a value (a sparse codec's index and value), plus a body. A
+// larger frame cannot be a message of this run: ZeroMQ disconnects its sender unread.
+int64_t max_frame_bytes(const RunContext& run) {
+  const size_t logits = run.data.train.size() * size_t(run.data.train.num_classes);
+  return int64_t(8 * std::max(run.params.size(), logits) + (size_t(1) << 20));
+}
+
 }  // namespace
 
 int run_server(Config cfg, const ServerOptions& opts) {
   const RunSpec s = resolve_run_spec(cfg);
   install_stop_handlers();
   cfg.set("name", s.name);
-  const auto transport =
-      shape_transport(bind_zmq_transport(s.bind, opts.context), s.network, s.seed);
-  write_endpoint(opts.endpoint_file, transport->endpoint());
   RunContext run(cfg, s);
+  const auto plan = make_plan(run);  // its refusals (a split that does not divide) come first
+  if (s.checkpoint_every > 0 || !opts.resume.empty())
+    if (const std::string why = plan->checkpoint_refusal(); !why.empty())
+      throw Error(
+          fmt::format("this run cannot be checkpointed yet: {} (checkpoints cover the "
+                      "parameter-server and model-averaging runs)",
+                      why));
+  const RunContext::Resumed resumed =
+      opts.resume.empty() ? RunContext::Resumed{} : run.resume(opts.resume, *plan);
+  const auto transport = shape_transport(
+      bind_zmq_transport(s.bind, opts.context, max_frame_bytes(run)), s.network, s.seed);
+  write_endpoint(opts.endpoint_file, transport->endpoint());
   Engine engine(s, *transport, opts.quiet, run.model.layout());
   if (s.network.on()) run.out.write_json("network.json", network_json(s.network));
   engine.run_id = hash_bytes(&s.seed, sizeof(s.seed), ::getpid());
-  const auto plan = make_plan(run);  // its refusals (a split that does not divide) come first
+  engine.bytes_carried = resumed.bytes;
+  if (resumed.rounds > 0)
+    engine.log(fmt::format("resuming after round {} from {}", resumed.rounds, opts.resume));
+  if (s.checkpoint_every > 0)
+    engine.log(fmt::format("checkpoints every {} rounds go to {}", s.checkpoint_every,
+                           (run.out.path() / "checkpoint.bin").string()));
   try {
-    engine.welcome_clients(run.manifest, run.params.size(),
-                           cfg.to_toml());  // those that came hear STOP on failure
-    run_rounds(engine, run, *plan);
-  } catch (...) {
+    engine.welcome_clients(run.manifest, run.params.size(), cfg.to_toml(),
+                           plan->client_controls());  // those that came hear STOP on failure
+    run_rounds(engine, run, *plan, resumed.rounds);
+  } catch (const std::exception& e) {
     engine.stop_all();
+    if (const auto kept = run.keep_for_resume(); !kept.empty())
+      throw Error(
+          fmt::format("{}\nthe metrics and the last checkpoint are kept in {}: continue "
+                      "with fedpar run CONFIG --resume {}",
+                      e.what(), kept.string(), kept.string()));
     throw;
   }
   engine.stop_all();

@@ -14,6 +14,7 @@ struct ServerOptions {
   std::string endpoint_file;  // where to write the bound endpoint (tcp port * resolved)
   bool quiet = false;
   zmq::context_t* context = nullptr;  // shared with client threads for inproc:// (tests)
+  std::string resume;                 // a run folder with checkpoint.bin: continue that run
 };
 
 // Returns the exit code; throws Error for problems found before or during the run.

@@ -19,6 +19,9 @@ class GradientAveraging final : public Strategy {
     sgd_.step(params, mean_, lr_.at(int64_t(updates[0].round)));
   }
 
+  void save_state(Checkpoint& c) const override { sgd_.save_state(c, "server_sgd"); }
+  void load_state(const Checkpoint& c) override { sgd_.load_state(c, "server_sgd"); }
+
  private:
   Weighting w_;
   LrSchedule lr_;
@@ -44,6 +47,9 @@ class MajorityVote final : public Strategy {
     sgd_.step(params, direction_, lr_.at(int64_t(updates[0].round)));
   }
 
+  void save_state(Checkpoint& c) const override { sgd_.save_state(c, "server_sgd"); }
+  void load_state(const Checkpoint& c) override { sgd_.load_state(c, "server_sgd"); }
+
  private:
   LrSchedule lr_;
   HostSgd sgd_;
@@ -60,6 +66,9 @@ class ModelAveraging final : public Strategy {
     robust_aggregate(updates, w_, robust_, mean_);
     opt_.step(params, mean_);
   }
+
+  void save_state(Checkpoint& c) const override { opt_.save_state(c, "server_optimizer"); }
+  void load_state(const Checkpoint& c) override { opt_.load_state(c, "server_optimizer"); }
 
  private:
   Weighting w_;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/checkpoint.h"
 #include "core/fedopt.h"
 #include "core/optimizer.h"
 #include "core/robust_aggregate.h"
@@ -24,6 +25,9 @@ class Strategy {
   virtual std::string_view name() const = 0;
   // Reduces `updates` (sorted by client id, at least one) into `params`. Deterministic.
   virtual void apply(std::span<const ClientUpdate> updates, std::span<float> params) = 0;
+  // The server optimizer's state (momentum, moments) into and out of a checkpoint.
+  virtual void save_state(Checkpoint& c) const = 0;
+  virtual void load_state(const Checkpoint& c) = 0;
 };
 
 // Gradient averaging (synchronous SGD / parameter server): params <- SGD step with the averaged

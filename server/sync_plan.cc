@@ -56,6 +56,40 @@ class SyncPlan final : public Plan {
     return per_peer_;
   }
 
+  std::string checkpoint_refusal() const override {
+    const CompressionSpec& c = s_.compression;
+    if (c.error_feedback) return "compression.error_feedback keeps residuals in the clients";
+    if (c.downlink != "none" || c.downlink_delta)
+      return "a compressed or delta downlink keeps the clients' copies of the model";
+    if (s_.optimizer.precision == Precision::kF16) return "fp16's loss scale lives in the clients";
+    return "";
+  }
+
+  void save_state(Checkpoint& c) const override {
+    strategy_->save_state(c);
+    if (scaffold_) {
+      c.f32["scaffold.c"] = control_;
+      for (const auto& [client, ci] : client_controls_)
+        c.f32[fmt::format("{}{}", kClientControl, client)] = ci;
+    }
+    c.meta["network_time"] = clock_.elapsed();
+  }
+
+  void load_state(const Checkpoint& c) override {
+    strategy_->load_state(c);
+    if (scaffold_) {
+      control_ = c.floats("scaffold.c");
+      for (const auto& [name, v] : c.f32)
+        if (name.starts_with(kClientControl))
+          client_controls_[uint32_t(std::stoul(name.substr(kClientControl.size())))] = v;
+    }
+    clock_.restore(c.meta.value("network_time", 0.0));
+  }
+
+  const std::map<uint32_t, std::vector<float>>& client_controls() const override {
+    return client_controls_;
+  }
+
   std::string round(Engine& engine, RoundRecord& rec) override {
     const auto t0 = Clock::now();
     const auto participants =
@@ -86,8 +120,14 @@ class SyncPlan final : public Plan {
       for (size_t k = 0; k < applied.size(); ++k) applied[k].values = normalized[k];
     }
     strategy_->apply(applied, run_.params);
-    if (scaffold_)
+    if (scaffold_) {
       scaffold_server_control(control_changes, s_.weighting, all_clients_weight(), control_);
+      for (const ClientUpdate& u : control_changes) {  // the clients' c_i, as they add them up
+        auto& ci = client_controls_[u.client];
+        if (ci.empty()) ci.assign(u.values.size(), 0.0f);
+        for (size_t k = 0; k < ci.size(); ++k) ci[k] += u.values[k];
+      }
+    }
     const auto t_done = Clock::now();
     record(rec, c, absent, updates, linear, participants.size());
     rec.broadcast_seconds = broadcast_seconds;
@@ -175,7 +215,8 @@ class SyncPlan final : public Plan {
   // The updates of the participants whose processes are still in the run.
   CollectSpec collect_spec() const {
     CollectSpec spec{.kind = gradient_ ? TaskKind::kGradient : TaskKind::kLocalTrain,
-                     .seconds = s_.wait_seconds};
+                     .seconds = s_.wait_seconds,
+                     .batch = s_.sgd_batch};
     // the update [, its linear part] [, SCAFFOLD's control change]
     spec.floats.assign(1 + drift_ + scaffold_, run_.params.size());
     for (const auto& [id, ids] : per_peer_)
@@ -240,6 +281,9 @@ class SyncPlan final : public Plan {
   const RunSpec& s_;
   const bool gradient_, drift_, scaffold_;
   std::vector<float> control_ = std::vector<float>(run_.params.size(), 0.0f);  // SCAFFOLD's c
+  // SCAFFOLD: a copy of every client's c_i (the sum of the changes it sent), for checkpoints
+  std::map<uint32_t, std::vector<float>> client_controls_;
+  static constexpr std::string_view kClientControl = "scaffold.c_i.";
   std::unique_ptr<Strategy> strategy_;
   std::map<std::string, std::vector<uint32_t>> per_peer_;  // this round's tasks per process
   uint64_t model_bytes_ = 0;  // the model frame of this round's TASK, as sent

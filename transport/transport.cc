@@ -45,9 +45,10 @@ class ZmqSocket {
 
 class ZmqTransport final : public Transport {
  public:
-  ZmqTransport(const std::string& endpoint, zmq::context_t* ctx)
+  ZmqTransport(const std::string& endpoint, zmq::context_t* ctx, int64_t max_frame_bytes)
       : sock_(ctx, zmq::socket_type::router) {
     sock_.get().set(zmq::sockopt::linger, 2000);  // lets the final STOP reach the clients on close
+    sock_.get().set(zmq::sockopt::maxmsgsize, max_frame_bytes);
     try {
       sock_.get().bind(endpoint);
     } catch (const zmq::error_t& e) {
@@ -127,8 +128,9 @@ void install_stop_handlers() {
   std::signal(SIGTERM, on_stop_signal);
 }
 
-std::unique_ptr<Transport> bind_zmq_transport(const std::string& endpoint, zmq::context_t* ctx) {
-  return std::make_unique<ZmqTransport>(endpoint, ctx);
+std::unique_ptr<Transport> bind_zmq_transport(const std::string& endpoint, zmq::context_t* ctx,
+                                              int64_t max_frame_bytes) {
+  return std::make_unique<ZmqTransport>(endpoint, ctx, max_frame_bytes);
 }
 
 std::unique_ptr<Channel> connect_zmq_channel(const std::string& endpoint, zmq::context_t* ctx) {

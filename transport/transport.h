@@ -65,9 +65,12 @@ class Channel {
 };
 
 // ZeroMQ ROUTER / DEALER. `ctx` null: a context of its own; inproc endpoints need the peers'
-// context shared. Throws Error naming the endpoint when it cannot bind or connect.
+// context shared. Throws Error naming the endpoint when it cannot bind or connect. A peer that
+// sends a frame of more than `max_frame_bytes` (-1: no limit) is disconnected by ZeroMQ before
+// the frame is buffered (tcp and ipc; inproc peers share memory and are not checked).
 std::unique_ptr<Transport> bind_zmq_transport(const std::string& endpoint,
-                                              zmq::context_t* ctx = nullptr);
+                                              zmq::context_t* ctx = nullptr,
+                                              int64_t max_frame_bytes = -1);
 std::unique_ptr<Channel> connect_zmq_channel(const std::string& endpoint,
                                              zmq::context_t* ctx = nullptr);
 

@@ -40,6 +40,10 @@ Action add_run_command(CLI::App& app) {
   cmd->add_option("--processes,-p", a->processes, "client processes (default: the config's)");
   cmd->add_option("--bind", a->opts.bind,
                   "server endpoint (default tcp://127.0.0.1:* , a free port)");
+  cmd->add_option("--resume", a->opts.resume,
+                  "continue the run whose folder holds checkpoint.bin (checkpoint_every = R); "
+                  "the same config")
+      ->check(CLI::ExistingDirectory);
   return [a] {
     const bool equivalence = is_equivalence_config(a->config);
     Config cfg = equivalence ? make_equivalence_config() : make_run_config();

@@ -28,6 +28,9 @@ Action add_server_command(CLI::App& app) {
   cmd->add_option("--endpoint-file", a->opts.endpoint_file,
                   "write the bound endpoint here (useful with tcp://127.0.0.1:*)");
   cmd->add_flag("--quiet", a->opts.quiet, "no progress on stderr");
+  cmd->add_option("--resume", a->opts.resume,
+                  "continue the run whose folder holds checkpoint.bin; the same config")
+      ->check(CLI::ExistingDirectory);
   return [a] {
     Config cfg = make_run_config();
     if (!a->config.empty()) cfg.merge_file(a->config);

@@ -12,59 +12,17 @@
 #include <zmq_addon.hpp>
 
 #include "protocol/frames.h"
+#include "protocol/messages.h"
+#include "tests/util/distributed_run.h"
 #include "tests/util/process.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
 namespace {
 
+using testing::run_distributed;
+using testing::RunResult;
 using testing::TempDir;
-
-struct RunResult {
-  int server_code = -100;
-  std::string out, err, hash;
-};
-
-// Starts a server with `sets`, then `clients` client processes, and waits for all of them.
-RunResult run_distributed(const TempDir& tmp, const std::string& tag, const std::string& bind,
-                          int clients, const std::vector<std::string>& sets,
-                          const std::function<void(const std::string&)>& extra_peer = {}) {
-  std::vector<std::string> args = {"server",
-                                   "--endpoint-file",
-                                   (tmp / (tag + ".ep")).string(),
-                                   "--set",
-                                   "bind=" + bind,
-                                   "--set",
-                                   "results_dir=" + (tmp / "res").string(),
-                                   "--set",
-                                   "name=" + tag,
-                                   "--set",
-                                   "data.name=synthetic",
-                                   "--set",
-                                   "data.iid=true",
-                                   "--set",
-                                   "model.name=logreg",
-                                   "--set",
-                                   "processes=" + std::to_string(clients + (extra_peer ? 1 : 0))};
-  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
-  const pid_t server = testing::spawn_fedpar(args, tmp / (tag + ".out"), tmp / (tag + ".err"));
-  const std::string ep = testing::wait_for_file(tmp / (tag + ".ep"), 20);
-  EXPECT_FALSE(ep.empty()) << "server wrote no endpoint";
-  std::vector<pid_t> pids;
-  for (int i = 0; i < clients; ++i)
-    pids.push_back(testing::spawn_fedpar({"client", "--quiet", "--wait", "60", "--server", ep},
-                                         tmp / (tag + std::to_string(i) + ".cout"),
-                                         tmp / (tag + std::to_string(i) + ".cerr")));
-  if (extra_peer) extra_peer(ep);
-  RunResult r;
-  r.server_code = testing::wait_exit(server, 120).value_or(-99);
-  for (pid_t p : pids) EXPECT_EQ(testing::wait_exit(p, 30).value_or(-99), 0) << "a client failed";
-  r.out = testing::slurp(tmp / (tag + ".out"));
-  r.err = testing::slurp(tmp / (tag + ".err"));
-  std::smatch m;
-  if (std::regex_search(r.out, m, std::regex("final model hash: ([0-9a-f]{16})"))) r.hash = m[1];
-  return r;
-}
 
 class Distributed : public ::testing::TestWithParam<const char*> {};
 
@@ -261,6 +219,88 @@ TEST(DistributedFaults, SilentClientIsDroppedInModelRegimeAndStopsGradientRegime
   EXPECT_NE(g.err.find("no update from client(s)"), std::string::npos) << g.err;
   EXPECT_NE(g.err.find("continue_without_missing"), std::string::npos) << g.err;
   EXPECT_FALSE(std::filesystem::exists(tmp / "res" / "gradient"));  // nothing half-written
+}
+
+void send_frames(zmq::socket_t& s, const WireMessage& m) {
+  std::vector<zmq::const_buffer> bufs;
+  for (const auto& f : m.spans()) bufs.push_back(zmq::buffer(f.data(), f.size()));
+  zmq::send_multipart(s, bufs);
+}
+
+// A welcomed peer that lies: it floods the server with `garbage` bad messages, says HELLO, and
+// answers each TASK for its clients with zeros claiming 10^15 samples (such an update once set
+// the averaged model to zeros). Returns the reasons of the ERRORs it was sent.
+std::vector<std::string> lying_peer(const std::string& ep, int garbage) {
+  zmq::context_t ctx;
+  zmq::socket_t s(ctx, zmq::socket_type::dealer);
+  s.set(zmq::sockopt::linger, 0);
+  s.set(zmq::sockopt::rcvtimeo, 8000);
+  s.connect(ep);
+  for (int i = 0; i < garbage; ++i) {
+    std::vector<zmq::const_buffer> junk = {zmq::str_buffer("not a fedpar header")};
+    zmq::send_multipart(s, junk);
+  }
+  send_frames(s, encode_message(MessageType::kHello, 0, 0, 0, {{"slots", 1}}));
+  std::vector<std::string> errors;
+  std::vector<uint32_t> mine;
+  size_t num_params = 0;
+  while (true) {
+    std::vector<zmq::message_t> frames;
+    if (!zmq::recv_multipart(s, std::back_inserter(frames))) break;  // dropped: no more tasks
+    std::vector<std::span<const uint8_t>> spans;
+    for (auto& f : frames) spans.emplace_back(static_cast<const uint8_t*>(f.data()), f.size());
+    auto parsed = parse_message(spans);
+    if (!std::holds_alternative<ParsedMessage>(parsed)) continue;
+    const ParsedMessage& m = std::get<ParsedMessage>(parsed);
+    if (m.header.type == MessageType::kStop) break;
+    if (m.header.type == MessageType::kError)
+      errors.push_back(std::get<ErrorMsg>(decode_error(m)).reason);
+    if (m.header.type == MessageType::kWelcome) {
+      const WelcomeMsg w = std::get<WelcomeMsg>(decode_welcome(m));
+      mine = w.clients;
+      num_params = w.num_params;
+    }
+    if (m.header.type != MessageType::kTask) continue;
+    const TaskMsg t = std::get<TaskMsg>(decode_task(m));
+    const std::vector<float> zeros(num_params, 0.0f);
+    for (uint32_t c : t.clients)
+      if (std::find(mine.begin(), mine.end(), c) != mine.end())
+        send_frames(s, encode(UpdateMsg{.kind = t.kind,
+                                        .num_samples = 1'000'000'000'000'000ull,
+                                        .vectors = {std::span<const float>(zeros)}},
+                              {c, m.header.run, m.header.round}));
+  }
+  return errors;
+}
+
+// The averaging weight is the manifest's n_k, never the peer's claim: the lying peer's updates
+// are refused with the reason, its clients count as missing, and the run ends with the honest
+// client's updates alone. Its flood of bad messages is logged as 20 lines and a count.
+TEST(DistributedFaults, AWelcomedPeerCannotBuyWeightAndItsFloodIsCounted) {
+  TempDir tmp;
+  std::vector<std::string> errors;
+  std::thread peer;
+  const RunResult m = run_distributed(
+      tmp, "lie", "tcp://127.0.0.1:*", 1,
+      {"regime=model", "rounds=2", "partition.clients=4", "wait_seconds=2"},
+      [&](const std::string& ep) { peer = std::thread([&, ep] { errors = lying_peer(ep, 50); }); });
+  peer.join();
+  ASSERT_EQ(m.server_code, 0) << m.err;
+  EXPECT_TRUE(std::any_of(errors.begin(), errors.end(), [](const std::string& e) {
+    return e.find("reports 1000000000000000 samples; its task covers") != std::string::npos;
+  })) << "the peer was not told why its update was refused";
+  std::ifstream in(tmp / "res" / "lie" / "metrics.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  const auto first = nlohmann::json::parse(line);
+  EXPECT_EQ(first["received"], 2) << line;  // the honest process's two clients
+  EXPECT_EQ(first["missing"].size(), 2u) << line;
+  size_t logged = 0;
+  for (size_t at = 0; (at = m.err.find("dropped a message from a peer", at)) != std::string::npos;
+       ++at)
+    ++logged;
+  EXPECT_EQ(logged, 20u) << m.err;
+  EXPECT_NE(m.err.find("more message(s) from peers"), std::string::npos) << m.err;
 }
 
 // Two client processes; once the server has logged round 2, one of them is killed (SIGKILL).

@@ -120,6 +120,25 @@ TEST(Messages, MalformedBodiesAndFramesAreRejected) {
   EXPECT_NE(reason(parse(f)).find("CRC32C"), std::string::npos);
 }
 
+// A valid header over a huge JSON body: refused by its size, before a parser sees it (a 20 MB
+// HELLO body once cost the server 337 MiB), while a WELCOME may carry the shards' indices.
+TEST(Messages, OversizedBodiesAreRefusedBeforeParsing) {
+  const std::string huge = "{\"slots\": 1, \"pad\": \"" + std::string(1 << 20, 'x') + "\"}";
+  for (MessageType t : {MessageType::kHello, MessageType::kUpdate, MessageType::kError}) {
+    const nlohmann::json body = nlohmann::json::parse(huge);
+    const WireMessage m = encode_message(t, 0, 0, 0, body);
+    const auto spans = m.spans();
+    const auto got = parse_message(spans);
+    ASSERT_TRUE(std::holds_alternative<ProtocolError>(got)) << message_type_name(t);
+    EXPECT_NE(std::get<ProtocolError>(got).reason.find("is over its limit of 65536"),
+              std::string::npos)
+        << std::get<ProtocolError>(got).reason;
+  }
+  const WireMessage w = encode_message(MessageType::kWelcome, 0, 0, 0, nlohmann::json::parse(huge));
+  const auto spans = w.spans();
+  EXPECT_TRUE(std::holds_alternative<ParsedMessage>(parse_message(spans)));
+}
+
 TEST(Messages, FieldsAreTypeChecked) {
   const nlohmann::json body = {{"n", -1}, {"ids", {1, 2, -3}}, {"name", "x"}, {"big", 1ull << 40}};
   EXPECT_TRUE(std::holds_alternative<ProtocolError>(field<uint64_t>(body, "n")));

@@ -98,6 +98,22 @@ TEST(Transport, ChannelAndTransportTalkOverInproc) {
   EXPECT_GE(Clock::now() - t0, std::chrono::milliseconds(150));
 }
 
+// A frame over the transport's limit disconnects its sender before it is buffered (four 1 GiB
+// frames once took the server to 4.2 GiB); a peer within the limit is heard as before.
+TEST(Transport, AFrameOverTheLimitDisconnectsItsSenderAndOthersAreHeard) {
+  const auto server = bind_zmq_transport("tcp://127.0.0.1:*", nullptr, 64 << 10);
+  const auto big = connect_zmq_channel(server->endpoint());
+  const auto fair = connect_zmq_channel(server->endpoint());
+  const std::vector<float> huge(1 << 20, 1.0f), small(1000, 1.0f);  // 4 MiB, 4 KB
+  const std::vector<std::span<const float>> too_big = {huge}, within = {small};
+  big->send(encode_message(MessageType::kUpdate, 0, 0, 0, {}, too_big));
+  fair->send(encode_message(MessageType::kUpdate, 0, 0, 0, {}, within));
+  auto got = server->receive(deadline_after(10));
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->frames.back().size(), small.size() * sizeof(float));
+  EXPECT_FALSE(server->receive(deadline_after(0.5)).has_value());  // the 4 MiB frame never came
+}
+
 TEST(Transport, BindErrorsNameTheEndpoint) {
   zmq::context_t ctx;
   const auto a = bind_zmq_transport("inproc://taken", &ctx);

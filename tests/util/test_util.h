@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -88,6 +89,27 @@ class TempDir {
 
  private:
   std::filesystem::path path_;
+};
+
+// A tiny tmpfs mounted at `dir` (root only): a disk that fills up after `size` ("16k"). ok()
+// is false where it cannot be mounted (not root, no mount); the destructor unmounts it.
+class FullDisk {
+ public:
+  FullDisk(const std::filesystem::path& dir, const std::string& size) : dir_(dir) {
+    std::filesystem::create_directories(dir_);
+    ok_ = ::geteuid() == 0 &&
+          std::system(("mount -t tmpfs -o size=" + size + " tmpfs " + dir_.string()).c_str()) == 0;
+  }
+  ~FullDisk() {
+    if (ok_ && std::system(("umount " + dir_.string()).c_str()) != 0) {
+      // still mounted: the TempDir's removal then fails quietly; nothing else depends on it
+    }
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  std::filesystem::path dir_;
+  bool ok_ = false;
 };
 
 }  // namespace fedpar::testing

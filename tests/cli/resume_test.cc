@@ -1,0 +1,176 @@
+// Checkpoint and resume with real processes: a server killed with SIGKILL mid-run (its clients
+// with it) is continued with --resume from its last checkpoint, and the final model has the very
+// bytes of the run that was never interrupted: the server optimizer's moments, momentum and
+// SCAFFOLD's control variates (the server's c and every client's c_i, which the new client
+// processes get in their WELCOME) all come back. A resume with another config is refused.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "tests/util/distributed_run.h"
+#include "tests/util/process.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using testing::TempDir;
+
+// The base run's overrides plus `extra`.
+std::vector<std::string> with(std::vector<std::string> sets,
+                              const std::vector<std::string>& extra) {
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  return sets;
+}
+
+// Starts the run `tag` with checkpoints every 2 rounds and, once the server logged round
+// `kill_after`, SIGKILLs the server and both clients (or, `client_only`, one client: the gradient
+// regime then stops with an error); returns the folder the run left behind.
+std::filesystem::path killed_run(const TempDir& tmp, const std::string& tag,
+                                 const std::vector<std::string>& sets, int kill_after,
+                                 bool client_only = false) {
+  const std::string files = tag + "-killed";  // not the resumed run's endpoint file
+  std::vector<std::string> args = {"server",
+                                   "--endpoint-file",
+                                   (tmp / (files + ".ep")).string(),
+                                   "--set",
+                                   "bind=ipc://" + (tmp / (tag + ".sock")).string(),
+                                   "--set",
+                                   "results_dir=" + (tmp / "res").string(),
+                                   "--set",
+                                   "name=" + tag,
+                                   "--set",
+                                   "data.name=synthetic",
+                                   "--set",
+                                   "data.iid=true",
+                                   "--set",
+                                   "model.name=logreg",
+                                   "--set",
+                                   "processes=2",
+                                   "--set",
+                                   "checkpoint_every=2"};
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  const pid_t server = testing::spawn_fedpar(args, tmp / (files + ".out"), tmp / (files + ".err"));
+  const std::string ep = testing::wait_for_file(tmp / (files + ".ep"), 20);
+  std::vector<pid_t> clients;
+  for (int i = 0; i < 2; ++i)
+    clients.push_back(testing::spawn_fedpar({"client", "--quiet", "--wait", "60", "--server", ep},
+                                            tmp / (files + ".cout"), tmp / (files + ".cerr")));
+  const std::string mark = "round " + std::to_string(kill_after) + "/";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (testing::slurp(tmp / (files + ".err")).find(mark) == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  if (client_only) {
+    kill(clients[1], SIGKILL);
+    EXPECT_EQ(testing::wait_exit(server, 60).value_or(-99), 2);
+    EXPECT_NE(testing::slurp(tmp / (files + ".err")).find("last checkpoint are kept in"),
+              std::string::npos);
+    kill(clients[0], SIGKILL);
+    for (pid_t p : clients) waitpid(p, nullptr, 0);
+    return tmp / "res" / (tag + ".incomplete");
+  }
+  for (pid_t p : clients) kill(p, SIGKILL);
+  kill(server, SIGKILL);
+  int status = 0;
+  waitpid(server, &status, 0);
+  for (pid_t p : clients) waitpid(p, nullptr, 0);
+  EXPECT_TRUE(WIFSIGNALED(status)) << "the server finished before the kill: make rounds longer";
+  for (const auto& e : std::filesystem::directory_iterator(tmp / "res"))
+    if (e.path().filename().string().starts_with("." + tag + ".partial-")) return e.path();
+  ADD_FAILURE() << "the killed run left no partial folder";
+  return {};
+}
+
+// The uninterrupted run's hash, then the killed and resumed run's: the same bytes, every round's
+// metrics line once, and the killed run's folder gone.
+void expect_resume_gives_the_same_bytes(const std::string& tag,
+                                        const std::vector<std::string>& sets,
+                                        bool client_only = false) {
+  TempDir tmp;
+  const auto full =
+      testing::run_distributed(tmp, tag + "-full", "ipc://" + (tmp / "f").string(), 2, sets);
+  ASSERT_EQ(full.server_code, 0) << full.err;
+  const auto left = killed_run(tmp, tag, sets, 7, client_only);
+  ASSERT_TRUE(std::filesystem::exists(left / "checkpoint.bin")) << left;
+  const auto resumed = testing::run_distributed(tmp, tag, "ipc://" + (tmp / "r").string(), 2, sets,
+                                                {}, {"--resume", left.string()});
+  ASSERT_EQ(resumed.server_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("resuming after round"), std::string::npos) << resumed.err;
+  EXPECT_EQ(resumed.hash, full.hash) << resumed.err;
+  EXPECT_FALSE(std::filesystem::exists(left));
+  std::ifstream in(tmp / "res" / tag / "metrics.jsonl");
+  std::string line;
+  int expect = 1;
+  while (std::getline(in, line)) EXPECT_EQ(nlohmann::json::parse(line)["round"], expect++);
+  EXPECT_EQ(expect, 31);
+}
+
+// 30 rounds of at least 50 ms (client 0 waits before each update), so the kill lands mid-run.
+const std::vector<std::string> kLong = {"rounds=30", "partition.clients=4", "eval_every=10",
+                                        "stragglers.delay_seconds=0:0.05"};
+
+TEST(Resume, ScaffoldWithFedAdamAfterASigkillEndsWithTheUninterruptedBytes) {
+  expect_resume_gives_the_same_bytes(
+      "scaffold", with(kLong, {"regime=model", "local.steps=40", "local.batch=8",
+                               "optimizer.momentum=0.9", "local.algorithm=scaffold",
+                               "server_optimizer.name=adam", "local.server_lr=0.05"}));
+}
+
+TEST(Resume, GradientRegimeWithMomentumAfterASigkillEndsWithTheUninterruptedBytes) {
+  expect_resume_gives_the_same_bytes(
+      "momentum", with(kLong, {"regime=gradient", "sgd.batch=16", "optimizer.momentum=0.9"}));
+}
+
+// A killed client stops the gradient regime: the run keeps its folder as <name>.incomplete and
+// says so, and --resume with new clients finishes it with the uninterrupted bytes.
+TEST(Resume, AFailedRunKeepsItsCheckpointAndFinishesWhenResumed) {
+  expect_resume_gives_the_same_bytes(
+      "failed", with(kLong, {"regime=gradient", "sgd.batch=16", "wait_seconds=3"}), true);
+}
+
+// A server on its own that must refuse to start: its exit code and stderr.
+std::pair<int, std::string> refused(const TempDir& tmp, const std::string& tag,
+                                    const std::vector<std::string>& sets,
+                                    const std::vector<std::string>& flags) {
+  std::vector<std::string> args = {"server",
+                                   "--set",
+                                   "results_dir=" + (tmp / "res").string(),
+                                   "--set",
+                                   "name=" + tag,
+                                   "--set",
+                                   "data.name=synthetic",
+                                   "--set",
+                                   "model.name=logreg",
+                                   "--set",
+                                   "processes=2"};
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  args.insert(args.end(), flags.begin(), flags.end());
+  const pid_t server = testing::spawn_fedpar(args, tmp / (tag + ".rout"), tmp / (tag + ".rerr"));
+  const int code = testing::wait_exit(server, 60).value_or(-99);
+  return {code, testing::slurp(tmp / (tag + ".rerr"))};
+}
+
+TEST(Resume, AnotherConfigOrAStatefulTopologyIsRefusedWithTheReason) {
+  TempDir tmp;
+  const auto left = killed_run(tmp, "base", with(kLong, {"regime=model", "local.steps=40"}), 5);
+  const auto [code, err] =
+      refused(tmp, "base",
+              with(kLong, {"data.iid=true", "regime=model", "local.steps=40", "optimizer.lr=0.5"}),
+              {"--resume", left.string()});
+  EXPECT_NE(code, 0);
+  EXPECT_NE(err.find("optimizer.lr = 0.1 there, 0.5 here"), std::string::npos) << err;
+  EXPECT_TRUE(std::filesystem::exists(left / "checkpoint.bin"));  // a refusal loses nothing
+  const auto [ring_code, ring_err] =
+      refused(tmp, "ring", {"regime=gradient", "topology=allreduce", "checkpoint_every=1"}, {});
+  EXPECT_NE(ring_code, 0);
+  EXPECT_NE(ring_err.find("cannot be checkpointed yet: the allreduce topology"), std::string::npos)
+      << ring_err;
+}
+
+}  // namespace
+}  // namespace fedpar

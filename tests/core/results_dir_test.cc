@@ -1,0 +1,52 @@
+// Results folders: complete or absent (a partial folder until commit, removed when the run
+// fails), a kept failed run under its suffix, and a metrics writer that reports a full disk at
+// the line it could not write, naming the cause, instead of leaving an empty file behind.
+#include "core/results_dir.h"
+
+#include <gtest/gtest.h>
+
+#include "core/check.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using testing::TempDir;
+
+TEST(ResultsDir, CompleteOrAbsentAndAKeptRunTakesItsSuffix) {
+  TempDir tmp;
+  std::filesystem::path partial;
+  {
+    ResultsDir failed(tmp.path(), "run");
+    partial = failed.path();
+    EXPECT_TRUE(std::filesystem::exists(partial));
+  }
+  EXPECT_FALSE(std::filesystem::exists(partial));  // never committed: gone
+  ResultsDir a(tmp.path(), "run");
+  a.write_text("x.txt", "1");
+  EXPECT_EQ(a.commit(), tmp / "run");
+  ResultsDir b(tmp.path(), "run");
+  EXPECT_EQ(b.commit(), tmp / "run-2");  // never overwrites
+  ResultsDir kept(tmp.path(), "run");
+  EXPECT_EQ(kept.commit(".incomplete"), tmp / "run.incomplete");
+}
+
+TEST(JsonlWriter, AFullDiskIsAnErrorAtTheLineThatDidNotFit) {
+  TempDir tmp;
+  const testing::FullDisk disk(tmp / "full", "16k");
+  if (!disk.ok()) GTEST_SKIP() << "a full disk needs root (a 16 KiB tmpfs)";
+  JsonlWriter w(tmp / "full" / "metrics.jsonl");
+  const nlohmann::json line = {{"pad", std::string(1000, 'x')}};
+  std::string what;
+  int written = 0;
+  try {
+    for (; written < 100; ++written) w.write(line);  // 100 KB on a 16 KiB disk
+  } catch (const Error& e) {
+    what = e.what();
+  }
+  EXPECT_LT(written, 100);
+  EXPECT_NE(what.find("metrics.jsonl: No space left on device"), std::string::npos) << what;
+}
+
+}  // namespace
+}  // namespace fedpar
