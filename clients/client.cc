@@ -24,6 +24,7 @@
 #include "core/run_spec.h"
 #include "core/scaffold.h"
 #include "protocol/messages.h"
+#include "transport/curve.h"
 #include "transport/shaped_link.h"
 #include "transport/transport.h"
 
@@ -428,12 +429,25 @@ int run_client(const ClientOptions& o) {
   if (o.slots < 1) throw Error("--slots must be >= 1");
   std::unique_ptr<zmq::context_t> own;
   zmq::context_t& ctx = o.context ? *o.context : *(own = std::make_unique<zmq::context_t>());
-  const auto channel = connect_zmq_channel(o.server, &ctx);
+  std::optional<CurveClient> curve;
+  if (!o.key_file.empty() || !o.server_key_file.empty()) {
+    if (o.key_file.empty() || o.server_key_file.empty())
+      throw Error(
+          "CURVE needs both --key (this client's .key) and --server-key (the server's .pub)");
+    curve = CurveClient{read_curve_keys(o.key_file), read_curve_keys(o.server_key_file).public_key};
+    if (curve->keys.secret_key.empty())
+      throw Error(fmt::format("--key {} holds only a public key; give the .key file", o.key_file));
+  }
+  const auto channel = connect_zmq_channel(o.server, &ctx, curve ? &*curve : nullptr);
   channel->send(encode(HelloMsg{.slots = o.slots, .pid = ::getpid()}));
   auto first = channel->receive(deadline_after(o.wait_seconds));
   if (!first)
-    throw Error(
-        fmt::format("no answer from the server at {} within {} s", o.server, o.wait_seconds));
+    throw Error(fmt::format("no answer from the server at {} within {} s{}", o.server,
+                            o.wait_seconds,
+                            curve ? " (with CURVE: is this key on the server's allow-list, and "
+                                    "--server-key the server's public key?)"
+                                  : " (a server with [security] keys answers only clients "
+                                    "with --key and --server-key)"));
   auto parsed = parse_message(first->spans());
   if (auto* e = std::get_if<ProtocolError>(&parsed)) throw Error("bad WELCOME: " + e->reason);
   const ParsedMessage& w = std::get<ParsedMessage>(parsed);

@@ -15,6 +15,8 @@ struct ClientOptions {
   std::string device;         // cpu | cuda; empty: the run config's `device`
   bool quiet = false;
   zmq::context_t* context = nullptr;  // shared with the server's thread for inproc:// (tests)
+  std::string key_file;         // CURVE: this client's key pair (fedpar keygen); empty: plaintext
+  std::string server_key_file;  // CURVE: the server's public key (.pub)
 };
 
 int run_client(const ClientOptions& opts);

@@ -2,6 +2,7 @@
 #include "core/results_dir.h"
 
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,10 +20,28 @@ ResultsDir::ResultsDir(const fs::path& parent, const std::string& name)
   fs::create_directories(parent_, ec);
   if (ec)
     throw Error(fmt::format("cannot create results folder {}: {}", parent_.string(), ec.message()));
+  sweep_stale_partials();
   partial_ = parent_ / fmt::format(".{}.partial-{}", name_, ::getpid());
   fs::remove_all(partial_, ec);
   fs::create_directory(partial_, ec);
   if (ec) throw Error(fmt::format("cannot create {}: {}", partial_.string(), ec.message()));
+}
+
+void ResultsDir::sweep_stale_partials() {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(parent_, ec)) {
+    const std::string n = e.path().filename().string();
+    const auto at = n.rfind(".partial-");
+    if (!n.starts_with(".") || at == std::string::npos) continue;
+    const std::string digits = n.substr(at + 9);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto pid = pid_t(std::stol(digits));
+    if (pid <= 0 || pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    if (fs::exists(e.path() / "checkpoint.bin"))
+      stale_checkpoints_.push_back(e.path());  // a killed run to resume, not debris
+    else
+      fs::remove_all(e.path(), ec);
+  }
 }
 
 ResultsDir::~ResultsDir() {

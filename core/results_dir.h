@@ -1,5 +1,7 @@
 // A results folder that is either complete or absent: files are written into a hidden partial
 // folder which commit() renames to results/<name> (adding -2, -3... rather than overwriting).
+// Partial folders left by processes that died (SIGKILL, power loss) are swept when the next one
+// is made in the same place, except those holding a checkpoint (kept for --resume).
 #pragma once
 
 #include <filesystem>
@@ -7,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace fedpar {
 
@@ -18,6 +21,9 @@ class ResultsDir {
   ResultsDir& operator=(const ResultsDir&) = delete;
 
   const std::filesystem::path& path() const { return partial_; }
+  // Partial folders of dead processes that hold checkpoint.bin (fedpar run --resume continues
+  // them).
+  const std::vector<std::filesystem::path>& stale_checkpoints() const { return stale_checkpoints_; }
   void write_text(const std::string& file, const std::string& text) const;
   void write_json(const std::string& file, const nlohmann::json& j) const;
   // Renames the partial folder to its final name (with `suffix`: a kept failed run's) and
@@ -25,9 +31,11 @@ class ResultsDir {
   std::filesystem::path commit(std::string_view suffix = "");
 
  private:
+  void sweep_stale_partials();
   std::filesystem::path parent_, partial_;
   std::string name_;
   bool committed_ = false;
+  std::vector<std::filesystem::path> stale_checkpoints_;
 };
 
 // Appends one JSON object per line, flushed, so a long run can be watched with `tail -f`.

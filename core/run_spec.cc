@@ -136,6 +136,10 @@ error_feedback = false   # clients keep what the uplink codec dropped and add it
 aggregate = "mean"       # mean: the weighted average of the decoded updates | majority: the sign
                          # of the sum of the clients' signs (signSGD with majority vote; uplink = "sign")
 
+[security]               # CURVE authentication and encryption of the links to the server (docs/distributed.md)
+key = ""                 # the server's key pair file (fedpar keygen server); empty: plaintext
+clients = ""             # the folder of client public keys (*.pub) it lets in
+
 [network]                # the links between server and clients (docs/network.md)
 mode = "off"             # off | emulated (messages are held until their arrival time: runs slow
                          # down) | simulated (no waiting: each round's time is computed and recorded)
@@ -616,6 +620,14 @@ RunSpec resolve_run_spec(const Config& c) {
   s.compression = resolve_compression(c, s);
   s.network = resolve_network_section(c, s);
   s.robust = resolve_robust(c, s);
+  s.security = {c.get_string("security.key"), c.get_string("security.clients")};
+  if (s.security.on()) {
+    require(!s.security.clients.empty(),
+            "security.key needs security.clients: the folder of the client .pub files to let in");
+    require(s.topology != Topology::kAllReduce && !s.model_parallel(),
+            "[security] covers the links to the server; the links between clients of the "
+            "allreduce, pipeline and tensor topologies are not encrypted yet");
+  }
   s.attack = resolve_attack(c, s);
   s.optimizer = resolve_run_optimizer(c, s);
   s.algorithm = resolve_algorithm(c, s);

@@ -55,6 +55,13 @@ struct CompressionSpec {
   bool majority = false;          // aggregate = "majority": the sign of the sum of signs
 };
 
+// [security]: CURVE on the links to the server (transport/curve.h).
+struct SecuritySpec {
+  std::string key;      // the server's key pair file; empty: plaintext
+  std::string clients;  // the folder of allowed client .pub files
+  bool on() const { return !key.empty(); }
+};
+
 struct RunSpec {
   std::string name, results_dir, bind;
   uint64_t seed = 1;
@@ -107,6 +114,7 @@ struct RunSpec {
   double delay_of(uint32_t c) const { return delay_seconds.count(c) ? delay_seconds.at(c) : 0.0; }
   CompressionSpec compression;
   NetworkSpec network;  // [network]: link profiles per client (docs/network.md)
+  SecuritySpec security;
   // diagnostics
   bool drift = false;         // model regime: log update_drift (doubles the uplink)
   int checkpoint_every = 0;   // > 0: checkpoint.bin every r rounds (docs/distributed.md)

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <toml++/toml.h>
 #include <unistd.h>
@@ -16,6 +17,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/process/args.hpp>
 #include <boost/process/child.hpp>
+#include <boost/process/env.hpp>
+#include <boost/process/environment.hpp>
 #include <boost/process/io.hpp>
 #include <chrono>
 #include <filesystem>
@@ -27,6 +30,7 @@
 #include "core/check.h"
 #include "core/run_records.h"
 #include "core/run_spec.h"
+#include "transport/curve.h"
 
 namespace fedpar {
 namespace {
@@ -45,13 +49,28 @@ std::string self_exe() {
   return "/proc/self/exe";
 }
 
+// Whether the server carries on when a client process dies: model averaging drops a missing
+// client's updates, and so does the parameter server with continue_without_missing; the other
+// ways of training need every process.
+bool goes_on_without_clients(const RunSpec& s) {
+  return s.topology == Topology::kParameterServer &&
+         (s.regime == Regime::kModel ||
+          (s.regime == Regime::kGradient && s.continue_without_missing));
+}
+
 // One supervised run: the server, then (once it listens) the clients; the first failure, the
 // server's exit or a signal decides the outcome, and every remaining process is stopped.
 class Supervisor {
  public:
   Supervisor(const RunSpec& s, const std::filesystem::path& config,
-             const std::filesystem::path& endpoint, const LocalRunOptions& opts)
-      : s_(s), config_(config), endpoint_(endpoint), quiet_(opts.quiet), resume_(opts.resume) {}
+             const std::filesystem::path& endpoint, const LocalRunOptions& opts,
+             std::vector<std::vector<std::string>> client_flags)
+      : s_(s),
+        config_(config),
+        endpoint_(endpoint),
+        quiet_(opts.quiet),
+        resume_(opts.resume),
+        client_flags_(std::move(client_flags)) {}
 
   int run() {
     wait_for_children();
@@ -75,11 +94,14 @@ class Supervisor {
  private:
   void start(const std::string& name, const std::vector<std::string>& args) {
     bp::child c;
+    // the child asks the kernel for SIGTERM when this process dies (experiments/cli/main.cc)
+    auto env = boost::this_process::environment();
+    env[kSupervisorPidVariable] = std::to_string(::getpid());
     try {
       if (name == "server" && quiet_)
-        c = bp::child(exe_, bp::args(args), bp::std_out > bp::null);
+        c = bp::child(exe_, bp::args(args), env, bp::std_out > bp::null);
       else
-        c = bp::child(exe_, bp::args(args));
+        c = bp::child(exe_, bp::args(args), env);
     } catch (const bp::process_error& e) {
       throw Error(fmt::format("cannot start {} {}: {}", exe_, args[0], e.what()));
     }
@@ -119,8 +141,13 @@ class Supervisor {
         return;
       }
       try {
-        for (int i = 0; i < s_.processes; ++i)
-          start(fmt::format("client process {}", i + 1), {"client", "--quiet", "--server", ep});
+        for (int i = 0; i < s_.processes; ++i) {
+          std::vector<std::string> args = {"client", "--quiet", "--server", ep};
+          if (size_t(i) < client_flags_.size())
+            args.insert(args.end(), client_flags_[size_t(i)].begin(),
+                        client_flags_[size_t(i)].end());
+          start(fmt::format("client process {}", i + 1), args);
+        }
       } catch (const Error& e) {  // stop what did start rather than leave it orphaned
         fmt::print(stderr, "fedpar run: {}\n", e.what());
         finish(1);
@@ -139,10 +166,18 @@ class Supervisor {
       // one when it failed: clients still waiting for their WELCOME never hear STOP).
       finish(exit, exit == 0 || exit == kExitDiverged ? 5s : 500ms);
     } else if (exit != 0) {
-      fmt::print(stderr, "fedpar run: {} {}; stopping the run\n", name,
-                 WIFSIGNALED(status) ? fmt::format("was killed by signal {} ({})", WTERMSIG(status),
-                                                   strsignal(WTERMSIG(status)))
-                                     : fmt::format("exited with code {}", exit));
+      const std::string what = WIFSIGNALED(status)
+                                   ? fmt::format("was killed by signal {} ({})", WTERMSIG(status),
+                                                 strsignal(WTERMSIG(status)))
+                                   : fmt::format("exited with code {}", exit);
+      if (goes_on_without_clients(s_)) {  // the run's own fault policy, as the server applies it
+        fmt::print(stderr,
+                   "fedpar run: {} {}; the run goes on without its virtual clients (the server "
+                   "drops them at the round's deadline)\n",
+                   name, what);
+        return;
+      }
+      fmt::print(stderr, "fedpar run: {} {}; stopping the run\n", name, what);
       finish(1);
     }
   }
@@ -172,6 +207,7 @@ class Supervisor {
   std::filesystem::path config_, endpoint_;
   bool quiet_;
   std::string resume_;
+  std::vector<std::vector<std::string>> client_flags_;  // per client process, e.g. its key
   std::string exe_ = self_exe();
   asio::io_context io_;
   asio::signal_set signals_{io_, SIGINT, SIGTERM};
@@ -195,6 +231,40 @@ Config config_without(const Config& cfg, std::initializer_list<std::string_view>
   return base;
 }
 
+// [security] under `fedpar run`: a key pair for each client process in `dir`, their public keys
+// (with those of security.clients) in dir/allowed as the server's allow-list, and each process's
+// --key and --server-key.
+static std::vector<std::vector<std::string>> local_client_keys(Config& cfg, const RunSpec& s,
+                                                               const std::filesystem::path& dir) {
+  const auto allowed = dir / "allowed";
+  std::filesystem::create_directories(allowed);
+  if (std::filesystem::is_directory(s.security.clients))
+    for (const auto& e : std::filesystem::directory_iterator(s.security.clients))
+      if (e.path().extension() == ".pub")
+        std::filesystem::copy_file(e.path(), allowed / e.path().filename(),
+                                   std::filesystem::copy_options::overwrite_existing);
+  const auto server_pub = dir / "server.pub";
+  std::ofstream(server_pub) << fmt::format("public = \"{}\"\n",
+                                           read_curve_keys(s.security.key).public_key);
+  std::vector<std::vector<std::string>> flags;
+  for (int i = 0; i < s.processes; ++i) {
+    const std::string name = fmt::format("fedpar-run-client-{}", i + 1);
+    const auto key = write_curve_key_pair(dir / "keys", name, generate_curve_key_pair());
+    std::filesystem::copy_file(dir / "keys" / (name + ".pub"), allowed / (name + ".pub"),
+                               std::filesystem::copy_options::overwrite_existing);
+    flags.push_back({"--key", key.string(), "--server-key", server_pub.string()});
+  }
+  cfg.set("security.clients", allowed.string());
+  return flags;
+}
+
+void follow_supervisor() {
+  const char* pid = std::getenv(kSupervisorPidVariable);
+  if (!pid) return;
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (std::to_string(::getppid()) != pid) ::raise(SIGTERM);  // it died before the request
+}
+
 int run_locally(Config cfg, const LocalRunOptions& opts) {
   cfg.set("bind", opts.bind.empty() ? "tcp://127.0.0.1:*" : opts.bind);
   const RunSpec s = resolve_run_spec(cfg);  // a bad key fails before any process starts
@@ -205,6 +275,8 @@ int run_locally(Config cfg, const LocalRunOptions& opts) {
   std::filesystem::create_directories(dir);
   const auto config = dir / "run.toml", endpoint = dir / "endpoint";
   std::filesystem::remove(endpoint);
+  std::vector<std::vector<std::string>> client_flags;
+  if (s.security.on()) client_flags = local_client_keys(cfg, s, dir);
   std::ofstream(config) << cfg.to_toml();
   struct Cleanup {
     std::filesystem::path dir;
@@ -213,7 +285,7 @@ int run_locally(Config cfg, const LocalRunOptions& opts) {
       std::filesystem::remove_all(dir, ec);
     }
   } cleanup{dir};
-  return Supervisor(s, config, endpoint, opts).run();
+  return Supervisor(s, config, endpoint, opts, client_flags).run();
 }
 
 }  // namespace fedpar

@@ -1,5 +1,6 @@
 // One distributed run on this machine: a `fedpar server` process and P `fedpar client` processes,
-// supervised. If a process dies the others are stopped and the run fails naming it; Ctrl-C stops
+// supervised. If a client process dies the run follows its fault policy (model averaging goes on
+// without it; otherwise the others are stopped and the run fails naming it); Ctrl-C stops
 // them all. Used by `fedpar run` and by experiments made of several runs.
 #pragma once
 
@@ -11,6 +12,13 @@
 #include "core/run_spec.h"
 
 namespace fedpar {
+
+// The environment variable that names the supervising `fedpar run` to its children: a child that
+// finds it asks the kernel for SIGTERM when that process dies, so a killed supervisor leaves no
+// server or client behind.
+inline constexpr const char* kSupervisorPidVariable = "FEDPAR_SUPERVISOR_PID";
+// Called first in every fedpar process: honours kSupervisorPidVariable.
+void follow_supervisor();
 
 struct LocalRunOptions {
   std::string bind;    // empty: tcp://127.0.0.1:* (a free port)

@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "core/hash.h"
 #include "server/engine.h"
 #include "server/plan.h"
 #include "server/run_context.h"
+#include "transport/curve.h"
 #include "transport/shaped_link.h"
 
 namespace fedpar {
@@ -33,6 +35,13 @@ int64_t max_frame_bytes(const RunContext& run) {
   return int64_t(8 * std::max(run.params.size(), logits) + (size_t(1) << 20));
 }
 
+// A tcp endpoint on another address than loopback.
+bool reachable_from_outside(const std::string& bind) {
+  if (!bind.starts_with("tcp://")) return false;  // ipc and inproc stay on this machine
+  const std::string host = bind.substr(6, bind.rfind(':') - 6);
+  return !(host.starts_with("127.") || host == "localhost" || host == "[::1]");
+}
+
 }  // namespace
 
 int run_server(Config cfg, const ServerOptions& opts) {
@@ -49,13 +58,35 @@ int run_server(Config cfg, const ServerOptions& opts) {
                       why));
   const RunContext::Resumed resumed =
       opts.resume.empty() ? RunContext::Resumed{} : run.resume(opts.resume, *plan);
-  const auto transport = shape_transport(
-      bind_zmq_transport(s.bind, opts.context, max_frame_bytes(run)), s.network, s.seed);
+  std::optional<CurveServer> curve;
+  if (s.security.on()) {
+    curve = CurveServer{read_curve_keys(s.security.key), read_allowed_keys(s.security.clients)};
+    if (curve->keys.secret_key.empty())
+      throw Error(
+          fmt::format("security.key: {} holds only a public key; the server needs its "
+                      ".key file",
+                      s.security.key));
+  } else if (!opts.quiet && reachable_from_outside(s.bind)) {
+    fmt::print(stderr,
+               "server: WARNING: {} is reachable from other machines and the run is in "
+               "plaintext: anyone who reaches it can join and read the model. Set [security] "
+               "key and clients (fedpar keygen; docs/distributed.md).\n",
+               s.bind);
+  }
+  const auto transport =
+      shape_transport(bind_zmq_transport(s.bind, opts.context, max_frame_bytes(run),
+                                         curve ? &*curve : nullptr, opts.quiet),
+                      s.network, s.seed);
   write_endpoint(opts.endpoint_file, transport->endpoint());
   Engine engine(s, *transport, opts.quiet, run.model.layout());
   if (s.network.on()) run.out.write_json("network.json", network_json(s.network));
   engine.run_id = hash_bytes(&s.seed, sizeof(s.seed), ::getpid());
   engine.bytes_carried = resumed.bytes;
+  for (const auto& dir : run.out.stale_checkpoints())
+    engine.log(
+        fmt::format("{} holds the checkpoint of a run that was killed: continue it with "
+                    "--resume {}",
+                    dir.string(), dir.string()));
   if (resumed.rounds > 0)
     engine.log(fmt::format("resuming after round {} from {}", resumed.rounds, opts.resume));
   if (s.checkpoint_every > 0)

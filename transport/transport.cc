@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <csignal>
+#include <cstring>
 #include <zmq_addon.hpp>
 
 #include "core/check.h"
@@ -35,20 +37,29 @@ bool wait_readable(zmq::socket_t& sock, Clock::time_point deadline) {
 class ZmqSocket {
  public:
   ZmqSocket(zmq::context_t* ctx, zmq::socket_type type)
-      : own_(ctx ? nullptr : std::make_unique<zmq::context_t>()), sock_(ctx ? *ctx : *own_, type) {}
+      : own_(ctx ? nullptr : std::make_unique<zmq::context_t>()),
+        ctx_(ctx),
+        sock_(ctx ? *ctx : *own_, type) {}
   zmq::socket_t& get() { return sock_; }
+  zmq::context_t& context() { return own_ ? *own_ : *ctx_; }
 
  private:
   std::unique_ptr<zmq::context_t> own_;
+  zmq::context_t* ctx_;
   zmq::socket_t sock_;
 };
 
 class ZmqTransport final : public Transport {
  public:
-  ZmqTransport(const std::string& endpoint, zmq::context_t* ctx, int64_t max_frame_bytes)
+  ZmqTransport(const std::string& endpoint, zmq::context_t* ctx, int64_t max_frame_bytes,
+               const CurveServer* curve, bool quiet)
       : sock_(ctx, zmq::socket_type::router) {
     sock_.get().set(zmq::sockopt::linger, 2000);  // lets the final STOP reach the clients on close
     sock_.get().set(zmq::sockopt::maxmsgsize, max_frame_bytes);
+    if (curve) {  // the guard answers ZAP before the first peer can connect
+      guard_ = std::make_unique<CurveGuard>(sock_.context(), sock_.get(), curve->allowed, quiet);
+      make_curve_server(sock_.get(), *curve);
+    }
     try {
       sock_.get().bind(endpoint);
     } catch (const zmq::error_t& e) {
@@ -73,31 +84,75 @@ class ZmqTransport final : public Transport {
 
  private:
   ZmqSocket sock_;
+  std::unique_ptr<CurveGuard> guard_;  // destroyed first: its thread uses sock_'s context
   std::string endpoint_;
 };
 
 class ZmqChannel final : public Channel {
  public:
-  ZmqChannel(const std::string& endpoint, zmq::context_t* ctx)
-      : sock_(ctx, zmq::socket_type::dealer) {
+  ZmqChannel(const std::string& endpoint, zmq::context_t* ctx, const CurveClient* curve)
+      : sock_(ctx, zmq::socket_type::dealer), endpoint_(endpoint) {
     sock_.get().set(zmq::sockopt::linger, 0);
+    // ZMTP heartbeats end a connection whose server host went silent; a server process that
+    // died ends it at once. The monitor tells receive() when the connection is gone.
+    sock_.get().set(zmq::sockopt::heartbeat_ivl, 1000);
+    sock_.get().set(zmq::sockopt::heartbeat_timeout, 3000);
+    static std::atomic<int> channels{0};
+    const std::string monitor = fmt::format("inproc://fedpar-channel-monitor-{}", channels++);
+    if (zmq_socket_monitor(sock_.get().handle(), monitor.c_str(),
+                           ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) == 0) {
+      monitor_.emplace(sock_.context(), zmq::socket_type::pair);
+      monitor_->set(zmq::sockopt::linger, 0);
+      monitor_->connect(monitor);
+    }
+    if (curve) make_curve_client(sock_.get(), *curve);
     try {
       sock_.get().connect(endpoint);
     } catch (const zmq::error_t& e) {
       throw Error(fmt::format("cannot connect to {}: {}", endpoint, e.what()));
     }
   }
+  ~ZmqChannel() override {
+    if (monitor_) zmq_socket_monitor(sock_.get().handle(), nullptr, 0);
+  }
   size_t send(const WireMessage& m) override { return send_message(sock_.get(), m); }
   std::optional<Received> receive(Clock::time_point deadline) override {
-    if (!wait_readable(sock_.get(), deadline)) return std::nullopt;
-    Received r;
-    if (!zmq::recv_multipart(sock_.get(), std::back_inserter(r.frames), zmq::recv_flags::dontwait))
-      return std::nullopt;
-    return r;
+    while (true) {
+      if (wait_readable(sock_.get(), std::min(deadline, deadline_after(0.2)))) {
+        Received r;
+        if (!zmq::recv_multipart(sock_.get(), std::back_inserter(r.frames),
+                                 zmq::recv_flags::dontwait))
+          return std::nullopt;
+        return r;
+      }
+      throw_if_server_gone();
+      if (Clock::now() >= deadline) return std::nullopt;
+    }
   }
 
  private:
+  // Reads the monitor's events; a connection lost for kServerGoneSeconds is the end of the run.
+  void throw_if_server_gone() {
+    if (!monitor_) return;
+    std::vector<zmq::message_t> ev;
+    while (zmq::recv_multipart(*monitor_, std::back_inserter(ev), zmq::recv_flags::dontwait)) {
+      uint16_t id = 0;
+      if (!ev.empty() && ev[0].size() >= sizeof id) std::memcpy(&id, ev[0].data(), sizeof id);
+      if (id == ZMQ_EVENT_DISCONNECTED && !lost_since_) lost_since_ = Clock::now();
+      if (id == ZMQ_EVENT_CONNECTED) lost_since_.reset();
+      ev.clear();
+    }
+    if (lost_since_ && seconds_since(*lost_since_) > kServerGoneSeconds)
+      throw Error(
+          fmt::format("lost the connection to the server at {} {:.0f} s ago and it did "
+                      "not come back: the server stopped or its machine is gone",
+                      endpoint_, seconds_since(*lost_since_)));
+  }
+  static constexpr double kServerGoneSeconds = 5;
   ZmqSocket sock_;
+  std::string endpoint_;
+  std::optional<zmq::socket_t> monitor_;
+  std::optional<Clock::time_point> lost_since_;  // the connection is down since
 };
 
 }  // namespace
@@ -129,12 +184,14 @@ void install_stop_handlers() {
 }
 
 std::unique_ptr<Transport> bind_zmq_transport(const std::string& endpoint, zmq::context_t* ctx,
-                                              int64_t max_frame_bytes) {
-  return std::make_unique<ZmqTransport>(endpoint, ctx, max_frame_bytes);
+                                              int64_t max_frame_bytes, const CurveServer* curve,
+                                              bool quiet) {
+  return std::make_unique<ZmqTransport>(endpoint, ctx, max_frame_bytes, curve, quiet);
 }
 
-std::unique_ptr<Channel> connect_zmq_channel(const std::string& endpoint, zmq::context_t* ctx) {
-  return std::make_unique<ZmqChannel>(endpoint, ctx);
+std::unique_ptr<Channel> connect_zmq_channel(const std::string& endpoint, zmq::context_t* ctx,
+                                             const CurveClient* curve) {
+  return std::make_unique<ZmqChannel>(endpoint, ctx, curve);
 }
 
 size_t send_message(zmq::socket_t& sock, const WireMessage& m, const std::string* identity) {

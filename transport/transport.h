@@ -14,6 +14,7 @@
 #include <zmq.hpp>
 
 #include "protocol/frames.h"
+#include "transport/curve.h"
 
 namespace fedpar {
 
@@ -68,11 +69,16 @@ class Channel {
 // context shared. Throws Error naming the endpoint when it cannot bind or connect. A peer that
 // sends a frame of more than `max_frame_bytes` (-1: no limit) is disconnected by ZeroMQ before
 // the frame is buffered (tcp and ipc; inproc peers share memory and are not checked).
+// With `curve`, the socket speaks CURVE only (transport/curve.h): peers whose key is not on its
+// allow-list are refused and logged (unless `quiet`) before any message of theirs is read.
 std::unique_ptr<Transport> bind_zmq_transport(const std::string& endpoint,
                                               zmq::context_t* ctx = nullptr,
-                                              int64_t max_frame_bytes = -1);
+                                              int64_t max_frame_bytes = -1,
+                                              const CurveServer* curve = nullptr,
+                                              bool quiet = false);
 std::unique_ptr<Channel> connect_zmq_channel(const std::string& endpoint,
-                                             zmq::context_t* ctx = nullptr);
+                                             zmq::context_t* ctx = nullptr,
+                                             const CurveClient* curve = nullptr);
 
 // Sends `m` on a ZeroMQ socket, preceded by a routing identity when one is given. Vector frames go
 // to ZeroMQ without a copy when `m.owner` holds their memory (ZeroMQ releases it once sent).

@@ -15,6 +15,7 @@ Action add_partition_command(CLI::App& app);
 Action add_server_command(CLI::App& app);
 Action add_client_command(CLI::App& app);
 Action add_replay_command(CLI::App& app);
+Action add_keygen_command(CLI::App& app);
 Action add_run_command(CLI::App& app);
 Action add_suite_command(CLI::App& app);
 

@@ -9,6 +9,7 @@
 #include "core/allocator.h"
 #include "core/check.h"
 #include "experiments/cli/commands.h"
+#include "experiments/local_run.h"
 
 namespace {
 
@@ -24,6 +25,7 @@ int run(int argc, char** argv) {
   actions["client"] = fedpar::add_client_command(app);
   actions["run"] = fedpar::add_run_command(app);
   actions["replay"] = fedpar::add_replay_command(app);
+  actions["keygen"] = fedpar::add_keygen_command(app);
   actions["suite"] = fedpar::add_suite_command(app);
   try {
     app.parse(argc, argv);
@@ -47,6 +49,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  fedpar::follow_supervisor();  // a child of `fedpar run` dies with it
   fedpar::keep_freed_memory();
   try {
     return run(argc, argv);

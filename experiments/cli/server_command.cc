@@ -1,6 +1,7 @@
 // `fedpar server` and `fedpar client`: the two processes of a distributed run.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <memory>
 
 #include "clients/client.h"
@@ -9,6 +10,7 @@
 #include "experiments/cli/commands.h"
 #include "server/async_replay.h"
 #include "server/server.h"
+#include "transport/curve.h"
 
 namespace fedpar {
 
@@ -49,7 +51,29 @@ Action add_client_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--device", o->device, "cpu or cuda (default: the run config's device)");
   cmd->add_flag("--quiet", o->quiet, "no progress on stderr");
+  cmd->add_option("--key", o->key_file, "CURVE: this client's key pair (fedpar keygen NAME)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--server-key", o->server_key_file, "CURVE: the server's public key (.pub)")
+      ->check(CLI::ExistingFile);
   return [o] { return run_client(*o); };
+}
+
+Action add_keygen_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("keygen",
+                                 "make a CURVE key pair: NAME.key (secret, for the server's "
+                                 "security.key or a client's --key) and NAME.pub (for the "
+                                 "other side: the server's security.clients folder, or the "
+                                 "clients' --server-key)");
+  auto name = std::make_shared<std::string>();
+  auto dir = std::make_shared<std::string>("keys");
+  cmd->add_option("name", *name, "the key's name: server, client-1, ...")->required();
+  cmd->add_option("--dir", *dir, "where to write the two files")->capture_default_str();
+  return [name, dir] {
+    const auto key = write_curve_key_pair(*dir, *name, generate_curve_key_pair());
+    fmt::print("{} (secret: keep it on this machine)\n{}\n", key.string(),
+               (std::filesystem::path(*dir) / (*name + ".pub")).string());
+    return 0;
+  };
 }
 
 Action add_replay_command(CLI::App& app) {

@@ -34,37 +34,15 @@ std::filesystem::path killed_run(const TempDir& tmp, const std::string& tag,
                                  const std::vector<std::string>& sets, int kill_after,
                                  bool client_only = false) {
   const std::string files = tag + "-killed";  // not the resumed run's endpoint file
-  std::vector<std::string> args = {"server",
-                                   "--endpoint-file",
-                                   (tmp / (files + ".ep")).string(),
-                                   "--set",
-                                   "bind=ipc://" + (tmp / (tag + ".sock")).string(),
-                                   "--set",
-                                   "results_dir=" + (tmp / "res").string(),
-                                   "--set",
-                                   "name=" + tag,
-                                   "--set",
-                                   "data.name=synthetic",
-                                   "--set",
-                                   "data.iid=true",
-                                   "--set",
-                                   "model.name=logreg",
-                                   "--set",
-                                   "processes=2",
-                                   "--set",
-                                   "checkpoint_every=2"};
-  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
-  const pid_t server = testing::spawn_fedpar(args, tmp / (files + ".out"), tmp / (files + ".err"));
-  const std::string ep = testing::wait_for_file(tmp / (files + ".ep"), 20);
-  std::vector<pid_t> clients;
-  for (int i = 0; i < 2; ++i)
-    clients.push_back(testing::spawn_fedpar({"client", "--quiet", "--wait", "60", "--server", ep},
-                                            tmp / (files + ".cout"), tmp / (files + ".cerr")));
-  const std::string mark = "round " + std::to_string(kill_after) + "/";
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (testing::slurp(tmp / (files + ".err")).find(mark) == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  std::vector<std::string> all = {"checkpoint_every=2"};
+  all.insert(all.end(), sets.begin(), sets.end());
+  const auto run = testing::start_run(
+      tmp, files,
+      testing::server_args(tmp, files, tag, "ipc://" + (tmp / (tag + ".sock")).string(), 2, all),
+      2);
+  const pid_t server = run.server;
+  const std::vector<pid_t>& clients = run.clients;
+  testing::wait_for_round(tmp, files, kill_after);
   if (client_only) {
     kill(clients[1], SIGKILL);
     EXPECT_EQ(testing::wait_exit(server, 60).value_or(-99), 2);
@@ -137,18 +115,8 @@ TEST(Resume, AFailedRunKeepsItsCheckpointAndFinishesWhenResumed) {
 std::pair<int, std::string> refused(const TempDir& tmp, const std::string& tag,
                                     const std::vector<std::string>& sets,
                                     const std::vector<std::string>& flags) {
-  std::vector<std::string> args = {"server",
-                                   "--set",
-                                   "results_dir=" + (tmp / "res").string(),
-                                   "--set",
-                                   "name=" + tag,
-                                   "--set",
-                                   "data.name=synthetic",
-                                   "--set",
-                                   "model.name=logreg",
-                                   "--set",
-                                   "processes=2"};
-  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  std::vector<std::string> args =
+      testing::server_args(tmp, tag + "-refused", tag, "ipc://" + (tmp / "x").string(), 2, sets);
   args.insert(args.end(), flags.begin(), flags.end());
   const pid_t server = testing::spawn_fedpar(args, tmp / (tag + ".rout"), tmp / (tag + ".rerr"));
   const int code = testing::wait_exit(server, 60).value_or(-99);

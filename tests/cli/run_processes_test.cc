@@ -136,22 +136,32 @@ std::vector<pid_t> children_with(pid_t pid, const std::string& word) {
   return out;
 }
 
+// `fedpar run` of a config on synthetic data with 2 client processes and `sets`; returns its
+// pid once both clients run, with their pids in `clients`.
+pid_t supervised(const TempDir& tmp, const std::vector<std::string>& sets,
+                 std::vector<pid_t>& clients) {
+  std::ofstream(tmp / "run.toml") << "processes = 2\n[data]\nname = 'synthetic'\n"
+                                     "iid = true\n[model]\nname = 'logreg'\n";
+  std::vector<std::string> args = {"run", (tmp / "run.toml").string(), "--set",
+                                   "results_dir=" + (tmp / "res").string()};
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  const pid_t run = testing::spawn_fedpar(args, tmp / "run.out", tmp / "run.err");
+  clients.clear();
+  for (int i = 0; i < 500 && clients.size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    clients = children_with(run, "client");
+  }
+  return run;
+}
+
 TEST(FedparRun, StopsEverythingWhenAClientDiesOrOnInterrupt) {
   TempDir tmp;
-  std::ofstream(tmp / "long.toml") << "rounds = 100000\nprocesses = 2\n[data]\nname = 'synthetic'\n"
-                                      "iid = true\n[model]\nname = 'logreg'\n";
   for (const bool interrupt : {false, true}) {
     SCOPED_TRACE(interrupt ? "interrupt" : "killed client");
-    const pid_t run = testing::spawn_fedpar(
-        {"run", (tmp / "long.toml").string(), "--set", "results_dir=" + (tmp / "res").string()},
-        tmp / "run.out", tmp / "run.err");
-    std::vector<pid_t> clients;
-    for (int i = 0; i < 500 && clients.size() < 2; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      clients = children_with(run, "client");
-    }
+    std::vector<pid_t> clients;  // the gradient regime needs every client
+    const pid_t run = supervised(tmp, {"rounds=100000", "regime=gradient"}, clients);
     ASSERT_EQ(clients.size(), 2u);
-    const std::vector<pid_t> all = children_with(run, "fedpar");
+    const std::vector<pid_t> all = children_with(run, "");        // the server and both clients
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // some rounds run
     kill(interrupt ? run : clients[0], interrupt ? SIGINT : SIGKILL);
     EXPECT_EQ(testing::wait_exit(run, 30).value_or(-99), interrupt ? 130 : 1);
@@ -167,6 +177,50 @@ TEST(FedparRun, StopsEverythingWhenAClientDiesOrOnInterrupt) {
     if (std::filesystem::exists(tmp / "res")) {  // nothing left from a stopped run, partial or not
       EXPECT_TRUE(std::filesystem::is_empty(tmp / "res"));
     }
+  }
+}
+
+// The run's own fault policy: model averaging goes on without a killed client's virtual clients
+// (the server drops them at the round's deadline) and ends normally.
+TEST(FedparRun, ModelAveragingGoesOnWhenAClientDies) {
+  TempDir tmp;
+  std::vector<pid_t> clients;
+  const pid_t run = supervised(
+      tmp, {"rounds=40", "regime=model", "wait_seconds=2", "stragglers.delay_seconds=0:0.05"},
+      clients);
+  ASSERT_EQ(clients.size(), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  kill(clients[1], SIGKILL);
+  EXPECT_EQ(testing::wait_exit(run, 120).value_or(-99), 0) << testing::slurp(tmp / "run.err");
+  EXPECT_NE(testing::slurp(tmp / "run.err").find("the run goes on without its virtual clients"),
+            std::string::npos)
+      << testing::slurp(tmp / "run.err");
+  EXPECT_NE(testing::slurp(tmp / "run.out").find("final model hash:"), std::string::npos);
+}
+
+// A supervisor killed outright (SIGKILL: no chance to clean up) takes its server and clients
+// with it: the kernel sends each the SIGTERM they asked for (PR_SET_PDEATHSIG).
+TEST(FedparRun, AKilledSupervisorLeavesNoProcessBehind) {
+  TempDir tmp;
+  std::vector<pid_t> clients;
+  const pid_t run = supervised(tmp, {"rounds=100000"}, clients);
+  ASSERT_EQ(clients.size(), 2u);
+  const std::vector<pid_t> all = children_with(run, "");  // the server and both clients
+  ASSERT_EQ(all.size(), 3u);
+  kill(run, SIGKILL);
+  waitpid(run, nullptr, 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  const auto alive = [](pid_t p) {  // a zombie waiting for init to reap it has exited
+    const std::string stat = testing::slurp(fmt::format("/proc/{}/stat", p));
+    const auto close = stat.rfind(')');
+    return kill(p, 0) == 0 && close != std::string::npos && stat.size() > close + 2 &&
+           stat[close + 2] != 'Z';
+  };
+  for (pid_t p : all) {
+    while (alive(p) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_FALSE(alive(p)) << "process " << p << " outlived its supervisor: "
+                           << testing::slurp(fmt::format("/proc/{}/cmdline", p));
   }
 }
 
@@ -305,47 +359,43 @@ TEST(DistributedFaults, AWelcomedPeerCannotBuyWeightAndItsFloodIsCounted) {
 
 // Two client processes; once the server has logged round 2, one of them is killed (SIGKILL).
 RunResult run_with_killed_client(const TempDir& tmp, const std::string& tag,
-                                 const std::vector<std::string>& sets) {
-  std::vector<std::string> args = {"server",
-                                   "--endpoint-file",
-                                   (tmp / (tag + ".ep")).string(),
-                                   "--set",
-                                   "bind=ipc://" + (tmp / (tag + ".sock")).string(),
-                                   "--set",
-                                   "results_dir=" + (tmp / "res").string(),
-                                   "--set",
-                                   "name=" + tag,
-                                   "--set",
-                                   "data.name=synthetic",
-                                   "--set",
-                                   "data.iid=true",
-                                   "--set",
-                                   "model.name=logreg",
-                                   "--set",
-                                   "processes=2",
-                                   "--set",
-                                   "partition.clients=4",
-                                   "--set",
-                                   "wait_seconds=5"};
-  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
-  const pid_t server = testing::spawn_fedpar(args, tmp / (tag + ".out"), tmp / (tag + ".err"));
-  const std::string ep = testing::wait_for_file(tmp / (tag + ".ep"), 20);
-  std::vector<pid_t> clients;
-  for (int i = 0; i < 2; ++i)
-    clients.push_back(testing::spawn_fedpar({"client", "--quiet", "--wait", "60", "--server", ep},
-                                            tmp / (tag + ".cout"), tmp / (tag + ".cerr")));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (testing::slurp(tmp / (tag + ".err")).find("round 2/") == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  kill(clients[1], SIGKILL);
-  waitpid(clients[1], nullptr, 0);
+                                 std::vector<std::string> sets) {
+  sets.insert(sets.begin(), {"partition.clients=4", "wait_seconds=5"});
+  const auto run = testing::start_run(
+      tmp, tag,
+      testing::server_args(tmp, tag, tag, "ipc://" + (tmp / (tag + ".sock")).string(), 2, sets), 2);
+  testing::wait_for_round(tmp, tag, 2);
+  kill(run.clients[1], SIGKILL);
+  waitpid(run.clients[1], nullptr, 0);
   RunResult r;
-  r.server_code = testing::wait_exit(server, 120).value_or(-99);
-  EXPECT_EQ(testing::wait_exit(clients[0], 30).value_or(-99), 0) << "the surviving client failed";
+  r.server_code = testing::wait_exit(run.server, 120).value_or(-99);
+  EXPECT_EQ(testing::wait_exit(run.clients[0], 30).value_or(-99), 0)
+      << "the surviving client failed";
   r.out = testing::slurp(tmp / (tag + ".out"));
   r.err = testing::slurp(tmp / (tag + ".err"));
   return r;
+}
+
+// A server killed outright is noticed by its clients within seconds (the connection's end, or
+// ZMTP heartbeats when its machine vanished), not after --wait's 60 s of silence.
+TEST(DistributedFaults, ClientsNoticeADeadServerWithinSeconds) {
+  TempDir tmp;
+  const auto run =
+      testing::start_run(tmp, "dead",
+                         testing::server_args(tmp, "dead", "dead", "tcp://127.0.0.1:*", 2,
+                                              {"rounds=1000", "stragglers.delay_seconds=0:0.05"}),
+                         2);
+  testing::wait_for_round(tmp, "dead", 2);
+  kill(run.server, SIGKILL);
+  waitpid(run.server, nullptr, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < run.clients.size(); ++i) {
+    EXPECT_EQ(testing::wait_exit(run.clients[i], 30).value_or(-99), 2);
+    const std::string err = testing::slurp(tmp / ("dead" + std::to_string(i) + ".cerr"));
+    EXPECT_NE(err.find("lost the connection to the server at tcp://127.0.0.1:"), std::string::npos)
+        << err;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(15));
 }
 
 TEST(DistributedFaults, KilledClientModelRegimeFinishesWithTheRest) {

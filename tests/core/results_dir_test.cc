@@ -3,7 +3,12 @@
 // the line it could not write, naming the cause, instead of leaving an empty file behind.
 #include "core/results_dir.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include "core/check.h"
 #include "tests/util/test_util.h"
@@ -29,6 +34,26 @@ TEST(ResultsDir, CompleteOrAbsentAndAKeptRunTakesItsSuffix) {
   EXPECT_EQ(b.commit(), tmp / "run-2");  // never overwrites
   ResultsDir kept(tmp.path(), "run");
   EXPECT_EQ(kept.commit(".incomplete"), tmp / "run.incomplete");
+}
+
+// Partial folders of processes that died are debris and go when the next folder is made there,
+// unless they hold a checkpoint (a killed run to resume); a live process's folder stays.
+TEST(ResultsDir, SweepsTheDeadsPartialFoldersButKeepsCheckpoints) {
+  TempDir tmp;
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);  // its pid now names no process
+  const auto debris = tmp / fmt::format(".old.partial-{}", dead);
+  const auto killed = tmp / fmt::format(".big.partial-{}", dead);
+  const auto live = tmp / fmt::format(".other.partial-{}", ::getppid());
+  for (const auto& d : {debris, killed, live}) std::filesystem::create_directories(d);
+  std::ofstream(killed / "checkpoint.bin") << "x";
+  ResultsDir r(tmp.path(), "new");
+  EXPECT_FALSE(std::filesystem::exists(debris));
+  EXPECT_TRUE(std::filesystem::exists(killed));
+  EXPECT_TRUE(std::filesystem::exists(live));
+  ASSERT_EQ(r.stale_checkpoints().size(), 1u);
+  EXPECT_EQ(r.stale_checkpoints()[0], killed);
 }
 
 TEST(JsonlWriter, AFullDiskIsAnErrorAtTheLineThatDidNotFit) {

@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <functional>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/util/process.h"
@@ -19,45 +21,69 @@ struct RunResult {
   std::string out, err, hash;
 };
 
-// Starts a server with `sets` (and `server_flags`, e.g. --resume DIR) on synthetic data and
-// logistic regression, then `clients` client processes (and `extra_peer`, given the endpoint),
-// and waits for all of them.
+// The arguments of a `fedpar server` for the run `name` on synthetic data and logistic
+// regression with `processes` client processes, its endpoint written to FILES.ep, then `sets`.
+inline std::vector<std::string> server_args(const TempDir& tmp, const std::string& files,
+                                            const std::string& name, const std::string& bind,
+                                            int processes, const std::vector<std::string>& sets) {
+  std::vector<std::string> args = {"server", "--endpoint-file", (tmp / (files + ".ep")).string()};
+  for (const std::string& s :
+       {"bind=" + bind, "results_dir=" + (tmp / "res").string(), "name=" + name,
+        std::string("data.name=synthetic"), std::string("data.iid=true"),
+        std::string("model.name=logreg"), "processes=" + std::to_string(processes)})
+    args.insert(args.end(), {"--set", s});
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  return args;
+}
+
+// A server (`args`, output to FILES.out and FILES.err) and `clients` client processes with
+// `client_flags`, started and running.
+struct Started {
+  pid_t server = -1;
+  std::vector<pid_t> clients;
+  std::string endpoint;
+};
+inline Started start_run(const TempDir& tmp, const std::string& files,
+                         const std::vector<std::string>& args, int clients,
+                         const std::vector<std::string>& client_flags = {}) {
+  Started r;
+  r.server = spawn_fedpar(args, tmp / (files + ".out"), tmp / (files + ".err"));
+  r.endpoint = wait_for_file(tmp / (files + ".ep"), 20);
+  EXPECT_FALSE(r.endpoint.empty()) << "server wrote no endpoint";
+  std::vector<std::string> client_args = {"client", "--quiet",  "--wait",
+                                          "60",     "--server", r.endpoint};
+  client_args.insert(client_args.end(), client_flags.begin(), client_flags.end());
+  for (int i = 0; i < clients; ++i)
+    r.clients.push_back(spawn_fedpar(client_args, tmp / (files + std::to_string(i) + ".cout"),
+                                     tmp / (files + std::to_string(i) + ".cerr")));
+  return r;
+}
+
+// Waits (up to 60 s) until the server's stderr in FILES.err shows round `round`.
+inline void wait_for_round(const TempDir& tmp, const std::string& files, int round) {
+  const std::string mark = "round " + std::to_string(round) + "/";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (slurp(tmp / (files + ".err")).find(mark) == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+}
+
+// Starts a server with `sets` (and `server_flags`, e.g. --resume DIR), then `clients` client
+// processes (with `client_flags`) and `extra_peer` (given the endpoint), and waits for all of them.
 inline RunResult run_distributed(const TempDir& tmp, const std::string& tag,
                                  const std::string& bind, int clients,
                                  const std::vector<std::string>& sets,
                                  const std::function<void(const std::string&)>& extra_peer = {},
-                                 const std::vector<std::string>& server_flags = {}) {
-  std::vector<std::string> args = {"server",
-                                   "--endpoint-file",
-                                   (tmp / (tag + ".ep")).string(),
-                                   "--set",
-                                   "bind=" + bind,
-                                   "--set",
-                                   "results_dir=" + (tmp / "res").string(),
-                                   "--set",
-                                   "name=" + tag,
-                                   "--set",
-                                   "data.name=synthetic",
-                                   "--set",
-                                   "data.iid=true",
-                                   "--set",
-                                   "model.name=logreg",
-                                   "--set",
-                                   "processes=" + std::to_string(clients + (extra_peer ? 1 : 0))};
-  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+                                 const std::vector<std::string>& server_flags = {},
+                                 const std::vector<std::string>& client_flags = {}) {
+  std::vector<std::string> args =
+      server_args(tmp, tag, tag, bind, clients + (extra_peer ? 1 : 0), sets);
   args.insert(args.end(), server_flags.begin(), server_flags.end());
-  const pid_t server = spawn_fedpar(args, tmp / (tag + ".out"), tmp / (tag + ".err"));
-  const std::string ep = wait_for_file(tmp / (tag + ".ep"), 20);
-  EXPECT_FALSE(ep.empty()) << "server wrote no endpoint";
-  std::vector<pid_t> pids;
-  for (int i = 0; i < clients; ++i)
-    pids.push_back(spawn_fedpar({"client", "--quiet", "--wait", "60", "--server", ep},
-                                tmp / (tag + std::to_string(i) + ".cout"),
-                                tmp / (tag + std::to_string(i) + ".cerr")));
-  if (extra_peer) extra_peer(ep);
+  const Started started = start_run(tmp, tag, args, clients, client_flags);
+  if (extra_peer) extra_peer(started.endpoint);
   RunResult r;
-  r.server_code = wait_exit(server, 120).value_or(-99);
-  for (pid_t p : pids) EXPECT_EQ(wait_exit(p, 30).value_or(-99), 0) << "a client failed";
+  r.server_code = wait_exit(started.server, 120).value_or(-99);
+  for (pid_t p : started.clients) EXPECT_EQ(wait_exit(p, 30).value_or(-99), 0) << "a client failed";
   r.out = slurp(tmp / (tag + ".out"));
   r.err = slurp(tmp / (tag + ".err"));
   std::smatch m;

@@ -1,0 +1,118 @@
+// CURVE with real processes: a server with a key pair and an allow-list trains with its allowed
+// client exactly what the plaintext run trains, while a plaintext peer and a peer whose key is
+// not on the list never get a byte of the run (not even an ERROR) and are logged; keys are files
+// that `fedpar keygen` writes and refuses to overwrite, and a bind to a non-loopback address
+// without keys warns.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "core/check.h"
+#include "protocol/messages.h"
+#include "tests/util/distributed_run.h"
+#include "tests/util/process.h"
+#include "tests/util/test_util.h"
+#include "transport/curve.h"
+
+namespace fedpar {
+namespace {
+
+using testing::TempDir;
+
+// A peer that says HELLO (with CURVE keys when given) and counts what comes back in 3 s.
+int intruder(const std::string& ep, const CurveClient* curve) {
+  zmq::context_t ctx;
+  zmq::socket_t s(ctx, zmq::socket_type::dealer);
+  s.set(zmq::sockopt::linger, 0);
+  s.set(zmq::sockopt::rcvtimeo, 3000);
+  if (curve) make_curve_client(s, *curve);
+  s.connect(ep);
+  const WireMessage hello = encode(HelloMsg{.slots = 1000, .pid = 1});
+  std::vector<zmq::const_buffer> bufs;
+  for (const auto& f : hello.spans()) bufs.push_back(zmq::buffer(f.data(), f.size()));
+  zmq::send_multipart(s, bufs, zmq::send_flags::dontwait);
+  int got = 0;
+  std::vector<zmq::message_t> reply;
+  while (zmq::recv_multipart(s, std::back_inserter(reply))) ++got, reply.clear();
+  return got;
+}
+
+TEST(Curve, OnlyAllowedKeysJoinAndTheRunTrainsWhatPlaintextTrains) {
+  TempDir tmp;
+  const auto server = generate_curve_key_pair(), alice = generate_curve_key_pair(),
+             mallory = generate_curve_key_pair();
+  const auto server_key = write_curve_key_pair(tmp / "keys", "server", server);
+  const auto alice_key = write_curve_key_pair(tmp / "keys", "alice", alice);
+  std::filesystem::create_directories(tmp / "keys" / "allowed");  // the server holds .pub only
+  std::filesystem::copy_file(tmp / "keys" / "alice.pub", tmp / "keys" / "allowed" / "alice.pub");
+  const std::vector<std::string> sets = {"regime=model", "rounds=5", "partition.clients=4",
+                                         "stragglers.delay_seconds=0:0.3"};
+  const auto plain = testing::run_distributed(tmp, "plain", "tcp://127.0.0.1:*", 1, sets);
+  ASSERT_EQ(plain.server_code, 0) << plain.err;
+
+  std::atomic<int> plaintext_got{-1}, mallory_got{-1};
+  std::thread a, b;
+  const CurveClient as_mallory{mallory, server.public_key};
+  std::vector<std::string> secure = sets;
+  secure.push_back("security.key=" + server_key.string());
+  secure.push_back("security.clients=" + (tmp / "keys" / "allowed").string());
+  secure.push_back("processes=1");  // the intruders are not processes of the run
+  const auto run = testing::run_distributed(
+      tmp, "curve", "tcp://127.0.0.1:*", 1, secure,
+      [&](const std::string& ep) {
+        a = std::thread([&, ep] { plaintext_got = intruder(ep, nullptr); });
+        b = std::thread([&, ep] { mallory_got = intruder(ep, &as_mallory); });
+      },
+      {}, {"--key", alice_key.string(), "--server-key", (tmp / "keys" / "server.pub").string()});
+  a.join();
+  b.join();
+  ASSERT_EQ(run.server_code, 0) << run.err;
+  EXPECT_EQ(run.hash, plain.hash);  // encryption changes the bytes on the wire, not the model
+  EXPECT_EQ(plaintext_got, 0);
+  EXPECT_EQ(mallory_got, 0);
+  EXPECT_NE(run.err.find("its CURVE key " + mallory.public_key + " is not on the allow-list"),
+            std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("a peer failed the CURVE handshake"), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("WARNING"), std::string::npos) << run.err;
+}
+
+TEST(Curve, KeyFilesAreNeverOverwrittenAndBadOnesAreNamed) {
+  TempDir tmp;
+  const auto k = write_curve_key_pair(tmp.path(), "a", generate_curve_key_pair());
+  EXPECT_EQ(std::filesystem::status(k).permissions() & std::filesystem::perms::others_read,
+            std::filesystem::perms::none);
+  EXPECT_THROW(write_curve_key_pair(tmp.path(), "a", generate_curve_key_pair()), Error);
+  EXPECT_EQ(read_curve_keys(tmp / "a.pub").secret_key, "");
+  EXPECT_EQ(read_curve_keys(k).public_key, read_curve_keys(tmp / "a.pub").public_key);
+  std::ofstream(tmp / "bad.pub") << "public = \"short\"\n";
+  try {
+    read_curve_keys(tmp / "bad.pub");
+    FAIL() << "a short key was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds no valid CURVE key"), std::string::npos);
+  }
+  std::filesystem::create_directories(tmp / "empty");
+  EXPECT_THROW(read_allowed_keys(tmp / "empty"), Error);
+}
+
+TEST(Curve, APlaintextBindBeyondLoopbackWarns) {
+  TempDir tmp;
+  const pid_t server =
+      testing::spawn_fedpar({"server", "--set", "bind=tcp://0.0.0.0:*", "--set",
+                             "data.name=synthetic", "--set", "model.name=logreg", "--set",
+                             "wait_seconds=0.5", "--set", "results_dir=" + (tmp / "res").string()},
+                            tmp / "out", tmp / "err");
+  testing::wait_exit(server, 30);
+  EXPECT_NE(testing::slurp(tmp / "err")
+                .find("WARNING: tcp://0.0.0.0:* is reachable from other "
+                      "machines and the run is in plaintext"),
+            std::string::npos)
+      << testing::slurp(tmp / "err");
+}
+
+}  // namespace
+}  // namespace fedpar

@@ -1,0 +1,75 @@
+// CURVE authentication and encryption (ZeroMQ's CurveZMQ, libsodium) for the server's socket and
+// its clients: key pairs in files `fedpar keygen` writes, an allow-list of client public keys, and
+// the ZAP handler that holds every connecting peer against that list. A peer without a key (or
+// without the server's public key) fails the handshake, one with a key not on the list is
+// refused by ZAP; both are logged, and neither ever reaches the server's receive loop.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <zmq.hpp>
+
+namespace fedpar {
+
+// Z85 text of 40 characters each (ZeroMQ's encoding of the 32-byte keys).
+struct CurveKeyPair {
+  std::string public_key, secret_key;
+};
+
+CurveKeyPair generate_curve_key_pair();
+// NAME.key (both keys, mode 0600) and NAME.pub (the public key) in `dir`; returns the .key path.
+// Refuses to overwrite a key pair. Throws Error.
+std::filesystem::path write_curve_key_pair(const std::filesystem::path& dir,
+                                           const std::string& name, const CurveKeyPair& keys);
+// Reads a .key file (both keys) or a .pub file (public key only: secret_key empty); Error naming
+// the file when it is not one.
+CurveKeyPair read_curve_keys(const std::filesystem::path& file);
+// Every *.pub in `dir`: the client keys the server lets in. Error when there is none.
+std::set<std::string> read_allowed_keys(const std::filesystem::path& dir);
+
+// The server's side: its key pair and the clients it lets in.
+struct CurveServer {
+  CurveKeyPair keys;
+  std::set<std::string> allowed;
+};
+// A client's side: its key pair and the server's public key.
+struct CurveClient {
+  CurveKeyPair keys;
+  std::string server_key;
+};
+
+// Sets a socket up as a CURVE server (with ZAP domain "fedpar") or client.
+void make_curve_server(zmq::socket_t& sock, const CurveServer& c);
+void make_curve_client(zmq::socket_t& sock, const CurveClient& c);
+
+// The ZAP handler of `ctx` (one per context) and a monitor of `sock`'s failed handshakes, on a
+// thread of their own: a peer whose key is not allowed is refused, and every refusal and failed
+// handshake is logged (the first 20, then a count every 10 s) unless `quiet`. Must exist before
+// `sock` binds; stops with the object.
+class CurveGuard {
+ public:
+  CurveGuard(zmq::context_t& ctx, zmq::socket_t& sock, std::set<std::string> allowed, bool quiet);
+  ~CurveGuard();
+  CurveGuard(const CurveGuard&) = delete;
+  CurveGuard& operator=(const CurveGuard&) = delete;
+  uint64_t refused() const { return refused_; }  // ZAP refusals and failed handshakes so far
+
+ private:
+  void serve(zmq::socket_t& zap, zmq::socket_t& monitor);
+  void note(const std::string& what);
+  std::set<std::string> allowed_;
+  bool quiet_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> refused_{0};
+  uint64_t unlogged_ = 0;  // the guard thread's: refusals since the last line
+  std::chrono::steady_clock::time_point next_log_{};
+  std::string monitor_endpoint_;
+  std::thread thread_;
+};
+
+}  // namespace fedpar
