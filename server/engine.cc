@@ -42,19 +42,15 @@ void Engine::send_all(const WireMessage& m) {
 
 void Engine::reject(const Received& r, const std::string& reason) {
   send(r.peer, encode(ErrorMsg{reason}, envelope()));
-  if (++rejected_ <= kLoggedRejections) {
-    log(fmt::format("dropped a message from a peer: {}", reason));
-    if (rejected_ == kLoggedRejections)
-      log(fmt::format("further dropped messages are counted, one line per {} s",
-                      kRejectionLogSeconds));
-    return;
-  }
-  ++unlogged_;  // a flood of bad messages must not become a flood of log lines
-  if (Clock::now() < next_rejection_log_) return;
-  log(fmt::format("dropped {} more message(s) from peers ({} in all); the last: {}", unlogged_,
-                  rejected_, reason));
-  unlogged_ = 0;
-  next_rejection_log_ = deadline_after(kRejectionLogSeconds);
+  std::string line = rejections_.next(  // a flood of bad messages must not flood the log
+      "dropped a message from a peer: " + reason, [&](uint64_t more, uint64_t all) {
+        return fmt::format("dropped {} more message(s) from peers ({} in all); the last: {}", more,
+                           all, reason);
+      });
+  if (!line.empty()) log(line);
+  if (rejections_.all() == kLoggedRejections)
+    log(fmt::format("further dropped messages are counted, one line per {} s",
+                    kRejectionLogSeconds));
 }
 
 void Engine::log(const std::string& line) const {

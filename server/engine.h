@@ -19,6 +19,7 @@
 #include "partitioners/manifest.h"
 #include "protocol/messages.h"
 #include "server/downlink.h"
+#include "transport/log_throttle.h"
 #include "transport/transport.h"
 
 namespace fedpar {
@@ -146,11 +147,10 @@ class Engine {
   const RunSpec& s_;
   Transport& transport_;
   bool quiet_;
-  CodecSet uplink_;                       // what UPDATEs may be encoded with
-  Downlink downlink_;                     // how TASKs carry the model
-  std::vector<uint64_t> shard_sizes_;     // n_k of every virtual client, from the manifest
-  uint64_t rejected_ = 0, unlogged_ = 0;  // peers' messages dropped; those not logged yet
-  Clock::time_point next_rejection_log_{};
+  CodecSet uplink_;                    // what UPDATEs may be encoded with
+  Downlink downlink_;                  // how TASKs carry the model
+  std::vector<uint64_t> shard_sizes_;  // n_k of every virtual client, from the manifest
+  LogThrottle rejections_{kLoggedRejections, kRejectionLogSeconds};  // peers' dropped messages
 };
 
 }  // namespace fedpar

@@ -18,8 +18,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr size_t kZ85Key = 40;
-constexpr uint64_t kLogged = 20;
-constexpr auto kLogEvery = std::chrono::seconds(10);
 
 bool is_z85_key(const std::string& k) {
   uint8_t raw[32];
@@ -159,18 +157,13 @@ CurveGuard::~CurveGuard() {
 }
 
 void CurveGuard::note(const std::string& what) {
-  const uint64_t n = ++refused_;
+  ++refused_;
   if (quiet_) return;
-  if (n <= kLogged) {
-    fmt::print(stderr, "server: {}\n", what);
-    return;
-  }
-  ++unlogged_;
-  if (std::chrono::steady_clock::now() < next_log_) return;
-  fmt::print(stderr, "server: refused {} more peer connection(s) ({} in all); the last: {}\n",
-             unlogged_, n, what);
-  unlogged_ = 0;
-  next_log_ = std::chrono::steady_clock::now() + kLogEvery;
+  const std::string line = log_.next(what, [&](uint64_t more, uint64_t all) {
+    return fmt::format("refused {} more peer connection(s) ({} in all); the last: {}", more, all,
+                       what);
+  });
+  if (!line.empty()) fmt::print(stderr, "server: {}\n", line);
 }
 
 // RFC 27 (ZAP): request frames version, request id, domain, address, identity, mechanism,

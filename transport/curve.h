@@ -14,6 +14,8 @@
 #include <thread>
 #include <zmq.hpp>
 
+#include "transport/log_throttle.h"
+
 namespace fedpar {
 
 // Z85 text of 40 characters each (ZeroMQ's encoding of the 32-byte keys).
@@ -66,8 +68,7 @@ class CurveGuard {
   bool quiet_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> refused_{0};
-  uint64_t unlogged_ = 0;  // the guard thread's: refusals since the last line
-  std::chrono::steady_clock::time_point next_log_{};
+  LogThrottle log_;  // the guard thread's
   std::string monitor_endpoint_;
   std::thread thread_;
 };
