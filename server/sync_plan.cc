@@ -258,10 +258,11 @@ class SyncPlan final : public Plan {
       const UpdateMsg& u = r.update;
       clients.push_back({client, r.process, r.in.msg.bytes(), u.compute_seconds,
                          u.samples_processed, u.parameter_bytes, u.activation_bytes,
-                         u.loss_sum / std::max<double>(1.0, double(u.num_samples)),
+                         u.loss_sum / std::max<double>(1.0, double(u.samples_processed)),
                          diag.norms[clients.size()]});
+      // a mean over the passes made: local steps and epochs see other than n_k samples
       loss_sum += u.loss_sum;
-      samples += double(u.num_samples);
+      samples += double(u.samples_processed);
     }
     rec.participants = participants;
     rec.received = c.got.size();

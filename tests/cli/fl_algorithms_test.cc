@@ -172,6 +172,27 @@ TEST(FlAlgorithms, FedNovaIsFedAvgUnderEqualWorkAndDiffersUnderUnequal) {
   EXPECT_LT(last_loss(tmp, "fednova-uneven"), 0.9 * first_loss(tmp, "fednova-uneven"));
 }
 
+// The model regime's train loss is the mean over the passes a client made, whatever their number:
+// at a learning rate too small to move the model, one mini-batch step, five steps and two epochs
+// all report the loss of the initial model, as a full-batch gradient round measures it.
+TEST(FlAlgorithms, TrainLossIsAMeanOverThePassesMade) {
+  TempDir tmp;
+  const std::string still = "--set rounds=1 --set eval_every=1 --set optimizer.lr=1e-7 ";
+  auto r = run(tmp, "full", still + "--set regime=gradient");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const double reference = first_loss(tmp, "full");
+  for (const auto& [name, sets] :
+       std::vector<std::pair<std::string, std::string>>{{"one-step", "--set local.steps=1"},
+                                                        {"five-steps", "--set local.steps=5"},
+                                                        {"two-epochs", "--set local.epochs=2"}}) {
+    r = run(tmp, name, still + sets);
+    ASSERT_EQ(r.code, 0) << name << ": " << r.err;
+    EXPECT_NEAR(first_loss(tmp, name), reference, 0.1 * reference) << name;
+  }
+  // two epochs pass over every sample twice: the same mean as one full-batch pass
+  EXPECT_NEAR(first_loss(tmp, "two-epochs"), reference, 1e-3 * reference);
+}
+
 TEST(FlAlgorithms, ConfigErrorsNameTheFix) {
   TempDir tmp;
   auto r = run(tmp, "x", "--set local.algorithm=scaffold --set compression.uplink=fp16");
