@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -87,7 +88,9 @@ class ClientProcess {
                         feature_noise_level(s_.partition, c, size_t(s_.partition.clients)), rows,
                         s_.partition.seed);
     }
-    log(fmt::format("hosting {} virtual client(s)", shards_.size()));
+    keep_hosted_rows();
+    log(fmt::format("hosting {} virtual client(s), {} training samples in memory", shards_.size(),
+                    data_.train.size()));
     if (s_.topology == Topology::kAllReduce) {
       ring_.emplace(ctx, s_);
       channel_.send(encode(RingEndpointMsg{ring_->endpoint()}, {0, run_, 0}));
@@ -138,6 +141,21 @@ class ClientProcess {
  private:
   void log(const std::string& line) const {
     if (!o_.quiet) fmt::print(stderr, "client {}: {}\n", ::getpid(), line);
+  }
+
+  // Keeps in memory only the training rows the hosted clients hold (after their noise and label
+  // flips, which are keyed to the full set) and no test set: the server evaluates. Shards are
+  // renumbered in order, so every batch a shard draws is the same samples as before.
+  void keep_hosted_rows() {
+    std::vector<uint32_t> rows;
+    for (const auto& [c, shard] : shards_) rows.insert(rows.end(), shard.begin(), shard.end());
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    data_.train.keep_rows(rows);
+    data_.test = Dataset{};
+    for (auto& [c, shard] : shards_)
+      for (uint32_t& r : shard)
+        r = uint32_t(std::lower_bound(rows.begin(), rows.end(), r) - rows.begin());
   }
 
   void join_ring(const RingAssignmentMsg& r) {
@@ -407,9 +425,9 @@ class ClientProcess {
   TrainTest data_;
   const ParamLayout layout_;  // the whole model's, whatever part of it this process holds
   const size_t num_params_;
-  std::optional<Model> model_;  // all but pipeline stages and tensor ranks
-  BatchBuffer buffer_;          // a full shard stays loaded across rounds
-  std::map<uint32_t, std::vector<uint32_t>> shards_;
+  std::optional<Model> model_;                        // all but pipeline stages and tensor ranks
+  BatchBuffer buffer_;                                // a full shard stays loaded across rounds
+  std::map<uint32_t, std::vector<uint32_t>> shards_;  // rows of data_.train, once renumbered
   std::optional<AllReduceWorker> ring_;
   std::optional<MasterWorker> master_;
   std::optional<PipelineWorker> pipe_;

@@ -1,7 +1,7 @@
 # The layers, checked on every build (a wrong-way include fails it, naming the file and line):
 #   core <- kernels, core <- partitioners, core <- protocol <- transport,
 #   {core, partitioners, protocol, transport} <- server, {core, protocol, transport} <- clients,
-#   everything <- experiments; tests/ and bench/ may include anything.
+#   everything <- experiments; tests/, bench/ and fuzz/ may include anything.
 # Run: cmake -DSOURCE_DIR=<tree> -P cmake/check_layers.cmake
 cmake_minimum_required(VERSION 3.24)
 if(NOT SOURCE_DIR)

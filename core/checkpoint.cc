@@ -146,15 +146,14 @@ Checkpoint read_checkpoint(const fs::path& file) {
     if (width == 0) throw bad(fmt::format("vector '{}' has dtype '{}'", name, dtype));
     if (count > (body_end - at) / width)
       throw bad(fmt::format("vector '{}' runs past the end", name));
-    if (width == sizeof(float)) {
-      auto& out = c.f32[name];
+    const auto take = [&](auto& out) {
       out.resize(count);
-      std::memcpy(out.data(), bytes.data() + at, count * width);
-    } else {
-      auto& out = c.f64[name];
-      out.resize(count);
-      std::memcpy(out.data(), bytes.data() + at, count * width);
-    }
+      if (count > 0) std::memcpy(out.data(), bytes.data() + at, count * width);  // never null
+    };
+    if (width == sizeof(float))
+      take(c.f32[name]);
+    else
+      take(c.f64[name]);
     at += count * width;
   }
   if (at != body_end) throw bad(fmt::format("{} bytes follow the last vector", body_end - at));

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -35,6 +36,24 @@ void Dataset::truncate(size_t n) {
   x.resize(n * dim());
   y.resize(n);
   if (!user.empty()) user.resize(n);
+  x.shrink_to_fit(), y.shrink_to_fit(), user.shrink_to_fit();
+}
+
+void Dataset::keep_rows(std::span<const uint32_t> rows) {
+  FEDPAR_CHECK(std::is_sorted(rows.begin(), rows.end()) &&
+               std::adjacent_find(rows.begin(), rows.end()) == rows.end() &&
+               (rows.empty() || rows.back() < size()))
+      << "keep_rows needs ascending rows of the " << size() << "-sample set";
+  Dataset kept{name,
+               shape,
+               num_classes,
+               std::vector<float>(rows.size() * dim()),
+               std::vector<int32_t>(rows.size()),
+               {}};
+  gather(rows, kept.x.data(), kept.y.data());
+  if (!user.empty())
+    for (uint32_t r : rows) kept.user.push_back(user[r]);
+  *this = std::move(kept);  // the old buffers go back to the system
 }
 
 std::string Dataset::content_hash() const {
@@ -44,8 +63,6 @@ std::string Dataset::content_hash() const {
   h = hash_bytes(user.data(), user.size() * sizeof(int32_t), h);
   return hash_hex(hash_bytes(x.data(), x.size() * sizeof(float), h));
 }
-
-std::vector<std::string> dataset_names() { return {"mnist", "synthetic", "csv"}; }
 
 fs::path resolve_data_dir(const fs::path& given) {
   if (!given.empty()) return given;

@@ -25,8 +25,11 @@ struct Dataset {
   bool has_users() const { return !user.empty(); }
   // Copies rows `indices` (in that order) into `x_out` and `y_out`.
   void gather(std::span<const uint32_t> indices, float* x_out, int32_t* y_out) const;
-  // Keeps only the first n samples (n >= size() keeps all).
+  // Keeps only the first n samples (n >= size() keeps all), and frees the rest.
   void truncate(size_t n);
+  // Keeps only rows `rows` (ascending, no repeats), renumbered 0.. in that order, and frees the
+  // rest: a client process holds the samples of the clients it hosts, not the whole set.
+  void keep_rows(std::span<const uint32_t> rows);
   // 16 hex digits over shape, labels, users and features: names the exact data a manifest is for.
   std::string content_hash() const;
 };
@@ -50,7 +53,8 @@ struct DataOptions {
   size_t train_limit = 0, test_limit = 0;
 };
 
-std::vector<std::string> dataset_names();
+// inline: resolving a config needs the names, not the loaders
+inline std::vector<std::string> dataset_names() { return {"mnist", "synthetic", "csv"}; }
 // Loads or generates the train and test sets; throws Error with a message that says what to do.
 TrainTest load_dataset(const DataOptions& opts);
 // Where MNIST is looked for when data_dir is empty: $FEDPAR_DATA_DIR, ./data, then the source

@@ -38,16 +38,18 @@ IdxArray read_idx_u8(const std::filesystem::path& path, int expected_rank) {
                     path.string(), magic, want, expected_rank));
   IdxArray out;
   uint64_t count = 1;
+  bool overflow = false;  // three 32-bit dimensions can promise more than 64 bits count
   for (int i = 0; i < expected_rank; ++i) {
     out.dims.push_back(be32(head.data() + 4 + 4 * size_t(i)));
-    count *= out.dims.back();
+    overflow |= __builtin_mul_overflow(count, uint64_t(out.dims.back()), &count);
   }
-  if (file_size != header + count)
-    throw Error(
-        fmt::format("{}: {} IDX file: dimensions promise {} data bytes but the file holds "
-                    "{}; re-run scripts/setup.sh to fetch it again",
-                    path.string(), file_size < header + count ? "truncated" : "oversized", count,
-                    file_size - header));
+  const uint64_t held = file_size - header;
+  if (overflow || count != held)
+    throw Error(fmt::format(
+        "{}: {} IDX file: dimensions promise {} data bytes but the file holds {}; re-run "
+        "scripts/setup.sh to fetch it again",
+        path.string(), overflow || count > held ? "truncated" : "oversized",
+        overflow ? std::string("more than 2^64") : std::to_string(count), held));
   out.data.resize(count);
   in.read(reinterpret_cast<char*>(out.data.data()), std::streamsize(count));
   if (!in) throw Error(fmt::format("{}: read failed", path.string()));

@@ -8,10 +8,6 @@
 
 namespace fedpar {
 
-std::vector<std::string> model_names() {
-  return {"logreg", "linreg", "mlp", "2nn", "cnn", "lenet"};
-}
-
 namespace {
 
 struct Builder {

@@ -19,8 +19,11 @@ struct ModelSpec {
   std::vector<int> hidden;   // mlp only: hidden layer widths
 };
 
-// Valid preset names, for help texts and error messages.
-std::vector<std::string> model_names();
+// Valid preset names, for help texts and error messages (inline: resolving a config, as the fuzzed
+// config decoder does, needs the names and none of the layers).
+inline std::vector<std::string> model_names() {
+  return {"logreg", "linreg", "mlp", "2nn", "cnn", "lenet"};
+}
 
 struct LayerStack {
   std::vector<std::unique_ptr<Layer>> layers;

