@@ -39,6 +39,24 @@ T checked(Decoded<T> d, const char* what) {
   return std::move(std::get<T>(d));
 }
 
+// Every row the WELCOME's shards name, ascending, once each.
+std::vector<uint32_t> hosted_rows(const WelcomeMsg& w) {
+  std::vector<uint32_t> rows;
+  for (const auto& shard : w.shards) rows.insert(rows.end(), shard.begin(), shard.end());
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  return rows;
+}
+
+// The training rows this process's clients hold (never the whole set: a process stays small).
+TrainingRows load_hosted_rows(const RunSpec& s, const WelcomeMsg& w) {
+  try {
+    return load_training_rows(s.data, hosted_rows(w));
+  } catch (const Error& e) {
+    throw Error(fmt::format("the server's WELCOME does not fit this machine's data: {}", e.what()));
+  }
+}
+
 // One client process after WELCOME: its run, data, model and the virtual clients it hosts.
 class ClientProcess {
  public:
@@ -49,10 +67,10 @@ class ClientProcess {
         s_(run_spec_from_toml(w.config_toml, "WELCOME")),
         run_(run),
         be_(make_backend(o.device.empty() ? s_.device : o.device, s_.threads)),
-        data_(load_dataset(s_.data)),
-        layout_(model_layout(s_.model, data_.train.shape, data_.train.num_classes)),
+        data_(load_hosted_rows(s_, w)),
+        layout_(model_layout(s_.model, data_.data.shape, data_.data.num_classes)),
         num_params_(layout_.total()),
-        buffer_(*be_, data_.train.dim()),
+        buffer_(*be_, data_.data.dim()),
         uplink_(make_codec(s_.compression.uplink, with_layout(s_.compression.params, layout_))) {
     downlink_.add(make_codec(s_.compression.downlink, with_layout(s_.compression.params, layout_)));
     be_->set_precision(s_.optimizer.precision);  // every matrix product of this process
@@ -65,17 +83,17 @@ class ClientProcess {
     // A pipeline stage or tensor rank holds only its part (PipelineWorker, TensorWorker); every
     // other process the model.
     if (!s_.model_parallel())
-      model_.emplace(*be_, s_.model, data_.train.shape, data_.train.num_classes);
-    if (data_.train.content_hash() != w.dataset_hash)
+      model_.emplace(*be_, s_.model, data_.data.shape, data_.data.num_classes);
+    if (data_.content_hash != w.dataset_hash)
       throw Error(
           "this machine's dataset differs from the server's (content hash mismatch): "
           "fetch the same data (scripts/setup.sh) or pass the same data options");
+    // Shards renumbered to the rows held, in order: every batch a shard draws is the same samples.
+    const std::vector<uint32_t> held = hosted_rows(w);
     for (size_t i = 0; i < w.clients.size(); ++i) {
+      auto& shard = shards_[w.clients[i]];
       for (uint32_t row : w.shards[i])
-        if (row >= data_.train.size())
-          throw Error(fmt::format("WELCOME gives client {} sample {} of a {}-sample training set",
-                                  w.clients[i], row, data_.train.size()));
-      shards_[w.clients[i]] = w.shards[i];
+        shard.push_back(uint32_t(std::lower_bound(held.begin(), held.end(), row) - held.begin()));
     }
     for (size_t k = 0; k < w.control_clients.size(); ++k)  // a resumed SCAFFOLD run's c_i
       controls_[w.control_clients[k]].assign(w.controls[k].begin(), w.controls[k].end());
@@ -83,29 +101,28 @@ class ClientProcess {
     // [attack] label-flip: an attacking client's labels are flipped
     for (const auto& [c, rows] : shards_) {
       if (s_.attack.kind == AttackKind::kLabelFlip && s_.attack.attacks(c))
-        flip_labels(data_.train.y, rows, data_.train.num_classes);
-      add_feature_noise(data_.train.x, data_.train.dim(), c,
+        flip_labels(data_.data.y, rows, data_.data.num_classes);
+      add_feature_noise(data_.data.x, data_.data.dim(), c,
                         feature_noise_level(s_.partition, c, size_t(s_.partition.clients)), rows,
                         s_.partition.seed);
     }
-    keep_hosted_rows();
-    log(fmt::format("hosting {} virtual client(s), {} training samples in memory", shards_.size(),
-                    data_.train.size()));
+    log(fmt::format("hosting {} virtual client(s), {} of {} training samples in memory",
+                    shards_.size(), data_.data.size(), data_.full_size));
     if (s_.topology == Topology::kAllReduce) {
       ring_.emplace(ctx, s_);
       channel_.send(encode(RingEndpointMsg{ring_->endpoint()}, {0, run_, 0}));
     }
     if (s_.topology == Topology::kPipeline) {
-      pipe_.emplace(ctx, s_, *be_, data_.train.shape, data_.train.num_classes);
+      pipe_.emplace(ctx, s_, *be_, data_.data.shape, data_.data.num_classes);
       channel_.send(
           encode(RingEndpointMsg{pipe_->endpoint(), pipe_->replica_endpoint()}, {0, run_, 0}));
     }
     if (s_.topology == Topology::kTensor) {
-      tensor_.emplace(ctx, s_, *be_, data_.train.shape, data_.train.num_classes);
+      tensor_.emplace(ctx, s_, *be_, data_.data.shape, data_.data.num_classes);
       channel_.send(
           encode(RingEndpointMsg{tensor_->endpoint(), tensor_->replica_endpoint()}, {0, run_, 0}));
     }
-    if (s_.topology == Topology::kMaster) master_.emplace(*be_, s_.model, data_.train);
+    if (s_.topology == Topology::kMaster) master_.emplace(*be_, s_.model, data_.data);
   }
 
   // Serves tasks until STOP (returns 0); throws Error when the server goes silent or a ring fails.
@@ -141,21 +158,6 @@ class ClientProcess {
  private:
   void log(const std::string& line) const {
     if (!o_.quiet) fmt::print(stderr, "client {}: {}\n", ::getpid(), line);
-  }
-
-  // Keeps in memory only the training rows the hosted clients hold (after their noise and label
-  // flips, which are keyed to the full set) and no test set: the server evaluates. Shards are
-  // renumbered in order, so every batch a shard draws is the same samples as before.
-  void keep_hosted_rows() {
-    std::vector<uint32_t> rows;
-    for (const auto& [c, shard] : shards_) rows.insert(rows.end(), shard.begin(), shard.end());
-    std::sort(rows.begin(), rows.end());
-    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
-    data_.train.keep_rows(rows);
-    data_.test = Dataset{};
-    for (auto& [c, shard] : shards_)
-      for (uint32_t& r : shard)
-        r = uint32_t(std::lower_bound(rows.begin(), rows.end(), r) - rows.begin());
   }
 
   void join_ring(const RingAssignmentMsg& r) {
@@ -230,7 +232,7 @@ class ClientProcess {
       ring_->set_replica(task.vectors[0]);
     }
     const AllReduceStep st = or_tell_server(ring_->rank(), round, [&] {
-      return ring_->step(*model_, data_.train, shards_, task.batch, round, task.total_weight,
+      return ring_->step(*model_, data_.data, shards_, task.batch, round, task.total_weight,
                          buffer_);
     });
     report_worker(ring_->rank(), round, task, ring_->replica(),
@@ -281,7 +283,7 @@ class ClientProcess {
     if (data == shards_.end())
       throw Error("this process hosts no client: it has no data for the batch");
     const PartStep st = or_tell_server(worker->part(), round, [&] {
-      return worker->step(data_.train, data->second, data->first, task.batch, round, buffer_);
+      return worker->step(data_.data, data->second, data->first, task.batch, round, buffer_);
     });
     report_part(worker->part(), round, task, worker->params(), st);
   }
@@ -389,7 +391,7 @@ class ClientProcess {
       Task local = task;
       local.correction = correction;
       LocalResult r =
-          compute_update(*model_, data_.train, shard->second, start, local, s_.seed, c, &buffer_);
+          compute_update(*model_, data_.data, shard->second, start, local, s_.seed, c, &buffer_);
       const double secs = seconds_since(t0);
       std::vector<float> control_change;  // SCAFFOLD's dc_i, from the honest delta
       if (!control.empty()) {
@@ -422,12 +424,12 @@ class ClientProcess {
   const RunSpec s_;
   const uint64_t run_;
   std::unique_ptr<Backend> be_;
-  TrainTest data_;
+  TrainingRows data_;  // the rows its virtual clients hold, not the whole set (nor the test set)
   const ParamLayout layout_;  // the whole model's, whatever part of it this process holds
   const size_t num_params_;
   std::optional<Model> model_;                        // all but pipeline stages and tensor ranks
   BatchBuffer buffer_;                                // a full shard stays loaded across rounds
-  std::map<uint32_t, std::vector<uint32_t>> shards_;  // rows of data_.train, once renumbered
+  std::map<uint32_t, std::vector<uint32_t>> shards_;  // rows of data_.data
   std::optional<AllReduceWorker> ring_;
   std::optional<MasterWorker> master_;
   std::optional<PipelineWorker> pipe_;

@@ -99,7 +99,74 @@ Dataset load_mnist_split(const fs::path& dir, const std::string& prefix) {
   return d;
 }
 
+void check_rows(std::span<const uint32_t> rows, size_t n) {
+  FEDPAR_CHECK(std::is_sorted(rows.begin(), rows.end()) &&
+               std::adjacent_find(rows.begin(), rows.end()) == rows.end())
+      << "rows must be ascending without repeats";
+  if (!rows.empty() && rows.back() >= n)
+    throw Error(
+        fmt::format("sample {} was asked for, of a {}-sample training set", rows.back(), n));
+}
+
+// load_mnist_split("train"), truncated to `limit`, cut to `rows`, and hashed as content_hash()
+// hashes the whole: images are read, converted and hashed 1024 at a time.
+TrainingRows load_mnist_rows(const fs::path& dir, size_t limit, std::span<const uint32_t> rows) {
+  const IdxArray labels = read_idx_u8(dir / "train-labels-idx1-ubyte", 1);
+  IdxStream images(dir / "train-images-idx3-ubyte", 3);
+  if (images.dims()[0] != labels.dims[0])
+    throw Error(
+        fmt::format("MNIST train: {} images but {} labels", images.dims()[0], labels.dims[0]));
+  if (images.dims()[1] != 28 || images.dims()[2] != 28)
+    throw Error(fmt::format("MNIST train: images are {}x{}, expected 28x28", images.dims()[1],
+                            images.dims()[2]));
+  const size_t n = limit == 0 ? labels.dims[0] : std::min<size_t>(limit, labels.dims[0]);
+  check_rows(rows, n);
+  TrainingRows out;
+  out.full_size = n;
+  Dataset& d = out.data;
+  d.name = "mnist", d.shape = {28, 28, 1}, d.num_classes = 10;
+  std::vector<int32_t> y(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (labels.data[i] > 9)
+      throw Error(
+          fmt::format("MNIST train: label {} at index {} is not a digit", labels.data[i], i));
+    y[i] = labels.data[i];
+  }
+  const int64_t head[4] = {d.shape.h, d.shape.w, d.shape.c, d.num_classes};
+  uint64_t h = hash_bytes(y.data(), n * sizeof(int32_t), hash_bytes(head, sizeof(head)));
+  HashStream x_hash(hash_bytes(nullptr, 0, h));  // the empty list of user ids, as content_hash()
+  const size_t dim = d.dim(), piece = 1024;
+  d.x.resize(rows.size() * dim);
+  std::vector<uint8_t> bytes(piece * dim);
+  std::vector<float> x(piece * dim);
+  size_t next = 0;  // the first row of `rows` not yet taken
+  for (size_t start = 0; start < n; start += piece) {
+    const size_t m = std::min(piece, n - start);
+    images.read(m, bytes.data());
+    for (size_t i = 0; i < m * dim; ++i) x[i] = float(bytes[i]) / 255.0f;
+    x_hash.add(x.data(), m * dim * sizeof(float));
+    for (; next < rows.size() && rows[next] < start + m; ++next) {
+      std::copy_n(x.data() + (rows[next] - start) * dim, dim, d.x.data() + next * dim);
+      d.y.push_back(y[rows[next]]);
+    }
+  }
+  out.content_hash = hash_hex(x_hash.finish());
+  return out;
+}
+
 }  // namespace
+
+TrainingRows load_training_rows(const DataOptions& o, std::span<const uint32_t> rows) {
+  if (o.name == "mnist")
+    return load_mnist_rows(resolve_data_dir(o.data_dir) / "mnist", o.train_limit, rows);
+  TrainingRows out;
+  out.data = load_dataset(o).train;
+  out.full_size = out.data.size();
+  out.content_hash = out.data.content_hash();
+  check_rows(rows, out.full_size);
+  out.data.keep_rows(rows);
+  return out;
+}
 
 TrainTest load_dataset(const DataOptions& o) {
   TrainTest tt;

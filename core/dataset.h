@@ -57,6 +57,16 @@ struct DataOptions {
 inline std::vector<std::string> dataset_names() { return {"mnist", "synthetic", "csv"}; }
 // Loads or generates the train and test sets; throws Error with a message that says what to do.
 TrainTest load_dataset(const DataOptions& opts);
+// The training rows `rows` (ascending, no repeats) of the set `opts` names, renumbered 0.. in
+// that order, with the whole set's size and content_hash(): what a client process holds. MNIST is
+// read in pieces, so the whole set is never in memory; the others are loaded, then cut. Throws
+// Error naming a row past the end.
+struct TrainingRows {
+  Dataset data;
+  size_t full_size = 0;
+  std::string content_hash;
+};
+TrainingRows load_training_rows(const DataOptions& opts, std::span<const uint32_t> rows);
 // Where MNIST is looked for when data_dir is empty: $FEDPAR_DATA_DIR, ./data, then the source
 // tree's data/ folder (where scripts/setup.sh puts it).
 std::filesystem::path resolve_data_dir(const std::filesystem::path& given);

@@ -1,10 +1,13 @@
-// Real MNIST as fetched by scripts/setup.sh: sizes, the known label counts, and a quick fit.
+// Real MNIST as fetched by scripts/setup.sh: sizes, the known label counts, a quick fit, and the
+// rows a client process reads in pieces.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
 
 #include "core/backend.h"
+#include "core/check.h"
 #include "core/dataset.h"
 #include "core/trainer.h"
 #include "tests/util/test_util.h"
@@ -53,6 +56,34 @@ TEST(Mnist, CnnLossFallsOnASubset) {
   const double after = evaluate(m, tt.train).loss_sum / 100;
   EXPECT_NEAR(before, std::log(10.0), 0.2);  // an untrained 10-way classifier
   EXPECT_LT(after, 0.7 * before);
+}
+
+// A client's rows read in pieces are the rows of the whole set, and its hash is the whole set's,
+// with and without a limit; a row past the end is an error that names it.
+TEST(Mnist, TrainingRowsReadInPiecesAreTheWholeSetsRows) {
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST not fetched: run scripts/setup.sh";
+  for (size_t limit : {size_t(0), size_t(5000)}) {
+    const Dataset whole = load_dataset({.name = "mnist", .train_limit = limit}).train;
+    const std::vector<uint32_t> rows = {0, 1, 1023, 1024, 1025, 2047, 4999};
+    const TrainingRows part = load_training_rows({.name = "mnist", .train_limit = limit}, rows);
+    EXPECT_EQ(part.full_size, whole.size());
+    EXPECT_EQ(part.content_hash, whole.content_hash());
+    ASSERT_EQ(part.data.size(), rows.size());
+    Dataset expected = whole;
+    expected.keep_rows(rows);
+    EXPECT_EQ(part.data.x, expected.x);
+    EXPECT_EQ(part.data.y, expected.y);
+    EXPECT_EQ(part.data.shape.size(), whole.shape.size());
+    const std::vector<uint32_t> past = {uint32_t(whole.size())};
+    try {
+      load_training_rows({.name = "mnist", .train_limit = limit}, past);
+      ADD_FAILURE() << "a row past the end was read";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(fmt::format("sample {} was asked for", whole.size())),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 }  // namespace
