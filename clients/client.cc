@@ -2,6 +2,7 @@
 #include "clients/client.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -205,6 +206,8 @@ class ClientProcess {
     u.activation_bytes = pipe_     ? pipe_->activation_bytes()
                          : tensor_ ? tensor_->activation_bytes()
                                    : model_->activation_bytes_held();
+    rusage use{};
+    if (getrusage(RUSAGE_SELF, &use) == 0) u.peak_rss_bytes = uint64_t(use.ru_maxrss) * 1024;
     channel_.send(encode(std::move(u), {client, run_, round}, std::move(owner)));
   }
 

@@ -151,6 +151,7 @@ TrainingRows load_mnist_rows(const fs::path& dir, size_t limit, std::span<const 
     }
   }
   out.content_hash = hash_hex(x_hash.finish());
+  out.all_labels = std::move(y);
   return out;
 }
 
@@ -163,9 +164,26 @@ TrainingRows load_training_rows(const DataOptions& o, std::span<const uint32_t> 
   out.data = load_dataset(o).train;
   out.full_size = out.data.size();
   out.content_hash = out.data.content_hash();
+  out.all_labels = out.data.y;
   check_rows(rows, out.full_size);
   out.data.keep_rows(rows);
   return out;
+}
+
+TrainTest load_without_training_features(const DataOptions& o, std::string& train_hash) {
+  if (o.name != "mnist") {  // small sets: loaded whole, then the features dropped
+    TrainTest tt = load_dataset(o);
+    train_hash = tt.train.content_hash();
+    tt.train.x = std::vector<float>();
+    return tt;
+  }
+  const fs::path dir = resolve_data_dir(o.data_dir) / "mnist";
+  TrainingRows rows = load_mnist_rows(dir, o.train_limit, {});
+  train_hash = rows.content_hash;
+  TrainTest tt{std::move(rows.data), load_mnist_split(dir, "t10k")};
+  tt.train.y = std::move(rows.all_labels);
+  tt.test.truncate(o.test_limit);
+  return tt;
 }
 
 TrainTest load_dataset(const DataOptions& o) {

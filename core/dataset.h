@@ -65,8 +65,13 @@ struct TrainingRows {
   Dataset data;
   size_t full_size = 0;
   std::string content_hash;
+  std::vector<int32_t> all_labels;  // of the whole set
 };
 TrainingRows load_training_rows(const DataOptions& opts, std::span<const uint32_t> rows);
+// The test set whole and the training set without its features (labels, users, shape and
+// classes kept; x empty), and in `train_hash` the training set's content_hash(): what a server
+// needs, which partitions and evaluates but never trains.
+TrainTest load_without_training_features(const DataOptions& opts, std::string& train_hash);
 // Where MNIST is looked for when data_dir is empty: $FEDPAR_DATA_DIR, ./data, then the source
 // tree's data/ folder (where scripts/setup.sh puts it).
 std::filesystem::path resolve_data_dir(const std::filesystem::path& given);

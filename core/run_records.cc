@@ -127,7 +127,7 @@ class Reader {
 template <typename V>
 void fields(V& v, ProcessRecord& r) {
   v("process", r.process), v("tasks", r.tasks), v("bytes_down", r.bytes_down),
-      v("bytes_up", r.bytes_up), v("lost", r.lost);
+      v("bytes_up", r.bytes_up), v("lost", r.lost), v("peak_rss_mib", r.peak_rss_mib);
 }
 
 template <typename V>
@@ -187,6 +187,7 @@ void fields(V& v, RunSummary& r) {
       v("stopped_at_accuracy", r.stopped_at_accuracy);
   v("diverged_at_round", r.diverged_at_round), v("diverged", r.diverged);
   v("clients", r.clients), v("processes", r.processes), v("hosts", r.hosts);  // `final`: to_json
+  v("server_peak_rss_mib", r.server_peak_rss_mib);
 }
 
 // A top-level record: its fields plus `schema` (and `kind` for lines of a log).

@@ -22,7 +22,8 @@ struct ProcessRecord {
   int64_t process = 0;  // HELLO order
   uint64_t tasks = 0;   // virtual clients it served this round
   uint64_t bytes_down = 0, bytes_up = 0;
-  bool lost = false;  // missed a deadline earlier: no more tasks
+  bool lost = false;                   // missed a deadline earlier: no more tasks
+  std::optional<double> peak_rss_mib;  // its peak resident memory so far, as its updates report
 };
 
 // One virtual client's update (parameter server and model averaging).
@@ -107,7 +108,8 @@ struct RunSummary {
   uint64_t clients = 0;
   int64_t processes = 0;
   std::vector<HostRecord> hosts;
-  std::optional<RoundRecord> final;  // the last evaluated round
+  std::optional<RoundRecord> final;           // the last evaluated round
+  std::optional<double> server_peak_rss_mib;  // the server process's peak resident memory
 };
 
 nlohmann::json to_json(const RoundRecord& r);

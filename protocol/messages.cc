@@ -160,7 +160,8 @@ WireMessage encode(UpdateMsg m, const Envelope& e, std::shared_ptr<const void> o
                          {"samples_processed", m.samples_processed},
                          {"compute_seconds", m.compute_seconds},
                          {"parameter_bytes", m.parameter_bytes},
-                         {"activation_bytes", m.activation_bytes}};
+                         {"activation_bytes", m.activation_bytes},
+                         {"peak_rss_bytes", m.peak_rss_bytes}};
   if (worker_report(m.kind))
     body.update({{"allreduce_seconds", m.allreduce_seconds},
                  {"ring_bytes_sent", m.ring_bytes_sent},
@@ -318,6 +319,7 @@ Decoded<UpdateMsg> decode_update(const ParsedMessage& p) {
   r.get("compute_seconds", m.compute_seconds);
   r.get("parameter_bytes", m.parameter_bytes);
   r.get("activation_bytes", m.activation_bytes);
+  r.get_optional("peak_rss_bytes", m.peak_rss_bytes);
   if (worker_report(m.kind)) {
     r.get("allreduce_seconds", m.allreduce_seconds);
     r.get("ring_bytes_sent", m.ring_bytes_sent);

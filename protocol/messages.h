@@ -102,6 +102,7 @@ struct UpdateMsg {
   int64_t samples_processed = 0;        // forward/backward passes, for cost accounting
   double compute_seconds = 0;
   uint64_t parameter_bytes = 0, activation_bytes = 0;
+  uint64_t peak_rss_bytes = 0;  // the sending process's peak resident memory so far (0: unknown)
   // allreduce, pipeline and tensor reports (a stage's links stand in for the ring)
   double allreduce_seconds = 0;
   uint64_t ring_bytes_sent = 0, ring_bytes_received = 0;

@@ -38,7 +38,7 @@ ReplayResult replay_async_run(const std::filesystem::path& results) {
   auto be = make_backend("cpu", s.threads);  // as the run's clients computed (device cpu)
   be->set_precision(s.optimizer.precision);
   const TrainTest data = load_dataset(s.data);
-  const Manifest manifest = partition_dataset(data, s.partition);
+  const Manifest manifest = partition_dataset(data.train, data.train.content_hash(), s.partition);
   Model model(*be, s.model, data.train.shape, data.train.num_classes);
   model.init(s.seed);
   std::vector<float> params = model.params_host();

@@ -160,6 +160,8 @@ Collected Engine::collect(const CollectSpec& spec) {
       continue;
     }
     throw_if_non_finite(spec, r);
+    Peer& peer = peers.at(r.in.msg.peer);
+    peer.peak_rss_bytes = std::max(peer.peak_rss_bytes, r.update.peak_rss_bytes);
     const uint32_t key = r.key;
     out.got.emplace(key, std::move(r));
     if (out.got.size() == 1 && spec.after_first && *spec.after_first < spec.seconds) {
@@ -237,6 +239,7 @@ std::vector<ProcessRecord> Engine::per_process_bytes(
     const auto t = tasks.find(order[i]);
     out.push_back({int64_t(i), t == tasks.end() ? 0 : t->second.size(), p.bytes_sent - b.first,
                    p.bytes_received - b.second, lost.count(order[i]) > 0});
+    if (p.peak_rss_bytes > 0) out.back().peak_rss_mib = double(p.peak_rss_bytes) / (1 << 20);
   }
   return out;
 }

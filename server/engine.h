@@ -29,6 +29,7 @@ struct Peer {
   int64_t slots = 1;
   std::vector<uint32_t> clients;
   uint64_t bytes_sent = 0, bytes_received = 0;
+  uint64_t peak_rss_bytes = 0;  // the largest its updates reported
 };
 
 // An asked client's reply holds NaN or Inf: the training diverged (or the client is faulty), and

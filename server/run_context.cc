@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/resource.h>
 
 #include <filesystem>
 #include <fstream>
@@ -15,18 +16,17 @@
 #include "server/plan.h"
 
 namespace fedpar {
-Manifest partition_dataset(const TrainTest& data, const PartitionParams& p) {
-  return partition({data.train.name, data.train.content_hash(), data.train.y, data.train.user,
-                    data.train.num_classes},
-                   p);
+Manifest partition_dataset(const Dataset& train, const std::string& train_hash,
+                           const PartitionParams& p) {
+  return partition({train.name, train_hash, train.y, train.user, train.num_classes}, p);
 }
 
 RunContext::RunContext(const Config& c, const RunSpec& setup)
     : cfg(c),
       s(setup),
       backend(make_backend("cpu", s.threads)),
-      data(load_dataset(s.data)),
-      manifest(partition_dataset(data, s.partition)),
+      data(load_without_training_features(s.data, train_hash)),
+      manifest(partition_dataset(data.train, train_hash, s.partition)),
       model(*backend, s.model, data.train.shape, data.train.num_classes),
       out(s.results_dir, s.name),
       metrics(out.path() / "metrics.jsonl") {
@@ -175,6 +175,16 @@ std::filesystem::path RunContext::keep_for_resume() {
   return out.commit(".incomplete");
 }
 
+namespace {
+
+std::optional<double> peak_rss_mib() {
+  rusage use{};
+  if (getrusage(RUSAGE_SELF, &use) != 0) return std::nullopt;
+  return double(use.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB
+}
+
+}  // namespace
+
 int RunContext::finish(const Engine& engine) {
   save_safetensors(out.path() / "model.safetensors", model.layout(), params,
                    {{"format", "fedpar"}, {"model", s.model.name}});
@@ -190,7 +200,8 @@ int RunContext::finish(const Engine& engine) {
       .clients = engine.num_clients,
       .processes = s.processes,
       .hosts = engine.host_records(),
-      .final = last_eval_};
+      .final = last_eval_,
+      .server_peak_rss_mib = peak_rss_mib()};
   out.write_json("summary.json", to_json(summary));
   const auto path = out.commit();
   engine.log(fmt::format("results: {}", path.string()));

@@ -23,8 +23,10 @@ namespace fedpar {
 
 class Plan;
 
-// The run's partition of the training set (what the server and a replay both compute).
-Manifest partition_dataset(const TrainTest& data, const PartitionParams& p);
+// The run's partition of the training set (what the server and a replay both compute);
+// `train_hash` is its content_hash().
+Manifest partition_dataset(const Dataset& train, const std::string& train_hash,
+                           const PartitionParams& p);
 
 class RunContext {
  public:
@@ -61,7 +63,8 @@ class RunContext {
   const RunSpec& s;
   int params_round = 0;  // the round whose model `params` holds (0: the initial model)
   std::unique_ptr<Backend> backend;
-  TrainTest data;
+  std::string train_hash;  // the training set's content hash (data.train holds no features)
+  TrainTest data;          // the test set, and the training set's labels: a server never trains
   Manifest manifest;
   Model model;
   std::vector<float> params;

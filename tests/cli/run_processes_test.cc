@@ -16,6 +16,8 @@
 #include "protocol/messages.h"
 #include "tests/util/distributed_run.h"
 #include "tests/util/process.h"
+#include "tests/util/run_fedpar.h"
+#include "tests/util/run_results.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
@@ -432,6 +434,38 @@ TEST(ClientMemory, AProcessHoldsItsClientsRowsNotTheWholeDataset) {
   for (pid_t p : run.clients) kill(p, SIGKILL), waitpid(p, nullptr, 0);
   kill(run.server, SIGKILL), waitpid(run.server, nullptr, 0);
   kill(bare, SIGKILL), waitpid(bare, nullptr, 0);
+}
+
+// Scale on one machine: 64 client processes of the 2NN on MNIST (one client of about 940
+// samples each) complete a FedAvg run under `fedpar run`, and every process reports its peak
+// resident memory, each under 60 MiB (a process holds its client's rows, and loads CUDA only
+// when asked to compute there), and the server stays under 150 MiB.
+TEST(Scale, SixtyFourClientProcessesOnMnistCompleteARunInUnder60MiBEach) {
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
+  TempDir tmp;
+  std::ofstream(tmp / "scale.toml")
+      << "name = 'scale'\nprocesses = 64\nrounds = 2\neval_every = 2\nwait_seconds = 300\n"
+         "[data]\nname = 'mnist'\n[model]\nname = '2nn'\n[partition]\nclients = 64\n"
+         "[local]\nepochs = 1\nbatch = 50\n";
+  const auto r = testing::run_fedpar(
+      "run " + (tmp / "scale.toml").string() + " --set results_dir=" + (tmp / "res").string(),
+      tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto rows = testing::jsonl(tmp / "res" / "scale" / "metrics.jsonl");
+  ASSERT_EQ(rows.size(), 2u);
+  const auto& processes = rows.back()["processes"];
+  ASSERT_EQ(processes.size(), 64u);
+  double peak = 0;
+  for (const auto& p : processes) {
+    ASSERT_TRUE(p.contains("peak_rss_mib")) << p.dump();
+    peak = std::max(peak, p["peak_rss_mib"].get<double>());
+  }
+  EXPECT_GT(peak, 1.0);
+  EXPECT_LT(peak, 60.0) << "the largest client process's peak RSS, MiB";
+  EXPECT_EQ(rows.back()["received"].get<int>(), 64);
+  // the server holds the test set and the training labels, never the training features
+  const auto summary = nlohmann::json::parse(std::ifstream(tmp / "res" / "scale" / "summary.json"));
+  EXPECT_LT(summary["server_peak_rss_mib"].get<double>(), 150.0);
 }
 
 TEST(DistributedFaults, KilledClientModelRegimeFinishesWithTheRest) {

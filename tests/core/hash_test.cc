@@ -1,12 +1,13 @@
 // The content hash fed in pieces is the hash of the whole, however the pieces cut its words; and
 // a dataset cut to rows keeps those rows in order.
+#include "core/hash.h"
+
 #include <gtest/gtest.h>
 
 #include <numeric>
 #include <vector>
 
 #include "core/dataset.h"
-#include "core/hash.h"
 
 namespace fedpar {
 namespace {

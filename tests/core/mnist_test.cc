@@ -86,5 +86,20 @@ TEST(Mnist, TrainingRowsReadInPiecesAreTheWholeSetsRows) {
   }
 }
 
+// What a server loads: the whole set's labels and hash without its features, the test set whole.
+TEST(Mnist, AServerLoadsLabelsAndHashWithoutTrainingFeatures) {
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST not fetched: run scripts/setup.sh";
+  const DataOptions o{.name = "mnist", .train_limit = 7000, .test_limit = 500};
+  const TrainTest whole = load_dataset(o);
+  std::string hash;
+  const TrainTest server = load_without_training_features(o, hash);
+  EXPECT_EQ(hash, whole.train.content_hash());
+  EXPECT_EQ(server.train.y, whole.train.y);
+  EXPECT_TRUE(server.train.x.empty());
+  EXPECT_EQ(server.train.dim(), whole.train.dim());
+  EXPECT_EQ(server.test.x, whole.test.x);
+  EXPECT_EQ(server.test.y, whole.test.y);
+}
+
 }  // namespace
 }  // namespace fedpar
