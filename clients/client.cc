@@ -2,7 +2,6 @@
 #include "clients/client.h"
 
 #include <fmt/format.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +22,7 @@
 #include "core/hash.h"
 #include "core/local_update.h"
 #include "core/model.h"
+#include "core/peak_memory.h"
 #include "core/run_spec.h"
 #include "core/scaffold.h"
 #include "protocol/messages.h"
@@ -53,7 +53,7 @@ std::vector<uint32_t> hosted_rows(const WelcomeMsg& w) {
 TrainingRows load_hosted_rows(const RunSpec& s, const WelcomeMsg& w) {
   try {
     return load_training_rows(s.data, hosted_rows(w));
-  } catch (const Error& e) {
+  } catch (const RowOutOfRange& e) {
     throw Error(fmt::format("the server's WELCOME does not fit this machine's data: {}", e.what()));
   }
 }
@@ -206,8 +206,7 @@ class ClientProcess {
     u.activation_bytes = pipe_     ? pipe_->activation_bytes()
                          : tensor_ ? tensor_->activation_bytes()
                                    : model_->activation_bytes_held();
-    rusage use{};
-    if (getrusage(RUSAGE_SELF, &use) == 0) u.peak_rss_bytes = uint64_t(use.ru_maxrss) * 1024;
+    u.peak_rss_bytes = peak_rss_bytes();
     channel_.send(encode(std::move(u), {client, run_, round}, std::move(owner)));
   }
 

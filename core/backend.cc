@@ -24,23 +24,32 @@ std::map<std::string, BackendFactory>& registry() {
 }
 
 #if defined(FEDPAR_CUDA_MODULE)
-#define FEDPAR_CUDA_MODULE_NAME FEDPAR_CUDA_MODULE
 // The fedpar command carries "cuda" as a module beside it, loaded when a process first asks for
-// it; programs that link the kernels (tests, benchmarks) have it registered already. Returns
-// false when there is no module to load.
-bool load_cuda_module() {
+// it; programs that link the kernels (tests, benchmarks) have it registered already.
+fs::path cuda_module() {
   std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  const fs::path module = exe.parent_path() / FEDPAR_CUDA_MODULE;
-  if (ec || !fs::exists(module, ec)) return false;
+  return fs::read_symlink("/proc/self/exe", ec).parent_path() / FEDPAR_CUDA_MODULE;
+}
+bool cuda_module_expected() { return true; }
+#else
+fs::path cuda_module() { return {}; }
+bool cuda_module_expected() { return false; }
+#endif
+
+// Loads the CUDA module, whose initialiser registers "cuda"; Error when it is missing or fails.
+void load_cuda_module() {
+  const fs::path module = cuda_module();
+  std::error_code ec;
+  if (!fs::exists(module, ec))
+    throw Error(fmt::format(
+        "device 'cuda': this fedpar's CUDA backend {} is missing (it is built beside the "
+        "binary; rebuild, or use --device cpu)",
+        module.string()));
   if (!dlopen(module.c_str(), RTLD_NOW | RTLD_LOCAL))
     throw Error(fmt::format("device 'cuda': cannot load {}: {}", module.string(), dlerror()));
-  return true;
+  if (!registry().count("cuda"))
+    throw Error(fmt::format("device 'cuda': {} registered no backend", module.string()));
 }
-#else
-#define FEDPAR_CUDA_MODULE_NAME "the CUDA module"
-bool load_cuda_module() { return false; }
-#endif
 
 }  // namespace
 
@@ -54,6 +63,7 @@ bool register_backend(const std::string& name, BackendFactory make) {
 std::vector<std::string> backend_names() {
   std::vector<std::string> names = {"cpu"};
   for (const auto& [name, make] : registry()) names.push_back(name);
+  if (cuda_module_expected() && !registry().count("cuda")) names.push_back("cuda");  // loadable
   return names;
 }
 
@@ -61,9 +71,9 @@ std::unique_ptr<Backend> make_backend(std::string_view name, int threads) {
   if (name == "cpu") return make_cpu_backend(threads);
   if (auto it = registry().find(std::string(name)); it != registry().end())
     return it->second(threads);
-  if (name == "cuda" && load_cuda_module()) {  // the module's initialiser registers it
-    if (auto it = registry().find("cuda"); it != registry().end()) return it->second(threads);
-    throw Error("device 'cuda': " FEDPAR_CUDA_MODULE_NAME " loaded but registered no backend");
+  if (name == "cuda" && cuda_module_expected()) {
+    load_cuda_module();
+    return registry().at("cuda")(threads);
   }
   if (name == "cuda")
     throw Error(

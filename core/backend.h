@@ -184,7 +184,8 @@ class DeviceArray {
 };
 
 // Names accepted by make_backend in this build: "cpu", plus those registered ("cuda": kernels/
-// registers it when the build has CUDA, so the core includes nothing of kernels/).
+// registers it when the build has CUDA, so the core includes nothing of kernels/; the fedpar
+// command loads it from its module libfedpar_cuda.so on first use).
 std::vector<std::string> backend_names();
 using BackendFactory = std::unique_ptr<Backend> (*)(int threads);
 // Adds a backend under `name`; returns true (for static registration). A name twice is an Error.

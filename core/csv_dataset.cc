@@ -38,6 +38,8 @@ bool parse_int(std::string_view s, int32_t& v) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
+constexpr int32_t kMaxClasses = 1 << 16;  // a label is a class: the model has one output each
+
 }  // namespace
 
 Dataset read_csv_dataset(const std::filesystem::path& path, bool user_column) {
@@ -76,9 +78,9 @@ Dataset read_csv_dataset(const std::filesystem::path& path, bool user_column) {
       d.x.push_back(v);
     }
     int32_t label, user = 0;
-    if (!parse_int(fields[width - tail], label) || label < 0)
-      throw Error(fmt::format("{}:{}: label must be an integer >= 0, got '{}'", path.string(),
-                              line_no, fields[width - tail]));
+    if (!parse_int(fields[width - tail], label) || label < 0 || label >= kMaxClasses)
+      throw Error(fmt::format("{}:{}: label must be an integer in 0..{}, got '{}'", path.string(),
+                              line_no, kMaxClasses - 1, fields[width - tail]));
     if (user_column && (!parse_int(fields[width - 1], user) || user < 0))
       throw Error(fmt::format("{}:{}: user id must be an integer >= 0, got '{}'", path.string(),
                               line_no, fields[width - 1]));

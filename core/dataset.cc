@@ -104,7 +104,7 @@ void check_rows(std::span<const uint32_t> rows, size_t n) {
                std::adjacent_find(rows.begin(), rows.end()) == rows.end())
       << "rows must be ascending without repeats";
   if (!rows.empty() && rows.back() >= n)
-    throw Error(
+    throw RowOutOfRange(
         fmt::format("sample {} was asked for, of a {}-sample training set", rows.back(), n));
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/check.h"
 #include "core/layers.h"
 
 namespace fedpar {
@@ -16,7 +17,7 @@ struct Dataset {
   std::string name;
   Shape shape;  // per sample
   int num_classes = 0;
-  std::vector<float> x;       // size() * dim() floats
+  std::vector<float> x;       // size() * dim() floats (none in a server's training set)
   std::vector<int32_t> y;     // labels in [0, num_classes)
   std::vector<int32_t> user;  // per-sample user id; empty when the data has none
 
@@ -60,12 +61,17 @@ TrainTest load_dataset(const DataOptions& opts);
 // The training rows `rows` (ascending, no repeats) of the set `opts` names, renumbered 0.. in
 // that order, with the whole set's size and content_hash(): what a client process holds. MNIST is
 // read in pieces, so the whole set is never in memory; the others are loaded, then cut. Throws
-// Error naming a row past the end.
+// RowOutOfRange naming a row past the end.
+// load_training_rows's refusal of a row past the end of the set: the asker's fault, not the data's.
+class RowOutOfRange : public Error {
+ public:
+  using Error::Error;
+};
 struct TrainingRows {
   Dataset data;
   size_t full_size = 0;
   std::string content_hash;
-  std::vector<int32_t> all_labels;  // of the whole set
+  std::vector<int32_t> all_labels;  // of the whole set (what a server keeps)
 };
 TrainingRows load_training_rows(const DataOptions& opts, std::span<const uint32_t> rows);
 // The test set whole and the training set without its features (labels, users, shape and

@@ -53,7 +53,7 @@ IdxStream::IdxStream(const std::filesystem::path& path, int expected_rank) : pat
 
 uint64_t IdxStream::entry_bytes() const {
   uint64_t n = 1;
-  for (size_t i = 1; i < dims_.size(); ++i) n *= dims_[i];  // bounded by the checked file size
+  for (size_t i = 1; i < dims_.size(); ++i) n *= dims_[i];  // under 2^64 for rank <= 3
   return n;
 }
 

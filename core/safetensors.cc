@@ -83,17 +83,19 @@ TensorFile load_safetensors(const fs::path& path) {
       const uint64_t begin = offs.at(0).get<uint64_t>(), end = offs.at(1).get<uint64_t>();
       Tensor t;
       uint64_t count = 1;
+      bool overflow = false;  // [2^62, 4] must not wrap to a size that passes
       for (const auto& d : entry.at("shape")) {
         t.shape.push_back(d.get<int64_t>());
         if (t.shape.back() < 0) throw bad("negative dimension");
-        if (__builtin_mul_overflow(count, uint64_t(t.shape.back()), &count) ||
-            count > data_size / sizeof(float))
-          throw bad("its shape holds more values than the file");
+        overflow |= __builtin_mul_overflow(count, uint64_t(t.shape.back()), &count);
       }
+      if (overflow || count > data_size / sizeof(float))
+        throw bad("its shape holds more values than the file");
       if (begin > end || end > data_size || end - begin != count * sizeof(float))
         throw bad("data offsets do not match its shape or the file size");
       t.values.resize(count);
-      std::memcpy(t.values.data(), data.data() + begin, count * sizeof(float));
+      if (count > 0)  // data() of an empty vector may be null
+        std::memcpy(t.values.data(), data.data() + begin, count * sizeof(float));
       out.tensors.emplace(name, std::move(t));
     }
   } catch (const json::exception& e) {

@@ -210,6 +210,10 @@ Decoded<WelcomeMsg> decode_welcome(const ParsedMessage& p) {
       r.require(ok, "WELCOME 'shards' must hold lists of sample indices");
       if (ok) m.shards.push_back(s.get<std::vector<uint32_t>>());
     }
+  std::vector<uint32_t> sorted = m.clients;
+  std::sort(sorted.begin(), sorted.end());
+  r.require(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(),
+            "WELCOME lists a client twice");
   r.get_optional("control_clients", m.control_clients);
   r.require(m.control_clients.size() == p.vectors.size(),
             "WELCOME needs one control vector per 'control_clients' entry");

@@ -3,13 +3,13 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <sys/resource.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "core/checkpoint.h"
 #include "core/hash.h"
+#include "core/peak_memory.h"
 #include "core/run_spec.h"
 #include "core/safetensors.h"
 #include "core/trainer.h"
@@ -175,16 +175,6 @@ std::filesystem::path RunContext::keep_for_resume() {
   return out.commit(".incomplete");
 }
 
-namespace {
-
-std::optional<double> peak_rss_mib() {
-  rusage use{};
-  if (getrusage(RUSAGE_SELF, &use) != 0) return std::nullopt;
-  return double(use.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB
-}
-
-}  // namespace
-
 int RunContext::finish(const Engine& engine) {
   save_safetensors(out.path() / "model.safetensors", model.layout(), params,
                    {{"format", "fedpar"}, {"model", s.model.name}});
@@ -201,7 +191,7 @@ int RunContext::finish(const Engine& engine) {
       .processes = s.processes,
       .hosts = engine.host_records(),
       .final = last_eval_,
-      .server_peak_rss_mib = peak_rss_mib()};
+      .server_peak_rss_mib = double(peak_rss_bytes()) / (1 << 20)};
   out.write_json("summary.json", to_json(summary));
   const auto path = out.commit();
   engine.log(fmt::format("results: {}", path.string()));

@@ -330,6 +330,40 @@ std::vector<std::string> lying_peer(const std::string& ep, int garbage) {
   return errors;
 }
 
+// A client trusts no WELCOME blindly: a server (here a bare ROUTER) that names a sample past the
+// end of the training set, or sends no shards, gets a client that exits with the reason.
+TEST(DistributedFaults, AClientRefusesAWelcomeThatDoesNotFitItsData) {
+  for (const bool with_shards : {true, false}) {
+    TempDir tmp;
+    zmq::context_t ctx;
+    zmq::socket_t router(ctx, zmq::socket_type::router);
+    router.set(zmq::sockopt::rcvtimeo, 20000);
+    router.bind("tcp://127.0.0.1:*");
+    const std::string ep = router.get(zmq::sockopt::last_endpoint);
+    const pid_t client = testing::spawn_fedpar({"client", "--wait", "20", "--server", ep},
+                                               tmp / "c.out", tmp / "c.err");
+    std::vector<zmq::message_t> hello;
+    ASSERT_TRUE(zmq::recv_multipart(router, std::back_inserter(hello))) << "no HELLO";
+    WelcomeMsg w{"[data]\nname = 'synthetic'\n[model]\nname = 'logreg'\n", {0}, {}, 610, "h"};
+    if (with_shards) w.shards = {{0, 99999999}};
+    WireMessage m = encode(w, {});
+    if (!with_shards)  // the shards field gone from the body altogether
+      m = encode_message(MessageType::kWelcome, 0, 0, 0,
+                         {{"config", w.config_toml},
+                          {"clients", {0}},
+                          {"num_params", 610},
+                          {"dataset_hash", "h"}});
+    router.send(zmq::buffer(hello[0].to_string()), zmq::send_flags::sndmore);
+    send_frames(router, m);
+    EXPECT_EQ(testing::wait_exit(client, 30).value_or(-99), 2);
+    const std::string err = testing::slurp(tmp / "c.err");
+    EXPECT_NE(err.find(with_shards ? "sample 99999999 was asked for" : "WELCOME needs 'shards'"),
+              std::string::npos)
+        << err;
+    EXPECT_EQ(err.find("internal error"), std::string::npos) << err;
+  }
+}
+
 // The averaging weight is the manifest's n_k, never the peer's claim: the lying peer's updates
 // are refused with the reason, its clients count as missing, and the run ends with the honest
 // client's updates alone. Its flood of bad messages is logged as 20 lines and a count.
@@ -466,6 +500,28 @@ TEST(Scale, SixtyFourClientProcessesOnMnistCompleteARunInUnder60MiBEach) {
   // the server holds the test set and the training labels, never the training features
   const auto summary = nlohmann::json::parse(std::ifstream(tmp / "res" / "scale" / "summary.json"));
   EXPECT_LT(summary["server_peak_rss_mib"].get<double>(), 150.0);
+}
+
+// 1,000 virtual clients with C = 0.1 (100 sampled a round) on 4 processes: the server, which
+// keeps a manifest entry per client and the test set, peaks under 300 MiB.
+TEST(Scale, AThousandVirtualClientsKeepTheServerUnder300MiB) {
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
+  TempDir tmp;
+  std::ofstream(tmp / "k.toml")
+      << "name = 'k'\nprocesses = 4\nrounds = 3\neval_every = 3\nfraction = 0.1\n"
+         "[data]\nname = 'mnist'\n[model]\nname = '2nn'\n[partition]\nclients = 1000\n"
+         "[local]\nepochs = 1\nbatch = 10\n";
+  const auto r = testing::run_fedpar(
+      "run " + (tmp / "k.toml").string() + " --set results_dir=" + (tmp / "res").string(),
+      tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto rows = testing::jsonl(tmp / "res" / "k" / "metrics.jsonl");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows.back()["participants"].get<int>(), 100);
+  EXPECT_EQ(rows.back()["received"].get<int>(), 100);
+  const auto summary = nlohmann::json::parse(std::ifstream(tmp / "res" / "k" / "summary.json"));
+  EXPECT_EQ(summary["clients"].get<int>(), 1000);
+  EXPECT_LT(summary["server_peak_rss_mib"].get<double>(), 300.0);
 }
 
 TEST(DistributedFaults, KilledClientModelRegimeFinishesWithTheRest) {

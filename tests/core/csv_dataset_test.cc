@@ -53,7 +53,10 @@ TEST(CsvDataset, ErrorsNameFileAndLine) {
             std::string::npos);
   EXPECT_NE(msg("1,2,0\n1,1\n").find("e.csv:2: 2 columns, but the first row had 3"),
             std::string::npos);
-  EXPECT_NE(msg("1,2,-1\n").find("label must be an integer >= 0"), std::string::npos);
+  EXPECT_NE(msg("1,2,-1\n").find("label must be an integer in 0..65535"), std::string::npos);
+  // a label is a class (one model output each): 2^31 - 1 would overflow the class count
+  EXPECT_NE(msg("1,2,2147483647\n").find("label must be an integer in 0..65535"),
+            std::string::npos);
   EXPECT_NE(msg("1,2,0.5\n").find("label must be an integer"), std::string::npos);
   EXPECT_NE(msg("1,nan,1\n").find("not a finite number"), std::string::npos);
   EXPECT_NE(msg("a,b\n").find("no data rows"), std::string::npos);

@@ -106,6 +106,10 @@ TEST(Messages, WelcomeAndHelloAndRingRoundTrip) {
   EXPECT_EQ(wb.config_toml, "seed = 3\n");
   EXPECT_EQ(wb.shards, w.shards);
   EXPECT_EQ(wb.num_params, 42u);
+  // a client listed twice would get two shards' rows: refused
+  EXPECT_EQ(reason(decode_welcome(
+                wire(encode(WelcomeMsg{"seed = 3\n", {2, 2}, {{5}, {7}}, 42, "h"}, {})))),
+            "WELCOME lists a client twice");
   EXPECT_EQ(std::get<HelloMsg>(decode_hello(wire(encode(HelloMsg{.slots = 3, .pid = 9})))).slots,
             3);
   const auto ra = std::get<RingAssignmentMsg>(
