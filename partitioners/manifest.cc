@@ -70,10 +70,11 @@ namespace {
 // integers must be integers, within T's range.
 template <typename T>
 T integer(const nlohmann::json& v, const char* what) {
-  const bool fits = std::is_unsigned_v<T>
-                        ? v.is_number_unsigned() && v.get<uint64_t>() <= std::numeric_limits<T>::max()
-                        : v.is_number_integer() && (!v.is_number_unsigned() ||
-                                                    v.get<uint64_t>() <= uint64_t(INT64_MAX));
+  const bool fits =
+      std::is_unsigned_v<T>
+          ? v.is_number_unsigned() && v.get<uint64_t>() <= std::numeric_limits<T>::max()
+          : v.is_number_integer() &&
+                (!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(INT64_MAX));
   if (!fits) throw Error(fmt::format("{} must be an integer in range, got {}", what, v.dump()));
   return v.get<T>();
 }
