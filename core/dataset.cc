@@ -74,28 +74,52 @@ fs::path resolve_data_dir(const fs::path& given) {
 
 namespace {
 
-Dataset load_mnist_split(const fs::path& dir, const std::string& prefix) {
-  const IdxArray images = read_idx_u8(dir / (prefix + "-images-idx3-ubyte"), 3);
+// One MNIST split's files, checked against each other: its labels (all digits) and its images,
+// opened to be read in order.
+struct MnistSplit {
+  std::vector<int32_t> labels;
+  IdxStream images;
+};
+
+MnistSplit open_mnist_split(const fs::path& dir, const std::string& prefix) {
   const IdxArray labels = read_idx_u8(dir / (prefix + "-labels-idx1-ubyte"), 1);
-  if (images.dims[0] != labels.dims[0])
+  MnistSplit split{{}, IdxStream(dir / (prefix + "-images-idx3-ubyte"), 3)};
+  const auto& dims = split.images.dims();
+  if (dims[0] != labels.dims[0])
+    throw Error(fmt::format("MNIST {}: {} images but {} labels", prefix, dims[0], labels.dims[0]));
+  if (dims[1] != 28 || dims[2] != 28)
     throw Error(
-        fmt::format("MNIST {}: {} images but {} labels", prefix, images.dims[0], labels.dims[0]));
-  if (images.dims[1] != 28 || images.dims[2] != 28)
-    throw Error(fmt::format("MNIST {}: images are {}x{}, expected 28x28", prefix, images.dims[1],
-                            images.dims[2]));
-  Dataset d;
-  d.name = "mnist";
-  d.shape = {28, 28, 1};
-  d.num_classes = 10;
-  d.x.resize(images.data.size());
-  for (size_t i = 0; i < images.data.size(); ++i) d.x[i] = float(images.data[i]) / 255.0f;
-  d.y.resize(labels.data.size());
+        fmt::format("MNIST {}: images are {}x{}, expected 28x28", prefix, dims[1], dims[2]));
+  split.labels.resize(labels.data.size());
   for (size_t i = 0; i < labels.data.size(); ++i) {
     if (labels.data[i] > 9)
       throw Error(
           fmt::format("MNIST {}: label {} at index {} is not a digit", prefix, labels.data[i], i));
-    d.y[i] = labels.data[i];
+    split.labels[i] = labels.data[i];
   }
+  return split;
+}
+
+Dataset mnist_header() {
+  Dataset d;
+  d.name = "mnist", d.shape = {28, 28, 1}, d.num_classes = 10;
+  return d;
+}
+
+// Pixels as fedpar's MNIST features: bytes 0..255 to floats 0..1.
+void to_unit(const uint8_t* bytes, size_t n, float* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = float(bytes[i]) / 255.0f;
+}
+
+Dataset load_mnist_split(const fs::path& dir, const std::string& prefix) {
+  MnistSplit split = open_mnist_split(dir, prefix);
+  Dataset d = mnist_header();
+  const size_t n = split.labels.size();
+  std::vector<uint8_t> bytes(n * d.dim());
+  split.images.read(n, bytes.data());
+  d.x.resize(bytes.size());
+  to_unit(bytes.data(), bytes.size(), d.x.data());
+  d.y = std::move(split.labels);
   return d;
 }
 
@@ -111,27 +135,14 @@ void check_rows(std::span<const uint32_t> rows, size_t n) {
 // load_mnist_split("train"), truncated to `limit`, cut to `rows`, and hashed as content_hash()
 // hashes the whole: images are read, converted and hashed 1024 at a time.
 TrainingRows load_mnist_rows(const fs::path& dir, size_t limit, std::span<const uint32_t> rows) {
-  const IdxArray labels = read_idx_u8(dir / "train-labels-idx1-ubyte", 1);
-  IdxStream images(dir / "train-images-idx3-ubyte", 3);
-  if (images.dims()[0] != labels.dims[0])
-    throw Error(
-        fmt::format("MNIST train: {} images but {} labels", images.dims()[0], labels.dims[0]));
-  if (images.dims()[1] != 28 || images.dims()[2] != 28)
-    throw Error(fmt::format("MNIST train: images are {}x{}, expected 28x28", images.dims()[1],
-                            images.dims()[2]));
-  const size_t n = limit == 0 ? labels.dims[0] : std::min<size_t>(limit, labels.dims[0]);
+  MnistSplit split = open_mnist_split(dir, "train");
+  const size_t n = limit == 0 ? split.labels.size() : std::min(limit, split.labels.size());
   check_rows(rows, n);
   TrainingRows out;
   out.full_size = n;
   Dataset& d = out.data;
-  d.name = "mnist", d.shape = {28, 28, 1}, d.num_classes = 10;
-  std::vector<int32_t> y(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (labels.data[i] > 9)
-      throw Error(
-          fmt::format("MNIST train: label {} at index {} is not a digit", labels.data[i], i));
-    y[i] = labels.data[i];
-  }
+  d = mnist_header();
+  std::vector<int32_t> y(split.labels.begin(), split.labels.begin() + std::ptrdiff_t(n));
   const int64_t head[4] = {d.shape.h, d.shape.w, d.shape.c, d.num_classes};
   uint64_t h = hash_bytes(y.data(), n * sizeof(int32_t), hash_bytes(head, sizeof(head)));
   HashStream x_hash(hash_bytes(nullptr, 0, h));  // the empty list of user ids, as content_hash()
@@ -142,8 +153,8 @@ TrainingRows load_mnist_rows(const fs::path& dir, size_t limit, std::span<const 
   size_t next = 0;  // the first row of `rows` not yet taken
   for (size_t start = 0; start < n; start += piece) {
     const size_t m = std::min(piece, n - start);
-    images.read(m, bytes.data());
-    for (size_t i = 0; i < m * dim; ++i) x[i] = float(bytes[i]) / 255.0f;
+    split.images.read(m, bytes.data());
+    to_unit(bytes.data(), m * dim, x.data());
     x_hash.add(x.data(), m * dim * sizeof(float));
     for (; next < rows.size() && rows[next] < start + m; ++next) {
       std::copy_n(x.data() + (rows[next] - start) * dim, dim, d.x.data() + next * dim);

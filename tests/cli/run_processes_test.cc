@@ -470,6 +470,26 @@ TEST(ClientMemory, AProcessHoldsItsClientsRowsNotTheWholeDataset) {
   kill(bare, SIGKILL), waitpid(bare, nullptr, 0);
 }
 
+// A 2NN FedAvg run on MNIST under `fedpar run` (`config`: its TOML, named `name`), which must
+// succeed; returns its metrics lines and summary.
+struct MnistRun {
+  std::vector<nlohmann::json> rows;
+  nlohmann::json summary;
+};
+MnistRun mnist_run(const TempDir& tmp, const std::string& name, const std::string& config) {
+  std::ofstream(tmp / (name + ".toml"))
+      << "name = '" << name << "'\n"
+      << config << "[data]\nname = 'mnist'\n[model]\nname = '2nn'\n";
+  const auto r = testing::run_fedpar(
+      "run " + (tmp / (name + ".toml")).string() + " --set results_dir=" + (tmp / "res").string(),
+      tmp.path());
+  EXPECT_EQ(r.code, 0) << r.err;
+  const auto dir = tmp / "res" / name;
+  if (r.code != 0) return {};
+  return {testing::jsonl(dir / "metrics.jsonl"),
+          nlohmann::json::parse(std::ifstream(dir / "summary.json"))};
+}
+
 // Scale on one machine: 64 client processes of the 2NN on MNIST (one client of about 940
 // samples each) complete a FedAvg run under `fedpar run`, and every process reports its peak
 // resident memory, each under 60 MiB (a process holds its client's rows, and loads CUDA only
@@ -477,15 +497,10 @@ TEST(ClientMemory, AProcessHoldsItsClientsRowsNotTheWholeDataset) {
 TEST(Scale, SixtyFourClientProcessesOnMnistCompleteARunInUnder60MiBEach) {
   if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
   TempDir tmp;
-  std::ofstream(tmp / "scale.toml")
-      << "name = 'scale'\nprocesses = 64\nrounds = 2\neval_every = 2\nwait_seconds = 300\n"
-         "[data]\nname = 'mnist'\n[model]\nname = '2nn'\n[partition]\nclients = 64\n"
-         "[local]\nepochs = 1\nbatch = 50\n";
-  const auto r = testing::run_fedpar(
-      "run " + (tmp / "scale.toml").string() + " --set results_dir=" + (tmp / "res").string(),
-      tmp.path());
-  ASSERT_EQ(r.code, 0) << r.err;
-  const auto rows = testing::jsonl(tmp / "res" / "scale" / "metrics.jsonl");
+  const auto [rows, summary] =
+      mnist_run(tmp, "scale",
+                "processes = 64\nrounds = 2\neval_every = 2\nwait_seconds = 300\n"
+                "[partition]\nclients = 64\n[local]\nepochs = 1\nbatch = 50\n");
   ASSERT_EQ(rows.size(), 2u);
   const auto& processes = rows.back()["processes"];
   ASSERT_EQ(processes.size(), 64u);
@@ -498,7 +513,6 @@ TEST(Scale, SixtyFourClientProcessesOnMnistCompleteARunInUnder60MiBEach) {
   EXPECT_LT(peak, 60.0) << "the largest client process's peak RSS, MiB";
   EXPECT_EQ(rows.back()["received"].get<int>(), 64);
   // the server holds the test set and the training labels, never the training features
-  const auto summary = nlohmann::json::parse(std::ifstream(tmp / "res" / "scale" / "summary.json"));
   EXPECT_LT(summary["server_peak_rss_mib"].get<double>(), 150.0);
 }
 
@@ -507,19 +521,13 @@ TEST(Scale, SixtyFourClientProcessesOnMnistCompleteARunInUnder60MiBEach) {
 TEST(Scale, AThousandVirtualClientsKeepTheServerUnder300MiB) {
   if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
   TempDir tmp;
-  std::ofstream(tmp / "k.toml")
-      << "name = 'k'\nprocesses = 4\nrounds = 3\neval_every = 3\nfraction = 0.1\n"
-         "[data]\nname = 'mnist'\n[model]\nname = '2nn'\n[partition]\nclients = 1000\n"
-         "[local]\nepochs = 1\nbatch = 10\n";
-  const auto r = testing::run_fedpar(
-      "run " + (tmp / "k.toml").string() + " --set results_dir=" + (tmp / "res").string(),
-      tmp.path());
-  ASSERT_EQ(r.code, 0) << r.err;
-  const auto rows = testing::jsonl(tmp / "res" / "k" / "metrics.jsonl");
+  const auto [rows, summary] =
+      mnist_run(tmp, "k",
+                "processes = 4\nrounds = 3\neval_every = 3\nfraction = 0.1\n"
+                "[partition]\nclients = 1000\n[local]\nepochs = 1\nbatch = 10\n");
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows.back()["participants"].get<int>(), 100);
   EXPECT_EQ(rows.back()["received"].get<int>(), 100);
-  const auto summary = nlohmann::json::parse(std::ifstream(tmp / "res" / "k" / "summary.json"));
   EXPECT_EQ(summary["clients"].get<int>(), 1000);
   EXPECT_LT(summary["server_peak_rss_mib"].get<double>(), 300.0);
 }
