@@ -82,8 +82,9 @@ struct MnistSplit {
 };
 
 MnistSplit open_mnist_split(const fs::path& dir, const std::string& prefix) {
+  IdxStream images(dir / (prefix + "-images-idx3-ubyte"), 3);  // first: a missing set names it
   const IdxArray labels = read_idx_u8(dir / (prefix + "-labels-idx1-ubyte"), 1);
-  MnistSplit split{{}, IdxStream(dir / (prefix + "-images-idx3-ubyte"), 3)};
+  MnistSplit split{{}, std::move(images)};
   const auto& dims = split.images.dims();
   if (dims[0] != labels.dims[0])
     throw Error(fmt::format("MNIST {}: {} images but {} labels", prefix, dims[0], labels.dims[0]));
