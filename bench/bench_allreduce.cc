@@ -31,7 +31,7 @@ int worker(int rank, int n, int to_parent, int from_parent, const std::vector<si
   zmq::context_t ctx;
   ZmqRingLink link(ctx, "tcp://127.0.0.1:*", 30.0);
   write_line(to_parent, link.endpoint());
-  link.connect_next(read_line(from_parent));
+  link.connect_next({read_line(from_parent)});
   std::vector<float> barrier(size_t(n), 0.0f);
   for (size_t floats : sizes) {
     std::vector<float> data(floats, float(rank + 1));

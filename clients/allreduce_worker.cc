@@ -14,21 +14,22 @@
 
 namespace fedpar {
 
-AllReduceWorker::AllReduceWorker(zmq::context_t& ctx, const RunSpec& s)
+AllReduceWorker::AllReduceWorker(zmq::context_t& ctx, const RunSpec& s,
+                                 const LinkSecurity& security)
     : s_(s),
       codec_(s.compression.uplink == "fp16" || s.compression.uplink == "bf16"
                  ? make_codec(s.compression.uplink, s.compression.params)
                  : nullptr),
-      link_(ctx, s.ring_bind, s.ring_deadline_seconds),
+      link_(ctx, s.ring_bind, s.ring_deadline_seconds, &security),
       sgd_(s.optimizer.sgd) {
   link_.set_codec(codec_.get());
   if (s.optimizer.precision == Precision::kF16) scaler_.emplace();
 }
 
-void AllReduceWorker::join(int rank, int size, const std::string& next_endpoint) {
+void AllReduceWorker::join(int rank, int size, const LinkPeer& next) {
   FEDPAR_CHECK(size >= 1 && rank >= 0 && rank < size) << "rank " << rank << " of " << size;
   rank_ = rank, size_ = size;
-  link_.connect_next(next_endpoint);
+  link_.connect_next(next);
 }
 
 AllReduceStep AllReduceWorker::step(Model& model, const Dataset& data,

@@ -36,9 +36,9 @@ struct AllReduceStep {
 
 class AllReduceWorker {
  public:
-  AllReduceWorker(zmq::context_t& ctx, const RunSpec& s);
+  AllReduceWorker(zmq::context_t& ctx, const RunSpec& s, const LinkSecurity& security);
   std::string endpoint() const { return link_.endpoint(); }  // where the previous rank connects
-  void join(int rank, int size, const std::string& next_endpoint);
+  void join(int rank, int size, const LinkPeer& next);
   int rank() const { return rank_; }
 
   void set_replica(std::span<const float> params) { replica_.assign(params.begin(), params.end()); }

@@ -27,6 +27,7 @@
 #include "core/scaffold.h"
 #include "protocol/messages.h"
 #include "transport/curve.h"
+#include "transport/link_security.h"
 #include "transport/shaped_link.h"
 #include "transport/transport.h"
 
@@ -109,19 +110,23 @@ class ClientProcess {
     }
     log(fmt::format("hosting {} virtual client(s), {} of {} training samples in memory",
                     shards_.size(), data_.data.size(), data_.full_size));
+    if (s_.topology == Topology::kAllReduce || s_.model_parallel()) make_link_security(ctx);
     if (s_.topology == Topology::kAllReduce) {
-      ring_.emplace(ctx, s_);
-      channel_.send(encode(RingEndpointMsg{ring_->endpoint()}, {0, run_, 0}));
+      ring_.emplace(ctx, s_, *links_);
+      channel_.send(
+          encode(RingEndpointMsg{ring_->endpoint(), "", links_->public_key()}, {0, run_, 0}));
     }
     if (s_.topology == Topology::kPipeline) {
-      pipe_.emplace(ctx, s_, *be_, data_.data.shape, data_.data.num_classes);
-      channel_.send(
-          encode(RingEndpointMsg{pipe_->endpoint(), pipe_->replica_endpoint()}, {0, run_, 0}));
+      pipe_.emplace(ctx, s_, *links_, *be_, data_.data.shape, data_.data.num_classes);
+      channel_.send(encode(
+          RingEndpointMsg{pipe_->endpoint(), pipe_->replica_endpoint(), links_->public_key()},
+          {0, run_, 0}));
     }
     if (s_.topology == Topology::kTensor) {
-      tensor_.emplace(ctx, s_, *be_, data_.data.shape, data_.data.num_classes);
-      channel_.send(
-          encode(RingEndpointMsg{tensor_->endpoint(), tensor_->replica_endpoint()}, {0, run_, 0}));
+      tensor_.emplace(ctx, s_, *links_, *be_, data_.data.shape, data_.data.num_classes);
+      channel_.send(encode(
+          RingEndpointMsg{tensor_->endpoint(), tensor_->replica_endpoint(), links_->public_key()},
+          {0, run_, 0}));
     }
     if (s_.topology == Topology::kMaster) master_.emplace(*be_, s_.model, data_.data);
   }
@@ -161,16 +166,32 @@ class ClientProcess {
     if (!o_.quiet) fmt::print(stderr, "client {}: {}\n", ::getpid(), line);
   }
 
+  // The links to other workers refuse frames larger than this process's rows of the widest
+  // activation, or than the model, at up to 8 bytes a value, plus a body; with [security] they
+  // speak CURVE with a key pair of this process's own.
+  void make_link_security(zmq::context_t& ctx) {
+    const size_t widest = widest_activation(s_.model, data_.data.shape, data_.data.num_classes);
+    const auto max_frame =
+        int64_t(8 * std::max(num_params_, data_.data.size() * widest) + (size_t(1) << 20));
+    if (s_.security.on())
+      links_.emplace(ctx, max_frame, o_.quiet);
+    else
+      links_.emplace(max_frame);
+  }
+
   void join_ring(const RingAssignmentMsg& r) {
+    if (!links_)
+      throw Error("the server sent a ring assignment to a run whose topology has no ring");
+    links_->allow({r.keys.begin(), r.keys.end()});
+    const LinkPeer next{r.next, r.next_key}, prev{r.prev, r.prev_key},
+        replica_next{r.replica_next, r.replica_next_key};
     if (pipe_)
-      return pipe_->join(int(r.rank), int(r.size), r.prev, r.next, int(r.replica), int(r.replicas),
-                         r.replica_next);
+      return pipe_->join(int(r.rank), int(r.size), prev, next, int(r.replica), int(r.replicas),
+                         replica_next);
     if (tensor_)
-      return tensor_->join(int(r.rank), int(r.size), r.next, int(r.replica), int(r.replicas),
-                           r.replica_next);
-    if (!ring_)
-      throw Error("the server sent a ring assignment to a run without the allreduce topology");
-    ring_->join(int(r.rank), int(r.size), r.next);
+      return tensor_->join(int(r.rank), int(r.size), next, int(r.replica), int(r.replicas),
+                           replica_next);
+    ring_->join(int(r.rank), int(r.size), next);
   }
 
   void serve(const TaskMsg& task, uint64_t round) {
@@ -432,6 +453,7 @@ class ClientProcess {
   std::optional<Model> model_;                        // all but pipeline stages and tensor ranks
   BatchBuffer buffer_;                                // a full shard stays loaded across rounds
   std::map<uint32_t, std::vector<uint32_t>> shards_;  // rows of data_.data
+  std::optional<LinkSecurity> links_;                 // what the links to other workers check
   std::optional<AllReduceWorker> ring_;
   std::optional<MasterWorker> master_;
   std::optional<PipelineWorker> pipe_;
@@ -449,6 +471,8 @@ class ClientProcess {
 
 int run_client(const ClientOptions& o) {
   if (o.slots < 1) throw Error("--slots must be >= 1");
+  if (o.max_frame_mib < 1 || o.max_frame_mib > (int64_t(1) << 20))
+    throw Error("--max-frame-mib must be between 1 and 1048576");
   std::unique_ptr<zmq::context_t> own;
   zmq::context_t& ctx = o.context ? *o.context : *(own = std::make_unique<zmq::context_t>());
   std::optional<CurveClient> curve;
@@ -460,7 +484,8 @@ int run_client(const ClientOptions& o) {
     if (curve->keys.secret_key.empty())
       throw Error(fmt::format("--key {} holds only a public key; give the .key file", o.key_file));
   }
-  const auto channel = connect_zmq_channel(o.server, &ctx, curve ? &*curve : nullptr);
+  const auto channel =
+      connect_zmq_channel(o.server, &ctx, o.max_frame_mib << 20, curve ? &*curve : nullptr);
   channel->send(encode(HelloMsg{.slots = o.slots, .pid = ::getpid()}));
   auto first = channel->receive(deadline_after(o.wait_seconds));
   if (!first)

@@ -17,6 +17,9 @@ struct ClientOptions {
   zmq::context_t* context = nullptr;  // shared with the server's thread for inproc:// (tests)
   std::string key_file;         // CURVE: this client's key pair (fedpar keygen); empty: plaintext
   std::string server_key_file;  // CURVE: the server's public key (.pub)
+  // The largest frame taken from the server (a WELCOME's shard lists, a TASK's model): a larger
+  // one drops the connection before it is buffered.
+  int64_t max_frame_mib = 1024;
 };
 
 int run_client(const ClientOptions& opts);

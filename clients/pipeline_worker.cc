@@ -19,18 +19,18 @@ std::span<const uint8_t> bytes_of(const std::vector<T>& v) {
 }
 }  // namespace
 
-PipelineWorker::PipelineWorker(zmq::context_t& ctx, const RunSpec& s, Backend& be, Shape input,
-                               int classes)
+PipelineWorker::PipelineWorker(zmq::context_t& ctx, const RunSpec& s, const LinkSecurity& security,
+                               Backend& be, Shape input, int classes)
     : s_(s),
       be_(be),
       input_(input),
       classes_(classes),
-      link_(ctx, s.pipeline.bind, s.pipeline.deadline_seconds),
-      replicas_(ctx, s),
+      link_(ctx, s.pipeline.bind, s.pipeline.deadline_seconds, &security),
+      replicas_(ctx, s, security),
       sgd_(s.optimizer.sgd) {}
 
-void PipelineWorker::join(int stage, int stages, const std::string& prev, const std::string& next,
-                          int replica, int replicas, const std::string& replica_next) {
+void PipelineWorker::join(int stage, int stages, const LinkPeer& prev, const LinkPeer& next,
+                          int replica, int replicas, const LinkPeer& replica_next) {
   FEDPAR_CHECK(stages >= 1 && stage >= 0 && stage < stages)
       << "stage " << stage << " of " << stages;
   const std::vector<LayerRange> ranges =

@@ -28,13 +28,14 @@ namespace fedpar {
 
 class PipelineWorker {
  public:
-  PipelineWorker(zmq::context_t& ctx, const RunSpec& s, Backend& be, Shape input, int classes);
+  PipelineWorker(zmq::context_t& ctx, const RunSpec& s, const LinkSecurity& security, Backend& be,
+                 Shape input, int classes);
   std::string endpoint() const { return link_.endpoint(); }
   std::string replica_endpoint() const { return replicas_.endpoint(); }
   // Becomes stage `stage` of `stages` (its layers from the run's split) and connects to its
   // neighbours ("" where there is none), and to the next replica's same stage in a [grid].
-  void join(int stage, int stages, const std::string& prev, const std::string& next, int replica,
-            int replicas, const std::string& replica_next);
+  void join(int stage, int stages, const LinkPeer& prev, const LinkPeer& next, int replica,
+            int replicas, const LinkPeer& replica_next);
   int stage() const { return stage_; }
   int part() const { return stage_; }
 

@@ -9,12 +9,12 @@
 
 namespace fedpar {
 
-ReplicaRing::ReplicaRing(zmq::context_t& ctx, const RunSpec& s)
+ReplicaRing::ReplicaRing(zmq::context_t& ctx, const RunSpec& s, const LinkSecurity& security)
     : s_(s), bucket_floats_(s.ring_bucket_floats) {
-  if (s.grid_data > 1) link_.emplace(ctx, s.ring_bind, s.ring_deadline_seconds);
+  if (s.grid_data > 1) link_.emplace(ctx, s.ring_bind, s.ring_deadline_seconds, &security);
 }
 
-void ReplicaRing::join(int replica, int replicas, const std::string& next) {
+void ReplicaRing::join(int replica, int replicas, const LinkPeer& next) {
   FEDPAR_CHECK(replicas >= 1 && replica >= 0 && replica < replicas)
       << "replica " << replica << " of " << replicas;
   if (replicas > 1 && !link_)

@@ -29,9 +29,9 @@ struct PartStep {
 class ReplicaRing {
  public:
   // Listens only when the run has data replicas ([grid] data > 1), on [allreduce]'s bind.
-  ReplicaRing(zmq::context_t& ctx, const RunSpec& s);
+  ReplicaRing(zmq::context_t& ctx, const RunSpec& s, const LinkSecurity& security);
   std::string endpoint() const { return link_ ? link_->endpoint() : ""; }
-  void join(int replica, int replicas, const std::string& next);
+  void join(int replica, int replicas, const LinkPeer& next);
   int replicas() const { return replicas_; }
   int replica() const { return replica_; }
   // Sums `grads` over the replicas in place (nothing with one); adds its time and bytes to `step`.

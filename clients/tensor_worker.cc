@@ -11,18 +11,18 @@
 
 namespace fedpar {
 
-TensorWorker::TensorWorker(zmq::context_t& ctx, const RunSpec& s, Backend& be, Shape input,
-                           int classes)
+TensorWorker::TensorWorker(zmq::context_t& ctx, const RunSpec& s, const LinkSecurity& security,
+                           Backend& be, Shape input, int classes)
     : s_(s),
       be_(be),
       input_(input),
       classes_(classes),
-      link_(ctx, s.ring_bind, s.ring_deadline_seconds),
-      replicas_(ctx, s),
+      link_(ctx, s.ring_bind, s.ring_deadline_seconds, &security),
+      replicas_(ctx, s, security),
       sgd_(s.optimizer.sgd) {}
 
-void TensorWorker::join(int rank, int ways, const std::string& next, int replica, int replicas,
-                        const std::string& replica_next) {
+void TensorWorker::join(int rank, int ways, const LinkPeer& next, int replica, int replicas,
+                        const LinkPeer& replica_next) {
   FEDPAR_CHECK(ways >= 1 && rank >= 0 && rank < ways) << "rank " << rank << " of " << ways;
   rank_ = rank, ways_ = ways;
   shard_ = std::make_unique<TensorShard>(be_, s_.model, input_, classes_, rank, ways);

@@ -28,13 +28,14 @@ namespace fedpar {
 
 class TensorWorker {
  public:
-  TensorWorker(zmq::context_t& ctx, const RunSpec& s, Backend& be, Shape input, int classes);
+  TensorWorker(zmq::context_t& ctx, const RunSpec& s, const LinkSecurity& security, Backend& be,
+               Shape input, int classes);
   std::string endpoint() const { return link_.endpoint(); }
   std::string replica_endpoint() const { return replicas_.endpoint(); }
   // Becomes rank `rank` of `ways` (its slices) and connects to the next rank, and to the next
   // replica's same rank in a [grid].
-  void join(int rank, int ways, const std::string& next, int replica, int replicas,
-            const std::string& replica_next);
+  void join(int rank, int ways, const LinkPeer& next, int replica, int replicas,
+            const LinkPeer& replica_next);
   bool joined() const { return bool(shard_); }
   int rank() const { return rank_; }
   int part() const { return rank_; }

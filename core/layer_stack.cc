@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "core/check.h"
 
 namespace fedpar {
@@ -103,6 +105,13 @@ ParamLayout model_layout(const ModelSpec& spec, Shape input, int classes) {
   for (size_t i = 0; i < stack.layers.size(); ++i)
     if (!stack.names[i].empty()) stack.layers[i]->declare(layout, stack.names[i]);
   return layout;
+}
+
+size_t widest_activation(const ModelSpec& spec, Shape input, int classes) {
+  size_t widest = size_t(classes);
+  for (const Shape& s : build_layer_stack(spec, input, classes).inputs)
+    widest = std::max(widest, s.size());
+  return widest;
 }
 
 }  // namespace fedpar

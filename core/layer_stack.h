@@ -40,5 +40,7 @@ LayerStack build_layer_stack(const ModelSpec& spec, Shape input, int classes);
 std::vector<size_t> layer_param_counts(LayerStack& stack);
 // The preset's flat parameter layout (Model::layout()), without allocating its vectors.
 ParamLayout model_layout(const ModelSpec& spec, Shape input, int classes);
+// The most values one sample has at any layer boundary (the input and the logits included).
+size_t widest_activation(const ModelSpec& spec, Shape input, int classes);
 
 }  // namespace fedpar

@@ -34,6 +34,7 @@ regime = "model"         # gradient (one gradient per client per round) | model 
 topology = "parameter-server"  # gradient regime: parameter-server | master | allreduce (docs/topologies.md) | pipeline | tensor (docs/pipeline.md)
 bind = "tcp://127.0.0.1:5555"  # also ipc://PATH; tcp port * picks a free one
 processes = 1            # client processes to wait for
+max_slots = 1            # the most virtual clients one process may ask to host (fedpar client --slots)
 wait_seconds = 60.0      # for the processes to say HELLO, and for each round's updates
 eval_every = 1           # rounds between test-set evaluations
 checkpoint_every = 0     # > 0: checkpoint.bin in the results folder every r rounds (fedpar run --resume)
@@ -136,7 +137,7 @@ error_feedback = false   # clients keep what the uplink codec dropped and add it
 aggregate = "mean"       # mean: the weighted average of the decoded updates | majority: the sign
                          # of the sum of the clients' signs (signSGD with majority vote; uplink = "sign")
 
-[security]               # CURVE authentication and encryption of the links to the server (docs/distributed.md)
+[security]               # CURVE on the links to the server and between workers (docs/distributed.md)
 key = ""                 # the server's key pair file (fedpar keygen server); empty: plaintext
 clients = ""             # the folder of client public keys (*.pub) it lets in
 
@@ -506,6 +507,8 @@ RunSpec resolve_run_spec(const Config& c) {
   s.bind = c.get_string("bind");
   s.processes = int(c.get_int("processes"));
   require(s.processes >= 1, "processes must be >= 1");
+  s.max_slots = c.get_int("max_slots");
+  require(s.max_slots >= 1, "max_slots must be >= 1");
   s.wait_seconds = c.get_float("wait_seconds");
   require(s.wait_seconds > 0, "wait_seconds must be > 0");
   s.checkpoint_every = int(c.get_int("checkpoint_every"));
@@ -624,9 +627,6 @@ RunSpec resolve_run_spec(const Config& c) {
   if (s.security.on()) {
     require(!s.security.clients.empty(),
             "security.key needs security.clients: the folder of the client .pub files to let in");
-    require(s.topology != Topology::kAllReduce && !s.model_parallel(),
-            "[security] covers the links to the server; the links between clients of the "
-            "allreduce, pipeline and tensor topologies are not encrypted yet");
   }
   s.attack = resolve_attack(c, s);
   s.optimizer = resolve_run_optimizer(c, s);

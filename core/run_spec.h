@@ -68,6 +68,7 @@ struct RunSpec {
   int rounds = 1, processes = 1, eval_every = 1, threads = 1;
   std::string device = "cpu";  // the clients' backend
   double wait_seconds = 60, fraction = 1.0;
+  int64_t max_slots = 1;  // a HELLO may ask for 1 .. max_slots: the config grants, not the peer
   double stop_at_accuracy = 0;  // > 0: stop after the first evaluation at or above it
   Regime regime = Regime::kModel;
   Weighting weighting = Weighting::kBySamples;

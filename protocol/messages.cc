@@ -111,6 +111,7 @@ WireMessage encode(const WelcomeMsg& m, const Envelope& e) {
 WireMessage encode(const RingEndpointMsg& m, const Envelope& e) {
   nlohmann::json body = {{"endpoint", m.endpoint}};
   if (!m.replica_endpoint.empty()) body["replica_endpoint"] = m.replica_endpoint;
+  if (!m.key.empty()) body["key"] = m.key;
   return encode_message(MessageType::kRing, e.client, e.run, e.round, body);
 }
 
@@ -119,6 +120,11 @@ WireMessage encode(const RingAssignmentMsg& m, const Envelope& e) {
   if (m.replicas > 1)
     body.update(
         {{"replica", m.replica}, {"replicas", m.replicas}, {"replica_next", m.replica_next}});
+  if (!m.keys.empty())
+    body.update({{"next_key", m.next_key},
+                 {"prev_key", m.prev_key},
+                 {"replica_next_key", m.replica_next_key},
+                 {"keys", m.keys}});
   return encode_message(MessageType::kRing, e.client, e.run, e.round, body);
 }
 
@@ -233,6 +239,7 @@ Decoded<RingEndpointMsg> decode_ring_endpoint(const ParsedMessage& p) {
   Reader r(p.body);
   r.get("endpoint", m.endpoint);
   r.get_optional("replica_endpoint", m.replica_endpoint);
+  r.get_optional("key", m.key);
   r.require(!m.endpoint.empty(), "RING without the worker's endpoint");
   return r.result(std::move(m));
 }
@@ -248,6 +255,10 @@ Decoded<RingAssignmentMsg> decode_ring_assignment(const ParsedMessage& p) {
   r.get_optional("replica", m.replica);
   r.get_optional("replicas", m.replicas);
   r.get_optional("replica_next", m.replica_next);
+  r.get_optional("next_key", m.next_key);
+  r.get_optional("prev_key", m.prev_key);
+  r.get_optional("replica_next_key", m.replica_next_key);
+  r.get_optional("keys", m.keys);
   r.require(m.replicas >= 1 && m.replica >= 0 && m.replica < m.replicas,
             fmt::format("replica {} of {}", m.replica, m.replicas));
   r.require(m.size >= 1 && m.rank >= 0 && m.rank < m.size,

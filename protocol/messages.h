@@ -57,19 +57,25 @@ struct WelcomeMsg {
 
 // RING, client -> server: where this worker listens for its previous neighbour.
 // A pipeline or tensor process of a [grid] with data replicas also listens for the replica ring.
+// With [security], `key` is the worker's link public key (transport/link_security.h).
 struct RingEndpointMsg {
   std::string endpoint;
   std::string replica_endpoint;  // "" without replicas
+  std::string key;               // "" in a plaintext run
 };
 // RING, server -> client: its rank, the ring's size and the next rank's endpoint; a pipeline
 // stage also hears its previous stage's ("" for the first stage, and `next` "" for the last).
 // In a [grid], rank and size are within the model-parallel group; `replica` of `replicas` names
 // the group, and `replica_next` is where the same part of the next replica listens.
+// With [security], each neighbour's link key comes with its endpoint, and `keys` holds every
+// worker's of the run: those who may connect to this one.
 struct RingAssignmentMsg {
   int64_t rank = 0, size = 1;
   std::string next, prev;
   int64_t replica = 0, replicas = 1;
   std::string replica_next;
+  std::string next_key, prev_key, replica_next_key;
+  std::vector<std::string> keys;
 };
 
 struct TaskMsg {

@@ -24,14 +24,18 @@ class AllReducePlan final : public Plan {
   // The ring: every process sends RING with the endpoint it listens on; each then hears its rank
   // (HELLO order), the ring size and its next neighbour's endpoint.
   void begin(Engine& engine) override {
+    const std::vector<WorkerEndpoints> at =
+        collect_endpoints(engine, s_.wait_seconds, s_.security.on());
     std::vector<std::string> ring;
-    for (const WorkerEndpoints& at : collect_endpoints(engine, s_.wait_seconds))
-      ring.push_back(at.link);
+    for (const WorkerEndpoints& w : at) ring.push_back(w.link);
     const int64_t n = int64_t(engine.order.size());
-    for (int64_t rank = 0; rank < n; ++rank)
-      engine.send(
-          engine.order[size_t(rank)],
-          encode(RingAssignmentMsg{rank, n, ring[size_t((rank + 1) % n)]}, engine.envelope()));
+    for (int64_t rank = 0; rank < n; ++rank) {
+      const WorkerEndpoints& next = at[size_t((rank + 1) % n)];
+      RingAssignmentMsg a{.rank = rank, .size = n, .next = next.link};
+      a.next_key = next.key;
+      a.keys = link_keys(at);
+      engine.send(engine.order[size_t(rank)], encode(a, engine.envelope()));
+    }
     engine.log(fmt::format("ring of {} workers formed: {}", n, fmt::join(ring, " -> ")));
   }
 

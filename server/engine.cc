@@ -83,8 +83,14 @@ void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
                                 std::string(message_type_name(in->parsed.header.type)));
       continue;
     }
-    if (!peers.count(in->msg.peer))
-      add_peer(in->msg, std::get<HelloMsg>(hello));  // else a repeated HELLO
+    const auto& h = std::get<HelloMsg>(hello);
+    if (h.slots > s_.max_slots) {  // the config grants slots; a peer may not take more
+      reject(in->msg, fmt::format("this run grants at most {} slot(s) per process (max_slots); "
+                                  "start the client with --slots {} or raise max_slots",
+                                  s_.max_slots, s_.max_slots));
+      continue;
+    }
+    if (!peers.count(in->msg.peer)) add_peer(in->msg, h);  // else a repeated HELLO
   }
   deal_clients();
   for (const auto& id : order) {

@@ -63,19 +63,27 @@ class ModelParallelPlan final : public Plan {
 
   void begin(Engine& engine) override {
     const std::vector<WorkerEndpoints> at =
-        collect_endpoints(engine, s_.wait_seconds, replicas_ > 1);
+        collect_endpoints(engine, s_.wait_seconds, s_.security.on(), replicas_ > 1);
     const int64_t p = parts_, d = replicas_;
     auto process = [p](int64_t replica, int64_t part) { return size_t(replica * p + part); };
     for (int64_t i = 0; i < int64_t(engine.order.size()); ++i) {
       const int64_t replica = i / p, part = i % p;
       RingAssignmentMsg a{.rank = part, .size = p, .replica = replica, .replicas = d};
-      if (pipeline_) {
-        if (part + 1 < p) a.next = at[process(replica, part + 1)].link;
-        if (part > 0) a.prev = at[process(replica, part - 1)].link;
-      } else {
-        a.next = at[process(replica, (part + 1) % p)].link;
+      a.keys = link_keys(at);
+      // a pipeline's last stage has no next and its first no previous; a tensor group is a ring
+      const bool has_next = !pipeline_ || part + 1 < p, has_prev = pipeline_ && part > 0;
+      if (has_next) {
+        const WorkerEndpoints& w = at[process(replica, (part + 1) % p)];
+        a.next = w.link, a.next_key = w.key;
       }
-      if (d > 1) a.replica_next = at[process((replica + 1) % d, part)].replica;
+      if (has_prev) {
+        const WorkerEndpoints& w = at[process(replica, part - 1)];
+        a.prev = w.link, a.prev_key = w.key;
+      }
+      if (d > 1) {
+        const WorkerEndpoints& w = at[process((replica + 1) % d, part)];
+        a.replica_next = w.replica, a.replica_next_key = w.key;
+      }
       engine.send(engine.order[size_t(i)], encode(a, engine.envelope()));
     }
     std::vector<std::string> sizes;

@@ -23,7 +23,15 @@ std::string reachable_endpoint(const std::string& endpoint, const Received& from
 
 }  // namespace
 
-std::vector<WorkerEndpoints> collect_endpoints(Engine& engine, double seconds, bool replicas) {
+std::vector<std::string> link_keys(const std::vector<WorkerEndpoints>& at) {
+  std::vector<std::string> keys;
+  for (const auto& w : at)
+    if (!w.key.empty()) keys.push_back(w.key);
+  return keys;
+}
+
+std::vector<WorkerEndpoints> collect_endpoints(Engine& engine, double seconds, bool keys,
+                                               bool replicas) {
   std::map<std::string, WorkerEndpoints> endpoints;
   const auto deadline = deadline_after(seconds);
   while (endpoints.size() < engine.order.size()) {
@@ -39,6 +47,8 @@ std::vector<WorkerEndpoints> collect_endpoints(Engine& engine, double seconds, b
       refusal = "not a worker of this run";
     else if (!m)
       refusal = "expected RING with the worker's endpoint";
+    else if (keys && m->key.empty())
+      refusal = "RING without the worker's link key (a run with [security])";
     else if (replicas && m->replica_endpoint.empty())
       refusal = "RING without the replica ring's endpoint ([grid] data > 1)";
     else if ((at.link = reachable_endpoint(m->endpoint, in->msg)).empty() ||
@@ -48,6 +58,7 @@ std::vector<WorkerEndpoints> collect_endpoints(Engine& engine, double seconds, b
       engine.reject(in->msg, refusal);
       continue;
     }
+    at.key = m->key;
     endpoints[in->msg.peer] = at;
   }
   std::vector<WorkerEndpoints> out;

@@ -129,9 +129,12 @@ void make_curve_client(zmq::socket_t& sock, const CurveClient& c) {
   sock.set(zmq::sockopt::curve_secretkey, c.keys.secret_key);
 }
 
-CurveGuard::CurveGuard(zmq::context_t& ctx, zmq::socket_t& sock, std::set<std::string> allowed,
-                       bool quiet)
-    : allowed_(std::move(allowed)), quiet_(quiet) {
+CurveGuard::CurveGuard(zmq::context_t& ctx, zmq::socket_t* sock,
+                       std::optional<std::set<std::string>> allowed, bool quiet, std::string who)
+    : allowed_(allowed.value_or(std::set<std::string>{})),
+      decided_(allowed.has_value()),
+      quiet_(quiet),
+      who_(std::move(who)) {
   static std::atomic<int> guards{0};
   monitor_endpoint_ = fmt::format("inproc://fedpar-curve-monitor-{}", guards++);
   auto zap = std::make_shared<zmq::socket_t>(ctx, zmq::socket_type::rep);
@@ -141,14 +144,28 @@ CurveGuard::CurveGuard(zmq::context_t& ctx, zmq::socket_t& sock, std::set<std::s
   } catch (const zmq::error_t& e) {
     throw Error(fmt::format("cannot start the CURVE guard: {}", e.what()));
   }
-  if (zmq_socket_monitor(
-          sock.handle(), monitor_endpoint_.c_str(),
-          ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) != 0)
-    throw Error("cannot monitor the server socket's handshakes");
-  auto monitor = std::make_shared<zmq::socket_t>(ctx, zmq::socket_type::pair);
-  monitor->set(zmq::sockopt::linger, 0);
-  monitor->connect(monitor_endpoint_);
-  thread_ = std::thread([this, zap, monitor] { serve(*zap, *monitor); });
+  std::shared_ptr<zmq::socket_t> monitor;
+  if (sock) {
+    if (zmq_socket_monitor(
+            sock->handle(), monitor_endpoint_.c_str(),
+            ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL) != 0)
+      throw Error("cannot monitor the CURVE socket's handshakes");
+    monitor = std::make_shared<zmq::socket_t>(ctx, zmq::socket_type::pair);
+    monitor->set(zmq::sockopt::linger, 0);
+    monitor->connect(monitor_endpoint_);
+  }
+  thread_ = std::thread([this, zap, monitor] { serve(*zap, monitor.get()); });
+}
+
+void CurveGuard::allow(std::set<std::string> keys) {
+  std::lock_guard lock(mutex_);
+  allowed_ = std::move(keys);
+  decided_ = true;
+}
+
+bool CurveGuard::allowed(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  return allowed_.count(key) > 0;
 }
 
 CurveGuard::~CurveGuard() {
@@ -163,29 +180,38 @@ void CurveGuard::note(const std::string& what) {
     return fmt::format("refused {} more peer connection(s) ({} in all); the last: {}", more, all,
                        what);
   });
-  if (!line.empty()) fmt::print(stderr, "server: {}\n", line);
+  if (!line.empty()) fmt::print(stderr, "{}: {}\n", who_, line);
 }
 
 // RFC 27 (ZAP): request frames version, request id, domain, address, identity, mechanism,
 // credentials (CURVE: the client's 32-byte public key); reply version, request id, status code,
 // status text, user id, metadata.
-void CurveGuard::serve(zmq::socket_t& zap, zmq::socket_t& monitor) {
+void CurveGuard::serve(zmq::socket_t& zap, zmq::socket_t* monitor) {
   while (!stop_) {
-    zmq::pollitem_t items[] = {{zap.handle(), 0, ZMQ_POLLIN, 0},
-                               {monitor.handle(), 0, ZMQ_POLLIN, 0}};
+    // Undecided, the ZAP socket is not read: requests wait in its queue for the allow-list.
+    const bool decided = decided_;
+    std::vector<zmq::pollitem_t> items;
+    if (decided) items.push_back({zap.handle(), 0, ZMQ_POLLIN, 0});
+    if (monitor) items.push_back({monitor->handle(), 0, ZMQ_POLLIN, 0});
+    if (items.empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
     try {
-      zmq::poll(items, 2, std::chrono::milliseconds(100));
+      zmq::poll(items.data(), items.size(), std::chrono::milliseconds(decided ? 100 : 10));
     } catch (const zmq::error_t&) {
       continue;  // EINTR
     }
-    if (items[0].revents & ZMQ_POLLIN) {
+    const bool zap_ready = decided && (items[0].revents & ZMQ_POLLIN);
+    const bool monitor_ready = monitor && (items.back().revents & ZMQ_POLLIN);
+    if (zap_ready) {
       std::vector<zmq::message_t> req;
       if (!zmq::recv_multipart(zap, std::back_inserter(req), zmq::recv_flags::dontwait)) continue;
       const bool well_formed =
           req.size() >= 7 && req[5].to_string() == "CURVE" && req[6].size() == 32;
       const std::string key =
           well_formed ? z85(static_cast<const uint8_t*>(req[6].data())) : std::string();
-      const bool ok = well_formed && allowed_.count(key) > 0;
+      const bool ok = well_formed && allowed(key);
       if (!ok)
         note(fmt::format("refused a peer at {}: {}", req.size() > 3 ? req[3].to_string() : "?",
                          well_formed ? "its CURVE key " + key + " is not on the allow-list"
@@ -200,9 +226,9 @@ void CurveGuard::serve(zmq::socket_t& zap, zmq::socket_t& monitor) {
                                                     zmq::const_buffer(nullptr, 0)};
       zmq::send_multipart(zap, reply);
     }
-    if (items[1].revents & ZMQ_POLLIN) {
+    if (monitor_ready) {
       std::vector<zmq::message_t> ev;
-      if (!zmq::recv_multipart(monitor, std::back_inserter(ev), zmq::recv_flags::dontwait))
+      if (!zmq::recv_multipart(*monitor, std::back_inserter(ev), zmq::recv_flags::dontwait))
         continue;
       note(
           fmt::format("a peer failed the CURVE handshake at {} (no key, or not this server's "

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -49,23 +51,32 @@ struct CurveClient {
 void make_curve_server(zmq::socket_t& sock, const CurveServer& c);
 void make_curve_client(zmq::socket_t& sock, const CurveClient& c);
 
-// The ZAP handler of `ctx` (one per context) and a monitor of `sock`'s failed handshakes, on a
-// thread of their own: a peer whose key is not allowed is refused, and every refusal and failed
-// handshake is logged (the first 20, then a count every 10 s) unless `quiet`. Must exist before
-// `sock` binds; stops with the object.
+// The ZAP handler of `ctx` (one per context) and, given a socket, a monitor of its failed
+// handshakes, on a thread of their own: a peer whose key is not allowed is refused, and every
+// refusal and failed handshake is logged as "`who`: ..." (the first 20, then a count every 10 s)
+// unless `quiet`. Without an allow-list yet (nullopt), handshakes wait for allow() (ZeroMQ gives
+// a handshake 30 s): a refused CURVE client would never reconnect. Must exist before the guarded
+// sockets bind; stops with the object.
 class CurveGuard {
  public:
-  CurveGuard(zmq::context_t& ctx, zmq::socket_t& sock, std::set<std::string> allowed, bool quiet);
+  CurveGuard(zmq::context_t& ctx, zmq::socket_t* sock, std::optional<std::set<std::string>> allowed,
+             bool quiet, std::string who = "server");
   ~CurveGuard();
   CurveGuard(const CurveGuard&) = delete;
   CurveGuard& operator=(const CurveGuard&) = delete;
   uint64_t refused() const { return refused_; }  // ZAP refusals and failed handshakes so far
+  // Sets the allow-list (a worker learns its neighbours' keys after it has bound).
+  void allow(std::set<std::string> keys);
 
  private:
-  void serve(zmq::socket_t& zap, zmq::socket_t& monitor);
+  void serve(zmq::socket_t& zap, zmq::socket_t* monitor);
   void note(const std::string& what);
+  bool allowed(const std::string& key);
+  std::mutex mutex_;  // guards allowed_
   std::set<std::string> allowed_;
+  std::atomic<bool> decided_;  // allowed_ is set: ZAP requests are answered
   bool quiet_;
+  std::string who_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> refused_{0};
   LogThrottle log_;  // the guard thread's

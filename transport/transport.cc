@@ -57,7 +57,7 @@ class ZmqTransport final : public Transport {
     sock_.get().set(zmq::sockopt::linger, 2000);  // lets the final STOP reach the clients on close
     sock_.get().set(zmq::sockopt::maxmsgsize, max_frame_bytes);
     if (curve) {  // the guard answers ZAP before the first peer can connect
-      guard_ = std::make_unique<CurveGuard>(sock_.context(), sock_.get(), curve->allowed, quiet);
+      guard_ = std::make_unique<CurveGuard>(sock_.context(), &sock_.get(), curve->allowed, quiet);
       make_curve_server(sock_.get(), *curve);
     }
     try {
@@ -90,9 +90,11 @@ class ZmqTransport final : public Transport {
 
 class ZmqChannel final : public Channel {
  public:
-  ZmqChannel(const std::string& endpoint, zmq::context_t* ctx, const CurveClient* curve)
+  ZmqChannel(const std::string& endpoint, zmq::context_t* ctx, int64_t max_frame_bytes,
+             const CurveClient* curve)
       : sock_(ctx, zmq::socket_type::dealer), endpoint_(endpoint) {
     sock_.get().set(zmq::sockopt::linger, 0);
+    sock_.get().set(zmq::sockopt::maxmsgsize, max_frame_bytes);
     // ZMTP heartbeats end a connection whose server host went silent; a server process that
     // died ends it at once. The monitor tells receive() when the connection is gone.
     sock_.get().set(zmq::sockopt::heartbeat_ivl, 1000);
@@ -190,8 +192,8 @@ std::unique_ptr<Transport> bind_zmq_transport(const std::string& endpoint, zmq::
 }
 
 std::unique_ptr<Channel> connect_zmq_channel(const std::string& endpoint, zmq::context_t* ctx,
-                                             const CurveClient* curve) {
-  return std::make_unique<ZmqChannel>(endpoint, ctx, curve);
+                                             int64_t max_frame_bytes, const CurveClient* curve) {
+  return std::make_unique<ZmqChannel>(endpoint, ctx, max_frame_bytes, curve);
 }
 
 size_t send_message(zmq::socket_t& sock, const WireMessage& m, const std::string* identity) {

@@ -76,8 +76,11 @@ std::unique_ptr<Transport> bind_zmq_transport(const std::string& endpoint,
                                               int64_t max_frame_bytes = -1,
                                               const CurveServer* curve = nullptr,
                                               bool quiet = false);
+// A client's DEALER: frames above `max_frame_bytes` from the server (-1: no limit) drop the
+// connection unread, as on the server's side.
 std::unique_ptr<Channel> connect_zmq_channel(const std::string& endpoint,
                                              zmq::context_t* ctx = nullptr,
+                                             int64_t max_frame_bytes = -1,
                                              const CurveClient* curve = nullptr);
 
 // Sends `m` on a ZeroMQ socket, preceded by a routing identity when one is given. Vector frames go

@@ -21,14 +21,17 @@ std::string describe(uint64_t tag) {
 }
 }  // namespace
 
-ZmqPipeLink::ZmqPipeLink(zmq::context_t& ctx, const std::string& bind, double deadline_seconds)
+ZmqPipeLink::ZmqPipeLink(zmq::context_t& ctx, const std::string& bind, double deadline_seconds,
+                         const LinkSecurity* security)
     : in_(ctx, zmq::socket_type::pull),
       to_prev_(ctx, zmq::socket_type::push),
       to_next_(ctx, zmq::socket_type::push),
+      security_(security),
       deadline_ms_(int(deadline_seconds * 1000)) {
   for (zmq::socket_t* s : {&in_, &to_prev_, &to_next_}) s->set(zmq::sockopt::linger, 0);
   to_prev_.set(zmq::sockopt::sndtimeo, deadline_ms_);
   to_next_.set(zmq::sockopt::sndtimeo, deadline_ms_);
+  if (security_) security_->prepare_bind(in_);
   try {
     in_.bind(bind);
   } catch (const zmq::error_t& e) {
@@ -37,15 +40,16 @@ ZmqPipeLink::ZmqPipeLink(zmq::context_t& ctx, const std::string& bind, double de
   endpoint_ = in_.get(zmq::sockopt::last_endpoint);
 }
 
-void ZmqPipeLink::connect(const std::string& prev, const std::string& next) {
-  for (auto [socket, endpoint, has, who] : {std::tuple{&to_prev_, &prev, &has_prev_, "previous"},
-                                            std::tuple{&to_next_, &next, &has_next_, "next"}}) {
-    if (endpoint->empty()) continue;
+void ZmqPipeLink::connect(const LinkPeer& prev, const LinkPeer& next) {
+  for (auto [socket, peer, has, who] : {std::tuple{&to_prev_, &prev, &has_prev_, "previous"},
+                                        std::tuple{&to_next_, &next, &has_next_, "next"}}) {
+    if (peer->endpoint.empty()) continue;
+    if (security_) security_->prepare_connect(*socket, *peer);
     try {
-      socket->connect(*endpoint);
+      socket->connect(peer->endpoint);
     } catch (const zmq::error_t& e) {
-      throw Error(fmt::format("pipeline: cannot connect to the {} stage at {}: {}", who, *endpoint,
-                              e.what()));
+      throw Error(fmt::format("pipeline: cannot connect to the {} stage at {}: {}", who,
+                              peer->endpoint, e.what()));
     }
     *has = true;
   }

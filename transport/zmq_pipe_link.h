@@ -15,6 +15,8 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "transport/link_security.h"
+
 namespace fedpar {
 
 enum class PipeDirection : uint8_t { kForward = 0, kBackward = 1 };
@@ -24,11 +26,13 @@ uint64_t pipe_tag(uint64_t step, uint32_t micro, PipeDirection dir);
 
 class ZmqPipeLink {
  public:
-  // Binds the receiving socket at `bind` (tcp://host:* picks a free port; see endpoint()).
-  ZmqPipeLink(zmq::context_t& ctx, const std::string& bind, double deadline_seconds);
+  // Binds the receiving socket at `bind` (tcp://host:* picks a free port; see endpoint()), with
+  // `security`'s frame limit and keys (null: plaintext, no limit); `security` outlives the link.
+  ZmqPipeLink(zmq::context_t& ctx, const std::string& bind, double deadline_seconds,
+              const LinkSecurity* security = nullptr);
   std::string endpoint() const { return endpoint_; }
-  // "" where there is no neighbour (the first stage has no previous, the last no next).
-  void connect(const std::string& prev, const std::string& next);
+  // An endpoint "" where there is no neighbour (the first stage has no previous, the last no next).
+  void connect(const LinkPeer& prev, const LinkPeer& next);
 
   // Forward goes to the next stage, backward to the previous one.
   void send(PipeDirection dir, uint64_t tag, std::span<const uint8_t> payload,
@@ -47,6 +51,7 @@ class ZmqPipeLink {
 
  private:
   zmq::socket_t in_, to_prev_, to_next_;
+  const LinkSecurity* security_;
   bool has_prev_ = false, has_next_ = false;
   std::string endpoint_;
   int deadline_ms_;

@@ -13,13 +13,16 @@
 
 namespace fedpar {
 
-ZmqRingLink::ZmqRingLink(zmq::context_t& ctx, const std::string& bind, double deadline_seconds)
+ZmqRingLink::ZmqRingLink(zmq::context_t& ctx, const std::string& bind, double deadline_seconds,
+                         const LinkSecurity* security)
     : in_(ctx, zmq::socket_type::pull),
       out_(ctx, zmq::socket_type::push),
+      security_(security),
       deadline_ms_(int(deadline_seconds * 1000)) {
   in_.set(zmq::sockopt::linger, 0);
   out_.set(zmq::sockopt::linger, 0);
   out_.set(zmq::sockopt::sndtimeo, deadline_ms_);  // a next worker that never takes: no hang
+  if (security_) security_->prepare_bind(in_);
   try {
     in_.bind(bind);
   } catch (const zmq::error_t& e) {
@@ -28,12 +31,13 @@ ZmqRingLink::ZmqRingLink(zmq::context_t& ctx, const std::string& bind, double de
   endpoint_ = in_.get(zmq::sockopt::last_endpoint);
 }
 
-void ZmqRingLink::connect_next(const std::string& endpoint) {
+void ZmqRingLink::connect_next(const LinkPeer& next) {
+  if (security_) security_->prepare_connect(out_, next);
   try {
-    out_.connect(endpoint);
+    out_.connect(next.endpoint);
   } catch (const zmq::error_t& e) {
     throw Error(
-        fmt::format("ring: cannot connect to the next worker at {}: {}", endpoint, e.what()));
+        fmt::format("ring: cannot connect to the next worker at {}: {}", next.endpoint, e.what()));
   }
 }
 

@@ -12,16 +12,19 @@
 #include <zmq.hpp>
 
 #include "core/codec/codec.h"
+#include "transport/link_security.h"
 #include "transport/ring_allreduce.h"
 
 namespace fedpar {
 
 class ZmqRingLink final : public RingLink {
  public:
-  // Binds the receiving socket at `bind` (tcp://host:* picks a free port; see endpoint()).
-  ZmqRingLink(zmq::context_t& ctx, const std::string& bind, double deadline_seconds);
+  // Binds the receiving socket at `bind` (tcp://host:* picks a free port; see endpoint()), with
+  // `security`'s frame limit and keys (null: plaintext, no limit); `security` outlives the link.
+  ZmqRingLink(zmq::context_t& ctx, const std::string& bind, double deadline_seconds,
+              const LinkSecurity* security = nullptr);
   std::string endpoint() const { return endpoint_; }  // where the previous worker connects
-  void connect_next(const std::string& endpoint);
+  void connect_next(const LinkPeer& next);
   // Chunks travel encoded with `c` (a summable codec: fp16, bf16); each hop decodes, adds in
   // float and encodes again, and finish() rounds the finished sums. Null: raw float32.
   void set_codec(const Codec* c);
@@ -52,6 +55,7 @@ class ZmqRingLink final : public RingLink {
   static constexpr size_t kZeroCopyBytes = 64 * 1024;
   std::shared_ptr<InFlight> in_flight_ = std::make_shared<InFlight>();
   zmq::socket_t in_, out_;
+  const LinkSecurity* security_;
   std::string endpoint_;
   int deadline_ms_;
   uint64_t sent_ = 0, received_ = 0;

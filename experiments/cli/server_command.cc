@@ -51,6 +51,10 @@ Action add_client_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--device", o->device, "cpu or cuda (default: the run config's device)");
   cmd->add_flag("--quiet", o->quiet, "no progress on stderr");
+  cmd->add_option("--max-frame-mib", o->max_frame_mib,
+                  "the largest frame taken from the server (a bigger one drops the connection)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--key", o->key_file, "CURVE: this client's key pair (fedpar keygen NAME)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--server-key", o->server_key_file, "CURVE: the server's public key (.pub)")

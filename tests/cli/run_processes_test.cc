@@ -98,7 +98,8 @@ TEST(Distributed, VirtualClientsFollowSlotsAndBytesAreCountedPerProcess) {
   TempDir tmp;
   pid_t big = -1;
   const RunResult r = run_distributed(
-      tmp, "slots", "tcp://127.0.0.1:*", 1, {"regime=model", "rounds=2", "partition.clients=8"},
+      tmp, "slots", "tcp://127.0.0.1:*", 1,
+      {"regime=model", "rounds=2", "partition.clients=8", "max_slots=3"},
       [&](const std::string& ep) {
         big = testing::spawn_fedpar({"client", "--quiet", "--slots", "3", "--server", ep},
                                     tmp / "big.out", tmp / "big.err");
@@ -328,6 +329,43 @@ std::vector<std::string> lying_peer(const std::string& ep, int garbage) {
                               {c, m.header.run, m.header.round}));
   }
   return errors;
+}
+
+// The config grants slots, not the peer: a HELLO asking for a million (it once took 3 of 4
+// virtual clients) is refused with the reason while the server still waits for its second
+// process, and the two honest processes then host two clients each.
+TEST(DistributedFaults, AHelloCannotTakeMoreSlotsThanTheConfigGrants) {
+  TempDir tmp;
+  std::string reason;
+  pid_t second = -1;
+  const RunResult r = run_distributed(
+      tmp, "greedy", "tcp://127.0.0.1:*", 1, {"regime=model", "rounds=1", "partition.clients=4"},
+      [&](const std::string& ep) {
+        zmq::context_t ctx;
+        zmq::socket_t s(ctx, zmq::socket_type::dealer);
+        s.set(zmq::sockopt::linger, 0);
+        s.set(zmq::sockopt::rcvtimeo, 10000);
+        s.connect(ep);
+        send_frames(s, encode(HelloMsg{.slots = HelloMsg::kMaxSlots, .pid = 1}));
+        std::vector<zmq::message_t> frames;
+        if (zmq::recv_multipart(s, std::back_inserter(frames))) {
+          std::vector<std::span<const uint8_t>> spans;
+          for (auto& f : frames)
+            spans.emplace_back(static_cast<const uint8_t*>(f.data()), f.size());
+          const auto parsed = parse_message(spans);
+          if (const auto* m = std::get_if<ParsedMessage>(&parsed))
+            if (const auto e = decode_error(*m); std::holds_alternative<ErrorMsg>(e))
+              reason = std::get<ErrorMsg>(e).reason;
+        }
+        second = testing::spawn_fedpar({"client", "--quiet", "--server", ep}, tmp / "second.out",
+                                       tmp / "second.err");
+      });
+  EXPECT_EQ(testing::wait_exit(second, 30).value_or(-99), 0);
+  ASSERT_EQ(r.server_code, 0) << r.err;
+  EXPECT_NE(reason.find("at most 1 slot(s) per process (max_slots)"), std::string::npos) << reason;
+  const auto summary = nlohmann::json::parse(testing::slurp(tmp / "res/greedy/summary.json"));
+  ASSERT_EQ(summary["hosts"].size(), 2u);
+  for (const auto& h : summary["hosts"]) EXPECT_EQ(h["clients"].size(), 2u);
 }
 
 // A client trusts no WELCOME blindly: a server (here a bare ROUTER) that names a sample past the

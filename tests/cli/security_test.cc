@@ -1,6 +1,7 @@
 // CURVE with real processes: a server with a key pair and an allow-list trains with its allowed
 // client exactly what the plaintext run trains, while a plaintext peer and a peer whose key is
-// not on the list never get a byte of the run (not even an ERROR) and are logged; keys are files
+// not on the list never get a byte of the run (not even an ERROR) and are logged; the links
+// between workers are encrypted with the run's worker keys and change no bit; keys are files
 // that `fedpar keygen` writes and refuses to overwrite, and a bind to a non-loopback address
 // without keys warns.
 #include <gtest/gtest.h>
@@ -14,6 +15,8 @@
 #include "protocol/messages.h"
 #include "tests/util/distributed_run.h"
 #include "tests/util/process.h"
+#include "tests/util/run_fedpar.h"
+#include "tests/util/run_results.h"
 #include "tests/util/test_util.h"
 #include "transport/curve.h"
 
@@ -78,6 +81,41 @@ TEST(Curve, OnlyAllowedKeysJoinAndTheRunTrainsWhatPlaintextTrains) {
       << run.err;
   EXPECT_NE(run.err.find("a peer failed the CURVE handshake"), std::string::npos) << run.err;
   EXPECT_EQ(run.err.find("WARNING"), std::string::npos) << run.err;
+}
+
+// The links between workers speak CURVE too: each worker makes a key pair for the run and the
+// server hands each its neighbours' keys with their endpoints. The ring all-reduce, a pipeline
+// of two data replicas (its stage links and the replica rings) and a tensor pair train with
+// [security] exactly the bits their plaintext runs train.
+TEST(Curve, WorkerLinksSpeakCurveAndTrainWhatPlaintextTrains) {
+  TempDir tmp;
+  const auto server_key = write_curve_key_pair(tmp / "keys", "server", generate_curve_key_pair());
+  std::filesystem::create_directories(tmp / "keys" / "none");  // `fedpar run` adds its clients'
+  std::ofstream(tmp / "run.toml")
+      << "seed = 3\nregime = 'gradient'\nrounds = 3\n[data]\nname = 'synthetic'\niid = true\n"
+         "[model]\nname = 'mlp'\nhidden = [32, 24]\n[sgd]\nbatch = 24\n";
+  const std::string secure = " --set security.key=" + server_key.string() +
+                             " --set security.clients=" + (tmp / "keys" / "none").string();
+  const std::vector<std::pair<std::string, std::string>> topologies = {
+      {"allreduce", "--set topology=allreduce --set processes=2 --set partition.clients=2"},
+      {"pipeline",
+       "--set topology=pipeline --set processes=4 --set grid.data=2 --set partition.clients=2"},
+      {"tensor", "--set topology=tensor --set processes=2 --set partition.clients=1"}};
+  for (const auto& [name, sets] : topologies) {
+    std::vector<float> params[2];
+    for (const bool curve : {false, true}) {
+      const std::string run_name = name + (curve ? "-curve" : "-plain");
+      const auto r = testing::run_fedpar(
+          "run " + (tmp / "run.toml").string() + " --set results_dir=" + (tmp / "res").string() +
+              " --set name=" + run_name + " " + sets + (curve ? secure : ""),
+          tmp.path());
+      ASSERT_EQ(r.code, 0) << run_name << ": " << r.err;
+      EXPECT_EQ(r.err.find("refused"), std::string::npos) << run_name << ": " << r.err;
+      params[curve] = testing::final_params(tmp / "res" / run_name);
+    }
+    ASSERT_FALSE(params[0].empty());
+    EXPECT_EQ(params[0], params[1]) << name;
+  }
 }
 
 TEST(Curve, KeyFilesAreNeverOverwrittenAndBadOnesAreNamed) {

@@ -130,6 +130,21 @@ TEST(Messages, WelcomeAndHelloAndRingRoundTrip) {
   const auto both = std::get<RingEndpointMsg>(
       decode_ring_endpoint(wire(encode(RingEndpointMsg{"tcp://y:2", "tcp://y:3"}, {}))));
   EXPECT_EQ(both.replica_endpoint, "tcp://y:3");
+  // [security]: a worker's link key goes up, its neighbours' and the run's come down
+  EXPECT_EQ(std::get<RingEndpointMsg>(
+                decode_ring_endpoint(wire(encode(RingEndpointMsg{"tcp://y:2", "", "K"}, {}))))
+                .key,
+            "K");
+  RingAssignmentMsg keyed{.rank = 0, .size = 2, .next = "n", .prev = "p"};
+  keyed.next_key = "N", keyed.prev_key = "P", keyed.keys = {"N", "P"};
+  const auto k = std::get<RingAssignmentMsg>(decode_ring_assignment(wire(encode(keyed, {}))));
+  EXPECT_EQ(k.next_key, "N");
+  EXPECT_EQ(k.prev_key, "P");
+  EXPECT_EQ(k.keys, keyed.keys);
+  EXPECT_EQ(
+      reason(decode_ring_assignment(wire(encode_message(
+          MessageType::kRing, 0, 0, 0, {{"rank", 0}, {"size", 1}, {"next", ""}, {"keys", {1}}})))),
+      "field 'keys' has the wrong type");
   // a replica outside the grid is refused
   auto bad = decode_ring_assignment(wire(
       encode_message(MessageType::kRing, 0, 0, 0,

@@ -121,7 +121,7 @@ ZmqRingResult run_zmq_ring(const std::vector<std::vector<float>>& x, size_t buck
     links.back()->set_codec(codec);
   }
   for (int r = 0; r < n; ++r)
-    links[size_t(r)]->connect_next(links[size_t((r + 1) % n)]->endpoint());
+    links[size_t(r)]->connect_next({links[size_t((r + 1) % n)]->endpoint()});
   ZmqRingResult out{x};
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r)
@@ -180,8 +180,8 @@ TEST(RingAllreduce, OverZeroMqA16BitCastKeepsReplicasBitwiseEqualWithHalfTheByte
 TEST(RingAllreduce, OverZeroMqADeadNeighbourStopsTheRingWithinTheDeadline) {
   zmq::context_t ctx;
   ZmqRingLink a(ctx, "tcp://127.0.0.1:*", 0.3), b(ctx, "tcp://127.0.0.1:*", 0.3);
-  a.connect_next(b.endpoint());
-  b.connect_next(a.endpoint());
+  a.connect_next({b.endpoint()});
+  b.connect_next({a.endpoint()});
   std::vector<float> v(1000, 1.0f);
   const auto t0 = std::chrono::steady_clock::now();
   try {

@@ -114,6 +114,20 @@ TEST(Transport, AFrameOverTheLimitDisconnectsItsSenderAndOthersAreHeard) {
   EXPECT_FALSE(server->receive(deadline_after(0.5)).has_value());  // the 4 MiB frame never came
 }
 
+// The same on a client's side (fedpar client --max-frame-mib): a server's frame over the
+// channel's limit never reaches the client.
+TEST(Transport, AClientChannelDropsAServerFrameOverItsLimit) {
+  const auto server = bind_zmq_transport("tcp://127.0.0.1:*");
+  const auto client = connect_zmq_channel(server->endpoint(), nullptr, 64 << 10);
+  client->send(encode_message(MessageType::kHello, 0, 0, 0, {{"slots", 1}}));
+  const auto hello = server->receive(deadline_after(10));
+  ASSERT_TRUE(hello.has_value());
+  const std::vector<float> huge(1 << 20, 1.0f);
+  const std::vector<std::span<const float>> too_big = {huge};
+  server->send(hello->peer, encode_message(MessageType::kTask, 0, 0, 0, {}, too_big));
+  EXPECT_FALSE(client->receive(deadline_after(1.0)).has_value());
+}
+
 TEST(Transport, BindErrorsNameTheEndpoint) {
   zmq::context_t ctx;
   const auto a = bind_zmq_transport("inproc://taken", &ctx);
