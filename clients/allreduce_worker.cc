@@ -32,6 +32,18 @@ void AllReduceWorker::join(int rank, int size, const LinkPeer& next) {
   link_.connect_next(next);
 }
 
+void AllReduceWorker::reform(int rank, int size, const LinkPeer& next, uint32_t epoch,
+                             uint64_t redo) {
+  FEDPAR_CHECK(size >= 1 && rank >= 0 && rank < size) << "rank " << rank << " of " << size;
+  if (before_.round == redo) {  // it began (or finished) that round: back to where it began
+    replica_ = before_.replica;
+    sgd_.load_state(before_.sgd, "sgd");
+    scaler_ = before_.scaler;
+  }
+  rank_ = rank, size_ = size;
+  link_.reconnect_next(next, epoch);
+}
+
 AllReduceStep AllReduceWorker::step(Model& model, const Dataset& data,
                                     const std::map<uint32_t, std::vector<uint32_t>>& shards,
                                     int64_t batch, uint64_t round, double total_weight,
@@ -39,6 +51,11 @@ AllReduceStep AllReduceWorker::step(Model& model, const Dataset& data,
   using Clock = std::chrono::steady_clock;
   FEDPAR_CHECK(replica_.size() == model.num_params())
       << "no replica: the first task carries the model";
+  if (s_.ring_elastic) {  // what a redo of this round starts from
+    before_.round = round, before_.replica = replica_, before_.scaler = scaler_;
+    before_.sgd = Checkpoint{};
+    sgd_.save_state(before_.sgd, "sgd");
+  }
   AllReduceStep out;
   const auto t0 = Clock::now();
   const Task task{.kind = LocalWork::kGradient,

@@ -17,6 +17,7 @@
 #include <zmq.hpp>
 
 #include "core/batch_buffer.h"
+#include "core/checkpoint.h"
 #include "core/dataset.h"
 #include "core/loss_scaler.h"
 #include "core/model.h"
@@ -39,6 +40,11 @@ class AllReduceWorker {
   AllReduceWorker(zmq::context_t& ctx, const RunSpec& s, const LinkSecurity& security);
   std::string endpoint() const { return link_.endpoint(); }  // where the previous rank connects
   void join(int rank, int size, const LinkPeer& next);
+  // allreduce.elastic: rank `rank` of a ring of `size` re-formed without the dead, sending to
+  // `next` from now on. A worker that finished round `redo` (its ring broke after this worker's
+  // last chunk) goes back to the replica and optimizer state it had before it, so that every
+  // survivor redoes that round from the same state.
+  void reform(int rank, int size, const LinkPeer& next, uint32_t epoch, uint64_t redo);
   int rank() const { return rank_; }
 
   void set_replica(std::span<const float> params) { replica_.assign(params.begin(), params.end()); }
@@ -64,6 +70,13 @@ class AllReduceWorker {
   std::vector<float> replica_, sum_;
   HostSgd sgd_;                       // steps the host replica
   std::optional<LossScaler> scaler_;  // fp16: the loss scale of this worker's gradients
+  // allreduce.elastic: the state before the last finished step, and its round
+  struct Before {
+    uint64_t round = UINT64_MAX;
+    std::vector<float> replica;
+    Checkpoint sgd;
+    std::optional<LossScaler> scaler;
+  } before_;
 };
 
 }  // namespace fedpar

@@ -150,7 +150,7 @@ class ClientProcess {
           log("the server rejected a message: " + checked(decode_error(m), "ERROR").reason);
           break;
         case MessageType::kRing:
-          join_ring(checked(decode_ring_assignment(m), "RING"));
+          join_ring(checked(decode_ring_assignment(m), "RING"), m.header.round);
           break;
         case MessageType::kTask:
           serve(checked(decode_task(m), "TASK"), m.header.round);
@@ -179,7 +179,7 @@ class ClientProcess {
       links_.emplace(max_frame);
   }
 
-  void join_ring(const RingAssignmentMsg& r) {
+  void join_ring(const RingAssignmentMsg& r, uint64_t round) {
     if (!links_)
       throw Error("the server sent a ring assignment to a run whose topology has no ring");
     links_->allow({r.keys.begin(), r.keys.end()});
@@ -191,6 +191,11 @@ class ClientProcess {
     if (tensor_)
       return tensor_->join(int(r.rank), int(r.size), next, int(r.replica), int(r.replicas),
                            replica_next);
+    if (r.epoch > 0) {
+      log(fmt::format("the ring re-formed without the dead: rank {} of {}; redoing round {}",
+                      r.rank, r.size, round + 1));
+      return ring_->reform(int(r.rank), int(r.size), next, uint32_t(r.epoch), round);
+    }
     ring_->join(int(r.rank), int(r.size), next);
   }
 
@@ -254,10 +259,23 @@ class ClientProcess {
       check_model(task.vectors[0]);
       ring_->set_replica(task.vectors[0]);
     }
-    const AllReduceStep st = or_tell_server(ring_->rank(), round, [&] {
+    const auto step = [&] {
       return ring_->step(*model_, data_.data, shards_, task.batch, round, task.total_weight,
                          buffer_);
-    });
+    };
+    if (s_.ring_elastic) {  // a broken ring is the server's to re-form: tell it, and stay
+      try {
+        step_reported(step(), task, round);
+      } catch (const Error& e) {
+        log(fmt::format("round {}: {}; waiting for the ring to re-form", round + 1, e.what()));
+        channel_.send(encode(ErrorMsg{e.what()}, {uint32_t(ring_->rank()), run_, round}));
+      }
+      return;
+    }
+    step_reported(or_tell_server(ring_->rank(), round, step), task, round);
+  }
+
+  void step_reported(const AllReduceStep& st, const TaskMsg& task, uint64_t round) {
     report_worker(ring_->rank(), round, task, ring_->replica(),
                   {.kind = TaskKind::kAllReduce,
                    .num_samples = st.num_samples,

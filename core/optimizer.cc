@@ -40,7 +40,7 @@ void HostSgd::save_state(Checkpoint& c, const std::string& prefix) const {
 
 void HostSgd::load_state(const Checkpoint& c, const std::string& prefix) {
   const auto it = c.f32.find(prefix + ".velocity");
-  if (it == c.f32.end()) return;
+  if (it == c.f32.end()) return sgd_.reset();  // as before the first step
   sgd_ = std::make_unique<Sgd>(*be_, it->second.size(), opts_);
   sgd_->set_velocity(it->second);
 }

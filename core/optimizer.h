@@ -46,8 +46,8 @@ class HostSgd {
   ~HostSgd();
   // params -= lr * update(gradient); momentum persists across calls.
   void step(std::span<float> params, std::span<const float> gradient, float lr);
-  // The momentum buffer as `prefix`.velocity, once there is one; load restores it (nothing
-  // when the checkpoint has none: no step was taken, or no momentum).
+  // The momentum buffer as `prefix`.velocity, once there is one; load restores it (or the state
+  // before the first step when the checkpoint has none: no step was taken, or no momentum).
   void save_state(Checkpoint& c, const std::string& prefix) const;
   void load_state(const Checkpoint& c, const std::string& prefix);
 

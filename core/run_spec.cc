@@ -87,6 +87,7 @@ bucket_floats = 1048576  # the gradient is reduced in buckets of this many float
 deadline_seconds = 10.0  # a silent neighbour stops the ring with an error after this long
 hash_every = 10          # rounds between checks that every replica holds the same bytes (and the last)
 fault_flip_rank = -1     # testing the check: this rank (a [grid]'s process index) flips one bit after round 1
+elastic = false          # a worker that dies: the others re-form the ring without it and redo the round
 
 [pipeline]               # topology = "pipeline": one stage (a contiguous slice of the layers) per process
 micro_batches = 1        # sgd.batch is split into this many micro-batches per step
@@ -621,6 +622,13 @@ RunSpec resolve_run_spec(const Config& c) {
   s.delay_seconds = client_values(c, "stragglers.delay_seconds", 0.0);
 
   s.compression = resolve_compression(c, s);
+  s.ring_elastic = c.get_bool("allreduce.elastic");
+  require(!s.ring_elastic || s.topology == Topology::kAllReduce,
+          "allreduce.elastic re-forms the all-reduce ring: it needs topology = \"allreduce\"");
+  require(
+      !s.ring_elastic || (s.compression.uplink != "randk" && s.compression.uplink != "powersgd"),
+      "allreduce.elastic cannot redo a round of randk or powersgd (their workers' state is not "
+      "kept): use compression.uplink = \"none\", \"fp16\" or \"bf16\"");
   s.network = resolve_network_section(c, s);
   s.robust = resolve_robust(c, s);
   s.security = {c.get_string("security.key"), c.get_string("security.clients")};

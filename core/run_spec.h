@@ -96,6 +96,7 @@ struct RunSpec {
   std::string ring_bind = "tcp://127.0.0.1:*";
   int64_t ring_bucket_floats = 1 << 20;
   double ring_deadline_seconds = 10;
+  bool ring_elastic = false;  // a dead worker: the ring re-forms without it
   int hash_every = 10;
   PipelineSpec pipeline;
   // pipeline and tensor topologies: data-parallel replicas of the model-parallel group

@@ -50,12 +50,13 @@ std::string self_exe() {
 }
 
 // Whether the server carries on when a client process dies: model averaging drops a missing
-// client's updates, and so does the parameter server with continue_without_missing; the other
-// ways of training need every process.
+// client's updates, and so does the parameter server with continue_without_missing; an elastic
+// ring re-forms without it; the other ways of training need every process.
 bool goes_on_without_clients(const RunSpec& s) {
-  return s.topology == Topology::kParameterServer &&
-         (s.regime == Regime::kModel ||
-          (s.regime == Regime::kGradient && s.continue_without_missing));
+  return (s.topology == Topology::kParameterServer &&
+          (s.regime == Regime::kModel ||
+           (s.regime == Regime::kGradient && s.continue_without_missing))) ||
+         (s.topology == Topology::kAllReduce && s.ring_elastic);
 }
 
 // One supervised run: the server, then (once it listens) the clients; the first failure, the

@@ -76,6 +76,8 @@ struct RingAssignmentMsg {
   std::string replica_next;
   std::string next_key, prev_key, replica_next_key;
   std::vector<std::string> keys;
+  // allreduce.elastic: > 0 re-forms the ring without the dead; the header's round is redone
+  int64_t epoch = 0;
 };
 
 struct TaskMsg {

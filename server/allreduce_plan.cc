@@ -1,6 +1,8 @@
 // The `allreduce` topology's server side as a plan: rendezvous, then per round a small TASK to each
 // rank, one report back, replica hash checks, and the model from rank 0 when it is to be evaluated
-// or saved. The gradients never pass through the server. See plan.h and docs/topologies.md.
+// or saved. The gradients never pass through the server. With allreduce.elastic, a round whose
+// ring broke because a worker died is redone by the others in a ring re-formed without it. See
+// plan.h and docs/topologies.md.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -16,7 +18,7 @@ namespace {
 
 class AllReducePlan final : public Plan {
  public:
-  explicit AllReducePlan(RunContext& run) : run_(run), s_(run.s), weight_(total_weight()) {}
+  explicit AllReducePlan(RunContext& run) : run_(run), s_(run.s) {}
 
   const char* topology() const override { return "allreduce"; }
   bool holds_model_after(int r) const override { return model_due(s_, r); }
@@ -24,19 +26,9 @@ class AllReducePlan final : public Plan {
   // The ring: every process sends RING with the endpoint it listens on; each then hears its rank
   // (HELLO order), the ring size and its next neighbour's endpoint.
   void begin(Engine& engine) override {
-    const std::vector<WorkerEndpoints> at =
-        collect_endpoints(engine, s_.wait_seconds, s_.security.on());
-    std::vector<std::string> ring;
-    for (const WorkerEndpoints& w : at) ring.push_back(w.link);
-    const int64_t n = int64_t(engine.order.size());
-    for (int64_t rank = 0; rank < n; ++rank) {
-      const WorkerEndpoints& next = at[size_t((rank + 1) % n)];
-      RingAssignmentMsg a{.rank = rank, .size = n, .next = next.link};
-      a.next_key = next.key;
-      a.keys = link_keys(at);
-      engine.send(engine.order[size_t(rank)], encode(a, engine.envelope()));
-    }
-    engine.log(fmt::format("ring of {} workers formed: {}", n, fmt::join(ring, " -> ")));
+    at_ = collect_endpoints(engine, s_.wait_seconds, s_.security.on());
+    members_ = engine.all_ranks();
+    form_ring(engine);
   }
 
   std::string round(Engine& engine, RoundRecord& rec) override {
@@ -46,14 +38,22 @@ class AllReducePlan final : public Plan {
     // Rank 0's replica comes back when the server evaluates or saves it.
     const bool need_params = model_due(s_, r);
     send_tasks(engine, check, need_params);
-    const Collected c = engine.collect(report_spec(engine, check, need_params));
+    const Collected c = engine.collect(report_spec(check, need_params));
+    if (s_.ring_elastic && !c.missing.empty() && c.missing.size() < members_.size()) {
+      reform_without(engine, c.missing);
+      return round(engine, rec);  // the survivors redo the round from where it began
+    }
     if (!c.missing.empty())
       throw Error(fmt::format(
           "round {}: no report from worker(s) {} within {} s{} (did it die? the ring cannot go on "
-          "without it)",
-          r + 1, fmt::join(c.missing, ", "), c.waited, c.got.empty() ? "" : " of the others'"));
+          "without it{})",
+          r + 1, fmt::join(c.missing, ", "), c.waited, c.got.empty() ? "" : " of the others'",
+          s_.ring_elastic ? "" : "; allreduce.elastic = true re-forms it without the dead"));
+    if (!c.failed.empty())  // every worker alive, yet the ring failed: nothing to re-form
+      throw Error(fmt::format("round {}: worker {} failed: {}", r + 1, c.failed.begin()->first,
+                              c.failed.begin()->second));
     if (need_params) {
-      const auto v = c.got.at(0).update.vectors[0];
+      const auto v = c.got.at(members_[0]).update.vectors[0];
       std::copy(v.begin(), v.end(), run_.params.begin());
     }
     if (check) check_replicas(c, need_params, r);
@@ -62,14 +62,50 @@ class AllReducePlan final : public Plan {
   }
 
  private:
-  // Sum of the weights the ring divides by: every client's n_k (or 1 each with uniform weighting).
-  double total_weight() const {
-    double t = 0;
-    for (const auto& c : run_.manifest.clients) {
-      const auto n = uint64_t(c.indices.size());
-      t += raw_weight(s_.weighting,
-                      s_.sgd_batch > 0 ? std::min<uint64_t>(n, uint64_t(s_.sgd_batch)) : n);
+  // Rank k of the ring is members_[k]; each hears where its next neighbour listens (and its key).
+  void form_ring(Engine& engine) {
+    const int64_t n = int64_t(members_.size());
+    std::vector<std::string> ring;
+    for (const uint32_t p : members_) ring.push_back(at_[p].link);
+    for (int64_t rank = 0; rank < n; ++rank) {
+      const WorkerEndpoints& next = at_[members_[size_t((rank + 1) % n)]];
+      RingAssignmentMsg a{.rank = rank, .size = n, .next = next.link};
+      a.next_key = next.key;
+      a.keys = link_keys(at_);
+      a.epoch = epoch_;
+      engine.send(engine.order[members_[size_t(rank)]], encode(a, engine.envelope()));
     }
+    weight_ = total_weight(engine);
+    member_clients_ = 0;
+    for (const uint32_t p : members_)
+      member_clients_ += engine.peers.at(engine.order[p]).clients.size();
+    engine.log(fmt::format("ring of {} workers {}: {}", n, epoch_ > 0 ? "re-formed" : "formed",
+                           fmt::join(ring, " -> ")));
+  }
+
+  // allreduce.elastic: the dead leave the run with their virtual clients; the ring re-forms.
+  void reform_without(Engine& engine, const std::vector<uint32_t>& dead) {
+    for (const uint32_t p : dead) engine.lost.insert(engine.order[p]);
+    std::erase_if(members_,
+                  [&](uint32_t p) { return std::find(dead.begin(), dead.end(), p) != dead.end(); });
+    ++epoch_;
+    engine.log(fmt::format(
+        "round {}: worker(s) {} did not answer (dead?); re-forming the ring with the other {} "
+        "and redoing the round without their virtual clients",
+        engine.round + 1, fmt::join(dead, ", "), members_.size()));
+    form_ring(engine);
+  }
+
+  // Sum of the weights the ring divides by: every member's clients' n_k (or 1 each with uniform
+  // weighting).
+  double total_weight(const Engine& engine) const {
+    double t = 0;
+    for (const uint32_t p : members_)
+      for (const uint32_t c : engine.peers.at(engine.order[p]).clients) {
+        const auto n = uint64_t(run_.manifest.clients[c].indices.size());
+        t += raw_weight(s_.weighting,
+                        s_.sgd_batch > 0 ? std::min<uint64_t>(n, uint64_t(s_.sgd_batch)) : n);
+      }
     return t;
   }
 
@@ -77,30 +113,34 @@ class AllReducePlan final : public Plan {
   void send_tasks(Engine& engine, bool check, bool need_params) {
     const auto start =
         engine.round == 0 ? std::make_shared<const std::vector<float>>(run_.params) : nullptr;
-    for (size_t rank = 0; rank < engine.order.size(); ++rank) {
+    for (size_t rank = 0; rank < members_.size(); ++rank) {
       TaskMsg task{.kind = TaskKind::kAllReduce,
                    .batch = s_.sgd_batch,
                    .total_weight = weight_,
                    .hash = check,
                    .send_params = need_params && rank == 0};
       if (start) task.vectors = {*start};
-      engine.send(engine.order[rank], encode(task, engine.envelope(), start));
+      engine.send(engine.order[members_[rank]], encode(task, engine.envelope(), start));
     }
   }
 
   // One report per rank. The ranks leave the all-reduce together, so once one has reported the
   // others have at most the ring's deadline: a rank that died after its part of the ring is found
   // that fast too.
-  CollectSpec report_spec(const Engine& engine, bool check, bool need_params) const {
+  CollectSpec report_spec(bool check, bool need_params) const {
     CollectSpec spec{.kind = TaskKind::kAllReduce,
                      .key = CollectSpec::Key::kRank,
                      .seconds = s_.wait_seconds,
-                     .errors_are_fatal = true};
-    spec.expected = engine.all_ranks();
-    if (s_.ring_deadline_seconds < s_.wait_seconds) spec.after_first = s_.ring_deadline_seconds;
+                     .errors_are_fatal = !s_.ring_elastic};
+    spec.expected = members_;
+    // Elastic, the survivors' ERRORs come up to a ring deadline after the first answer (each
+    // waits that long for its dead neighbour): they get two before one is taken for dead.
+    const double after = s_.ring_deadline_seconds * (s_.ring_elastic ? 2 : 1);
+    if (after < s_.wait_seconds) spec.after_first = after;
     const size_t params = run_.params.size();
-    spec.accept = [check, need_params, params](const Reply& r) -> std::string {
-      const size_t want = need_params && r.key == 0 ? 1 : 0;
+    const uint32_t first = members_[0];
+    spec.accept = [check, need_params, params, first](const Reply& r) -> std::string {
+      const size_t want = need_params && r.key == first ? 1 : 0;
       if (check && r.update.hash.empty()) return "report without the replica hash asked for";
       if (r.update.vectors.size() != want || (want && r.update.vectors[0].size() != params))
         return fmt::format("report with {} vector(s), expected {} of {} values",
@@ -134,7 +174,7 @@ class AllReducePlan final : public Plan {
       samples += double(u.num_samples);
       workers.push_back(worker_record(rank, reply));
     }
-    rec.participants = rec.received = run_.manifest.clients.size();
+    rec.participants = rec.received = member_clients_;
     rec.train_loss = samples > 0 ? loss_sum / samples : 0.0;
     rec.samples_processed = samples;
     rec.workers = std::move(workers);
@@ -144,7 +184,11 @@ class AllReducePlan final : public Plan {
 
   RunContext& run_;
   const RunSpec& s_;
-  const double weight_;
+  std::vector<WorkerEndpoints> at_;  // every process's, in HELLO order
+  std::vector<uint32_t> members_;    // the ring's processes (HELLO indices), by rank
+  int64_t epoch_ = 0;                // times the ring re-formed
+  double weight_ = 0;                // total_weight() of the members
+  size_t member_clients_ = 0;        // the virtual clients they host
 };
 
 }  // namespace

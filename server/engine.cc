@@ -146,14 +146,28 @@ Collected Engine::collect(const CollectSpec& spec) {
   out.waited = spec.seconds;
   const size_t want = std::min(spec.want, spec.expected.size());
   auto deadline = deadline_after(spec.seconds);
-  while (out.got.size() < want) {
+  const auto answered = [&] {  // the first answer shortens the deadline of the rest
+    if (out.got.size() + out.failed.size() == 1 && spec.after_first &&
+        *spec.after_first < spec.seconds) {
+      deadline = std::min(deadline, deadline_after(*spec.after_first));
+      out.waited = *spec.after_first;
+    }
+  };
+  while (out.got.size() + out.failed.size() < want) {
     auto in = receive(deadline, spec.floats);
     if (!in) break;
     const int process = process_index(in->msg.peer);
-    if (spec.errors_are_fatal && process >= 0 && in->parsed.header.type == MessageType::kError) {
+    const bool awaited =
+        process >= 0 && spec.key == CollectSpec::Key::kRank &&
+        std::binary_search(spec.expected.begin(), spec.expected.end(), uint32_t(process));
+    if (awaited && in->parsed.header.type == MessageType::kError) {
       auto e = decode_error(in->parsed);
-      throw Error(fmt::format("round {}: worker {} failed: {}", round + 1, process,
-                              e.index() == 0 ? std::get<ErrorMsg>(e).reason : "?"));
+      const std::string why = e.index() == 0 ? std::get<ErrorMsg>(e).reason : "?";
+      if (spec.errors_are_fatal)
+        throw Error(fmt::format("round {}: worker {} failed: {}", round + 1, process, why));
+      out.failed.emplace(uint32_t(process), why);
+      answered();
+      continue;
     }
     auto update = decode_update(in->parsed);
     if (auto* e = std::get_if<ProtocolError>(&update)) {
@@ -170,14 +184,11 @@ Collected Engine::collect(const CollectSpec& spec) {
     peer.peak_rss_bytes = std::max(peer.peak_rss_bytes, r.update.peak_rss_bytes);
     const uint32_t key = r.key;
     out.got.emplace(key, std::move(r));
-    if (out.got.size() == 1 && spec.after_first && *spec.after_first < spec.seconds) {
-      deadline = std::min(deadline, deadline_after(*spec.after_first));
-      out.waited = *spec.after_first;
-    }
+    answered();
   }
-  if (out.got.size() < want)
+  if (out.got.size() + out.failed.size() < want)
     for (uint32_t k : spec.expected)
-      if (!out.got.count(k)) out.missing.push_back(k);
+      if (!out.got.count(k) && !out.failed.count(k)) out.missing.push_back(k);
   return out;
 }
 

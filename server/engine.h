@@ -68,17 +68,19 @@ struct CollectSpec {
   // shard); a reply must report the samples the manifest gives it: min(batch, n_k), n_k for local
   // training.
   int64_t batch = 0;
-  std::vector<size_t> floats;     // each reply's vector lengths; empty: the plan checks
-  bool errors_are_fatal = false;  // an ERROR from a worker ends the run (the ring's failures)
+  std::vector<size_t> floats;  // each reply's vector lengths; empty: the plan checks
+  // An ERROR from an awaited worker (Key::kRank) ends the run (the ring's failures), or with
+  // allreduce.elastic counts as its answer (Collected::failed).
+  bool errors_are_fatal = false;
   // The plan's own checks: "" accepts, else the reason the sender is told.
   std::function<std::string(const Reply&)> accept;
 };
 
 struct Collected {
-  std::map<uint32_t, Reply> got;  // by key, so reductions run in key order
-  std::vector<uint32_t>
-      missing;        // expected keys without a reply at the deadline (want not reached)
-  double waited = 0;  // the seconds the deadline was, for messages
+  std::map<uint32_t, Reply> got;           // by key, so reductions run in key order
+  std::map<uint32_t, std::string> failed;  // workers that answered with ERROR: why
+  std::vector<uint32_t> missing;  // expected keys without a reply (or ERROR) at the deadline
+  double waited = 0;              // the seconds the deadline was, for messages
 };
 
 class Engine {

@@ -31,7 +31,21 @@ ZmqRingLink::ZmqRingLink(zmq::context_t& ctx, const std::string& bind, double de
   endpoint_ = in_.get(zmq::sockopt::last_endpoint);
 }
 
+void ZmqRingLink::reconnect_next(const LinkPeer& next, uint32_t epoch) {
+  FEDPAR_CHECK(epoch > epoch_ && epoch < (1u << 16))
+      << "ring epoch " << epoch << " after " << epoch_;
+  if (!next_endpoint_.empty()) {
+    try {
+      out_.disconnect(next_endpoint_);  // what was queued for the old neighbour goes with it
+    } catch (const zmq::error_t&) {
+    }
+  }
+  epoch_ = epoch;
+  connect_next(next);
+}
+
 void ZmqRingLink::connect_next(const LinkPeer& next) {
+  next_endpoint_ = next.endpoint;
   if (security_) security_->prepare_connect(out_, next);
   try {
     out_.connect(next.endpoint);
@@ -59,6 +73,7 @@ void ZmqRingLink::finish(std::span<float> chunk) {
 }
 
 void ZmqRingLink::send_next(std::span<const float> chunk, uint64_t tag) {
+  tag |= epoch_ << 48;
   uint8_t t[8];
   for (int i = 0; i < 8; ++i) t[i] = uint8_t(tag >> (8 * i));
   std::array<zmq::message_t, 2> parts;
@@ -103,16 +118,24 @@ void ZmqRingLink::flush() {
 }
 
 zmq::message_t ZmqRingLink::receive(uint64_t tag, size_t bytes) {
-  zmq::pollitem_t item{in_.handle(), 0, ZMQ_POLLIN, 0};
-  if (zmq::poll(&item, 1, std::chrono::milliseconds(deadline_ms_)) == 0)
-    throw Error(fmt::format("ring: the previous worker sent nothing within {} ms (did it die?)",
-                            deadline_ms_));
+  tag |= epoch_ << 48;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms_);
   std::vector<zmq::message_t> frames;
-  if (!zmq::recv_multipart(in_, std::back_inserter(frames), zmq::recv_flags::dontwait))
-    throw Error("ring: a receive that poll announced returned nothing");
   uint64_t got = 0;
-  if (frames.size() == 2 && frames[0].size() == 8)
-    for (int i = 0; i < 8; ++i) got |= uint64_t(frames[0].data<uint8_t>()[i]) << (8 * i);
+  do {  // skips what a broken ring of an earlier epoch left queued
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    zmq::pollitem_t item{in_.handle(), 0, ZMQ_POLLIN, 0};
+    if (left.count() <= 0 || zmq::poll(&item, 1, left) == 0)
+      throw Error(fmt::format("ring: the previous worker sent nothing within {} ms (did it die?)",
+                              deadline_ms_));
+    frames.clear();
+    if (!zmq::recv_multipart(in_, std::back_inserter(frames), zmq::recv_flags::dontwait))
+      throw Error("ring: a receive that poll announced returned nothing");
+    got = 0;
+    if (frames.size() == 2 && frames[0].size() == 8)
+      for (int i = 0; i < 8; ++i) got |= uint64_t(frames[0].data<uint8_t>()[i]) << (8 * i);
+  } while (frames.size() == 2 && frames[0].size() == 8 && (got >> 48) < epoch_);
   if (frames.size() != 2 || frames[0].size() != 8 || got != tag || frames[1].size() != bytes)
     throw Error(fmt::format(
         "ring: got {} frame(s), message {} of {} bytes; expected message {} of {} bytes",

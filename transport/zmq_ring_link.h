@@ -25,6 +25,9 @@ class ZmqRingLink final : public RingLink {
               const LinkSecurity* security = nullptr);
   std::string endpoint() const { return endpoint_; }  // where the previous worker connects
   void connect_next(const LinkPeer& next);
+  // A re-formed ring (allreduce.elastic): sends go to `next` instead, and messages of earlier
+  // epochs still queued from the broken ring are dropped unread (`epoch` only grows).
+  void reconnect_next(const LinkPeer& next, uint32_t epoch);
   // Chunks travel encoded with `c` (a summable codec: fp16, bf16); each hop decodes, adds in
   // float and encodes again, and finish() rounds the finished sums. Null: raw float32.
   void set_codec(const Codec* c);
@@ -56,7 +59,8 @@ class ZmqRingLink final : public RingLink {
   std::shared_ptr<InFlight> in_flight_ = std::make_shared<InFlight>();
   zmq::socket_t in_, out_;
   const LinkSecurity* security_;
-  std::string endpoint_;
+  std::string endpoint_, next_endpoint_;
+  uint64_t epoch_ = 0;  // in a tag's top 16 bits
   int deadline_ms_;
   uint64_t sent_ = 0, received_ = 0;
   const Codec* codec_ = nullptr;

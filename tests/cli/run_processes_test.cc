@@ -186,20 +186,28 @@ TEST(FedparRun, StopsEverythingWhenAClientDiesOrOnInterrupt) {
 
 // The run's own fault policy: model averaging goes on without a killed client's virtual clients
 // (the server drops them at the round's deadline) and ends normally.
-TEST(FedparRun, ModelAveragingGoesOnWhenAClientDies) {
-  TempDir tmp;
-  std::vector<pid_t> clients;
-  const pid_t run = supervised(
-      tmp, {"rounds=40", "regime=model", "wait_seconds=2", "stragglers.delay_seconds=0:0.05"},
-      clients);
-  ASSERT_EQ(clients.size(), 2u);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  kill(clients[1], SIGKILL);
-  EXPECT_EQ(testing::wait_exit(run, 120).value_or(-99), 0) << testing::slurp(tmp / "run.err");
-  EXPECT_NE(testing::slurp(tmp / "run.err").find("the run goes on without its virtual clients"),
-            std::string::npos)
-      << testing::slurp(tmp / "run.err");
-  EXPECT_NE(testing::slurp(tmp / "run.out").find("final model hash:"), std::string::npos);
+// The run's own fault policy: model averaging, and an all-reduce ring with allreduce.elastic
+// (the survivor goes on as a ring of one), finish without a killed client process.
+TEST(FedparRun, ModelAveragingAndAnElasticRingGoOnWhenAClientDies) {
+  for (const std::string regime : {"regime=model", "topology=allreduce"}) {
+    SCOPED_TRACE(regime);
+    TempDir tmp;
+    std::vector<pid_t> clients;
+    std::vector<std::string> sets = {"rounds=40", regime, "wait_seconds=2",
+                                     "stragglers.delay_seconds=0:0.05"};
+    if (regime == "topology=allreduce")
+      sets.insert(sets.end(), {"regime=gradient", "allreduce.elastic=true",
+                               "allreduce.deadline_seconds=1", "partition.clients=2"});
+    const pid_t run = supervised(tmp, sets, clients);
+    ASSERT_EQ(clients.size(), 2u);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    kill(clients[1], SIGKILL);
+    EXPECT_EQ(testing::wait_exit(run, 120).value_or(-99), 0) << testing::slurp(tmp / "run.err");
+    EXPECT_NE(testing::slurp(tmp / "run.err").find("the run goes on without its virtual clients"),
+              std::string::npos)
+        << testing::slurp(tmp / "run.err");
+    EXPECT_NE(testing::slurp(tmp / "run.out").find("final model hash:"), std::string::npos);
+  }
 }
 
 // A supervisor killed outright (SIGKILL: no chance to clean up) takes its server and clients

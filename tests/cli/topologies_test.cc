@@ -116,37 +116,23 @@ TEST(Topologies, AllReduceStopsLoudlyWhenReplicasDrift) {
       << "a failed run leaves no results folder";
 }
 
+// A server of an allreduce run of 3 worker processes on synthetic data whose rounds are slowed
+// by a fixed delay, so a kill lands mid-run; the ring deadline is 1 s.
+pid_t slowed_allreduce_server(const TempDir& tmp, int rounds, std::vector<std::string> sets = {}) {
+  std::vector<std::string> args = {"server", "--endpoint-file", (tmp / "ep").string()};
+  sets.insert(sets.begin(),
+              {"bind=tcp://127.0.0.1:*", "results_dir=" + (tmp / "res").string(), "name=ring",
+               "data.name=synthetic", "model.name=logreg", "regime=gradient", "topology=allreduce",
+               fmt::format("rounds={}", rounds), "processes=3", "partition.clients=3",
+               "allreduce.deadline_seconds=1", "wait_seconds=60",
+               "stragglers.delay_seconds=0:0.02,1:0.02,2:0.02"});
+  for (const auto& kv : sets) args.insert(args.end(), {"--set", kv});
+  return testing::spawn_fedpar(args, tmp / "s.out", tmp / "s.err");
+}
+
 TEST(Topologies, AllReduceWorkerDyingMidRunStopsTheRingWithinTheDeadline) {
   TempDir tmp;
-  // Rounds slowed by a fixed delay so the kill lands mid-run; the ring deadline is 1 s.
-  const pid_t server = testing::spawn_fedpar({"server",
-                                              "--endpoint-file",
-                                              (tmp / "ep").string(),
-                                              "--set",
-                                              "bind=tcp://127.0.0.1:*",
-                                              "--set",
-                                              "results_dir=" + (tmp / "res").string(),
-                                              "--set",
-                                              "data.name=synthetic",
-                                              "--set",
-                                              "model.name=logreg",
-                                              "--set",
-                                              "regime=gradient",
-                                              "--set",
-                                              "topology=allreduce",
-                                              "--set",
-                                              "rounds=100000",
-                                              "--set",
-                                              "processes=3",
-                                              "--set",
-                                              "partition.clients=3",
-                                              "--set",
-                                              "allreduce.deadline_seconds=1",
-                                              "--set",
-                                              "wait_seconds=60",
-                                              "--set",
-                                              "stragglers.delay_seconds=0:0.02,1:0.02,2:0.02"},
-                                             tmp / "s.out", tmp / "s.err");
+  const pid_t server = slowed_allreduce_server(tmp, 100000);
   const std::string ep = testing::wait_for_file(tmp / "ep", 20);
   ASSERT_FALSE(ep.empty());
   const std::vector<pid_t> workers = testing::spawn_clients(3, ep, tmp.path());
@@ -164,6 +150,40 @@ TEST(Topologies, AllReduceWorkerDyingMidRunStopsTheRingWithinTheDeadline) {
   for (int i : {0, 2})
     EXPECT_TRUE(testing::wait_exit(workers[size_t(i)], 20).has_value())
         << "survivor " << i << " hung";
+  testing::wait_exit(workers[1], 1);
+}
+
+// allreduce.elastic: the two survivors redo the broken round in a ring re-formed without the
+// dead worker and finish the run. Every round is recorded once, the replicas are checked
+// identical every round (a survivor that kept its step of the broken round would drift), and
+// from the re-formed ring on the rounds average the survivors' two clients.
+TEST(Topologies, AnElasticRingReFormsWithoutADeadWorkerAndFinishes) {
+  TempDir tmp;
+  const int rounds = 40;
+  const pid_t server =
+      slowed_allreduce_server(tmp, rounds, {"allreduce.elastic=true", "allreduce.hash_every=1"});
+  const std::string ep = testing::wait_for_file(tmp / "ep", 20);
+  ASSERT_FALSE(ep.empty());
+  const std::vector<pid_t> workers = testing::spawn_clients(3, ep, tmp.path());
+  const auto k = testing::kill_mid_run(server, tmp / "s.err", "round 5/", workers[1]);
+  ASSERT_TRUE(k.marker_seen) << testing::slurp(tmp / "s.err");
+  ASSERT_TRUE(k.code.has_value()) << "the server hung after a worker died";
+  const std::string err = testing::slurp(tmp / "s.err");
+  ASSERT_EQ(*k.code, 0) << err;
+  EXPECT_NE(err.find("re-forming the ring with the other 2"), std::string::npos) << err;
+  const auto lines = jsonl(tmp / "res" / "ring" / "metrics.jsonl");
+  ASSERT_EQ(lines.size(), size_t(rounds));
+  int two = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i]["round"].get<int>(), int(i) + 1);
+    EXPECT_TRUE(lines[i]["replicas_checked"].get<bool>());
+    const size_t workers_in_round = lines[i]["workers"].size();
+    EXPECT_EQ(lines[i]["participants"].get<size_t>(), workers_in_round);  // a client each
+    if (workers_in_round == 2) ++two;
+    if (i > 0 && lines[i - 1]["workers"].size() == 2) EXPECT_EQ(workers_in_round, 2u);
+  }
+  EXPECT_GE(two, rounds - 6);  // the ring lost its worker soon after round 5
+  for (int i : {0, 2}) EXPECT_EQ(testing::wait_exit(workers[size_t(i)], 20).value_or(-99), 0);
   testing::wait_exit(workers[1], 1);
 }
 
@@ -250,6 +270,16 @@ TEST(Topologies, ConfigErrorsNameTheFix) {
   EXPECT_NE(r.err.find("weighting must be samples"), std::string::npos) << r.err;
   r = run(tmp, "x", "--set stragglers.slowdown=0:0.5");
   EXPECT_NE(r.err.find("stragglers.slowdown: '0:0.5' is not \"client:value\""), std::string::npos)
+      << r.err;
+  r = run(tmp, "x", "--set regime=gradient --set allreduce.elastic=true");
+  EXPECT_NE(r.err.find("allreduce.elastic re-forms the all-reduce ring: it needs topology"),
+            std::string::npos)
+      << r.err;
+  r = run(tmp, "x",
+          "--set topology=allreduce --set regime=gradient --set allreduce.elastic=true "
+          "--set compression.uplink=randk");
+  EXPECT_NE(r.err.find("allreduce.elastic cannot redo a round of randk or powersgd"),
+            std::string::npos)
       << r.err;
 }
 

@@ -193,5 +193,23 @@ TEST(RingAllreduce, OverZeroMqADeadNeighbourStopsTheRingWithinTheDeadline) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
 }
 
+// A re-formed ring (allreduce.elastic) drops what the broken ring left queued: a chunk sent
+// before the epoch changed is skipped, the same tag sent after it is the one received.
+TEST(RingAllreduce, AReformedRingSkipsTheChunksOfTheBrokenOne) {
+  zmq::context_t ctx;
+  ZmqRingLink a(ctx, "tcp://127.0.0.1:*", 2.0), b(ctx, "tcp://127.0.0.1:*", 2.0);
+  b.connect_next({a.endpoint()});
+  const std::vector<float> stale = {1, 2, 3}, fresh = {4, 5, 6};
+  b.send_next(stale, 5);
+  b.flush();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // queued at a, unread
+  b.reconnect_next({a.endpoint()}, 1);
+  a.reconnect_next({b.endpoint()}, 1);
+  b.send_next(fresh, 5);
+  std::vector<float> got(3);
+  a.recv_prev(got, 5);
+  EXPECT_EQ(got, fresh);
+}
+
 }  // namespace
 }  // namespace fedpar
