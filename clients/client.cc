@@ -99,6 +99,11 @@ class ClientProcess {
     }
     for (size_t k = 0; k < w.control_clients.size(); ++k)  // a resumed SCAFFOLD run's c_i
       controls_[w.control_clients[k]].assign(w.controls[k].begin(), w.controls[k].end());
+    for (size_t k = 0; k < w.residual_clients.size(); ++k) {  // a resumed run's residuals
+      if (!feedback_)
+        throw Error("WELCOME brings error-feedback residuals to a run without error feedback");
+      feedback_->restore(w.residual_clients[k], w.residuals[k], w.residual_lrs[k]);
+    }
     // feature-noise: each hosted client's samples get its own noise, on this process's copy;
     // [attack] label-flip: an attacking client's labels are flipped
     for (const auto& [c, rows] : shards_) {
@@ -213,6 +218,24 @@ class ClientProcess {
       case TaskKind::kGradient:
       case TaskKind::kLocalTrain:
         return train(task, round);
+      case TaskKind::kState:
+        return send_state(task, round);
+    }
+  }
+
+  // Before a checkpoint: each listed client's error-feedback residual and the rate it stands
+  // for (no vector for a client without one yet).
+  void send_state(const TaskMsg& task, uint64_t round) {
+    for (const uint32_t c : task.clients) {
+      const auto shard = shards_.find(c);
+      if (shard == shards_.end()) continue;  // another process's
+      std::vector<std::vector<float>> vs;
+      if (feedback_ && !feedback_->residual(c).empty()) {
+        const auto e = feedback_->residual(c);
+        vs = {{e.begin(), e.end()}, {feedback_->residual_lr(c)}};
+      }
+      reply(c, round, {.kind = TaskKind::kState, .num_samples = shard->second.size()},
+            std::move(vs));
     }
   }
 

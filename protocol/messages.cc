@@ -12,14 +12,15 @@
 namespace fedpar {
 namespace {
 
-constexpr std::array<std::pair<TaskKind, const char*>, 7> kKinds = {
+constexpr std::array<std::pair<TaskKind, const char*>, 8> kKinds = {
     {{TaskKind::kGradient, "gradient"},
      {TaskKind::kLocalTrain, "local"},
      {TaskKind::kForward, "forward"},
      {TaskKind::kBackward, "backward"},
      {TaskKind::kAllReduce, "allreduce"},
      {TaskKind::kPipeline, "pipeline"},
-     {TaskKind::kTensor, "tensor"}}};
+     {TaskKind::kTensor, "tensor"},
+     {TaskKind::kState, "state"}}};
 
 // A ring rank's or a model-parallel process's report (its links' time and bytes, its hash).
 bool worker_report(TaskKind k) {
@@ -105,7 +106,14 @@ WireMessage encode(const WelcomeMsg& m, const Envelope& e) {
                          {"num_params", m.num_params},
                          {"dataset_hash", m.dataset_hash}};
   if (!m.control_clients.empty()) body["control_clients"] = m.control_clients;
-  return encode_message(MessageType::kWelcome, e.client, e.run, e.round, body, m.controls);
+  // vectors: the controls, then the residuals and one vector of their learning rates
+  std::vector<std::span<const float>> vectors = m.controls;
+  if (!m.residual_clients.empty()) {
+    body["residual_clients"] = m.residual_clients;
+    vectors.insert(vectors.end(), m.residuals.begin(), m.residuals.end());
+    vectors.emplace_back(m.residual_lrs);
+  }
+  return encode_message(MessageType::kWelcome, e.client, e.run, e.round, body, vectors);
 }
 
 WireMessage encode(const RingEndpointMsg& m, const Envelope& e) {
@@ -154,6 +162,7 @@ WireMessage encode(TaskMsg m, const Envelope& e, std::shared_ptr<const void> own
       break;
     case TaskKind::kForward:
     case TaskKind::kBackward:
+    case TaskKind::kState:
       break;
   }
   return encode_message(MessageType::kTask, e.client, e.run, e.round, body, m.vectors,
@@ -222,14 +231,25 @@ Decoded<WelcomeMsg> decode_welcome(const ParsedMessage& p) {
   r.require(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(),
             "WELCOME lists a client twice");
   r.get_optional("control_clients", m.control_clients);
-  r.require(m.control_clients.size() == p.vectors.size(),
-            "WELCOME needs one control vector per 'control_clients' entry");
-  for (uint32_t c : m.control_clients)
-    r.require(std::find(m.clients.begin(), m.clients.end(), c) != m.clients.end(),
-              "WELCOME gives a control variate to a client it does not give");
-  for (const auto& v : p.vectors) {
-    r.require(v.size() == m.num_params, "WELCOME's control vectors must have num_params values");
-    m.controls.push_back(v);
+  r.get_optional("residual_clients", m.residual_clients);
+  const size_t nc = m.control_clients.size(), nr = m.residual_clients.size();
+  r.require(nc + nr + (nr > 0) == p.vectors.size(),
+            "WELCOME needs one control vector per 'control_clients' entry, one residual per "
+            "'residual_clients' entry and their learning rates");
+  for (const auto* given : {&m.control_clients, &m.residual_clients})
+    for (uint32_t c : *given)
+      r.require(std::find(m.clients.begin(), m.clients.end(), c) != m.clients.end(),
+                "WELCOME gives a control variate or a residual to a client it does not give");
+  if (nc + nr + (nr > 0) != p.vectors.size()) return r.result(std::move(m));
+  for (size_t i = 0; i < nc + nr; ++i) {
+    r.require(p.vectors[i].size() == m.num_params,
+              "WELCOME's control and residual vectors must have num_params values");
+    (i < nc ? m.controls : m.residuals).push_back(p.vectors[i]);
+  }
+  if (nr > 0) {
+    const auto lrs = p.vectors.back();
+    r.require(lrs.size() == nr, "WELCOME needs one learning rate per residual");
+    m.residual_lrs.assign(lrs.begin(), lrs.end());
   }
   return r.result(std::move(m));
 }
@@ -316,6 +336,9 @@ Decoded<TaskMsg> decode_task(const ParsedMessage& p) {
       r.get("hash", m.hash);
       r.get("send_params", m.send_params);
       r.require(p.vectors.size() <= 1, "a model-parallel task carries the model or nothing");
+      break;
+    case TaskKind::kState:
+      r.require(p.vectors.empty(), "a state task carries no vector");
       break;
   }
   m.vectors = p.vectors;

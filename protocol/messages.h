@@ -28,8 +28,9 @@ enum class TaskKind : uint16_t {
   kAllReduce = 5,   // allreduce topology: one ring step, then a report
   kPipeline = 6,    // pipeline topology: one batch through the stages, then a report per stage
   kTensor = 7,      // tensor topology: one batch through the column/row slices, a report per rank
+  kState = 8,       // before a checkpoint: each listed client's error-feedback residual
 };
-// "gradient", "local", "forward", "backward", "allreduce", "pipeline", "tensor"
+// "gradient", "local", "forward", "backward", "allreduce", "pipeline", "tensor", "state"
 const char* task_kind_name(TaskKind k);
 
 template <typename T>
@@ -53,6 +54,11 @@ struct WelcomeMsg {
   // to control_clients[k]), from the server's checkpoint; the others start at zero.
   std::vector<uint32_t> control_clients;
   std::vector<std::span<const float>> controls;
+  // A resumed run with error feedback: these hosted clients' residuals (after the controls among
+  // the vectors) and the learning rate each stands for; the others start at zero.
+  std::vector<uint32_t> residual_clients;
+  std::vector<float> residual_lrs;
+  std::vector<std::span<const float>> residuals;
 };
 
 // RING, client -> server: where this worker listens for its previous neighbour.

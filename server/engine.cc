@@ -62,8 +62,7 @@ void Engine::stop_all() {
 }
 
 void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
-                             const std::string& config_toml,
-                             const std::map<uint32_t, std::vector<float>>& controls) {
+                             const std::string& config_toml, const ClientState& state) {
   num_clients = manifest.clients.size();
   for (const auto& c : manifest.clients) shard_sizes_.push_back(c.indices.size());
   log(fmt::format("listening on {}; waiting for {} client process(es)", endpoint(), s_.processes));
@@ -98,9 +97,14 @@ void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
     WelcomeMsg w{config_toml, peers[id].clients, {}, num_params, manifest.dataset_hash};
     for (uint32_t c : peers[id].clients) {
       w.shards.push_back(manifest.clients[c].indices);
-      if (const auto it = controls.find(c); it != controls.end()) {
+      if (const auto it = state.controls.find(c); it != state.controls.end()) {
         w.control_clients.push_back(c);
         w.controls.emplace_back(it->second);
+      }
+      if (const auto it = state.residuals.find(c); it != state.residuals.end()) {
+        w.residual_clients.push_back(c);
+        w.residuals.emplace_back(it->second.e);
+        w.residual_lrs.push_back(it->second.lr);
       }
     }
     send(id, encode(w, envelope()));

@@ -24,6 +24,16 @@
 
 namespace fedpar {
 
+// Per-client state a resumed run gives back to the client processes in their WELCOME.
+struct ClientState {
+  std::map<uint32_t, std::vector<float>> controls;  // SCAFFOLD's c_i
+  struct Residual {
+    std::vector<float> e;  // error feedback: what the uplink codec dropped so far
+    float lr = 0;          // the learning rate it stands for
+  };
+  std::map<uint32_t, Residual> residuals;
+};
+
 struct Peer {
   std::string identity;
   int64_t slots = 1;
@@ -91,9 +101,9 @@ class Engine {
 
   // HELLO from s.processes processes (else Error naming the command that starts them), the
   // virtual clients dealt by slots, and WELCOME with each process's shards and the resolved config
-  // (and, resuming SCAFFOLD, its clients' control variates from `controls`).
+  // (and, resuming, its clients' control variates and residuals from `state`).
   void welcome_clients(const Manifest& manifest, size_t num_params, const std::string& config_toml,
-                       const std::map<uint32_t, std::vector<float>>& controls = {});
+                       const ClientState& state = {});
 
   void send(const std::string& peer, const WireMessage& m);
   void send_all(const WireMessage& m);  // every process still in the run

@@ -32,15 +32,17 @@ class Plan {
   }
 
   // Checkpoints (checkpoint_every, --resume): why this plan cannot make one ("" when it can);
-  // its state beyond run.params into a checkpoint and back; and, resuming, the per-client state
-  // that goes to the client processes in their WELCOME (SCAFFOLD's c_i).
+  // what it must fetch from the clients first (pull_state: error-feedback residuals); its state
+  // beyond run.params into a checkpoint and back; and, resuming, the per-client state that goes
+  // to the client processes in their WELCOME (SCAFFOLD's c_i, residuals).
   virtual std::string checkpoint_refusal() const {
     return std::string("the ") + topology() + " topology keeps state in its workers";
   }
+  virtual void pull_state(Engine&) {}
   virtual void save_state(Checkpoint&) const {}
   virtual void load_state(const Checkpoint&) {}
-  virtual const std::map<uint32_t, std::vector<float>>& client_controls() const {
-    static const std::map<uint32_t, std::vector<float>> none;
+  virtual const ClientState& client_state() const {
+    static const ClientState none;
     return none;
   }
 };

@@ -61,8 +61,10 @@ void run_rounds(Engine& engine, RunContext& run, Plan& plan, int first) {
     for (const auto& p : rec.processes)
       rec.server_bytes_sent += p.bytes_down, rec.server_bytes_received += p.bytes_up;
     if (run.end_round(r, rec, engine, summary)) break;
-    if (run.s.checkpoint_every > 0 && (r + 1) % run.s.checkpoint_every == 0)
+    if (run.s.checkpoint_every > 0 && (r + 1) % run.s.checkpoint_every == 0) {
+      plan.pull_state(engine);
       run.checkpoint(r, plan, engine);
+    }
   }
 }
 

@@ -94,7 +94,7 @@ int run_server(Config cfg, const ServerOptions& opts) {
                            (run.out.path() / "checkpoint.bin").string()));
   try {
     engine.welcome_clients(run.manifest, run.params.size(), cfg.to_toml(),
-                           plan->client_controls());  // those that came hear STOP on failure
+                           plan->client_state());  // those that came hear STOP on failure
     run_rounds(engine, run, *plan, resumed.rounds);
   } catch (const std::exception& e) {
     engine.stop_all();

@@ -58,7 +58,7 @@ class SyncPlan final : public Plan {
 
   std::string checkpoint_refusal() const override {
     const CompressionSpec& c = s_.compression;
-    if (c.error_feedback) return "compression.error_feedback keeps residuals in the clients";
+    if (c.uplink == "powersgd") return "powersgd keeps each client's warm-started factors in it";
     if (c.downlink != "none" || c.downlink_delta)
       return "a compressed or delta downlink keeps the clients' copies of the model";
     if (s_.optimizer.precision == Precision::kF16) return "fp16's loss scale lives in the clients";
@@ -69,10 +69,48 @@ class SyncPlan final : public Plan {
     strategy_->save_state(c);
     if (scaffold_) {
       c.f32["scaffold.c"] = control_;
-      for (const auto& [client, ci] : client_controls_)
+      for (const auto& [client, ci] : clients_.controls)
         c.f32[fmt::format("{}{}", kClientControl, client)] = ci;
     }
+    for (const auto& [client, r] : clients_.residuals) {
+      c.f32[fmt::format("{}{}", kClientResidual, client)] = r.e;
+      c.f32[fmt::format("{}{}.lr", kClientResidual, client)] = {r.lr};
+    }
     c.meta["network_time"] = clock_.elapsed();
+  }
+
+  // Error feedback: every live process's clients' residuals, fetched so that a checkpoint holds
+  // them (a lost process's clients keep what the last pull got). Their bytes count in the run's
+  // totals, in no round's.
+  void pull_state(Engine& engine) override {
+    if (!s_.compression.error_feedback) return;
+    std::vector<uint32_t> asked;
+    for (const auto& id : engine.order) {
+      if (engine.lost.count(id)) continue;
+      const auto& mine = engine.peers.at(id).clients;
+      asked.insert(asked.end(), mine.begin(), mine.end());
+      engine.send(id,
+                  encode(TaskMsg{.kind = TaskKind::kState, .clients = mine}, engine.envelope()));
+    }
+    std::sort(asked.begin(), asked.end());
+    const size_t params = run_.params.size();
+    CollectSpec spec{.kind = TaskKind::kState, .expected = asked, .seconds = s_.wait_seconds};
+    spec.accept = [params](const Reply& r) -> std::string {
+      const auto& v = r.update.vectors;
+      if (v.empty() || (v.size() == 2 && v[0].size() == params && v[1].size() == 1)) return "";
+      return "a client's state is its residual and its learning rate, or nothing";
+    };
+    const Collected c = engine.collect(spec);
+    for (const auto& [client, r] : c.got)
+      if (r.update.vectors.size() == 2) {
+        const auto e = r.update.vectors[0];
+        clients_.residuals[client] = {{e.begin(), e.end()}, r.update.vectors[1][0]};
+      }
+    if (!c.missing.empty())
+      engine.log(
+          fmt::format("round {}: no state from client(s) {} for the checkpoint; it keeps "
+                      "their last",
+                      engine.round + 1, fmt::join(c.missing, ", ")));
   }
 
   void load_state(const Checkpoint& c) override {
@@ -81,14 +119,20 @@ class SyncPlan final : public Plan {
       control_ = c.floats("scaffold.c");
       for (const auto& [name, v] : c.f32)
         if (name.starts_with(kClientControl))
-          client_controls_[uint32_t(std::stoul(name.substr(kClientControl.size())))] = v;
+          clients_.controls[uint32_t(std::stoul(name.substr(kClientControl.size())))] = v;
+    }
+    for (const auto& [name, v] : c.f32) {
+      if (!name.starts_with(kClientResidual) || name.ends_with(".lr")) continue;
+      const auto& lr = c.floats(name + ".lr");
+      if (v.size() != run_.params.size() || lr.size() != 1)
+        throw Error(fmt::format("the checkpoint's {} has {} values and {} rate(s), not {} and 1",
+                                name, v.size(), lr.size(), run_.params.size()));
+      clients_.residuals[uint32_t(std::stoul(name.substr(kClientResidual.size())))] = {v, lr[0]};
     }
     clock_.restore(c.meta.value("network_time", 0.0));
   }
 
-  const std::map<uint32_t, std::vector<float>>& client_controls() const override {
-    return client_controls_;
-  }
+  const ClientState& client_state() const override { return clients_; }
 
   std::string round(Engine& engine, RoundRecord& rec) override {
     const auto t0 = Clock::now();
@@ -123,7 +167,7 @@ class SyncPlan final : public Plan {
     if (scaffold_) {
       scaffold_server_control(control_changes, s_.weighting, all_clients_weight(), control_);
       for (const ClientUpdate& u : control_changes) {  // the clients' c_i, as they add them up
-        auto& ci = client_controls_[u.client];
+        auto& ci = clients_.controls[u.client];
         if (ci.empty()) ci.assign(u.values.size(), 0.0f);
         for (size_t k = 0; k < ci.size(); ++k) ci[k] += u.values[k];
       }
@@ -282,9 +326,11 @@ class SyncPlan final : public Plan {
   const RunSpec& s_;
   const bool gradient_, drift_, scaffold_;
   std::vector<float> control_ = std::vector<float>(run_.params.size(), 0.0f);  // SCAFFOLD's c
-  // SCAFFOLD: a copy of every client's c_i (the sum of the changes it sent), for checkpoints
-  std::map<uint32_t, std::vector<float>> client_controls_;
+  // For checkpoints: SCAFFOLD's copy of every client's c_i (the sum of the changes it sent), and
+  // the error-feedback residuals of the last pull_state
+  ClientState clients_;
   static constexpr std::string_view kClientControl = "scaffold.c_i.";
+  static constexpr std::string_view kClientResidual = "feedback.e_i.";
   std::unique_ptr<Strategy> strategy_;
   std::map<std::string, std::vector<uint32_t>> per_peer_;  // this round's tasks per process
   uint64_t model_bytes_ = 0;  // the model frame of this round's TASK, as sent

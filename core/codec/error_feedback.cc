@@ -45,4 +45,13 @@ std::span<const float> ErrorFeedback::residual(uint32_t client) const {
   return it == state_.end() ? std::span<const float>{} : std::span<const float>(it->second.e);
 }
 
+float ErrorFeedback::residual_lr(uint32_t client) const {
+  const auto it = state_.find(client);
+  return it == state_.end() ? 0.0f : it->second.lr;
+}
+
+void ErrorFeedback::restore(uint32_t client, std::span<const float> e, float lr) {
+  state_[client] = State{{e.begin(), e.end()}, lr};
+}
+
 }  // namespace fedpar

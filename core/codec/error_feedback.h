@@ -28,6 +28,10 @@ class ErrorFeedback {
 
   // The residual `client` carries (empty before its first update), valid until the next encode.
   std::span<const float> residual(uint32_t client) const;
+  // The learning rate its residual stands for (0 before its first update).
+  float residual_lr(uint32_t client) const;
+  // A checkpoint's residual and rate back in place.
+  void restore(uint32_t client, std::span<const float> e, float lr);
 
  private:
   struct State {

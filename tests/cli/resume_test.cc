@@ -1,8 +1,9 @@
 // Checkpoint and resume with real processes: a server killed with SIGKILL mid-run (its clients
 // with it) is continued with --resume from its last checkpoint, and the final model has the very
-// bytes of the run that was never interrupted: the server optimizer's moments, momentum and
+// bytes of the run that was never interrupted: the server optimizer's moments, momentum,
 // SCAFFOLD's control variates (the server's c and every client's c_i, which the new client
-// processes get in their WELCOME) all come back. A resume with another config is refused.
+// processes get in their WELCOME) and error-feedback residuals all come back. A resume with another
+// config is refused.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -104,6 +105,16 @@ TEST(Resume, GradientRegimeWithMomentumAfterASigkillEndsWithTheUninterruptedByte
       "momentum", with(kLong, {"regime=gradient", "sgd.batch=16", "optimizer.momentum=0.9"}));
 }
 
+// Error feedback: the residuals live in the clients, so before each checkpoint the server fetches
+// every client's (sampled this round or not: half are) and the new clients get them back in their
+// WELCOME. Without them the resumed run would lose what top-k had dropped.
+TEST(Resume, ErrorFeedbackResidualsComeBackAfterASigkill) {
+  expect_resume_gives_the_same_bytes(
+      "feedback",
+      with(kLong, {"regime=model", "local.steps=5", "fraction=0.5", "compression.uplink=topk",
+                   "compression.ratio=0.05", "compression.error_feedback=true"}));
+}
+
 // A killed client stops the gradient regime: the run keeps its folder as <name>.incomplete and
 // says so, and --resume with new clients finishes it with the uninterrupted bytes.
 TEST(Resume, AFailedRunKeepsItsCheckpointAndFinishesWhenResumed) {
@@ -138,6 +149,11 @@ TEST(Resume, AnotherConfigOrAStatefulTopologyIsRefusedWithTheReason) {
   EXPECT_NE(ring_code, 0);
   EXPECT_NE(ring_err.find("cannot be checkpointed yet: the allreduce topology"), std::string::npos)
       << ring_err;
+  const auto [psgd_code, psgd_err] = refused(
+      tmp, "psgd", {"regime=gradient", "compression.uplink=powersgd", "checkpoint_every=1"}, {});
+  EXPECT_NE(psgd_code, 0);
+  EXPECT_NE(psgd_err.find("powersgd keeps each client's warm-started factors"), std::string::npos)
+      << psgd_err;
 }
 
 }  // namespace
