@@ -26,6 +26,12 @@ class MasterPlan final : public Plan {
 
   const char* topology() const override { return "master"; }
 
+  // The workers keep nothing from one round to the next (the model comes with every forward
+  // task): the server's model and optimizer are the whole state.
+  std::string checkpoint_refusal() const override { return ""; }
+  void save_state(Checkpoint& c) const override { strategy_->save_state(c); }
+  void load_state(const Checkpoint& c) override { strategy_->load_state(c); }
+
   std::string round(Engine& engine, RoundRecord& rec) override {
     const auto t0 = Clock::now();
     draw_batch(engine);

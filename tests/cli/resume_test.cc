@@ -105,6 +105,13 @@ TEST(Resume, GradientRegimeWithMomentumAfterASigkillEndsWithTheUninterruptedByte
       "momentum", with(kLong, {"regime=gradient", "sgd.batch=16", "optimizer.momentum=0.9"}));
 }
 
+// The master topology: the server's model and momentum are its whole state.
+TEST(Resume, MasterTopologyAfterASigkillEndsWithTheUninterruptedBytes) {
+  expect_resume_gives_the_same_bytes(
+      "master", with(kLong, {"regime=gradient", "topology=master", "sgd.batch=16",
+                             "optimizer.momentum=0.9"}));
+}
+
 // Error feedback: the residuals live in the clients, so before each checkpoint the server fetches
 // every client's (sampled this round or not: half are) and the new clients get them back in their
 // WELCOME. Without them the resumed run would lose what top-k had dropped.
