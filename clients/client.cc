@@ -278,9 +278,13 @@ class ClientProcess {
   void allreduce_step(const TaskMsg& task, uint64_t round) {
     if (!ring_)
       throw Error("the server sent an allreduce task to a run without the allreduce topology");
-    if (!task.vectors.empty()) {  // the first task carries the model
+    if (!task.vectors.empty()) {  // the first task carries the model (and a resumed velocity)
       check_model(task.vectors[0]);
       ring_->set_replica(task.vectors[0]);
+      if (task.vectors.size() == 2) {
+        check_model(task.vectors[1]);
+        ring_->set_velocity(task.vectors[1]);
+      }
     }
     const auto step = [&] {
       return ring_->step(*model_, data_.data, shards_, task.batch, round, task.total_weight,
@@ -299,7 +303,9 @@ class ClientProcess {
   }
 
   void step_reported(const AllReduceStep& st, const TaskMsg& task, uint64_t round) {
-    report_worker(ring_->rank(), round, task, ring_->replica(),
+    std::vector<float> velocity;
+    if (task.send_state) velocity = ring_->velocity();
+    report_worker(ring_->rank(), round, task, ring_->replica(), std::move(velocity),
                   {.kind = TaskKind::kAllReduce,
                    .num_samples = st.num_samples,
                    .loss_sum = st.loss_sum,
@@ -324,11 +330,13 @@ class ClientProcess {
 
   // A worker's report: `u`, with the hash of what it holds (`held`: its replica or its slice)
   // and `held` itself when the task asks for them.
+  // A ring worker's `velocity`, when not empty, follows `held` (for a checkpoint).
   void report_worker(int worker, uint64_t round, const TaskMsg& task,
-                     const std::vector<float>& held, UpdateMsg u) {
+                     const std::vector<float>& held, std::vector<float> velocity, UpdateMsg u) {
     if (task.hash) u.hash = hash_hex(hash_bytes(held.data(), held.size() * sizeof(float)));
     std::vector<std::vector<float>> vs;
     if (task.send_params) vs.push_back(held);
+    if (task.send_params && !velocity.empty()) vs.push_back(std::move(velocity));
     reply(uint32_t(worker), round, std::move(u), std::move(vs));
   }
 
@@ -355,7 +363,7 @@ class ClientProcess {
   // A model-parallel process's report of its step, with its part when asked for.
   void report_part(int part, uint64_t round, const TaskMsg& task, const std::vector<float>& held,
                    const PartStep& st) {
-    report_worker(part, round, task, held,
+    report_worker(part, round, task, held, {},
                   {.kind = task.kind,
                    .num_samples = st.num_samples,
                    .loss_sum = st.loss_sum,

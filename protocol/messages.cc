@@ -155,6 +155,7 @@ WireMessage encode(TaskMsg m, const Envelope& e, std::shared_ptr<const void> own
     case TaskKind::kAllReduce:
       body.update(
           {{"total_weight", m.total_weight}, {"hash", m.hash}, {"send_params", m.send_params}});
+      if (m.send_state) body["send_state"] = true;
       break;
     case TaskKind::kPipeline:
     case TaskKind::kTensor:
@@ -328,8 +329,11 @@ Decoded<TaskMsg> decode_task(const ParsedMessage& p) {
       r.get("total_weight", m.total_weight);
       r.get("hash", m.hash);
       r.get("send_params", m.send_params);
+      r.get_optional("send_state", m.send_state);
       r.require(m.total_weight > 0, "total_weight must be > 0");
-      r.require(p.vectors.size() <= 1, "an allreduce task carries the model or nothing");
+      r.require(!m.send_state || m.send_params, "send_state comes with send_params");
+      r.require(p.vectors.size() <= 2,
+                "an allreduce task carries the model (and its velocity), or nothing");
       break;
     case TaskKind::kPipeline:
     case TaskKind::kTensor:

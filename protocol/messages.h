@@ -97,12 +97,13 @@ struct TaskMsg {
   bool control = false;  // SCAFFOLD: the second vector is the server's control variate c
   // async: names the batch draw (the client's task count); absent: the round names it
   std::optional<uint64_t> draw;
-  // allreduce
+  // allreduce; send_state: with the model, the optimizer's velocity (for a checkpoint)
   double total_weight = 0;
+  bool send_state = false;
   // allreduce and pipeline
   bool hash = false, send_params = false;
   // gradient / local / forward: the model; backward: one dlogits per listed client;
-  // allreduce: the starting model with the first task, else none
+  // allreduce: the starting model with the first task (and a resumed run's velocity), else none
   std::vector<std::span<const float>> vectors;
   EncodedVectors encoded;  // sent in place of `vectors` when set (a compressed downlink)
   bool delta = false;      // the model vector is the change to add to the client's replica

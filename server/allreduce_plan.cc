@@ -23,6 +23,24 @@ class AllReducePlan final : public Plan {
   const char* topology() const override { return "allreduce"; }
   bool holds_model_after(int r) const override { return model_due(s_, r); }
 
+  // Every replica holds the same model and velocity (the hash checks say so): rank 0's, fetched
+  // on checkpoint rounds, are the ring's state; a resumed run's first task gives them back.
+  std::string checkpoint_refusal() const override {
+    if (s_.compression.uplink == "randk" || s_.compression.uplink == "powersgd")
+      return "randk and powersgd keep per-worker state in the ring";
+    if (s_.optimizer.precision == Precision::kF16) return "fp16's loss scale lives in the workers";
+    return "";
+  }
+  void save_state(Checkpoint& c) const override {
+    if (!velocity_.empty()) c.f32["ring.velocity"] = velocity_;
+  }
+  void load_state(const Checkpoint& c) override {
+    if (const auto it = c.f32.find("ring.velocity"); it != c.f32.end()) velocity_ = it->second;
+    if (!velocity_.empty() && velocity_.size() != run_.params.size())
+      throw Error(fmt::format("the checkpoint's ring velocity has {} values, the model {}",
+                              velocity_.size(), run_.params.size()));
+  }
+
   // The ring: every process sends RING with the endpoint it listens on; each then hears its rank
   // (HELLO order), the ring size and its next neighbour's endpoint.
   void begin(Engine& engine) override {
@@ -37,7 +55,8 @@ class AllReducePlan final : public Plan {
     const bool check = hash_due(s_, r);
     // Rank 0's replica comes back when the server evaluates or saves it.
     const bool need_params = model_due(s_, r);
-    send_tasks(engine, check, need_params);
+    const bool need_state = s_.checkpoint_every > 0 && (r + 1) % s_.checkpoint_every == 0;
+    send_tasks(engine, check, need_params, need_state);
     const Collected c = engine.collect(report_spec(check, need_params));
     if (s_.ring_elastic && !c.missing.empty() && c.missing.size() < members_.size()) {
       reform_without(engine, c.missing);
@@ -53,8 +72,11 @@ class AllReducePlan final : public Plan {
       throw Error(fmt::format("round {}: worker {} failed: {}", r + 1, c.failed.begin()->first,
                               c.failed.begin()->second));
     if (need_params) {
-      const auto v = c.got.at(members_[0]).update.vectors[0];
-      std::copy(v.begin(), v.end(), run_.params.begin());
+      const auto& vs = c.got.at(members_[0]).update.vectors;
+      std::copy(vs[0].begin(), vs[0].end(), run_.params.begin());
+      if (need_state)
+        velocity_ =
+            vs.size() == 2 ? std::vector<float>(vs[1].begin(), vs[1].end()) : std::vector<float>{};
     }
     if (check) check_replicas(c, need_params, r);
     record(rec, c, check, std::chrono::duration<double>(Clock::now() - t0).count());
@@ -109,17 +131,24 @@ class AllReducePlan final : public Plan {
     return t;
   }
 
-  // The starting model goes out once, with the first TASK; later TASKs carry no vector.
-  void send_tasks(Engine& engine, bool check, bool need_params) {
-    const auto start =
-        engine.round == 0 ? std::make_shared<const std::vector<float>>(run_.params) : nullptr;
+  // The starting model (and a resumed run's velocity) goes out once, with the first TASK; later
+  // TASKs carry no vector.
+  void send_tasks(Engine& engine, bool check, bool need_params, bool need_state) {
+    std::shared_ptr<const std::vector<std::vector<float>>> start;
+    if (!started_) {
+      std::vector<std::vector<float>> v = {run_.params};
+      if (!velocity_.empty()) v.push_back(velocity_);
+      start = std::make_shared<const std::vector<std::vector<float>>>(std::move(v));
+      started_ = true;
+    }
     for (size_t rank = 0; rank < members_.size(); ++rank) {
       TaskMsg task{.kind = TaskKind::kAllReduce,
                    .batch = s_.sgd_batch,
                    .total_weight = weight_,
+                   .send_state = need_state && rank == 0,
                    .hash = check,
                    .send_params = need_params && rank == 0};
-      if (start) task.vectors = {*start};
+      if (start) task.vectors.assign(start->begin(), start->end());
       engine.send(engine.order[members_[rank]], encode(task, engine.envelope(), start));
     }
   }
@@ -142,9 +171,13 @@ class AllReducePlan final : public Plan {
     spec.accept = [check, need_params, params, first](const Reply& r) -> std::string {
       const size_t want = need_params && r.key == first ? 1 : 0;
       if (check && r.update.hash.empty()) return "report without the replica hash asked for";
-      if (r.update.vectors.size() != want || (want && r.update.vectors[0].size() != params))
-        return fmt::format("report with {} vector(s), expected {} of {} values",
-                           r.update.vectors.size(), want, params);
+      // the model, and on checkpoint rounds the velocity once the optimizer has one
+      const auto& vs = r.update.vectors;
+      const bool sizes_ok =
+          std::all_of(vs.begin(), vs.end(), [&](const auto& v) { return v.size() == params; });
+      if (!sizes_ok || vs.size() < want || vs.size() > 2 * want)
+        return fmt::format("report with {} vector(s), expected {} of {} values", vs.size(), want,
+                           params);
       return "";
     };
     return spec;
@@ -188,6 +221,8 @@ class AllReducePlan final : public Plan {
   std::vector<uint32_t> members_;    // the ring's processes (HELLO indices), by rank
   int64_t epoch_ = 0;                // times the ring re-formed
   double weight_ = 0;                // total_weight() of the members
+  bool started_ = false;             // the first TASK, with the model, went out
+  std::vector<float> velocity_;      // rank 0's at the last checkpoint, or a resumed run's
   size_t member_clients_ = 0;        // the virtual clients they host
 };
 

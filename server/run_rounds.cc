@@ -25,7 +25,8 @@ std::unique_ptr<Plan> make_plan(RunContext& run) {
 
 bool model_due(const RunSpec& s, int r) {
   return (r + 1) % s.eval_every == 0 || r + 1 == s.rounds ||
-         (s.save_params_every > 0 && (r + 1) % s.save_params_every == 0);
+         (s.save_params_every > 0 && (r + 1) % s.save_params_every == 0) ||
+         (s.checkpoint_every > 0 && (r + 1) % s.checkpoint_every == 0);
 }
 
 bool hash_due(const RunSpec& s, int r) { return (r + 1) % s.hash_every == 0 || r + 1 == s.rounds; }

@@ -112,6 +112,14 @@ TEST(Resume, MasterTopologyAfterASigkillEndsWithTheUninterruptedBytes) {
                              "optimizer.momentum=0.9"}));
 }
 
+// The ring: rank 0's model and velocity (every replica's) are fetched on checkpoint rounds, and
+// the resumed run's first task gives both to every worker.
+TEST(Resume, AllReduceRingWithMomentumAfterASigkillEndsWithTheUninterruptedBytes) {
+  expect_resume_gives_the_same_bytes(
+      "ring", with(kLong, {"regime=gradient", "topology=allreduce", "sgd.batch=16",
+                           "optimizer.momentum=0.9", "allreduce.hash_every=1"}));
+}
+
 // Error feedback: the residuals live in the clients, so before each checkpoint the server fetches
 // every client's (sampled this round or not: half are) and the new clients get them back in their
 // WELCOME. Without them the resumed run would lose what top-k had dropped.
@@ -151,11 +159,14 @@ TEST(Resume, AnotherConfigOrAStatefulTopologyIsRefusedWithTheReason) {
   EXPECT_NE(code, 0);
   EXPECT_NE(err.find("optimizer.lr = 0.1 there, 0.5 here"), std::string::npos) << err;
   EXPECT_TRUE(std::filesystem::exists(left / "checkpoint.bin"));  // a refusal loses nothing
-  const auto [ring_code, ring_err] =
-      refused(tmp, "ring", {"regime=gradient", "topology=allreduce", "checkpoint_every=1"}, {});
-  EXPECT_NE(ring_code, 0);
-  EXPECT_NE(ring_err.find("cannot be checkpointed yet: the allreduce topology"), std::string::npos)
-      << ring_err;
+  const auto [pipe_code, pipe_err] =
+      refused(tmp, "pipe",
+              {"regime=gradient", "topology=pipeline", "partition.clients=1", "model.name=mlp",
+               "model.hidden=[8]", "checkpoint_every=1"},
+              {});
+  EXPECT_NE(pipe_code, 0);
+  EXPECT_NE(pipe_err.find("cannot be checkpointed yet: the pipeline topology"), std::string::npos)
+      << pipe_err;
   const auto [psgd_code, psgd_err] = refused(
       tmp, "psgd", {"regime=gradient", "compression.uplink=powersgd", "checkpoint_every=1"}, {});
   EXPECT_NE(psgd_code, 0);
