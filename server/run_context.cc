@@ -115,7 +115,21 @@ void RunContext::checkpoint(int r, const Plan& plan, const Engine& engine) {
   engine.log(fmt::format("round {}: checkpoint written", r + 1));
 }
 
+// A checkpoint whose bytes pass the CRC but whose entries have the wrong types (written by hand,
+// or by a fedpar that wrote them differently) is an Error naming the file, not an internal one.
 RunContext::Resumed RunContext::resume(const std::filesystem::path& dir, Plan& plan) {
+  try {
+    return resume_from(dir, plan);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("{} is not a usable checkpoint: {}", (dir / "checkpoint.bin").string(),
+                            e.what()));
+  } catch (const std::logic_error& e) {  // a number that does not parse, an index out of range
+    throw Error(fmt::format("{} is not a usable checkpoint: {}", (dir / "checkpoint.bin").string(),
+                            e.what()));
+  }
+}
+
+RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Plan& plan) {
   const auto file = dir / "checkpoint.bin";
   if (!std::filesystem::exists(file))
     throw Error(

@@ -72,6 +72,7 @@ class RunContext {
   JsonlWriter metrics;
 
  private:
+  Resumed resume_from(const std::filesystem::path& dir, Plan& plan);  // resume(), unguarded
   std::optional<RoundRecord> last_eval_;
   int stopped_at_ = 0;   // the round stop_at_accuracy ended the run after, if it did
   int diverged_at_ = 0;  // the round whose update was not finite, if one was

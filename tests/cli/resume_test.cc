@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/checkpoint.h"
 #include "tests/util/distributed_run.h"
 #include "tests/util/process.h"
 #include "tests/util/test_util.h"
@@ -147,6 +148,31 @@ std::pair<int, std::string> refused(const TempDir& tmp, const std::string& tag,
   const pid_t server = testing::spawn_fedpar(args, tmp / (tag + ".rout"), tmp / (tag + ".rerr"));
   const int code = testing::wait_exit(server, 60).value_or(-99);
   return {code, testing::slurp(tmp / (tag + ".rerr"))};
+}
+
+// A checkpoint that passes its CRC but holds entries of the wrong type (its config a number, a
+// client's state named by no number) is refused naming the file, not as an internal error.
+TEST(Resume, ACheckpointWithWrongEntriesIsRefusedNamingTheFile) {
+  TempDir tmp;
+  for (const bool bad_config : {true, false}) {
+    const auto dir = tmp / (bad_config ? "config" : "client");
+    std::filesystem::create_directories(dir);
+    Checkpoint c;
+    c.meta["config"] = 5;
+    if (!bad_config) {
+      const auto left = killed_run(tmp, "good", with(kLong, {"regime=model"}), 3);
+      c = read_checkpoint(left / "checkpoint.bin");
+      c.f32["feedback.e_i.x"] = std::vector<float>(c.floats("params").size(), 1.0f);
+      c.f32["feedback.e_i.x.lr"] = {1.0f};
+      std::filesystem::copy_file(left / "metrics.jsonl", dir / "metrics.jsonl");
+    }
+    write_checkpoint(dir / "checkpoint.bin", c);
+    const auto [code, err] = refused(tmp, bad_config ? "config" : "client",
+                                     with(kLong, {"regime=model"}), {"--resume", dir.string()});
+    EXPECT_NE(code, 0);
+    EXPECT_NE(err.find("checkpoint.bin is not a usable checkpoint"), std::string::npos) << err;
+    EXPECT_EQ(err.find("internal error"), std::string::npos) << err;
+  }
 }
 
 TEST(Resume, AnotherConfigOrAStatefulTopologyIsRefusedWithTheReason) {
