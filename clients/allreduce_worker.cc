@@ -53,6 +53,9 @@ void AllReduceWorker::reform(int rank, int size, const LinkPeer& next, uint32_t 
     sgd_.load_state(before_.sgd, "sgd");
     scaler_ = before_.scaler;
   }
+  // Large chunks of the broken ring left as views of sum_ (zero copy) and ZeroMQ may still hold
+  // some: the buffer is kept, not freed by the redo's new sum (one model per re-forming).
+  retired_.push_back(std::move(sum_));
   rank_ = rank, size_ = size;
   link_.reconnect_next(next, epoch);
 }

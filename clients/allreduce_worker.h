@@ -72,8 +72,9 @@ class AllReduceWorker {
   ZmqRingLink link_;
   int rank_ = 0, size_ = 1;
   std::vector<float> replica_, sum_;
-  HostSgd sgd_;                       // steps the host replica
-  std::optional<LossScaler> scaler_;  // fp16: the loss scale of this worker's gradients
+  std::vector<std::vector<float>> retired_;  // sums of broken rings ZeroMQ may still be sending
+  HostSgd sgd_;                              // steps the host replica
+  std::optional<LossScaler> scaler_;         // fp16: the loss scale of this worker's gradients
   // allreduce.elastic: the state before the last finished step, and its round
   struct Before {
     uint64_t round = UINT64_MAX;

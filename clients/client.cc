@@ -550,6 +550,14 @@ int run_client(const ClientOptions& o) {
   if (w.header.type == MessageType::kError)
     throw Error("the server refused us: " + checked(decode_error(w), "ERROR").reason);
   const WelcomeMsg welcome = checked(decode_welcome(w), "WELCOME");
+  // A TASK carries the model at up to 8 bytes a value (a sparse codec's index and value): a
+  // limit below that would drop it unread, which would look like a silent server.
+  if (const uint64_t need = 8 * welcome.num_params + (uint64_t(1) << 20);
+      need > uint64_t(o.max_frame_mib) << 20)
+    throw Error(
+        fmt::format("this run's model ({} values) needs frames of up to {} MiB: start the "
+                    "client with --max-frame-mib {} or more",
+                    welcome.num_params, (need >> 20) + 1, (need >> 20) + 1));
   const RunSpec spec = run_spec_from_toml(welcome.config_toml, "WELCOME");  // [network]
   const auto link = shape_channel(*channel, spec.network, spec.seed, welcome.clients);
   return ClientProcess(o, *link, ctx, welcome, w.header.run).serve();

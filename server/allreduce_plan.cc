@@ -107,7 +107,10 @@ class AllReducePlan final : public Plan {
 
   // allreduce.elastic: the dead leave the run with their virtual clients; the ring re-forms.
   void reform_without(Engine& engine, const std::vector<uint32_t>& dead) {
-    for (const uint32_t p : dead) engine.lost.insert(engine.order[p]);
+    for (const uint32_t p : dead) {  // one merely late is told that it is out
+      engine.lost.insert(engine.order[p]);
+      engine.send(engine.order[p], encode_stop(engine.envelope()));
+    }
     std::erase_if(members_,
                   [&](uint32_t p) { return std::find(dead.begin(), dead.end(), p) != dead.end(); });
     ++epoch_;

@@ -167,10 +167,11 @@ Collected Engine::collect(const CollectSpec& spec) {
     if (awaited && in->parsed.header.type == MessageType::kError) {
       auto e = decode_error(in->parsed);
       const std::string why = e.index() == 0 ? std::get<ErrorMsg>(e).reason : "?";
+      if (spec.check_round && in->parsed.header.round != round) continue;  // an earlier round's
       if (spec.errors_are_fatal)
         throw Error(fmt::format("round {}: worker {} failed: {}", round + 1, process, why));
-      out.failed.emplace(uint32_t(process), why);
-      answered();
+      if (!out.got.count(uint32_t(process)) && out.failed.emplace(uint32_t(process), why).second)
+        answered();  // a worker's first answer counts, report or ERROR
       continue;
     }
     auto update = decode_update(in->parsed);

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/check.h"
+#include "transport/curve.h"
 
 namespace fedpar {
 namespace {
@@ -47,8 +48,8 @@ std::vector<WorkerEndpoints> collect_endpoints(Engine& engine, double seconds, b
       refusal = "not a worker of this run";
     else if (!m)
       refusal = "expected RING with the worker's endpoint";
-    else if (keys && m->key.empty())
-      refusal = "RING without the worker's link key (a run with [security])";
+    else if (keys && !is_curve_key(m->key))
+      refusal = "RING without the worker's link key, 40 characters of Z85 (a run with [security])";
     else if (replicas && m->replica_endpoint.empty())
       refusal = "RING without the replica ring's endpoint ([grid] data > 1)";
     else if ((at.link = reachable_endpoint(m->endpoint, in->msg)).empty() ||

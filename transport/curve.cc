@@ -37,6 +37,8 @@ std::string z85(const uint8_t* raw) {
 
 }  // namespace
 
+bool is_curve_key(const std::string& key) { return is_z85_key(key); }
+
 CurveKeyPair generate_curve_key_pair() {
   char pub[kZ85Key + 1], sec[kZ85Key + 1];
   if (zmq_curve_keypair(pub, sec) != 0)

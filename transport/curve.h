@@ -26,6 +26,8 @@ struct CurveKeyPair {
 };
 
 CurveKeyPair generate_curve_key_pair();
+// Whether `key` is a CURVE key as Z85 text (40 characters that decode).
+bool is_curve_key(const std::string& key);
 // NAME.key (both keys, mode 0600) and NAME.pub (the public key) in `dir`; returns the .key path.
 // Refuses to overwrite a key pair. Throws Error.
 std::filesystem::path write_curve_key_pair(const std::filesystem::path& dir,

@@ -26,7 +26,12 @@ void LinkSecurity::prepare_connect(zmq::socket_t& sock, const LinkPeer& peer) co
         "the server named the worker at {} without its link key: in a run with [security] "
         "every worker must be a fedpar of this version",
         peer.endpoint));
-  make_curve_client(sock, CurveClient{*keys_, peer.key});
+  try {
+    make_curve_client(sock, CurveClient{*keys_, peer.key});
+  } catch (const zmq::error_t& e) {
+    throw Error(fmt::format("the link key the server gave for {} is not a CURVE key: {}",
+                            peer.endpoint, e.what()));
+  }
 }
 
 void LinkSecurity::allow(std::set<std::string> keys) {

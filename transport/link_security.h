@@ -28,6 +28,8 @@ class LinkSecurity {
   explicit LinkSecurity(int64_t max_frame_bytes = -1) : max_frame_(max_frame_bytes) {}
   // CURVE links: a fresh key pair, and a ZAP handler on `ctx` that lets no one in until allow().
   LinkSecurity(zmq::context_t& ctx, int64_t max_frame_bytes, bool quiet);
+  LinkSecurity(const LinkSecurity&) = delete;  // links hold a pointer to it
+  LinkSecurity& operator=(const LinkSecurity&) = delete;
 
   bool curve() const { return keys_.has_value(); }
   std::string public_key() const { return keys_ ? keys_->public_key : ""; }  // sent in RING

@@ -28,6 +28,11 @@ RingStats ring_allreduce(std::span<float> data, int rank, int n, RingLink& link,
   if (n == 1) return st;
   auto mod = [n](int v) { return ((v % n) + n) % n; };
   const size_t buckets = (data.size() + bucket_floats - 1) / bucket_floats;
+  if (buckets >= (size_t(1) << 24))  // a tag holds the bucket in bits 24..47 (ring_tag)
+    throw Error(
+        fmt::format("ring: {} buckets of {} floats; raise allreduce.bucket_floats to at "
+                    "least {}",
+                    buckets, bucket_floats, data.size() >> 23));
   // Chunk c of bucket j: [c len / n, (c + 1) len / n) of the bucket.
   auto chunk = [&](size_t j, int c) {
     const size_t b0 = j * bucket_floats;

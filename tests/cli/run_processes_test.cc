@@ -184,10 +184,9 @@ TEST(FedparRun, StopsEverythingWhenAClientDiesOrOnInterrupt) {
   }
 }
 
-// The run's own fault policy: model averaging goes on without a killed client's virtual clients
-// (the server drops them at the round's deadline) and ends normally.
-// The run's own fault policy: model averaging, and an all-reduce ring with allreduce.elastic
-// (the survivor goes on as a ring of one), finish without a killed client process.
+// The run's own fault policy: model averaging (the server drops a missing client's updates at the
+// round's deadline), and an all-reduce ring with allreduce.elastic (the survivor goes on as a
+// ring of one), finish without a killed client process.
 TEST(FedparRun, ModelAveragingAndAnElasticRingGoOnWhenAClientDies) {
   for (const std::string regime : {"regime=model", "topology=allreduce"}) {
     SCOPED_TRACE(regime);
@@ -200,7 +199,7 @@ TEST(FedparRun, ModelAveragingAndAnElasticRingGoOnWhenAClientDies) {
                                "allreduce.deadline_seconds=1", "partition.clients=2"});
     const pid_t run = supervised(tmp, sets, clients);
     ASSERT_EQ(clients.size(), 2u);
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    testing::wait_for_round(tmp, "run", 2);  // the ring has formed, the rounds have begun
     kill(clients[1], SIGKILL);
     EXPECT_EQ(testing::wait_exit(run, 120).value_or(-99), 0) << testing::slurp(tmp / "run.err");
     EXPECT_NE(testing::slurp(tmp / "run.err").find("the run goes on without its virtual clients"),
@@ -408,6 +407,29 @@ TEST(DistributedFaults, AClientRefusesAWelcomeThatDoesNotFitItsData) {
         << err;
     EXPECT_EQ(err.find("internal error"), std::string::npos) << err;
   }
+}
+
+// A client whose frame limit (--max-frame-mib) is below what the run's TASKs need says so at the
+// WELCOME, instead of later taking the dropped TASK for a silent server.
+TEST(DistributedFaults, AClientWhoseFrameLimitIsTooSmallSaysSoAtTheWelcome) {
+  TempDir tmp;
+  zmq::context_t ctx;
+  zmq::socket_t router(ctx, zmq::socket_type::router);
+  router.set(zmq::sockopt::rcvtimeo, 20000);
+  router.bind("tcp://127.0.0.1:*");
+  const std::string ep = router.get(zmq::sockopt::last_endpoint);
+  const pid_t client =
+      testing::spawn_fedpar({"client", "--wait", "20", "--max-frame-mib", "2", "--server", ep},
+                            tmp / "c.out", tmp / "c.err");
+  std::vector<zmq::message_t> hello;
+  ASSERT_TRUE(zmq::recv_multipart(router, std::back_inserter(hello))) << "no HELLO";
+  // 200,000 values: 1.6 MB at 8 bytes a value, plus a body: more than 2 MiB
+  const WelcomeMsg w{"[data]\nname = 'synthetic'\n", {0}, {{0}}, 200000, "h"};
+  router.send(zmq::buffer(hello[0].to_string()), zmq::send_flags::sndmore);
+  send_frames(router, encode(w, {}));
+  EXPECT_EQ(testing::wait_exit(client, 30).value_or(-99), 2);
+  const std::string err = testing::slurp(tmp / "c.err");
+  EXPECT_NE(err.find("start the client with --max-frame-mib 3 or more"), std::string::npos) << err;
 }
 
 // The averaging weight is the manifest's n_k, never the peer's claim: the lying peer's updates
