@@ -375,20 +375,45 @@ TEST(DistributedFaults, AHelloCannotTakeMoreSlotsThanTheConfigGrants) {
   for (const auto& h : summary["hosts"]) EXPECT_EQ(h["clients"].size(), 2u);
 }
 
+// A bare ROUTER standing in for a server, and a real client (started with `flags`) that said
+// HELLO to it; welcome() answers the client, exit() is its exit code and stderr.
+class BareServer {
+ public:
+  BareServer(const TempDir& tmp, const std::vector<std::string>& flags) : tmp_(tmp) {
+    router_.set(zmq::sockopt::rcvtimeo, 20000);
+    router_.bind("tcp://127.0.0.1:*");
+    std::vector<std::string> args = {"client", "--wait", "20", "--server",
+                                     router_.get(zmq::sockopt::last_endpoint)};
+    args.insert(args.end(), flags.begin(), flags.end());
+    client_ = testing::spawn_fedpar(args, tmp / "c.out", tmp / "c.err");
+    std::vector<zmq::message_t> hello;
+    if (zmq::recv_multipart(router_, std::back_inserter(hello))) peer_ = hello[0].to_string();
+  }
+  bool heard_hello() const { return !peer_.empty(); }
+  void welcome(const WireMessage& m) {
+    router_.send(zmq::buffer(peer_), zmq::send_flags::sndmore);
+    send_frames(router_, m);
+  }
+  std::pair<int, std::string> exit() {
+    const int code = testing::wait_exit(client_, 30).value_or(-99);
+    return {code, testing::slurp(tmp_ / "c.err")};
+  }
+
+ private:
+  const TempDir& tmp_;
+  zmq::context_t ctx_;
+  zmq::socket_t router_{ctx_, zmq::socket_type::router};
+  pid_t client_ = -1;
+  std::string peer_;
+};
+
 // A client trusts no WELCOME blindly: a server (here a bare ROUTER) that names a sample past the
 // end of the training set, or sends no shards, gets a client that exits with the reason.
 TEST(DistributedFaults, AClientRefusesAWelcomeThatDoesNotFitItsData) {
   for (const bool with_shards : {true, false}) {
     TempDir tmp;
-    zmq::context_t ctx;
-    zmq::socket_t router(ctx, zmq::socket_type::router);
-    router.set(zmq::sockopt::rcvtimeo, 20000);
-    router.bind("tcp://127.0.0.1:*");
-    const std::string ep = router.get(zmq::sockopt::last_endpoint);
-    const pid_t client = testing::spawn_fedpar({"client", "--wait", "20", "--server", ep},
-                                               tmp / "c.out", tmp / "c.err");
-    std::vector<zmq::message_t> hello;
-    ASSERT_TRUE(zmq::recv_multipart(router, std::back_inserter(hello))) << "no HELLO";
+    BareServer server(tmp, {});
+    ASSERT_TRUE(server.heard_hello());
     WelcomeMsg w{"[data]\nname = 'synthetic'\n[model]\nname = 'logreg'\n", {0}, {}, 610, "h"};
     if (with_shards) w.shards = {{0, 99999999}};
     WireMessage m = encode(w, {});
@@ -398,10 +423,9 @@ TEST(DistributedFaults, AClientRefusesAWelcomeThatDoesNotFitItsData) {
                           {"clients", {0}},
                           {"num_params", 610},
                           {"dataset_hash", "h"}});
-    router.send(zmq::buffer(hello[0].to_string()), zmq::send_flags::sndmore);
-    send_frames(router, m);
-    EXPECT_EQ(testing::wait_exit(client, 30).value_or(-99), 2);
-    const std::string err = testing::slurp(tmp / "c.err");
+    server.welcome(m);
+    const auto [code, err] = server.exit();
+    EXPECT_EQ(code, 2);
     EXPECT_NE(err.find(with_shards ? "sample 99999999 was asked for" : "WELCOME needs 'shards'"),
               std::string::npos)
         << err;
@@ -413,22 +437,12 @@ TEST(DistributedFaults, AClientRefusesAWelcomeThatDoesNotFitItsData) {
 // WELCOME, instead of later taking the dropped TASK for a silent server.
 TEST(DistributedFaults, AClientWhoseFrameLimitIsTooSmallSaysSoAtTheWelcome) {
   TempDir tmp;
-  zmq::context_t ctx;
-  zmq::socket_t router(ctx, zmq::socket_type::router);
-  router.set(zmq::sockopt::rcvtimeo, 20000);
-  router.bind("tcp://127.0.0.1:*");
-  const std::string ep = router.get(zmq::sockopt::last_endpoint);
-  const pid_t client =
-      testing::spawn_fedpar({"client", "--wait", "20", "--max-frame-mib", "2", "--server", ep},
-                            tmp / "c.out", tmp / "c.err");
-  std::vector<zmq::message_t> hello;
-  ASSERT_TRUE(zmq::recv_multipart(router, std::back_inserter(hello))) << "no HELLO";
+  BareServer server(tmp, {"--max-frame-mib", "2"});
+  ASSERT_TRUE(server.heard_hello());
   // 200,000 values: 1.6 MB at 8 bytes a value, plus a body: more than 2 MiB
-  const WelcomeMsg w{"[data]\nname = 'synthetic'\n", {0}, {{0}}, 200000, "h"};
-  router.send(zmq::buffer(hello[0].to_string()), zmq::send_flags::sndmore);
-  send_frames(router, encode(w, {}));
-  EXPECT_EQ(testing::wait_exit(client, 30).value_or(-99), 2);
-  const std::string err = testing::slurp(tmp / "c.err");
+  server.welcome(encode(WelcomeMsg{"[data]\nname = 'synthetic'\n", {0}, {{0}}, 200000, "h"}, {}));
+  const auto [code, err] = server.exit();
+  EXPECT_EQ(code, 2);
   EXPECT_NE(err.find("start the client with --max-frame-mib 3 or more"), std::string::npos) << err;
 }
 

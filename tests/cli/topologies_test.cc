@@ -130,14 +130,18 @@ pid_t slowed_allreduce_server(const TempDir& tmp, int rounds, std::vector<std::s
   return testing::spawn_fedpar(args, tmp / "s.out", tmp / "s.err");
 }
 
+// Its three workers, the second SIGKILLed once the server logged round 5; the server's exit.
+testing::KilledMidRun kill_a_worker(const TempDir& tmp, pid_t server, std::vector<pid_t>& workers) {
+  const std::string ep = testing::wait_for_file(tmp / "ep", 20);
+  if (ep.empty()) return {};
+  workers = testing::spawn_clients(3, ep, tmp.path());
+  return testing::kill_mid_run(server, tmp / "s.err", "round 5/", workers[1]);
+}
+
 TEST(Topologies, AllReduceWorkerDyingMidRunStopsTheRingWithinTheDeadline) {
   TempDir tmp;
-  const pid_t server = slowed_allreduce_server(tmp, 100000);
-  const std::string ep = testing::wait_for_file(tmp / "ep", 20);
-  ASSERT_FALSE(ep.empty());
-  const std::vector<pid_t> workers = testing::spawn_clients(3, ep, tmp.path());
-  // Wait for a few rounds, then kill one worker outright.
-  const auto k = testing::kill_mid_run(server, tmp / "s.err", "round 5/", workers[1]);
+  std::vector<pid_t> workers;
+  const auto k = kill_a_worker(tmp, slowed_allreduce_server(tmp, 100000), workers);
   ASSERT_TRUE(k.marker_seen) << testing::slurp(tmp / "s.err");
   ASSERT_TRUE(k.code.has_value()) << "the server hung after a worker died";
   EXPECT_NE(*k.code, 0);
@@ -160,12 +164,11 @@ TEST(Topologies, AllReduceWorkerDyingMidRunStopsTheRingWithinTheDeadline) {
 TEST(Topologies, AnElasticRingReFormsWithoutADeadWorkerAndFinishes) {
   TempDir tmp;
   const int rounds = 40;
-  const pid_t server =
-      slowed_allreduce_server(tmp, rounds, {"allreduce.elastic=true", "allreduce.hash_every=1"});
-  const std::string ep = testing::wait_for_file(tmp / "ep", 20);
-  ASSERT_FALSE(ep.empty());
-  const std::vector<pid_t> workers = testing::spawn_clients(3, ep, tmp.path());
-  const auto k = testing::kill_mid_run(server, tmp / "s.err", "round 5/", workers[1]);
+  std::vector<pid_t> workers;
+  const auto k = kill_a_worker(
+      tmp,
+      slowed_allreduce_server(tmp, rounds, {"allreduce.elastic=true", "allreduce.hash_every=1"}),
+      workers);
   ASSERT_TRUE(k.marker_seen) << testing::slurp(tmp / "s.err");
   ASSERT_TRUE(k.code.has_value()) << "the server hung after a worker died";
   const std::string err = testing::slurp(tmp / "s.err");
