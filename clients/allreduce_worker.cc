@@ -32,19 +32,6 @@ void AllReduceWorker::join(int rank, int size, const LinkPeer& next) {
   link_.connect_next(next);
 }
 
-std::vector<float> AllReduceWorker::velocity() const {
-  Checkpoint c;
-  sgd_.save_state(c, "sgd");
-  const auto it = c.f32.find("sgd.velocity");
-  return it == c.f32.end() ? std::vector<float>{} : it->second;
-}
-
-void AllReduceWorker::set_velocity(std::span<const float> v) {
-  Checkpoint c;
-  if (!v.empty()) c.f32["sgd.velocity"].assign(v.begin(), v.end());
-  sgd_.load_state(c, "sgd");
-}
-
 void AllReduceWorker::reform(int rank, int size, const LinkPeer& next, uint32_t epoch,
                              uint64_t redo) {
   FEDPAR_CHECK(size >= 1 && rank >= 0 && rank < size) << "rank " << rank << " of " << size;

@@ -51,8 +51,8 @@ class AllReduceWorker {
   const std::vector<float>& replica() const { return replica_; }
   // The optimizer's velocity (empty before the first step or without momentum), and back: what
   // a checkpoint keeps of a ring worker besides its replica (every rank holds the same).
-  std::vector<float> velocity() const;
-  void set_velocity(std::span<const float> v);
+  std::vector<float> velocity() const { return sgd_.velocity(); }
+  void set_velocity(std::span<const float> v) { sgd_.set_velocity(v); }
 
   // One synchronous step: g = (sum over all ranks' clients of w_k g_k) / total_weight, w_k = n_k
   // (or 1 with uniform weighting), then replica <- SGD(replica, g, lr). Throws Error when the

@@ -347,23 +347,31 @@ class ClientProcess {
     if (!worker || !worker->joined())
       throw Error(fmt::format("the server sent a {} task to a process that is not one of its parts",
                               task_kind_name(task.kind)));
-    if (!task.vectors.empty()) {  // the first task carries the model
+    if (!task.vectors.empty()) {  // the first task carries the model (and a resumed velocity)
       check_model(task.vectors[0]);
       worker->set_params(task.vectors[0]);
+      if (task.vectors.size() == 2) {
+        check_model(task.vectors[1]);
+        worker->set_velocity_from_whole(task.vectors[1]);
+      }
     }
     const auto data = shards_.begin();  // this replica's client: every part hosts it
     if (data == shards_.end())
       throw Error("this process hosts no client: it has no data for the batch");
-    const PartStep st = or_tell_server(worker->part(), round, [&] {
+    const auto t0 = Clock::now();
+    PartStep st = or_tell_server(worker->part(), round, [&] {
       return worker->step(data_.data, data->second, data->first, task.batch, round, buffer_);
     });
-    report_part(worker->part(), round, task, worker->params(), st);
+    const double secs = seconds_since(t0);  // [stragglers]: as slow as this replica's client
+    st.compute_seconds += straggle(s_, data->first, secs) - secs;
+    report_part(worker->part(), round, task, worker->params(),
+                task.send_state ? worker->velocity() : std::vector<float>{}, st);
   }
 
-  // A model-parallel process's report of its step, with its part when asked for.
+  // A model-parallel process's report of its step, with its part (and its velocity) when asked.
   void report_part(int part, uint64_t round, const TaskMsg& task, const std::vector<float>& held,
-                   const PartStep& st) {
-    report_worker(part, round, task, held, {},
+                   std::vector<float> velocity, const PartStep& st) {
+    report_worker(part, round, task, held, std::move(velocity),
                   {.kind = task.kind,
                    .num_samples = st.num_samples,
                    .loss_sum = st.loss_sum,

@@ -53,6 +53,12 @@ void PipelineWorker::set_params(std::span<const float> whole) {
   stage_model_->set_params_host(params_);
 }
 
+void PipelineWorker::set_velocity_from_whole(std::span<const float> whole) {
+  FEDPAR_CHECK(stage_model_) << "the velocity came before the stage assignment";
+  const size_t at = stage_model_->model_offset(), n = stage_model_->num_params();
+  sgd_.set_velocity(whole.subspan(at, n));  // set_params checked that the whole holds it
+}
+
 PartStep PipelineWorker::step(const Dataset& data, std::span<const uint32_t> shard, uint32_t client,
                               int64_t batch, uint64_t round, BatchBuffer& buffer) {
   using Clock = std::chrono::steady_clock;

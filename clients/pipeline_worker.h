@@ -42,6 +42,9 @@ class PipelineWorker {
   // Takes this stage's slice of the whole model.
   void set_params(std::span<const float> whole);
   const std::vector<float>& params() const { return params_; }
+  // This stage's optimizer velocity, and a resumed run's, given for the whole model.
+  std::vector<float> velocity() const { return sgd_.velocity(); }
+  void set_velocity_from_whole(std::span<const float> whole);
   bool joined() const { return bool(stage_model_); }
 
   // One batch of `batch` samples (per replica) (the server resolves it, so every stage splits it

@@ -36,6 +36,11 @@ void TensorWorker::set_params(std::span<const float> whole) {
   params_ = shard_->params_host();
 }
 
+void TensorWorker::set_velocity_from_whole(std::span<const float> whole) {
+  FEDPAR_CHECK(shard_) << "the velocity came before the rank assignment";
+  sgd_.set_velocity(shard_->part_of_whole(whole));
+}
+
 PartStep TensorWorker::step(const Dataset& data, std::span<const uint32_t> shard, uint32_t client,
                             int64_t batch, uint64_t round, BatchBuffer& buffer) {
   using Clock = std::chrono::steady_clock;

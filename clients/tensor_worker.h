@@ -43,6 +43,9 @@ class TensorWorker {
   // Takes this rank's slices of the whole model.
   void set_params(std::span<const float> whole);
   const std::vector<float>& params() const { return params_; }
+  // This rank's optimizer velocity, and a resumed run's, given for the whole model.
+  std::vector<float> velocity() const { return sgd_.velocity(); }
+  void set_velocity_from_whole(std::span<const float> whole);
 
   // One batch of `batch` samples from `client`'s `shard` (every rank of the group draws the same
   // rows). Throws Error when the ring fails.

@@ -45,6 +45,19 @@ void HostSgd::load_state(const Checkpoint& c, const std::string& prefix) {
   sgd_->set_velocity(it->second);
 }
 
+std::vector<float> HostSgd::velocity() const {
+  Checkpoint c;
+  save_state(c, "sgd");
+  const auto it = c.f32.find("sgd.velocity");
+  return it == c.f32.end() ? std::vector<float>{} : it->second;
+}
+
+void HostSgd::set_velocity(std::span<const float> v) {
+  Checkpoint c;
+  if (!v.empty()) c.f32["sgd.velocity"].assign(v.begin(), v.end());
+  load_state(c, "sgd");
+}
+
 HostSgd::HostSgd(SgdOptions opts) : opts_(opts), be_(make_backend("cpu")) {}
 HostSgd::~HostSgd() = default;
 

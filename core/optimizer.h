@@ -50,6 +50,9 @@ class HostSgd {
   // before the first step when the checkpoint has none: no step was taken, or no momentum).
   void save_state(Checkpoint& c, const std::string& prefix) const;
   void load_state(const Checkpoint& c, const std::string& prefix);
+  // The momentum buffer itself (empty before the first step or without momentum), and back.
+  std::vector<float> velocity() const;
+  void set_velocity(std::span<const float> v);
 
  private:
   SgdOptions opts_;

@@ -128,13 +128,17 @@ void TensorShard::set_params_host(std::span<const float> host) {
   params_.upload(host.data(), host.size());
 }
 
-void TensorShard::set_params_from_whole(std::span<const float> whole) {
+std::vector<float> TensorShard::part_of_whole(std::span<const float> whole) const {
   std::vector<float> mine(layout_.total());
   for (const Piece& p : pieces_)
     for (size_t k = 0; k < p.count; ++k)
       std::copy_n(whole.begin() + long(p.whole_start + k * p.stride), p.len,
                   mine.begin() + long(p.shard_offset + k * p.len));
-  set_params_host(mine);
+  return mine;
+}
+
+void TensorShard::set_params_from_whole(std::span<const float> whole) {
+  set_params_host(part_of_whole(whole));
 }
 
 void TensorShard::place_in_whole(std::span<const float> shard, std::span<float> whole) const {

@@ -36,6 +36,8 @@ class TensorShard {
   // This rank's parameters from the whole model's flat vector, and back (its slices in place;
   // replicated tensors whole).
   void set_params_from_whole(std::span<const float> whole);
+  // This rank's part of any vector laid out as the whole model (its velocity, say).
+  std::vector<float> part_of_whole(std::span<const float> whole) const;
   void place_in_whole(std::span<const float> shard, std::span<float> whole) const;
   std::vector<float> params_host() const { return params_.download(); }
   std::vector<float> grads_host() const { return grads_.download(); }

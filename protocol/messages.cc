@@ -160,6 +160,7 @@ WireMessage encode(TaskMsg m, const Envelope& e, std::shared_ptr<const void> own
     case TaskKind::kPipeline:
     case TaskKind::kTensor:
       body.update({{"hash", m.hash}, {"send_params", m.send_params}});
+      if (m.send_state) body["send_state"] = true;
       break;
     case TaskKind::kForward:
     case TaskKind::kBackward:
@@ -339,7 +340,10 @@ Decoded<TaskMsg> decode_task(const ParsedMessage& p) {
     case TaskKind::kTensor:
       r.get("hash", m.hash);
       r.get("send_params", m.send_params);
-      r.require(p.vectors.size() <= 1, "a model-parallel task carries the model or nothing");
+      r.get_optional("send_state", m.send_state);
+      r.require(!m.send_state || m.send_params, "send_state comes with send_params");
+      r.require(p.vectors.size() <= 2,
+                "a model-parallel task carries the model (and its velocity), or nothing");
       break;
     case TaskKind::kState:
       r.require(p.vectors.empty(), "a state task carries no vector");

@@ -61,6 +61,23 @@ class ModelParallelPlan final : public Plan {
   const char* topology() const override { return pipeline_ ? "pipeline" : "tensor"; }
   bool holds_model_after(int r) const override { return model_due(s_, r); }
 
+  // Replica 0's parts, and on checkpoint rounds their optimizer velocities, put together as the
+  // whole model's are the run's state (the other replicas hold the same bits: the hash checks);
+  // a resumed run's first task gives every part its slices of both.
+  std::string checkpoint_refusal() const override {
+    return s_.optimizer.precision == Precision::kF16 ? "fp16's loss scale lives in the workers"
+                                                     : "";
+  }
+  void save_state(Checkpoint& c) const override {
+    if (!velocity_.empty()) c.f32["parts.velocity"] = velocity_;
+  }
+  void load_state(const Checkpoint& c) override {
+    if (const auto it = c.f32.find("parts.velocity"); it != c.f32.end()) velocity_ = it->second;
+    if (!velocity_.empty() && velocity_.size() != run_.params.size())
+      throw Error(fmt::format("the checkpoint's parts' velocity has {} values, the model {}",
+                              velocity_.size(), run_.params.size()));
+  }
+
   void begin(Engine& engine) override {
     const std::vector<WorkerEndpoints> at =
         collect_endpoints(engine, s_.wait_seconds, s_.security.on(), replicas_ > 1);
@@ -105,8 +122,9 @@ class ModelParallelPlan final : public Plan {
     const auto t0 = Clock::now();
     const int r = int(engine.round);
     const bool need_params = model_due(s_, r);
+    const bool need_state = s_.checkpoint_every > 0 && (r + 1) % s_.checkpoint_every == 0;
     const bool check = replicas_ > 1 && hash_due(s_, r);
-    send_tasks(engine, need_params, check);
+    send_tasks(engine, need_params, need_state, check);
     const Collected c = engine.collect(report_spec(engine, need_params, check));
     if (!c.missing.empty())
       throw Error(fmt::format(
@@ -116,7 +134,15 @@ class ModelParallelPlan final : public Plan {
           c.got.empty() ? "" : " of the others'", topology()));
     if (need_params)
       for (const auto& [process, reply] : c.got)
-        if (int(process) < parts_) place(int(process), reply.update.vectors[0]);
+        if (int(process) < parts_) place(int(process), reply.update.vectors[0], run_.params);
+    if (need_state) {  // the parts' velocities, once the optimizer has them
+      velocity_.clear();
+      for (const auto& [process, reply] : c.got)
+        if (int(process) < parts_ && reply.update.vectors.size() == 2) {
+          velocity_.resize(run_.params.size(), 0.0f);
+          place(int(process), reply.update.vectors[1], velocity_);
+        }
+    }
     if (check) check_replicas(c, r);
     record(rec, c, check, std::chrono::duration<double>(Clock::now() - t0).count());
     return fmt::format("{} processes{}", c.got.size(), check ? ", replicas identical" : "");
@@ -127,25 +153,32 @@ class ModelParallelPlan final : public Plan {
     return pipeline_ ? slices_[size_t(part)].size : shards_[size_t(part)]->num_params();
   }
 
-  // Part `part`'s parameters into the server's model.
-  void place(int part, std::span<const float> v) {
+  // Part `part`'s values (parameters, velocity) into their places in the whole model's `whole`.
+  void place(int part, std::span<const float> v, std::vector<float>& whole) const {
     if (pipeline_)
-      std::copy(v.begin(), v.end(), run_.params.begin() + long(slices_[size_t(part)].offset));
+      std::copy(v.begin(), v.end(), whole.begin() + long(slices_[size_t(part)].offset));
     else
-      shards_[size_t(part)]->place_in_whole(v, run_.params);
+      shards_[size_t(part)]->place_in_whole(v, whole);
   }
 
-  // The starting model goes out once, with the first TASK (each process keeps its part); the
-  // parts come back from replica 0 only.
-  void send_tasks(Engine& engine, bool need_params, bool check) {
-    const auto start =
-        engine.round == 0 ? std::make_shared<const std::vector<float>>(run_.params) : nullptr;
+  // The starting model (and a resumed run's velocity) goes out once, with the first TASK (each
+  // process keeps its part); the parts come back from replica 0 only.
+  void send_tasks(Engine& engine, bool need_params, bool need_state, bool check) {
+    std::shared_ptr<const std::vector<std::vector<float>>> start;
+    if (!started_) {
+      std::vector<std::vector<float>> v = {run_.params};
+      if (!velocity_.empty()) v.push_back(velocity_);
+      start = std::make_shared<const std::vector<std::vector<float>>>(std::move(v));
+      started_ = true;
+    }
     for (size_t i = 0; i < engine.order.size(); ++i) {
+      const bool part_of_replica_0 = int(i) < parts_;
       TaskMsg task{.kind = pipeline_ ? TaskKind::kPipeline : TaskKind::kTensor,
                    .batch = batch_,
+                   .send_state = need_state && part_of_replica_0,
                    .hash = check,
-                   .send_params = need_params && int(i) < parts_};
-      if (start) task.vectors = {*start};
+                   .send_params = need_params && part_of_replica_0};
+      if (start) task.vectors.assign(start->begin(), start->end());
       engine.send(engine.order[i], encode(task, engine.envelope(), start));
     }
   }
@@ -165,10 +198,13 @@ class ModelParallelPlan final : public Plan {
       const bool sends = need_params && int(r.key) < parts_;
       const size_t want = sends ? part_size(int(r.key)) : 0;
       if (check && r.update.hash.empty()) return "report without the hash asked for";
-      if (r.update.vectors.size() != (sends ? 1u : 0u) ||
-          (sends && r.update.vectors[0].size() != want))
+      // the part, and on checkpoint rounds its velocity once the optimizer has one
+      const auto& vs = r.update.vectors;
+      const bool sizes_ok =
+          std::all_of(vs.begin(), vs.end(), [&](const auto& v) { return v.size() == want; });
+      if (!sizes_ok || vs.size() < (sends ? 1u : 0u) || vs.size() > (sends ? 2u : 0u))
         return fmt::format(
-            "report with {} vector(s), expected {}", r.update.vectors.size(),
+            "report with {} vector(s), expected {}", vs.size(),
             sends ? fmt::format("this part's {} parameters", want) : std::string("none"));
       return "";
     };
@@ -226,6 +262,8 @@ class ModelParallelPlan final : public Plan {
   std::unique_ptr<Backend> layout_backend_;           // tensor: holds shards_
   std::vector<std::unique_ptr<TensorShard>> shards_;  // tensor: each rank's layout
   int64_t batch_ = 0;
+  bool started_ = false;         // the first TASK, with the model, went out
+  std::vector<float> velocity_;  // the parts' at the last checkpoint (whole), or a resumed run's
 };
 
 }  // namespace
