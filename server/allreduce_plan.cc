@@ -12,6 +12,7 @@
 #include "core/hash.h"
 #include "server/plan.h"
 #include "server/rendezvous.h"
+#include "server/worker_velocity.h"
 
 namespace fedpar {
 namespace {
@@ -31,15 +32,8 @@ class AllReducePlan final : public Plan {
     if (s_.optimizer.precision == Precision::kF16) return "fp16's loss scale lives in the workers";
     return "";
   }
-  void save_state(Checkpoint& c) const override {
-    if (!velocity_.empty()) c.f32["ring.velocity"] = velocity_;
-  }
-  void load_state(const Checkpoint& c) override {
-    if (const auto it = c.f32.find("ring.velocity"); it != c.f32.end()) velocity_ = it->second;
-    if (!velocity_.empty() && velocity_.size() != run_.params.size())
-      throw Error(fmt::format("the checkpoint's ring velocity has {} values, the model {}",
-                              velocity_.size(), run_.params.size()));
-  }
+  void save_state(Checkpoint& c) const override { velocity_.save(c); }
+  void load_state(const Checkpoint& c) override { velocity_.load(c, run_.params.size()); }
 
   // The ring: every process sends RING with the endpoint it listens on; each then hears its rank
   // (HELLO order), the ring size and its next neighbour's endpoint.
@@ -55,7 +49,7 @@ class AllReducePlan final : public Plan {
     const bool check = hash_due(s_, r);
     // Rank 0's replica comes back when the server evaluates or saves it.
     const bool need_params = model_due(s_, r);
-    const bool need_state = s_.checkpoint_every > 0 && (r + 1) % s_.checkpoint_every == 0;
+    const bool need_state = checkpoint_due(s_, r);
     send_tasks(engine, check, need_params, need_state);
     const Collected c = engine.collect(report_spec(check, need_params));
     if (s_.ring_elastic && !c.missing.empty() && c.missing.size() < members_.size()) {
@@ -75,7 +69,7 @@ class AllReducePlan final : public Plan {
       const auto& vs = c.got.at(members_[0]).update.vectors;
       std::copy(vs[0].begin(), vs[0].end(), run_.params.begin());
       if (need_state)
-        velocity_ =
+        velocity_.whole =
             vs.size() == 2 ? std::vector<float>(vs[1].begin(), vs[1].end()) : std::vector<float>{};
     }
     if (check) check_replicas(c, need_params, r);
@@ -137,13 +131,7 @@ class AllReducePlan final : public Plan {
   // The starting model (and a resumed run's velocity) goes out once, with the first TASK; later
   // TASKs carry no vector.
   void send_tasks(Engine& engine, bool check, bool need_params, bool need_state) {
-    std::shared_ptr<const std::vector<std::vector<float>>> start;
-    if (!started_) {
-      std::vector<std::vector<float>> v = {run_.params};
-      if (!velocity_.empty()) v.push_back(velocity_);
-      start = std::make_shared<const std::vector<std::vector<float>>>(std::move(v));
-      started_ = true;
-    }
+    const auto start = velocity_.first_task(run_.params);
     for (size_t rank = 0; rank < members_.size(); ++rank) {
       TaskMsg task{.kind = TaskKind::kAllReduce,
                    .batch = s_.sgd_batch,
@@ -220,13 +208,12 @@ class AllReducePlan final : public Plan {
 
   RunContext& run_;
   const RunSpec& s_;
-  std::vector<WorkerEndpoints> at_;  // every process's, in HELLO order
-  std::vector<uint32_t> members_;    // the ring's processes (HELLO indices), by rank
-  int64_t epoch_ = 0;                // times the ring re-formed
-  double weight_ = 0;                // total_weight() of the members
-  bool started_ = false;             // the first TASK, with the model, went out
-  std::vector<float> velocity_;      // rank 0's at the last checkpoint, or a resumed run's
-  size_t member_clients_ = 0;        // the virtual clients they host
+  std::vector<WorkerEndpoints> at_;           // every process's, in HELLO order
+  std::vector<uint32_t> members_;             // the ring's processes (HELLO indices), by rank
+  int64_t epoch_ = 0;                         // times the ring re-formed
+  double weight_ = 0;                         // total_weight() of the members
+  WorkerVelocity velocity_{"ring.velocity"};  // rank 0's, the replicas' own
+  size_t member_clients_ = 0;                 // the virtual clients they host
 };
 
 }  // namespace

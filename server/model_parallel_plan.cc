@@ -18,6 +18,7 @@
 #include "core/tensor_shard.h"
 #include "server/plan.h"
 #include "server/rendezvous.h"
+#include "server/worker_velocity.h"
 
 namespace fedpar {
 namespace {
@@ -68,15 +69,8 @@ class ModelParallelPlan final : public Plan {
     return s_.optimizer.precision == Precision::kF16 ? "fp16's loss scale lives in the workers"
                                                      : "";
   }
-  void save_state(Checkpoint& c) const override {
-    if (!velocity_.empty()) c.f32["parts.velocity"] = velocity_;
-  }
-  void load_state(const Checkpoint& c) override {
-    if (const auto it = c.f32.find("parts.velocity"); it != c.f32.end()) velocity_ = it->second;
-    if (!velocity_.empty() && velocity_.size() != run_.params.size())
-      throw Error(fmt::format("the checkpoint's parts' velocity has {} values, the model {}",
-                              velocity_.size(), run_.params.size()));
-  }
+  void save_state(Checkpoint& c) const override { velocity_.save(c); }
+  void load_state(const Checkpoint& c) override { velocity_.load(c, run_.params.size()); }
 
   void begin(Engine& engine) override {
     const std::vector<WorkerEndpoints> at =
@@ -122,7 +116,7 @@ class ModelParallelPlan final : public Plan {
     const auto t0 = Clock::now();
     const int r = int(engine.round);
     const bool need_params = model_due(s_, r);
-    const bool need_state = s_.checkpoint_every > 0 && (r + 1) % s_.checkpoint_every == 0;
+    const bool need_state = checkpoint_due(s_, r);
     const bool check = replicas_ > 1 && hash_due(s_, r);
     send_tasks(engine, need_params, need_state, check);
     const Collected c = engine.collect(report_spec(engine, need_params, check));
@@ -136,11 +130,11 @@ class ModelParallelPlan final : public Plan {
       for (const auto& [process, reply] : c.got)
         if (int(process) < parts_) place(int(process), reply.update.vectors[0], run_.params);
     if (need_state) {  // the parts' velocities, once the optimizer has them
-      velocity_.clear();
+      velocity_.whole.clear();
       for (const auto& [process, reply] : c.got)
         if (int(process) < parts_ && reply.update.vectors.size() == 2) {
-          velocity_.resize(run_.params.size(), 0.0f);
-          place(int(process), reply.update.vectors[1], velocity_);
+          velocity_.whole.resize(run_.params.size(), 0.0f);
+          place(int(process), reply.update.vectors[1], velocity_.whole);
         }
     }
     if (check) check_replicas(c, r);
@@ -164,13 +158,7 @@ class ModelParallelPlan final : public Plan {
   // The starting model (and a resumed run's velocity) goes out once, with the first TASK (each
   // process keeps its part); the parts come back from replica 0 only.
   void send_tasks(Engine& engine, bool need_params, bool need_state, bool check) {
-    std::shared_ptr<const std::vector<std::vector<float>>> start;
-    if (!started_) {
-      std::vector<std::vector<float>> v = {run_.params};
-      if (!velocity_.empty()) v.push_back(velocity_);
-      start = std::make_shared<const std::vector<std::vector<float>>>(std::move(v));
-      started_ = true;
-    }
+    const auto start = velocity_.first_task(run_.params);
     for (size_t i = 0; i < engine.order.size(); ++i) {
       const bool part_of_replica_0 = int(i) < parts_;
       TaskMsg task{.kind = pipeline_ ? TaskKind::kPipeline : TaskKind::kTensor,
@@ -262,8 +250,7 @@ class ModelParallelPlan final : public Plan {
   std::unique_ptr<Backend> layout_backend_;           // tensor: holds shards_
   std::vector<std::unique_ptr<TensorShard>> shards_;  // tensor: each rank's layout
   int64_t batch_ = 0;
-  bool started_ = false;         // the first TASK, with the model, went out
-  std::vector<float> velocity_;  // the parts' at the last checkpoint (whole), or a resumed run's
+  WorkerVelocity velocity_{"parts.velocity"};  // replica 0's parts', put together
 };
 
 }  // namespace

@@ -25,8 +25,11 @@ std::unique_ptr<Plan> make_plan(RunContext& run) {
 
 bool model_due(const RunSpec& s, int r) {
   return (r + 1) % s.eval_every == 0 || r + 1 == s.rounds ||
-         (s.save_params_every > 0 && (r + 1) % s.save_params_every == 0) ||
-         (s.checkpoint_every > 0 && (r + 1) % s.checkpoint_every == 0);
+         (s.save_params_every > 0 && (r + 1) % s.save_params_every == 0) || checkpoint_due(s, r);
+}
+
+bool checkpoint_due(const RunSpec& s, int r) {
+  return s.checkpoint_every > 0 && (r + 1) % s.checkpoint_every == 0;
 }
 
 bool hash_due(const RunSpec& s, int r) { return (r + 1) % s.hash_every == 0 || r + 1 == s.rounds; }
@@ -62,7 +65,7 @@ void run_rounds(Engine& engine, RunContext& run, Plan& plan, int first) {
     for (const auto& p : rec.processes)
       rec.server_bytes_sent += p.bytes_down, rec.server_bytes_received += p.bytes_up;
     if (run.end_round(r, rec, engine, summary)) break;
-    if (run.s.checkpoint_every > 0 && (r + 1) % run.s.checkpoint_every == 0) {
+    if (checkpoint_due(run.s, r)) {
       plan.pull_state(engine);
       run.checkpoint(r, plan, engine);
     }
