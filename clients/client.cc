@@ -470,13 +470,18 @@ class ClientProcess {
       }
       Task local = task;
       local.correction = correction;
+      local.correction_after_step = s_.scaffold_correction == ScaffoldCorrection::kAfterStep;
       LocalResult r =
           compute_update(*model_, data_.data, shard->second, start, local, s_.seed, c, &buffer_);
       const double secs = seconds_since(t0);
       std::vector<float> control_change;  // SCAFFOLD's dc_i, from the honest delta
       if (!control.empty()) {
-        control_change = scaffold_control_change(
-            control, r.values, fednova_work(r.local_steps, task.sgd.momentum), task.lr);
+        // the work that makes (x - y) / (work lr) the mean corrected gradient; after-step
+        // divides by the step count as NIID-Bench does, whatever the momentum
+        const double work = local.correction_after_step
+                                ? double(r.local_steps)
+                                : fednova_work(r.local_steps, task.sgd.momentum);
+        control_change = scaffold_control_change(control, r.values, work, task.lr);
         auto& mine = controls_[c];
         for (size_t i = 0; i < mine.size(); ++i) mine[i] += control_change[i];
       }

@@ -115,9 +115,14 @@ LocalResult compute_update(Model& model, const Dataset& data, std::span<const ui
       be.axpy(pull.data(), anchor.data(), -1.0f, pull.size());
       be.axpy(model.grads(), pull.data(), task.prox_mu, pull.size());
     }
-    if (!task.correction.empty())
+    const bool after = task.correction_after_step;
+    if (!task.correction.empty() && !after)
       be.axpy(model.grads(), correction.data(), 1.0f, correction.size());
     sgd.step(model.params(), model.grads(), task.lr, delta.data());
+    if (!task.correction.empty() && after) {  // w -= lr (c - c_i), counted in the delta too
+      be.axpy(model.params(), correction.data(), -task.lr, correction.size());
+      be.axpy(delta.data(), correction.data(), -task.lr, correction.size());
+    }
     if (s == 0 && task.drift) {
       out.linear.resize(delta.size());
       be.download(out.linear.data(), delta.data(), delta.size() * sizeof(float));

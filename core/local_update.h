@@ -29,8 +29,11 @@ struct Task {
   SgdOptions sgd;        // local train: client optimizer, fresh every round
   float prox_mu = 0;     // local train: FedProx's mu (below; 0: FedAvg)
   bool drift = false;    // local train: also return `linear` (diagnostics.drift)
-  // local train: SCAFFOLD's c - c_i, added to every local gradient (empty: none; core/scaffold.h)
+  // local train: SCAFFOLD's c - c_i, added to every local gradient (empty: none; core/scaffold.h),
+  // or, when correction_after_step, subtracted as lr (c - c_i) from the weights after every
+  // optimizer step (NIID-Bench's form: outside the momentum)
   std::span<const float> correction;
+  bool correction_after_step = false;
   // local train, heterogeneous work: above local_steps (local_epochs), each (client, round) draws
   // its steps (epochs) uniformly from local_steps..local_steps_max, from (seed, "local-work",
   // client, round); 0 = every client does the same

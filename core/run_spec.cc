@@ -67,6 +67,8 @@ batch = 0                # samples per local step; 0 or "full" = the whole shard
 prox_mu = 0.0            # FedProx: local gradients get + mu (w - w_sent); 0 = FedAvg
 algorithm = "fedavg"     # fedavg | scaffold (control variates, option II) | fednova (normalised
                          # averaging); docs/definitions.md
+scaffold_correction = "gradient"  # scaffold: gradient (c - c_i joins every gradient) | after-step
+                         # (NIID-Bench's code: w -= lr (c - c_i) after each optimizer step)
 steps_max = 0            # > steps: each client's steps per round drawn uniformly from steps..steps_max
 epochs_max = 0           # > epochs: each client's epochs per round drawn from epochs..epochs_max
 server_lr = 1.0          # params += server_lr * average delta (1.0 = FedAvg); [server_optimizer]'s eta
@@ -396,6 +398,15 @@ OptimizerSpec resolve_run_optimizer(const Config& c, const RunSpec& s) {
   return o;
 }
 
+// local.scaffold_correction.
+ScaffoldCorrection resolve_scaffold_correction(const Config& c) {
+  const std::string name = c.get_string("local.scaffold_correction");
+  if (name == "gradient") return ScaffoldCorrection::kGradient;
+  require(name == "after-step",
+          fmt::format("local.scaffold_correction must be gradient or after-step, got '{}'", name));
+  return ScaffoldCorrection::kAfterStep;
+}
+
 // local.algorithm, and what each needs of the run.
 FlAlgorithm resolve_algorithm(const Config& c, const RunSpec& s) {
   const std::string name = c.get_string("local.algorithm");
@@ -419,9 +430,10 @@ FlAlgorithm resolve_algorithm(const Config& c, const RunSpec& s) {
             "FedProx form is not built: set local.prox_mu = 0");
     return FlAlgorithm::kFedNova;
   }
-  require(!s.optimizer.sgd.nesterov,
+  require(s.scaffold_correction == ScaffoldCorrection::kAfterStep || !s.optimizer.sgd.nesterov,
           "local.algorithm = \"scaffold\" measures a client's mean gradient by the work of SGD "
-          "with heavy-ball momentum: set optimizer.nesterov = false");
+          "with heavy-ball momentum: set optimizer.nesterov = false (or "
+          "local.scaffold_correction = \"after-step\", which divides by the step count)");
   require(s.compression.uplink == "none" && s.compression.downlink == "none" &&
               !s.compression.downlink_delta,
           "local.algorithm = \"scaffold\" sends the control variates beside the model and the "
@@ -638,6 +650,7 @@ RunSpec resolve_run_spec(const Config& c) {
   }
   s.attack = resolve_attack(c, s);
   s.optimizer = resolve_run_optimizer(c, s);
+  s.scaffold_correction = resolve_scaffold_correction(c);
   s.algorithm = resolve_algorithm(c, s);
   s.grid_data = resolve_grid(c, s);
   s.pipeline = resolve_pipeline(c, s);

@@ -35,6 +35,12 @@ enum class Topology { kParameterServer, kMaster, kAllReduce, kPipeline, kTensor 
 // FedAvg, SCAFFOLD's control variates (core/scaffold.h), FedNova's normalised averaging
 // (core/fednova.h).
 enum class FlAlgorithm { kFedAvg, kScaffold, kFedNova };
+// Where SCAFFOLD's correction c - c_i enters a local step (local.scaffold_correction;
+// docs/definitions.md#scaffold): into the gradient, so through the momentum, with the controls
+// divided by the steps' momentum work (the paper's form for any momentum); or subtracted as
+// lr (c - c_i) from the weights after the optimizer's step, with the controls divided by the step
+// count (NIID-Bench's code).
+enum class ScaffoldCorrection { kGradient, kAfterStep };
 
 // [pipeline]: one stage per process (docs/topologies.md#pipeline).
 struct PipelineSpec {
@@ -82,6 +88,7 @@ struct RunSpec {
   float server_lr = 1.0f;
   float prox_mu = 0;  // FedProx: local.prox_mu
   FlAlgorithm algorithm = FlAlgorithm::kFedAvg;
+  ScaffoldCorrection scaffold_correction = ScaffoldCorrection::kGradient;
   int local_steps_max = 0, local_epochs_max = 0;  // heterogeneous work (core/local_update.h)
   FedOptOptions server_optimizer;                 // [server_optimizer], lr = server_lr
   RobustOptions robust;  // [robust]: how the parameter server reduces the updates

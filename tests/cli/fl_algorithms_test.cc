@@ -1,8 +1,8 @@
 // FL algorithms end to end (real processes, synthetic data): the server optimizers of FedOpt
 // change the model the run ends with and still train; robust aggregation holds against a
 // simulated attacker the mean does not; SCAFFOLD and FedProx beat FedAvg on strongly non-IID
-// data; FedNova is FedAvg under equal work and not under unequal; their keys are refused where
-// they do not apply.
+// data (and NIID-Bench's form of SCAFFOLD is another update that trains); FedNova is FedAvg under
+// equal work and not under unequal; their keys are refused where they do not apply.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -142,6 +142,21 @@ TEST(FlAlgorithms, ScaffoldAndFedProxBeatFedAvgOnStronglyNonIidData) {
   EXPECT_GT(accuracy("scaffold"), accuracy("fedavg") + 0.1);
 }
 
+// local.scaffold_correction reaches the clients: with momentum, NIID-Bench's form (the correction
+// after the step, outside the momentum) ends with other bytes than the paper's, and still trains.
+TEST(FlAlgorithms, ScaffoldsCorrectionAfterTheStepIsAnotherUpdateThatTrains) {
+  TempDir tmp;
+  const std::string base = "--set local.algorithm=scaffold --set optimizer.momentum=0.9 ";
+  auto r = run(tmp, "gradient", base);
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run(tmp, "after-step", base + "--set local.scaffold_correction=after-step");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_GT(testing::relative_distance(testing::final_params(tmp / "res" / "after-step"),
+                                       testing::final_params(tmp / "res" / "gradient")),
+            1e-4);
+  EXPECT_LT(last_loss(tmp, "after-step"), 0.9 * first_loss(tmp, "after-step"));
+}
+
 // Equal work (IID equal shards, the same local steps): FedNova's rescaling is 1 and it trains
 // FedAvg's model bit for bit. Heterogeneous local steps (local.steps_max): each client's draw
 // shows in the samples it processed, and FedNova then ends elsewhere than FedAvg.
@@ -206,6 +221,16 @@ TEST(FlAlgorithms, ConfigErrorsNameTheFix) {
   EXPECT_NE(r.err.find("set local.prox_mu = 0"), std::string::npos) << r.err;
   r = run(tmp, "x", "--set local.algorithm=scafold");
   EXPECT_NE(r.err.find("local.algorithm must be fedavg, scaffold or fednova, got 'scafold'"),
+            std::string::npos)
+      << r.err;
+  r = run(tmp, "x", "--set local.algorithm=scaffold --set local.scaffold_correction=before");
+  EXPECT_NE(r.err.find("local.scaffold_correction must be gradient or after-step, got 'before'"),
+            std::string::npos)
+      << r.err;
+  r = run(
+      tmp, "x",
+      "--set local.algorithm=scaffold --set optimizer.momentum=0.9 --set optimizer.nesterov=true");
+  EXPECT_NE(r.err.find("set optimizer.nesterov = false (or local.scaffold_correction"),
             std::string::npos)
       << r.err;
   r = run(tmp, "x", "--set local.steps=5 --set local.steps_max=3");

@@ -136,8 +136,9 @@ TEST(NetworkRun, SimulatedRoundsTakeTheFormulasTimeWithoutWaitingForIt) {
     EXPECT_NEAR(rec.at("simulated_time").get<double>(), total, 1e-9);
     EXPECT_EQ(rec.at("simulated_lost"), json::array());
     EXPECT_FALSE(rec.contains("emulated_seconds"));
-    if (rec.at("round") > 1)  // (the first round includes the clients' start)
+    if (rec.at("round") > 1) {  // (the first round includes the clients' start)
       EXPECT_LT(rec.at("wait_seconds").get<double>(), expected / 2);  // it did not wait for it
+    }
   }
   EXPECT_LT(sim.seconds, off.seconds + 0.5);
 }
