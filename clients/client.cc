@@ -59,6 +59,13 @@ TrainingRows load_hosted_rows(const RunSpec& s, const WelcomeMsg& w) {
   }
 }
 
+// The run as this process sees it: the server's config, with this machine's --data-dir.
+RunSpec local_run_spec(const ClientOptions& o, const WelcomeMsg& w) {
+  RunSpec s = run_spec_from_toml(w.config_toml, "WELCOME");
+  if (!o.data_dir.empty()) s.data.data_dir = o.data_dir;
+  return s;
+}
+
 // One client process after WELCOME: its run, data, model and the virtual clients it hosts.
 class ClientProcess {
  public:
@@ -66,7 +73,7 @@ class ClientProcess {
                 uint64_t run)
       : o_(o),
         channel_(channel),
-        s_(run_spec_from_toml(w.config_toml, "WELCOME")),
+        s_(local_run_spec(o, w)),
         run_(run),
         be_(make_backend(o.device.empty() ? s_.device : o.device, s_.threads)),
         data_(load_hosted_rows(s_, w)),

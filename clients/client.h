@@ -13,6 +13,7 @@ struct ClientOptions {
   int slots = 1;              // how many virtual clients this process offers to host
   double wait_seconds = 300;  // how long the server may stay silent before the client gives up
   std::string device;         // cpu | cuda; empty: the run config's `device`
+  std::string data_dir;       // folder holding mnist/ here; empty: the run config's data.dir
   bool quiet = false;
   zmq::context_t* context = nullptr;  // shared with the server's thread for inproc:// (tests)
   std::string key_file;         // CURVE: this client's key pair (fedpar keygen); empty: plaintext

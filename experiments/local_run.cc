@@ -19,6 +19,7 @@
 #include <boost/process/child.hpp>
 #include <boost/process/env.hpp>
 #include <boost/process/environment.hpp>
+#include <boost/process/extend.hpp>
 #include <boost/process/io.hpp>
 #include <chrono>
 #include <filesystem>
@@ -48,6 +49,30 @@ std::string self_exe() {
     throw Error("cannot find the fedpar executable (/proc/self/exe)");
   return "/proc/self/exe";
 }
+
+// The name the children show in ps: this executable's file name (`fedpar server ...`, not
+// `/proc/self/exe server ...`), so `ps | grep fedpar` finds them. A Boost.Process initializer
+// that runs after the command line is built and swaps its argv[0].
+class ProgramName : public bp::extend::handler {
+ public:
+  ProgramName() {
+    std::error_code ec;
+    name_ = std::filesystem::read_symlink("/proc/self/exe", ec).filename().string();
+    if (name_.empty()) name_ = "fedpar";
+  }
+  template <class Executor>
+  void on_setup(Executor& exec) {
+    argv_.clear();
+    argv_.push_back(name_.data());
+    for (char* const* a = exec.cmd_line + 1; *a; ++a) argv_.push_back(*a);
+    argv_.push_back(nullptr);
+    exec.cmd_line = argv_.data();
+  }
+
+ private:
+  std::string name_;
+  std::vector<char*> argv_;  // points into name_ and the executor's own argument strings
+};
 
 // Whether the server carries on when a client process dies: model averaging drops a missing
 // client's updates, and so does the parameter server with continue_without_missing; an elastic
@@ -100,9 +125,9 @@ class Supervisor {
     env[kSupervisorPidVariable] = std::to_string(::getpid());
     try {
       if (name == "server" && quiet_)
-        c = bp::child(exe_, bp::args(args), env, bp::std_out > bp::null);
+        c = bp::child(exe_, bp::args(args), env, bp::std_out > bp::null, program_name_);
       else
-        c = bp::child(exe_, bp::args(args), env);
+        c = bp::child(exe_, bp::args(args), env, program_name_);
     } catch (const bp::process_error& e) {
       throw Error(fmt::format("cannot start {} {}: {}", exe_, args[0], e.what()));
     }
@@ -210,6 +235,7 @@ class Supervisor {
   std::string resume_;
   std::vector<std::vector<std::string>> client_flags_;  // per client process, e.g. its key
   std::string exe_ = self_exe();
+  ProgramName program_name_;
   asio::io_context io_;
   asio::signal_set signals_{io_, SIGINT, SIGTERM};
   asio::signal_set children_{io_, SIGCHLD};  // installed before any child starts
@@ -262,6 +288,11 @@ static std::vector<std::vector<std::string>> local_client_keys(Config& cfg, cons
 void follow_supervisor() {
   const char* pid = std::getenv(kSupervisorPidVariable);
   if (!pid) return;
+  // started as /proc/self/exe, the kernel named it "exe": take the file's name (what pgrep and
+  // top show; at most 15 characters)
+  std::error_code ec;
+  const std::string name = std::filesystem::read_symlink("/proc/self/exe", ec).filename().string();
+  if (!name.empty()) ::prctl(PR_SET_NAME, name.substr(0, 15).c_str());
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (std::to_string(::getppid()) != pid) ::raise(SIGTERM);  // it died before the request
 }

@@ -7,6 +7,7 @@
 
 #include "core/run_spec.h"
 #include "experiments/cli/commands.h"
+#include "experiments/cli/data_flags.h"
 #include "experiments/equivalence.h"
 #include "experiments/local_run.h"
 
@@ -37,6 +38,7 @@ Action add_run_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("--set", a->sets, "override a config key: --set rounds=5");
+  add_flag_keys(cmd, data_flags(), a->sets);
   cmd->add_option("--processes,-p", a->processes, "client processes (default: the config's)");
   cmd->add_option("--bind", a->opts.bind,
                   "server endpoint (default tcp://127.0.0.1:* , a free port)");

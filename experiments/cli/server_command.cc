@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "core/run_spec.h"
 #include "experiments/cli/commands.h"
+#include "experiments/cli/data_flags.h"
 #include "server/async_replay.h"
 #include "server/server.h"
 #include "transport/curve.h"
@@ -27,6 +28,7 @@ Action add_server_command(CLI::App& app) {
   cmd->add_option("--config", a->config, "TOML run config (see experiments/)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--set", a->sets, "override a config key: --set rounds=5");
+  add_flag_keys(cmd, data_flags(), a->sets);
   cmd->add_option("--endpoint-file", a->opts.endpoint_file,
                   "write the bound endpoint here (useful with tcp://127.0.0.1:*)");
   cmd->add_flag("--quiet", a->opts.quiet, "no progress on stderr");
@@ -50,6 +52,9 @@ Action add_client_command(CLI::App& app) {
   cmd->add_option("--wait", o->wait_seconds, "seconds the server may stay silent")
       ->capture_default_str();
   cmd->add_option("--device", o->device, "cpu or cuda (default: the run config's device)");
+  cmd->add_option("--data-dir", o->data_dir,
+                  "folder holding mnist/ on this machine (default: the run's data.dir, else "
+                  "$FEDPAR_DATA_DIR or ./data)");
   cmd->add_flag("--quiet", o->quiet, "no progress on stderr");
   cmd->add_option("--max-frame-mib", o->max_frame_mib,
                   "the largest frame taken from the server (a bigger one drops the connection)")

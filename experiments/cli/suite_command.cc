@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "experiments/cli/commands.h"
+#include "experiments/cli/data_flags.h"
 #include "experiments/suite.h"
 
 namespace fedpar {
@@ -19,6 +20,7 @@ Action add_suite_command(CLI::App& app) {
   cmd->add_flag("--smoke", o->smoke, "the small size (minutes on 2 cores; what the tests run)");
   cmd->add_option("--out", o->out, "report folder (default results/NAME[-smoke])");
   cmd->add_option("--set", o->sets, "override a run config key for every run: --set rounds=5");
+  add_flag_keys(cmd, data_flags(), o->sets);
   return [o] { return run_suite(*o); };
 }
 

@@ -21,7 +21,7 @@ namespace {
 struct TrainArgs {
   std::string config_path;
   std::vector<std::string> sets;
-  std::map<std::string, std::string> flags;  // config key -> value from its flag
+  std::vector<std::string> flag_sets;  // "key=value" from the flags, applied before --set
   bool quiet = false;
 };
 
@@ -33,7 +33,7 @@ double mean_loss(const BatchStats& s) { return s.samples ? s.loss_sum / double(s
 int run_train(const TrainArgs& args) {
   Config cfg = make_train_config();
   if (!args.config_path.empty()) cfg.merge_file(args.config_path);
-  for (const auto& [key, value] : args.flags) cfg.set(key, value);
+  cfg.set_all(args.flag_sets);
   cfg.set_all(args.sets);
   const TrainSetup s = resolve_train_setup(cfg);
   cfg.set("name", s.name);  // the resolved config names the folder it was written to
@@ -155,12 +155,8 @@ Action add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   cmd->add_option("--config", args->config_path, "TOML config (see experiments/*.toml)")
       ->check(CLI::ExistingFile);
-  for (const auto& f : train_flags()) {
-    const std::string key = f.key;
-    cmd->add_option_function<std::string>(
-        f.flag, [args, key](const std::string& v) { args->flags[key] = v; },
-        fmt::format("{} [{}]", f.help, key));
-  }
+  add_flag_keys(cmd, train_flags(), args->flag_sets);
+  add_flag_keys(cmd, data_flags(), args->flag_sets);
   cmd->add_option("--set", args->sets, "override any config key: --set optimizer.momentum=0.9");
   cmd->add_flag("--quiet", args->quiet, "no progress on stderr");
   return [args] { return run_train(*args); };

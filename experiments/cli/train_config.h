@@ -9,6 +9,7 @@
 #include "core/dataset.h"
 #include "core/model.h"
 #include "core/trainer.h"
+#include "experiments/cli/data_flags.h"
 
 namespace fedpar {
 
@@ -17,11 +18,7 @@ std::string train_defaults();
 
 Config make_train_config();
 
-struct FlagKey {
-  const char* flag;  // "--epochs"
-  const char* key;   // "train.epochs"
-  const char* help;
-};
+// The flags of `fedpar train` beside the data flags (data_flags.h).
 const std::vector<FlagKey>& train_flags();
 
 struct TrainSetup {

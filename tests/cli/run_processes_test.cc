@@ -158,6 +158,33 @@ pid_t supervised(const TempDir& tmp, const std::vector<std::string>& sets,
   return run;
 }
 
+// The server and client processes show as `fedpar server ...` and `fedpar client ...` (argv[0]
+// and the kernel's name are the executable's file name), so ps and pgrep find them.
+TEST(FedparRun, ChildProcessesCarryTheExecutablesName) {
+  TempDir tmp;
+  std::vector<pid_t> clients;
+  const pid_t run = supervised(tmp, {"rounds=100000"}, clients);
+  ASSERT_EQ(clients.size(), 2u);
+  const std::string name = std::filesystem::path(FEDPAR_BIN).filename().string();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // each has named itself
+  const std::vector<pid_t> all = children_with(run, "");
+  ASSERT_EQ(all.size(), 3u);
+  std::multiset<std::string> roles;
+  for (pid_t p : all) {
+    const std::string cmd = testing::slurp(fmt::format("/proc/{}/cmdline", p));
+    const std::string argv0 = cmd.substr(0, cmd.find('\0'));
+    EXPECT_EQ(argv0, name) << "process " << p;
+    const size_t at = argv0.size() + 1;
+    roles.insert(cmd.substr(at, cmd.find('\0', at) - at));
+    std::string comm = testing::slurp(fmt::format("/proc/{}/comm", p));
+    comm.erase(comm.find_last_not_of('\n') + 1);
+    EXPECT_EQ(comm, name.substr(0, 15)) << "process " << p;
+  }
+  EXPECT_EQ(roles, (std::multiset<std::string>{"client", "client", "server"}));
+  kill(run, SIGINT);
+  EXPECT_EQ(testing::wait_exit(run, 30).value_or(-99), 130);
+}
+
 TEST(FedparRun, StopsEverythingWhenAClientDiesOrOnInterrupt) {
   TempDir tmp;
   for (const bool interrupt : {false, true}) {

@@ -1,0 +1,30 @@
+// data_flags; see data_flags.h.
+#include "experiments/cli/data_flags.h"
+
+#include <fmt/format.h>
+
+namespace fedpar {
+
+const std::vector<FlagKey>& data_flags() {
+  static const std::vector<FlagKey> flags = {
+      {"--dataset", "data.name", "mnist | synthetic | csv"},
+      {"--data-dir", "data.dir", "folder holding mnist/ (default: $FEDPAR_DATA_DIR or ./data)"},
+      {"--train-limit", "data.train_limit", "use the first n training samples"},
+      {"--test-limit", "data.test_limit", "use the first n test samples"},
+      {"--csv-train", "data.csv_train", "CSV training file"},
+      {"--csv-test", "data.csv_test", "CSV test file"},
+  };
+  return flags;
+}
+
+void add_flag_keys(CLI::App* cmd, const std::vector<FlagKey>& flags,
+                   std::vector<std::string>& sets) {
+  for (const FlagKey& f : flags) {
+    const std::string key = f.key;
+    cmd->add_option_function<std::string>(
+        f.flag, [&sets, key](const std::string& v) { sets.push_back(key + "=" + v); },
+        fmt::format("{} [{}]", f.help, key));
+  }
+}
+
+}  // namespace fedpar

@@ -1,0 +1,24 @@
+// The data flags every command that loads data takes (--data-dir, --dataset, --train-limit, ...):
+// one name per config key, so `fedpar train`, `run`, `suite` and `server` read them alike.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+namespace fedpar {
+
+struct FlagKey {
+  const char* flag;  // "--epochs"
+  const char* key;   // "train.epochs"
+  const char* help;
+};
+
+// The [data] flags and their keys.
+const std::vector<FlagKey>& data_flags();
+
+// Registers `flags` on `cmd`; each given flag appends "key=value" to `sets`, applied like --set.
+void add_flag_keys(CLI::App* cmd, const std::vector<FlagKey>& flags,
+                   std::vector<std::string>& sets);
+
+}  // namespace fedpar

@@ -1,0 +1,89 @@
+// One set of data flags for every command that loads data: train, run, suite and server take
+// --dataset, --data-dir, --train-limit, --test-limit, --csv-train and --csv-test as the same
+// config keys; a client process takes its own --data-dir, for data kept elsewhere on its machine.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/util/distributed_run.h"
+#include "tests/util/process.h"
+#include "tests/util/run_fedpar.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using testing::TempDir;
+
+TEST(DataFlags, EveryCommandThatLoadsDataListsThem) {
+  TempDir tmp;
+  for (const char* cmd : {"train", "run", "suite", "server"}) {
+    const auto r = testing::run_fedpar(std::string(cmd) + " --help", tmp.path());
+    EXPECT_EQ(r.code, 0) << cmd;
+    for (const char* flag :
+         {"--dataset", "--data-dir", "--train-limit", "--test-limit", "--csv-train", "--csv-test"})
+      EXPECT_NE(r.out.find(flag), std::string::npos) << cmd << " lacks " << flag;
+  }
+  const auto r = testing::run_fedpar("client --help", tmp.path());
+  EXPECT_NE(r.out.find("--data-dir"), std::string::npos) << r.out;
+}
+
+// A folder whose mnist/ is the MNIST that setup fetched (found the way the tests find it).
+std::filesystem::path linked_data(const TempDir& tmp, const std::string& name) {
+  const auto dir = tmp / name;
+  std::filesystem::create_directories(dir);
+  std::filesystem::create_directory_symlink(
+      std::filesystem::absolute(resolve_data_dir({}) / "mnist"), dir / "mnist");
+  return dir;
+}
+
+TEST(DataFlags, RunAndServerReadThemAsTrainDoes) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << "rounds = 1\nprocesses = 1\n[data]\nname = 'mnist'\n";
+  const std::string run = "run " + (tmp / "run.toml").string() + " --set results_dir=" +
+                          (tmp / "res").string() + " ";
+  for (const std::string cmd : {run, std::string("server --config ") +
+                                         (tmp / "run.toml").string() + " "}) {
+    const auto r = testing::run_fedpar(cmd + "--data-dir /nonexistent", tmp.path());
+    EXPECT_NE(r.code, 0) << cmd;
+    EXPECT_NE(r.err.find("missing dataset file /nonexistent/mnist/train-images-idx3-ubyte"),
+              std::string::npos)
+        << cmd << ": " << r.err;
+  }
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
+  const auto dir = linked_data(tmp, "elsewhere");
+  const auto r = testing::run_fedpar(
+      run + "--set name=ok --data-dir " + dir.string() + " --train-limit 300 --test-limit 100",
+      tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string resolved = testing::slurp(tmp / "res" / "ok" / "config.resolved.toml");
+  EXPECT_NE(resolved.find("dir = '" + dir.string() + "'"), std::string::npos) << resolved;
+  EXPECT_NE(resolved.find("train_limit = 300"), std::string::npos) << resolved;
+}
+
+// The server's data.dir is a path on the server's machine; a client elsewhere names its own.
+TEST(DataFlags, AClientProcessLoadsFromItsOwnDataDir) {
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
+  TempDir tmp;
+  const std::vector<std::string> sets = {"data.name=mnist", "model.name=logreg",
+                                         "data.train_limit=300", "data.test_limit=100",
+                                         "rounds=2"};
+  auto args = testing::server_args(tmp, "bad", "bad", "tcp://127.0.0.1:*", 1, sets);
+  auto started = testing::start_run(tmp, "bad", args, 1, {"--data-dir", "/nonexistent"});
+  EXPECT_NE(testing::wait_exit(started.clients[0], 30).value_or(-99), 0);
+  const std::string err = testing::slurp(tmp / "bad0.cerr");
+  EXPECT_NE(err.find("/nonexistent/mnist/train-images-idx3-ubyte"), std::string::npos) << err;
+  kill(started.server, SIGTERM);
+  testing::wait_exit(started.server, 30);
+
+  const auto dir = linked_data(tmp, "client-side");
+  const auto r = testing::run_distributed(tmp, "ok", "tcp://127.0.0.1:*", 1, sets, {}, {},
+                                          {"--data-dir", dir.string()});
+  EXPECT_EQ(r.server_code, 0) << r.err;
+  EXPECT_FALSE(r.hash.empty()) << r.out;
+}
+
+}  // namespace
+}  // namespace fedpar
