@@ -31,6 +31,7 @@
 #include "core/check.h"
 #include "core/run_records.h"
 #include "core/run_spec.h"
+#include "core/stop_signal.h"
 #include "transport/curve.h"
 
 namespace fedpar {
@@ -40,7 +41,7 @@ namespace asio = boost::asio;
 namespace bp = boost::process;
 using namespace std::chrono_literals;
 
-bool g_interrupted = false;
+int g_interrupted = 0;  // the stop signal the supervisor received
 
 // The children run this very executable: /proc/self/exe names it even after the file on disk was
 // replaced by a rebuild (its path would then read "... (deleted)").
@@ -100,11 +101,12 @@ class Supervisor {
 
   int run() {
     wait_for_children();
-    signals_.async_wait([this](const boost::system::error_code& ec, int) {
+    signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
       if (ec) return;
-      g_interrupted = true;
-      fmt::print(stderr, "fedpar run: interrupted; stopping the server and clients\n");
-      finish(130);
+      g_interrupted = sig;
+      fmt::print(stderr, "fedpar run: interrupted by {}; stopping the server and clients\n",
+                 signal_name(sig));
+      finish(128 + sig);
     });
     std::vector<std::string> args = {"server", "--config", config_.string(), "--endpoint-file",
                                      endpoint_.string()};
@@ -208,7 +210,8 @@ class Supervisor {
     }
   }
 
-  // Decides the outcome; the remaining processes get SIGTERM after `grace`.
+  // Decides the outcome; the remaining processes get SIGTERM (or the supervisor's stop signal)
+  // after `grace`.
   void finish(int code, std::chrono::milliseconds grace = 0ms) {
     if (done_) return;
     done_ = true;
@@ -219,7 +222,8 @@ class Supervisor {
     timer_.expires_after(grace);
     timer_.async_wait([this](const boost::system::error_code& ec) {
       if (ec) return;
-      for (const auto& [pid, name] : alive_) ::kill(pid, SIGTERM);
+      // an interrupted run passes its signal on, so each process says what stopped it
+      for (const auto& [pid, name] : alive_) ::kill(pid, g_interrupted ? g_interrupted : SIGTERM);
     });
   }
 
@@ -237,7 +241,7 @@ class Supervisor {
   std::string exe_ = self_exe();
   ProgramName program_name_;
   asio::io_context io_;
-  asio::signal_set signals_{io_, SIGINT, SIGTERM};
+  asio::signal_set signals_{io_, SIGINT, SIGTERM, SIGHUP};
   asio::signal_set children_{io_, SIGCHLD};  // installed before any child starts
   asio::steady_timer timer_{io_};
   std::map<pid_t, std::string> alive_;  // started and not yet reaped
@@ -297,10 +301,12 @@ void follow_supervisor() {
   if (std::to_string(::getppid()) != pid) ::raise(SIGTERM);  // it died before the request
 }
 
+int run_interrupted_by() { return g_interrupted; }
+
 int run_locally(Config cfg, const LocalRunOptions& opts) {
   cfg.set("bind", opts.bind.empty() ? "tcp://127.0.0.1:*" : opts.bind);
   const RunSpec s = resolve_run_spec(cfg);  // a bad key fails before any process starts
-  if (g_interrupted) return 130;
+  if (g_interrupted) return 128 + g_interrupted;
 
   const auto dir =
       std::filesystem::temp_directory_path() / fmt::format("fedpar-run-{}", ::getpid());

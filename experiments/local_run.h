@@ -27,8 +27,12 @@ struct LocalRunOptions {
 };
 
 // Runs the (validated) run config `cfg`. Returns the server's exit code, 1 when a client process
-// failed, 130 when interrupted. Throws Error when the processes cannot be started.
+// failed, 128 + the signal when interrupted (130: SIGINT). Throws Error when the processes cannot
+// be started.
 int run_locally(Config cfg, const LocalRunOptions& opts);
+
+// The stop signal (SIGINT, SIGTERM, SIGHUP) a run_locally of this process received; 0: none.
+int run_interrupted_by();
 
 // `cfg` without its tables `sections`, as a config of `base`'s keys: by default the plain run
 // config (what `fedpar server` accepts) inside an experiment's config.

@@ -19,6 +19,7 @@
 #include "core/results_dir.h"
 #include "core/run_records.h"
 #include "core/run_spec.h"
+#include "core/stop_signal.h"
 #include "experiments/equivalence.h"
 #include "experiments/local_run.h"
 #include "experiments/lr_scaling_report.h"
@@ -281,7 +282,9 @@ std::optional<SuiteRun> run_instance(const Instance& in, const std::filesystem::
   Config c = in.config;
   c.set("results_dir", runs_dir.string());
   const auto ts = std::chrono::steady_clock::now();
-  if (const int rc = run_locally(c, {.quiet = true}); rc != 0 && rc != kExitDiverged) {
+  const int rc = run_locally(c, {.quiet = true});
+  if (const int sig = run_interrupted_by()) throw Interrupted(sig);  // the suite stops too
+  if (rc != 0 && rc != kExitDiverged) {
     fmt::print(stderr, "\nfedpar suite: run '{}' failed (exit {}); nothing is kept\n", in.label(),
                rc);
     return std::nullopt;
@@ -395,7 +398,13 @@ int run_suite(const SuiteOptions& o) {
   for (size_t i = 0; i < plan.instances.size(); ++i) {
     fmt::print(stderr, "suite {}: run {}/{} '{}' ...", plan.name, i + 1, plan.instances.size(),
                plan.instances[i].label());
-    auto r = run_instance(plan.instances[i], runs_dir);
+    std::optional<SuiteRun> r;
+    try {
+      r = run_instance(plan.instances[i], runs_dir);
+    } catch (const Error&) {
+      fmt::print(stderr, "\n");  // end the run's line
+      throw;
+    }
     if (!r) return 1;
     fmt::print(
         stderr, " {:.1f} s{}\n", r->seconds,

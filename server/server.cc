@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "core/hash.h"
+#include "core/stop_signal.h"
 #include "server/engine.h"
 #include "server/plan.h"
 #include "server/run_context.h"

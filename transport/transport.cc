@@ -9,18 +9,16 @@
 #include <zmq_addon.hpp>
 
 #include "core/check.h"
+#include "core/stop_signal.h"
 
 namespace fedpar {
 namespace {
-
-volatile std::sig_atomic_t g_stop_signal = 0;
-void on_stop_signal(int sig) { g_stop_signal = sig; }
 
 // Waits for `sock` to be readable until the deadline, in slices of at most 100 ms: a stop signal
 // may be handled on another thread (OpenMP's), which leaves this thread's poll uninterrupted.
 bool wait_readable(zmq::socket_t& sock, Clock::time_point deadline) {
   while (true) {
-    if (g_stop_signal) throw Error(fmt::format("stopped by signal {}", int(g_stop_signal)));
+    throw_if_stopped();
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return false;
@@ -178,11 +176,6 @@ std::string Received::peer_address() const {
   } catch (const zmq::error_t&) {
     return "";  // inproc and ipc have none
   }
-}
-
-void install_stop_handlers() {
-  std::signal(SIGINT, on_stop_signal);
-  std::signal(SIGTERM, on_stop_signal);
 }
 
 std::unique_ptr<Transport> bind_zmq_transport(const std::string& endpoint, zmq::context_t* ctx,

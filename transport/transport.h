@@ -41,8 +41,8 @@ struct Received {
   std::string peer_address() const;  // the sender's IP as the socket saw it ("" if unknown)
 };
 
-// SIGINT/SIGTERM make the next receive throw Error("stopped by signal N").
-void install_stop_handlers();
+// After install_stop_handlers() (core/stop_signal.h), a stop signal makes the next receive
+// throw Interrupted.
 
 // The server's side: binds one endpoint; every peer that connects is named by its identity.
 class Transport {

@@ -1,5 +1,6 @@
 // The `fedpar` executable: one binary, one subcommand per job. Errors from user input are
-// printed on one line with exit code 2; nothing else is left behind.
+// printed on one line with exit code 2; a stop signal (SIGINT, SIGTERM, SIGHUP) exits 128 + it;
+// nothing else is left behind.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -8,6 +9,7 @@
 
 #include "core/allocator.h"
 #include "core/check.h"
+#include "core/stop_signal.h"
 #include "experiments/cli/commands.h"
 #include "experiments/local_run.h"
 
@@ -35,13 +37,17 @@ int run(int argc, char** argv) {
                app.get_subcommands().empty() ? "" : app.get_subcommands()[0]->get_name() + " ");
     return 2;
   }
+  const std::string command = app.get_subcommands()[0]->get_name();
   try {
-    return actions.at(app.get_subcommands()[0]->get_name())();
+    return actions.at(command)();
+  } catch (const fedpar::Interrupted& e) {  // the partial results folder is already removed
+    fmt::print(stderr, "fedpar {}: {}; nothing was kept\n", command, e.what());
+    return 128 + e.signal();
   } catch (const fedpar::Error& e) {
-    fmt::print(stderr, "\nfedpar: error: {}\n", e.what());
+    fmt::print(stderr, "fedpar: error: {}\n", e.what());
     return 2;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "\nfedpar: internal error: {}\n", e.what());
+    fmt::print(stderr, "fedpar: internal error: {}\n", e.what());
     return 1;
   }
 }

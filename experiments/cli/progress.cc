@@ -14,6 +14,10 @@ Progress::Progress(bool enabled)
       start_(std::chrono::steady_clock::now()),
       last_(start_) {}
 
+Progress::~Progress() {
+  if (dirty_) fmt::print(stderr, "\r\033[K");
+}
+
 bool Progress::update(int64_t done, int64_t total, const std::string& text) {
   if (!enabled_ || total <= 0) return false;
   const auto now = std::chrono::steady_clock::now();

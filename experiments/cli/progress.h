@@ -11,6 +11,9 @@ namespace fedpar {
 class Progress {
  public:
   explicit Progress(bool enabled);
+  ~Progress();  // ends an in-place line, so what follows (an error) starts on its own
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
   // `done` of `total` units; `text` is shown after the percentage. Adds elapsed time and ETA.
   // Returns true when it printed, so callers can reset what they average between prints.
   bool update(int64_t done, int64_t total, const std::string& text);

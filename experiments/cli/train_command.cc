@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "core/results_dir.h"
 #include "core/safetensors.h"
+#include "core/stop_signal.h"
 #include "experiments/cli/commands.h"
 #include "experiments/cli/progress.h"
 #include "experiments/cli/train_config.h"
@@ -61,7 +62,9 @@ int run_train(const TrainArgs& args) {
   bool diverged = false;
 
   TrainCallbacks cb;
+  install_stop_handlers();  // a stopped run unwinds: its partial folder is removed
   cb.on_step = [&](const StepInfo& st) {
+    throw_if_stopped();
     window += st.batch;
     shown += st.batch;
     if (!std::isfinite(st.batch.loss_sum)) diverged = true;

@@ -42,10 +42,10 @@ std::filesystem::path linked_data(const TempDir& tmp, const std::string& name) {
 TEST(DataFlags, RunAndServerReadThemAsTrainDoes) {
   TempDir tmp;
   std::ofstream(tmp / "run.toml") << "rounds = 1\nprocesses = 1\n[data]\nname = 'mnist'\n";
-  const std::string run = "run " + (tmp / "run.toml").string() + " --set results_dir=" +
-                          (tmp / "res").string() + " ";
-  for (const std::string cmd : {run, std::string("server --config ") +
-                                         (tmp / "run.toml").string() + " "}) {
+  const std::string run =
+      "run " + (tmp / "run.toml").string() + " --set results_dir=" + (tmp / "res").string() + " ";
+  for (const std::string cmd :
+       {run, std::string("server --config ") + (tmp / "run.toml").string() + " "}) {
     const auto r = testing::run_fedpar(cmd + "--data-dir /nonexistent", tmp.path());
     EXPECT_NE(r.code, 0) << cmd;
     EXPECT_NE(r.err.find("missing dataset file /nonexistent/mnist/train-images-idx3-ubyte"),
@@ -68,8 +68,7 @@ TEST(DataFlags, AClientProcessLoadsFromItsOwnDataDir) {
   if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
   TempDir tmp;
   const std::vector<std::string> sets = {"data.name=mnist", "model.name=logreg",
-                                         "data.train_limit=300", "data.test_limit=100",
-                                         "rounds=2"};
+                                         "data.train_limit=300", "data.test_limit=100", "rounds=2"};
   auto args = testing::server_args(tmp, "bad", "bad", "tcp://127.0.0.1:*", 1, sets);
   auto started = testing::start_run(tmp, "bad", args, 1, {"--data-dir", "/nonexistent"});
   EXPECT_NE(testing::wait_exit(started.clients[0], 30).value_or(-99), 0);

@@ -197,10 +197,14 @@ TEST(FedparRun, StopsEverythingWhenAClientDiesOrOnInterrupt) {
     kill(interrupt ? run : clients[0], interrupt ? SIGINT : SIGKILL);
     EXPECT_EQ(testing::wait_exit(run, 30).value_or(-99), interrupt ? 130 : 1);
     const std::string err = testing::slurp(tmp / "run.err");
-    EXPECT_NE(err.find(interrupt ? "interrupted; stopping the server and clients"
+    EXPECT_NE(err.find(interrupt ? "interrupted by SIGINT; stopping the server and clients"
                                  : "was killed by signal 9"),
               std::string::npos)
         << err;
+    if (interrupt) {  // the server hears the same signal, and says so
+      EXPECT_EQ(err.find("signal 15"), std::string::npos) << err;
+      EXPECT_NE(err.find("fedpar server: stopped by SIGINT"), std::string::npos) << err;
+    }
     for (pid_t p : all)
       EXPECT_NE(kill(p, 0), 0) << "process " << p << " outlived the run: "
                                << testing::slurp(fmt::format("/proc/{}/cmdline", p)) << "\n"

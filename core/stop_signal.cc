@@ -1,0 +1,46 @@
+// The stop flag; see stop_signal.h.
+#include "core/stop_signal.h"
+
+#include <fmt/format.h>
+
+#include <csignal>
+
+namespace fedpar {
+namespace {
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+void on_stop_signal(int sig) {
+  if (!g_stop_signal) g_stop_signal = sig;
+}
+
+}  // namespace
+
+Interrupted::Interrupted(int signal)
+    : Error(fmt::format("stopped by {}", signal_name(signal))), signal_(signal) {}
+
+void install_stop_handlers() {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, on_stop_signal);
+}
+
+int stop_signal() { return g_stop_signal; }
+
+void throw_if_stopped() {
+  if (const int sig = g_stop_signal) throw Interrupted(sig);
+}
+
+std::string signal_name(int signal) {
+  switch (signal) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGKILL:
+      return "SIGKILL";
+    default:
+      return fmt::format("signal {}", signal);
+  }
+}
+
+}  // namespace fedpar

@@ -1,0 +1,27 @@
+// SIGINT, SIGTERM and SIGHUP as a request to stop: the handler only sets a flag, which the long
+// loops poll (a receive, a training step), so a stopped command ends by unwinding and every
+// destructor runs (a results folder's partial copy is removed) instead of dying mid-write.
+#pragma once
+
+#include <string>
+
+#include "core/check.h"
+
+namespace fedpar {
+
+// What a polled loop throws once a stop signal arrived; commands exit 128 + signal.
+class Interrupted : public Error {
+ public:
+  explicit Interrupted(int signal);
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
+};
+
+void install_stop_handlers();
+int stop_signal();  // the first stop signal received, 0 when none
+void throw_if_stopped();
+std::string signal_name(int signal);  // "SIGINT", or "signal 42"
+
+}  // namespace fedpar

@@ -1,0 +1,79 @@
+// Stopping a command by a signal (Ctrl-C, kill, a closed terminal) leaves nothing behind and
+// says what stopped it: `fedpar train` and `fedpar suite` remove their partial results folders
+// and exit 128 + the signal; an interrupted `fedpar run` passes its signal on to the server.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "tests/util/process.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using testing::TempDir;
+
+// Whether `dir` holds a hidden partial folder (a command writing its results), recursively.
+bool writing(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+    if (it->path().filename().string().find(".partial-") != std::string::npos) return true;
+  return false;
+}
+
+// Starts fedpar with `args` and waits (up to 60 s) until `predicate` holds.
+pid_t start_and_wait(const TempDir& tmp, const std::vector<std::string>& args,
+                     const std::function<bool()>& predicate) {
+  const pid_t pid = testing::spawn_fedpar(args, tmp / "out.txt", tmp / "err.txt");
+  for (int i = 0; i < 3000 && !predicate(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return pid;
+}
+
+TEST(Interrupt, TrainRemovesItsPartialFolderOnEveryStopSignal) {
+  for (const auto& [sig, name] :
+       {std::pair{SIGINT, "SIGINT"}, std::pair{SIGTERM, "SIGTERM"}, std::pair{SIGHUP, "SIGHUP"}}) {
+    SCOPED_TRACE(name);
+    TempDir tmp;
+    const auto res = tmp / "res";
+    const pid_t pid = start_and_wait(
+        tmp,
+        {"train", "--dataset", "synthetic", "--model", "logreg", "--epochs", "100000", "--batch",
+         "10", "--results-dir", res.string()},
+        [&] { return testing::slurp(tmp / "err.txt").find("epoch 1/") != std::string::npos; });
+    ASSERT_TRUE(writing(res)) << testing::slurp(tmp / "err.txt");
+    kill(pid, sig);
+    EXPECT_EQ(testing::wait_exit(pid, 30).value_or(-99), 128 + sig);
+    const std::string err = testing::slurp(tmp / "err.txt");
+    EXPECT_NE(err.find(fmt::format("fedpar train: stopped by {}; nothing was kept", name)),
+              std::string::npos)
+        << err;
+    EXPECT_TRUE(std::filesystem::is_empty(res)) << "a partial folder was left";
+  }
+}
+
+TEST(Interrupt, SuiteStopsWithItsRunAndKeepsNothing) {
+  TempDir tmp;
+  const pid_t pid = start_and_wait(
+      tmp,
+      {"suite", "fedprox-synthetic", "--smoke", "--set", "rounds=100000", "--out",
+       (tmp / "s").string()},
+      [&] { return testing::slurp(tmp / "err.txt").find("run 1/") != std::string::npos; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // its processes are running
+  ASSERT_TRUE(writing(tmp.path()));
+  kill(pid, SIGINT);
+  EXPECT_EQ(testing::wait_exit(pid, 60).value_or(-99), 130);
+  const std::string err = testing::slurp(tmp / "err.txt");
+  EXPECT_NE(err.find("fedpar run: interrupted by SIGINT"), std::string::npos) << err;
+  EXPECT_NE(err.find("fedpar suite: stopped by SIGINT; nothing was kept"), std::string::npos)
+      << err;
+  EXPECT_FALSE(writing(tmp.path())) << err;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "s"));
+}
+
+}  // namespace
+}  // namespace fedpar
