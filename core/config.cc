@@ -92,15 +92,44 @@ void Config::allow_words(const std::string& key, std::set<std::string> words) {
   words_[key] = std::move(words);
 }
 
+// The part after the last dot: "lr" of "optimizer.lr".
+static std::string_view last_part(std::string_view key) {
+  const size_t dot = key.rfind('.');
+  return dot == std::string_view::npos ? key : key.substr(dot + 1);
+}
+
 void Config::check_key(const std::string& key, std::string_view source) const {
   if (types_.count(key)) return;
-  std::string best;
-  size_t best_d = 4;  // suggest only close matches
-  for (const auto& k : keys_)
-    if (size_t d = edit_distance(k, key); d < best_d) best_d = d, best = k;
-  throw Error(fmt::format("{}unknown config key '{}'{} (valid keys: {})", source, key,
-                          best.empty() ? "" : fmt::format("; did you mean '{}'?", best),
-                          fmt::join(keys_, ", ")));
+  // Near matches: a close spelling of the whole key, or a key whose last part is (nearly) the
+  // one given ("lr" -> optimizer.lr); the closest four, closest first.
+  std::vector<std::pair<size_t, std::string>> near;
+  for (const auto& k : keys_) {
+    const size_t whole = edit_distance(k, key);
+    const size_t part = edit_distance(last_part(k), last_part(key));
+    if (whole <= std::max<size_t>(2, key.size() / 5) ||
+        part <= (last_part(key).size() > 3 ? 1u : 0u))
+      near.emplace_back(std::min(whole, part), k);
+  }
+  std::sort(near.begin(), near.end());
+  if (near.size() > 4) near.resize(4);
+  std::string guess;
+  for (size_t i = 0; i < near.size(); ++i)
+    guess += fmt::format("{}'{}'",
+                         i == 0                 ? "; did you mean "
+                         : i + 1 == near.size() ? " or "
+                                                : ", ",
+                         near[i].second);
+  if (!guess.empty()) guess += "?";
+  const std::string all = keys_command_.empty()
+                              ? fmt::format("valid keys: {}", fmt::join(keys_, ", "))
+                              : fmt::format("`{}` lists every key", keys_command_);
+  throw Error(fmt::format("{}unknown config key '{}'{} ({})", source, key, guess, all));
+}
+
+std::string Config::where(std::string_view key) const {
+  const auto it = origin_.find(std::string(key));
+  if (it == origin_.end() || it->second == kFromFlag) return std::string(key);
+  return fmt::format("{}: {}", it->second, key);
 }
 
 std::string Config::expected(const std::string& key) const {
@@ -111,6 +140,9 @@ std::string Config::expected(const std::string& key) const {
 
 void Config::assign(const std::string& key, const toml::node& value, std::string_view source) {
   check_key(key, source);
+  // merge_toml's source is "FILE: "; set()'s is empty
+  origin_[key] =
+      source.empty() ? std::string(kFromFlag) : std::string(source.substr(0, source.rfind(": ")));
   const toml::node_type want = types_.at(key);
   auto parts = split_dots(key);
   toml::table* t = &table_;

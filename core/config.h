@@ -43,6 +43,13 @@ class Config {
   // True when the key currently holds one of its allowed words instead of an integer.
   bool is_word(std::string_view key, std::string_view word) const;
 
+  // Where `key`'s value came from, for errors about its value: "run.toml: model.name" when a
+  // file set it, else the key alone (a flag or --set, which the user just typed; the default).
+  std::string where(std::string_view key) const;
+  // The command that lists every key (e.g. "fedpar keys run"): an unknown key's error names it
+  // rather than listing them all.
+  void describe_keys_with(std::string command) { keys_command_ = std::move(command); }
+
   std::string to_toml() const;
   const std::vector<std::string>& keys() const { return keys_; }
   // Every key's value as TOML writes it ("0.1", "\"cnn\"", "[200, 200]"), for comparing runs.
@@ -59,6 +66,9 @@ class Config {
   std::map<std::string, toml::node_type> types_;
   std::map<std::string, toml::node_type> list_types_;  // element type of each list key
   std::map<std::string, std::set<std::string>> words_;
+  static constexpr std::string_view kFromFlag = "--set";
+  std::map<std::string, std::string> origin_;  // key -> the file that set it, or kFromFlag
+  std::string keys_command_;
 };
 
 }  // namespace fedpar

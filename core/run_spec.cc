@@ -497,6 +497,7 @@ std::string run_defaults() {
 
 Config make_run_config(std::string_view extra_sections) {
   Config c(run_defaults() + std::string(extra_sections));
+  c.describe_keys_with("fedpar keys run");
   c.allow_words("local.batch", {"full"});
   c.allow_words("sgd.batch", {"full"});
   c.list_of_strings("stragglers.slowdown");

@@ -94,7 +94,11 @@ bool is_equivalence_config(const std::filesystem::path& path) {
 
 std::string equivalence_section() { return kSection; }
 
-Config make_equivalence_config() { return make_run_config(kSection); }
+Config make_equivalence_config() {
+  Config c = make_run_config(kSection);
+  c.describe_keys_with("fedpar keys equivalence");
+  return c;
+}
 
 const EquivalenceRow& EquivalenceCase::row(const std::string& id) const {
   for (const auto& r : rows)

@@ -180,6 +180,7 @@ SuitePlan plan_suite(const SuiteOptions& o) {
                  .cfg = make_run_config(std::string(kSection) +
                                         (with_equivalence ? equivalence_section() : ""))};
   Config& cfg = plan.cfg;
+  cfg.describe_keys_with("fedpar keys suite");
   cfg.merge_file(plan.file);
   plan.name = plan.file.stem().string() + (o.smoke ? "-smoke" : "");
   plan.command =
@@ -375,6 +376,8 @@ std::vector<std::string> suite_names() {
   std::sort(names.begin(), names.end());
   return names;
 }
+
+std::string suite_section() { return kSection; }
 
 int run_suite(const SuiteOptions& o) {
   const SuitePlan plan = plan_suite(o);  // every config validated before any run starts

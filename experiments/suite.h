@@ -23,4 +23,7 @@ std::vector<std::string> suite_names();
 
 int run_suite(const SuiteOptions& opts);
 
+// A suite file's own [suite] table: its keys, defaults and their comments.
+std::string suite_section();
+
 }  // namespace fedpar

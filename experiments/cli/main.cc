@@ -29,6 +29,7 @@ int run(int argc, char** argv) {
   actions["replay"] = fedpar::add_replay_command(app);
   actions["keygen"] = fedpar::add_keygen_command(app);
   actions["suite"] = fedpar::add_suite_command(app);
+  actions["keys"] = fedpar::add_keys_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

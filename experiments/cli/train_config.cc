@@ -40,6 +40,7 @@ std::string train_defaults() {
 
 Config make_train_config() {
   Config c(train_defaults());
+  c.describe_keys_with("fedpar keys train");
   c.allow_words("train.batch", {"full"});
   return c;
 }

@@ -11,6 +11,7 @@
 #include "core/backend.h"
 #include "core/dataset.h"
 #include "core/model.h"
+#include "core/run_spec.h"
 #include "core/safetensors.h"
 #include "kernels/cuda_info.h"
 #include "tests/util/run_fedpar.h"
@@ -125,7 +126,8 @@ INSTANTIATE_TEST_SUITE_P(
     BadInputs, TrainCliErrors,
     ::testing::Values(
         BadInput{"--model resnet",
-                 "unknown model 'resnet' (valid models: logreg, linreg, mlp, 2nn, cnn, lenet)"},
+                 "model.name: unknown model 'resnet' (valid models: logreg, linreg, mlp, "
+                 "2nn, cnn, lenet)"},
         BadInput{"--dataset cifar",
                  "unknown dataset 'cifar' (valid datasets: mnist, synthetic, csv)"},
         BadInput{"--epoch 3", "--epoch"},
@@ -145,7 +147,36 @@ TEST(TrainCli, ConfigFileErrorsNameTheFile) {
   CliRun r = run_fedpar("train --quiet --config " + (tmp / "bad.toml").string(), tmp.path());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("bad.toml: unknown config key 'train.epochz'"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("valid keys:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("did you mean 'train.epochs'? (`fedpar keys train` lists every key)"),
+            std::string::npos)
+      << r.err;
+  std::ofstream(tmp / "model.toml") << "[model]\nname = 'resnet'\n";
+  for (const std::string cmd : {"train --quiet --config ", "run "}) {
+    r = run_fedpar(cmd + (tmp / "model.toml").string(), tmp.path());
+    EXPECT_EQ(r.code, 2) << cmd;
+    EXPECT_NE(r.err.find("model.toml: model.name: unknown model 'resnet'"), std::string::npos)
+        << cmd << r.err;
+  }
+}
+
+// `fedpar keys run` prints every key a run config takes (what an unknown key's error points
+// to), each with its default; an unknown listing is refused.
+TEST(KeysCommand, ListsEveryKeyOfARunConfig) {
+  testing::TempDir tmp;
+  const CliRun r = run_fedpar("keys run", tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Config run = make_run_config();
+  for (const std::string& key : run.keys()) {
+    const std::string leaf = key.substr(key.rfind('.') + 1);
+    const std::string table =
+        key.find('.') == std::string::npos ? "" : "[" + key.substr(0, key.rfind('.')) + "]";
+    // under its table (a top-level key before the first table)
+    const size_t at = table.empty() ? 0 : r.out.find("\n" + table);
+    ASSERT_NE(at, std::string::npos) << table;
+    const size_t end = r.out.find("\n[", at + 1);
+    EXPECT_LT(r.out.find("\n" + leaf + " ", at), end) << key;
+  }
+  EXPECT_NE(run_fedpar("keys nope", tmp.path()).code, 0);
 }
 
 }  // namespace

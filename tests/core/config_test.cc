@@ -54,6 +54,36 @@ TEST(Config, UnknownKeySuggestsAndListsValidKeys) {
   EXPECT_NE(f.find("run.toml: unknown config key 'data.name'"), std::string::npos) << f;
 }
 
+// A key given without its table finds the keys it is the last part of; a config that names
+// its listing command points there instead of printing every key.
+TEST(Config, NearMatchesByLastPartAndTheCommandThatListsAll) {
+  Config c(kDefaults);
+  c.describe_keys_with("fedpar keys train");
+  std::string e = error_of([&] { c.set("lr", "0.5"); });
+  EXPECT_NE(e.find("unknown config key 'lr'; did you mean 'train.lr'? (`fedpar keys train` lists "
+                   "every key)"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(e.find("seed,"), std::string::npos) << "no full list: " << e;
+  e = error_of([&] { c.set("nesterow", "true"); });  // a typo in the last part
+  EXPECT_NE(e.find("did you mean 'train.nesterov'?"), std::string::npos) << e;
+  e = error_of([&] { c.set("train.epoch", "2"); });  // 'train.batch' is three edits away
+  EXPECT_NE(e.find("did you mean 'train.epochs'?"), std::string::npos) << e;
+  e = error_of([&] { c.set("optimizer", "2"); });
+  EXPECT_EQ(e.find("did you mean"), std::string::npos) << "nothing near: " << e;
+}
+
+// Errors about a value say where it came from: the file and the key, or the key (from --set or
+// a flag, or its default).
+TEST(Config, WhereNamesTheFileOrFlagThatSetTheKey) {
+  Config c(kDefaults);
+  EXPECT_EQ(c.where("train.lr"), "train.lr");
+  c.merge_toml("[train]\nlr = 0.5\n", "exp.toml");
+  EXPECT_EQ(c.where("train.lr"), "exp.toml: train.lr");
+  c.set("train.lr", "0.25");
+  EXPECT_EQ(c.where("train.lr"), "train.lr");
+}
+
 TEST(Config, WrongTypesAreRejected) {
   Config c(kDefaults);
   EXPECT_NE(error_of([&] { c.set("train.epochs", "two"); }).find("must be an integer"),
