@@ -1,4 +1,4 @@
-// All-reduce bandwidth of fedpar's ring (clients/ring_allreduce over ZeroMQ TCP on loopback) with N
+// All-reduce bandwidth of fedpar's ring (transport/ring_allreduce over ZeroMQ TCP on loopback) with N
 // worker processes, as NCCL-tests report it: time per all-reduce (median over --reps), algorithm
 // bandwidth algbw = bytes / time and bus bandwidth busbw = algbw * 2 (N - 1) / N. One JSON line per
 // size (--json) for bench/allreduce_compare.py, which runs torch.distributed's gloo beside it.

@@ -1,4 +1,4 @@
-// Message bodies on top of the wire header (protocol.h): frame 1 is a small JSON object with the
+// Message bodies on top of the wire header (protocol/header.h): frame 1 is a small JSON object with the
 // message's fields, frames 2.. raw little-endian float32 vectors (parameters, gradients, deltas),
 // sent and received without conversion. Decoding checks every field's presence and type, every
 // vector's length against what the receiver expects, and that floats are finite; a failure is a

@@ -54,8 +54,8 @@ int run_server(Config cfg, const ServerOptions& opts) {
   if (s.checkpoint_every > 0 || !opts.resume.empty())
     if (const std::string why = plan->checkpoint_refusal(); !why.empty())
       throw Error(
-          fmt::format("this run cannot be checkpointed yet: {} (checkpoints cover the "
-                      "parameter-server and model-averaging runs)",
+          fmt::format("this run cannot be checkpointed yet: {} (checkpoints cover every "
+                      "synchronous topology: docs/distributed.md#checkpoints-and-resume)",
                       why));
   const RunContext::Resumed resumed =
       opts.resume.empty() ? RunContext::Resumed{} : run.resume(opts.resume, *plan);
