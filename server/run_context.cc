@@ -14,6 +14,7 @@
 #include "core/safetensors.h"
 #include "core/trainer.h"
 #include "server/plan.h"
+#include "server/run_readme.h"
 
 namespace fedpar {
 Manifest partition_dataset(const Dataset& train, const std::string& train_hash,
@@ -208,6 +209,7 @@ int RunContext::finish(const Engine& engine) {
       .final = last_eval_,
       .server_peak_rss_mib = double(peak_rss_bytes()) / (1 << 20)};
   out.write_json("summary.json", to_json(summary));
+  out.write_text("README.md", run_readme(cfg, s, summary, out.path()));
   const auto path = out.commit();
   engine.log(fmt::format("results: {}", path.string()));
   if (!resumed_from_.empty() && kept_for_resume(resumed_from_)) {  // superseded by this run

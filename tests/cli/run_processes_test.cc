@@ -86,6 +86,24 @@ TEST(FedparRun, SupervisesServerAndClientsAndGivesTheSameBytes) {
   EXPECT_NE(testing::slurp(tmp / "run.out").find("final model hash: " + direct.hash),
             std::string::npos)
       << testing::slurp(tmp / "run.out");
+  // the folder's README says what ran and how it ended, and its command runs it again
+  const std::string readme = testing::slurp(tmp / "res/viarun/README.md");
+  EXPECT_NE(readme.find("`fedpar server` ran `logreg` on synthetic in the `model` regime"),
+            std::string::npos)
+      << readme;
+  EXPECT_NE(readme.find("5 virtual clients in 3 client process(es), 3 of 3 rounds"),
+            std::string::npos)
+      << readme;
+  EXPECT_NE(readme.find("final model hash `" + direct.hash + "`"), std::string::npos) << readme;
+  for (const char* file : {"`metrics.jsonl`: one JSON", "`summary.json`: the final",
+                           "`model.safetensors`: the final parameters", "`README.md`: this file"})
+    EXPECT_NE(readme.find(file), std::string::npos) << file << "\n" << readme;
+  ASSERT_NE(readme.find("fedpar run config.resolved.toml"), std::string::npos) << readme;
+  const auto again =
+      testing::run_fedpar("run " + (tmp / "res/viarun/config.resolved.toml").string(), tmp.path());
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find("final model hash: " + direct.hash), std::string::npos) << again.out;
+  EXPECT_TRUE(std::filesystem::exists(tmp / "res/viarun-2/README.md"));
 
   const pid_t bad =
       testing::spawn_fedpar({"run", (tmp / "run.toml").string(), "--set", "rounds=zero"},

@@ -1,0 +1,75 @@
+// run_readme; see run_readme.h.
+#include "server/run_readme.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace fedpar {
+namespace {
+
+// What each file a run may write holds (server/run_context.cc and the plans).
+const std::map<std::string, std::string>& file_notes() {
+  static const std::map<std::string, std::string> notes = {
+      {"config.resolved.toml", "every setting of the run, defaults included"},
+      {"manifest.json", "the partition: each virtual client's sample indices, with its hash"},
+      {"metrics.jsonl",
+       "one JSON object per round (loss, accuracy when evaluated, bytes, times, per-client "
+       "records; `tail -f` while it runs)"},
+      {"summary.json", "the final evaluation, the model hash, the hosts and their clients"},
+      {"model.safetensors", "the final parameters"},
+      {"updates.jsonl", "every asynchronous arrival, for `fedpar replay` (the same bytes again)"},
+      {"network.json", "the emulated links, one profile per client"},
+      {"checkpoint.bin", "the last checkpoint (`--resume` continues from it)"},
+      {"params", "parameter snapshots every `diagnostics.save_params_every` rounds"},
+      {"README.md", "this file"}};
+  return notes;
+}
+
+}  // namespace
+
+std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& summary,
+                       const std::filesystem::path& dir) {
+  std::ostringstream md;
+  const std::string topology = cfg.get_string("topology");
+  md << fmt::format("# {}\n\n", s.name);
+  md << fmt::format(
+      "`fedpar server` ran `{}` on {} in the `{}` regime ({} topology): {} virtual clients in {} "
+      "client process(es), {} of {} rounds, seed {}.\n\n",
+      s.model.name, s.data.name, cfg.get_string("regime"), topology, summary.clients,
+      summary.processes, summary.rounds_run, s.rounds, s.seed);
+  if (summary.final && summary.final->test_accuracy)
+    md << fmt::format("- test accuracy {:.2f}% (loss {:.4f}) at round {}\n",
+                      100 * *summary.final->test_accuracy, summary.final->test_loss.value_or(0),
+                      summary.final->round);
+  else
+    md << "- no test evaluation (no test set, or no evaluated round)\n";
+  md << fmt::format("- final model hash `{}` (of `model.safetensors`' float32 bytes)\n",
+                    summary.model_hash);
+  if (summary.stopped_at_accuracy)
+    md << fmt::format("- stopped at round {}: `stop_at_accuracy` was reached\n",
+                      summary.rounds_run);
+  if (summary.diverged_at_round)
+    md << fmt::format("- **diverged** at round {}: {}\n", *summary.diverged_at_round,
+                      summary.diverged.value_or(""));
+  md << "\n## Run it again\n\n"
+        "```sh\nfedpar run config.resolved.toml   # a server and the config's client processes "
+        "on this machine\n```\n\n"
+        "The same config gives the same final model hash (in a new folder, `"
+     << s.name
+     << "-2`, beside this one). Across machines: `fedpar server --config config.resolved.toml` "
+        "and `fedpar client --server tcp://HOST:PORT` on each client host.\n\n## Files\n\n";
+  std::set<std::string> names = {"README.md"};
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    names.insert(entry.path().filename().string());
+  for (const std::string& name : names) {
+    const auto it = file_notes().find(name);
+    md << fmt::format("- `{}`{}\n", name, it == file_notes().end() ? "" : ": " + it->second);
+  }
+  return md.str();
+}
+
+}  // namespace fedpar

@@ -1,0 +1,18 @@
+// The README.md of a distributed run's results folder: what ran, how it ended and the command
+// that repeats it, and what each file holds, written from the run's own config and summary.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "core/config.h"
+#include "core/run_records.h"
+#include "core/run_spec.h"
+
+namespace fedpar {
+
+// `dir` is the folder as it will be committed (the files it lists are the ones present).
+std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& summary,
+                       const std::filesystem::path& dir);
+
+}  // namespace fedpar
