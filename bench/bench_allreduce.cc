@@ -1,5 +1,5 @@
-// All-reduce bandwidth of fedpar's ring (transport/ring_allreduce over ZeroMQ TCP on loopback) with N
-// worker processes, as NCCL-tests report it: time per all-reduce (median over --reps), algorithm
+// All-reduce bandwidth of fedpar's ring (transport/ring_allreduce over ZeroMQ TCP on loopback) with
+// N worker processes, as NCCL-tests report it: time per all-reduce (median over --reps), algorithm
 // bandwidth algbw = bytes / time and bus bandwidth busbw = algbw * 2 (N - 1) / N. One JSON line per
 // size (--json) for bench/allreduce_compare.py, which runs torch.distributed's gloo beside it.
 // Usage: bench_allreduce --workers 4 --floats 1000,100000,1000000,4000000 [--reps 20]

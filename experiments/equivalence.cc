@@ -11,9 +11,11 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <span>
 
 #include "core/check.h"
 #include "core/dataset.h"
+#include "core/float64_reference.h"
 #include "core/model.h"
 #include "core/results_dir.h"
 #include "core/run_records.h"
@@ -33,6 +35,7 @@ lr = 0.1                 # every variant's learning rate: centralized GD, server
 local_steps = 5          # K of variant (d)
 rounds = 0               # > 0: rounds of every variant (else the config's rounds)
 uneven_scheme = "iid-quantity"  # variant (e): unequal shards, averaged with uniform weights
+floor_orders = 4         # the floor: (a) again with its gradient summed in 2, 3, ... chunks
 )";
 
 struct Variant {
@@ -81,6 +84,25 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 std::string sci(double v) { return fmt::format("{:.2e}", v); }
 
+double median(std::vector<double> v) {
+  FEDPAR_CHECK(!v.empty()) << "a median of nothing";
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+// ||p - exact|| / ||exact||, in double.
+double distance_to(const std::vector<double>& exact, std::span<const float> p) {
+  FEDPAR_CHECK(exact.size() == p.size()) << "parameters of " << p.size() << " and " << exact.size();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const double diff = double(p[i]) - exact[i];
+    num += diff * diff;
+    den += exact[i] * exact[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
 }  // namespace
 
 bool is_equivalence_config(const std::filesystem::path& path) {
@@ -112,6 +134,12 @@ double EquivalenceCase::x_floor(const std::string& id) const {
   return rel == 0 ? 0.0 : std::numeric_limits<double>::infinity();
 }
 
+double EquivalenceCase::x_float32(const std::string& id) const {
+  const double e = row(id).exact.value_or(0);
+  if (float32_exact > 0) return e / float32_exact;
+  return e == 0 ? 0.0 : std::numeric_limits<double>::infinity();
+}
+
 double EquivalenceCase::orders_further(const std::string& id) const {
   return std::log10(row(id).relative / std::max(bc_worst, 1e-300));
 }
@@ -119,14 +147,23 @@ double EquivalenceCase::orders_further(const std::string& id) const {
 std::vector<std::string> EquivalenceCase::failures() const {
   std::vector<std::string> out;
   for (const char* id : {"b", "c"}) {
+    if (has_exact) {
+      const double x = x_float32(id);
+      if (x <= kFloorBound) continue;
+      out.push_back(fmt::format(
+          "({}) is {:.1f}x as far from exact (float64) arithmetic as centralized float32, above "
+          "the {:g}x bound",
+          id, x, kFloorBound));
+      continue;
+    }
     const double rel = row(id).relative;
-    if (rel <= kFloorBound * floor) continue;
-    out.push_back(
-        floor > 0 ? fmt::format("({}) is {:.1f}x the floor, above the {:g}x bound", id, rel / floor,
-                                kFloorBound)
-                  : fmt::format("({}) is {:.2e} relative from (a) while the floor is 0, above the "
-                                "{:g}x bound",
-                                id, rel, kFloorBound));
+    if (rel <= kFloorBound * floor_max) continue;
+    out.push_back(floor_max > 0
+                      ? fmt::format("({}) is {:.1f}x the largest reordering, above the {:g}x bound",
+                                    id, rel / floor_max, kFloorBound)
+                      : fmt::format("({}) is {:.2e} relative from (a) while reordering left no "
+                                    "difference, above the {:g}x bound",
+                                    id, rel, kFloorBound));
   }
   for (const char* id : {"d", "e"}) {
     const double o = orders_further(id);
@@ -154,24 +191,44 @@ std::vector<std::string> EquivalenceResult::failures() const {
 namespace {
 
 std::string render_table(const EquivalenceCase& c) {
+  auto opt = [](std::optional<double> v) { return v ? sci(*v) : std::string("-"); };
   std::string t =
-      "| variant | what | max abs diff to (a) | relative diff to (a) | x floor | test accuracy |\n"
-      "|---|---|---|---|---|---|\n";
-  t += fmt::format("| (a) | centralized full-batch GD | 0 | 0 | | {:.2f}% |\n",
-                   100 * c.a_test_accuracy);
+      "| variant | what | max abs diff to (a) | relative diff to (a) | x floor | relative diff "
+      "to exact (float64) | x float32's | test accuracy |\n"
+      "|---|---|---|---|---|---|---|---|\n";
+  t += fmt::format(
+      "| (a) | centralized full-batch GD | 0 | 0 | | {} | {} | {:.2f}% |\n",
+      c.has_exact ? sci(c.a_exact) : "-",
+      c.has_exact && c.float32_exact > 0 ? fmt::format("{:.3g}", c.a_exact / c.float32_exact) : "-",
+      100 * c.a_test_accuracy);
   for (const auto& r : c.rows)
-    t += fmt::format("| ({}) | {} | {} | {} | {} | {} |\n", r.id, r.what, sci(r.max_abs),
-                     sci(r.relative),
-                     c.floor > 0 ? fmt::format("{:.3g}", r.relative / c.floor) : "-",
-                     r.test_accuracy ? fmt::format("{:.2f}%", 100 * *r.test_accuracy) : "");
+    t += fmt::format(
+        "| ({}) | {} | {} | {} | {} | {} | {} | {} |\n", r.id, r.what, sci(r.max_abs),
+        sci(r.relative), c.floor > 0 ? fmt::format("{:.3g}", r.relative / c.floor) : "-",
+        opt(r.exact),
+        r.exact && c.float32_exact > 0 ? fmt::format("{:.3g}", *r.exact / c.float32_exact) : "-",
+        r.test_accuracy ? fmt::format("{:.2f}%", 100 * *r.test_accuracy) : "");
   return t;
 }
 
 // The title, table and verdicts of one model.
 std::string render_case(const EquivalenceCase& c) {
   std::string s = fmt::format("### {}\n\n{}\n", c.title, c.table);
-  s += fmt::format("- (b), (c) within 10x the floor: **{}** (worst {:.1f}x)\n",
-                   c.bc_within_10x_floor ? "yes" : "NO", c.floor > 0 ? c.bc_worst / c.floor : 0.0);
+  s += fmt::format(
+      "- the floor, (a) with its gradient summed in 2 .. {} chunks ({} orders): relative {:.2e} "
+      "to (a) at least, {:.2e} median, {:.2e} at most\n",
+      c.floor_orders + 1, c.floor_orders, c.floor_min, c.floor, c.floor_max);
+  if (c.has_exact)
+    s += fmt::format(
+        "- (b), (c) as far from exact (float64) arithmetic as centralized float32 (at most "
+        "{:g}x the {:.2e} of (a) and its reorderings, median): **{}** (worst {:.2f}x)\n",
+        kFloorBound, c.float32_exact, c.bc_claim_holds ? "yes" : "NO", c.bc_exact_ratio);
+  else
+    s += fmt::format(
+        "- (b), (c) within {:g}x the largest reordering (no float64 reference for {}): **{}** "
+        "(worst {:.1f}x)\n",
+        kFloorBound, c.model, c.bc_claim_holds ? "yes" : "NO",
+        c.floor_max > 0 ? c.bc_worst / c.floor_max : 0.0);
   s += fmt::format("- (b), (c) below 1e-5 relative: **{}**{}\n", c.bc_below_1e5 ? "yes" : "no",
                    c.floor >= 1e-5
                        ? fmt::format(" (rounding alone, the floor, is {:.1e} here: in this "
@@ -217,6 +274,7 @@ nlohmann::json to_json(const EquivalenceResult& r) {
     for (const auto& row : c.rows) {
       nlohmann::json j = {
           {"id", row.id}, {"what", row.what}, {"max_abs", row.max_abs}, {"relative", row.relative}};
+      if (row.exact) j["exact"] = *row.exact;
       if (row.test_accuracy) {
         j["test_accuracy"] = *row.test_accuracy;
         j["seconds"] = row.seconds;
@@ -232,7 +290,14 @@ nlohmann::json to_json(const EquivalenceResult& r) {
                      {"clients", c.clients},
                      {"rows", rows},
                      {"floor", c.floor},
-                     {"bc_within_10x_floor", c.bc_within_10x_floor},
+                     {"floor_min", c.floor_min},
+                     {"floor_max", c.floor_max},
+                     {"floor_orders", c.floor_orders},
+                     {"has_exact", c.has_exact},
+                     {"a_exact", c.a_exact},
+                     {"float32_exact", c.float32_exact},
+                     {"bc_exact_ratio", c.bc_exact_ratio},
+                     {"bc_claim_holds", c.bc_claim_holds},
                      {"bc_below_1e-5", c.bc_below_1e5},
                      {"de_orders_further", c.de_orders_further}});
   }
@@ -274,38 +339,43 @@ std::string equivalence_meaning(const EquivalenceResult& r) {
   };
   std::vector<std::string> sentences;
 
-  // (b), (c) against the floor: one sentence for the models where the claim held, one per row that
-  // broke it.
+  // (b), (c) against exact arithmetic (or the reorderings): one sentence for the models where
+  // the claim held, one per model where it broke.
+  const auto measure = [](const EquivalenceCase& c) {
+    return c.has_exact ? fmt::format("{:.2f}x", c.bc_exact_ratio)
+                       : fmt::format("{:.1f}x", c.floor_max > 0 ? c.bc_worst / c.floor_max : 0.0);
+  };
+  const bool any_exact = std::any_of(r.cases.begin(), r.cases.end(),
+                                     [](const EquivalenceCase& c) { return c.has_exact; });
   const auto near = holding(
-      r, [](const EquivalenceCase& c) { return c.bc_within_10x_floor; },
+      r, [](const EquivalenceCase& c) { return c.bc_claim_holds; },
       [](const EquivalenceCase& c) {
-        return fmt::format("{:.1f}x", c.floor > 0 ? c.bc_worst / c.floor : 0.0);
+        return c.has_exact
+                   ? fmt::format("{:.2f}x", c.bc_exact_ratio)
+                   : fmt::format("{:.1f}x", c.floor_max > 0 ? c.bc_worst / c.floor_max : 0.0);
       },
       "With");
   if (near)
     sentences.push_back(fmt::format(
         "{} full-batch gradients, n_k/n weights and one local step, gradient averaging (b) "
         "and model averaging (c) take centralized gradient descent's step (a) up to float "
-        "rounding: at worst they end {} the distance that merely reordering the gradient's sum "
-        "produces (a'), within the 10x bound",
-        near->opening, near->values));
+        "rounding: {} at worst {} {}, within the 10x bound",
+        near->opening,
+        any_exact ? "they end as far from exact (float64) arithmetic as centralized float32 "
+                    "itself,"
+                  : "they end",
+        near->values,
+        any_exact ? "the distance of (a) and its reorderings from it (median)"
+                  : "the largest distance that merely reordering the gradient's sum produces"));
   for (const auto& c : r.cases) {
-    if (c.bc_within_10x_floor) continue;
-    std::vector<std::string> rows;
-    for (const char* id : {"b", "c"})
-      if (c.row(id).relative > kFloorBound * c.floor)
-        rows.push_back(c.floor > 0 ? fmt::format("({}) ended {:.1f}x", id, c.x_floor(id))
-                                   : fmt::format("({}) ended {:.2e} relative from (a)", id,
-                                                 c.row(id).relative));
+    if (c.bc_claim_holds) continue;
     sentences.push_back(fmt::format(
         "{}his run does not show gradient averaging (b) and model averaging (c) matching "
-        "centralized gradient descent (a) up to rounding: {}",
-        many ? fmt::format("For {}, t", c.model) : "T",
-        c.floor > 0 ? join_and(rows) +
-                          " the distance that merely reordering the gradient's sum produces (a'), "
-                          "above the 10x bound"
-                    : join_and(rows) +
-                          ", while merely reordering the gradient's sum (a') left no difference"));
+        "centralized gradient descent (a) up to rounding: the worse of them ended {} {}, above "
+        "the 10x bound",
+        many ? fmt::format("For {}, t", c.model) : "T", measure(c),
+        c.has_exact ? "as far from exact (float64) arithmetic as centralized float32"
+                    : "the largest distance that merely reordering the gradient's sum produces"));
   }
   for (const auto& c : r.cases)
     if (!c.bc_below_1e5)
@@ -410,18 +480,54 @@ EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts
         .lr = lr,
         .processes = s.processes,
         .clients = s.partition.clients};
-    fmt::print(stderr, "{}\n  (a) centralized full-batch gradient descent, twice ...", c.title);
+    const int orders = int(cfg.get_int("equivalence.floor_orders"));
+    fmt::print(stderr,
+               "{}\n  (a) centralized full-batch gradient descent, and in {} other orders ...",
+               c.title, orders);
     auto t0 = std::chrono::steady_clock::now();
     Model m(*be, s.model, data.train.shape, data.train.num_classes);
+    m.init(s.seed);
+    const std::vector<float> init = m.params_host();
     const std::vector<float> a = centralized(m, data.train, s, lr, 1);
     const BatchStats a_test = evaluate(m, data.test);
     c.a_test_accuracy = double(a_test.correct) / double(std::max<int64_t>(1, a_test.samples));
-    const Distance floor = distance(centralized(m, data.train, s, lr, 3), a);
+    std::vector<std::vector<float>> reordered;  // the gradient summed in 2, 3, ... chunks
+    for (int k = 2; k < 2 + orders; ++k) reordered.push_back(centralized(m, data.train, s, lr, k));
     fmt::print(stderr, " {:.1f} s\n", seconds_since(t0));
+    t0 = std::chrono::steady_clock::now();
+    const auto exact = float64_gradient_descent(s.model, init, data.train, s.rounds, lr);
+    if (exact)
+      fmt::print(stderr, "  exact arithmetic: (a) in float64 ... {:.1f} s\n", seconds_since(t0));
+    const auto to_exact = [&](std::span<const float> p) -> std::optional<double> {
+      if (!exact) return std::nullopt;
+      return distance_to(*exact, p);
+    };
+    std::vector<double> floors, floors_exact;
+    double floor_max_abs = 0;
+    for (const auto& p : reordered) {
+      const Distance d = distance(p, a);
+      floors.push_back(d.relative);
+      floor_max_abs = std::max(floor_max_abs, d.max_abs);
+      if (exact) floors_exact.push_back(*to_exact(p));
+    }
+    c.floor_orders = orders;
+    c.floor = median(floors);
+    c.floor_min = *std::min_element(floors.begin(), floors.end());
+    c.floor_max = *std::max_element(floors.begin(), floors.end());
+    c.has_exact = exact.has_value();
+    if (exact) {
+      c.a_exact = *to_exact(a);
+      std::vector<double> all = floors_exact;
+      all.push_back(c.a_exact);
+      c.float32_exact = median(all);
+    }
     c.rows.push_back({.id = "a'",
-                      .what = "centralized GD, gradient summed over 3 chunks (the floor)",
-                      .max_abs = floor.max_abs,
-                      .relative = floor.relative});
+                      .what = fmt::format("centralized GD, gradient summed in 2 .. {} chunks "
+                                          "(the floor; medians of {} orders)",
+                                          orders + 1, orders),
+                      .max_abs = floor_max_abs,
+                      .relative = c.floor,
+                      .exact = exact ? std::optional(median(floors_exact)) : std::nullopt});
     for (const auto& v : vars) {
       Config vc = base;
       vc.set_all(v.sets);
@@ -443,17 +549,23 @@ EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts
       const RunSummary summary = read_run_summary(dir);  // every run evaluates after its last round
       if (!summary.final || !summary.final->test_accuracy)
         throw Error(fmt::format("{}: summary.json has no final evaluation", dir.string()));
+      const std::vector<float> final_params = load_params(dir / "model.safetensors", m.layout());
       c.rows.push_back({.id = v.id,
                         .what = v.what,
                         .max_abs = d.max_abs,
                         .relative = d.relative,
+                        .exact = to_exact(final_params),
                         .test_accuracy = *summary.final->test_accuracy,
                         .seconds = secs,
                         .results = "runs/" + run_name});
     }
-    c.floor = c.row("a'").relative;
     c.bc_worst = std::max(c.row("b").relative, c.row("c").relative);
-    c.bc_within_10x_floor = c.bc_worst <= kFloorBound * c.floor;
+    if (c.has_exact) {
+      c.bc_exact_ratio = std::max(c.x_float32("b"), c.x_float32("c"));
+      c.bc_claim_holds = c.bc_exact_ratio <= kFloorBound;
+    } else {
+      c.bc_claim_holds = c.bc_worst <= kFloorBound * c.floor_max;
+    }
     c.bc_below_1e5 = c.bc_worst < 1e-5;
     c.de_orders_further = std::min(c.orders_further("d"), c.orders_further("e"));
     c.table = render_table(c);
@@ -466,7 +578,10 @@ EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts
       "Command: `{}` (resolved config: config.resolved.toml; each distributed run's own "
       "results folder is under runs/). Total time {:.0f} s.\n\n"
       "Every row is the distance of the final parameters to (a) after the same rounds from the "
-      "same init; the floor (a') is (a) again with the gradient summed in another order.\n\n"
+      "same init; the floor (a') is (a) again with the gradient summed in other orders (the "
+      "median of their distances; the range below each table). Exact arithmetic is (a) in "
+      "float64 (the dense models): a float32 run's distance to it is its own rounding error, "
+      "and \"x float32's\" divides it by the median of (a)'s and its reorderings'.\n\n"
       "{}## What it means\n\n{}\n",
       failed_claims_note(result), command, result.seconds, render_cases(result),
       equivalence_meaning(result));

@@ -4,7 +4,9 @@
 //   (b) `gradient` regime, full batch,         (c) `model` regime, K=1 local step, full batch,
 //   (d) `model` regime, K local steps,         (e) `model`, K=1, unequal shards, uniform weights,
 // (b)-(e) as real server + client processes, and tabulates each final model's distance to (a) next
-// to the rounding floor: the distance between two runs of (a) that differ only in summation order.
+// to the rounding floor (the distances of runs of (a) that differ only in summation order, a
+// distribution over several orders) and, for the dense models, to exact arithmetic: the float64
+// trajectory of (a), against which every float32 run's distance is its rounding error.
 #pragma once
 
 #include <filesystem>
@@ -25,8 +27,10 @@ std::string equivalence_section();
 // The run config's keys plus the [equivalence] section.
 Config make_equivalence_config();
 
-// The claims' bounds: (b), (c) within kFloorBound x the floor; (d), (e) at least kOrdersBound
-// orders of magnitude further from (a) than the worse of (b), (c).
+// The claims' bounds: (b), (c) at most kFloorBound x as far from exact (float64) arithmetic as
+// centralized float32 is (the median of (a) and its reorderings; for a model without a float64
+// reference: within kFloorBound x the largest reordering); (d), (e) at least kOrdersBound orders
+// of magnitude further from (a) than the worse of (b), (c).
 inline constexpr double kFloorBound = 10;
 inline constexpr double kOrdersBound = 2;
 
@@ -35,6 +39,7 @@ struct EquivalenceRow {
   std::string id;  // "a'" (the floor), "b" .. "e"
   std::string what;
   double max_abs = 0, relative = 0;
+  std::optional<double> exact;          // relative distance to the float64 trajectory
   std::optional<double> test_accuracy;  // fraction; the distributed rows (b)-(e)
   double seconds = 0;                   // the distributed rows' wall time
   std::string results;                  // the distributed rows' folder, "runs/<model>-<id>"
@@ -48,21 +53,32 @@ struct EquivalenceCase {
   double lr = 0;
   int processes = 0, clients = 0;
   double a_test_accuracy = 0;        // (a)'s, fraction
-  std::vector<EquivalenceRow> rows;  // a', b, c, d, e
-  double floor = 0;                  // (a')'s relative distance
-  double bc_worst = 0;               // the larger relative distance of (b), (c)
-  bool bc_within_10x_floor = false;  // claim: bc_worst <= kFloorBound x floor
-  bool bc_below_1e5 = false;         // informational: bc_worst < 1e-5 (not a claim)
-  double de_orders_further = 0;      // log10(min(d, e) / bc_worst); claim: >= kOrdersBound
-  std::string table;                 // the rendered markdown table, (a) to (e)
+  std::vector<EquivalenceRow> rows;  // a' (the reorderings' medians), b, c, d, e
+  int floor_orders = 0;              // the reorderings of (a): its gradient in 2, 3, ... chunks
+  double floor = 0;                  // their relative distances to (a): median, min, max
+  double floor_min = 0, floor_max = 0;
+  // Exact arithmetic (models with a float64 reference): the median distance of (a) and its
+  // reorderings to it, and the worse of (b), (c)'s distances to it in units of that median.
+  bool has_exact = false;
+  double a_exact = 0;  // (a)'s own distance to exact arithmetic
+  double float32_exact = 0;
+  double bc_exact_ratio = 0;
+  double bc_worst = 0;           // the larger relative distance of (b), (c) to (a)
+  bool bc_claim_holds = false;   // bc_exact_ratio (else bc_worst / floor_max) <= kFloorBound
+  bool bc_below_1e5 = false;     // informational: bc_worst < 1e-5 (not a claim)
+  double de_orders_further = 0;  // log10(min(d, e) / bc_worst); claim: >= kOrdersBound
+  std::string table;             // the rendered markdown table, (a) to (e)
 
   const EquivalenceRow& row(const std::string& id) const;
   // The relative distance of `id` in units of the floor (infinite when the floor is 0 and it is
   // not).
   double x_floor(const std::string& id) const;
+  // The distance of `id` to exact arithmetic in units of centralized float32's (has_exact).
+  double x_float32(const std::string& id) const;
   // log10(relative distance of `id` / bc_worst): how much further from (a) than (b), (c).
   double orders_further(const std::string& id) const;
-  // One line per row that breaks a claim, "(b) is 51.5x the floor, above the 10x bound".
+  // One line per row that breaks a claim, "(b) is 12.5x as far from exact arithmetic as
+  // centralized float32, above the 10x bound".
   std::vector<std::string> failures() const;
 };
 

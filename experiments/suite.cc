@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -173,6 +174,39 @@ std::map<std::string, std::string> parse_pairs(const Config& cfg,
   return reference;
 }
 
+// `text` with each {key} (a run config key) replaced by its value in the runs, and each {a*b}
+// by the product of two numeric keys (clients x fraction = clients sampled per round), so the
+// numbers a report's text states are the runs' (a --smoke size included); a value that differs
+// between runs reads "a, b or c". `where` names the text in errors.
+std::string fill_run_keys(const std::string& text, const SuitePlan& plan, std::string_view where) {
+  static const std::regex placeholder(R"(\{([a-z_.]+)(\*([a-z_.]+))?\})");
+  auto value = [&](const Config& c, const std::string& key) {
+    if (std::find(c.keys().begin(), c.keys().end(), key) == c.keys().end())
+      throw Error(
+          fmt::format("{}: {{{}}} is not a run config key (fedpar keys suite)", where, key));
+    std::string v = c.value_text(key);
+    if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+    return v;
+  };
+  std::string out;
+  auto at = text.cbegin();
+  for (std::sregex_iterator m(text.begin(), text.end(), placeholder), end; m != end; ++m) {
+    out.append(at, (*m)[0].first);
+    at = (*m)[0].second;
+    std::vector<std::string> values;  // distinct, in run order
+    for (const Instance& in : plan.instances) {
+      std::string v = value(in.config, (*m)[1]);
+      if ((*m)[3].matched)
+        v = fmt::format("{:g}", std::stod(v) * std::stod(value(in.config, (*m)[3])));
+      if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
+    }
+    for (size_t i = 0; i < values.size(); ++i)
+      out += (i == 0 ? "" : i + 1 == values.size() ? " or " : ", ") + values[i];
+  }
+  out.append(at, text.cend());
+  return out;
+}
+
 SuitePlan plan_suite(const SuiteOptions& o) {
   const auto file = find_suite(o.name);
   const bool with_equivalence = is_equivalence_config(file);
@@ -237,6 +271,8 @@ SuitePlan plan_suite(const SuiteOptions& o) {
       plan.instances.push_back(std::move(in));
     }
   }
+  for (const char* key : {"suite.title", "suite.what"})  // an unknown {key} fails before any run
+    fill_run_keys(cfg.get_string(key), plan, key);
   if (with_equivalence) {
     plan.equivalence = config_without(cfg, {"suite"}, make_equivalence_config());
     plan.equivalence->set_all(smoke);
@@ -328,7 +364,7 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
                             double seconds, const std::filesystem::path& dir) {
   const Config& cfg = plan.cfg;
   const double target = cfg.get_float("suite.target_accuracy");
-  const std::string title = cfg.get_string("suite.title");
+  const std::string title = fill_run_keys(cfg.get_string("suite.title"), plan, "suite.title");
   std::ostringstream report;
   report << fmt::format(
       "# {}{}\n\n{}\n\nCommand: `{}` ({:.0f} s; resolved config: config.resolved.toml; each run's "
@@ -336,7 +372,8 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
       "every byte the server sent and received at its socket (diagnostic extras left out); "
       "median EMD is the partition's label skew (docs/partitioning.md); round time is the "
       "server's wait + aggregation per round.\n\n",
-      title, smoke ? " (smoke size)" : "", cfg.get_string("suite.what"), plan.command, seconds,
+      title, smoke ? " (smoke size)" : "",
+      fill_run_keys(cfg.get_string("suite.what"), plan, "suite.what"), plan.command, seconds,
       plan.eval_every);
   report << equivalence_md << (plan.equivalence ? "\n## Runs\n\n" : "")
          << results_table(results, target) << "\n";

@@ -1,8 +1,8 @@
-// Message bodies on top of the wire header (protocol/header.h): frame 1 is a small JSON object with the
-// message's fields, frames 2.. raw little-endian float32 vectors (parameters, gradients, deltas),
-// sent and received without conversion. Decoding checks every field's presence and type, every
-// vector's length against what the receiver expects, and that floats are finite; a failure is a
-// one-line reason for the log and the ERROR reply, never an exception escaping to the server.
+// Message bodies on top of the wire header (protocol/header.h): frame 1 is a small JSON object with
+// the message's fields, frames 2.. raw little-endian float32 vectors (parameters, gradients,
+// deltas), sent and received without conversion. Decoding checks every field's presence and type,
+// every vector's length against what the receiver expects, and that floats are finite; a failure is
+// a one-line reason for the log and the ERROR reply, never an exception escaping to the server.
 #pragma once
 
 #include <cstdint>

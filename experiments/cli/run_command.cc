@@ -27,7 +27,7 @@ Action add_run_command(CLI::App& app) {
       fmt::format("Exit code: 0 when the run completed; 2 for a bad config; 130 on Ctrl-C; "
                   "otherwise a process's failure.\n"
                   "A config with an [equivalence] table exits {} when a claim failed: (b), (c) "
-                  "beyond {:g}x the floor, or\n"
+                  "over {:g}x as far from exact\n(float64) arithmetic as centralized float32, or\n"
                   "(d), (e) fewer than {:g} orders of magnitude further from (a) than (b), (c); "
                   "stderr names the model and\n"
                   "the row, and results/<name>/ is still written (its report.md lists the failed "

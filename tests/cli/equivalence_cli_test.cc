@@ -2,6 +2,7 @@
 // per variant, real MNIST), shortened: gradient averaging and one-step model averaging land at
 // the rounding floor of centralized gradient descent; five local steps and uniform weights over
 // unequal shards land orders of magnitude away.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -29,17 +30,27 @@ TEST(EquivalenceExperiment, GradientAndOneStepModelAveragingAreGradientDescent) 
   for (const auto& c : j["cases"]) {
     SCOPED_TRACE(c["model"].get<std::string>());
     EXPECT_EQ(c["processes"], 4);
-    std::map<std::string, double> rel;
-    for (const auto& row : c["rows"]) rel[row["id"]] = row["relative"];
+    std::map<std::string, double> rel, exact;
+    for (const auto& row : c["rows"]) {
+      rel[row["id"]] = row["relative"];
+      exact[row["id"]] = row["exact"];  // both models are dense: each row has its distance
+    }
     const double floor = rel["a'"];
-    EXPECT_GT(floor, 0.0);  // the two summation orders really differ
-    EXPECT_LT(floor, 1e-6);
+    EXPECT_GT(c["floor_min"].get<double>(), 0.0);  // the summation orders really differ
+    EXPECT_LE(c["floor_min"].get<double>(), floor);
+    EXPECT_LE(floor, c["floor_max"].get<double>());
+    EXPECT_LT(c["floor_max"].get<double>(), 1e-4);  // rounding-sized (the 2NN's grows chaotically)
+    EXPECT_EQ(c["floor_orders"], 4);
+    // exact arithmetic: float32's own distance is rounding-sized, and (b), (c) are as far
+    const double f32 = c["float32_exact"];
+    EXPECT_GT(f32, 0.0);
+    EXPECT_LT(f32, 1e-4);
     for (const char* id : {"b", "c"}) {
-      EXPECT_LE(rel[id], 10 * floor) << id;
-      EXPECT_LT(rel[id], 1e-5) << id;
+      EXPECT_LE(exact[id], 10 * f32) << id;
+      EXPECT_LT(rel[id], 1e-4) << id;
     }
     for (const char* id : {"d", "e"}) EXPECT_GT(rel[id], 100 * std::max(rel["b"], rel["c"])) << id;
-    EXPECT_TRUE(c["bc_within_10x_floor"].get<bool>());
+    EXPECT_TRUE(c["bc_claim_holds"].get<bool>());
   }
   const std::string report = testing::slurp(tmp / "res/equivalence/report.md");
   EXPECT_EQ(report.find("Claims that failed"), std::string::npos) << report;
@@ -89,7 +100,7 @@ TEST(EquivalenceExperiment, AFailedClaimExitsThreeAndNamesTheRow) {
   const nlohmann::json j =
       nlohmann::json::parse(testing::slurp(fail_tmp / "res/equivalence/equivalence.json"));
   ASSERT_EQ(j["cases"].size(), 1u);
-  EXPECT_TRUE(j["cases"][0]["bc_within_10x_floor"].get<bool>());
+  EXPECT_TRUE(j["cases"][0]["bc_claim_holds"].get<bool>());
   EXPECT_FALSE(j["cases"][0]["de_orders_further"].is_number() &&
                j["cases"][0]["de_orders_further"].get<double>() >= 2.0);
   const std::string report = testing::slurp(fail_tmp / "res/equivalence/report.md");
@@ -104,6 +115,31 @@ TEST(EquivalenceExperiment, AFailedClaimExitsThreeAndNamesTheRow) {
   EXPECT_NE(meaning.find("fewer than the 2 orders of magnitude claimed"), std::string::npos)
       << meaning;
   EXPECT_TRUE(std::filesystem::exists(fail_tmp / "res/equivalence/runs/logreg-e/summary.json"));
+}
+
+// The verdicts are a property of the arithmetic, not of the round count: with a single
+// reordering as the floor, (b) of the 2NN was 51.5x it at 30 rounds and within 10x at 20 and
+// 100. Against exact arithmetic, every claim holds from one round to 200, for both models.
+TEST(EquivalenceExperiment, TheVerdictsHoldAtEveryRoundCount) {
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
+  for (const int rounds : {1, 3, 30, 200}) {
+    SCOPED_TRACE(rounds);
+    TempDir tmp;
+    const auto r = testing::run_fedpar(
+        std::string("run ") + FEDPAR_SOURCE_DIR + "/experiments/equivalence.toml " +
+            fmt::format("--set rounds={} --set processes=2 ", rounds) +
+            "--set equivalence.train_limits=2000,1000 --set results_dir=" + (tmp / "res").string(),
+        tmp.path());
+    EXPECT_EQ(r.code, 0) << r.err;
+    const nlohmann::json j =
+        nlohmann::json::parse(testing::slurp(tmp / "res/equivalence/equivalence.json"));
+    for (const auto& c : j["cases"]) {
+      EXPECT_TRUE(c["bc_claim_holds"].get<bool>()) << c["model"] << " " << c.dump();
+      EXPECT_GE(c["de_orders_further"].get<double>(), 2.0) << c["model"];
+      RecordProperty(fmt::format("{}-{}-x-float32", c["model"].get<std::string>(), rounds),
+                     fmt::format("{:.2f}", c["bc_exact_ratio"].get<double>()));
+    }
+  }
 }
 
 TEST(EquivalenceExperiment, BadSettingsFailBeforeAnyRun) {
