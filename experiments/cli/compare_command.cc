@@ -1,0 +1,36 @@
+// `fedpar compare RESULTS... [--metric M] [--x X] [--target T] [--out DIR]`.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "experiments/cli/commands.h"
+#include "experiments/compare.h"
+
+namespace fedpar {
+
+Action add_compare_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "compare", "plot and tabulate finished runs side by side (their results folders)");
+  auto o = std::make_shared<CompareOptions>();
+  auto command = std::make_shared<std::string>("fedpar compare");
+  cmd->add_option("results", o->runs, "results folders of fedpar run, server or a suite's runs/")
+      ->required();
+  cmd->add_option("--metric", o->metric, "accuracy (test, %) or loss (test)")
+      ->check(CLI::IsMember({"accuracy", "loss"}))
+      ->capture_default_str();
+  cmd->add_option("--x", o->x, "round, samples, bytes or seconds")
+      ->check(CLI::IsMember({"round", "samples", "bytes", "seconds"}))
+      ->capture_default_str();
+  cmd->add_option("--target", o->target,
+                  "when each run first reached it (accuracy in %, or a loss)");
+  cmd->add_option("--out", o->out, "the report's folder")->capture_default_str();
+  return [o, command, cmd] {
+    for (const auto& r : o->runs) *command += " " + r.string();
+    for (const char* flag : {"--metric", "--x", "--target", "--out"})
+      if (cmd->count(flag))
+        *command += fmt::format(" {} {}", flag, cmd->get_option(flag)->as<std::string>());
+    return run_compare(*o, *command);
+  };
+}
+
+}  // namespace fedpar

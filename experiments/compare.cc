@@ -1,0 +1,187 @@
+// run_compare; see compare.h.
+#include "experiments/compare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "core/check.h"
+#include "core/results_dir.h"
+#include "experiments/plot.h"
+#include "experiments/run_metrics.h"
+
+namespace fedpar {
+namespace {
+
+struct Compared {
+  std::string label;
+  std::filesystem::path dir;
+  std::vector<double> x, y, round;
+};
+
+// The metric and x axis: their columns of a run's curves and how the report names them.
+struct Axis {
+  std::string name;
+  const std::vector<double>& (*column)(const RunCurves&);
+};
+
+Axis metric_axis(const std::string& m) {
+  if (m == "accuracy")
+    return {"test accuracy (%)", [](const RunCurves& c) -> const auto& {return c.accuracy;
+}
+};  // namespace
+if (m == "loss") return {"test loss", [](const RunCurves& c) -> const auto& {return c.test_loss;
+}  // namespace fedpar
+}
+;
+throw Error(fmt::format("--metric must be accuracy or loss, got '{}'", m));
+}
+
+Axis x_axis(const std::string& x) {
+  if (x == "round") return {"round", [](const RunCurves& c) -> const auto& {return c.round;
+}
+}
+;
+if (x == "samples")
+  return {"samples processed by all clients",
+          [](const RunCurves& c) -> const auto& {return c.samples;
+}
+}
+;
+if (x == "bytes")
+  return {"MB sent + received at the server", [](const RunCurves& c) -> const auto& {return c.mb;
+}
+}
+;
+if (x == "seconds")
+  return {"seconds of training (the server's rounds, or the network's time)",
+          [](const RunCurves& c) -> const auto& {return c.seconds;
+}
+}
+;
+throw Error(fmt::format("--x must be round, samples, bytes or seconds, got '{}'", x));
+}
+
+// A distributed run's folder, or an Error that says what the folder is instead.
+void check_run_folder(const std::filesystem::path& dir) {
+  if (!std::filesystem::is_directory(dir))
+    throw Error(fmt::format("{}: no such results folder", dir.string()));
+  const auto summary = dir / "summary.json";
+  if (std::filesystem::exists(summary)) {
+    std::ifstream in(summary);
+    const auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_object() && j.value("command", "") == "train")
+      throw Error(fmt::format(
+          "{} is a `fedpar train` folder: compare reads the per-round metrics of distributed "
+          "runs (fedpar run, fedpar server, a suite's runs/)",
+          dir.string()));
+  }
+  if (!std::filesystem::exists(dir / "metrics.jsonl"))
+    throw Error(
+        fmt::format("{} has no metrics.jsonl: not a run's results folder (a suite's "
+                    "runs are in its runs/)",
+                    dir.string()));
+}
+
+// Labels: each folder's name, with its parent's where two runs share a name.
+std::vector<std::string> labels_of(const std::vector<std::filesystem::path>& dirs) {
+  std::map<std::string, int> count;
+  for (const auto& d : dirs) ++count[d.filename().string()];
+  std::vector<std::string> out;
+  for (const auto& d : dirs) {
+    const std::string name = d.filename().string();
+    out.push_back(count[name] > 1 ? (d.parent_path().filename() / name).string() : name);
+  }
+  return out;
+}
+
+std::string num(double v) { return fmt::format("{:.4g}", v); }
+
+}  // namespace
+
+int run_compare(const CompareOptions& o, const std::string& command) {
+  if (o.runs.empty()) throw Error("fedpar compare needs at least one results folder");
+  const Axis metric = metric_axis(o.metric), x = x_axis(o.x);
+  const bool higher_is_better = o.metric == "accuracy";
+  std::vector<std::filesystem::path> dirs;
+  for (const auto& r : o.runs) {
+    auto d = r;
+    while (!d.empty() && d.filename().empty()) d = d.parent_path();  // "runs/a/" names "a"
+    check_run_folder(d);
+    dirs.push_back(d);
+  }
+  const auto labels = labels_of(dirs);
+  std::vector<Compared> runs;
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    const RunCurves c = read_curves(dirs[i]);
+    if (c.round.empty())
+      throw Error(fmt::format("{} has no evaluated round (its eval_every is above its rounds?)",
+                              dirs[i].string()));
+    runs.push_back({labels[i], dirs[i], x.column(c), metric.column(c), c.round});
+  }
+
+  const std::string reached = higher_is_better ? "at or above" : "at or below";
+  std::ostringstream table;
+  table << fmt::format("| run | evaluations | final {0} | best {0} (round) | {1} at the end |",
+                       o.metric, o.x)
+        << (o.target > 0
+                ? fmt::format(" first round {} {} | {} then |", reached, num(o.target), o.x)
+                : "")
+        << "\n|---|---|---|---|---|" << (o.target > 0 ? "---|---|" : "") << "\n";
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : runs) {
+    const auto best = higher_is_better ? std::max_element(r.y.begin(), r.y.end())
+                                       : std::min_element(r.y.begin(), r.y.end());
+    const size_t b = size_t(best - r.y.begin());
+    std::optional<size_t> hit;
+    for (size_t k = 0; k < r.y.size() && o.target > 0 && !hit; ++k)
+      if (higher_is_better ? r.y[k] >= o.target : r.y[k] <= o.target) hit = k;
+    const std::string unit = higher_is_better ? "%" : "";
+    table << fmt::format("| {} | {} | {}{} | {}{} ({}) | {} |", r.label, r.y.size(),
+                         num(r.y.back()), unit, num(*best), unit, int(r.round[b]), num(r.x.back()));
+    if (o.target > 0)
+      table << (hit ? fmt::format(" {} | {} |", int(r.round[*hit]), num(r.x[*hit]))
+                    : std::string(" not reached | - |"));
+    table << "\n";
+    nlohmann::json row = {{"run", r.label}, {"folder", r.dir.string()}, {"final", r.y.back()},
+                          {"best", *best},  {"best_round", r.round[b]}, {"x_at_end", r.x.back()}};
+    if (o.target > 0)
+      row["target_round"] = hit ? nlohmann::json(r.round[*hit]) : nlohmann::json(nullptr);
+    rows.push_back(std::move(row));
+  }
+
+  ResultsDir out(o.out.parent_path().empty() ? "." : o.out.parent_path(),
+                 o.out.filename().string());
+  LinePlot plot{
+      .title = fmt::format("{} per {}", metric.name, o.x), .xlabel = x.name, .ylabel = metric.name};
+  for (const auto& r : runs) plot.series.push_back({r.label, r.x, r.y, {}, {}});
+  const std::string svg = fmt::format("{}-vs-{}.svg", o.metric, o.x);
+  std::string why;
+  const bool drawn = draw_line_plot(out.path() / svg, plot, &why);
+  std::ostringstream report;
+  report << fmt::format("# {} runs compared: {} per {}\n\nCommand: `{}`\n\n", runs.size(),
+                        metric.name, o.x, command)
+         << "Folders: ";
+  for (size_t i = 0; i < runs.size(); ++i)
+    report << (i ? ", " : "") << fmt::format("`{}` ({})", runs[i].dir.string(), runs[i].label);
+  report << ".\n\n"
+         << table.str() << "\n"
+         << (drawn ? fmt::format("![{} per {}]({})\n", metric.name, o.x, svg)
+                   : fmt::format("(no plot: {})\n", why));
+  out.write_text("report.md", report.str());
+  out.write_json("compare.json", {{"command", command},
+                                  {"metric", o.metric},
+                                  {"x", o.x},
+                                  {"target", o.target},
+                                  {"runs", rows}});
+  const auto path = out.commit();
+  fmt::print("{}\nreport: {}\n", table.str(), (path / "report.md").string());
+  return 0;
+}
+
+}  // namespace fedpar

@@ -1,0 +1,25 @@
+// `fedpar compare`: finished runs side by side, the next thing a user does after two runs. Reads
+// each results folder's per-round metrics, plots one metric against rounds, samples, bytes or
+// seconds for all of them (the suites' plotting), and tabulates the final and best values and
+// when each run first reached a target.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace fedpar {
+
+struct CompareOptions {
+  std::vector<std::filesystem::path> runs;  // results folders of fedpar run / server / suite runs
+  std::string metric = "accuracy";          // accuracy (test, %) | loss (test)
+  std::string x = "round";                  // round | samples | bytes | seconds
+  double target = 0;  // > 0: the first evaluation at or above it (accuracy, %) or below (loss)
+  std::filesystem::path out = "results/compare";  // a new folder (-2, -3... when it exists)
+};
+
+// Prints the table, writes out/ (report.md, compare.json, the plot) and returns 0; throws Error
+// naming the folder for a missing or unreadable run and for a `fedpar train` folder.
+int run_compare(const CompareOptions& o, const std::string& command);
+
+}  // namespace fedpar

@@ -1,0 +1,85 @@
+// `fedpar compare` on real finished runs: the table and compare.json carry each run's final and
+// best values and the first round at the target, as its metrics.jsonl says; the plot is drawn;
+// what is not a distributed run's folder is refused with what it is.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/util/run_fedpar.h"
+#include "tests/util/run_results.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using testing::TempDir;
+
+// Two short runs that differ in their learning rate, evaluated every other round.
+void two_runs(const TempDir& tmp) {
+  std::ofstream(tmp / "run.toml") << "rounds = 10\neval_every = 2\nprocesses = 2\n"
+                                     "[data]\nname = 'synthetic'\niid = true\n"
+                                     "[model]\nname = 'logreg'\n";
+  for (const auto& [name, lr] : {std::pair{"slow", "0.01"}, std::pair{"fast", "0.3"}}) {
+    const auto r = testing::run_fedpar("run " + (tmp / "run.toml").string() +
+                                           " --set results_dir=" + (tmp / "res").string() +
+                                           " --set name=" + name + " --set optimizer.lr=" + lr,
+                                       tmp.path());
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+}
+
+TEST(Compare, TabulatesAndPlotsWhatEachRunRecorded) {
+  TempDir tmp;
+  two_runs(tmp);
+  const auto r = testing::run_fedpar("compare " + (tmp / "res/slow").string() + " " +
+                                         (tmp / "res/fast").string() + " --target 40 --out " +
+                                         (tmp / "cmp").string(),
+                                     tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("| slow |"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(testing::slurp(tmp / "cmp/compare.json"));
+  ASSERT_EQ(j["runs"].size(), 2u);
+  for (const auto& row : j["runs"]) {
+    SCOPED_TRACE(row["run"].get<std::string>());
+    double last = 0, best = 0;
+    nlohmann::json first_at_target = nullptr;
+    for (const auto& rec :
+         testing::jsonl(tmp / "res" / row["run"].get<std::string>() / "metrics.jsonl")) {
+      if (!rec.contains("test_accuracy") || rec["test_accuracy"].is_null()) continue;
+      last = 100 * rec["test_accuracy"].get<double>();
+      best = std::max(best, last);
+      if (last >= 40 && first_at_target.is_null()) first_at_target = rec["round"];
+    }
+    EXPECT_DOUBLE_EQ(row["final"].get<double>(), last);
+    EXPECT_DOUBLE_EQ(row["best"].get<double>(), best);
+    EXPECT_EQ(row["target_round"], first_at_target);
+  }
+  // the fast rate reaches 40% and the slow one does not: the table tells them apart
+  EXPECT_FALSE(j["runs"][1]["target_round"].is_null());
+  EXPECT_TRUE(j["runs"][0]["target_round"].is_null());
+  EXPECT_NE(testing::slurp(tmp / "cmp/accuracy-vs-round.svg").find("<svg"), std::string::npos);
+  EXPECT_NE(testing::slurp(tmp / "cmp/report.md").find("![test accuracy (%) per round]"),
+            std::string::npos);
+}
+
+TEST(Compare, RefusesWhatIsNotADistributedRunsFolder) {
+  TempDir tmp;
+  auto r = testing::run_fedpar("compare " + (tmp / "missing").string(), tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("missing: no such results folder"), std::string::npos) << r.err;
+  r = testing::run_fedpar("train --quiet --dataset synthetic --model logreg --results-dir " +
+                              (tmp / "res").string() + " --name central",
+                          tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = testing::run_fedpar("compare " + (tmp / "res/central").string(), tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("is a `fedpar train` folder"), std::string::npos) << r.err;
+  r = testing::run_fedpar("compare " + tmp.path().string() + " --metric f1", tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--metric"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "results")) << "nothing written";
+}
+
+}  // namespace
+}  // namespace fedpar
