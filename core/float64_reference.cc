@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "core/stop_signal.h"
 
 namespace fedpar {
 namespace {
@@ -65,6 +66,7 @@ std::optional<std::vector<double>> float64_gradient_descent(const ModelSpec& spe
   std::vector<Matrix> act(L + 1), grad_w(L);
   std::vector<Vector> grad_b(L);
   for (int64_t r = 0; r < rounds; ++r) {
+    throw_if_stopped();
     for (size_t l = 0; l < L; ++l) {
       grad_w[l] = Matrix::Zero(layers[l].w.rows(), layers[l].w.cols());
       grad_b[l] = Vector::Zero(layers[l].b.size());

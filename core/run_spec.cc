@@ -410,6 +410,10 @@ ScaffoldCorrection resolve_scaffold_correction(const Config& c) {
 // local.algorithm, and what each needs of the run.
 FlAlgorithm resolve_algorithm(const Config& c, const RunSpec& s) {
   const std::string name = c.get_string("local.algorithm");
+  require(name == "scaffold" || s.scaffold_correction == ScaffoldCorrection::kGradient,
+          fmt::format("local.scaffold_correction is SCAFFOLD's: it needs local.algorithm = "
+                      "\"scaffold\", got '{}'",
+                      name));
   if (name == "fedavg") return FlAlgorithm::kFedAvg;
   require(name == "scaffold" || name == "fednova",
           fmt::format("local.algorithm must be fedavg, scaffold or fednova, got '{}'", name));

@@ -22,8 +22,6 @@ void install_stop_handlers() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, on_stop_signal);
 }
 
-int stop_signal() { return g_stop_signal; }
-
 void throw_if_stopped() {
   if (const int sig = g_stop_signal) throw Interrupted(sig);
 }

@@ -20,7 +20,6 @@ class Interrupted : public Error {
 };
 
 void install_stop_handlers();
-int stop_signal();  // the first stop signal received, 0 when none
 void throw_if_stopped();
 std::string signal_name(int signal);  // "SIGINT", or "signal 42"
 

@@ -21,6 +21,7 @@
 #include "core/run_records.h"
 #include "core/run_spec.h"
 #include "core/safetensors.h"
+#include "core/stop_signal.h"
 #include "core/trainer.h"
 #include "server/diagnostics.h"
 
@@ -74,7 +75,9 @@ std::vector<float> centralized(Model& m, const Dataset& train_set, const RunSpec
   TrainOptions o{
       .epochs = s.rounds, .batch = 0, .accumulate = accumulate, .seed = s.seed, .shuffle = false};
   o.lr.base_lr = lr;
-  train(m, train_set, {}, o);
+  TrainCallbacks stoppable;
+  stoppable.on_step = [](const StepInfo&) { throw_if_stopped(); };
+  train(m, train_set, {}, o, stoppable);
   return m.params_host();
 }
 
@@ -126,12 +129,6 @@ const EquivalenceRow& EquivalenceCase::row(const std::string& id) const {
   for (const auto& r : rows)
     if (r.id == id) return r;
   throw Error(fmt::format("equivalence: {} has no row ({})", model, id));
-}
-
-double EquivalenceCase::x_floor(const std::string& id) const {
-  const double rel = row(id).relative;
-  if (floor > 0) return rel / floor;
-  return rel == 0 ? 0.0 : std::numeric_limits<double>::infinity();
 }
 
 double EquivalenceCase::x_float32(const std::string& id) const {
@@ -447,8 +444,12 @@ EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts
   if (!(lr > 0)) throw Error("equivalence.lr must be > 0");
   if (cfg.get_int("equivalence.local_steps") < 2)
     throw Error("equivalence.local_steps must be >= 2");
+  if (cfg.get_int("equivalence.floor_orders") < 1)
+    throw Error(
+        "equivalence.floor_orders must be >= 1 (the reorderings of (a) that make the floor)");
   const auto vars = variants(cfg);
   const RunSpec top = resolve_run_spec(cfg);
+  install_stop_handlers();  // a stopped experiment unwinds and keeps nothing
   const std::string name = cfg.get_string("name").empty() ? "equivalence" : cfg.get_string("name");
   const auto t_start = std::chrono::steady_clock::now();
 
@@ -495,7 +496,11 @@ EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts
     for (int k = 2; k < 2 + orders; ++k) reordered.push_back(centralized(m, data.train, s, lr, k));
     fmt::print(stderr, " {:.1f} s\n", seconds_since(t0));
     t0 = std::chrono::steady_clock::now();
-    const auto exact = float64_gradient_descent(s.model, init, data.train, s.rounds, lr);
+    auto exact = float64_gradient_descent(s.model, init, data.train, s.rounds, lr);
+    // Rounded to float32 once at the end: the nearest any float32 run could end, so a distance
+    // to it is the run's rounding error alone, not float32's representation of the end point.
+    if (exact)
+      for (double& v : *exact) v = double(float(v));
     if (exact)
       fmt::print(stderr, "  exact arithmetic: (a) in float64 ... {:.1f} s\n", seconds_since(t0));
     const auto to_exact = [&](std::span<const float> p) -> std::optional<double> {
@@ -536,6 +541,10 @@ EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts
       fmt::print(stderr, "  ({}) {} ...", v.id, v.what);
       t0 = std::chrono::steady_clock::now();
       const int rc = run_locally(vc, opts);
+      if (const int sig = run_interrupted_by()) {
+        fmt::print(stderr, "\n");
+        throw Interrupted(sig);  // nothing is kept
+      }
       if (rc != 0) {
         fmt::print(stderr, "\nfedpar run: variant ({}) of {} failed (exit {}); nothing is kept\n",
                    v.id, models[i], rc);
@@ -580,7 +589,8 @@ EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts
       "Every row is the distance of the final parameters to (a) after the same rounds from the "
       "same init; the floor (a') is (a) again with the gradient summed in other orders (the "
       "median of their distances; the range below each table). Exact arithmetic is (a) in "
-      "float64 (the dense models): a float32 run's distance to it is its own rounding error, "
+      "float64 (the dense models), rounded to float32 once at the end: a float32 run's "
+      "distance to it is its own rounding error, "
       "and \"x float32's\" divides it by the median of (a)'s and its reorderings'.\n\n"
       "{}## What it means\n\n{}\n",
       failed_claims_note(result), command, result.seconds, render_cases(result),

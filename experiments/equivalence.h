@@ -70,9 +70,6 @@ struct EquivalenceCase {
   std::string table;             // the rendered markdown table, (a) to (e)
 
   const EquivalenceRow& row(const std::string& id) const;
-  // The relative distance of `id` in units of the floor (infinite when the floor is 0 and it is
-  // not).
-  double x_floor(const std::string& id) const;
   // The distance of `id` to exact arithmetic in units of centralized float32's (has_exact).
   double x_float32(const std::string& id) const;
   // log10(relative distance of `id` / bc_worst): how much further from (a) than (b), (c).

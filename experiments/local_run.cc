@@ -51,16 +51,21 @@ std::string self_exe() {
   return "/proc/self/exe";
 }
 
+// This executable's file name ("fedpar"), also after a rebuild replaced it on disk (the link
+// then reads "fedpar (deleted)").
+std::string executable_name() {
+  std::error_code ec;
+  std::string name = std::filesystem::read_symlink("/proc/self/exe", ec).filename().string();
+  if (const size_t d = name.find(" (deleted)"); d != std::string::npos) name.resize(d);
+  return name.empty() ? "fedpar" : name;
+}
+
 // The name the children show in ps: this executable's file name (`fedpar server ...`, not
 // `/proc/self/exe server ...`), so `ps | grep fedpar` finds them. A Boost.Process initializer
 // that runs after the command line is built and swaps its argv[0].
 class ProgramName : public bp::extend::handler {
  public:
-  ProgramName() {
-    std::error_code ec;
-    name_ = std::filesystem::read_symlink("/proc/self/exe", ec).filename().string();
-    if (name_.empty()) name_ = "fedpar";
-  }
+  ProgramName() : name_(executable_name()) {}
   template <class Executor>
   void on_setup(Executor& exec) {
     argv_.clear();
@@ -294,9 +299,7 @@ void follow_supervisor() {
   if (!pid) return;
   // started as /proc/self/exe, the kernel named it "exe": take the file's name (what pgrep and
   // top show; at most 15 characters)
-  std::error_code ec;
-  const std::string name = std::filesystem::read_symlink("/proc/self/exe", ec).filename().string();
-  if (!name.empty()) ::prctl(PR_SET_NAME, name.substr(0, 15).c_str());
+  ::prctl(PR_SET_NAME, executable_name().substr(0, 15).c_str());
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (std::to_string(::getppid()) != pid) ::raise(SIGTERM);  // it died before the request
 }
@@ -323,7 +326,9 @@ int run_locally(Config cfg, const LocalRunOptions& opts) {
       std::filesystem::remove_all(dir, ec);
     }
   } cleanup{dir};
-  return Supervisor(s, config, endpoint, opts, client_flags).run();
+  const int code = Supervisor(s, config, endpoint, opts, client_flags).run();
+  install_stop_handlers();  // the supervisor's signal_set, gone, left the default actions
+  return code;
 }
 
 }  // namespace fedpar

@@ -417,6 +417,7 @@ std::vector<std::string> suite_names() {
 std::string suite_section() { return kSection; }
 
 int run_suite(const SuiteOptions& o) {
+  install_stop_handlers();  // between runs too: a stopped suite unwinds and keeps nothing
   const SuitePlan plan = plan_suite(o);  // every config validated before any run starts
   const auto out_path = o.out.empty() ? std::filesystem::path("results") / plan.name : o.out;
   ResultsDir out(out_path.parent_path().empty() ? "." : out_path.parent_path(),
@@ -440,6 +441,7 @@ int run_suite(const SuiteOptions& o) {
                plan.instances[i].label());
     std::optional<SuiteRun> r;
     try {
+      throw_if_stopped();
       r = run_instance(plan.instances[i], runs_dir);
     } catch (const Error&) {
       fmt::print(stderr, "\n");  // end the run's line

@@ -54,13 +54,22 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
   if (summary.diverged_at_round)
     md << fmt::format("- **diverged** at round {}: {}\n", *summary.diverged_at_round,
                       summary.diverged.value_or(""));
-  md << "\n## Run it again\n\n"
-        "```sh\nfedpar run config.resolved.toml   # a server and the config's client processes "
-        "on this machine\n```\n\n"
-        "The same config gives the same final model hash (in a new folder, `"
-     << s.name
-     << "-2`, beside this one). Across machines: `fedpar server --config config.resolved.toml` "
-        "and `fedpar client --server tcp://HOST:PORT` on each client host.\n\n## Files\n\n";
+  // results_dir and data.dir may be relative: the commands run where this run was started
+  const std::string config =
+      (std::filesystem::path(s.results_dir) / s.name / "config.resolved.toml").string();
+  md << fmt::format(
+      "\n## Run it again\n\nFrom the folder this run was started in (`results_dir` and "
+      "`data.dir` in the config are relative to it; the new run's folder gets a `-2`):\n\n"
+      "```sh\nfedpar run {0}   # a server and the config's client processes here\n```\n\n"
+      "Across machines: `fedpar server --config {0} --set bind=tcp://0.0.0.0:PORT` here, and "
+      "`fedpar client --server tcp://HOST:PORT` on each client host.\n\n",
+      config);
+  md << (s.regime == Regime::kAsync
+             ? "An asynchronous run applies updates in their arrival order, which no seed fixes: "
+               "a new run ends elsewhere, and `fedpar replay` recomputes this one's bytes from "
+               "`updates.jsonl`.\n\n"
+             : "The same config gives the same final model hash.\n\n");
+  md << "## Files\n\n";
   std::set<std::string> names = {"README.md"};
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec))

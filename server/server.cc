@@ -99,11 +99,17 @@ int run_server(Config cfg, const ServerOptions& opts) {
     run_rounds(engine, run, *plan, resumed.rounds);
   } catch (const std::exception& e) {
     engine.stop_all();
-    if (const auto kept = run.keep_for_resume(); !kept.empty())
-      throw Error(
-          fmt::format("{}\nthe metrics and the last checkpoint are kept in {}: continue "
-                      "with fedpar run CONFIG --resume {}",
-                      e.what(), kept.string(), kept.string()));
+    if (const auto kept = run.keep_for_resume(); !kept.empty()) {
+      const std::string note = fmt::format(
+          "the metrics and the last checkpoint are kept in {}: continue with fedpar run CONFIG "
+          "--resume {}",
+          kept.string(), kept.string());
+      if (const auto* stop = dynamic_cast<const Interrupted*>(&e)) {  // still 128 + the signal
+        fmt::print(stderr, "{}\n", note);
+        throw Interrupted(stop->signal());
+      }
+      throw Error(fmt::format("{}\n{}", e.what(), note));
+    }
     throw;
   }
   engine.stop_all();

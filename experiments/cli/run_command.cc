@@ -24,7 +24,8 @@ Action add_run_command(CLI::App& app) {
     LocalRunOptions opts;
   };
   cmd->footer(
-      fmt::format("Exit code: 0 when the run completed; 2 for a bad config; 130 on Ctrl-C; "
+      fmt::format("Exit code: 0 when the run completed; 2 for a bad config; 128 + the signal when "
+                  "stopped (130: Ctrl-C); "
                   "otherwise a process's failure.\n"
                   "A config with an [equivalence] table exits {} when a claim failed: (b), (c) "
                   "over {:g}x as far from exact\n(float64) arithmetic as centralized float32, or\n"

@@ -103,6 +103,7 @@ int run_train(const TrainArgs& args) {
         pct(ep.test), ep.seconds, double(ep.train.samples) / ep.seconds));
   };
   train(model, data.train, data.test, s.train, cb);
+  throw_if_stopped();  // one that came after the last step
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 

@@ -233,6 +233,11 @@ TEST(FlAlgorithms, ConfigErrorsNameTheFix) {
   EXPECT_NE(r.err.find("set optimizer.nesterov = false (or local.scaffold_correction"),
             std::string::npos)
       << r.err;
+  r = run(tmp, "x", "--set local.scaffold_correction=after-step");  // FedAvg has no correction
+  EXPECT_NE(r.err.find("local.scaffold_correction is SCAFFOLD's: it needs local.algorithm = "
+                       "\"scaffold\", got 'fedavg'"),
+            std::string::npos)
+      << r.err;
   r = run(tmp, "x", "--set local.steps=5 --set local.steps_max=3");
   EXPECT_NE(r.err.find("local.steps_max must be 0"), std::string::npos) << r.err;
 }

@@ -75,5 +75,24 @@ TEST(Interrupt, SuiteStopsWithItsRunAndKeepsNothing) {
   EXPECT_FALSE(std::filesystem::exists(tmp / "s"));
 }
 
+// The equivalence experiment's in-process part (centralized gradient descent, its reorderings,
+// the float64 reference) is stoppable too, outside any supervised run.
+TEST(Interrupt, TheEquivalenceExperimentStopsInItsCentralizedPart) {
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
+  TempDir tmp;
+  const pid_t pid = start_and_wait(
+      tmp,
+      {"run", std::string(FEDPAR_SOURCE_DIR) + "/experiments/equivalence.toml", "--set",
+       "rounds=100000", "--set", "equivalence.models=logreg", "--set",
+       "equivalence.train_limits=500", "--set", "results_dir=" + (tmp / "res").string()},
+      [&] { return testing::slurp(tmp / "err.txt").find("(a) centralized") != std::string::npos; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kill(pid, SIGTERM);
+  EXPECT_EQ(testing::wait_exit(pid, 30).value_or(-99), 128 + SIGTERM);
+  const std::string err = testing::slurp(tmp / "err.txt");
+  EXPECT_NE(err.find("fedpar run: stopped by SIGTERM; nothing was kept"), std::string::npos) << err;
+  EXPECT_FALSE(writing(tmp / "res")) << err;
+}
+
 }  // namespace
 }  // namespace fedpar

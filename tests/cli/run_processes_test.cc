@@ -98,9 +98,10 @@ TEST(FedparRun, SupervisesServerAndClientsAndGivesTheSameBytes) {
   for (const char* file : {"`metrics.jsonl`: one JSON", "`summary.json`: the final",
                            "`model.safetensors`: the final parameters", "`README.md`: this file"})
     EXPECT_NE(readme.find(file), std::string::npos) << file << "\n" << readme;
-  ASSERT_NE(readme.find("fedpar run config.resolved.toml"), std::string::npos) << readme;
-  const auto again =
-      testing::run_fedpar("run " + (tmp / "res/viarun/config.resolved.toml").string(), tmp.path());
+  const auto config = tmp / "res/viarun/config.resolved.toml";  // results_dir is absolute here
+  ASSERT_NE(readme.find("fedpar run " + config.string()), std::string::npos) << readme;
+  EXPECT_NE(readme.find("The same config gives the same final model hash."), std::string::npos);
+  const auto again = testing::run_fedpar("run " + config.string(), tmp.path());
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_NE(again.out.find("final model hash: " + direct.hash), std::string::npos) << again.out;
   EXPECT_TRUE(std::filesystem::exists(tmp / "res/viarun-2/README.md"));
