@@ -323,6 +323,12 @@ std::optional<Holding> holding(const EquivalenceResult& r, bool (*held)(const Eq
   return Holding{join_and(values), opening};
 }
 
+// How far the worse of (b), (c) is, in the units of its claim.
+std::string bc_measure(const EquivalenceCase& c) {
+  return c.has_exact ? fmt::format("{:.2f}x", c.bc_exact_ratio)
+                     : fmt::format("{:.1f}x", c.floor_max > 0 ? c.bc_worst / c.floor_max : 0.0);
+}
+
 std::string what_of(const std::string& id) {
   return id == "d" ? "several local steps (d)" : "uniform weights over unequal shards (e)";
 }
@@ -338,20 +344,10 @@ std::string equivalence_meaning(const EquivalenceResult& r) {
 
   // (b), (c) against exact arithmetic (or the reorderings): one sentence for the models where
   // the claim held, one per model where it broke.
-  const auto measure = [](const EquivalenceCase& c) {
-    return c.has_exact ? fmt::format("{:.2f}x", c.bc_exact_ratio)
-                       : fmt::format("{:.1f}x", c.floor_max > 0 ? c.bc_worst / c.floor_max : 0.0);
-  };
   const bool any_exact = std::any_of(r.cases.begin(), r.cases.end(),
                                      [](const EquivalenceCase& c) { return c.has_exact; });
   const auto near = holding(
-      r, [](const EquivalenceCase& c) { return c.bc_claim_holds; },
-      [](const EquivalenceCase& c) {
-        return c.has_exact
-                   ? fmt::format("{:.2f}x", c.bc_exact_ratio)
-                   : fmt::format("{:.1f}x", c.floor_max > 0 ? c.bc_worst / c.floor_max : 0.0);
-      },
-      "With");
+      r, [](const EquivalenceCase& c) { return c.bc_claim_holds; }, bc_measure, "With");
   if (near)
     sentences.push_back(fmt::format(
         "{} full-batch gradients, n_k/n weights and one local step, gradient averaging (b) "
@@ -370,7 +366,7 @@ std::string equivalence_meaning(const EquivalenceResult& r) {
         "{}his run does not show gradient averaging (b) and model averaging (c) matching "
         "centralized gradient descent (a) up to rounding: the worse of them ended {} {}, above "
         "the 10x bound",
-        many ? fmt::format("For {}, t", c.model) : "T", measure(c),
+        many ? fmt::format("For {}, t", c.model) : "T", bc_measure(c),
         c.has_exact ? "as far from exact (float64) arithmetic as centralized float32"
                     : "the largest distance that merely reordering the gradient's sum produces"));
   }

@@ -196,8 +196,14 @@ std::string fill_run_keys(const std::string& text, const SuitePlan& plan, std::s
     std::vector<std::string> values;  // distinct, in run order
     for (const Instance& in : plan.instances) {
       std::string v = value(in.config, (*m)[1]);
-      if ((*m)[3].matched)
-        v = fmt::format("{:g}", std::stod(v) * std::stod(value(in.config, (*m)[3])));
+      if ((*m)[3].matched) {
+        const std::string w = value(in.config, (*m)[3]);
+        try {
+          v = fmt::format("{:g}", std::stod(v) * std::stod(w));
+        } catch (const std::logic_error&) {  // stod: not a number ("full")
+          throw Error(fmt::format("{}: {} needs two numeric keys", where, (*m)[0].str()));
+        }
+      }
       if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
     }
     for (size_t i = 0; i < values.size(); ++i)
