@@ -18,13 +18,20 @@ const std::vector<FlagKey>& data_flags() {
 }
 
 void add_flag_keys(CLI::App* cmd, const std::vector<FlagKey>& flags,
-                   std::vector<std::string>& sets) {
+                   std::vector<std::string>& flag_sets) {
   for (const FlagKey& f : flags) {
     const std::string key = f.key;
     cmd->add_option_function<std::string>(
-        f.flag, [&sets, key](const std::string& v) { sets.push_back(key + "=" + v); },
+        f.flag, [&flag_sets, key](const std::string& v) { flag_sets.push_back(key + "=" + v); },
         fmt::format("{} [{}]", f.help, key));
   }
+}
+
+std::vector<std::string> flags_then_sets(const std::vector<std::string>& flag_sets,
+                                         const std::vector<std::string>& sets) {
+  std::vector<std::string> all = flag_sets;
+  all.insert(all.end(), sets.begin(), sets.end());
+  return all;
 }
 
 }  // namespace fedpar

@@ -17,8 +17,13 @@ struct FlagKey {
 // The [data] flags and their keys.
 const std::vector<FlagKey>& data_flags();
 
-// Registers `flags` on `cmd`; each given flag appends "key=value" to `sets`, applied like --set.
+// Registers `flags` on `cmd`; each given flag appends "key=value" to `flag_sets`.
 void add_flag_keys(CLI::App* cmd, const std::vector<FlagKey>& flags,
-                   std::vector<std::string>& sets);
+                   std::vector<std::string>& flag_sets);
+
+// The flags' assignments, then the --set ones: a --set of the same key wins over its flag,
+// whatever their order on the command line (every command alike).
+std::vector<std::string> flags_then_sets(const std::vector<std::string>& flag_sets,
+                                         const std::vector<std::string>& sets);
 
 }  // namespace fedpar

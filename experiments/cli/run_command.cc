@@ -19,7 +19,7 @@ Action add_run_command(CLI::App& app) {
                                  "machine, supervised");
   struct Args {
     std::string config;
-    std::vector<std::string> sets;
+    std::vector<std::string> sets, flag_sets;
     int processes = 0;  // 0 = the config's value
     LocalRunOptions opts;
   };
@@ -39,7 +39,7 @@ Action add_run_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("--set", a->sets, "override a config key: --set rounds=5");
-  add_flag_keys(cmd, data_flags(), a->sets);
+  add_flag_keys(cmd, data_flags(), a->flag_sets);
   cmd->add_option("--processes,-p", a->processes, "client processes (default: the config's)");
   cmd->add_option("--bind", a->opts.bind,
                   "server endpoint (default tcp://127.0.0.1:* , a free port)");
@@ -51,11 +51,12 @@ Action add_run_command(CLI::App& app) {
     const bool equivalence = is_equivalence_config(a->config);
     Config cfg = equivalence ? make_equivalence_config() : make_run_config();
     cfg.merge_file(a->config);
-    cfg.set_all(a->sets);
+    const std::vector<std::string> sets = flags_then_sets(a->flag_sets, a->sets);
+    cfg.set_all(sets);
     if (a->processes > 0) cfg.set("processes", std::to_string(a->processes));
     if (!equivalence) return run_locally(std::move(cfg), a->opts);
     std::string command = "fedpar run " + a->config;
-    for (const auto& s : a->sets) command += " --set " + s;
+    for (const auto& s : sets) command += " --set " + s;
     if (a->processes > 0) command += fmt::format(" -p {}", a->processes);
     LocalRunOptions quiet = a->opts;
     quiet.quiet = true;

@@ -21,14 +21,14 @@ Action add_server_command(CLI::App& app) {
                                  "(gradient) run for connected client processes");
   struct Args {
     std::string config;
-    std::vector<std::string> sets;
+    std::vector<std::string> sets, flag_sets;
     ServerOptions opts;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--config", a->config, "TOML run config (see experiments/)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--set", a->sets, "override a config key: --set rounds=5");
-  add_flag_keys(cmd, data_flags(), a->sets);
+  add_flag_keys(cmd, data_flags(), a->flag_sets);
   cmd->add_option("--endpoint-file", a->opts.endpoint_file,
                   "write the bound endpoint here (useful with tcp://127.0.0.1:*)");
   cmd->add_flag("--quiet", a->opts.quiet, "no progress on stderr");
@@ -38,7 +38,7 @@ Action add_server_command(CLI::App& app) {
   return [a] {
     Config cfg = make_run_config();
     if (!a->config.empty()) cfg.merge_file(a->config);
-    cfg.set_all(a->sets);
+    cfg.set_all(flags_then_sets(a->flag_sets, a->sets));
     return run_server(std::move(cfg), a->opts);
   };
 }

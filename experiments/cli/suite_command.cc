@@ -20,8 +20,12 @@ Action add_suite_command(CLI::App& app) {
   cmd->add_flag("--smoke", o->smoke, "the small size (minutes on 2 cores; what the tests run)");
   cmd->add_option("--out", o->out, "report folder (default results/NAME[-smoke])");
   cmd->add_option("--set", o->sets, "override a run config key for every run: --set rounds=5");
-  add_flag_keys(cmd, data_flags(), o->sets);
-  return [o] { return run_suite(*o); };
+  auto flag_sets = std::make_shared<std::vector<std::string>>();
+  add_flag_keys(cmd, data_flags(), *flag_sets);
+  return [o, flag_sets] {
+    o->sets = flags_then_sets(*flag_sets, o->sets);
+    return run_suite(*o);
+  };
 }
 
 }  // namespace fedpar

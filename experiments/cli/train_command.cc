@@ -34,8 +34,7 @@ double mean_loss(const BatchStats& s) { return s.samples ? s.loss_sum / double(s
 int run_train(const TrainArgs& args) {
   Config cfg = make_train_config();
   if (!args.config_path.empty()) cfg.merge_file(args.config_path);
-  cfg.set_all(args.flag_sets);
-  cfg.set_all(args.sets);
+  cfg.set_all(flags_then_sets(args.flag_sets, args.sets));
   const TrainSetup s = resolve_train_setup(cfg);
   cfg.set("name", s.name);  // the resolved config names the folder it was written to
   Progress progress(!args.quiet);

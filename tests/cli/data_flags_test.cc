@@ -52,6 +52,14 @@ TEST(DataFlags, RunAndServerReadThemAsTrainDoes) {
               std::string::npos)
         << cmd << ": " << r.err;
   }
+  // a --set of the same key wins over its flag, in either order, as in fedpar train
+  for (const std::string cmd : {run, std::string("train --quiet ")})
+    for (const std::string both :
+         {"--data-dir /flag --set data.dir=/set", "--set data.dir=/set --data-dir /flag"}) {
+      const auto r = testing::run_fedpar(cmd + both + " --dataset mnist", tmp.path());
+      EXPECT_NE(r.err.find("missing dataset file /set/mnist"), std::string::npos)
+          << cmd << both << ": " << r.err;
+    }
   if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
   const auto dir = linked_data(tmp, "elsewhere");
   const auto r = testing::run_fedpar(
