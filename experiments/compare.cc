@@ -30,41 +30,26 @@ struct Axis {
   const std::vector<double>& (*column)(const RunCurves&);
 };
 
+const std::vector<double>& accuracy_of(const RunCurves& c) { return c.accuracy; }
+const std::vector<double>& loss_of(const RunCurves& c) { return c.test_loss; }
+const std::vector<double>& round_of(const RunCurves& c) { return c.round; }
+const std::vector<double>& samples_of(const RunCurves& c) { return c.samples; }
+const std::vector<double>& mb_of(const RunCurves& c) { return c.mb; }
+const std::vector<double>& seconds_of(const RunCurves& c) { return c.seconds; }
+
 Axis metric_axis(const std::string& m) {
-  if (m == "accuracy")
-    return {"test accuracy (%)", [](const RunCurves& c) -> const auto& {return c.accuracy;
-}
-};  // namespace
-if (m == "loss") return {"test loss", [](const RunCurves& c) -> const auto& {return c.test_loss;
-}  // namespace fedpar
-}
-;
-throw Error(fmt::format("--metric must be accuracy or loss, got '{}'", m));
+  if (m == "accuracy") return {"test accuracy (%)", accuracy_of};
+  if (m == "loss") return {"test loss", loss_of};
+  throw Error(fmt::format("--metric must be accuracy or loss, got '{}'", m));
 }
 
 Axis x_axis(const std::string& x) {
-  if (x == "round") return {"round", [](const RunCurves& c) -> const auto& {return c.round;
-}
-}
-;
-if (x == "samples")
-  return {"samples processed by all clients",
-          [](const RunCurves& c) -> const auto& {return c.samples;
-}
-}
-;
-if (x == "bytes")
-  return {"MB sent + received at the server", [](const RunCurves& c) -> const auto& {return c.mb;
-}
-}
-;
-if (x == "seconds")
-  return {"seconds of training (the server's rounds, or the network's time)",
-          [](const RunCurves& c) -> const auto& {return c.seconds;
-}
-}
-;
-throw Error(fmt::format("--x must be round, samples, bytes or seconds, got '{}'", x));
+  if (x == "round") return {"round", round_of};
+  if (x == "samples") return {"samples processed by all clients", samples_of};
+  if (x == "bytes") return {"MB sent + received at the server", mb_of};
+  if (x == "seconds")
+    return {"seconds of training (the server's rounds, or the network's time)", seconds_of};
+  throw Error(fmt::format("--x must be round, samples, bytes or seconds, got '{}'", x));
 }
 
 // A distributed run's folder, or an Error that says what the folder is instead.
