@@ -16,6 +16,7 @@
 #include "core/check.h"
 #include "core/dataset.h"
 #include "core/float64_reference.h"
+#include "core/median.h"
 #include "core/model.h"
 #include "core/results_dir.h"
 #include "core/run_records.h"
@@ -86,13 +87,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 std::string sci(double v) { return fmt::format("{:.2e}", v); }
-
-double median(std::vector<double> v) {
-  FEDPAR_CHECK(!v.empty()) << "a median of nothing";
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
 
 // ||p - exact|| / ||exact||, in double.
 double distance_to(const std::vector<double>& exact, std::span<const float> p) {
