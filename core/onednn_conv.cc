@@ -13,10 +13,9 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-namespace {
-
-// The primitives of one convolution shape and the buffers they need in oneDNN's layouts.
-struct Plan {
+// The primitives of one convolution shape and the buffers they need in oneDNN's layouts (a named
+// type, not an anonymous one: it is a member's type in OneDnnConv::Impl).
+struct OneDnnPlan {
   memory::desc user_x, user_w, user_b, user_y;
   dnnl::convolution_forward::primitive_desc fwd_pd;
   dnnl::convolution_backward_data::primitive_desc bwd_data_pd;
@@ -29,21 +28,19 @@ struct Plan {
   memory dweights_user, dbias_user;  // gradients in fedpar's layouts before they are added
 };
 
-}  // namespace
-
 struct OneDnnConv::Impl {
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   dnnl::stream strm{eng};
-  std::map<ConvShape, Plan> plans;
+  std::map<ConvShape, OneDnnPlan> plans;
   std::string impl_name;
 
-  Plan& plan(const ConvShape& s) {
+  OneDnnPlan& plan(const ConvShape& s) {
     auto it = plans.find(s);
     if (it != plans.end()) return it->second;
     const memory::dims x_dims = {s.n, s.c, s.h, s.w}, y_dims = {s.n, s.oc, s.out_h(), s.out_w()};
     const memory::dims w_dims = {s.oc, s.c, s.k, s.k}, b_dims = {s.oc};
     const memory::dims strides = {1, 1}, pad = {s.pad(), s.pad()};
-    Plan p;
+    OneDnnPlan p;
     p.user_x = memory::desc(x_dims, dt::f32, tag::nhwc);
     p.user_y = memory::desc(y_dims, dt::f32, tag::nhwc);
     p.user_w = memory::desc(w_dims, dt::f32, tag::ohwi);
@@ -75,7 +72,7 @@ struct OneDnnConv::Impl {
 
   // `user` data as `want`: the user's buffer itself when the layouts agree, else a reordered copy
   // kept in plan.staged[role].
-  memory in(Plan& p, int role, const memory::desc& want, const memory::desc& user,
+  memory in(OneDnnPlan& p, int role, const memory::desc& want, const memory::desc& user,
             const float* data) {
     memory user_mem(user, eng, const_cast<float*>(data));
     if (want == user) return user_mem;
@@ -85,7 +82,8 @@ struct OneDnnConv::Impl {
     return it->second;
   }
   // A buffer in layout `have` for a result that must end up in `user` at `data`.
-  memory out(Plan& p, int role, const memory::desc& have, const memory::desc& user, float* data) {
+  memory out(OneDnnPlan& p, int role, const memory::desc& have, const memory::desc& user,
+             float* data) {
     if (have == user) return memory(user, eng, data);
     auto it = p.staged.find(role);
     if (it == p.staged.end()) it = p.staged.emplace(role, memory(have, eng)).first;
@@ -106,7 +104,7 @@ OneDnnConv::~OneDnnConv() = default;
 void OneDnnConv::forward(const ConvShape& s, const float* x, const float* w, const float* b,
                          float* y) {
   Impl& m = *impl_;
-  Plan& p = m.plan(s);
+  OneDnnPlan& p = m.plan(s);
   memory mx = m.in(p, kFwdX, p.fwd_pd.src_desc(), p.user_x, x);
   memory mw = m.in(p, kFwdW, p.fwd_pd.weights_desc(), p.user_w, w);
   memory my = m.out(p, kFwdY, p.fwd_pd.dst_desc(), p.user_y, y);
@@ -121,7 +119,7 @@ void OneDnnConv::forward(const ConvShape& s, const float* x, const float* w, con
 void OneDnnConv::backward(const ConvShape& s, const float* x, const float* w, const float* dy,
                           float* dx, float* dw, float* db) {
   Impl& m = *impl_;
-  Plan& p = m.plan(s);
+  OneDnnPlan& p = m.plan(s);
   const auto& pw = p.bwd_weights_pd;
   memory mx = m.in(p, kBwX, pw.src_desc(), p.user_x, x);
   memory mdy = m.in(p, kBwDy, pw.diff_dst_desc(), p.user_y, dy);

@@ -5,5 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/build.sh
+bash scripts/build.sh --target fedpar  # the program alone; scripts/test.sh builds the tests
 ./build/fedpar run experiments/equivalence.toml "$@"

@@ -44,7 +44,7 @@ TEST(DataFlags, RunAndServerReadThemAsTrainDoes) {
   std::ofstream(tmp / "run.toml") << "rounds = 1\nprocesses = 1\n[data]\nname = 'mnist'\n";
   const std::string run =
       "run " + (tmp / "run.toml").string() + " --set results_dir=" + (tmp / "res").string() + " ";
-  for (const std::string cmd :
+  for (const std::string& cmd :
        {run, std::string("server --config ") + (tmp / "run.toml").string() + " "}) {
     const auto r = testing::run_fedpar(cmd + "--data-dir /nonexistent", tmp.path());
     EXPECT_NE(r.code, 0) << cmd;
@@ -53,8 +53,8 @@ TEST(DataFlags, RunAndServerReadThemAsTrainDoes) {
         << cmd << ": " << r.err;
   }
   // a --set of the same key wins over its flag, in either order, as in fedpar train
-  for (const std::string cmd : {run, std::string("train --quiet ")})
-    for (const std::string both :
+  for (const std::string& cmd : {run, std::string("train --quiet ")})
+    for (const char* both :
          {"--data-dir /flag --set data.dir=/set", "--set data.dir=/set --data-dir /flag"}) {
       const auto r = testing::run_fedpar(cmd + both + " --dataset mnist", tmp.path());
       EXPECT_NE(r.err.find("missing dataset file /set/mnist"), std::string::npos)

@@ -26,7 +26,7 @@ namespace {
 
 using testing::TempDir;
 
-constexpr const char* kRun =
+constexpr const char* kEngineRun =
     "seed = 3\nrounds = 6\nprocesses = 2\n[partition]\nclients = 4\n"
     "[data]\nname = 'synthetic'\niid = true\n[model]\nname = 'mlp'\nhidden = [32]\n";
 
@@ -37,14 +37,14 @@ std::string model_hash(const std::filesystem::path& run) {
 }
 
 // The run on threads: one server, `processes` clients, one ZeroMQ context shared for inproc.
-std::string run_on_threads(const TempDir& tmp, const std::string& name,
-                           const std::vector<std::string>& sets) {
-  return testing::run_on_threads(kRun, tmp / "threads", name, sets).hash;
+std::string hash_on_threads(const TempDir& tmp, const std::string& name,
+                            const std::vector<std::string>& sets) {
+  return testing::run_on_threads(kEngineRun, tmp / "threads", name, sets).hash;
 }
 
 std::string run_as_processes(const TempDir& tmp, const std::string& name,
                              const std::vector<std::string>& sets) {
-  std::ofstream(tmp / "run.toml") << kRun;
+  std::ofstream(tmp / "run.toml") << kEngineRun;
   std::string args = fmt::format("run {} --set name={} --set results_dir={}",
                                  (tmp / "run.toml").string(), name, (tmp / "processes").string());
   for (const auto& s : sets) args += " --set " + s;
@@ -80,7 +80,7 @@ TEST(EngineInproc, ThreadsGetTheProcessRunsBytesInEveryWayOfTraining) {
   TempDir tmp;
   for (const auto& c : cases) {
     const auto t0 = std::chrono::steady_clock::now();
-    const std::string threads = run_on_threads(tmp, c.name, c.sets);
+    const std::string threads = hash_on_threads(tmp, c.name, c.sets);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_EQ(threads, run_as_processes(tmp, c.name, c.sets)) << c.name;
@@ -104,8 +104,8 @@ TEST(EngineInproc, CompressedLinksCarryTheCodecsBytes) {
   const std::vector<std::string> raw = {"regime=gradient", "sgd.batch=20"};
   std::vector<std::string> packed = raw;
   packed.insert(packed.end(), {"compression.uplink=fp16", "compression.downlink=bf16"});
-  const std::string raw_hash = run_on_threads(tmp, "raw", raw);
-  const std::string packed_hash = run_on_threads(tmp, "packed", packed);
+  const std::string raw_hash = hash_on_threads(tmp, "raw", raw);
+  const std::string packed_hash = hash_on_threads(tmp, "packed", packed);
   EXPECT_NE(raw_hash, packed_hash);
   const auto r = last_round(tmp, "raw"), p = last_round(tmp, "packed");
   const uint64_t floats = r.at("bytes_down_per_task").get<uint64_t>() / 4;
@@ -120,10 +120,10 @@ TEST(EngineInproc, CompressedLinksCarryTheCodecsBytes) {
   }
 }
 
-// The floats PowerSGD at rank 2 sends for kRun's model: factors of each matrix, raw biases.
+// The floats PowerSGD at rank 2 sends for kEngineRun's model: factors of each matrix, raw biases.
 size_t powersgd_floats(const std::vector<std::string>& sets) {
   Config cfg = make_run_config();
-  cfg.merge_toml(kRun, "the test");
+  cfg.merge_toml(kEngineRun, "the test");
   cfg.set_all(sets);
   const RunSpec s = resolve_run_spec(cfg);
   const auto be = make_backend("cpu", 1);
@@ -141,7 +141,7 @@ TEST(EngineInproc, PowerSgdSendsTheFactorsAndStillLearns) {
   TempDir tmp;
   const std::vector<std::string> gradient = {"regime=gradient", "sgd.batch=20", "rounds=30"};
   const size_t floats = powersgd_floats(gradient);
-  const auto raw = testing::run_on_threads(kRun, tmp / "threads", "raw", gradient);
+  const auto raw = testing::run_on_threads(kEngineRun, tmp / "threads", "raw", gradient);
   const double raw_accuracy = raw.rounds.back().at("test_accuracy").get<double>();
   const uint64_t params = raw.rounds.back().at("bytes_down_per_task").get<uint64_t>() / 4;
   ASSERT_LT(4 * floats, params);  // the factors are smaller
@@ -162,7 +162,7 @@ TEST(EngineInproc, PowerSgdSendsTheFactorsAndStillLearns) {
   for (const auto& c : cases) {
     std::vector<std::string> sets = gradient;
     sets.insert(sets.end(), c.sets.begin(), c.sets.end());
-    const auto r = testing::run_on_threads(kRun, tmp / "threads", c.name, sets);
+    const auto r = testing::run_on_threads(kEngineRun, tmp / "threads", c.name, sets);
     ASSERT_EQ(r.rounds.size(), 30u) << c.name;
     const double accuracy = r.rounds.back().at("test_accuracy").get<double>();
     RecordProperty(fmt::format("{}_accuracy", c.name), fmt::format("{:.4f}", accuracy));

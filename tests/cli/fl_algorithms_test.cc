@@ -18,13 +18,13 @@ namespace {
 
 using testing::TempDir;
 
-constexpr const char* kRun =
+constexpr const char* kFlRun =
     "seed = 4\nregime = 'model'\nrounds = 12\nprocesses = 2\neval_every = 12\n"
     "[data]\nname = 'synthetic'\niid = true\n[partition]\nclients = 4\n"
     "[local]\nsteps = 5\nbatch = 10\n[optimizer]\nlr = 0.05\n";
 
-testing::CliRun run(const TempDir& tmp, const std::string& name, const std::string& sets) {
-  std::ofstream(tmp / "run.toml") << kRun;
+testing::CliRun run_fl(const TempDir& tmp, const std::string& name, const std::string& sets) {
+  std::ofstream(tmp / "run.toml") << kFlRun;
   return testing::run_fedpar("run " + (tmp / "run.toml").string() + " --set results_dir=" +
                                  (tmp / "res").string() + " --set name=" + name + " " + sets,
                              tmp.path());
@@ -49,15 +49,15 @@ double last_loss(const TempDir& tmp, const std::string& name) {
 
 TEST(ServerOptimizers, EachTrainsAndEndsElsewhereThanFedAvg) {
   TempDir tmp;
-  auto r = run(tmp, "fedavg", "");
+  auto r = run_fl(tmp, "fedavg", "");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto fedavg = testing::final_params(tmp / "res" / "fedavg");
   EXPECT_LT(last_loss(tmp, "fedavg"), 0.9 * first_loss(tmp, "fedavg"));
   for (const char* opt : {"avgm", "adagrad", "adam", "yogi"}) {
     // server lr 0.03 for the adaptive ones: their steps are about eta per coordinate
     const std::string lr = std::string(opt) == "avgm" ? "1" : "0.03";
-    r = run(tmp, opt,
-            fmt::format("--set server_optimizer.name={} --set local.server_lr={}", opt, lr));
+    r = run_fl(tmp, opt,
+               fmt::format("--set server_optimizer.name={} --set local.server_lr={}", opt, lr));
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_GT(testing::relative_distance(testing::final_params(tmp / "res" / opt), fedavg), 1e-3)
         << opt;
@@ -67,7 +67,7 @@ TEST(ServerOptimizers, EachTrainsAndEndsElsewhereThanFedAvg) {
 
 TEST(ServerOptimizers, RefusedOutsideTheModelRegime) {
   TempDir tmp;
-  const auto r = run(tmp, "x", "--set regime=gradient --set server_optimizer.name=adam");
+  const auto r = run_fl(tmp, "x", "--set regime=gradient --set server_optimizer.name=adam");
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("server_optimizer applies the clients' mean model delta: it needs regime "
                        "= \"model\""),
@@ -84,8 +84,8 @@ TEST(RobustAggregation, HoldsAgainstANoisyAttackerTheMeanDoesNot) {
       "--set rounds=30 --set eval_every=30 ";
   const std::string attack = "--set attack.kind=noise --set attack.sigma=3 --set attack.clients=1 ";
   auto accuracy = [&](const std::string& name) { return test_accuracy(tmp, name); };
-  ASSERT_EQ(run(tmp, "clean", base).code, 0);
-  ASSERT_EQ(run(tmp, "mean", base + attack).code, 0);
+  ASSERT_EQ(run_fl(tmp, "clean", base).code, 0);
+  ASSERT_EQ(run_fl(tmp, "mean", base + attack).code, 0);
   const double clean = accuracy("clean");
   RecordProperty("clean", std::to_string(clean));
   RecordProperty("mean", std::to_string(accuracy("mean")));
@@ -93,7 +93,7 @@ TEST(RobustAggregation, HoldsAgainstANoisyAttackerTheMeanDoesNot) {
   EXPECT_LT(accuracy("mean"), clean - 0.1) << "the attacker drags the mean (29.0%)";
   for (const char* rule : {"median", "trimmed-mean", "krum", "multi-krum"}) {
     const auto r =
-        run(tmp, rule, base + attack + "--set robust.trim=0.2 --set robust.rule=" + rule);
+        run_fl(tmp, rule, base + attack + "--set robust.trim=0.2 --set robust.rule=" + rule);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_GT(accuracy(rule), clean - 0.04) << rule;  // median 46.3%, krum 48.4%
     RecordProperty(rule, std::to_string(accuracy(rule)));
@@ -102,16 +102,16 @@ TEST(RobustAggregation, HoldsAgainstANoisyAttackerTheMeanDoesNot) {
 
 TEST(RobustAggregation, ConfigErrorsNameTheFix) {
   TempDir tmp;
-  auto r = run(tmp, "x", "--set robust.rule=krum --set robust.byzantine=1");
+  auto r = run_fl(tmp, "x", "--set robust.rule=krum --set robust.byzantine=1");
   EXPECT_NE(r.err.find("robust.rule = \"krum\" with byzantine = 1 needs more than 4 clients per "
                        "round, this run asks 4"),
             std::string::npos)
       << r.err;
-  r = run(tmp, "x", "--set regime=gradient --set topology=allreduce --set robust.rule=median");
+  r = run_fl(tmp, "x", "--set regime=gradient --set topology=allreduce --set robust.rule=median");
   EXPECT_NE(r.err.find("robust aggregation replaces the synchronous parameter server's mean"),
             std::string::npos)
       << r.err;
-  r = run(tmp, "x", "--set attack.kind=typo");
+  r = run_fl(tmp, "x", "--set attack.kind=typo");
   EXPECT_NE(r.err.find("unknown attack 'typo' (valid: none, sign-flip, scale, noise, label-flip)"),
             std::string::npos)
       << r.err;
@@ -129,11 +129,11 @@ TEST(FlAlgorithms, ScaffoldAndFedProxBeatFedAvgOnStronglyNonIidData) {
       "--set local.epochs=20 --set local.batch=10 --set optimizer.lr=0.01 ";
   // the mean test accuracy of the last three evaluations (rounds 20, 25, 30)
   auto accuracy = [&](const std::string& name) { return test_accuracy(tmp, name, 3); };
-  auto r = run(tmp, "fedavg", base);
+  auto r = run_fl(tmp, "fedavg", base);
   ASSERT_EQ(r.code, 0) << r.err;
-  r = run(tmp, "fedprox", base + "--set local.prox_mu=1");
+  r = run_fl(tmp, "fedprox", base + "--set local.prox_mu=1");
   ASSERT_EQ(r.code, 0) << r.err;
-  r = run(tmp, "scaffold", base + "--set local.algorithm=scaffold");
+  r = run_fl(tmp, "scaffold", base + "--set local.algorithm=scaffold");
   ASSERT_EQ(r.code, 0) << r.err;
   // when written: FedAvg 45.8%, FedProx 62.3%, SCAFFOLD 81.0%
   for (const char* name : {"fedavg", "fedprox", "scaffold"})
@@ -147,9 +147,9 @@ TEST(FlAlgorithms, ScaffoldAndFedProxBeatFedAvgOnStronglyNonIidData) {
 TEST(FlAlgorithms, ScaffoldsCorrectionAfterTheStepIsAnotherUpdateThatTrains) {
   TempDir tmp;
   const std::string base = "--set local.algorithm=scaffold --set optimizer.momentum=0.9 ";
-  auto r = run(tmp, "gradient", base);
+  auto r = run_fl(tmp, "gradient", base);
   ASSERT_EQ(r.code, 0) << r.err;
-  r = run(tmp, "after-step", base + "--set local.scaffold_correction=after-step");
+  r = run_fl(tmp, "after-step", base + "--set local.scaffold_correction=after-step");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_GT(testing::relative_distance(testing::final_params(tmp / "res" / "after-step"),
                                        testing::final_params(tmp / "res" / "gradient")),
@@ -162,16 +162,16 @@ TEST(FlAlgorithms, ScaffoldsCorrectionAfterTheStepIsAnotherUpdateThatTrains) {
 // shows in the samples it processed, and FedNova then ends elsewhere than FedAvg.
 TEST(FlAlgorithms, FedNovaIsFedAvgUnderEqualWorkAndDiffersUnderUnequal) {
   TempDir tmp;
-  auto r = run(tmp, "fedavg", "");
+  auto r = run_fl(tmp, "fedavg", "");
   ASSERT_EQ(r.code, 0) << r.err;
-  r = run(tmp, "fednova", "--set local.algorithm=fednova");
+  r = run_fl(tmp, "fednova", "--set local.algorithm=fednova");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(testing::final_params(tmp / "res" / "fednova"),
             testing::final_params(tmp / "res" / "fedavg"));
   const std::string uneven = "--set local.steps=1 --set local.steps_max=9 ";
-  r = run(tmp, "fedavg-uneven", uneven);
+  r = run_fl(tmp, "fedavg-uneven", uneven);
   ASSERT_EQ(r.code, 0) << r.err;
-  r = run(tmp, "fednova-uneven", uneven + "--set local.algorithm=fednova");
+  r = run_fl(tmp, "fednova-uneven", uneven + "--set local.algorithm=fednova");
   ASSERT_EQ(r.code, 0) << r.err;
   std::set<int64_t> steps;
   for (const auto& rec : testing::jsonl(tmp / "res" / "fednova-uneven" / "metrics.jsonl"))
@@ -193,14 +193,14 @@ TEST(FlAlgorithms, FedNovaIsFedAvgUnderEqualWorkAndDiffersUnderUnequal) {
 TEST(FlAlgorithms, TrainLossIsAMeanOverThePassesMade) {
   TempDir tmp;
   const std::string still = "--set rounds=1 --set eval_every=1 --set optimizer.lr=1e-7 ";
-  auto r = run(tmp, "full", still + "--set regime=gradient");
+  auto r = run_fl(tmp, "full", still + "--set regime=gradient");
   ASSERT_EQ(r.code, 0) << r.err;
   const double reference = first_loss(tmp, "full");
   for (const auto& [name, sets] :
        std::vector<std::pair<std::string, std::string>>{{"one-step", "--set local.steps=1"},
                                                         {"five-steps", "--set local.steps=5"},
                                                         {"two-epochs", "--set local.epochs=2"}}) {
-    r = run(tmp, name, still + sets);
+    r = run_fl(tmp, name, still + sets);
     ASSERT_EQ(r.code, 0) << name << ": " << r.err;
     EXPECT_NEAR(first_loss(tmp, name), reference, 0.1 * reference) << name;
   }
@@ -210,35 +210,35 @@ TEST(FlAlgorithms, TrainLossIsAMeanOverThePassesMade) {
 
 TEST(FlAlgorithms, ConfigErrorsNameTheFix) {
   TempDir tmp;
-  auto r = run(tmp, "x", "--set local.algorithm=scaffold --set compression.uplink=fp16");
+  auto r = run_fl(tmp, "x", "--set local.algorithm=scaffold --set compression.uplink=fp16");
   EXPECT_NE(r.err.find("local.algorithm = \"scaffold\" sends the control variates beside the "
                        "model and the delta"),
             std::string::npos)
       << r.err;
-  r = run(tmp, "x", "--set local.algorithm=fednova --set regime=gradient");
+  r = run_fl(tmp, "x", "--set local.algorithm=fednova --set regime=gradient");
   EXPECT_NE(r.err.find("it needs regime = \"model\""), std::string::npos) << r.err;
-  r = run(tmp, "x", "--set local.algorithm=fednova --set local.prox_mu=0.1");
+  r = run_fl(tmp, "x", "--set local.algorithm=fednova --set local.prox_mu=0.1");
   EXPECT_NE(r.err.find("set local.prox_mu = 0"), std::string::npos) << r.err;
-  r = run(tmp, "x", "--set local.algorithm=scafold");
+  r = run_fl(tmp, "x", "--set local.algorithm=scafold");
   EXPECT_NE(r.err.find("local.algorithm must be fedavg, scaffold or fednova, got 'scafold'"),
             std::string::npos)
       << r.err;
-  r = run(tmp, "x", "--set local.algorithm=scaffold --set local.scaffold_correction=before");
+  r = run_fl(tmp, "x", "--set local.algorithm=scaffold --set local.scaffold_correction=before");
   EXPECT_NE(r.err.find("local.scaffold_correction must be gradient or after-step, got 'before'"),
             std::string::npos)
       << r.err;
-  r = run(
+  r = run_fl(
       tmp, "x",
       "--set local.algorithm=scaffold --set optimizer.momentum=0.9 --set optimizer.nesterov=true");
   EXPECT_NE(r.err.find("set optimizer.nesterov = false (or local.scaffold_correction"),
             std::string::npos)
       << r.err;
-  r = run(tmp, "x", "--set local.scaffold_correction=after-step");  // FedAvg has no correction
+  r = run_fl(tmp, "x", "--set local.scaffold_correction=after-step");  // FedAvg has no correction
   EXPECT_NE(r.err.find("local.scaffold_correction is SCAFFOLD's: it needs local.algorithm = "
                        "\"scaffold\", got 'fedavg'"),
             std::string::npos)
       << r.err;
-  r = run(tmp, "x", "--set local.steps=5 --set local.steps_max=3");
+  r = run_fl(tmp, "x", "--set local.steps=5 --set local.steps_max=3");
   EXPECT_NE(r.err.find("local.steps_max must be 0"), std::string::npos) << r.err;
 }
 

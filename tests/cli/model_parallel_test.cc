@@ -25,13 +25,13 @@ using testing::jsonl;
 using testing::TempDir;
 
 // 60 inputs -> 32 -> 24 -> 10 classes: three dense layers, so up to three stages.
-constexpr const char* kRun =
+constexpr const char* kModelParallelRun =
     "seed = 3\nregime = 'gradient'\nrounds = 10\neval_every = 5\n"
     "[data]\nname = 'synthetic'\niid = true\n[model]\nname = 'mlp'\nhidden = [32, 24]\n"
     "[partition]\nclients = 1\n[sgd]\nbatch = 24\n[optimizer]\nlr = 0.3\nmomentum = 0.5\n";
 
 testing::CliRun run(const TempDir& tmp, const std::string& name, const std::string& sets) {
-  std::ofstream(tmp / "run.toml") << kRun;
+  std::ofstream(tmp / "run.toml") << kModelParallelRun;
   return testing::run_fedpar("run " + (tmp / "run.toml").string() + " --set results_dir=" +
                                  (tmp / "res").string() + " --set name=" + name + " " + sets,
                              tmp.path());
@@ -111,7 +111,7 @@ TEST(Pipeline, LinksCarryTheBoundaryTensorsAndOneFOneBHoldsLess) {
 // stops with "did it die?" within the deadline (1 s; wait_seconds is 60) and the others leave.
 void dead_process_stops_the_run(const std::vector<std::string>& sets, int processes) {
   TempDir tmp;
-  std::ofstream(tmp / "run.toml") << kRun;
+  std::ofstream(tmp / "run.toml") << kModelParallelRun;
   std::vector<std::string> args = {"server",
                                    "--config",
                                    (tmp / "run.toml").string(),
@@ -147,10 +147,12 @@ void dead_process_stops_the_run(const std::vector<std::string>& sets, int proces
   // A neighbour's receive timed out ("... from the previous stage ... did it die?"), or the dead
   // process's report was what went missing.
   EXPECT_NE(err.find("did it die?"), std::string::npos) << err;
-  for (int i = 0; i < processes; ++i)
-    if (i != 1)
+  for (int i = 0; i < processes; ++i) {
+    if (i != 1) {
       EXPECT_TRUE(testing::wait_exit(workers[size_t(i)], 20).has_value())
           << "process " << i << " hung";
+    }
+  }
   testing::wait_exit(workers[1], 1);
 }
 

@@ -31,7 +31,7 @@ using testing::TempDir;
 
 // 4 clients on 2 processes (clients 0, 2 on the first to say HELLO, 1, 3 on the other); the MLP
 // 60-32-10 has 2,282 parameters: a 9,128-byte model frame.
-constexpr const char* kRun =
+constexpr const char* kNetworkRun =
     "seed = 3\nrounds = 3\nprocesses = 2\n[partition]\nclients = 4\n"
     "[data]\nname = 'synthetic'\niid = true\n[model]\nname = 'mlp'\nhidden = [32]\n";
 
@@ -39,7 +39,7 @@ using RunResult = testing::InprocRun;
 
 RunResult run_on_threads(const TempDir& tmp, const std::string& name,
                          const std::vector<std::string>& sets) {
-  return testing::run_on_threads(kRun, tmp / "threads", name, sets);
+  return testing::run_on_threads(kNetworkRun, tmp / "threads", name, sets);
 }
 
 const std::vector<std::string> kModel = {"regime=model", "local.steps=2", "local.batch=10"};
@@ -100,7 +100,7 @@ TEST(NetworkRun, EmulatedRoundsLastAtLeastTheEmulatedTransfersAndTrainTheSameMod
   EXPECT_EQ(net.at("profiles")[0].at("up_bps"), 1e6);
 
   // the same over tcp with real processes
-  std::ofstream(tmp / "run.toml") << kRun;
+  std::ofstream(tmp / "run.toml") << kNetworkRun;
   std::string args = fmt::format("run {} --set name=procs --set results_dir={}",
                                  (tmp / "run.toml").string(), (tmp / "processes").string());
   for (const auto& s : with(with(kModel, kLink), {"network.mode=emulated"})) args += " --set " + s;
@@ -153,7 +153,7 @@ TEST(NetworkRun, UnavailableClientsAreNotAskedAndTheRecordSaysWho) {
                     "network.custom.availability=0.5", "rounds=6"});
   const RunResult run = run_on_threads(tmp, "available", sets);
   Config cfg = make_run_config();
-  cfg.merge_toml(kRun, "the test");
+  cfg.merge_toml(kNetworkRun, "the test");
   cfg.set_all(sets);
   const RunSpec s = resolve_run_spec(cfg);
   ASSERT_EQ(run.rounds.size(), 6u);

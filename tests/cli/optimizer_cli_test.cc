@@ -25,7 +25,7 @@ constexpr const char* kData =
     "[data]\nname = 'synthetic'\niid = true\n[model]\nname = 'mlp'\nhidden = [32]\n"
     "[optimizer]\nlr = 0.3\nmomentum = 0.5\nschedule = 'cosine'\nwarmup_steps = 4\n";
 
-testing::CliRun run(const TempDir& tmp, const std::string& name, const std::string& sets) {
+testing::CliRun run_sgd(const TempDir& tmp, const std::string& name, const std::string& sets) {
   std::ofstream(tmp / "run.toml") << "seed = 3\nregime = 'gradient'\nrounds = 12\neval_every = 12\n"
                                   << kData << "[partition]\nclients = 1\n[sgd]\nbatch = 0\n";
   return testing::run_fedpar("run " + (tmp / "run.toml").string() + " --set results_dir=" +
@@ -35,7 +35,7 @@ testing::CliRun run(const TempDir& tmp, const std::string& name, const std::stri
 
 TEST(Optimizer, TheScheduleCountsGlobalStepsAsCentralizedTrainingDoes) {
   TempDir tmp;
-  auto r = run(tmp, "ps", "");
+  auto r = run_sgd(tmp, "ps", "");
   ASSERT_EQ(r.code, 0) << r.err;
   std::ofstream(tmp / "train.toml")
       << "seed = 3\n"
@@ -57,15 +57,15 @@ TEST(Optimizer, TheScheduleCountsGlobalStepsAsCentralizedTrainingDoes) {
 TEST(Optimizer, AccumulationChangesOnlyTheRoundingAndPrecisionsTrain) {
   TempDir tmp;
   const std::string two = "--set partition.clients=2 --set processes=2 --set sgd.batch=24 ";
-  auto r = run(tmp, "whole", two);
+  auto r = run_sgd(tmp, "whole", two);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto whole = testing::final_params(tmp / "res" / "whole");
-  r = run(tmp, "acc4", two + "--set optimizer.accumulate=4");
+  r = run_sgd(tmp, "acc4", two + "--set optimizer.accumulate=4");
   ASSERT_EQ(r.code, 0) << r.err;
   const double d = testing::relative_distance(testing::final_params(tmp / "res" / "acc4"), whole);
   EXPECT_LT(d, 1e-5) << "the same mean gradient, summed in four parts";
   for (const char* p : {"bf16", "fp16"}) {
-    r = run(tmp, p, two + "--set optimizer.precision=" + p);
+    r = run_sgd(tmp, p, two + "--set optimizer.precision=" + p);
     ASSERT_EQ(r.code, 0) << r.err;
     const auto rounds = jsonl(tmp / "res" / p / "metrics.jsonl");
     EXPECT_LT(rounds.back()["train_loss"].get<double>(),
@@ -81,9 +81,9 @@ TEST(Optimizer, AccumulationChangesOnlyTheRoundingAndPrecisionsTrain) {
 // update that cannot come.
 TEST(Optimizer, ADivergedRunEndsAtItsFirstNonFiniteUpdateAndKeepsItsModel) {
   TempDir tmp;
-  const auto r = run(tmp, "diverged",
-                     "--set partition.clients=2 --set processes=2 --set sgd.batch=24 "
-                     "--set optimizer.lr=1e6 --set optimizer.warmup_steps=0");
+  const auto r = run_sgd(tmp, "diverged",
+                         "--set partition.clients=2 --set processes=2 --set sgd.batch=24 "
+                         "--set optimizer.lr=1e6 --set optimizer.warmup_steps=0");
   ASSERT_EQ(r.code, 4) << r.err;
   EXPECT_NE(r.err.find("fedpar: the training diverged: round"), std::string::npos) << r.err;
   const auto summary =
@@ -101,18 +101,18 @@ TEST(Optimizer, ADivergedRunEndsAtItsFirstNonFiniteUpdateAndKeepsItsModel) {
 TEST(Optimizer, LinearScalingMultipliesTheRateByTheGlobalBatch) {
   TempDir tmp;
   // 4 clients x 20 samples = 80 against a reference of 10: 8 x 0.3 (after the warm-up)
-  auto r = run(tmp, "scaled",
-               "--set partition.clients=4 --set processes=2 --set sgd.batch=20 "
-               "--set optimizer.scaling=linear --set optimizer.reference_batch=10 "
-               "--set optimizer.schedule=constant --set optimizer.lr=0.03");
+  auto r = run_sgd(tmp, "scaled",
+                   "--set partition.clients=4 --set processes=2 --set sgd.batch=20 "
+                   "--set optimizer.scaling=linear --set optimizer.reference_batch=10 "
+                   "--set optimizer.schedule=constant --set optimizer.lr=0.03");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto rounds = jsonl(tmp / "res" / "scaled" / "metrics.jsonl");
   EXPECT_FLOAT_EQ(rounds[0]["lr"].get<float>(), 0.24f / 4) << "warm-up step 1 of 4";
   EXPECT_FLOAT_EQ(rounds[5]["lr"].get<float>(), 0.24f);
   // and the server stepped at it: the same model as the rate 0.24 written without scaling
-  r = run(tmp, "plain",
-          "--set partition.clients=4 --set processes=2 --set sgd.batch=20 "
-          "--set optimizer.schedule=constant --set optimizer.lr=0.24");
+  r = run_sgd(tmp, "plain",
+              "--set partition.clients=4 --set processes=2 --set sgd.batch=20 "
+              "--set optimizer.schedule=constant --set optimizer.lr=0.24");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(testing::final_params(tmp / "res" / "scaled"),
             testing::final_params(tmp / "res" / "plain"));
@@ -120,22 +120,22 @@ TEST(Optimizer, LinearScalingMultipliesTheRateByTheGlobalBatch) {
 
 TEST(Optimizer, KeysAreRefusedWhereTheyCannotApply) {
   TempDir tmp;
-  auto r = run(tmp, "x",
-               "--set regime=model --set optimizer.scaling=linear "
-               "--set optimizer.reference_batch=10");
+  auto r = run_sgd(tmp, "x",
+                   "--set regime=model --set optimizer.scaling=linear "
+                   "--set optimizer.reference_batch=10");
   EXPECT_NE(r.err.find("optimizer.scaling sets a data-parallel step's rate from its global "
                        "batch: it needs regime = \"gradient\" or \"async\""),
             std::string::npos)
       << r.err;
-  r = run(tmp, "x", "--set optimizer.scaling=linear --set optimizer.reference_batch=10");
+  r = run_sgd(tmp, "x", "--set optimizer.scaling=linear --set optimizer.reference_batch=10");
   EXPECT_NE(r.err.find("does not fix (full-batch steps)"), std::string::npos) << r.err;
-  r = run(tmp, "x",
-          "--set topology=pipeline --set processes=2 --set sgd.batch=8 "
-          "--set optimizer.accumulate=2");
+  r = run_sgd(tmp, "x",
+              "--set topology=pipeline --set processes=2 --set sgd.batch=8 "
+              "--set optimizer.accumulate=2");
   EXPECT_NE(r.err.find("a pipeline splits its batch with pipeline.micro_batches"),
             std::string::npos)
       << r.err;
-  r = run(tmp, "x", "--set regime=async --set sgd.batch=8 --set optimizer.precision=fp16");
+  r = run_sgd(tmp, "x", "--set regime=async --set sgd.batch=8 --set optimizer.precision=fp16");
   EXPECT_NE(r.err.find("use bf16 with regime = \"async\""), std::string::npos) << r.err;
 }
 

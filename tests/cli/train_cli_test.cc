@@ -118,7 +118,9 @@ TEST(TrainCli, CudaWithoutADeviceSaysWhatToUse) {
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("use --device cpu"), std::string::npos) << r.err;
   // a CUDA build's fedpar loaded its CUDA module (libfedpar_cuda.so), which found no device
-  if (cuda_compiled()) EXPECT_NE(r.err.find("0 device(s)"), std::string::npos) << r.err;
+  if (cuda_compiled()) {
+    EXPECT_NE(r.err.find("0 device(s)"), std::string::npos) << r.err;
+  }
   EXPECT_EQ(entries(tmp / "r"), 0u);
 }
 

@@ -185,11 +185,6 @@ TEST_F(Stages, OneFOneBHoldsFewerActivationsThanGPipe) {
   EXPECT_NEAR(double(held[0]) / double(held[1]), double(m) / p, 0.01);
 }
 
-// p -= lr * g on the host, the same float arithmetic for the whole model and every stage.
-void host_sgd(std::vector<float>& p, const std::vector<float>& g, float lr) {
-  for (size_t i = 0; i < p.size(); ++i) p[i] -= lr * g[i];
-}
-
 // Training, the equivalence experiment's way: 20 SGD steps of the 2NN through 3 stages with 4
 // micro-batches stay within 10x the rounding floor of the whole model's full-batch steps, the
 // floor being the same steps with the batch summed in another order (the batch's rows in two
@@ -227,7 +222,7 @@ TEST_F(Stages, TwentyPipelinedStepsStayWithinTheRoundingFloor) {
                                 y.data() + h * total / 2, total / 2, 1.0f / float(total));
       for (Model* md : {&whole, &halves}) {
         auto params = md->params_host();
-        host_sgd(params, md->grads_host(), lr);
+        testing::host_sgd(params, md->grads_host(), lr);
         md->set_params_host(params);
       }
       for (int d = 0; d < data; ++d) {
@@ -249,7 +244,7 @@ TEST_F(Stages, TwentyPipelinedStepsStayWithinTheRoundingFloor) {
         for (float& v : g) v /= float(data);
         for (int d = 0; d < data; ++d) {
           auto params = ptrs[size_t(d)][s]->params_host();
-          host_sgd(params, g, lr);
+          testing::host_sgd(params, g, lr);
           ptrs[size_t(d)][s]->set_params_host(params);
         }
         const auto part = ptrs[0][s]->params_host();

@@ -129,11 +129,6 @@ TEST(TensorShard, GradientsMatchTheWholeModelWithinTheRoundingFloor) {
   }
 }
 
-// p -= lr * g on the host, the same float arithmetic for the whole model and every shard.
-void host_sgd(std::vector<float>& p, const std::vector<float>& g, float lr) {
-  for (size_t i = 0; i < p.size(); ++i) p[i] -= lr * g[i];
-}
-
 // Training, the equivalence experiment's way: 20 SGD steps of tensor-parallel ranks stay within
 // 10x the rounding floor of the whole model's steps, the floor being the same steps with the
 // batch summed in another order (two halves, the second first), measured at every step. With a
@@ -178,7 +173,7 @@ TEST(TensorShard, TwentyStepsStayWithinTheRoundingFloor) {
                                 y.data() + h * total / 2, total / 2, 1.0f / float(total));
       for (Model* m : {&whole, &halves}) {
         auto p = m->params_host();
-        host_sgd(p, m->grads_host(), lr);
+        testing::host_sgd(p, m->grads_host(), lr);
         m->set_params_host(p);
       }
       std::vector<std::unique_ptr<MemoryAllReduce>> ars;  // one per replica
@@ -204,7 +199,7 @@ TEST(TensorShard, TwentyStepsStayWithinTheRoundingFloor) {
         }
         for (int d = 0; d < data; ++d) {
           auto& p = shard_params[size_t(d * ways + r)];
-          host_sgd(p, g, lr);
+          testing::host_sgd(p, g, lr);
           shards[size_t(d * ways + r)]->set_params_host(p);
         }
         shards[size_t(r)]->place_in_whole(shard_params[size_t(r)], tp);

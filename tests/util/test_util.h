@@ -28,6 +28,12 @@ inline std::vector<float> random_vector(size_t n, uint64_t seed, float lo = -1.0
   return v;
 }
 
+// p -= lr * g on the host: the same float arithmetic as the core's plain SGD step, for checking a
+// split model (stages, tensor shards) against the whole model step by step.
+inline void host_sgd(std::vector<float>& p, const std::vector<float>& g, float lr) {
+  for (size_t i = 0; i < p.size(); ++i) p[i] -= lr * g[i];
+}
+
 // Element-wise |a - b| <= atol + rtol * |b|; reports the first few failures.
 inline ::testing::AssertionResult all_close(const std::vector<float>& a,
                                             const std::vector<float>& b, double atol, double rtol) {
