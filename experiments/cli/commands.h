@@ -20,5 +20,6 @@ Action add_run_command(CLI::App& app);
 Action add_suite_command(CLI::App& app);
 Action add_keys_command(CLI::App& app);
 Action add_compare_command(CLI::App& app);
+Action add_launch_command(CLI::App& app);
 
 }  // namespace fedpar

@@ -31,6 +31,7 @@ int run(int argc, char** argv) {
   actions["suite"] = fedpar::add_suite_command(app);
   actions["keys"] = fedpar::add_keys_command(app);
   actions["compare"] = fedpar::add_compare_command(app);
+  actions["launch"] = fedpar::add_launch_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

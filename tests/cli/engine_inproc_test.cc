@@ -19,6 +19,7 @@
 #include "server/server.h"
 #include "tests/util/inproc_run.h"
 #include "tests/util/run_fedpar.h"
+#include "tests/util/run_results.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
@@ -30,11 +31,7 @@ constexpr const char* kEngineRun =
     "seed = 3\nrounds = 6\nprocesses = 2\n[partition]\nclients = 4\n"
     "[data]\nname = 'synthetic'\niid = true\n[model]\nname = 'mlp'\nhidden = [32]\n";
 
-std::string model_hash(const std::filesystem::path& run) {
-  return nlohmann::json::parse(std::ifstream(run / "summary.json"))
-      .at("model_hash")
-      .get<std::string>();
-}
+using testing::model_hash;
 
 // The run on threads: one server, `processes` clients, one ZeroMQ context shared for inproc.
 std::string hash_on_threads(const TempDir& tmp, const std::string& name,

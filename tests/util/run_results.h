@@ -1,5 +1,5 @@
-// Reading a run's results folder in tests: its final model, its metrics lines, and how far two
-// models are apart.
+// Reading a run's results folder in tests: its final model and its hash, its metrics lines, and how
+// far two models are apart.
 #pragma once
 
 #include <cmath>
@@ -19,6 +19,13 @@ inline std::vector<float> final_params(const std::filesystem::path& results) {
   for (const auto& [n, t] : load_safetensors(results / "model.safetensors").tensors)
     all.insert(all.end(), t.values.begin(), t.values.end());
   return all;
+}
+
+// summary.json's model_hash of a results folder; a message in its place when there is none.
+inline std::string model_hash(const std::filesystem::path& results) {
+  std::ifstream in(results / "summary.json");
+  if (!in) return "(no summary.json in " + results.string() + ")";
+  return nlohmann::json::parse(in).at("model_hash").get<std::string>();
 }
 
 // One JSON object per line (metrics.jsonl, updates.jsonl).

@@ -1,0 +1,102 @@
+// `fedpar launch CONFIG`: one process of a job that a cluster launcher started (mpirun, srun, or
+// the torchrun variables; experiments/launch_env.h). Rank 0 runs the server for the job's other
+// ranks, which are its client processes; the launcher, not fedpar, starts and stops them.
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <memory>
+
+#include "clients/client.h"
+#include "core/check.h"
+#include "core/run_spec.h"
+#include "experiments/cli/commands.h"
+#include "experiments/cli/data_flags.h"
+#include "experiments/equivalence.h"
+#include "experiments/launch_env.h"
+#include "server/server.h"
+
+namespace fedpar {
+namespace {
+
+// The value of `key` in "key=value" assignments (the last one wins, as in Config::set_all).
+std::string assigned(const std::vector<std::string>& sets, const std::string& key) {
+  std::string value;
+  for (const auto& s : sets)
+    if (s.rfind(key + "=", 0) == 0) value = s.substr(key.size() + 1);
+  return value;
+}
+
+}  // namespace
+
+Action add_launch_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "launch",
+      "one process of a job started by mpirun, srun or the torchrun variables (RANK, "
+      "WORLD_SIZE, MASTER_ADDR, MASTER_PORT): rank 0 runs the server, every other rank a client "
+      "process");
+  cmd->footer(
+      "Example: mpirun -n 5 fedpar launch experiments/fedavg-mnist-2nn.toml (a server and 4 "
+      "client processes).\nThe server listens on MASTER_ADDR:MASTER_PORT, else on the first host "
+      "of SLURM_JOB_NODELIST, else on 127.0.0.1; the port is 29500 unless MASTER_PORT says "
+      "otherwise.\nThe config's `processes` becomes the job's size less one. See docs/cluster.md.");
+  struct Args {
+    std::string config;
+    std::vector<std::string> sets, flag_sets;
+    std::string device;
+    double wait_seconds = 300;
+    bool quiet = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("config", a->config, "TOML run config (see experiments/)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--set", a->sets, "override a config key: --set rounds=5");
+  add_flag_keys(cmd, data_flags(), a->flag_sets);
+  cmd->add_option("--device", a->device, "the client processes' device: cpu or cuda");
+  cmd->add_option("--wait", a->wait_seconds, "seconds a client waits for the server")
+      ->capture_default_str();
+  cmd->add_flag("--quiet", a->quiet, "no progress from the server on stderr");
+  return [a] {
+    if (is_equivalence_config(a->config))
+      throw Error(
+          fmt::format("{} is the equivalence experiment, whose variants are separate runs: "
+                      "run it with fedpar run",
+                      a->config));
+    const LaunchEnv env = read_launch_env(std::getenv);
+    const std::vector<std::string> sets = flags_then_sets(a->flag_sets, a->sets);
+    if (env.rank > 0) {
+      ClientOptions o;
+      o.server = server_connect_endpoint(env);
+      o.device = a->device;
+      o.data_dir = assigned(sets, "data.dir");
+      o.wait_seconds = a->wait_seconds;
+      o.quiet = true;  // one progress display per job: the server's
+      fmt::print(stderr, "fedpar launch: rank {} of {} ({}): a client process of {}\n", env.rank,
+                 env.world_size, env.launcher, o.server);
+      return run_client(o);
+    }
+    Config cfg = make_run_config();
+    cfg.merge_file(a->config);
+    cfg.set_all(sets);
+    const int config_processes = resolve_run_spec(cfg).processes;
+    cfg.set("processes", std::to_string(env.world_size - 1));
+    cfg.set("bind", server_bind_endpoint(env));
+    if (resolve_run_spec(cfg).security.on())
+      throw Error(
+          "[security] needs a key pair per client process; start the processes "
+          "with fedpar server and fedpar client --key (docs/distributed.md)");
+    fmt::print(stderr,
+               "fedpar launch: rank 0 of {} ({}): the server for {} client processes{}, listening "
+               "on {}; the clients connect to {} (host from {})\n",
+               env.world_size, env.launcher, env.world_size - 1,
+               config_processes == env.world_size - 1
+                   ? ""
+                   : fmt::format(" (the config said {})", config_processes),
+               server_bind_endpoint(env), server_connect_endpoint(env), env.host_from);
+    ServerOptions opts;
+    opts.quiet = a->quiet;
+    return run_server(std::move(cfg), opts);
+  };
+}
+
+}  // namespace fedpar

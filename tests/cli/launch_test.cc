@@ -1,0 +1,124 @@
+// `fedpar launch` in processes that a launcher started, not fedpar: with the torchrun variables
+// and under Open MPI's mpirun, the job's processes make one run whose model bytes equal those of
+// `fedpar run` with as many client processes; a process started without a launcher is told how.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "tests/util/run_fedpar.h"
+#include "tests/util/run_results.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using testing::model_hash;
+using testing::TempDir;
+
+constexpr const char* kLaunchRun =
+    "seed = 5\nregime = 'model'\nrounds = 3\nprocesses = 4\n[data]\nname = 'synthetic'\n"
+    "iid = true\n[partition]\nclients = 4\n[local]\nsteps = 2\nbatch = 10\n[optimizer]\n"
+    "lr = 0.05\n";
+
+// A TCP port on loopback that nothing listens on now.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Runs a bash script; its exit status.
+int run_bash(const TempDir& tmp, const std::string& script) {
+  std::ofstream(tmp / "job.sh") << script;
+  const int status = std::system(("bash " + (tmp / "job.sh").string()).c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// `fedpar run` of the same config (4 client processes): the bytes a launched job must end with,
+// whatever its number of processes.
+std::string fedpar_run_hash(const TempDir& tmp) {
+  const auto r = testing::run_fedpar("run " + (tmp / "run.toml").string() + " --set results_dir=" +
+                                         (tmp / "res").string() + " --set name=local",
+                                     tmp.path());
+  EXPECT_EQ(r.code, 0) << r.err;
+  return model_hash(tmp / "res" / "local");
+}
+
+std::string launch_args(const TempDir& tmp) {
+  return "launch " + (tmp / "run.toml").string() +
+         " --quiet --set results_dir=" + (tmp / "res").string() + " --set name=launched";
+}
+
+TEST(Launch, ProcessesWithTheTorchrunVariablesMakeTheRunFedparRunMakes) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << kLaunchRun;
+  const int port = free_port();
+  // three processes started the way torchrun or a job script starts them: the same command,
+  // each with its own RANK
+  const int code = run_bash(tmp,
+                            "pids=()\nfor r in 0 1 2; do\n  RANK=$r WORLD_SIZE=3 "
+                            "MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                                std::to_string(port) + " timeout 120 " + FEDPAR_BIN + " " +
+                                launch_args(tmp) + " >/dev/null 2>" + (tmp / "rank").string() +
+                                "$r.err &\n  pids+=($!)\ndone\ncode=0\n"
+                                "for p in \"${pids[@]}\"; do wait $p || code=$?; done\n"
+                                "exit $code\n");
+  const std::string server = testing::slurp(tmp / "rank0.err");
+  const std::string client = testing::slurp(tmp / "rank2.err");
+  ASSERT_EQ(code, 0) << server << client;
+  EXPECT_NE(server.find("rank 0 of 3 (torchrun variables): the server for 2 client processes "
+                        "(the config said 4), listening on tcp://127.0.0.1:" +
+                        std::to_string(port)),
+            std::string::npos)
+      << server;
+  EXPECT_NE(client.find("rank 2 of 3 (torchrun variables): a client process of "
+                        "tcp://127.0.0.1:" +
+                        std::to_string(port)),
+            std::string::npos)
+      << client;
+  EXPECT_EQ(model_hash(tmp / "res" / "launched"), fedpar_run_hash(tmp));
+}
+
+TEST(Launch, MpirunStartsAWholeExperiment) {
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "Open MPI's mpirun is not installed (scripts/setup.sh installs openmpi-bin)";
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << kLaunchRun;
+  // --oversubscribe: 3 processes on a 2-core machine; as root, Open MPI wants it said twice
+  const int code = run_bash(tmp,
+                            "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout "
+                            "180 mpirun --oversubscribe -n 3 -x MASTER_PORT=" +
+                                std::to_string(free_port()) + " " + FEDPAR_BIN + " " +
+                                launch_args(tmp) + " >" + (tmp / "job.out").string() + " 2>&1\n");
+  const std::string out = testing::slurp(tmp / "job.out");
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("rank 0 of 3 (Open MPI): the server for 2 client processes"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("rank 1 of 3 (Open MPI): a client process"), std::string::npos) << out;
+  EXPECT_EQ(model_hash(tmp / "res" / "launched"), fedpar_run_hash(tmp));
+}
+
+TEST(Launch, WithoutALauncherItSaysHowToStartIt) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << kLaunchRun;
+  const auto r = testing::run_fedpar(launch_args(tmp), tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no launcher's variables are set"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("mpirun -n N"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "res" / "launched"));
+}
+
+}  // namespace
+}  // namespace fedpar
