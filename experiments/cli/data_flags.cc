@@ -27,6 +27,15 @@ void add_flag_keys(CLI::App* cmd, const std::vector<FlagKey>& flags,
   }
 }
 
+void add_run_config_args(CLI::App* cmd, std::string& config, std::vector<std::string>& sets,
+                         std::vector<std::string>& flag_sets) {
+  cmd->add_option("config", config, "TOML run config (see experiments/)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--set", sets, "override a config key: --set rounds=5");
+  add_flag_keys(cmd, data_flags(), flag_sets);
+}
+
 std::vector<std::string> flags_then_sets(const std::vector<std::string>& flag_sets,
                                          const std::vector<std::string>& sets) {
   std::vector<std::string> all = flag_sets;

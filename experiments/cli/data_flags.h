@@ -21,6 +21,11 @@ const std::vector<FlagKey>& data_flags();
 void add_flag_keys(CLI::App* cmd, const std::vector<FlagKey>& flags,
                    std::vector<std::string>& flag_sets);
 
+// The positional run config, --set KEY=VALUE and the data flags: what `fedpar run` and `fedpar
+// launch` take alike.
+void add_run_config_args(CLI::App* cmd, std::string& config, std::vector<std::string>& sets,
+                         std::vector<std::string>& flag_sets);
+
 // The flags' assignments, then the --set ones: a --set of the same key wins over its flag,
 // whatever their order on the command line (every command alike).
 std::vector<std::string> flags_then_sets(const std::vector<std::string>& flag_sets,

@@ -47,11 +47,7 @@ Action add_launch_command(CLI::App& app) {
     bool quiet = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("config", a->config, "TOML run config (see experiments/)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--set", a->sets, "override a config key: --set rounds=5");
-  add_flag_keys(cmd, data_flags(), a->flag_sets);
+  add_run_config_args(cmd, a->config, a->sets, a->flag_sets);
   cmd->add_option("--device", a->device, "the client processes' device: cpu or cuda");
   cmd->add_option("--wait", a->wait_seconds, "seconds a client waits for the server")
       ->capture_default_str();

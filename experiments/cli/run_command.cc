@@ -35,11 +35,7 @@ Action add_run_command(CLI::App& app) {
                   "claims at the top).",
                   kClaimFailedExit, kFloorBound, kOrdersBound));
   auto a = std::make_shared<Args>();
-  cmd->add_option("config", a->config, "TOML run config (see experiments/)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--set", a->sets, "override a config key: --set rounds=5");
-  add_flag_keys(cmd, data_flags(), a->flag_sets);
+  add_run_config_args(cmd, a->config, a->sets, a->flag_sets);
   cmd->add_option("--processes,-p", a->processes, "client processes (default: the config's)");
   cmd->add_option("--bind", a->opts.bind,
                   "server endpoint (default tcp://127.0.0.1:* , a free port)");
