@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # The GPU check, in one go, on a machine with an NVIDIA GPU, CUDA (nvcc, cuBLAS), CMake and PyTorch
-# but no Debian packages: builds the core with its CUDA backend against .gpu-deps/ (made here by
-# scripts/gpu-bundle.sh; no ZeroMQ, no Boost), runs the `gpu` tests, then the training-throughput
-# benchmark on the GPU beside PyTorch on the same GPU, row by row, and prints the table with the
-# ratio fedpar / PyTorch (goal >= 1.0). Results go to $OUT (or gpu-check/): gpu.txt, the test log,
-# the JSON lines of both sides and gpu-bench.md. Exit status: non-zero when a test failed.
+# but no Debian packages: builds fedpar (the ZeroMQ runtime included) and its CUDA backend against
+# .gpu-deps/ (made here by scripts/gpu-bundle.sh), runs the `gpu` tests, then real runs with every
+# client process on the GPU (a server and CUDA client processes over ZeroMQ: the equivalence
+# quickstart, FedAvg of the 2NN and the CNN, the all-reduce ring, bf16 and fp16; the 2NN's FedAvg
+# also on the CPU, for the hashes side by side), then the training-throughput benchmark on the GPU
+# beside PyTorch on the same GPU, row by row, with the ratio fedpar / PyTorch (goal >= 1.0).
+# Results go to $OUT (or gpu-check/): gpu.txt, the logs, e2e.md (the runs: exit, seconds, hash,
+# accuracy), the JSON lines of both benchmark sides and gpu-bench.md. Exit status: non-zero when a
+# test or a run failed.
 #   bash scripts/gpu-bundle.sh     # here, once
 #   device run: carry [".gpu-deps"], command "bash scripts/gpu-check.sh"
+# E2E_DEVICE=cpu runs the same runs with CPU clients (how the commands are checked without a GPU).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-check}
@@ -21,16 +26,55 @@ fi
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
 t0=$SECONDS
-cmake -S . -B build-gpu "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DFEDPAR_DEPS="$deps" -DFEDPAR_RUNTIME=OFF \
+if [[ ! -e $deps/lib/libzmq.so.5 ]]; then
+  echo "gpu-check: .gpu-deps/ has no libzmq: it predates the runtime's bundle; run scripts/gpu-bundle.sh again" >&2
+  exit 2
+fi
+cmake -S . -B build-gpu "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DFEDPAR_DEPS="$deps" \
   -DFEDPAR_OPENBLAS=OFF -DFEDPAR_ONEDNN=OFF >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 2; }
 grep "fedpar:" "$out/configure.log"
-cmake --build build-gpu -j "$(nproc)" --target kernels_tests bench_train >"$out/build.log" 2>&1 ||
+cmake --build build-gpu -j "$(nproc)" --target fedpar kernels_tests bench_train >"$out/build.log" 2>&1 ||
   { tail -40 "$out/build.log"; exit 2; }
 echo "gpu-check: built in $((SECONDS - t0)) s"
 status=0
 (cd build-gpu && ctest -L gpu --output-on-failure) 2>&1 | tee "$out/gpu-tests.log" || status=1
-if ! nvidia-smi -L >/dev/null 2>&1; then
-  echo "gpu-check: no NVIDIA GPU here: the gpu tests skipped and there is nothing to benchmark" >&2
+dev=${E2E_DEVICE:-cuda}
+if [[ $dev == cuda ]] && ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "gpu-check: no NVIDIA GPU here: the gpu tests skipped and there is nothing to run or benchmark" >&2
+  exit $status
+fi
+
+# End to end: `fedpar run` starts a server and client processes, the clients on $dev.
+bash scripts/fetch-mnist.sh >/dev/null || { echo "gpu-check: no MNIST (scripts/fetch-mnist.sh)" >&2; exit 2; }
+# a key of a run's summary.json ("-" where it has none: the equivalence experiment writes report.md)
+summary() {
+  local v
+  v=$(sed -n "s/.*\"$2\": *\"\{0,1\}\([^\",}]*\).*/\1/p" "$out/runs/$1/summary.json" 2>/dev/null | head -1)
+  echo "${v:--}"
+}
+echo "| run | exit | seconds | final model hash | test accuracy |" >"$out/e2e.md"
+echo "|---|---|---|---|---|" >>"$out/e2e.md"
+e2e() {
+  local name=$1 t=$SECONDS rc
+  shift
+  echo "gpu-check: run $name" >&2
+  ./build-gpu/fedpar run "$@" --set results_dir="$out/runs" --set name="$name" >"$out/$name.txt" 2>"$out/$name.err"
+  rc=$?
+  ((rc == 0)) || status=1
+  echo "| $name | $rc | $((SECONDS - t)) | $(summary "$name" model_hash) | $(summary "$name" test_accuracy) |" >>"$out/e2e.md"
+}
+e2e "equivalence-$dev" experiments/equivalence.toml --set device="$dev"
+e2e "fedavg-2nn-$dev" experiments/fedavg-mnist-2nn.toml --set device="$dev"
+e2e fedavg-2nn-cpu-clients experiments/fedavg-mnist-2nn.toml --set device=cpu
+cnn_cpu=()  # the CNN's epochs over 60,000 images take minutes on a CPU: a tenth of them there
+[[ $dev == cpu ]] && cnn_cpu=(--set data.train_limit=6000)
+e2e "fedavg-cnn-$dev" experiments/fedavg-mnist-2nn.toml --set model.name=cnn --set rounds=5 --set device="$dev" "${cnn_cpu[@]}"
+e2e "allreduce-2nn-$dev" experiments/topology-allreduce.toml --set device="$dev"
+e2e "fedavg-2nn-bf16-$dev" experiments/fedavg-mnist-2nn.toml --set optimizer.precision=bf16 --set device="$dev"
+e2e "fedavg-2nn-fp16-$dev" experiments/fedavg-mnist-2nn.toml --set optimizer.precision=fp16 --set device="$dev"
+cat "$out/e2e.md"
+if [[ $dev != cuda ]]; then
+  echo "gpu-check: E2E_DEVICE=$dev: no benchmark (done in $((SECONDS - t0)) s, exit $status)" >&2
   exit $status
 fi
 
