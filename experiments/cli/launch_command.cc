@@ -16,18 +16,6 @@
 #include "server/server.h"
 
 namespace fedpar {
-namespace {
-
-// The value of `key` in "key=value" assignments (the last one wins, as in Config::set_all).
-std::string assigned(const std::vector<std::string>& sets, const std::string& key) {
-  std::string value;
-  for (const auto& s : sets)
-    if (s.rfind(key + "=", 0) == 0) value = s.substr(key.size() + 1);
-  return value;
-}
-
-}  // namespace
-
 Action add_launch_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "launch",
@@ -64,7 +52,7 @@ Action add_launch_command(CLI::App& app) {
       ClientOptions o;
       o.server = server_connect_endpoint(env);
       o.device = a->device;
-      o.data_dir = assigned(sets, "data.dir");
+      // data.dir (--data-dir included) reaches the clients in the run config rank 0 sends them
       o.wait_seconds = a->wait_seconds;
       o.quiet = true;  // one progress display per job: the server's
       fmt::print(stderr, "fedpar launch: rank {} of {} ({}): a client process of {}\n", env.rank,
