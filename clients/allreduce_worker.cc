@@ -1,6 +1,8 @@
 // AllReduceWorker; see allreduce_worker.h.
 #include "clients/allreduce_worker.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cmath>
 
@@ -9,6 +11,7 @@
 #include "core/check.h"
 #include "core/local_update.h"
 #include "core/weighted_average.h"
+#include "transport/mpi_job.h"
 #include "transport/ring_allreduce.h"
 #include "transport/ring_randk.h"
 
@@ -23,6 +26,11 @@ AllReduceWorker::AllReduceWorker(zmq::context_t& ctx, const RunSpec& s,
       link_(ctx, s.ring_bind, s.ring_deadline_seconds, &security),
       sgd_(s.optimizer.sgd) {
   link_.set_codec(codec_.get());
+  if (s.ring_backend == RingBackend::kMpi && !mpi_job_active())
+    throw Error(fmt::format(
+        "allreduce.backend = \"mpi\" sums through MPI: start the job with mpirun -n {} fedpar "
+        "launch CONFIG (docs/cluster.md), or use backend = \"zmq-ring\"",
+        s.processes + 1));
   if (s.optimizer.precision == Precision::kF16) scaler_.emplace();
 }
 
@@ -100,6 +108,10 @@ AllReduceStep AllReduceWorker::step(Model& model, const Dataset& data,
 
 void AllReduceWorker::reduce(const ParamLayout& layout, uint64_t round) {
   const CompressionSpec& c = s_.compression;
+  if (s_.ring_backend == RingBackend::kMpi) {  // its bytes are MPI's, not counted here
+    mpi_allreduce_clients(sum_);
+    return;
+  }
   const size_t bucket = size_t(s_.ring_bucket_floats);
   if (c.uplink != "randk" && c.uplink != "powersgd") {
     ring_allreduce(sum_, rank_, size_, link_, bucket);

@@ -1,8 +1,9 @@
 // One client process as a rank of the `allreduce` topology: it keeps its own replica of the
 // model, sums its virtual clients' weighted gradients, joins the ring all-reduce with the other
 // processes (ring_allreduce.h over ZeroMQ; with uplink randk or powersgd the compressed forms,
-// ring_randk.h, ring_powersgd.h, with this rank's error feedback when asked), and applies the same
-// SGD step every rank applies.
+// ring_randk.h, ring_powersgd.h, with this rank's error feedback when asked; with
+// allreduce.backend = "mpi", MPI_Allreduce over the job's client ranks, transport/mpi_job.h), and
+// applies the same SGD step every rank applies.
 // Replicas stay bitwise identical because every rank steps from the same bits with the same
 // arithmetic; the server checks their hashes.
 #pragma once

@@ -83,6 +83,8 @@ tau = 0.001              # adagrad, adam, yogi: added to sqrt(v); v starts at ta
 batch = 0                # samples per client gradient; 0 or "full" = the whole shard
 
 [allreduce]              # topology = "allreduce": the workers' ring (and tensor's, and [grid]'s)
+backend = "zmq-ring"     # what sums the gradients: zmq-ring (fedpar's ring) | mpi (MPI_Allreduce
+                         # under `mpirun -n P+1 fedpar launch`; docs/cluster.md)
 bind = "tcp://127.0.0.1:*"  # where each worker listens for its previous neighbour; across hosts
                          # "tcp://0.0.0.0:*" (the server names each by the address it sees)
 bucket_floats = 1048576  # the gradient is reduced in buckets of this many floats
@@ -271,6 +273,26 @@ CompressionSpec resolve_compression(const Config& c, const RunSpec& s) {
             "powersgd, which compress at the sender)");
   }
   return k;
+}
+
+// allreduce.backend; MPI sums float32 over a fixed set of ranks, so it leaves out what needs the
+// ring's own hops (16-bit chunks, compressed sums, re-forming without the dead).
+RingBackend resolve_ring_backend(const Config& c, const RunSpec& s) {
+  const std::string b = c.get_string("allreduce.backend");
+  require(b == "zmq-ring" || b == "mpi",
+          fmt::format("allreduce.backend must be zmq-ring or mpi, got '{}'", b));
+  if (b == "zmq-ring") return RingBackend::kZmqRing;
+  require(s.topology == Topology::kAllReduce,
+          "allreduce.backend = \"mpi\" sums the allreduce topology's gradients: it needs "
+          "topology = \"allreduce\" (pipeline and tensor replicas sum over the zmq-ring)");
+  require(s.compression.uplink == "none",
+          fmt::format("allreduce.backend = \"mpi\" sums float32 with MPI_Allreduce: "
+                      "compression.uplink = \"{}\" runs on backend = \"zmq-ring\"",
+                      s.compression.uplink));
+  require(!s.ring_elastic,
+          "allreduce.backend = \"mpi\" cannot re-form without a dead rank (MPI ends the job): "
+          "allreduce.elastic re-forms backend = \"zmq-ring\"");
+  return RingBackend::kMpi;
 }
 
 NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
@@ -646,6 +668,7 @@ RunSpec resolve_run_spec(const Config& c) {
       !s.ring_elastic || (s.compression.uplink != "randk" && s.compression.uplink != "powersgd"),
       "allreduce.elastic cannot redo a round of randk or powersgd (their workers' state is not "
       "kept): use compression.uplink = \"none\", \"fp16\" or \"bf16\"");
+  s.ring_backend = resolve_ring_backend(c, s);
   s.network = resolve_network_section(c, s);
   s.robust = resolve_robust(c, s);
   s.security = {c.get_string("security.key"), c.get_string("security.clients")};

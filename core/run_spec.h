@@ -31,6 +31,9 @@ enum class Regime { kGradient, kModel, kAsync };
 // How the gradient regime splits the work: data-parallel (parameter server, master, allreduce)
 // or model-parallel (pipeline, tensor; each may be replicated data-parallel: [grid]).
 enum class Topology { kParameterServer, kMaster, kAllReduce, kPipeline, kTensor };
+// What sums the allreduce topology's gradients (allreduce.backend): fedpar's ring over ZeroMQ,
+// or MPI_Allreduce of the job's MPI library (`mpirun ... fedpar launch`; transport/mpi_job.h).
+enum class RingBackend { kZmqRing, kMpi };
 // The model regime's federated algorithm (local.algorithm; FedProx is local.prox_mu with any):
 // FedAvg, SCAFFOLD's control variates (core/scaffold.h), FedNova's normalised averaging
 // (core/fednova.h).
@@ -100,6 +103,7 @@ struct RunSpec {
   OptimizerSpec optimizer;
   Topology topology = Topology::kParameterServer;
   // allreduce topology: the workers' ring
+  RingBackend ring_backend = RingBackend::kZmqRing;
   std::string ring_bind = "tcp://127.0.0.1:*";
   int64_t ring_bucket_floats = 1 << 20;
   double ring_deadline_seconds = 10;

@@ -309,6 +309,12 @@ int run_interrupted_by() { return g_interrupted; }
 int run_locally(Config cfg, const LocalRunOptions& opts) {
   cfg.set("bind", opts.bind.empty() ? "tcp://127.0.0.1:*" : opts.bind);
   const RunSpec s = resolve_run_spec(cfg);  // a bad key fails before any process starts
+  if (s.ring_backend == RingBackend::kMpi)
+    throw Error(fmt::format(
+        "allreduce.backend = \"mpi\" sums through MPI, whose launcher starts the processes: "
+        "mpirun -n {} fedpar launch CONFIG (a server and {} client processes; docs/cluster.md), "
+        "or backend = \"zmq-ring\" under fedpar run",
+        s.processes + 1, s.processes));
   if (g_interrupted) return 128 + g_interrupted;
 
   const auto dir =

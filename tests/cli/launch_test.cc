@@ -1,6 +1,8 @@
 // `fedpar launch` in processes that a launcher started, not fedpar: with the torchrun variables
 // and under Open MPI's mpirun, the job's processes make one run whose model bytes equal those of
 // `fedpar run` with as many client processes; a process started without a launcher is told how.
+// allreduce.backend = "mpi": the client ranks sum with MPI_Allreduce, whose replicas the server
+// checks like the ring's, and a failed check ends the whole MPI job.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -13,6 +15,7 @@
 #include "tests/util/run_fedpar.h"
 #include "tests/util/run_results.h"
 #include "tests/util/test_util.h"
+#include "transport/mpi_job.h"
 
 namespace fedpar {
 namespace {
@@ -108,6 +111,111 @@ TEST(Launch, MpirunStartsAWholeExperiment) {
       << out;
   EXPECT_NE(out.find("rank 1 of 3 (Open MPI): a client process"), std::string::npos) << out;
   EXPECT_EQ(model_hash(tmp / "res" / "launched"), fedpar_run_hash(tmp));
+}
+
+// allreduce.backend = "mpi" runs: the allreduce topology on synthetic data, one virtual client
+// per process.
+constexpr const char* kMpiRun =
+    "seed = 3\nregime = 'gradient'\ntopology = 'allreduce'\nrounds = 6\neval_every = 3\n"
+    "[data]\nname = 'synthetic'\niid = true\n[model]\nname = '2nn'\n[sgd]\nbatch = 20\n"
+    "[optimizer]\nlr = 0.1\n[allreduce]\nhash_every = 1\n";
+
+// `mpirun -n ranks fedpar launch` of `tmp`/mpi.toml with allreduce.backend = "mpi" and `sets`,
+// into res/`name`; its exit status, its output in `out`.
+int mpirun_launch(const TempDir& tmp, int ranks, const std::string& name, const std::string& sets,
+                  std::string& out) {
+  const int code = run_bash(
+      tmp,
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 180 mpirun "
+      "--oversubscribe -n " +
+          std::to_string(ranks) + " -x MASTER_PORT=" + std::to_string(free_port()) + " " +
+          FEDPAR_BIN + " launch " + (tmp / "mpi.toml").string() +
+          " --quiet --set results_dir=" + (tmp / "res").string() + " --set name=" + name +
+          " --set allreduce.backend=mpi " + sets + " >" + (tmp / "job.out").string() + " 2>&1\n");
+  out = testing::slurp(tmp / "job.out");
+  return code;
+}
+
+// `fedpar run` of mpi.toml on the zmq-ring with `processes` client processes, into res/`name`.
+std::filesystem::path ring_run(const TempDir& tmp, int processes, const std::string& name) {
+  const auto r = testing::run_fedpar(
+      "run " + (tmp / "mpi.toml").string() + " --set processes=" + std::to_string(processes) +
+          " --set partition.clients=" + std::to_string(processes) +
+          " --set results_dir=" + (tmp / "res").string() + " --set name=" + name,
+      tmp.path());
+  EXPECT_EQ(r.code, 0) << r.err;
+  return tmp / "res" / name;
+}
+
+bool mpi_ready() { return mpi_compiled() && std::system("command -v mpirun >/dev/null 2>&1") == 0; }
+
+TEST(LaunchMpi, TwoRanksSumWhatTheRingSumsBitForBit) {
+  if (!mpi_ready()) GTEST_SKIP() << "no MPI (scripts/setup.sh --with-mpi, then rebuild)";
+  TempDir tmp;
+  std::ofstream(tmp / "mpi.toml") << kMpiRun;
+  std::string out;
+  ASSERT_EQ(mpirun_launch(tmp, 3, "mpi", "--set partition.clients=2", out), 0) << out;
+  EXPECT_NE(out.find("rank 1 of 3 (Open MPI): a client process of tcp://127.0.0.1:"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(", summing with MPI_Allreduce"), std::string::npos) << out;
+  // a sum of two is a + b in any order: MPI's and the ring's bytes are the same
+  EXPECT_EQ(model_hash(tmp / "res" / "mpi"), model_hash(ring_run(tmp, 2, "ring")));
+  for (const auto& m : testing::jsonl(tmp / "res" / "mpi" / "metrics.jsonl"))
+    if (m.value("kind", "") == "round") {
+      EXPECT_TRUE(m.at("replicas_checked").get<bool>()) << m;
+      EXPECT_GT(m.at("workers").at(0).at("allreduce_seconds").get<double>(), 0) << m;
+    }
+}
+
+TEST(LaunchMpi, FourRanksKeepIdenticalReplicasNearTheRingsModel) {
+  if (!mpi_ready()) GTEST_SKIP() << "no MPI (scripts/setup.sh --with-mpi, then rebuild)";
+  TempDir tmp;
+  std::ofstream(tmp / "mpi.toml") << kMpiRun;
+  std::string out;
+  // every round's replica check passes, or the job fails
+  ASSERT_EQ(mpirun_launch(tmp, 5, "mpi", "--set partition.clients=4", out), 0) << out;
+  // four terms summed in MPI's order, not the ring's: the same model up to float rounding
+  const double d = testing::relative_distance(testing::final_params(tmp / "res" / "mpi"),
+                                              testing::final_params(ring_run(tmp, 4, "ring")));
+  EXPECT_LT(d, 1e-5);
+}
+
+TEST(LaunchMpi, DriftingReplicasEndTheWholeJob) {
+  if (!mpi_ready()) GTEST_SKIP() << "no MPI (scripts/setup.sh --with-mpi, then rebuild)";
+  TempDir tmp;
+  std::ofstream(tmp / "mpi.toml") << kMpiRun;
+  std::string out;
+  // rank 1 flips a bit after round 1: the server stops, and MPI_Abort takes down the client
+  // ranks that would otherwise wait in their next MPI_Allreduce (timeout 180 s would say so)
+  const int code = mpirun_launch(
+      tmp, 4, "drift", "--set partition.clients=3 --set allreduce.fault_flip_rank=1", out);
+  EXPECT_NE(code, 0) << out;
+  EXPECT_NE(code, 124) << "the job hung: " << out;
+  EXPECT_NE(out.find("round 1: the replicas drifted apart"), std::string::npos) << out;
+  EXPECT_NE(out.find("(worker(s) 1)"), std::string::npos) << out;
+}
+
+TEST(LaunchMpi, OutsideAnMpiJobItSaysHowToStartOne) {
+  TempDir tmp;
+  std::ofstream(tmp / "mpi.toml") << kMpiRun;
+  // fedpar run starts its processes itself: MPI's launcher must
+  auto r = testing::run_fedpar(
+      "run " + (tmp / "mpi.toml").string() + " --set processes=2 --set allreduce.backend=mpi",
+      tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("mpirun -n 3 fedpar launch CONFIG"), std::string::npos) << r.err;
+  // the torchrun variables start no MPI job
+  const int code =
+      run_bash(tmp, "RANK=1 WORLD_SIZE=2 MASTER_PORT=" + std::to_string(free_port()) + " " +
+                        FEDPAR_BIN + " launch " + (tmp / "mpi.toml").string() +
+                        " --set allreduce.backend=mpi 2>" + (tmp / "err").string() + "\n");
+  const std::string err = testing::slurp(tmp / "err");
+  EXPECT_EQ(code, 2) << err;
+  EXPECT_NE(err.find(mpi_compiled() ? "needs the processes started by an MPI launcher"
+                                    : "built without MPI"),
+            std::string::npos)
+      << err;
 }
 
 TEST(Launch, WithoutALauncherItSaysHowToStartIt) {

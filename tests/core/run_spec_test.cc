@@ -1,4 +1,5 @@
-// The run spec's [compression] section: defaults, resolution, and every refusal says what to do.
+// The run spec's [compression] section and allreduce.backend: defaults, resolution, and every
+// refusal says what to do.
 #include "core/run_spec.h"
 
 #include <gtest/gtest.h>
@@ -94,6 +95,31 @@ TEST(RunSpecCompression, RefusesWhatCannotRunAndSaysWhy) {
       "bf16");
   EXPECT_NE(refusal({"diagnostics.drift=true", "compression.uplink=fp16"})
                 .find("diagnostics.drift compares raw updates"),
+            std::string::npos);
+}
+
+TEST(RunSpecAllReduceBackend, TheZmqRingByDefaultMpiWhereItCanSum) {
+  EXPECT_EQ(spec({}).ring_backend, RingBackend::kZmqRing);
+  const std::vector<std::string> ring = {"regime=gradient", "topology=allreduce"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), ring.begin(), ring.end());
+    return more;
+  };
+  EXPECT_EQ(spec(with({"allreduce.backend=mpi"})).ring_backend, RingBackend::kMpi);
+  EXPECT_NE(refusal(with({"allreduce.backend=gloo"}))
+                .find("allreduce.backend must be zmq-ring or mpi, got 'gloo'"),
+            std::string::npos);
+  EXPECT_NE(refusal({"allreduce.backend=mpi"}).find("it needs topology = \"allreduce\""),
+            std::string::npos);
+  EXPECT_NE(
+      refusal({"regime=gradient", "topology=pipeline", "processes=2", "allreduce.backend=mpi"})
+          .find("it needs topology = \"allreduce\""),
+      std::string::npos);
+  EXPECT_NE(refusal(with({"allreduce.backend=mpi", "compression.uplink=fp16"}))
+                .find("compression.uplink = \"fp16\" runs on backend = \"zmq-ring\""),
+            std::string::npos);
+  EXPECT_NE(refusal(with({"allreduce.backend=mpi", "allreduce.elastic=true"}))
+                .find("cannot re-form without a dead rank"),
             std::string::npos);
 }
 
