@@ -7,12 +7,17 @@
 # Usage: ROUNDS=3 scripts/bench.sh [--reps N] [--min-seconds S]   (output: bench/results/)
 #        ROUNDS=3 scripts/bench.sh ddp   per-step overhead of the gradient regime beside DDP (gloo)
 #        ROUNDS=2 scripts/bench.sh allreduce   the ring all-reduce beside gloo and MPI_Allreduce
+#        ROUNDS=3 scripts/bench.sh backends    the allreduce topology's step on zmq-ring and mpi beside gloo
 #        scripts/bench.sh engine   the round engine beside a raw ZeroMQ scatter/gather of the same bytes
 #        scripts/bench.sh gemm     Eigen beside OpenBLAS on the CPU backend's product shapes
 #        scripts/bench.sh codec    the gradient codecs' encode/decode speed on one core beside memcpy
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+if [[ "${1:-}" == backends ]]; then
+  bash scripts/setup.sh --with-mpi  # the mpi backend is built when MPI's headers are found
+else
+  bash scripts/setup.sh
+fi
 bash scripts/build.sh
 need=()
 for p in python3-torch libopenblas0-openmp openmpi-bin python3-mpi4py; do
@@ -34,6 +39,12 @@ if [[ "${1:-}" == allreduce ]]; then
   /usr/bin/python3 bench/allreduce_compare.py --rounds "${ROUNDS:-2}" --json "$out/allreduce-$stamp.json" "$@" |
     tee "$out/allreduce-table-$stamp.md"
   exit 0
+fi
+if [[ "${1:-}" == backends ]]; then
+  shift
+  /usr/bin/python3 bench/allreduce_backends.py --rounds "${ROUNDS:-3}" --json "$out/backends-$stamp.json" "$@" |
+    tee "$out/backends-table-$stamp.md"
+  exit "${PIPESTATUS[0]}"
 fi
 if [[ "${1:-}" == engine ]]; then
   shift
