@@ -31,13 +31,18 @@ AllReduceWorker::AllReduceWorker(zmq::context_t& ctx, const RunSpec& s,
         "allreduce.backend = \"mpi\" sums through MPI: start the job with mpirun -n {} fedpar "
         "launch CONFIG (docs/cluster.md), or use backend = \"zmq-ring\"",
         s.processes + 1));
+  if (s.ring_backend == RingBackend::kNccl) nccl();  // a build without NCCL says so at once
   if (s.optimizer.precision == Precision::kF16) scaler_.emplace();
 }
 
-void AllReduceWorker::join(int rank, int size, const LinkPeer& next) {
+void AllReduceWorker::join(int rank, int size, const LinkPeer& next, const std::string& nccl_id) {
   FEDPAR_CHECK(size >= 1 && rank >= 0 && rank < size) << "rank " << rank << " of " << size;
   rank_ = rank, size_ = size;
   link_.connect_next(next);
+  if (s_.ring_backend != RingBackend::kNccl) return;
+  if (nccl_id.empty())
+    throw Error("allreduce.backend = \"nccl\": the server's ring assignment carries no NCCL id");
+  nccl_ = nccl().join(nccl_id_from_hex(nccl_id), rank, size);
 }
 
 void AllReduceWorker::reform(int rank, int size, const LinkPeer& next, uint32_t epoch,
@@ -110,6 +115,11 @@ void AllReduceWorker::reduce(const ParamLayout& layout, uint64_t round) {
   const CompressionSpec& c = s_.compression;
   if (s_.ring_backend == RingBackend::kMpi) {  // its bytes are MPI's, not counted here
     mpi_allreduce_clients(sum_);
+    return;
+  }
+  if (s_.ring_backend == RingBackend::kNccl) {  // NCCL's too
+    FEDPAR_CHECK(nccl_) << "a step before the ring assignment";
+    nccl_->sum(sum_);
     return;
   }
   const size_t bucket = size_t(s_.ring_bucket_floats);

@@ -2,8 +2,9 @@
 // model, sums its virtual clients' weighted gradients, joins the ring all-reduce with the other
 // processes (ring_allreduce.h over ZeroMQ; with uplink randk or powersgd the compressed forms,
 // ring_randk.h, ring_powersgd.h, with this rank's error feedback when asked; with
-// allreduce.backend = "mpi", MPI_Allreduce over the job's client ranks, transport/mpi_job.h), and
-// applies the same SGD step every rank applies.
+// allreduce.backend = "mpi", MPI_Allreduce over the job's client ranks, transport/mpi_job.h; with
+// "nccl", ncclAllReduce on this process's GPU, core/device_collective.h), and applies the same SGD
+// step every rank applies.
 // Replicas stay bitwise identical because every rank steps from the same bits with the same
 // arithmetic; the server checks their hashes.
 #pragma once
@@ -20,6 +21,7 @@
 #include "core/batch_buffer.h"
 #include "core/checkpoint.h"
 #include "core/dataset.h"
+#include "core/device_collective.h"
 #include "core/loss_scaler.h"
 #include "core/model.h"
 #include "core/optimizer.h"
@@ -40,7 +42,8 @@ class AllReduceWorker {
  public:
   AllReduceWorker(zmq::context_t& ctx, const RunSpec& s, const LinkSecurity& security);
   std::string endpoint() const { return link_.endpoint(); }  // where the previous rank connects
-  void join(int rank, int size, const LinkPeer& next);
+  // `nccl_id`: allreduce.backend = "nccl"'s communicator (the RING message's; joined here).
+  void join(int rank, int size, const LinkPeer& next, const std::string& nccl_id = "");
   // allreduce.elastic: rank `rank` of a ring of `size` re-formed without the dead, sending to
   // `next` from now on. A worker that finished round `redo` (its ring broke after this worker's
   // last chunk) goes back to the replica and optimizer state it had before it, so that every
@@ -71,6 +74,7 @@ class AllReduceWorker {
   std::optional<RingPowerSgd> powersgd_;   // uplink powersgd: its shared Q (made on first use)
   std::vector<float> residual_, own_, p_;  // error feedback: this rank's residual, scratch
   ZmqRingLink link_;
+  std::unique_ptr<DeviceAllReduce> nccl_;  // allreduce.backend = "nccl", once joined
   int rank_ = 0, size_ = 1;
   std::vector<float> replica_, sum_;
   std::vector<std::vector<float>> retired_;  // sums of broken rings ZeroMQ may still be sending

@@ -208,7 +208,9 @@ class ClientProcess {
                       r.rank, r.size, round + 1));
       return ring_->reform(int(r.rank), int(r.size), next, uint32_t(r.epoch), round);
     }
-    ring_->join(int(r.rank), int(r.size), next);
+    // NCCL's join can fail (no GPU here): the server hears why
+    or_tell_server(int(r.rank), round,
+                   [&] { ring_->join(int(r.rank), int(r.size), next, r.nccl_id); });
   }
 
   void serve(const TaskMsg& task, uint64_t round) {

@@ -37,18 +37,18 @@ bool cuda_module_expected() { return false; }
 #endif
 
 // Loads the CUDA module, whose initialiser registers "cuda"; Error when it is missing or fails.
-void load_cuda_module() {
+void load_cuda_module(std::string_view what) {
   const fs::path module = cuda_module();
   std::error_code ec;
   if (!fs::exists(module, ec))
     throw Error(fmt::format(
-        "device 'cuda': this fedpar's CUDA backend {} is missing (it is built beside the "
-        "binary; rebuild, or use --device cpu)",
-        module.string()));
+        "{}: this fedpar's CUDA backend {} is missing (it is built beside the binary; rebuild, "
+        "or use --device cpu)",
+        what, module.string()));
   if (!dlopen(module.c_str(), RTLD_NOW | RTLD_LOCAL))
-    throw Error(fmt::format("device 'cuda': cannot load {}: {}", module.string(), dlerror()));
+    throw Error(fmt::format("{}: cannot load {}: {}", what, module.string(), dlerror()));
   if (!registry().count("cuda"))
-    throw Error(fmt::format("device 'cuda': {} registered no backend", module.string()));
+    throw Error(fmt::format("{}: {} registered no backend", what, module.string()));
 }
 
 }  // namespace
@@ -72,7 +72,7 @@ std::unique_ptr<Backend> make_backend(std::string_view name, int threads) {
   if (auto it = registry().find(std::string(name)); it != registry().end())
     return it->second(threads);
   if (name == "cuda" && cuda_module_expected()) {
-    load_cuda_module();
+    load_cuda_module("device 'cuda'");
     return registry().at("cuda")(threads);
   }
   if (name == "cuda")
@@ -81,6 +81,14 @@ std::unique_ptr<Backend> make_backend(std::string_view name, int threads) {
         "use --device cpu)");
   throw Error(fmt::format("unknown device '{}' (valid devices: {})", name,
                           fmt::join(backend_names(), ", ")));
+}
+
+void ensure_cuda_module(std::string_view what) {
+  if (registry().count("cuda")) return;  // linked in, or loaded already
+  if (!cuda_module_expected())
+    throw Error(fmt::format(
+        "{}: this build has no CUDA (nvcc was not found when it was configured)", what));
+  load_cuda_module(what);
 }
 
 }  // namespace fedpar

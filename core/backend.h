@@ -194,4 +194,9 @@ bool register_backend(const std::string& name, BackendFactory make);
 // `threads` is the CPU thread count for matrix products (0 = library default).
 std::unique_ptr<Backend> make_backend(std::string_view name, int threads = 1);
 
+// Loads the fedpar command's CUDA module (kernels/, which registers "cuda" and, built with NCCL,
+// NCCL) unless this program has it already; Error naming `what` when the build has no CUDA or the
+// module fails to load.
+void ensure_cuda_module(std::string_view what);
+
 }  // namespace fedpar

@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace fedpar {
 
@@ -26,7 +27,7 @@ class DeviceAllReduce {
 };
 
 struct NcclApi {
-  std::string version;                 // "NCCL 2.28.9"
+  std::string version;                    // "NCCL 2.28.9"
   NcclUniqueId (*unique_id)() = nullptr;  // needs no GPU
   // Joins the communicator of `size` ranks as `rank`; blocks until every rank has. NCCL runs its
   // ring algorithm with the simple protocol (NCCL_ALGO, NCCL_PROTO unless set): one summation
@@ -39,8 +40,9 @@ bool register_nccl(const NcclApi& api);  // the CUDA module's initialiser
 // saying why there is none.
 const NcclApi& nccl();
 
-// The id as 256 hex digits (the RING message's), and back; nullopt-like Error on a malformed one.
+// The id as 256 lowercase hex digits (how the RING message carries it), and back; Error when
+// `hex` is not 256 hex digits.
 std::string nccl_id_hex(const NcclUniqueId& id);
-NcclUniqueId nccl_id_from_hex(const std::string& hex);
+NcclUniqueId nccl_id_from_hex(std::string_view hex);
 
 }  // namespace fedpar

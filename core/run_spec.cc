@@ -84,7 +84,7 @@ batch = 0                # samples per client gradient; 0 or "full" = the whole 
 
 [allreduce]              # topology = "allreduce": the workers' ring (and tensor's, and [grid]'s)
 backend = "zmq-ring"     # what sums the gradients: zmq-ring (fedpar's ring) | mpi (MPI_Allreduce
-                         # under `mpirun -n P+1 fedpar launch`; docs/cluster.md)
+                         # under `mpirun -n P+1 fedpar launch`) | nccl (the clients' GPUs); docs/cluster.md
 bind = "tcp://127.0.0.1:*"  # where each worker listens for its previous neighbour; across hosts
                          # "tcp://0.0.0.0:*" (the server names each by the address it sees)
 bucket_floats = 1048576  # the gradient is reduced in buckets of this many floats
@@ -275,24 +275,26 @@ CompressionSpec resolve_compression(const Config& c, const RunSpec& s) {
   return k;
 }
 
-// allreduce.backend; MPI sums float32 over a fixed set of ranks, so it leaves out what needs the
-// ring's own hops (16-bit chunks, compressed sums, re-forming without the dead).
+// allreduce.backend; MPI and NCCL sum float32 over a fixed set of ranks, so they leave out what
+// needs the ring's own hops (16-bit chunks, compressed sums, re-forming without the dead).
 RingBackend resolve_ring_backend(const Config& c, const RunSpec& s) {
   const std::string b = c.get_string("allreduce.backend");
-  require(b == "zmq-ring" || b == "mpi",
-          fmt::format("allreduce.backend must be zmq-ring or mpi, got '{}'", b));
+  require(b == "zmq-ring" || b == "mpi" || b == "nccl",
+          fmt::format("allreduce.backend must be zmq-ring, mpi or nccl, got '{}'", b));
   if (b == "zmq-ring") return RingBackend::kZmqRing;
+  const std::string named = fmt::format("allreduce.backend = \"{}\"", b);
   require(s.topology == Topology::kAllReduce,
-          "allreduce.backend = \"mpi\" sums the allreduce topology's gradients: it needs "
-          "topology = \"allreduce\" (pipeline and tensor replicas sum over the zmq-ring)");
+          named +
+              " sums the allreduce topology's gradients: it needs topology = \"allreduce\" "
+              "(pipeline and tensor replicas sum over the zmq-ring)");
   require(s.compression.uplink == "none",
-          fmt::format("allreduce.backend = \"mpi\" sums float32 with MPI_Allreduce: "
-                      "compression.uplink = \"{}\" runs on backend = \"zmq-ring\"",
-                      s.compression.uplink));
-  require(!s.ring_elastic,
-          "allreduce.backend = \"mpi\" cannot re-form without a dead rank (MPI ends the job): "
-          "allreduce.elastic re-forms backend = \"zmq-ring\"");
-  return RingBackend::kMpi;
+          fmt::format("{} sums float32: compression.uplink = \"{}\" runs on backend = "
+                      "\"zmq-ring\"",
+                      named, s.compression.uplink));
+  require(!s.ring_elastic, named +
+                               " cannot re-form without a dead rank: allreduce.elastic re-forms "
+                               "backend = \"zmq-ring\"");
+  return b == "mpi" ? RingBackend::kMpi : RingBackend::kNccl;
 }
 
 NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {

@@ -32,8 +32,9 @@ enum class Regime { kGradient, kModel, kAsync };
 // or model-parallel (pipeline, tensor; each may be replicated data-parallel: [grid]).
 enum class Topology { kParameterServer, kMaster, kAllReduce, kPipeline, kTensor };
 // What sums the allreduce topology's gradients (allreduce.backend): fedpar's ring over ZeroMQ,
-// or MPI_Allreduce of the job's MPI library (`mpirun ... fedpar launch`; transport/mpi_job.h).
-enum class RingBackend { kZmqRing, kMpi };
+// MPI_Allreduce of the job's MPI library (`mpirun ... fedpar launch`; transport/mpi_job.h), or
+// NCCL on the client processes' GPUs (core/device_collective.h).
+enum class RingBackend { kZmqRing, kMpi, kNccl };
 // The model regime's federated algorithm (local.algorithm; FedProx is local.prox_mu with any):
 // FedAvg, SCAFFOLD's control variates (core/scaffold.h), FedNova's normalised averaging
 // (core/fednova.h).

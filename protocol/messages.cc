@@ -129,6 +129,7 @@ WireMessage encode(const RingAssignmentMsg& m, const Envelope& e) {
     body.update(
         {{"replica", m.replica}, {"replicas", m.replicas}, {"replica_next", m.replica_next}});
   if (m.epoch > 0) body["epoch"] = m.epoch;
+  if (!m.nccl_id.empty()) body["nccl_id"] = m.nccl_id;
   if (!m.keys.empty())
     body.update({{"next_key", m.next_key},
                  {"prev_key", m.prev_key},
@@ -283,7 +284,12 @@ Decoded<RingAssignmentMsg> decode_ring_assignment(const ParsedMessage& p) {
   r.get_optional("replica_next_key", m.replica_next_key);
   r.get_optional("keys", m.keys);
   r.get_optional("epoch", m.epoch);
+  r.get_optional("nccl_id", m.nccl_id);
   r.require(m.epoch >= 0 && m.epoch < (1 << 16), fmt::format("ring epoch {}", m.epoch));
+  r.require(
+      m.nccl_id.empty() || (m.nccl_id.size() == 256 &&
+                            m.nccl_id.find_first_not_of("0123456789abcdef") == std::string::npos),
+      "nccl_id is not 256 lowercase hex digits");
   r.require(m.replicas >= 1 && m.replica >= 0 && m.replica < m.replicas,
             fmt::format("replica {} of {}", m.replica, m.replicas));
   r.require(m.size >= 1 && m.rank >= 0 && m.rank < m.size,

@@ -84,6 +84,8 @@ struct RingAssignmentMsg {
   std::vector<std::string> keys;
   // allreduce.elastic: > 0 re-forms the ring without the dead; the header's round is redone
   int64_t epoch = 0;
+  // allreduce.backend = "nccl": the communicator's unique id, 256 hex digits ("" otherwise)
+  std::string nccl_id;
 };
 
 struct TaskMsg {

@@ -4,7 +4,8 @@
 # .gpu-deps/ (made here by scripts/gpu-bundle.sh), runs the `gpu` tests, then real runs with every
 # client process on the GPU (a server and CUDA client processes over ZeroMQ: the equivalence
 # quickstart, FedAvg of the 2NN and the CNN, the all-reduce ring, bf16 and fp16; the 2NN's FedAvg
-# also on the CPU, for the hashes side by side), then the training-throughput benchmark on the GPU
+# also on the CPU, for the hashes side by side; allreduce.backend = "nccl" on one rank beside the
+# zmq-ring's), then the training-throughput benchmark on the GPU
 # beside PyTorch on the same GPU, row by row, with the ratio fedpar / PyTorch (goal >= 1.0).
 # Results go to $OUT (or gpu-check/): gpu.txt, the logs, e2e.md (the runs: exit, seconds, hash,
 # accuracy), the JSON lines of both benchmark sides and gpu-bench.md. Exit status: non-zero when a
@@ -29,6 +30,10 @@ t0=$SECONDS
 if [[ ! -e $deps/lib/libzmq.so.5 ]]; then
   echo "gpu-check: .gpu-deps/ has no libzmq: it predates the runtime's bundle; run scripts/gpu-bundle.sh again" >&2
   exit 2
+fi
+# NCCL (allreduce.backend = "nccl"): the toolkit's, else the one PyTorch's wheels brought
+if [[ -z ${NCCL_HOME:-} && ! -e /usr/local/cuda/include/nccl.h ]]; then
+  NCCL_HOME=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null) && export NCCL_HOME
 fi
 cmake -S . -B build-gpu "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DFEDPAR_DEPS="$deps" \
   -DFEDPAR_OPENBLAS=OFF -DFEDPAR_ONEDNN=OFF >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 2; }
@@ -72,6 +77,17 @@ e2e "fedavg-cnn-$dev" experiments/fedavg-mnist-2nn.toml --set model.name=cnn --s
 e2e "allreduce-2nn-$dev" experiments/topology-allreduce.toml --set device="$dev"
 e2e "fedavg-2nn-bf16-$dev" experiments/fedavg-mnist-2nn.toml --set optimizer.precision=bf16 --set device="$dev"
 e2e "fedavg-2nn-fp16-$dev" experiments/fedavg-mnist-2nn.toml --set optimizer.precision=fp16 --set device="$dev"
+if [[ $dev == cuda ]]; then
+  # NCCL on one GPU is a ring of one rank (NCCL refuses two ranks on one device): its sum must
+  # leave the model as the zmq-ring of one process does, to the bit
+  e2e allreduce-2nn-1proc-zmq-ring-cuda experiments/topology-allreduce.toml --set processes=1 --set device=cuda
+  e2e allreduce-2nn-1proc-nccl-cuda experiments/topology-allreduce.toml --set processes=1 --set device=cuda \
+    --set allreduce.backend=nccl
+  if [[ $(summary allreduce-2nn-1proc-nccl-cuda model_hash) != "$(summary allreduce-2nn-1proc-zmq-ring-cuda model_hash)" ]]; then
+    echo "gpu-check: the NCCL run's model differs from the zmq-ring's" | tee -a "$out/e2e.md" >&2
+    status=1
+  fi
+fi
 cat "$out/e2e.md"
 if [[ $dev != cuda ]]; then
   echo "gpu-check: E2E_DEVICE=$dev: no benchmark (done in $((SECONDS - t0)) s, exit $status)" >&2

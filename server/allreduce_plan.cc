@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/device_collective.h"
 #include "core/hash.h"
 #include "server/plan.h"
 #include "server/rendezvous.h"
@@ -81,6 +82,9 @@ class AllReducePlan final : public Plan {
   // Rank k of the ring is members_[k]; each hears where its next neighbour listens (and its key).
   void form_ring(Engine& engine) {
     const int64_t n = int64_t(members_.size());
+    // allreduce.backend = "nccl": one communicator per ring, its bootstrap root in this process
+    const std::string nccl_id =
+        s_.ring_backend == RingBackend::kNccl ? nccl_id_hex(nccl().unique_id()) : "";
     std::vector<std::string> ring;
     for (const uint32_t p : members_) ring.push_back(at_[p].link);
     for (int64_t rank = 0; rank < n; ++rank) {
@@ -89,14 +93,17 @@ class AllReducePlan final : public Plan {
       a.next_key = next.key;
       a.keys = link_keys(at_);
       a.epoch = epoch_;
+      a.nccl_id = nccl_id;
       engine.send(engine.order[members_[size_t(rank)]], encode(a, engine.envelope()));
     }
     weight_ = total_weight(engine);
     member_clients_ = 0;
     for (const uint32_t p : members_)
       member_clients_ += engine.peers.at(engine.order[p]).clients.size();
-    engine.log(fmt::format("ring of {} workers {}: {}", n, epoch_ > 0 ? "re-formed" : "formed",
-                           fmt::join(ring, " -> ")));
+    engine.log(
+        fmt::format("ring of {} workers {}: {}{}", n, epoch_ > 0 ? "re-formed" : "formed",
+                    fmt::join(ring, " -> "),
+                    nccl_id.empty() ? "" : fmt::format(" (summing with {})", nccl().version)));
   }
 
   // allreduce.elastic: the dead leave the run with their virtual clients; the ring re-forms.

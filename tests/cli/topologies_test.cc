@@ -261,6 +261,24 @@ TEST(Async, StalenessBoundRejectsAndLogsStaleUpdates) {
   EXPECT_EQ(replay.code, 0) << replay.out << replay.err;
 }
 
+TEST(Topologies, NcclWithoutAGpuStopsTheRunSayingWhy) {
+  if (std::system("nvidia-smi -L >/dev/null 2>&1") == 0) GTEST_SKIP() << "this machine has a GPU";
+  TempDir tmp;
+  // the server makes the communicator's id and sends it with each rank; the workers cannot join
+  // it here, and the server hears why from them
+  const auto r = run(tmp, "nccl",
+                     "--set regime=gradient --set topology=allreduce --set rounds=3 "
+                     "--set processes=2 --set partition.clients=2 --set allreduce.backend=nccl");
+  EXPECT_NE(r.code, 0);
+  const bool said = r.err.find(
+                        "failed: allreduce.backend = \"nccl\" sums on GPUs: "
+                        "this client process sees no CUDA device") != std::string::npos ||
+                    r.err.find("built without NCCL") != std::string::npos ||
+                    r.err.find("this build has no CUDA") != std::string::npos;
+  EXPECT_TRUE(said) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "res" / "nccl"));
+}
+
 TEST(Topologies, ConfigErrorsNameTheFix) {
   TempDir tmp;
   auto r = run(tmp, "x", "--set topology=ring");

@@ -106,8 +106,9 @@ TEST(RunSpecAllReduceBackend, TheZmqRingByDefaultMpiWhereItCanSum) {
     return more;
   };
   EXPECT_EQ(spec(with({"allreduce.backend=mpi"})).ring_backend, RingBackend::kMpi);
+  EXPECT_EQ(spec(with({"allreduce.backend=nccl"})).ring_backend, RingBackend::kNccl);
   EXPECT_NE(refusal(with({"allreduce.backend=gloo"}))
-                .find("allreduce.backend must be zmq-ring or mpi, got 'gloo'"),
+                .find("allreduce.backend must be zmq-ring, mpi or nccl, got 'gloo'"),
             std::string::npos);
   EXPECT_NE(refusal({"allreduce.backend=mpi"}).find("it needs topology = \"allreduce\""),
             std::string::npos);
@@ -117,6 +118,9 @@ TEST(RunSpecAllReduceBackend, TheZmqRingByDefaultMpiWhereItCanSum) {
       std::string::npos);
   EXPECT_NE(refusal(with({"allreduce.backend=mpi", "compression.uplink=fp16"}))
                 .find("compression.uplink = \"fp16\" runs on backend = \"zmq-ring\""),
+            std::string::npos);
+  EXPECT_NE(refusal(with({"allreduce.backend=nccl", "compression.uplink=randk"}))
+                .find("allreduce.backend = \"nccl\" sums float32: compression.uplink = \"randk\""),
             std::string::npos);
   EXPECT_NE(refusal(with({"allreduce.backend=mpi", "allreduce.elastic=true"}))
                 .find("cannot re-form without a dead rank"),

@@ -151,6 +151,19 @@ TEST(Messages, WelcomeAndHelloAndRingRoundTrip) {
                      {{"rank", 0}, {"size", 1}, {"next", ""}, {"replica", 2}, {"replicas", 2}})));
   ASSERT_TRUE(std::holds_alternative<ProtocolError>(bad));
   EXPECT_NE(std::get<ProtocolError>(bad).reason.find("replica 2 of 2"), std::string::npos);
+  // allreduce.backend = "nccl": the communicator's id comes with the rank, and only as 256 hex
+  // digits (ncclCommInitRank would read whatever bytes it got)
+  const std::string id(255, 'a');
+  RingAssignmentMsg nccl{.rank = 1, .size = 2, .next = "n"};
+  nccl.nccl_id = id + "f";
+  EXPECT_EQ(std::get<RingAssignmentMsg>(decode_ring_assignment(wire(encode(nccl, {})))).nccl_id,
+            nccl.nccl_id);
+  for (const std::string& wrong : {id, id + "F", id + "g", id + "ff"})
+    EXPECT_EQ(reason(decode_ring_assignment(wire(
+                  encode_message(MessageType::kRing, 0, 0, 0,
+                                 {{"rank", 0}, {"size", 1}, {"next", ""}, {"nccl_id", wrong}})))),
+              "nccl_id is not 256 lowercase hex digits")
+        << wrong.size();
 }
 
 TEST(Messages, BadFieldsAreNamed) {
