@@ -26,20 +26,14 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+from ddp_steps import free_port, timed_ddp_steps
 
 MODELS = {"2nn": [200, 200], "mlp1m": [1024, 256]}  # hidden layers (784 in, 10 out)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # ---- gloo ----
@@ -60,23 +54,9 @@ def gloo_worker(rank, world, port, hidden, batch, steps, out_path):
     ddp = DDP(torch.nn.Sequential(*layers))
     opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
     loss_fn = torch.nn.CrossEntropyLoss()
-    x, y = torch.rand(batch, 784), torch.randint(0, 10, (batch,))
-    step_t, compute_t = [], []
-    for _ in range(steps):
-        dist.barrier()
-        t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=False)
-        loss_fn(ddp(x), y).backward()
-        opt.step()
-        step_t.append(time.perf_counter() - t0)
-        dist.barrier()
-        t0 = time.perf_counter()
-        with ddp.no_sync():
-            opt.zero_grad(set_to_none=False)
-            loss_fn(ddp(x), y).backward()
-        compute_t.append(time.perf_counter() - t0)
+    data = (torch.rand(batch, 784), torch.randint(0, 10, (batch,)))
     with open(out_path, "w") as f:
-        json.dump({"step": step_t, "compute": compute_t}, f)
+        json.dump(timed_ddp_steps(ddp, opt, loss_fn, lambda r: data, steps), f)
     sys.stdout.flush()
     os._exit(0)  # gloo's teardown can hang with more processes than cores
 

@@ -21,14 +21,14 @@ Usage: /usr/bin/python3 bench/ddp_overhead.py [--fedpar build/fedpar] [--rounds 
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
+
+from ddp_steps import free_port, timed_ddp_steps
 
 SEED = 1  # fedpar's run seed (written into the config): partition and batch draws
 
@@ -114,12 +114,6 @@ def read_idx(path, dims):
 
 
 # ---- DDP ----
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def ddp_worker(rank, world, port, batches_path, data_dir, out_path):
     """One DDP rank: every step and every compute pass starts from a barrier and is timed alone."""
     import torch
@@ -143,24 +137,8 @@ def ddp_worker(rank, world, port, batches_path, data_dir, out_path):
         return (torch.from_numpy(images[idx].astype(np.float32) / np.float32(255)),
                 torch.from_numpy(labels[idx].astype(np.int64)))
 
-    step_t, compute_t = [], []
-    for r in range(len(rows)):
-        dist.barrier()
-        t0 = time.perf_counter()
-        x, y = batch(r)
-        opt.zero_grad(set_to_none=False)
-        loss_fn(ddp(x), y).backward()  # the all-reduce overlaps the backward pass
-        opt.step()
-        step_t.append(time.perf_counter() - t0)
-        dist.barrier()  # the compute pass below cannot reach into any step's window
-        t0 = time.perf_counter()
-        with ddp.no_sync():  # the same arithmetic without communication; its gradients are dropped
-            x, y = batch(r)
-            opt.zero_grad(set_to_none=False)
-            loss_fn(ddp(x), y).backward()
-        compute_t.append(time.perf_counter() - t0)
     with open(out_path, "w") as f:
-        json.dump({"step": step_t, "compute": compute_t}, f)
+        json.dump(timed_ddp_steps(ddp, opt, loss_fn, batch, len(rows)), f)
     # No destroy_process_group: gloo's teardown sometimes hangs with more processes than cores.
     sys.stdout.flush()
     os._exit(0)
