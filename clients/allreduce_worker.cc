@@ -42,7 +42,7 @@ void AllReduceWorker::join(int rank, int size, const LinkPeer& next, const std::
   if (s_.ring_backend != RingBackend::kNccl) return;
   if (nccl_id.empty())
     throw Error("allreduce.backend = \"nccl\": the server's ring assignment carries no NCCL id");
-  nccl_ = nccl().join(nccl_id_from_hex(nccl_id), rank, size);
+  nccl_ = nccl().join(nccl_id_from_hex(nccl_id), rank, size, s_.ring_deadline_seconds);
 }
 
 void AllReduceWorker::reform(int rank, int size, const LinkPeer& next, uint32_t epoch,

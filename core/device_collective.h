@@ -22,7 +22,8 @@ class DeviceAllReduce {
  public:
   virtual ~DeviceAllReduce() = default;
   // Sums `data` (host memory) over every rank in place: copied to the GPU, ncclAllReduce (float,
-  // sum) and back. Every rank calls it with the same length. Throws Error when NCCL fails.
+  // sum) and back. Every rank calls it with the same length. Throws Error when NCCL fails or a
+  // rank is missing past the deadline (the communicator is then aborted: later sums throw too).
   virtual void sum(std::span<float> data) = 0;
 };
 
@@ -31,8 +32,10 @@ struct NcclApi {
   NcclUniqueId (*unique_id)() = nullptr;  // needs no GPU
   // Joins the communicator of `size` ranks as `rank`; blocks until every rank has. NCCL runs its
   // ring algorithm with the simple protocol (NCCL_ALGO, NCCL_PROTO unless set): one summation
-  // order, so every rank and every run gets the same bits.
-  std::unique_ptr<DeviceAllReduce> (*join)(const NcclUniqueId& id, int rank, int size) = nullptr;
+  // order, so every rank and every run gets the same bits. A sum that waits longer than
+  // `deadline_seconds` (joining: at least 60 s) aborts the communicator and throws Error.
+  std::unique_ptr<DeviceAllReduce> (*join)(const NcclUniqueId& id, int rank, int size,
+                                           double deadline_seconds) = nullptr;
 };
 
 bool register_nccl(const NcclApi& api);  // the CUDA module's initialiser

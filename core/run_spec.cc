@@ -677,6 +677,9 @@ RunSpec resolve_run_spec(const Config& c) {
   if (s.security.on()) {
     require(!s.security.clients.empty(),
             "security.key needs security.clients: the folder of the client .pub files to let in");
+    require(s.ring_backend == RingBackend::kZmqRing,
+            "[security] encrypts fedpar's own links; MPI's and NCCL's traffic it cannot: "
+            "allreduce.backend = \"zmq-ring\" with security.key");
   }
   s.attack = resolve_attack(c, s);
   s.optimizer = resolve_run_optimizer(c, s);

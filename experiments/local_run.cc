@@ -315,6 +315,11 @@ int run_locally(Config cfg, const LocalRunOptions& opts) {
         "mpirun -n {} fedpar launch CONFIG (a server and {} client processes; docs/cluster.md), "
         "or backend = \"zmq-ring\" under fedpar run",
         s.processes + 1, s.processes));
+  if (s.ring_backend == RingBackend::kNccl && s.processes > 1)
+    throw Error(
+        "allreduce.backend = \"nccl\" needs a GPU per client process, and fedpar run's processes "
+        "all see the same device 0: run one process (processes = 1), or start them with "
+        "fedpar launch under srun --gpus-per-task=1 (docs/cluster.md)");
   if (g_interrupted) return 128 + g_interrupted;
 
   const auto dir =

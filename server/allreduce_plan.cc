@@ -14,13 +14,22 @@
 #include "server/plan.h"
 #include "server/rendezvous.h"
 #include "server/worker_velocity.h"
+#include "transport/mpi_job.h"
 
 namespace fedpar {
 namespace {
 
 class AllReducePlan final : public Plan {
  public:
-  explicit AllReducePlan(RunContext& run) : run_(run), s_(run.s) {}
+  // Refuses, before any client is waited for, a backend this process cannot serve.
+  explicit AllReducePlan(RunContext& run) : run_(run), s_(run.s) {
+    if (s_.ring_backend == RingBackend::kMpi && !mpi_job_active())
+      throw Error(
+          "allreduce.backend = \"mpi\" sums through MPI, and this server is no rank of an MPI "
+          "job: start the server and its clients with mpirun -n P+1 fedpar launch CONFIG "
+          "(docs/cluster.md)");
+    if (s_.ring_backend == RingBackend::kNccl) nccl();  // makes the ids: says why it cannot
+  }
 
   const char* topology() const override { return "allreduce"; }
   bool holds_model_after(int r) const override { return model_due(s_, r); }

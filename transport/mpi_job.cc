@@ -31,7 +31,7 @@ MpiJob::MpiJob(int rank, int size) {
   FEDPAR_CHECK(!g_active) << "one MPI job per process";
   // Without a launcher MPI_Init would start a job of one process (a "singleton"), which no other
   // process joins: say so before it does.
-  if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMIX_RANK") && !std::getenv("PMI_RANK"))
+  if (!started_by_mpi_launcher())
     throw Error(fmt::format(
         "allreduce.backend = \"mpi\" needs the processes started by an MPI launcher: mpirun -n "
         "{} fedpar launch CONFIG, or srun --mpi=pmix (docs/cluster.md)",
@@ -76,7 +76,8 @@ bool mpi_job_active() { return g_active; }
 void mpi_allreduce_clients(std::span<float> data) {
   if (g_clients == MPI_COMM_NULL)
     throw Error("allreduce.backend = \"mpi\": this process is no client rank of an MPI job");
-  constexpr size_t kMaxCount = size_t(1) << 30;  // MPI's counts are ints
+  // MPI's counts are ints; messages past 2 GiB trouble some of Open MPI's transports
+  constexpr size_t kMaxCount = size_t(1) << 28;
   for (size_t at = 0; at < data.size(); at += kMaxCount) {
     const int n = int(std::min(kMaxCount, data.size() - at));
     const int rc = MPI_Allreduce(MPI_IN_PLACE, data.data() + at, n, MPI_FLOAT, MPI_SUM, g_clients);

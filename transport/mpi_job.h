@@ -1,4 +1,4 @@
-// MPI under `fedpar launch` (allreduce.backend = "mpi"): the processes an MPI launcher started
+// MPI under `fedpar launch` (for allreduce.backend = "mpi"): the processes an MPI launcher started
 // (mpirun, srun with PMIx) initialise MPI together; rank 0, the server, takes no part in the sums,
 // so the client ranks get a communicator of their own, ordered by their rank in the job, over
 // which each AllReduceWorker sums its gradients with MPI_Allreduce.
@@ -8,12 +8,19 @@
 // hash check holds any MPI to it.
 #pragma once
 
+#include <cstdlib>
 #include <span>
 
 namespace fedpar {
 
 // Whether this fedpar was built with MPI (MPI's headers found at configure time).
 bool mpi_compiled();
+// Whether an MPI launcher started this process (mpirun's OMPI_COMM_WORLD_SIZE, PMIx's or PMI's
+// rank): `fedpar launch` then makes an MpiJob on every rank, whatever the backend, so that the
+// ranks agree without reading the config (the client ranks get it from the server).
+inline bool started_by_mpi_launcher() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK");
+}
 
 // The job's MPI, from MPI_Init_thread to MPI_Finalize. Collective: every process of the job makes
 // one, rank 0 (the server) too. Throws Error when no MPI launcher started this process, or when

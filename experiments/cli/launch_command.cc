@@ -4,12 +4,14 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <optional>
 
 #include "clients/client.h"
 #include "core/check.h"
 #include "core/run_spec.h"
+#include "core/stop_signal.h"
 #include "experiments/cli/commands.h"
 #include "experiments/cli/data_flags.h"
 #include "experiments/equivalence.h"
@@ -18,6 +20,27 @@
 #include "transport/mpi_job.h"
 
 namespace fedpar {
+namespace {
+
+// `body`'s exit code; a failure printed and coded as the command line's main does, here, before
+// the MPI job ends (MPI_Finalize waits for every rank; MPI_Abort ends the process).
+int reported(const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const Interrupted& e) {
+    fmt::print(stderr, "fedpar launch: {}; nothing was kept\n", e.what());
+    return 128 + e.signal();
+  } catch (const Error& e) {
+    fmt::print(stderr, "fedpar: error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "fedpar: internal error: {}\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace
+
 Action add_launch_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "launch",
@@ -49,20 +72,10 @@ Action add_launch_command(CLI::App& app) {
                       "run it with fedpar run",
                       a->config));
     const LaunchEnv env = read_launch_env(std::getenv);
-    const std::vector<std::string> sets = flags_then_sets(a->flag_sets, a->sets);
-    Config cfg = make_run_config();
-    cfg.merge_file(a->config);
-    cfg.set_all(sets);
-    const int config_processes = resolve_run_spec(cfg).processes;
-    cfg.set("processes", std::to_string(env.world_size - 1));
-    cfg.set("bind", server_bind_endpoint(env));
-    const RunSpec spec = resolve_run_spec(cfg);  // every rank: whether the job shares MPI
-    if (spec.security.on())
-      throw Error(
-          "[security] needs a key pair per client process; start the processes "
-          "with fedpar server and fedpar client --key (docs/distributed.md)");
+    // Under an MPI launcher every rank joins MPI, whatever the backend: the ranks agree without
+    // the client ranks reading the config, which reaches them from the server.
     std::optional<MpiJob> mpi;
-    if (spec.ring_backend == RingBackend::kMpi) mpi.emplace(env.rank, env.world_size);
+    if (mpi_compiled() && started_by_mpi_launcher()) mpi.emplace(env.rank, env.world_size);
     if (env.rank > 0) {
       ClientOptions o;
       o.server = server_connect_endpoint(env);
@@ -70,30 +83,35 @@ Action add_launch_command(CLI::App& app) {
       // data.dir (--data-dir included) reaches the clients in the run config rank 0 sends them
       o.wait_seconds = a->wait_seconds;
       o.quiet = true;  // one progress display per job: the server's
-      fmt::print(stderr, "fedpar launch: rank {} of {} ({}): a client process of {}{}\n", env.rank,
-                 env.world_size, env.launcher, o.server, mpi ? ", summing with MPI_Allreduce" : "");
-      return run_client(o);  // a failed client waits in MPI_Finalize for the server's end
+      fmt::print(stderr, "fedpar launch: rank {} of {} ({}): a client process of {}\n", env.rank,
+                 env.world_size, env.launcher, o.server);
+      // a failed client says why, then waits in MPI_Finalize for the server to end the job
+      return mpi ? reported([&] { return run_client(o); }) : run_client(o);
     }
+    Config cfg = make_run_config();
+    cfg.merge_file(a->config);
+    cfg.set_all(flags_then_sets(a->flag_sets, a->sets));
+    const int config_processes = resolve_run_spec(cfg).processes;
+    cfg.set("processes", std::to_string(env.world_size - 1));
+    cfg.set("bind", server_bind_endpoint(env));
+    if (resolve_run_spec(cfg).security.on())
+      throw Error(
+          "[security] needs a key pair per client process; start the processes "
+          "with fedpar server and fedpar client --key (docs/distributed.md)");
     fmt::print(stderr,
                "fedpar launch: rank 0 of {} ({}): the server for {} client processes{}, listening "
-               "on {}; the clients connect to {} (host from {})\n",
+               "on {}; the clients connect to {} (host from {}){}\n",
                env.world_size, env.launcher, env.world_size - 1,
                config_processes == env.world_size - 1
                    ? ""
                    : fmt::format(" (the config said {})", config_processes),
-               server_bind_endpoint(env), server_connect_endpoint(env), env.host_from);
+               server_bind_endpoint(env), server_connect_endpoint(env), env.host_from,
+               mpi ? "; MPI joined on every rank" : "");
     ServerOptions opts;
     opts.quiet = a->quiet;
     if (!mpi) return run_server(std::move(cfg), opts);
-    // Under MPI a failed run must end the job: client ranks may be blocked in a sum.
-    int code = 2;
-    try {
-      code = run_server(std::move(cfg), opts);
-    } catch (const Error& e) {
-      fmt::print(stderr, "fedpar: error: {}\n", e.what());
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "fedpar: internal error: {}\n", e.what());
-    }
+    // A failed run ends the MPI job: client ranks may be blocked in a sum.
+    const int code = reported([&] { return run_server(std::move(cfg), opts); });
     if (code != 0) mpi->abort(code);
     return code;
   };

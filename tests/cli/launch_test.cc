@@ -2,13 +2,15 @@
 // and under Open MPI's mpirun, the job's processes make one run whose model bytes equal those of
 // `fedpar run` with as many client processes; a process started without a launcher is told how.
 // allreduce.backend = "mpi": the client ranks sum with MPI_Allreduce, whose replicas the server
-// checks like the ring's, and a failed check ends the whole MPI job.
+// checks like the ring's, and a failed check ends the whole MPI job; outside an MPI job the
+// backend is refused with how to start one.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 
@@ -158,7 +160,7 @@ TEST(LaunchMpi, TwoRanksSumWhatTheRingSumsBitForBit) {
   EXPECT_NE(out.find("rank 1 of 3 (Open MPI): a client process of tcp://127.0.0.1:"),
             std::string::npos)
       << out;
-  EXPECT_NE(out.find(", summing with MPI_Allreduce"), std::string::npos) << out;
+  EXPECT_NE(out.find("; MPI joined on every rank"), std::string::npos) << out;
   // a sum of two is a + b in any order: MPI's and the ring's bytes are the same
   EXPECT_EQ(model_hash(tmp / "res" / "mpi"), model_hash(ring_run(tmp, 2, "ring")));
   for (const auto& m : testing::jsonl(tmp / "res" / "mpi" / "metrics.jsonl"))
@@ -190,10 +192,28 @@ TEST(LaunchMpi, DriftingReplicasEndTheWholeJob) {
   // ranks that would otherwise wait in their next MPI_Allreduce (timeout 180 s would say so)
   const int code = mpirun_launch(
       tmp, 4, "drift", "--set partition.clients=3 --set allreduce.fault_flip_rank=1", out);
-  EXPECT_NE(code, 0) << out;
-  EXPECT_NE(code, 124) << "the job hung: " << out;
+  EXPECT_EQ(code, 2) << "124: the job hung\n" << out;  // the server's code, through MPI_Abort
   EXPECT_NE(out.find("round 1: the replicas drifted apart"), std::string::npos) << out;
   EXPECT_NE(out.find("(worker(s) 1)"), std::string::npos) << out;
+}
+
+TEST(LaunchMpi, RanksBlockedInASumEndWithTheServer) {
+  if (!mpi_ready()) GTEST_SKIP() << "no MPI (scripts/setup.sh --with-mpi, then rebuild)";
+  TempDir tmp;
+  std::ofstream(tmp / "mpi.toml") << kMpiRun;
+  std::string out;
+  // client 0 takes 60 s per step: the other ranks wait for it inside MPI_Allreduce, the server
+  // gives up after wait_seconds = 3, and its MPI_Abort must take the blocked ranks down with it
+  const auto t0 = std::chrono::steady_clock::now();
+  const int code = mpirun_launch(tmp, 4, "stuck",
+                                 "--set partition.clients=3 --set wait_seconds=3 "
+                                 "--set stragglers.delay_seconds=0:60",
+                                 out);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("round 1: no report from worker(s)"), std::string::npos) << out;
+  EXPECT_LT(seconds, 40) << "the job waited for the straggler\n" << out;
 }
 
 TEST(LaunchMpi, OutsideAnMpiJobItSaysHowToStartOne) {
@@ -205,17 +225,20 @@ TEST(LaunchMpi, OutsideAnMpiJobItSaysHowToStartOne) {
       tmp.path());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("mpirun -n 3 fedpar launch CONFIG"), std::string::npos) << r.err;
-  // the torchrun variables start no MPI job
+  // nor does a server started by hand: it says so before it waits for any client
+  r = testing::run_fedpar("server --config " + (tmp / "mpi.toml").string() +
+                              " --set bind=tcp://127.0.0.1:* --set allreduce.backend=mpi",
+                          tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("this server is no rank of an MPI job"), std::string::npos) << r.err;
+  // the torchrun variables start no MPI job: their rank 0 says so at once
   const int code =
-      run_bash(tmp, "RANK=1 WORLD_SIZE=2 MASTER_PORT=" + std::to_string(free_port()) + " " +
-                        FEDPAR_BIN + " launch " + (tmp / "mpi.toml").string() +
+      run_bash(tmp, "RANK=0 WORLD_SIZE=2 MASTER_PORT=" + std::to_string(free_port()) +
+                        " timeout 60 " + FEDPAR_BIN + " launch " + (tmp / "mpi.toml").string() +
                         " --set allreduce.backend=mpi 2>" + (tmp / "err").string() + "\n");
   const std::string err = testing::slurp(tmp / "err");
   EXPECT_EQ(code, 2) << err;
-  EXPECT_NE(err.find(mpi_compiled() ? "needs the processes started by an MPI launcher"
-                                    : "built without MPI"),
-            std::string::npos)
-      << err;
+  EXPECT_NE(err.find("this server is no rank of an MPI job"), std::string::npos) << err;
 }
 
 TEST(Launch, WithoutALauncherItSaysHowToStartIt) {

@@ -266,9 +266,15 @@ TEST(Topologies, NcclWithoutAGpuStopsTheRunSayingWhy) {
   TempDir tmp;
   // the server makes the communicator's id and sends it with each rank; the workers cannot join
   // it here, and the server hears why from them
-  const auto r = run(tmp, "nccl",
-                     "--set regime=gradient --set topology=allreduce --set rounds=3 "
-                     "--set processes=2 --set partition.clients=2 --set allreduce.backend=nccl");
+  auto r = run(tmp, "nccl",
+               "--set regime=gradient --set topology=allreduce --set rounds=3 "
+               "--set processes=2 --set partition.clients=2 --set allreduce.backend=nccl");
+  // fedpar run's processes would all use device 0, which NCCL refuses
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("needs a GPU per client process"), std::string::npos) << r.err;
+  r = run(tmp, "nccl",
+          "--set regime=gradient --set topology=allreduce --set rounds=3 "
+          "--set processes=1 --set partition.clients=2 --set allreduce.backend=nccl");
   EXPECT_NE(r.code, 0);
   const bool said = r.err.find(
                         "failed: allreduce.backend = \"nccl\" sums on GPUs: "

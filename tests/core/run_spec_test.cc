@@ -122,6 +122,9 @@ TEST(RunSpecAllReduceBackend, TheZmqRingByDefaultMpiWhereItCanSum) {
   EXPECT_NE(refusal(with({"allreduce.backend=nccl", "compression.uplink=randk"}))
                 .find("allreduce.backend = \"nccl\" sums float32: compression.uplink = \"randk\""),
             std::string::npos);
+  EXPECT_NE(refusal(with({"allreduce.backend=nccl", "security.key=k", "security.clients=c"}))
+                .find("MPI's and NCCL's traffic it cannot"),
+            std::string::npos);
   EXPECT_NE(refusal(with({"allreduce.backend=mpi", "allreduce.elastic=true"}))
                 .find("cannot re-form without a dead rank"),
             std::string::npos);

@@ -18,7 +18,7 @@ using testing::error_of;
 
 TEST(NcclId, TravelsAsHexAndMalformedHexIsRefused) {
   NcclUniqueId id;
-  std::iota(id.begin(), id.end(), uint8_t(0x70));  // 0x70 .. 0xef: every digit, both nibbles
+  std::iota(id.begin(), id.end(), uint8_t(0x70));  // 0x70 .. 0xef: every digit 0-f, low nibble
   const std::string hex = nccl_id_hex(id);
   ASSERT_EQ(hex.size(), 256u);
   EXPECT_EQ(hex.substr(0, 6), "707172");
@@ -51,7 +51,7 @@ TEST(Nccl, ARingOfOneGivesBackItsBytes) {
   GTEST_SKIP() << "built without NCCL";
 #else
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device (" << cuda_describe() << ")";
-  const auto comm = nccl().join(nccl().unique_id(), 0, 1);
+  const auto comm = nccl().join(nccl().unique_id(), 0, 1, 10);
   for (const size_t n : {size_t(10), size_t(1) << 20, size_t(3)}) {  // grows, then reuses
     std::vector<float> v(n);
     for (size_t i = 0; i < n; ++i) v[i] = float(i % 977) * 0.37f - 11.0f;
@@ -67,7 +67,7 @@ TEST(Nccl, WithoutAGpuJoiningSaysSo) {
   GTEST_SKIP() << "built without NCCL";
 #else
   if (cuda_device_count() > 0) GTEST_SKIP() << "this machine has a GPU";
-  EXPECT_NE(error_of([] { nccl().join(nccl().unique_id(), 0, 1); }).find("sees no CUDA device"),
+  EXPECT_NE(error_of([] { nccl().join(nccl().unique_id(), 0, 1, 10); }).find("sees no CUDA device"),
             std::string::npos);
 #endif
 }
