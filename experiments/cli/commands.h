@@ -8,6 +8,9 @@
 namespace fedpar {
 
 using Action = std::function<int()>;
+// Runs `command`'s action; a failure is printed on one line and becomes the exit code: Error 2,
+// Interrupted 128 + its signal, anything else 1 (main.cc).
+int run_action(const std::string& command, const Action& action);
 
 Action add_train_command(CLI::App& app);
 Action add_models_command(CLI::App& app);

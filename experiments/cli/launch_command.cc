@@ -4,14 +4,12 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
-#include <functional>
 #include <memory>
 #include <optional>
 
 #include "clients/client.h"
 #include "core/check.h"
 #include "core/run_spec.h"
-#include "core/stop_signal.h"
 #include "experiments/cli/commands.h"
 #include "experiments/cli/data_flags.h"
 #include "experiments/equivalence.h"
@@ -20,27 +18,6 @@
 #include "transport/mpi_job.h"
 
 namespace fedpar {
-namespace {
-
-// `body`'s exit code; a failure printed and coded as the command line's main does, here, before
-// the MPI job ends (MPI_Finalize waits for every rank; MPI_Abort ends the process).
-int reported(const std::function<int()>& body) {
-  try {
-    return body();
-  } catch (const Interrupted& e) {
-    fmt::print(stderr, "fedpar launch: {}; nothing was kept\n", e.what());
-    return 128 + e.signal();
-  } catch (const Error& e) {
-    fmt::print(stderr, "fedpar: error: {}\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "fedpar: internal error: {}\n", e.what());
-    return 1;
-  }
-}
-
-}  // namespace
-
 Action add_launch_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "launch",
@@ -86,7 +63,7 @@ Action add_launch_command(CLI::App& app) {
       fmt::print(stderr, "fedpar launch: rank {} of {} ({}): a client process of {}\n", env.rank,
                  env.world_size, env.launcher, o.server);
       // a failed client says why, then waits in MPI_Finalize for the server to end the job
-      return mpi ? reported([&] { return run_client(o); }) : run_client(o);
+      return mpi ? run_action("launch", [&] { return run_client(o); }) : run_client(o);
     }
     Config cfg = make_run_config();
     cfg.merge_file(a->config);
@@ -110,8 +87,9 @@ Action add_launch_command(CLI::App& app) {
     ServerOptions opts;
     opts.quiet = a->quiet;
     if (!mpi) return run_server(std::move(cfg), opts);
-    // A failed run ends the MPI job: client ranks may be blocked in a sum.
-    const int code = reported([&] { return run_server(std::move(cfg), opts); });
+    // A failed run ends the MPI job (client ranks may be blocked in a sum), its reason printed
+    // first: MPI_Abort ends this process
+    const int code = run_action("launch", [&] { return run_server(std::move(cfg), opts); });
     if (code != 0) mpi->abort(code);
     return code;
   };

@@ -41,12 +41,20 @@ int run(int argc, char** argv) {
     return 2;
   }
   const std::string command = app.get_subcommands()[0]->get_name();
+  return fedpar::run_action(command, actions.at(command));
+}
+
+}  // namespace
+
+namespace fedpar {
+
+int run_action(const std::string& command, const Action& action) {
   try {
-    return actions.at(command)();
-  } catch (const fedpar::Interrupted& e) {  // the partial results folder is already removed
+    return action();
+  } catch (const Interrupted& e) {  // the partial results folder is already removed
     fmt::print(stderr, "fedpar {}: {}; nothing was kept\n", command, e.what());
     return 128 + e.signal();
-  } catch (const fedpar::Error& e) {
+  } catch (const Error& e) {
     fmt::print(stderr, "fedpar: error: {}\n", e.what());
     return 2;
   } catch (const std::exception& e) {
@@ -55,7 +63,7 @@ int run(int argc, char** argv) {
   }
 }
 
-}  // namespace
+}  // namespace fedpar
 
 int main(int argc, char** argv) {
   fedpar::follow_supervisor();  // a child of `fedpar run` dies with it
