@@ -45,14 +45,13 @@ MpiJob::MpiJob(int rank, int size) {
   MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
   if (mpi_rank != rank || mpi_size != size)
     throw Error(fmt::format(
-        "MPI says this is rank {} of {}, the launcher's variables rank {} of {}: with "
-        "allreduce.backend = \"mpi\" start the job with mpirun or srun alone (unset RANK and "
-        "WORLD_SIZE)",
+        "MPI says this is rank {} of {}, the launcher's variables rank {} of {}: under an MPI "
+        "launcher leave RANK and WORLD_SIZE unset",
         mpi_rank, mpi_size, rank, size));
   if (provided < MPI_THREAD_SERIALIZED)
     throw Error(
-        "this MPI cannot be called from the client's worker thread "
-        "(MPI_THREAD_SERIALIZED not provided)");
+        "this MPI does not provide MPI_THREAD_SERIALIZED (calls from one thread at a time, not "
+        "always the one that initialised it)");
   // the server (rank 0) sits out: MPI_UNDEFINED leaves it without the communicator
   const int rc = MPI_Comm_split(MPI_COMM_WORLD, rank == 0 ? MPI_UNDEFINED : 0, rank, &g_clients);
   if (rc != MPI_SUCCESS) throw Error(fmt::format("MPI_Comm_split failed: {}", mpi_words(rc)));
