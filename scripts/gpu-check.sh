@@ -4,7 +4,7 @@
 # .gpu-deps/ (made here by scripts/gpu-bundle.sh), runs the `gpu` tests, then real runs with every
 # client process on the GPU (a server and CUDA client processes over ZeroMQ: the equivalence
 # quickstart, FedAvg of the 2NN and the CNN, the all-reduce ring, bf16 and fp16; the 2NN's FedAvg
-# also on the CPU, for the hashes side by side; allreduce.backend = "nccl" on one rank beside the
+# also on the CPU, for the hashes and the models' distance side by side; allreduce.backend = "nccl" on one rank beside the
 # zmq-ring's), then the training-throughput benchmark on the GPU
 # beside PyTorch on the same GPU, row by row, with the ratio fedpar / PyTorch (goal >= 1.0).
 # Results go to $OUT (or gpu-check/): gpu.txt, the logs, e2e.md (the runs: exit, seconds, hash,
@@ -77,6 +77,12 @@ e2e "fedavg-cnn-$dev" experiments/fedavg-mnist-2nn.toml --set model.name=cnn --s
 e2e "allreduce-2nn-$dev" experiments/topology-allreduce.toml --set device="$dev"
 e2e "fedavg-2nn-bf16-$dev" experiments/fedavg-mnist-2nn.toml --set optimizer.precision=bf16 --set device="$dev"
 e2e "fedavg-2nn-fp16-$dev" experiments/fedavg-mnist-2nn.toml --set optimizer.precision=fp16 --set device="$dev"
+# the same FedAvg on the device and on the CPU: how far apart their models end
+{
+  echo
+  echo "fedavg-2nn-$dev against fedavg-2nn-cpu-clients: $(python3 scripts/model_distance.py \
+    "$out/runs/fedavg-2nn-$dev" "$out/runs/fedavg-2nn-cpu-clients" 2>&1 || echo 'no distance')"
+} >>"$out/e2e.md"
 if [[ $dev == cuda ]]; then
   # NCCL on one GPU is a ring of one rank (NCCL refuses two ranks on one device): its sum must
   # leave the model as the zmq-ring of one process does, to the bit
