@@ -62,8 +62,8 @@ Action add_launch_command(CLI::App& app) {
       o.quiet = true;  // one progress display per job: the server's
       fmt::print(stderr, "fedpar launch: rank {} of {} ({}): a client process of {}\n", env.rank,
                  env.world_size, env.launcher, o.server);
-      // a failed client says why, then waits in MPI_Finalize for the server to end the job
-      return mpi ? run_action("launch", [&] { return run_client(o); }) : run_client(o);
+      // printed here, before ~MpiJob: a failed client then waits in MPI_Finalize for the server
+      return run_action("launch", [&] { return run_client(o); });
     }
     Config cfg = make_run_config();
     cfg.merge_file(a->config);
@@ -86,11 +86,9 @@ Action add_launch_command(CLI::App& app) {
                mpi ? "; MPI joined on every rank" : "");
     ServerOptions opts;
     opts.quiet = a->quiet;
-    if (!mpi) return run_server(std::move(cfg), opts);
-    // A failed run ends the MPI job (client ranks may be blocked in a sum), its reason printed
-    // first: MPI_Abort ends this process
     const int code = run_action("launch", [&] { return run_server(std::move(cfg), opts); });
-    if (code != 0) mpi->abort(code);
+    // a failed run ends the MPI job (client ranks may be blocked in a sum), its reason printed
+    if (mpi && code != 0) mpi->abort(code);
     return code;
   };
 }
