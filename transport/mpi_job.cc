@@ -29,13 +29,8 @@ bool mpi_compiled() { return true; }
 
 MpiJob::MpiJob(int rank, int size) {
   FEDPAR_CHECK(!g_active) << "one MPI job per process";
-  // Without a launcher MPI_Init would start a job of one process (a "singleton"), which no other
-  // process joins: say so before it does.
-  if (!started_by_mpi_launcher())
-    throw Error(fmt::format(
-        "allreduce.backend = \"mpi\" needs the processes started by an MPI launcher: mpirun -n "
-        "{} fedpar launch CONFIG, or srun --mpi=pmix (docs/cluster.md)",
-        size));
+  // without a launcher MPI_Init would start a job of one process (a "singleton") no other joins
+  FEDPAR_CHECK(started_by_mpi_launcher()) << "an MpiJob outside an MPI launcher's job";
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
   // failures come back as codes (and become Errors naming them), not as MPI's own abort
@@ -66,8 +61,11 @@ MpiJob::~MpiJob() {
 }
 
 void MpiJob::abort(int code) {
-  MPI_Abort(MPI_COMM_WORLD, code);
-  std::_Exit(code);  // MPI_Abort does not return; should it, the process still ends
+  // Open MPI's mpirun ends the whole job when a rank exits non-zero; its MPI_Abort (4.1) can hang
+  // mpirun itself while it prints its help text ("Data unpack had inadequate space", seen here
+  // under load), so under mpirun the exit is the abort. Elsewhere (srun) MPI_Abort.
+  if (!std::getenv("OMPI_COMM_WORLD_SIZE")) MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
 }
 
 bool mpi_job_active() { return g_active; }

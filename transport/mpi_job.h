@@ -23,8 +23,8 @@ inline bool started_by_mpi_launcher() {
 }
 
 // The job's MPI, from MPI_Init_thread to MPI_Finalize. Collective: every process of the job makes
-// one, rank 0 (the server) too. Throws Error when no MPI launcher started this process, or when
-// MPI's rank and size are not the launcher's variables' (`rank`, `size`).
+// one, rank 0 (the server) too, and only when started_by_mpi_launcher(). Throws Error when MPI's
+// rank and size are not the launcher's variables' (`rank`, `size`).
 class MpiJob {
  public:
   MpiJob(int rank, int size);
@@ -33,7 +33,8 @@ class MpiJob {
   ~MpiJob();
   MpiJob(const MpiJob&) = delete;
   MpiJob& operator=(const MpiJob&) = delete;
-  // A failed server ends the whole job, ranks blocked in a sum with it: MPI_Abort; exits `code`.
+  // A failed server ends the whole job, ranks blocked in a sum with it: exits `code` (mpirun then
+  // stops every rank), or MPI_Abort under other launchers.
   [[noreturn]] void abort(int code);
 };
 
