@@ -46,6 +46,9 @@ def main():
         worst = ratio if worst is None else min(worst, ratio)
         print("| %s | %s | %d | %.0f | %.0f | %.2f |" % (key[0], key[1], key[2], a, b, ratio))
     print()
+    if worst is None:
+        sys.exit("compare.py: no row is on both sides (model, batch, threads): %s vs %s" % (
+            sorted(ours), sorted(ref)))
     print("lowest ratio: %.2f (medians over all repetitions of all rounds; the JSON files hold "
           "every repetition)" % worst)
 

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "core/check.h"
@@ -277,11 +279,21 @@ int64_t Config::get_int(std::string_view key) const {
   FEDPAR_CHECK(v) << key << " is not an integer";
   return v->get();
 }
+int Config::get_int32(std::string_view key) const {
+  const int64_t v = get_int(key);
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+    throw Error(fmt::format("config key '{}' = {} is out of range: at most {}", key, v,
+                            std::numeric_limits<int>::max()));
+  return int(v);
+}
 double Config::get_float(std::string_view key) const {
   const auto& n = leaf(key);
   if (const auto* i = n.as_integer()) return double(i->get());
   FEDPAR_CHECK(n.as_floating_point()) << key << " is not a number";
-  return n.as_floating_point()->get();
+  const double v = n.as_floating_point()->get();
+  if (!std::isfinite(v))
+    throw Error(fmt::format("config key '{}' must be a finite number, got {}", key, v));
+  return v;
 }
 bool Config::get_bool(std::string_view key) const {
   const auto* v = leaf(key).as_boolean();

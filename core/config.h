@@ -35,7 +35,8 @@ class Config {
   void set_all(const std::vector<std::string>& assignments);
 
   int64_t get_int(std::string_view key) const;
-  double get_float(std::string_view key) const;
+  int get_int32(std::string_view key) const;     // an Error naming the key beyond int's range
+  double get_float(std::string_view key) const;  // an Error naming the key when not finite
   bool get_bool(std::string_view key) const;
   std::string get_string(std::string_view key) const;
   std::vector<int64_t> get_int_list(std::string_view key) const;

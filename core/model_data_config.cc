@@ -59,7 +59,7 @@ DataOptions resolve_data_options(const Config& c, uint64_t seed) {
   d.alpha = c.get_float("data.alpha");
   d.beta = c.get_float("data.beta");
   d.iid = c.get_bool("data.iid");
-  d.devices = int(c.get_int("data.devices"));
+  d.devices = c.get_int32("data.devices");
   if (d.devices < 1) throw Error("data.devices must be >= 1");
   d.csv_train = c.get_string("data.csv_train");
   d.csv_test = c.get_string("data.csv_test");

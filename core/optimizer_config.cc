@@ -84,12 +84,16 @@ OptimizerSpec resolve_optimizer(const Config& c, int64_t global_batch, int64_t t
   o.lr.step_size = c.get_int("optimizer.step_size");
   o.lr.gamma = float(c.get_float("optimizer.gamma"));
   o.lr.min_lr = float(c.get_float("optimizer.min_lr"));
+  require(o.lr.gamma > 0, fmt::format("optimizer.gamma must be > 0 (the step schedule multiplies "
+                                      "the rate by it), got {}",
+                                      o.lr.gamma));
+  require(o.lr.min_lr >= 0, fmt::format("optimizer.min_lr must be >= 0, got {}", o.lr.min_lr));
   o.lr.warmup_steps = c.get_int("optimizer.warmup_steps");
   o.lr.total_steps = std::max<int64_t>(1, total_steps);  // validate() wants one for cosine
   o.lr.validate();
   o.lr.total_steps = total_steps;
 
-  o.accumulate = int(c.get_int("optimizer.accumulate"));
+  o.accumulate = c.get_int32("optimizer.accumulate");
   require(o.accumulate >= 1, "optimizer.accumulate must be >= 1");
   o.precision = parse_precision(c.get_string("optimizer.precision"));
   return o;

@@ -343,7 +343,7 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
 // [pipeline]; with another topology only the keys' own ranges are checked.
 PipelineSpec resolve_pipeline(const Config& c, const RunSpec& s) {
   PipelineSpec p;
-  p.micro_batches = int(c.get_int("pipeline.micro_batches"));
+  p.micro_batches = c.get_int32("pipeline.micro_batches");
   require(p.micro_batches >= 1, "pipeline.micro_batches must be >= 1");
   p.schedule = parse_pipe_schedule(c.get_string("pipeline.schedule"));
   p.split = c.get_string_list("pipeline.split");
@@ -365,8 +365,8 @@ PipelineSpec resolve_pipeline(const Config& c, const RunSpec& s) {
 RobustOptions resolve_robust(const Config& c, const RunSpec& s) {
   RobustOptions r{.rule = parse_aggregate_rule(c.get_string("robust.rule")),
                   .trim = c.get_float("robust.trim"),
-                  .byzantine = int(c.get_int("robust.byzantine")),
-                  .select = int(c.get_int("robust.select")),
+                  .byzantine = c.get_int32("robust.byzantine"),
+                  .select = c.get_int32("robust.select"),
                   .clip_norm = c.get_float("robust.clip_norm")};
   require(r.trim >= 0 && r.trim < 0.5, "robust.trim must be in [0, 0.5)");
   require(r.byzantine >= 0 && r.select >= 0 && r.clip_norm >= 0,
@@ -472,7 +472,7 @@ FlAlgorithm resolve_algorithm(const Config& c, const RunSpec& s) {
 // [attack]: who attacks how, and where the run can take it.
 AttackSpec resolve_attack(const Config& c, const RunSpec& s) {
   AttackSpec a{.kind = parse_attack(c.get_string("attack.kind")),
-               .clients = int(c.get_int("attack.clients")),
+               .clients = c.get_int32("attack.clients"),
                .scale = c.get_float("attack.scale"),
                .sigma = c.get_float("attack.sigma")};
   require(std::isfinite(a.scale) && std::isfinite(a.sigma) && a.sigma >= 0,
@@ -491,7 +491,7 @@ AttackSpec resolve_attack(const Config& c, const RunSpec& s) {
 
 // [grid] and what every model-parallel topology (pipeline, tensor) needs.
 int resolve_grid(const Config& c, const RunSpec& s) {
-  const int data = int(c.get_int("grid.data"));
+  const int data = c.get_int32("grid.data");
   require(data >= 1, "grid.data must be >= 1");
   require(data == 1 || s.model_parallel(),
           "grid.data replicates a pipeline or tensor group: it needs topology = \"pipeline\" or "
@@ -538,7 +538,7 @@ Config make_run_config(std::string_view extra_sections) {
 RunSpec resolve_run_spec(const Config& c) {
   RunSpec s;
   s.seed = uint64_t(c.get_int("seed"));
-  s.rounds = int(c.get_int("rounds"));
+  s.rounds = c.get_int32("rounds");
   require(s.rounds >= 1, "rounds must be >= 1");
   const std::string regime = c.get_string("regime");
   require(regime == "gradient" || regime == "model" || regime == "async",
@@ -547,15 +547,15 @@ RunSpec resolve_run_spec(const Config& c) {
              : regime == "model"  ? Regime::kModel
                                   : Regime::kAsync;
   s.bind = c.get_string("bind");
-  s.processes = int(c.get_int("processes"));
+  s.processes = c.get_int32("processes");
   require(s.processes >= 1, "processes must be >= 1");
   s.max_slots = c.get_int("max_slots");
   require(s.max_slots >= 1, "max_slots must be >= 1");
   s.wait_seconds = c.get_float("wait_seconds");
   require(s.wait_seconds > 0, "wait_seconds must be > 0");
-  s.checkpoint_every = int(c.get_int("checkpoint_every"));
+  s.checkpoint_every = c.get_int32("checkpoint_every");
   require(s.checkpoint_every >= 0, "checkpoint_every must be >= 0 (0 = never)");
-  s.eval_every = int(c.get_int("eval_every"));
+  s.eval_every = c.get_int32("eval_every");
   require(s.eval_every >= 1, "eval_every must be >= 1");
   s.stop_at_accuracy = c.get_float("stop_at_accuracy");
   require(s.stop_at_accuracy >= 0 && s.stop_at_accuracy <= 1, "stop_at_accuracy must be in [0, 1]");
@@ -565,11 +565,14 @@ RunSpec resolve_run_spec(const Config& c) {
   s.weighting = w == "samples" ? Weighting::kBySamples : Weighting::kUniform;
   s.fraction = c.get_float("fraction");
   require(s.fraction > 0 && s.fraction <= 1, "fraction must be in (0, 1]");
+  require(s.fraction == 1 || s.regime != Regime::kAsync,
+          "regime = \"async\" keeps every client busy (each gets its next task as it answers): "
+          "fraction must be 1");
   s.continue_without_missing = c.get_bool("continue_without_missing");
   s.device = c.get_string("device");
   require(s.device == "cpu" || s.device == "cuda",
           fmt::format("device must be cpu or cuda, got '{}'", s.device));
-  s.threads = int(c.get_int("threads"));
+  s.threads = c.get_int32("threads");
   require(s.threads >= 1 && s.threads <= 256, "threads must be between 1 and 256");
   s.results_dir = c.get_string("results_dir");
   s.model = resolve_model_spec(c);
@@ -577,18 +580,18 @@ RunSpec resolve_run_spec(const Config& c) {
 
   PartitionParams& p = s.partition;
   p.scheme = c.get_string("partition.scheme");
-  p.clients = int(c.get_int("partition.clients"));
+  p.clients = c.get_int32("partition.clients");
   p.seed = s.seed;
-  p.shards_per_client = int(c.get_int("partition.shards_per_client"));
-  p.labels_per_client = int(c.get_int("partition.labels_per_client"));
+  p.shards_per_client = c.get_int32("partition.shards_per_client");
+  p.labels_per_client = c.get_int32("partition.labels_per_client");
   p.alpha = c.get_float("partition.alpha");
   p.beta = c.get_float("partition.beta");
-  p.min_size = int(c.get_int("partition.min_size"));
+  p.min_size = c.get_int32("partition.min_size");
   p.sizes = c.get_string("partition.sizes");
   p.sigma = c.get_float("partition.sigma");
 
-  s.local_steps = int(c.get_int("local.steps"));
-  s.local_epochs = int(c.get_int("local.epochs"));
+  s.local_steps = c.get_int32("local.steps");
+  s.local_epochs = c.get_int32("local.epochs");
   require(s.local_steps >= 1 && s.local_epochs >= 0,
           "local.steps must be >= 1 and local.epochs >= 0");
   s.local_batch = c.is_word("local.batch", "full") ? 0 : c.get_int("local.batch");
@@ -601,8 +604,8 @@ RunSpec resolve_run_spec(const Config& c) {
   require(s.partition.scheme != "feature-noise" || s.regime != Regime::kAsync,
           "partition.scheme = \"feature-noise\" is applied by the client processes, which "
           "fedpar replay does not start: it needs regime = \"gradient\" or \"model\"");
-  s.local_steps_max = int(c.get_int("local.steps_max"));
-  s.local_epochs_max = int(c.get_int("local.epochs_max"));
+  s.local_steps_max = c.get_int32("local.steps_max");
+  s.local_epochs_max = c.get_int32("local.epochs_max");
   require(s.local_steps_max == 0 || s.local_steps_max >= s.local_steps,
           "local.steps_max must be 0 (every client takes local.steps) or >= local.steps");
   require(s.local_steps_max == 0 || s.local_epochs == 0,
@@ -653,10 +656,10 @@ RunSpec resolve_run_spec(const Config& c) {
   require(s.ring_bucket_floats >= 1, "allreduce.bucket_floats must be >= 1");
   s.ring_deadline_seconds = c.get_float("allreduce.deadline_seconds");
   require(s.ring_deadline_seconds > 0, "allreduce.deadline_seconds must be > 0");
-  s.hash_every = int(c.get_int("allreduce.hash_every"));
+  s.hash_every = c.get_int32("allreduce.hash_every");
   require(s.hash_every >= 1, "allreduce.hash_every must be >= 1");
-  s.fault_flip_rank = int(c.get_int("allreduce.fault_flip_rank"));
-  s.staleness_bound = int(c.get_int("async.staleness_bound"));
+  s.fault_flip_rank = c.get_int32("allreduce.fault_flip_rank");
+  s.staleness_bound = c.get_int32("async.staleness_bound");
   require(s.staleness_bound >= 0, "async.staleness_bound must be >= 0 (0 = no bound)");
   s.staleness_lr = c.get_bool("async.staleness_lr");
   s.slowdown = client_values(c, "stragglers.slowdown", 1.0);
@@ -693,7 +696,7 @@ RunSpec resolve_run_spec(const Config& c) {
           "diagnostics.drift compares honest updates: it needs attack.kind = \"none\"");
   require(!s.drift || s.compression.uplink == "none",
           "diagnostics.drift compares raw updates: it needs compression.uplink = \"none\"");
-  s.save_params_every = int(c.get_int("diagnostics.save_params_every"));
+  s.save_params_every = c.get_int32("diagnostics.save_params_every");
   require(s.save_params_every >= 0, "diagnostics.save_params_every must be >= 0 (0 = never)");
 
   s.name = c.get_string("name");

@@ -54,7 +54,7 @@ std::vector<Variant> variants(const Config& c) {
     v.insert(v.end(), more.begin(), more.end());
     return v;
   };
-  const int k = int(c.get_int("equivalence.local_steps"));
+  const int k = c.get_int32("equivalence.local_steps");
   return {
       {"b",
        "gradient averaging, full batch",
@@ -471,7 +471,7 @@ EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts
         .lr = lr,
         .processes = s.processes,
         .clients = s.partition.clients};
-    const int orders = int(cfg.get_int("equivalence.floor_orders"));
+    const int orders = cfg.get_int32("equivalence.floor_orders");
     fmt::print(stderr,
                "{}\n  (a) centralized full-batch gradient descent, and in {} other orders ...",
                c.title, orders);

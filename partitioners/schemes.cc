@@ -54,6 +54,7 @@ std::vector<size_t> sizes_from_weights(const std::vector<double>& weights, size_
   const size_t n = weights.size(), free = total - min * n;
   double sum = 0;
   for (double w : weights) sum += w;
+  FEDPAR_CHECK(std::isfinite(sum) && sum > 0) << "client weights sum to " << sum;
   std::vector<size_t> s(n);
   std::vector<std::pair<double, size_t>> frac(n);
   size_t used = 0;
@@ -90,7 +91,10 @@ Clients iid_quantity(size_t n, const PartitionParams& p) {
     require(p.beta > 0, fmt::format("iid-quantity: beta must be > 0, got {}", p.beta));
     w = rng.dirichlet(std::vector<double>(N, p.beta));
   } else if (p.sizes == "lognormal") {
-    require(p.sigma >= 0, "iid-quantity: sigma must be >= 0");
+    // exp(sigma z) stays finite in double up to sigma 50 (|z| < 14); beyond, one client would
+    // hold everything anyway
+    require(p.sigma >= 0 && p.sigma <= 50,
+            fmt::format("iid-quantity: sigma must be in [0, 50], got {}", p.sigma));
     for (double& v : w) v = std::exp(p.sigma * rng.normal());
   } else {
     throw Error(

@@ -8,6 +8,8 @@
 #   lib/        libzmq and Boost.Filesystem with every shared object they load that is not the C
 #               and C++ runtime (libsodium, Kerberos, ...); the binaries' rpath points here
 #   googletest/ GoogleTest's sources
+#   mnist/      MNIST's four IDX files, xz-compressed (9 MB: the GPU machine has no npm and no
+#               network; gpu-check.sh unpacks them and scripts/fetch-mnist.sh checks their SHA-256)
 # --check: then builds the whole tree (runtime, tests) against the bundle into build-deps/ and
 # fails when a header or shared object of a bundled dependency came from the system instead.
 # Carry it: device run, carry [".gpu-deps"], command "bash scripts/gpu-check.sh"
@@ -21,6 +23,7 @@ for arg in "$@"; do
   esac
 done
 bash scripts/setup.sh --packages-only
+bash scripts/fetch-mnist.sh
 out=.gpu-deps
 rm -rf "$out"
 mkdir -p "$out/include" "$out/lib"
@@ -45,6 +48,8 @@ for lib in libzmq.so.5 libboost_filesystem.so.1.74.0; do
     [[ $name =~ $runtime ]] || cp -Lp "$file" "$out/lib/$name"
   done
 done
+mkdir -p "$out/mnist"
+for f in "${FEDPAR_DATA_DIR:-data}"/mnist/*-ubyte; do xz -6 -T0 -c "$f" >"$out/mnist/$(basename "$f").xz"; done
 echo "gpu-bundle: $(du -sh "$out" | cut -f1) in $out: $(find "$out/include/boost" -type f | wc -l) Boost headers, $(ls "$out/lib" | wc -l) shared objects"
 ((check)) || exit 0
 

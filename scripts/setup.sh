@@ -20,7 +20,7 @@ done
 PACKAGES=(build-essential cmake ninja-build pkg-config git
           libeigen3-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev
           libopenblas-openmp-dev libdnnl-dev libzmq3-dev cppzmq-dev libboost-dev libboost-filesystem-dev
-          libgtest-dev gnuplot-nox clang-format nodejs npm)
+          libgtest-dev gnuplot-nox clang-format nodejs npm xz-utils)
 ((FUZZ)) && PACKAGES+=(clang libclang-rt-dev)
 ((MPI)) && PACKAGES+=(openmpi-bin libopenmpi-dev)
 

@@ -19,7 +19,14 @@
 namespace fedpar {
 Manifest partition_dataset(const Dataset& train, const std::string& train_hash,
                            const PartitionParams& p) {
-  return partition({train.name, train_hash, train.y, train.user, train.num_classes}, p);
+  Manifest m = partition({train.name, train_hash, train.y, train.user, train.num_classes}, p);
+  for (const ClientShard& c : m.clients)  // its process would have nothing to train on
+    if (c.indices.empty())
+      throw Error(
+          fmt::format("partition: scheme '{}' gives client {} no samples: raise "
+                      "partition.min_size, lower partition.clients, or choose another scheme",
+                      m.scheme, c.id));
+  return m;
 }
 
 RunContext::RunContext(const Config& c, const RunSpec& setup)

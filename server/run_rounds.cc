@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "core/check.h"
+#include "protocol/frames.h"
 #include "server/plan.h"
 
 namespace fedpar {
@@ -53,13 +54,24 @@ void run_rounds(Engine& engine, RunContext& run, Plan& plan, int first) {
     const auto bytes_before = engine.bytes_snapshot();
     RoundRecord rec{.round = r + 1, .topology = plan.topology()};
     std::string summary;
+    std::vector<float> before = run.params;  // finite updates can still overflow the server's step
     try {
       summary = plan.round(engine, rec);
     } catch (const Diverged& d) {  // the model the server last held is the last finite one
       run.end_diverged(r, rec, engine, d.what());
       break;
     }
-    if (plan.holds_model_after(r)) run.params_round = r + 1;
+    if (plan.holds_model_after(r)) {
+      if (const size_t j = first_non_finite(run.params); j < run.params.size()) {
+        const std::string why = fmt::format(
+            "round {}: the server's step left a non-finite value ({}) at index {} of the model",
+            r + 1, run.params[j], j);
+        run.params = std::move(before);
+        run.end_diverged(r, rec, engine, why);
+        break;
+      }
+      run.params_round = r + 1;
+    }
     std::tie(rec.bytes_sent_total, rec.bytes_received_total) = engine.total_bytes();
     rec.processes = engine.per_process_bytes(bytes_before, plan.tasks(engine));
     for (const auto& p : rec.processes)

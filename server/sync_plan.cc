@@ -139,7 +139,17 @@ class SyncPlan final : public Plan {
     const auto participants =
         network_participants(s_.network, s_.seed, engine.round,
                              sample_participants(s_, engine.num_clients, engine.round), rec);
-    if (participants.empty()) return idle_round(rec, engine.round);  // [network]: none available
+    if (participants.empty()) return idle_round(rec, engine.round, "no client available");
+    if (std::ranges::all_of(participants,
+                            [&](uint32_t c) { return engine.lost.count(engine.owner[c]) > 0; })) {
+      if (engine.lost.size() == engine.order.size())
+        throw Error("every client process has been dropped from the run: none is left to train");
+      engine.log(
+          fmt::format("round {}: the sampled clients ({}) were on a dropped process; the "
+                      "model stays",
+                      engine.round + 1, fmt::join(participants, ", ")));
+      return idle_round(rec, engine.round, "the sampled clients' process was dropped");
+    }
     const double broadcast_seconds = send_tasks(engine, participants);
     const Collected c = engine.collect(collect_spec());
     const auto t_wait = Clock::now();
@@ -248,12 +258,13 @@ class SyncPlan final : public Plan {
     return works;
   }
 
-  // Every sampled client unavailable ([network]): no task goes out and the model stays.
-  std::string idle_round(RoundRecord& rec, uint64_t round) {
+  // Every sampled client unavailable ([network]) or on a dropped process: no task goes out and
+  // the model stays.
+  std::string idle_round(RoundRecord& rec, uint64_t round, std::string why) {
     per_peer_.clear();
     rec.participants = rec.received = 0;
     clock_.end_round(rec, round, 0);
-    return "no client available";
+    return why;
   }
 
   // The updates of the participants whose processes are still in the run.

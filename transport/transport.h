@@ -4,6 +4,7 @@
 // ipc, or inproc (threads sharing one context: a whole run as a unit test).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -20,10 +21,11 @@ namespace fedpar {
 
 using Clock = std::chrono::steady_clock;
 
-// The time point `seconds` from now (the deadlines every receive takes).
+// The time point `seconds` from now (the deadlines every receive takes); a wait over 30 years
+// (wait_seconds = 1e10: "forever") is 30 years, not an overflow into the past.
 inline Clock::time_point deadline_after(double seconds) {
-  return std::chrono::time_point_cast<Clock::duration>(Clock::now() +
-                                                       std::chrono::duration<double>(seconds));
+  return std::chrono::time_point_cast<Clock::duration>(
+      Clock::now() + std::chrono::duration<double>(std::min(seconds, 1e9)));
 }
 
 // Seconds since `t0` (round and compute timings).

@@ -78,7 +78,7 @@ void require(bool ok, const std::string& what) {
 TrainSetup resolve_train_setup(const Config& c) {
   TrainSetup s;
   s.device = c.get_string("device");
-  s.threads = int(c.get_int("threads"));
+  s.threads = c.get_int32("threads");
   require(s.threads >= 1 && s.threads <= 256, "threads must be between 1 and 256");
   s.results_dir = c.get_string("results_dir");
 
@@ -88,7 +88,7 @@ TrainSetup resolve_train_setup(const Config& c) {
 
   TrainOptions& t = s.train;
   t.seed = uint64_t(c.get_int("seed"));
-  t.epochs = int(c.get_int("train.epochs"));
+  t.epochs = c.get_int32("train.epochs");
   require(t.epochs >= 1, "train.epochs must be >= 1");
   t.batch = c.is_word("train.batch", "full") ? 0 : c.get_int("train.batch");
   require(t.batch >= 1 || c.is_word("train.batch", "full"), "train.batch must be >= 1 or \"full\"");

@@ -98,6 +98,27 @@ TEST(Optimizer, ADivergedRunEndsAtItsFirstNonFiniteUpdateAndKeepsItsModel) {
   EXPECT_EQ(jsonl(tmp / "res" / "diverged" / "metrics.jsonl").size(), size_t(at - 1));
 }
 
+// Finite updates, but the server's own step overflows: two clients send gradients scaled near
+// float's limit ([attack] scale) and momentum 0.9 adds them up past it. The run ends there with
+// the round before's model, finite, rather than saving an infinite one as its last.
+TEST(Optimizer, AServerStepThatOverflowsEndsTheRunWithTheModelBeforeIt) {
+  TempDir tmp;
+  const auto r = run_sgd(tmp, "overflow",
+                         "--set partition.clients=2 --set processes=2 --set sgd.batch=24 "
+                         "--set attack.kind=scale --set attack.clients=2 --set attack.scale=1e39 "
+                         "--set optimizer.momentum=0.9 --set optimizer.lr=1e-40 "
+                         "--set optimizer.warmup_steps=0 --set optimizer.schedule=constant");
+  ASSERT_EQ(r.code, 4) << r.err;
+  EXPECT_NE(r.err.find("the server's step left a non-finite value"), std::string::npos) << r.err;
+  const auto summary =
+      nlohmann::json::parse(std::ifstream(tmp / "res" / "overflow" / "summary.json"));
+  const int64_t at = summary["diverged_at_round"].get<int64_t>();
+  EXPECT_GE(at, 2) << "round 1's velocity is one gradient: finite";
+  EXPECT_EQ(summary["final"]["round"].get<int64_t>(), at - 1);
+  for (const float w : testing::final_params(tmp / "res" / "overflow"))
+    ASSERT_TRUE(std::isfinite(w));
+}
+
 TEST(Optimizer, LinearScalingMultipliesTheRateByTheGlobalBatch) {
   TempDir tmp;
   // 4 clients x 20 samples = 80 against a reference of 10: 8 x 0.3 (after the warm-up)

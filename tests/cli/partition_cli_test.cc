@@ -69,6 +69,16 @@ TEST(PartitionCli, BadRequestsExitTwoWithTheConstraint) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("beta must be > 0"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(tmp / "x" / "manifest.json"));
+  // a run whose partition leaves a client without samples stops before any process starts
+  std::ofstream(tmp / "run.toml") << "[data]\nname = 'synthetic'\niid = true\n"
+                                     "[partition]\nscheme = 'iid-quantity'\nclients = 100\n"
+                                     "min_size = 0\nbeta = 0.01\n";
+  r = run_fedpar(
+      "run " + (tmp / "run.toml").string() + " --set results_dir=" + (tmp / "res").string(),
+      tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no samples: raise partition.min_size"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "res" / "run"));
 }
 
 // The feature-noise scheme changes what the clients train on: with sigma = 0 the run is the IID

@@ -236,14 +236,16 @@ TEST(FedparRun, StopsEverythingWhenAClientDiesOrOnInterrupt) {
 
 // The run's own fault policy: model averaging (the server drops a missing client's updates at the
 // round's deadline), and an all-reduce ring with allreduce.elastic (the survivor goes on as a
-// ring of one), finish without a killed client process.
+// ring of one), finish without a killed client process. With fraction 0.5 of 4 clients on 2
+// processes, the rounds that sample only the dead process's clients keep the model and go on.
 TEST(FedparRun, ModelAveragingAndAnElasticRingGoOnWhenAClientDies) {
-  for (const std::string regime : {"regime=model", "topology=allreduce"}) {
+  for (const std::string regime : {"regime=model", "fraction=0.5", "topology=allreduce"}) {
     SCOPED_TRACE(regime);
     TempDir tmp;
     std::vector<pid_t> clients;
     std::vector<std::string> sets = {"rounds=40", regime, "wait_seconds=2",
                                      "stragglers.delay_seconds=0:0.05"};
+    if (regime == "fraction=0.5") sets.insert(sets.end(), {"regime=model", "partition.clients=4"});
     if (regime == "topology=allreduce")
       sets.insert(sets.end(), {"regime=gradient", "allreduce.elastic=true",
                                "allreduce.deadline_seconds=1", "partition.clients=2"});
@@ -256,6 +258,10 @@ TEST(FedparRun, ModelAveragingAndAnElasticRingGoOnWhenAClientDies) {
               std::string::npos)
         << testing::slurp(tmp / "run.err");
     EXPECT_NE(testing::slurp(tmp / "run.out").find("final model hash:"), std::string::npos);
+    if (regime == "fraction=0.5")  // 1 round in 6 samples clients 2 and 3 alone
+      EXPECT_NE(testing::slurp(tmp / "run.err").find("were on a dropped process"),
+                std::string::npos)
+          << testing::slurp(tmp / "run.err");
   }
 }
 

@@ -130,5 +130,23 @@ TEST(RunSpecAllReduceBackend, TheZmqRingByDefaultMpiWhereItCanSum) {
             std::string::npos);
 }
 
+// Values a config can hold but a run cannot use: refused by key, before anything starts.
+TEST(RunSpecValues, OutOfRangeAndNonFiniteValuesAreRefusedByKey) {
+  EXPECT_NE(refusal({"partition.clients=4294967300"})
+                .find("config key 'partition.clients' = 4294967300 is out of range"),
+            std::string::npos);
+  EXPECT_NE(refusal({"rounds=4294967306"}).find("'rounds'"), std::string::npos);
+  EXPECT_NE(refusal({"wait_seconds=inf"}).find("'wait_seconds' must be a finite number"),
+            std::string::npos);
+  EXPECT_NE(refusal({"local.server_lr=nan"}).find("'local.server_lr' must be a finite number"),
+            std::string::npos);
+  EXPECT_NE(refusal({"optimizer.gamma=0"}).find("optimizer.gamma must be > 0"), std::string::npos);
+  EXPECT_NE(refusal({"optimizer.min_lr=-1"}).find("optimizer.min_lr must be >= 0"),
+            std::string::npos);
+  EXPECT_NE(refusal({"regime=async", "fraction=0.5"}).find("fraction must be 1"),
+            std::string::npos);
+  EXPECT_EQ(spec({"wait_seconds=1e10"}).wait_seconds, 1e10) << "a long wait is a wait";
+}
+
 }  // namespace
 }  // namespace fedpar

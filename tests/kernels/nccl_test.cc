@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "core/device_collective.h"
 #include "kernels/cuda_info.h"
+#include "tests/kernels/gpu_fixture.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
@@ -50,7 +51,7 @@ TEST(Nccl, ARingOfOneGivesBackItsBytes) {
 #if !defined(FEDPAR_HAVE_NCCL)
   GTEST_SKIP() << "built without NCCL";
 #else
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device (" << cuda_describe() << ")";
+  FEDPAR_SKIP_WITHOUT_CUDA_DEVICE();
   const auto comm = nccl().join(nccl().unique_id(), 0, 1, 10);
   for (const size_t n : {size_t(10), size_t(1) << 20, size_t(3)}) {  // grows, then reuses
     std::vector<float> v(n);

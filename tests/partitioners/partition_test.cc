@@ -55,6 +55,20 @@ TEST(Partition, SchemesThatUseAllSamplesCoverEachExactlyOnce) {
   }
 }
 
+// Lognormal sizes: a sigma whose weights would overflow is refused by name; the largest allowed
+// still hands out every sample once.
+TEST(Partition, LognormalSizesRefuseASigmaThatWouldOverflow) {
+  const auto y = labels_like_mnist();
+  const PartitionParams p{
+      .scheme = "iid-quantity", .clients = 10, .sizes = "lognormal", .min_size = 1};
+  PartitionParams huge = p, widest = p;
+  huge.sigma = 1000;
+  widest.sigma = 50;
+  EXPECT_NE(testing::error_of([&] { run(y, huge); }).find("sigma must be in [0, 50], got 1000"),
+            std::string::npos);
+  EXPECT_EQ(check_disjoint(run(y, widest), y.size()), y.size());
+}
+
 TEST(Partition, IidSizesDifferByAtMostOne) {
   const auto y = labels_like_mnist(1003);
   const Manifest m = run(y, {.scheme = "iid", .clients = 10});
