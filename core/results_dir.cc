@@ -60,12 +60,45 @@ void ResultsDir::write_json(const std::string& file, const nlohmann::json& j) co
   write_text(file, j.dump(2) + "\n");
 }
 
+namespace {
+
+// The runs a suite or the equivalence experiment made inside a partial folder name it in their
+// config.resolved.toml (results_dir) and README.md ("run it again"): after the rename they must
+// name the folder that exists.
+void repoint_nested_runs(const std::string& old_path, const std::string& new_path,
+                         const fs::path& to) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(to, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    const std::string file = it->path().filename().string();
+    if (!it->is_regular_file() ||
+        (file != "config.resolved.toml" && file != "README.md" && file != "report.md"))
+      continue;
+    std::ifstream in(it->path());
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    bool changed = false;
+    for (size_t at = text.find(old_path); at != std::string::npos;
+         at = text.find(old_path, at + new_path.size())) {
+      text.replace(at, old_path.size(), new_path);
+      changed = true;
+    }
+    if (changed) std::ofstream(it->path(), std::ios::trunc) << text;
+  }
+}
+
+}  // namespace
+
 fs::path ResultsDir::commit(std::string_view suffix) {
   const std::string name = name_ + std::string(suffix);
   fs::path final_path = parent_ / name;
   for (int i = 2; fs::exists(final_path); ++i) final_path = parent_ / fmt::format("{}-{}", name, i);
   fs::rename(partial_, final_path);
   committed_ = true;
+  std::error_code ec;  // the runs write absolute paths, or the one they were given
+  repoint_nested_runs(fs::absolute(partial_, ec).string(), fs::absolute(final_path, ec).string(),
+                      final_path);
+  if (partial_.is_relative())
+    repoint_nested_runs(partial_.string(), final_path.string(), final_path);
   return final_path;
 }
 

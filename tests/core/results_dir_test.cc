@@ -38,6 +38,26 @@ TEST(ResultsDir, CompleteOrAbsentAndAKeptRunTakesItsSuffix) {
 
 // Partial folders of processes that died are debris and go when the next folder is made there,
 // unless they hold a checkpoint (a killed run to resume); a live process's folder stays.
+// A suite's runs live inside its partial folder while it runs and name it in their config and
+// README; once committed, they name the folder that exists.
+TEST(ResultsDir, RunsInsideAPartialFolderNameTheFinalOneAfterTheCommit) {
+  TempDir tmp;
+  ResultsDir dir(tmp / "res", "suite");
+  const std::string partial = dir.path().string();
+  std::filesystem::create_directories(dir.path() / "runs" / "a");
+  std::ofstream(dir.path() / "runs" / "a" / "config.resolved.toml")
+      << "results_dir = '" << partial << "/runs'\n";
+  std::ofstream(dir.path() / "runs" / "a" / "README.md")
+      << "fedpar run " << partial << "/runs/a/config.resolved.toml\n";
+  std::ofstream(dir.path() / "runs" / "a" / "metrics.jsonl") << partial << "\n";  // data: as is
+  const auto final_path = dir.commit();
+  EXPECT_EQ(testing::slurp(final_path / "runs" / "a" / "config.resolved.toml"),
+            "results_dir = '" + final_path.string() + "/runs'\n");
+  EXPECT_EQ(testing::slurp(final_path / "runs" / "a" / "README.md"),
+            "fedpar run " + final_path.string() + "/runs/a/config.resolved.toml\n");
+  EXPECT_EQ(testing::slurp(final_path / "runs" / "a" / "metrics.jsonl"), partial + "\n");
+}
+
 TEST(ResultsDir, SweepsTheDeadsPartialFoldersButKeepsCheckpoints) {
   TempDir tmp;
   const pid_t dead = ::fork();
