@@ -150,7 +150,7 @@ for round in $(seq "${ROUNDS:-1}"); do
     if [[ $side == fedpar ]]; then
       timeout "$(left)" ./build-gpu/bench_train --device cuda --json >>"$work/logs/fedpar.jsonl" 2>>"$work/logs/bench.err"
     else
-      timeout "$(left)" python3 bench/torch_ref.py --device cuda --threads 1 >>"$work/logs/torch.jsonl" 2>>"$work/logs/bench.err"
+      timeout "$(left)" python3 bench/torch_ref.py --device cuda >>"$work/logs/torch.jsonl" 2>>"$work/logs/bench.err"
     fi || fail "benchmark $side" "$work/logs/bench.err"
   done
 done
