@@ -334,6 +334,13 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
   require(n.mode != NetworkMode::kEmulated || s.topology != Topology::kAllReduce,
           "network.mode = \"emulated\" shapes the server's links, not the ring's between workers: "
           "it does not apply to topology = \"allreduce\"");
+  const bool lossy =
+      n.mode == NetworkMode::kEmulated &&
+      std::ranges::any_of(n.profiles, [](const LinkProfile& l) { return l.loss > 0; });
+  require(!lossy || !s.compression.downlink_delta,
+          "compression.downlink_delta sends each process the model's change, and a TASK the "
+          "emulated network loses would leave that process's model behind for good: use profiles "
+          "without loss, network.mode = \"simulated\", or downlink_delta = false");
   require(!n.on() || n.all_available() || sync_ps,
           "network: a profile with availability < 1 needs the parameter-server topology with "
           "regime = \"gradient\" or \"model\" (clients are left out of synchronous rounds)");

@@ -125,7 +125,9 @@ std::variant<ParsedMessage, ProtocolError> parse_message(
     if (codec) {
       const std::span<float> decoded =
           out.copy(expected_floats.empty() ? encoded_floats : expected_floats[i]);
-      const CodecContext ctx{out.header.round, out.header.client};
+      const CodecContext ctx{out.header.round, out.header.type == MessageType::kTask
+                                                   ? CodecContext::kDownlink
+                                                   : out.header.client};
       if (std::string why = codec->decode(f, ctx, decoded); !why.empty())
         return ProtocolError{fmt::format("{} vector {}: {}", type, i, why)};
       if (const size_t j = require_finite ? first_non_finite(decoded) : decoded.size();

@@ -13,7 +13,7 @@ Downlink::Downlink(const CompressionSpec& c, const ParamLayout& layout)
 WireMessage Downlink::encode(TaskMsg task, std::shared_ptr<const std::vector<float>> snapshot,
                              const Envelope& e) {
   const std::span<const float> model(*snapshot);
-  const CodecContext ctx{e.round, e.client};
+  const CodecContext ctx{e.round, CodecContext::kDownlink};
   if (!codec_ || (delta_ && replica_.empty())) {  // raw; a delta downlink starts from the model
     if (delta_) replica_.assign(model.begin(), model.end());
     task.vectors = {model};

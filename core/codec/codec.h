@@ -48,7 +48,10 @@ struct CodecParams {
 CodecParams with_layout(CodecParams p, const ParamLayout& layout);
 
 // What a vector's encoding may depend on besides its values (the message header carries both).
+// The server's downlink draws from a stream of its own (kDownlink, an id no client has), not from
+// client 0's: its rounding must not be correlated with that client's uplink in the same round.
 struct CodecContext {
+  static constexpr uint32_t kDownlink = 0xffffffff;
   uint64_t round = 0;
   uint32_t client = 0;
 };

@@ -71,6 +71,31 @@ TEST(Downlink, DeltaModeKeepsTheClientsReplicaInStepBitForBit) {
   }
 }
 
+// A random codec on the downlink draws from the downlink's own stream, not client 0's (whose
+// uplink draws from (round, 0) in the same round): the frame is the kDownlink encoding.
+TEST(Downlink, ARandomCodecDrawsFromTheDownlinksOwnStream) {
+  const CodecParams params{.seed = 9};
+  Downlink down(CompressionSpec{.downlink = "qsgd", .downlink_delta = true, .params = params});
+  CodecSet codecs;
+  codecs.add(make_codec("qsgd", params));
+  const size_t d = 500;
+  std::vector<float> x(d, 0.0f);
+  (void)down.encode(TaskMsg{.kind = TaskKind::kLocalTrain},
+                    std::make_shared<const std::vector<float>>(x), {0, 0, 0});
+  Rng rng(3, "downlink-stream");
+  for (auto& v : x) v = float(rng.normal());
+  const WireMessage m = down.encode(TaskMsg{.kind = TaskKind::kLocalTrain},
+                                    std::make_shared<const std::vector<float>>(x), {0, 0, 1});
+  const Received r = receive(m, codecs, d);  // decodes with the downlink's stream
+  ASSERT_TRUE(r.task.delta);
+  const auto qsgd = make_codec("qsgd", params);
+  std::vector<uint8_t> own, client0;
+  qsgd->encode(x, {1, CodecContext::kDownlink}, own);
+  qsgd->encode(x, {1, 0}, client0);
+  EXPECT_EQ(m.frames[2], own);
+  EXPECT_NE(own, client0);
+}
+
 TEST(Downlink, CastModeSendsTheRoundedModelAndRawModeItsFloats) {
   const std::vector<float> x = {1.0f, 1.0f + 0x1p-12f, -3.5f};
   const auto snapshot = std::make_shared<const std::vector<float>>(x);
