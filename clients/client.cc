@@ -83,7 +83,6 @@ class ClientProcess {
         uplink_(make_codec(s_.compression.uplink, with_layout(s_.compression.params, layout_))) {
     downlink_.add(make_codec(s_.compression.downlink, with_layout(s_.compression.params, layout_)));
     be_->set_precision(s_.optimizer.precision);  // every matrix product of this process
-    if (s_.optimizer.precision == Precision::kF16) scaler_.emplace();
     if (uplink_ && s_.compression.error_feedback) feedback_.emplace(*uplink_);
     log(fmt::format("computing on {}", be_->describe()));
     if (w.num_params != num_params_)
@@ -464,8 +463,7 @@ class ClientProcess {
         .drift = t.drift,
         .local_steps_max = s_.local_steps_max,
         .local_epochs_max = s_.local_epochs_max,
-        .accumulate = s_.optimizer.accumulate,
-        .scaler = scaler_ ? &*scaler_ : nullptr};
+        .accumulate = s_.optimizer.accumulate};
     const std::span<const float> control = scaffold_control(t);
     for (uint32_t c : t.clients) {
       const auto shard = shards_.find(c);
@@ -478,6 +476,7 @@ class ClientProcess {
         correction = scaffold_correction(control, mine);
       }
       Task local = task;
+      if (s_.optimizer.precision == Precision::kF16) local.scaler = &scalers_[c];
       local.correction = correction;
       local.correction_after_step = s_.scaffold_correction == ScaffoldCorrection::kAfterStep;
       LocalResult r =
@@ -535,7 +534,9 @@ class ClientProcess {
   std::vector<float> replica_;             // the model, with a delta downlink
   // SCAFFOLD: each hosted virtual client's control variate c_i, kept across rounds
   std::map<uint32_t, std::vector<float>> controls_;
-  std::optional<LossScaler> scaler_;  // fp16: the loss scale, carried from gradient to gradient
+  // fp16: each hosted client's loss scale, carried from its gradient to its next (one per client,
+  // not per process, so the model does not depend on how clients share processes)
+  std::map<uint32_t, LossScaler> scalers_;
 };
 
 }  // namespace

@@ -424,7 +424,7 @@ OptimizerSpec resolve_run_optimizer(const Config& c, const RunSpec& s) {
           "topology = \"parameter-server\" or \"allreduce\" (a pipeline splits its batch with "
           "pipeline.micro_batches)");
   require(!async || !fp16,
-          "optimizer.precision = \"fp16\" keeps a loss scale per client process, which fedpar "
+          "optimizer.precision = \"fp16\" keeps a loss scale per client, which fedpar "
           "replay cannot follow: use bf16 with regime = \"async\"");
   return o;
 }

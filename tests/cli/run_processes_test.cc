@@ -31,14 +31,14 @@ class Distributed : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(Distributed, SameBytesOverAnyTransportAndProcessCount) {
   TempDir tmp;
-  const std::vector<std::string> sets = {std::string("regime=") + GetParam(),
-                                         "rounds=4",
-                                         "partition.clients=6",
-                                         "local.steps=3",
-                                         "local.batch=20",
-                                         "optimizer.lr=0.05",
-                                         "optimizer.lr=0.5",
-                                         "fraction=0.5"};
+  const std::string param = GetParam();  // a regime, or "fp16": gradients in fp16, loss-scaled
+  std::vector<std::string> sets = {"rounds=4",       "partition.clients=6", "local.steps=3",
+                                   "local.batch=20", "optimizer.lr=0.05",   "optimizer.lr=0.5",
+                                   "fraction=0.5"};
+  if (param == "fp16")  // loss scales are per client: hosting does not change the bytes
+    sets.insert(sets.end(), {"regime=gradient", "optimizer.precision=fp16", "sgd.batch=20"});
+  else
+    sets.push_back("regime=" + param);
   const RunResult a = run_distributed(tmp, "tcp1", "tcp://127.0.0.1:*", 1, sets);
   ASSERT_EQ(a.server_code, 0) << a.err;
   ASSERT_EQ(a.hash.size(), 16u) << a.out;
@@ -66,7 +66,7 @@ TEST_P(Distributed, SameBytesOverAnyTransportAndProcessCount) {
   EXPECT_EQ(rounds, 4);
 }
 
-INSTANTIATE_TEST_SUITE_P(Regimes, Distributed, ::testing::Values("model", "gradient"));
+INSTANTIATE_TEST_SUITE_P(Regimes, Distributed, ::testing::Values("model", "gradient", "fp16"));
 
 TEST(FedparRun, SupervisesServerAndClientsAndGivesTheSameBytes) {
   TempDir tmp;
