@@ -102,6 +102,10 @@ static std::string_view last_part(std::string_view key) {
 
 void Config::check_key(const std::string& key, std::string_view source) const {
   if (types_.count(key)) return;
+  for (const std::string& other : elsewhere_)
+    if (key == other ||
+        (key.starts_with(other) && key.size() > other.size() && key[other.size()] == '.'))
+      throw Error(fmt::format("{}unknown config key '{}': {}", source, key, elsewhere_hint_));
   // Near matches: a close spelling of the whole key, or a key whose last part is (nearly) the
   // one given ("lr" -> optimizer.lr); the closest four, closest first.
   std::vector<std::pair<size_t, std::string>> near;

@@ -50,6 +50,12 @@ class Config {
   // The command that lists every key (e.g. "fedpar keys run"): an unknown key's error names it
   // rather than listing them all.
   void describe_keys_with(std::string command) { keys_command_ = std::move(command); }
+  // Keys (or tables: "train" covers train.*) of another command's configs: an unknown key among
+  // them gets `hint` (which command the file is for) instead of spelling guesses.
+  void refer_elsewhere(std::vector<std::string> keys, std::string hint) {
+    elsewhere_ = std::move(keys);
+    elsewhere_hint_ = std::move(hint);
+  }
 
   std::string to_toml() const;
   const std::vector<std::string>& keys() const { return keys_; }
@@ -70,6 +76,8 @@ class Config {
   static constexpr std::string_view kFromFlag = "--set";
   std::map<std::string, std::string> origin_;  // key -> the file that set it, or kFromFlag
   std::string keys_command_;
+  std::vector<std::string> elsewhere_;
+  std::string elsewhere_hint_;
 };
 
 }  // namespace fedpar

@@ -533,6 +533,9 @@ std::string run_defaults() {
 Config make_run_config(std::string_view extra_sections) {
   Config c(run_defaults() + std::string(extra_sections));
   c.describe_keys_with("fedpar keys run");
+  c.refer_elsewhere({"train"},
+                    "[train] is `fedpar train`'s table: is this a `fedpar train` "
+                    "config? (`fedpar train --config FILE` runs one)");
   c.allow_words("local.batch", {"full"});
   c.allow_words("sgd.batch", {"full"});
   c.list_of_strings("stragglers.slowdown");

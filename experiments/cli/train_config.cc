@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "core/model_data_config.h"
 #include "core/optimizer_config.h"
+#include "core/run_spec.h"
 
 namespace fedpar {
 
@@ -41,6 +42,14 @@ std::string train_defaults() {
 Config make_train_config() {
   Config c(train_defaults());
   c.describe_keys_with("fedpar keys train");
+  std::vector<std::string> run_only;  // a `fedpar run` config's keys that train has not
+  const Config run = make_run_config();
+  for (const std::string& k : run.keys())
+    if (std::ranges::find(c.keys(), k) == c.keys().end()) run_only.push_back(k);
+  c.refer_elsewhere(std::move(run_only),
+                    "a key of `fedpar run` configs (the server and its clients), not of "
+                    "centralized training: is this a `fedpar run` config? (`fedpar run FILE` runs "
+                    "one)");
   c.allow_words("train.batch", {"full"});
   return c;
 }

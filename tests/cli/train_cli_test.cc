@@ -143,6 +143,25 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"--config /nonexistent.toml", "File does not exist"}),
     [](const auto& info) { return "case" + std::to_string(info.index); });
 
+// A config given to the other command says which command it is for, not which key was misspelt.
+TEST(TrainCli, AConfigForTheOtherCommandSaysWhichItIsFor) {
+  testing::TempDir tmp;
+  std::ofstream(tmp / "train.toml") << "[train]\nbatch = 64\n";
+  std::ofstream(tmp / "run.toml") << "regime = 'model'\n";
+  CliRun r = run_fedpar("run " + (tmp / "train.toml").string(), tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("train.toml: unknown config key 'train.batch': [train] is `fedpar "
+                       "train`'s table: is this a `fedpar train` config?"),
+            std::string::npos)
+      << r.err;
+  r = run_fedpar("train --quiet --config " + (tmp / "run.toml").string(), tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown config key 'regime': a key of `fedpar run` configs"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("is this a `fedpar run` config?"), std::string::npos) << r.err;
+}
+
 TEST(TrainCli, ConfigFileErrorsNameTheFile) {
   testing::TempDir tmp;
   std::ofstream(tmp / "bad.toml") << "[train]\nepochz = 2\n";
