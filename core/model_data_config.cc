@@ -12,7 +12,7 @@ namespace fedpar {
 
 const char* const kModelDataDefaults = R"(
 [model]
-name = "2nn"            # logreg | linreg | mlp | 2nn | cnn
+name = "2nn"            # logreg | linreg | mlp | 2nn | cnn | lenet
 hidden = []             # mlp only: hidden widths, e.g. [200, 200]
 
 [data]

@@ -568,7 +568,8 @@ RunSpec resolve_run_spec(const Config& c) {
   s.eval_every = c.get_int32("eval_every");
   require(s.eval_every >= 1, "eval_every must be >= 1");
   s.stop_at_accuracy = c.get_float("stop_at_accuracy");
-  require(s.stop_at_accuracy >= 0 && s.stop_at_accuracy <= 1, "stop_at_accuracy must be in [0, 1]");
+  require(s.stop_at_accuracy >= 0 && s.stop_at_accuracy <= 1,
+          "stop_at_accuracy must be in [0, 1] (a fraction: 0.9 stops at 90%)");
   const std::string w = c.get_string("weighting");
   require(w == "samples" || w == "uniform",
           fmt::format("weighting must be samples or uniform, got '{}'", w));

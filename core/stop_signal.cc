@@ -15,8 +15,8 @@ void on_stop_signal(int sig) {
 
 }  // namespace
 
-Interrupted::Interrupted(int signal)
-    : Error(fmt::format("stopped by {}", signal_name(signal))), signal_(signal) {}
+Interrupted::Interrupted(int signal, bool kept)
+    : Error(fmt::format("stopped by {}", signal_name(signal))), signal_(signal), kept_(kept) {}
 
 void install_stop_handlers() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, on_stop_signal);

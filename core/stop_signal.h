@@ -12,11 +12,14 @@ namespace fedpar {
 // What a polled loop throws once a stop signal arrived; commands exit 128 + signal.
 class Interrupted : public Error {
  public:
-  explicit Interrupted(int signal);
+  // kept: the run's checkpoint was kept for --resume (said already), not everything removed
+  explicit Interrupted(int signal, bool kept = false);
   int signal() const { return signal_; }
+  bool kept() const { return kept_; }
 
  private:
   int signal_;
+  bool kept_;
 };
 
 void install_stop_handlers();

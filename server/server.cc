@@ -106,7 +106,7 @@ int run_server(Config cfg, const ServerOptions& opts) {
           kept.string(), kept.string());
       if (const auto* stop = dynamic_cast<const Interrupted*>(&e)) {  // still 128 + the signal
         fmt::print(stderr, "{}\n", note);
-        throw Interrupted(stop->signal());
+        throw Interrupted(stop->signal(), /*kept=*/true);
       }
       throw Error(fmt::format("{}\n{}", e.what(), note));
     }

@@ -51,8 +51,9 @@ namespace fedpar {
 int run_action(const std::string& command, const Action& action) {
   try {
     return action();
-  } catch (const Interrupted& e) {  // the partial results folder is already removed
-    fmt::print(stderr, "fedpar {}: {}; nothing was kept\n", command, e.what());
+  } catch (const Interrupted& e) {  // the partial results folder is removed, or kept for --resume
+    fmt::print(stderr, "fedpar {}: {}; {}\n", command, e.what(),
+               e.kept() ? "its checkpoint is kept (above)" : "nothing was kept");
     return 128 + e.signal();
   } catch (const Error& e) {
     fmt::print(stderr, "fedpar: error: {}\n", e.what());

@@ -61,7 +61,7 @@ const std::vector<FlagKey>& train_flags() {
       {"--seed", "seed", "run seed"},
       {"--device", "device", "cpu"},
       {"--threads", "threads", "CPU threads for matrix products"},
-      {"--model", "model.name", "logreg | linreg | mlp | 2nn | cnn"},
+      {"--model", "model.name", "logreg | linreg | mlp | 2nn | cnn | lenet"},
       {"--hidden", "model.hidden", "mlp hidden widths, e.g. 200,200"},
       {"--epochs", "train.epochs", "passes over the training set"},
       {"--batch", "train.batch", "batch size, or 'full'"},
