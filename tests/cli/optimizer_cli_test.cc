@@ -76,6 +76,17 @@ TEST(Optimizer, AccumulationChangesOnlyTheRoundingAndPrecisionsTrain) {
   }
 }
 
+// A diverged run's round (summary.json), after checking that the run kept and evaluated the
+// last finite model, the one of the round before.
+int64_t diverged_at_keeping_the_last_finite_model(const std::filesystem::path& run) {
+  const auto summary = nlohmann::json::parse(std::ifstream(run / "summary.json"));
+  const int64_t at = summary["diverged_at_round"].get<int64_t>();
+  EXPECT_EQ(summary["rounds_run"].get<int64_t>(), at - 1);
+  EXPECT_EQ(summary["final"]["round"].get<int64_t>(), at - 1) << "the last finite model, evaluated";
+  for (const float w : testing::final_params(run)) EXPECT_TRUE(std::isfinite(w));
+  return at;
+}
+
 // A rate far too large: the clients' gradients overflow to NaN. The run ends at that round with
 // the last finite model kept and evaluated (exit 4), rather than waiting out the deadline for an
 // update that cannot come.
@@ -86,15 +97,9 @@ TEST(Optimizer, ADivergedRunEndsAtItsFirstNonFiniteUpdateAndKeepsItsModel) {
                          "--set optimizer.lr=1e6 --set optimizer.warmup_steps=0");
   ASSERT_EQ(r.code, 4) << r.err;
   EXPECT_NE(r.err.find("fedpar: the training diverged: round"), std::string::npos) << r.err;
-  const auto summary =
-      nlohmann::json::parse(std::ifstream(tmp / "res" / "diverged" / "summary.json"));
-  const int64_t at = summary["diverged_at_round"].get<int64_t>();
+  const int64_t at = diverged_at_keeping_the_last_finite_model(tmp / "res" / "diverged");
   EXPECT_GE(at, 1);
   EXPECT_LT(at, 12) << "it diverged before the last round";
-  EXPECT_EQ(summary["rounds_run"].get<int64_t>(), at - 1);
-  EXPECT_EQ(summary["final"]["round"].get<int64_t>(), at - 1) << "the last finite model, evaluated";
-  for (const float w : testing::final_params(tmp / "res" / "diverged"))
-    ASSERT_TRUE(std::isfinite(w));
   EXPECT_EQ(jsonl(tmp / "res" / "diverged" / "metrics.jsonl").size(), size_t(at - 1));
 }
 
@@ -110,13 +115,8 @@ TEST(Optimizer, AServerStepThatOverflowsEndsTheRunWithTheModelBeforeIt) {
                          "--set optimizer.warmup_steps=0 --set optimizer.schedule=constant");
   ASSERT_EQ(r.code, 4) << r.err;
   EXPECT_NE(r.err.find("the server's step left a non-finite value"), std::string::npos) << r.err;
-  const auto summary =
-      nlohmann::json::parse(std::ifstream(tmp / "res" / "overflow" / "summary.json"));
-  const int64_t at = summary["diverged_at_round"].get<int64_t>();
-  EXPECT_GE(at, 2) << "round 1's velocity is one gradient: finite";
-  EXPECT_EQ(summary["final"]["round"].get<int64_t>(), at - 1);
-  for (const float w : testing::final_params(tmp / "res" / "overflow"))
-    ASSERT_TRUE(std::isfinite(w));
+  EXPECT_GE(diverged_at_keeping_the_last_finite_model(tmp / "res" / "overflow"), 2)
+      << "round 1's velocity is one gradient: finite";
 }
 
 TEST(Optimizer, LinearScalingMultipliesTheRateByTheGlobalBatch) {
