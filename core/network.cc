@@ -152,18 +152,29 @@ bool client_available(const NetworkSpec& n, uint64_t seed, uint32_t client, uint
   return Rng(seed, "net-available", client, uint32_t(round)).uniform_double() < a;
 }
 
+namespace {
+
+// The stream of one (direction, id, round, repeat) draw: a repeat gets its own purpose.
+Rng draw_stream(std::string_view what, std::string_view direction, uint64_t seed, uint32_t id,
+                uint32_t round, uint32_t repeat) {
+  const std::string purpose = repeat == 0 ? fmt::format("net-{}-{}", what, direction)
+                                          : fmt::format("net-{}-{}-{}", what, direction, repeat);
+  return Rng(seed, purpose, id, round);
+}
+
+}  // namespace
+
 double jitter_seconds(JitterKind kind, double scale, uint64_t seed, std::string_view direction,
-                      uint32_t link, uint32_t counter) {
+                      uint32_t id, uint32_t round, uint32_t repeat) {
   if (scale <= 0) return 0;
-  Rng r(seed, fmt::format("net-jitter-{}", direction), link, counter);
+  Rng r = draw_stream("jitter", direction, seed, id, round, repeat);
   return kind == JitterKind::kUniform ? scale * r.uniform_double() : scale * std::abs(r.normal());
 }
 
-bool message_lost(double loss, uint64_t seed, std::string_view direction, uint32_t link,
-                  uint32_t counter) {
+bool message_lost(double loss, uint64_t seed, std::string_view direction, uint32_t id,
+                  uint32_t round, uint32_t repeat) {
   if (loss <= 0) return false;
-  Rng r(seed, fmt::format("net-loss-{}", direction), link, counter);
-  return r.uniform_double() < loss;
+  return draw_stream("loss", direction, seed, id, round, repeat).uniform_double() < loss;
 }
 
 std::vector<uint32_t> network_participants(const NetworkSpec& n, uint64_t seed, uint64_t round,

@@ -65,13 +65,15 @@ NetworkSpec resolve_network(NetworkMode mode, JitterKind jitter, const std::stri
 inline double transfer_seconds(uint64_t bytes, double bps) { return double(bytes) * 8.0 / bps; }
 
 // The seeded draws. Purposes: "net-available" (client, round); the jitter and loss of a message
-// are keyed by a direction ("up" | "down"), a link id and a counter (the link's message count in
-// emulation, the round in simulation).
+// are keyed by a direction ("up" | "down"), an id (the virtual client; in emulation a TASK's
+// process link), the round, and `repeat`: how many messages with the same key came before on the
+// link (0 in synchronous runs; a repeat draws from its own stream). Keys by round, not by message
+// count, so a resumed run draws what the uninterrupted one drew for the same round.
 bool client_available(const NetworkSpec& n, uint64_t seed, uint32_t client, uint64_t round);
 double jitter_seconds(JitterKind kind, double scale, uint64_t seed, std::string_view direction,
-                      uint32_t link, uint32_t counter);
-bool message_lost(double loss, uint64_t seed, std::string_view direction, uint32_t link,
-                  uint32_t counter);
+                      uint32_t id, uint32_t round, uint32_t repeat = 0);
+bool message_lost(double loss, uint64_t seed, std::string_view direction, uint32_t id,
+                  uint32_t round, uint32_t repeat = 0);
 
 // Who of a round's sampled clients takes part: those available (the rest go to rec.unavailable)
 // and, in simulated mode, whose TASK and UPDATE are not lost (the rest go to rec.simulated_lost).

@@ -19,15 +19,26 @@ Clock::time_point from_seconds(double s) {
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)));
 }
 
-// The message type in frame 0 when it carries fedpar's magic (read, not validated: the engine
-// validates what it is handed).
-std::optional<MessageType> type_of(const Received& r) {
-  if (r.frames.empty() || r.frames[0].size() < 10) return std::nullopt;
+// The message's type, client and round from frame 0 when it carries fedpar's magic (read, not
+// validated: the engine validates what it is handed; a peer that lies only moves its own draws).
+struct Peeked {
+  MessageType type;
+  uint32_t client;
+  uint64_t round;
+};
+
+uint64_t little_endian(const uint8_t* b, int bytes) {
+  uint64_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i) v = v << 8 | b[i];
+  return v;
+}
+
+std::optional<Peeked> peek(const Received& r) {
+  if (r.frames.empty() || r.frames[0].size() < kHeaderBytes) return std::nullopt;
   const auto* b = static_cast<const uint8_t*>(r.frames[0].data());
-  uint32_t magic = 0;
-  for (int i = 3; i >= 0; --i) magic = magic << 8 | b[i];
-  if (magic != kProtocolMagic) return std::nullopt;
-  return MessageType(uint16_t(b[8] | b[9] << 8));
+  if (little_endian(b, 4) != kProtocolMagic) return std::nullopt;
+  return Peeked{MessageType(little_endian(b + 8, 2)), uint32_t(little_endian(b + 12, 4)),
+                little_endian(b + 24, 8)};
 }
 
 // Reads `source` until the earliest held message is due or the deadline passes; each message read
@@ -69,17 +80,35 @@ ShapedLink::ShapedLink(double bps, double latency, double jitter, double loss, J
       kind_(kind),
       seed_(seed),
       direction_(direction),
+      control_(direction + std::string("-control")),
       link_(link) {}
 
-std::optional<Clock::time_point> ShapedLink::admit(const Received& r, Clock::time_point now,
-                                                   bool lossy) {
-  const uint32_t n = uint32_t(messages_++);
-  if (lossy && message_lost(loss_, seed_, direction_, link_, uint32_t(lossy_++))) {
-    ++lost_;
-    return std::nullopt;
+uint32_t ShapedLink::repeat_of(const DrawKey& k) {
+  auto [it, fresh] = last_.try_emplace(k.id, k.round, 0);
+  auto& [round, repeats] = it->second;
+  if (fresh || round != k.round) {
+    round = k.round;
+    repeats = 0;
+  } else {
+    ++repeats;
   }
-  const double delay = latency_ + jitter_seconds(kind_, jitter_, seed_, direction_, link_, n);
-  return from_seconds(clock_.admit(to_seconds(now), r.bytes(), delay));
+  return repeats;
+}
+
+std::optional<Clock::time_point> ShapedLink::admit(const Received& r, Clock::time_point now,
+                                                   std::optional<DrawKey> lossy) {
+  double jitter = 0;
+  if (lossy) {
+    const uint32_t round = uint32_t(lossy->round), repeat = repeat_of(*lossy);
+    if (message_lost(loss_, seed_, direction_, lossy->id, round, repeat)) {
+      ++lost_;
+      return std::nullopt;
+    }
+    jitter = jitter_seconds(kind_, jitter_, seed_, direction_, lossy->id, round, repeat);
+  } else {
+    jitter = jitter_seconds(kind_, jitter_, seed_, control_, link_, uint32_t(control_messages_++));
+  }
+  return from_seconds(clock_.admit(to_seconds(now), r.bytes(), latency_ + jitter));
 }
 
 void DelayQueue::hold(Clock::time_point at, Received r) {
@@ -122,19 +151,27 @@ std::optional<Received> ShapedTransport::receive(Clock::time_point deadline) {
       [&](const Received& r, Clock::time_point now) -> std::optional<Clock::time_point> {
         const auto it = links_.find(r.peer);
         if (it == links_.end()) return now;  // not yet assigned: as it came
-        return it->second.admit(r, now, type_of(r) == MessageType::kUpdate);
+        const auto head = peek(r);
+        if (head && head->type == MessageType::kUpdate)
+          return it->second.admit(r, now, DrawKey{head->client, head->round});
+        return it->second.admit(r, now, std::nullopt);
       });
 }
 
 ShapedChannel::ShapedChannel(Channel& inner, const LinkProfile& p, JitterKind kind, uint64_t seed,
                              uint32_t link)
-    : inner_(inner), link_(p.down_bps, p.latency_s, p.jitter_s, p.loss, kind, seed, "down", link) {}
+    : inner_(inner),
+      link_(p.down_bps, p.latency_s, p.jitter_s, p.loss, kind, seed, "down", link),
+      link_id_(link) {}
 
 std::optional<Received> ShapedChannel::receive(Clock::time_point deadline) {
   return drain(
       queue_, deadline, [&](Clock::time_point t) { return inner_.receive(t); },
       [&](const Received& r, Clock::time_point now) {
-        return link_.admit(r, now, type_of(r) == MessageType::kTask);
+        const auto head = peek(r);
+        if (head && head->type == MessageType::kTask)
+          return link_.admit(r, now, DrawKey{link_id_, head->round});
+        return link_.admit(r, now, std::nullopt);
       });
 }
 

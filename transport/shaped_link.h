@@ -42,25 +42,36 @@ class LinkClock {
   double last_ = -std::numeric_limits<double>::infinity();
 };
 
-// One shaped link direction: its clock, profile numbers and the counters its seeded draws use.
+// What a lossy message's draws are keyed by (core/network.h): the virtual client of an UPDATE,
+// the process's link for a TASK (one goes to the whole process), and the header's round.
+struct DrawKey {
+  uint32_t id = 0;
+  uint64_t round = 0;
+};
+
+// One shaped link direction: its clock, profile numbers and the seeded draws of its messages.
 class ShapedLink {
  public:
   ShapedLink(double bps, double latency, double jitter, double loss, JitterKind kind, uint64_t seed,
              const char* direction, uint32_t link);
   // The arrival time of `r`, read off the socket at `now`; nullopt: the message is lost. Only
-  // `lossy` messages (the round's TASKs and UPDATEs) can be lost: setup and STOP always arrive.
-  std::optional<Clock::time_point> admit(const Received& r, Clock::time_point now, bool lossy);
-  uint64_t messages() const { return messages_; }
+  // messages with a `lossy` key (the round's TASKs and UPDATEs) can be lost: setup and STOP
+  // always arrive, with jitter drawn from the link's own count of them.
+  std::optional<Clock::time_point> admit(const Received& r, Clock::time_point now,
+                                         std::optional<DrawKey> lossy);
   uint64_t lost() const { return lost_; }
 
  private:
+  uint32_t repeat_of(const DrawKey& k);  // earlier messages on this link with the same key
+
   LinkClock clock_;
   double latency_, jitter_, loss_;
   JitterKind kind_;
   uint64_t seed_;
-  const char* direction_;
+  std::string direction_, control_;  // "up", "up-control" (the unlossy messages' jitter)
   uint32_t link_;
-  uint64_t messages_ = 0, lossy_ = 0, lost_ = 0;
+  uint64_t control_messages_ = 0, lost_ = 0;
+  std::map<uint32_t, std::pair<uint64_t, uint32_t>> last_;  // id -> (its last round, repeats)
 };
 
 // Messages held until their arrival time, released in arrival order (ties: in the order read).
@@ -111,6 +122,7 @@ class ShapedChannel final : public Channel {
  private:
   Channel& inner_;
   ShapedLink link_;
+  uint32_t link_id_;  // keys the TASKs' draws
   DelayQueue queue_;
 };
 

@@ -20,6 +20,7 @@
 #include "core/run_spec.h"
 #include "server/server.h"
 #include "tests/util/inproc_run.h"
+#include "tests/util/network_draws.h"
 #include "tests/util/run_fedpar.h"
 #include "tests/util/test_util.h"
 
@@ -177,37 +178,6 @@ TEST(NetworkRun, UnavailableClientsAreNotAskedAndTheRecordSaysWho) {
   EXPECT_EQ(run.hash, run_on_threads(tmp, "again", sets).hash);
 }
 
-// What the lossy links will drop in a run of `rounds`, from the same draws the links make: each
-// process's link is keyed by its first client (0 or 1) and counts its own TASKs (down) and
-// UPDATEs (up); a process that misses a round's deadline gets no more tasks. Empty when a round
-// would lose every client (the run stops then). `tasks_lost` counts the TASKs dropped.
-std::vector<std::set<uint32_t>> predicted_missing(uint64_t seed, double loss, int rounds,
-                                                  int& tasks_lost) {
-  std::vector<std::set<uint32_t>> out;
-  std::set<uint32_t> dropped;
-  uint32_t tasks[2] = {0, 0}, updates[2] = {0, 0};
-  tasks_lost = 0;
-  for (int r = 0; r < rounds; ++r) {
-    std::set<uint32_t> missing, newly;
-    for (uint32_t p = 0; p < 2; ++p) {
-      if (dropped.count(p)) {
-        missing.insert({p, p + 2});
-      } else if (message_lost(loss, seed, "down", p, tasks[p]++)) {
-        missing.insert({p, p + 2});
-        newly.insert(p);
-        ++tasks_lost;
-      } else {
-        for (uint32_t c : {p, p + 2})
-          if (message_lost(loss, seed, "up", p, updates[p]++)) missing.insert(c), newly.insert(p);
-      }
-    }
-    if (missing.size() == 4) return {};
-    dropped.insert(newly.begin(), newly.end());
-    out.push_back(missing);
-  }
-  return out;
-}
-
 // Two runs with seeds whose draws lose an UPDATE (one client of a process missing, then the
 // process) and a TASK (both of its clients at once): the round records' `missing` lists are the
 // ones predicted from the seed.
@@ -219,7 +189,7 @@ TEST(NetworkRun, LostMessagesMissTheDeadlineAsTheSeededDrawsSay) {
     uint64_t seed = 1;
     std::vector<std::set<uint32_t>> expected;
     for (int tasks_lost = -1; seed < 500; ++seed) {  // something lost, never a whole round
-      expected = predicted_missing(seed, loss, rounds, tasks_lost);
+      expected = testing::predicted_missing(seed, loss, rounds, tasks_lost);
       if (!expected.empty() && !expected.back().empty() && tasks_lost == want_tasks_lost) break;
     }
     ASSERT_LT(seed, 500u);

@@ -4,16 +4,21 @@
 // SCAFFOLD's control variates (the server's c and every client's c_i, which the new client
 // processes get in their WELCOME) and error-feedback residuals all come back. A resume with another
 // config is refused.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "core/checkpoint.h"
 #include "tests/util/distributed_run.h"
+#include "tests/util/network_draws.h"
 #include "tests/util/process.h"
 #include "tests/util/test_util.h"
 
@@ -68,9 +73,10 @@ std::filesystem::path killed_run(const TempDir& tmp, const std::string& tag,
 
 // The uninterrupted run's hash, then the killed and resumed run's: the same bytes, every round's
 // metrics line once, and the killed run's folder gone.
-void expect_resume_gives_the_same_bytes(const std::string& tag,
-                                        const std::vector<std::string>& sets,
-                                        bool client_only = false) {
+// `also` looks at the resumed run's folder.
+void expect_resume_gives_the_same_bytes(
+    const std::string& tag, const std::vector<std::string>& sets, bool client_only = false,
+    const std::function<void(const std::filesystem::path&)>& also = {}) {
   TempDir tmp;
   const auto full =
       testing::run_distributed(tmp, tag + "-full", "ipc://" + (tmp / "f").string(), 2, sets);
@@ -88,6 +94,7 @@ void expect_resume_gives_the_same_bytes(const std::string& tag,
   int expect = 1;
   while (std::getline(in, line)) EXPECT_EQ(nlohmann::json::parse(line)["round"], expect++);
   EXPECT_EQ(expect, 31);
+  if (also) also(tmp / "res" / tag);
 }
 
 // 30 rounds of at least 50 ms (client 0 waits before each update), so the kill lands mid-run.
@@ -147,6 +154,37 @@ TEST(Resume, ErrorFeedbackResidualsComeBackAfterASigkill) {
 TEST(Resume, AFailedRunKeepsItsCheckpointAndFinishesWhenResumed) {
   expect_resume_gives_the_same_bytes(
       "failed", with(kLong, {"regime=gradient", "sgd.batch=16", "wait_seconds=3"}), true);
+}
+
+// Emulated lossy links draw by round: the resumed run (from round 6) loses the messages of the
+// rounds after it that the uninterrupted run lost, so the same process drops out in the same round
+// and the bytes agree. The seed is one whose first loss comes after the checkpoint and that never
+// loses both processes; each round's `missing` is the one predicted from the draws.
+TEST(Resume, AnEmulatedLossyRunLosesTheSameMessagesAfterTheResume) {
+  const double loss = 0.03;
+  std::vector<std::set<uint32_t>> expected;
+  uint64_t seed = 1;
+  for (int tasks_lost = 0; seed < 5000; ++seed) {
+    expected = testing::predicted_missing(seed, loss, 30, tasks_lost);
+    const auto first =
+        std::find_if(expected.begin(), expected.end(), [](const auto& m) { return !m.empty(); });
+    if (first != expected.end() && first - expected.begin() >= 9 && first - expected.begin() < 25)
+      break;
+  }
+  ASSERT_LT(seed, 5000u);
+  expect_resume_gives_the_same_bytes(
+      "lossy",
+      with(kLong, {"regime=model", "local.steps=2", fmt::format("seed={}", seed), "wait_seconds=1",
+                   "network.mode=emulated", "network.profile=custom", "network.custom.down_bps=1e9",
+                   "network.custom.up_bps=1e9", fmt::format("network.custom.loss={}", loss)}),
+      false, [&](const std::filesystem::path& dir) {
+        std::ifstream in(dir / "metrics.jsonl");
+        std::string line;
+        for (size_t r = 0; std::getline(in, line) && r < expected.size(); ++r)
+          EXPECT_EQ(nlohmann::json::parse(line).at("missing").get<std::set<uint32_t>>(),
+                    expected[r])
+              << "round " << r + 1 << " (seed " << seed << ")";
+      });
 }
 
 // A server on its own that must refuse to start: its exit code and stderr.

@@ -258,10 +258,11 @@ TEST(FedparRun, ModelAveragingAndAnElasticRingGoOnWhenAClientDies) {
               std::string::npos)
         << testing::slurp(tmp / "run.err");
     EXPECT_NE(testing::slurp(tmp / "run.out").find("final model hash:"), std::string::npos);
-    if (regime == "fraction=0.5")  // 1 round in 6 samples clients 2 and 3 alone
+    if (regime == "fraction=0.5") {  // 1 round in 6 samples clients 2 and 3 alone
       EXPECT_NE(testing::slurp(tmp / "run.err").find("were on a dropped process"),
                 std::string::npos)
           << testing::slurp(tmp / "run.err");
+    }
   }
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <set>
 #include <thread>
@@ -81,15 +82,17 @@ LinkProfile profile(double down, double up, double latency, double loss = 0) {
   return {.name = "test", .down_bps = down, .up_bps = up, .latency_s = latency, .loss = loss};
 }
 
-WireMessage message(MessageType type, uint32_t index, size_t floats) {
+WireMessage message(MessageType type, uint32_t index, size_t floats, uint64_t round = 0) {
   auto data = std::make_shared<std::vector<float>>(floats, float(index));
   const std::vector<std::span<const float>> vecs = {*data};
-  return encode_message(type, index, 1, 0, {{"i", index}}, vecs, data);
+  return encode_message(type, index, 1, round, {{"i", index}}, vecs, data);
 }
 
-uint32_t index_of(const Received& r) {
-  return std::get<ParsedMessage>(parse_message(r.spans())).header.client;
+Header header_of(const Received& r) {
+  return std::get<ParsedMessage>(parse_message(r.spans())).header;
 }
+
+uint32_t index_of(const Received& r) { return header_of(r).client; }
 
 // A client's channel with an 8 Mbit/s, 50 ms downlink: 100,000 bytes arrive 0.15 s after they
 // were sent, the next 0.1 s later (the link was busy), and a deadline before the arrival returns
@@ -143,9 +146,10 @@ TEST(ShapedTransport, ShapesEachAssignedPeersUplink) {
   EXPECT_LT(since(t1), expected + 0.05);
 }
 
-// Half the UPDATEs on a lossy uplink are dropped: the same ones on every run with the same seed
-// (those message_lost draws), others with another seed; HELLO and ERROR are never lost.
-std::vector<uint32_t> delivered(uint64_t seed, MessageType type, int n) {
+using Sent = std::vector<std::pair<uint32_t, uint64_t>>;  // (client, round) in the header
+
+// The messages of `type` that came through a lossy uplink (loss 0.5) out of `sent`, in order.
+Sent delivered(uint64_t seed, MessageType type, const Sent& sent) {
   zmq::context_t ctx;
   auto spec = resolve_network(NetworkMode::kEmulated, JitterKind::kUniform, "custom", "", {},
                               profile(1e9, 1e9, 0, 0.5), seed, 1);
@@ -155,29 +159,68 @@ std::vector<uint32_t> delivered(uint64_t seed, MessageType type, int n) {
   const auto hello = server.receive(deadline_after(5));
   EXPECT_TRUE(hello);
   server.assign(hello->peer, {0});
-  for (int i = 0; i < n; ++i) a->send(message(type, uint32_t(i), 4));
-  a->send(message(MessageType::kStop, uint32_t(n), 0));  // never lost: marks the end
-  std::vector<uint32_t> got;
+  for (const auto& [client, round] : sent) a->send(message(type, client, 4, round));
+  constexpr uint32_t kEnd = 1u << 30;
+  a->send(message(MessageType::kStop, kEnd, 0));  // never lost: marks the end
+  Sent got;
   while (auto r = server.receive(deadline_after(5))) {
-    const uint32_t i = index_of(*r);
-    if (i == uint32_t(n)) break;
-    got.push_back(i);
+    const Header h = header_of(*r);
+    if (h.client == kEnd) break;
+    got.emplace_back(h.client, h.round);
   }
-  EXPECT_EQ(server.lost(), uint64_t(n) - got.size());
+  EXPECT_EQ(server.lost(), sent.size() - got.size());
   return got;
 }
 
+// Those of `sent` whose draws (repeat: their copy number) keep them.
+Sent kept(uint64_t seed, const Sent& sent, uint32_t repeat = 0) {
+  Sent out;
+  for (const auto& [c, r] : sent)
+    if (!message_lost(0.5, seed, "up", c, uint32_t(r), repeat)) out.emplace_back(c, r);
+  return out;
+}
+
+// Half the UPDATEs on a lossy uplink are dropped: the same ones on every run with the same seed
+// (the message_lost draws of their (client, round), as simulated mode draws them), others with
+// another seed; ERROR is never lost.
 TEST(ShapedTransport, LosesTheSameUpdatesForTheSameSeed) {
-  const auto first = delivered(11, MessageType::kUpdate, 64);
-  EXPECT_EQ(first, delivered(11, MessageType::kUpdate, 64));
-  std::vector<uint32_t> expected;
-  for (uint32_t i = 0; i < 64; ++i)
-    if (!message_lost(0.5, 11, "up", 0, i)) expected.push_back(i);
-  EXPECT_EQ(first, expected);
+  Sent sent;
+  for (uint32_t i = 0; i < 64; ++i) sent.emplace_back(i, 0);
+  const auto first = delivered(11, MessageType::kUpdate, sent);
+  EXPECT_EQ(first, delivered(11, MessageType::kUpdate, sent));
+  EXPECT_EQ(first, kept(11, sent));
   EXPECT_GT(first.size(), 16u);
   EXPECT_LT(first.size(), 48u);
-  EXPECT_NE(first, delivered(12, MessageType::kUpdate, 64));
-  EXPECT_EQ(delivered(11, MessageType::kError, 64).size(), 64u);
+  EXPECT_NE(first, delivered(12, MessageType::kUpdate, sent));
+  EXPECT_EQ(delivered(11, MessageType::kError, sent).size(), 64u);
+}
+
+// The draws follow the header's round, not how many messages the link has carried: a run resumed
+// at round 32 loses the UPDATEs of rounds 32.. that the uninterrupted run lost. A second UPDATE
+// with the same (client, round) (async) draws from its own stream, not the first one's.
+TEST(ShapedTransport, LosesByRoundSoAResumedRunLosesWhatTheUninterruptedOneLost) {
+  Sent all, resumed, twice;
+  for (uint64_t r = 0; r < 64; ++r) {
+    all.emplace_back(3, r);
+    if (r >= 32) resumed.emplace_back(3, r);
+    twice.insert(twice.end(), 2, {3, r});
+  }
+  Sent after;
+  for (const auto& m : delivered(5, MessageType::kUpdate, all))
+    if (m.second >= 32) after.push_back(m);
+  EXPECT_EQ(delivered(5, MessageType::kUpdate, resumed), after);
+  EXPECT_EQ(after, kept(5, resumed));
+  EXPECT_GT(after.size(), 4u);
+  EXPECT_LT(after.size(), 28u);
+
+  const Sent got = delivered(5, MessageType::kUpdate, twice);
+  EXPECT_NE(kept(5, all), kept(5, all, 1));
+  for (uint64_t r = 0; r < 64; ++r) {
+    const auto copies = std::count(got.begin(), got.end(), std::pair<uint32_t, uint64_t>(3, r));
+    EXPECT_EQ(copies, !message_lost(0.5, 5, "up", 3, uint32_t(r), 0) +
+                          !message_lost(0.5, 5, "up", 3, uint32_t(r), 1))
+        << "round " << r;
+  }
 }
 
 TEST(ShapedChannel, LosesTheSameTasksForTheSameSeed) {
@@ -188,7 +231,8 @@ TEST(ShapedChannel, LosesTheSameTasksForTheSameSeed) {
     ShapedChannel client(*raw, profile(1e9, 1e9, 0, 0.3), JitterKind::kUniform, seed, 5);
     client.send(message(MessageType::kHello, 0, 0));
     const auto hello = server->receive(deadline_after(5));
-    for (uint32_t i = 0; i < 50; ++i) server->send(hello->peer, message(MessageType::kTask, i, 4));
+    for (uint32_t i = 0; i < 50; ++i)
+      server->send(hello->peer, message(MessageType::kTask, i, 4, /*round=*/i));
     server->send(hello->peer, message(MessageType::kStop, 50, 0));
     std::vector<uint32_t> got;
     while (auto r = client.receive(deadline_after(5))) {
