@@ -6,6 +6,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstring>
+#include <random>
 #include <zmq_addon.hpp>
 
 #include "core/check.h"
@@ -31,6 +32,16 @@ bool wait_readable(zmq::socket_t& sock, Clock::time_point deadline) {
   }
 }
 
+// 16 random bytes naming a client process to the server's ROUTER for the whole run (a leading
+// zero byte is ZeroMQ's, so the first is never 0). Unguessable, so no other peer can take it.
+std::string random_routing_id() {
+  std::random_device rd;
+  std::string id(16, '\0');
+  for (char& b : id) b = char(rd());
+  id[0] = char(uint8_t(id[0]) | 1u);
+  return id;
+}
+
 // Owns a context unless it was given one (inproc peers share theirs).
 class ZmqSocket {
  public:
@@ -54,6 +65,9 @@ class ZmqTransport final : public Transport {
       : sock_(ctx, zmq::socket_type::router) {
     sock_.get().set(zmq::sockopt::linger, 2000);  // lets the final STOP reach the clients on close
     sock_.get().set(zmq::sockopt::maxmsgsize, max_frame_bytes);
+    // A client that reconnects (its TCP connection dropped) comes back with its routing id: the
+    // new connection takes the name over, so the server still knows the process.
+    sock_.get().set(zmq::sockopt::router_handover, true);
     if (curve) {  // the guard answers ZAP before the first peer can connect
       guard_ = std::make_unique<CurveGuard>(sock_.context(), &sock_.get(), curve->allowed, quiet);
       make_curve_server(sock_.get(), *curve);
@@ -93,6 +107,10 @@ class ZmqChannel final : public Channel {
       : sock_(ctx, zmq::socket_type::dealer), endpoint_(endpoint) {
     sock_.get().set(zmq::sockopt::linger, 0);
     sock_.get().set(zmq::sockopt::maxmsgsize, max_frame_bytes);
+    // One name for the whole run: after a dropped connection ZeroMQ reconnects, and the updates
+    // queued meanwhile reach the server as this process's (a ROUTER would name a new connection
+    // anew and refuse them as a stranger's).
+    sock_.get().set(zmq::sockopt::routing_id, random_routing_id());
     // ZMTP heartbeats end a connection whose server host went silent; a server process that
     // died ends it at once. The monitor tells receive() when the connection is gone.
     sock_.get().set(zmq::sockopt::heartbeat_ivl, 1000);

@@ -1,0 +1,61 @@
+// A client's TCP connection that drops mid-run: ZeroMQ reconnects, and the process stays in the
+// run because it comes back under the routing id it had (transport/transport.cc). Real server and
+// client processes; the clients reach the server through a relay that resets their connections.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/util/distributed_run.h"
+#include "tests/util/process.h"
+#include "tests/util/tcp_proxy.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using testing::TempDir;
+
+// 5 rounds of 4 clients on 2 processes; client 0 waits 1 s before each update, so a cut 0.3 s
+// into round 3 lands while its process computes and the other one waits for its next task.
+const std::vector<std::string> kSets = {"regime=model", "rounds=5", "partition.clients=4",
+                                        "stragglers.delay_seconds=0:1", "wait_seconds=5"};
+
+// Both connections are reset during round 3. Each client reconnects (the relay accepts 4
+// connections in all), the update queued meanwhile reaches the server as its process's, nobody
+// misses a deadline, and the run ends with the bytes of the same run without the relay.
+TEST(DistributedFaults, AConnectionThatDropsAndComesBackKeepsItsProcessInTheRun) {
+  TempDir tmp;
+  const auto direct = testing::run_distributed(tmp, "direct", "tcp://127.0.0.1:*", 2, kSets);
+  ASSERT_EQ(direct.server_code, 0) << direct.err;
+
+  const pid_t server =
+      testing::spawn_fedpar(testing::server_args(tmp, "cut", "cut", "tcp://127.0.0.1:*", 2, kSets),
+                            tmp / "cut.out", tmp / "cut.err");
+  const std::string endpoint = testing::wait_for_file(tmp / "cut.ep", 20);
+  std::smatch port;
+  ASSERT_TRUE(std::regex_search(endpoint, port, std::regex(":([0-9]+)$"))) << endpoint;
+  testing::TcpProxy relay(uint16_t(std::stoi(port[1])));
+  const auto clients =
+      testing::spawn_clients(2, "tcp://127.0.0.1:" + std::to_string(relay.port()), tmp.path());
+  testing::wait_for_round(tmp, "cut", 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  relay.cut();
+  const int code = testing::wait_exit(server, 60).value_or(-99);
+  for (pid_t c : clients) EXPECT_EQ(testing::wait_exit(c, 30).value_or(-99), 0);
+  const std::string err = testing::slurp(tmp / "cut.err");
+  ASSERT_EQ(code, 0) << err;
+  EXPECT_EQ(relay.accepted(), 4);
+  EXPECT_EQ(err.find("no update from"), std::string::npos) << err;
+  EXPECT_NE(err.find("round 5/5: 4 updates"), std::string::npos) << err;
+  std::smatch hash;
+  const std::string out = testing::slurp(tmp / "cut.out");
+  ASSERT_TRUE(std::regex_search(out, hash, std::regex("final model hash: ([0-9a-f]{16})"))) << out;
+  EXPECT_EQ(hash[1], direct.hash);
+}
+
+}  // namespace
+}  // namespace fedpar
