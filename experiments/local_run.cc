@@ -308,7 +308,7 @@ int run_interrupted_by() { return g_interrupted; }
 
 int run_locally(Config cfg, const LocalRunOptions& opts) {
   cfg.set("bind", opts.bind.empty() ? "tcp://127.0.0.1:*" : opts.bind);
-  const RunSpec s = resolve_run_spec(cfg);  // a bad key fails before any process starts
+  const RunSpec s = resolve_run_spec_counting_users(cfg);  // a bad key fails before any start
   if (s.ring_backend == RingBackend::kMpi)
     throw Error(fmt::format(
         "allreduce.backend = \"mpi\" sums through MPI, whose launcher starts the processes: "

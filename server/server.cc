@@ -46,7 +46,7 @@ bool reachable_from_outside(const std::string& bind) {
 }  // namespace
 
 int run_server(Config cfg, const ServerOptions& opts) {
-  const RunSpec s = resolve_run_spec(cfg);
+  const RunSpec s = resolve_run_spec_counting_users(cfg);
   install_stop_handlers();
   cfg.set("name", s.name);
   RunContext run(cfg, s);

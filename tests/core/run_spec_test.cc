@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "tests/util/run_spec_util.h"
 #include "tests/util/test_util.h"
 
@@ -152,6 +154,32 @@ TEST(RunSpecValues, OutOfRangeAndNonFiniteValuesAreRefusedByKey) {
             std::string::npos);
   EXPECT_NO_THROW(spec({"network.mode=simulated", "network.profile=3g", "compression.downlink=fp16",
                         "compression.downlink_delta=true"}));
+}
+
+// The natural scheme's clients = 0 (one per user) becomes the data's count of users before
+// anything reads it: a network mixture deals all 12 devices, an attack may name 2 of them, and the
+// config the clients get says 12. Left at 0, the mixture dealt no client (all had the first
+// profile) and the attack was refused. An explicit count, or another scheme, stays as it is.
+TEST(RunSpecValues, NaturalClientsZeroBecomesTheDatasCountOfUsers) {
+  Config c = make_run_config();
+  c.set_all({"partition.scheme=natural", "partition.clients=0", "data.name=synthetic",
+             "data.devices=12", "network.mode=simulated", "network.heterogeneous=wifi:0.5,3g:0.5",
+             "attack.kind=sign-flip", "attack.clients=2"});
+  EXPECT_NE(refusal({"partition.scheme=natural", "partition.clients=0", "data.name=synthetic",
+                     "attack.kind=sign-flip", "attack.clients=2"})
+                .find("attack.clients = 2"),
+            std::string::npos);
+  const RunSpec s = resolve_run_spec_counting_users(c);
+  EXPECT_EQ(s.partition.clients, 12);
+  EXPECT_EQ(c.get_int("partition.clients"), 12);
+  ASSERT_EQ(s.network.client_profile.size(), 12u);
+  const std::set<uint32_t> dealt(s.network.client_profile.begin(), s.network.client_profile.end());
+  EXPECT_EQ(dealt.size(), 2u);
+  for (const char* other : {"partition.clients=7", "partition.scheme=iid"}) {
+    Config d = make_run_config();
+    d.set_all({"data.name=synthetic", "partition.clients=7", other});
+    EXPECT_EQ(resolve_run_spec_counting_users(d).partition.clients, 7) << other;
+  }
 }
 
 }  // namespace
