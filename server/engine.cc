@@ -119,8 +119,10 @@ void Engine::add_peer(const Received& r, const HelloMsg& hello) {
 }
 
 // Virtual clients are dealt in proportion to the processes' slots: each goes to the process with
-// the fewest clients per slot (earliest HELLO on ties). Results do not depend on this. A
-// model-parallel group shares its replica's client instead.
+// the fewest clients per slot, ties to the one with the most slots, then the earliest HELLO. So
+// which clients share a process depends on the slots, not on who said HELLO first (an emulated
+// process's link and its losses are its first client's). A model-parallel group shares its
+// replica's client instead.
 void Engine::deal_clients() {
   if (s_.model_parallel()) {  // every process of replica r (a stage or a rank) holds client r
     const size_t parts = size_t(s_.model_parts());
@@ -131,9 +133,12 @@ void Engine::deal_clients() {
     }
     return;
   }
+  std::vector<std::string> by_slots = order;
+  std::stable_sort(by_slots.begin(), by_slots.end(),
+                   [&](const auto& a, const auto& b) { return peers[a].slots > peers[b].slots; });
   for (uint32_t c = 0; c < num_clients; ++c) {
-    const std::string* best = &order[0];
-    for (const auto& id : order) {
+    const std::string* best = &by_slots[0];
+    for (const auto& id : by_slots) {
       const Peer &p = peers[id], &b = peers[*best];
       if (p.clients.size() * size_t(b.slots) < b.clients.size() * size_t(p.slots)) best = &id;
     }

@@ -129,6 +129,8 @@ TEST(Distributed, VirtualClientsFollowSlotsAndBytesAreCountedPerProcess) {
   std::multiset<std::pair<int, size_t>> hosts;  // (slots, virtual clients)
   for (const auto& h : summary["hosts"]) hosts.insert({h["slots"], h["clients"].size()});
   EXPECT_EQ(hosts, (std::multiset<std::pair<int, size_t>>{{1, 2}, {3, 6}}));
+  for (const auto& h : summary["hosts"])  // the most slots first, whoever said HELLO first
+    EXPECT_EQ(h["clients"][0] == 0, h["slots"] == 3) << h;
 
   std::ifstream in(tmp / "res/slots/metrics.jsonl");
   std::string line;
