@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
@@ -21,11 +22,29 @@ const std::map<std::string, std::string>& file_notes() {
       {"summary.json", "the final evaluation, the model hash, the hosts and their clients"},
       {"model.safetensors", "the final parameters"},
       {"updates.jsonl", "every asynchronous arrival, for `fedpar replay` (the same bytes again)"},
-      {"network.json", "the emulated links, one profile per client"},
+      {"network.json", "the network's profiles ([network] mode), and each client's"},
       {"checkpoint.bin", "the last checkpoint (`--resume` continues from it)"},
       {"params", "parameter snapshots every `diagnostics.save_params_every` rounds"},
       {"README.md", "this file"}};
   return notes;
+}
+
+// The keys whose values differ from the defaults (the config file's and the --set flags'), so a
+// reader sees what this run chose without reading every key of config.resolved.toml.
+std::string settings_table(const Config& cfg) {
+  const Config defaults = make_run_config();
+  std::string rows;
+  for (const std::string& key : cfg.keys()) {
+    const std::string value = cfg.value_text(key);
+    const auto& known = defaults.keys();
+    if (std::find(known.begin(), known.end(), key) == known.end() ||
+        value != defaults.value_text(key))
+      rows += fmt::format("| `{}` | `{}` |\n", key, value);
+  }
+  if (rows.empty()) return "## Settings\n\nEvery key at its default.\n\n";
+  return "## Settings\n\nThe keys this run set to other values than the defaults (all of them "
+         "are in `config.resolved.toml`):\n\n| key | value |\n|---|---|\n" +
+         rows + "\n";
 }
 
 }  // namespace
@@ -69,6 +88,7 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
                "a new run ends elsewhere, and `fedpar replay` recomputes this one's bytes from "
                "`updates.jsonl`.\n\n"
              : "The same config gives the same final model hash.\n\n");
+  md << settings_table(cfg);
   md << "## Files\n\n";
   std::set<std::string> names = {"README.md"};
   std::error_code ec;

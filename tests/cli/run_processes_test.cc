@@ -98,6 +98,10 @@ TEST(FedparRun, SupervisesServerAndClientsAndGivesTheSameBytes) {
   for (const char* file : {"`metrics.jsonl`: one JSON", "`summary.json`: the final",
                            "`model.safetensors`: the final parameters", "`README.md`: this file"})
     EXPECT_NE(readme.find(file), std::string::npos) << file << "\n" << readme;
+  for (const char* setting : {"| `partition.clients` | `5` |", "| `local.steps` | `2` |",
+                              "| `name` | `'viarun'` |"})  // what the file and --set chose
+    EXPECT_NE(readme.find(setting), std::string::npos) << setting << "\n" << readme;
+  EXPECT_EQ(readme.find("| `optimizer.lr` |"), std::string::npos) << "a default is not listed";
   const auto config = tmp / "res/viarun/config.resolved.toml";  // results_dir is absolute here
   ASSERT_NE(readme.find("fedpar run " + config.string()), std::string::npos) << readme;
   EXPECT_NE(readme.find("The same config gives the same final model hash."), std::string::npos);
