@@ -28,6 +28,7 @@ struct Compared {
 struct Axis {
   std::string name;
   const std::vector<double>& (*column)(const RunCurves&);
+  std::string unit;  // what the table's columns call its values ("MB" for bytes)
 };
 
 const std::vector<double>& accuracy_of(const RunCurves& c) { return c.accuracy; }
@@ -44,11 +45,12 @@ Axis metric_axis(const std::string& m) {
 }
 
 Axis x_axis(const std::string& x) {
-  if (x == "round") return {"round", round_of};
-  if (x == "samples") return {"samples processed by all clients", samples_of};
-  if (x == "bytes") return {"MB sent + received at the server", mb_of};
+  if (x == "round") return {"round", round_of, "round"};
+  if (x == "samples") return {"samples processed by all clients", samples_of, "samples"};
+  if (x == "bytes") return {"MB sent + received at the server", mb_of, "MB"};
   if (x == "seconds")
-    return {"seconds of training (the server's rounds, or the network's time)", seconds_of};
+    return {"seconds of training (the server's rounds, or the network's time)", seconds_of,
+            "seconds"};
   throw Error(fmt::format("--x must be round, samples, bytes or seconds, got '{}'", x));
 }
 
@@ -113,9 +115,9 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   const std::string reached = higher_is_better ? "at or above" : "at or below";
   std::ostringstream table;
   table << fmt::format("| run | evaluations | final {0} | best {0} (round) | {1} at the end |",
-                       o.metric, o.x)
+                       o.metric, x.unit)
         << (o.target > 0
-                ? fmt::format(" first round {} {} | {} then |", reached, num(o.target), o.x)
+                ? fmt::format(" first round {} {} | {} then |", reached, num(o.target), x.unit)
                 : "")
         << "\n|---|---|---|---|---|" << (o.target > 0 ? "---|---|" : "") << "\n";
   nlohmann::json rows = nlohmann::json::array();

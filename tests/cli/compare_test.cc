@@ -61,6 +61,21 @@ TEST(Compare, TabulatesAndPlotsWhatEachRunRecorded) {
   EXPECT_NE(testing::slurp(tmp / "cmp/accuracy-vs-round.svg").find("<svg"), std::string::npos);
   EXPECT_NE(testing::slurp(tmp / "cmp/report.md").find("![test accuracy (%) per round]"),
             std::string::npos);
+  // against bytes the columns say their unit, MB (what the values are), not "bytes"
+  const auto b = testing::run_fedpar("compare " + (tmp / "res/slow").string() +
+                                         " --x bytes --target 40 --out " + (tmp / "cmpb").string(),
+                                     tmp.path());
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_NE(b.out.find("| MB at the end | first round at or above 40 | MB then |"),
+            std::string::npos)
+      << b.out;
+  const auto last = testing::jsonl(tmp / "res/slow/metrics.jsonl").back();
+  EXPECT_DOUBLE_EQ(
+      nlohmann::json::parse(testing::slurp(tmp / "cmpb/compare.json"))["runs"][0]["x_at_end"]
+          .get<double>(),
+      double(last["bytes_sent_total"].get<uint64_t>() +
+             last["bytes_received_total"].get<uint64_t>()) /
+          1e6);
 }
 
 TEST(Compare, RefusesWhatIsNotADistributedRunsFolder) {
