@@ -701,6 +701,10 @@ RunSpec resolve_run_spec(const Config& c) {
   s.scaffold_correction = resolve_scaffold_correction(c);
   s.algorithm = resolve_algorithm(c, s);
   s.grid_data = resolve_grid(c, s);
+  require(s.model_parallel() || s.partition.clients == 0 || s.processes <= s.partition.clients,
+          fmt::format("processes = {} but partition.clients = {}: {} process(es) would host no "
+                      "client and idle; lower processes or raise partition.clients",
+                      s.processes, s.partition.clients, s.processes - s.partition.clients));
   s.pipeline = resolve_pipeline(c, s);
 
   s.drift = c.get_bool("diagnostics.drift");

@@ -422,6 +422,8 @@ std::vector<std::string> suite_names() {
 
 std::string suite_section() { return kSection; }
 
+size_t check_suite(const SuiteOptions& o) { return plan_suite(o).instances.size(); }
+
 int run_suite(const SuiteOptions& o) {
   install_stop_handlers();  // between runs too: a stopped suite unwinds and keeps nothing
   const SuitePlan plan = plan_suite(o);  // every config validated before any run starts

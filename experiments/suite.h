@@ -5,6 +5,7 @@
 // what the numbers say), suite.json, the resolved config, and each run's own folder under runs/.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -22,6 +23,10 @@ struct SuiteOptions {
 std::vector<std::string> suite_names();
 
 int run_suite(const SuiteOptions& opts);
+
+// Plans the suite without running it: every run's config resolved as run_suite resolves it (an
+// Error names the first bad one). Returns how many runs it would start.
+size_t check_suite(const SuiteOptions& opts);
 
 // A suite file's own [suite] table: its keys, defaults and their comments.
 std::string suite_section();

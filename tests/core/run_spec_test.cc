@@ -148,6 +148,11 @@ TEST(RunSpecValues, OutOfRangeAndNonFiniteValuesAreRefusedByKey) {
   EXPECT_NE(refusal({"regime=async", "fraction=0.5"}).find("fraction must be 1"),
             std::string::npos);
   EXPECT_EQ(spec({"wait_seconds=1e10"}).wait_seconds, 1e10) << "a long wait is a wait";
+  EXPECT_NE(refusal({"processes=3", "partition.clients=2"})
+                .find("processes = 3 but partition.clients = 2: 1 process(es) would host no "
+                      "client"),
+            std::string::npos);
+  EXPECT_NO_THROW(spec({"processes=2", "partition.clients=2"}));
   EXPECT_NE(refusal({"network.mode=emulated", "network.profile=3g", "compression.downlink=fp16",
                      "compression.downlink_delta=true"})
                 .find("a TASK the emulated network loses would leave that process's model"),

@@ -1,0 +1,36 @@
+// Every shipped suite plans at both sizes: each run's config (the base, the run's overrides,
+// --smoke's) resolves, so a rule added to the run spec cannot leave a suite that fails only when
+// someone runs its full size.
+#include <gtest/gtest.h>
+
+#include "core/check.h"
+#include "experiments/suite.h"
+
+namespace fedpar {
+namespace {
+
+TEST(SuitePlan, EveryShippedSuiteResolvesEveryRunAtBothSizes) {
+  const auto names = suite_names();
+  ASSERT_GE(names.size(), 10u);
+  for (const auto& name : names)
+    for (const bool smoke : {false, true}) {
+      SCOPED_TRACE(name + (smoke ? " --smoke" : ""));
+      try {
+        EXPECT_GE(check_suite({.name = name, .smoke = smoke}), 1u);
+      } catch (const Error& e) {
+        ADD_FAILURE() << e.what();
+      }
+    }
+}
+
+TEST(SuitePlan, ABadRunIsNamedBeforeAnythingRuns) {
+  try {
+    check_suite({.name = "robust", .smoke = true, .sets = {"processes=64"}});
+    ADD_FAILURE() << "planned a suite whose runs cannot start";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("processes = 64"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace fedpar
