@@ -38,6 +38,11 @@ int run_train(const TrainArgs& args) {
   const TrainSetup s = resolve_train_setup(cfg);
   cfg.set("name", s.name);  // the resolved config names the folder it was written to
   Progress progress(!args.quiet);
+  if (args.config_path.empty() && args.sets.empty() && args.flag_sets.empty())
+    progress.line(fmt::format(
+        "fedpar train: no config file or flags given, so it trains the defaults: {} on {}, {} "
+        "epoch(s) (`fedpar keys train` lists every key, `fedpar train --help` the flags)",
+        s.model.name, s.data.name, s.train.epochs));
 
   // Everything that can fail on user input happens before the results folder exists.
   auto backend = make_backend(s.device, s.threads);

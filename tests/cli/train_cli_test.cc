@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -160,6 +161,28 @@ TEST(TrainCli, AConfigForTheOtherCommandSaysWhichItIsFor) {
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("is this a `fedpar run` config?"), std::string::npos) << r.err;
+}
+
+// Without a config or flags, fedpar train first says it trains the defaults and names them (a new
+// user who typed it to see what it does is not left guessing); here MNIST is missing, so it stops.
+TEST(TrainCli, WithoutAConfigItSaysItTrainsTheDefaults) {
+  testing::TempDir tmp;
+  const char* before = std::getenv("FEDPAR_DATA_DIR");
+  const std::string kept = before ? before : "";
+  setenv("FEDPAR_DATA_DIR", (tmp / "nowhere").c_str(), 1);
+  const CliRun r = run_fedpar("train", tmp.path());
+  const CliRun with_flag = run_fedpar("train --epochs 2", tmp.path());  // (no data either)
+  if (before)
+    setenv("FEDPAR_DATA_DIR", kept.c_str(), 1);
+  else
+    unsetenv("FEDPAR_DATA_DIR");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no config file or flags given, so it trains the defaults: 2nn on "
+                       "mnist, 1 epoch(s)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(with_flag.code, 2);
+  EXPECT_EQ(with_flag.err.find("trains the defaults"), std::string::npos) << with_flag.err;
 }
 
 TEST(TrainCli, ConfigFileErrorsNameTheFile) {
