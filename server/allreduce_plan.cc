@@ -49,7 +49,8 @@ class AllReducePlan final : public Plan {
   // (HELLO order), the ring size and its next neighbour's endpoint.
   void begin(Engine& engine) override {
     at_ = collect_endpoints(engine, s_.wait_seconds, s_.security.on());
-    members_ = engine.all_ranks();
+    members_ = engine.all_ranks();  // without those dropped before a resumed run's checkpoint
+    std::erase_if(members_, [&](uint32_t p) { return engine.lost.count(engine.order[p]) > 0; });
     form_ring(engine);
   }
 

@@ -118,6 +118,10 @@ void RunContext::checkpoint(int r, const Plan& plan, const Engine& engine) {
   c.meta["bytes_sent_total"] = sent;
   c.meta["bytes_received_total"] = received;
   c.meta["last_eval"] = last_eval_ ? to_json(*last_eval_) : nlohmann::json();
+  nlohmann::json dropped = nlohmann::json::array();
+  for (const auto& id : engine.order)
+    if (engine.lost.count(id)) dropped.push_back(engine.peers.at(id).clients);
+  c.meta["dropped"] = dropped;
   write_checkpoint(out.path() / "checkpoint.bin", c);
   checkpoint_round_ = r + 1;
   engine.log(fmt::format("round {}: checkpoint written", r + 1));
@@ -190,7 +194,9 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
   resumed_from_ = dir;
   checkpoint_round_ = round;
   return {round,
-          {meta("bytes_sent_total").get<uint64_t>(), meta("bytes_received_total").get<uint64_t>()}};
+          {meta("bytes_sent_total").get<uint64_t>(), meta("bytes_received_total").get<uint64_t>()},
+          c.meta.value("dropped", nlohmann::json::array())
+              .get<std::vector<std::vector<uint32_t>>>()};  // older checkpoints have none
 }
 
 std::filesystem::path RunContext::keep_for_resume() {

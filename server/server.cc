@@ -3,6 +3,7 @@
 #include "server/server.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,6 +42,28 @@ bool reachable_from_outside(const std::string& bind) {
   if (!bind.starts_with("tcp://")) return false;  // ipc and inproc stay on this machine
   const std::string host = bind.substr(6, bind.rfind(':') - 6);
   return !(host.starts_with("127.") || host == "localhost" || host == "[::1]");
+}
+
+// A resumed run leaves out the processes that host the clients of those dropped before its
+// checkpoint, so it goes on as the interrupted run did (the dealing depends on the slots alone,
+// so the same processes and slots host the same clients again).
+void keep_dropped(Engine& engine, const std::vector<std::vector<uint32_t>>& dropped) {
+  for (const auto& clients : dropped) {
+    const auto it = std::find_if(engine.order.begin(), engine.order.end(), [&](const auto& id) {
+      return engine.peers.at(id).clients == clients;
+    });
+    if (it == engine.order.end()) {
+      engine.log(fmt::format(
+          "the checkpoint's run had dropped the process of virtual clients {}; no process hosts "
+          "exactly those now (other processes or slots), so every process takes part",
+          fmt::join(clients, ", ")));
+      continue;
+    }
+    engine.lost.insert(*it);
+    engine.log(fmt::format(
+        "the process of virtual clients {} was dropped before the checkpoint: it stays out",
+        fmt::join(clients, ", ")));
+  }
 }
 
 }  // namespace
@@ -96,6 +119,7 @@ int run_server(Config cfg, const ServerOptions& opts) {
   try {
     engine.welcome_clients(run.manifest, run.params.size(), cfg.to_toml(),
                            plan->client_state());  // those that came hear STOP on failure
+    keep_dropped(engine, resumed.dropped);
     run_rounds(engine, run, *plan, resumed.rounds);
   } catch (const std::exception& e) {
     engine.stop_all();

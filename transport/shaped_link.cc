@@ -136,7 +136,9 @@ void ShapedTransport::shape(const std::string& peer, const LinkProfile& p, uint3
 }
 
 void ShapedTransport::assign(const std::string& peer, const std::vector<uint32_t>& clients) {
-  if (!clients.empty()) shape(peer, n_.of(clients[0]), clients[0]);
+  if (clients.empty()) return;
+  shape(peer, n_.of(clients[0]), clients[0]);
+  hosted_[peer] = std::set<uint32_t>(clients.begin(), clients.end());
 }
 
 uint64_t ShapedTransport::lost() const {
@@ -152,7 +154,7 @@ std::optional<Received> ShapedTransport::receive(Clock::time_point deadline) {
         const auto it = links_.find(r.peer);
         if (it == links_.end()) return now;  // not yet assigned: as it came
         const auto head = peek(r);
-        if (head && head->type == MessageType::kUpdate)
+        if (head && head->type == MessageType::kUpdate && hosted_[r.peer].count(head->client))
           return it->second.admit(r, now, DrawKey{head->client, head->round});
         return it->second.admit(r, now, std::nullopt);
       });

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,7 +63,7 @@ class ShapedLink {
   uint64_t lost() const { return lost_; }
 
  private:
-  uint32_t repeat_of(const DrawKey& k);  // earlier messages on this link with the same key
+  uint32_t repeat_of(const DrawKey& k);  // messages right before with the same id and round
 
   LinkClock clock_;
   double latency_, jitter_, loss_;
@@ -107,6 +108,9 @@ class ShapedTransport final : public Transport {
   NetworkSpec n_;
   uint64_t seed_;
   std::map<std::string, ShapedLink> links_;
+  // The clients each shaped peer hosts: only their UPDATEs are lossy draws (another id is refused
+  // by the engine anyway), which bounds what a peer's headers can make the link remember.
+  std::map<std::string, std::set<uint32_t>> hosted_;
   DelayQueue queue_;
 };
 

@@ -1,6 +1,6 @@
 // Every shipped suite plans at both sizes: each run's config (the base, the run's overrides,
-// --smoke's) resolves, so a rule added to the run spec cannot leave a suite that fails only when
-// someone runs its full size.
+// --smoke's) resolves, so a rule added to the run spec that a suite's full size breaks is caught
+// here (a rule that needs the data, such as the natural scheme's count of users, is not).
 #include <gtest/gtest.h>
 
 #include "core/check.h"

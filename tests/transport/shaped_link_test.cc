@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -148,8 +149,15 @@ TEST(ShapedTransport, ShapesEachAssignedPeersUplink) {
 
 using Sent = std::vector<std::pair<uint32_t, uint64_t>>;  // (client, round) in the header
 
-// The messages of `type` that came through a lossy uplink (loss 0.5) out of `sent`, in order.
-Sent delivered(uint64_t seed, MessageType type, const Sent& sent) {
+// The messages of `type` that came through a lossy uplink (loss 0.5) out of `sent`, in order; the
+// peer hosts the clients of `sent` (or `hosted`).
+Sent delivered(uint64_t seed, MessageType type, const Sent& sent,
+               std::optional<std::vector<uint32_t>> hosted = std::nullopt) {
+  if (!hosted) {
+    std::set<uint32_t> ids;
+    for (const auto& [client, round] : sent) ids.insert(client);
+    hosted.emplace(ids.begin(), ids.end());
+  }
   zmq::context_t ctx;
   auto spec = resolve_network(NetworkMode::kEmulated, JitterKind::kUniform, "custom", "", {},
                               profile(1e9, 1e9, 0, 0.5), seed, 1);
@@ -158,7 +166,7 @@ Sent delivered(uint64_t seed, MessageType type, const Sent& sent) {
   a->send(message(MessageType::kHello, 0, 0));
   const auto hello = server.receive(deadline_after(5));
   EXPECT_TRUE(hello);
-  server.assign(hello->peer, {0});
+  server.assign(hello->peer, *hosted);
   for (const auto& [client, round] : sent) a->send(message(type, client, 4, round));
   constexpr uint32_t kEnd = 1u << 30;
   a->send(message(MessageType::kStop, kEnd, 0));  // never lost: marks the end
@@ -193,6 +201,9 @@ TEST(ShapedTransport, LosesTheSameUpdatesForTheSameSeed) {
   EXPECT_LT(first.size(), 48u);
   EXPECT_NE(first, delivered(12, MessageType::kUpdate, sent));
   EXPECT_EQ(delivered(11, MessageType::kError, sent).size(), 64u);
+  // UPDATEs naming clients the peer does not host are not drawn (the engine refuses them; the
+  // link remembers nothing for them)
+  EXPECT_EQ(delivered(11, MessageType::kUpdate, sent, std::vector<uint32_t>{1000}).size(), 64u);
 }
 
 // The draws follow the header's round, not how many messages the link has carried: a run resumed
