@@ -334,6 +334,17 @@ bool Config::is_word(std::string_view key, std::string_view word) const {
   return v && v->get() == word;
 }
 
+std::vector<std::pair<std::string, std::string>> Config::changed_from(
+    const Config& defaults) const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& key : keys_) {
+    std::string value = value_text(key);
+    if (!defaults.types_.count(key) || value != defaults.value_text(key))
+      out.emplace_back(key, std::move(value));
+  }
+  return out;
+}
+
 std::string Config::value_text(std::string_view key) const {
   const toml::node& n = leaf(key);
   if (const auto* d = n.as_floating_point()) return fmt::format("{}", d->get());  // shortest

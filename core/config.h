@@ -61,6 +61,9 @@ class Config {
   const std::vector<std::string>& keys() const { return keys_; }
   // Every key's value as TOML writes it ("0.1", "\"cnn\"", "[200, 200]"), for comparing runs.
   std::string value_text(std::string_view key) const;
+  // (key, value_text) of the keys whose values differ from `defaults`' (or that it lacks), in
+  // this config's order: what a run chose.
+  std::vector<std::pair<std::string, std::string>> changed_from(const Config& defaults) const;
 
  private:
   const toml::node& leaf(std::string_view key) const;

@@ -117,4 +117,14 @@ void JsonlWriter::write_line(std::string_view line) {
                             errno ? std::strerror(errno) : "the stream failed"));
 }
 
+std::string settings_section(const Config& cfg, const Config& defaults) {
+  const auto changed = cfg.changed_from(defaults);
+  if (changed.empty()) return "## Settings\n\nEvery key at its default.\n\n";
+  std::string md =
+      "## Settings\n\nThe keys this run set to other values than the defaults (all of them are "
+      "in `config.resolved.toml`):\n\n| key | value |\n|---|---|\n";
+  for (const auto& [key, value] : changed) md += fmt::format("| `{}` | `{}` |\n", key, value);
+  return md + "\n";
+}
+
 }  // namespace fedpar

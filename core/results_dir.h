@@ -11,7 +11,13 @@
 #include <string_view>
 #include <vector>
 
+#include "core/config.h"
+
 namespace fedpar {
+
+// A results folder README's "## Settings" section: a table of the keys `cfg` sets to other values
+// than `defaults` (its command's), so the folder says what the run chose.
+std::string settings_section(const Config& cfg, const Config& defaults);
 
 class ResultsDir {
  public:

@@ -3,10 +3,11 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
+
+#include "core/results_dir.h"
 
 namespace fedpar {
 namespace {
@@ -27,24 +28,6 @@ const std::map<std::string, std::string>& file_notes() {
       {"params", "parameter snapshots every `diagnostics.save_params_every` rounds"},
       {"README.md", "this file"}};
   return notes;
-}
-
-// The keys whose values differ from the defaults (the config file's and the --set flags'), so a
-// reader sees what this run chose without reading every key of config.resolved.toml.
-std::string settings_table(const Config& cfg) {
-  const Config defaults = make_run_config();
-  std::string rows;
-  for (const std::string& key : cfg.keys()) {
-    const std::string value = cfg.value_text(key);
-    const auto& known = defaults.keys();
-    if (std::find(known.begin(), known.end(), key) == known.end() ||
-        value != defaults.value_text(key))
-      rows += fmt::format("| `{}` | `{}` |\n", key, value);
-  }
-  if (rows.empty()) return "## Settings\n\nEvery key at its default.\n\n";
-  return "## Settings\n\nThe keys this run set to other values than the defaults (all of them "
-         "are in `config.resolved.toml`):\n\n| key | value |\n|---|---|\n" +
-         rows + "\n";
 }
 
 }  // namespace
@@ -88,7 +71,7 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
                "a new run ends elsewhere, and `fedpar replay` recomputes this one's bytes from "
                "`updates.jsonl`.\n\n"
              : "The same config gives the same final model hash.\n\n");
-  md << settings_table(cfg);
+  md << settings_section(cfg, make_run_config());
   md << "## Files\n\n";
   std::set<std::string> names = {"README.md"};
   std::error_code ec;

@@ -139,10 +139,11 @@ int run_train(const TrainArgs& args) {
                   "- `metrics.jsonl`: one JSON object per line; `kind` is `train` (every "
                   "{} steps) or `eval` (every epoch)\n"
                   "- `summary.json`: the final numbers and the machine's backend\n"
-                  "- `model.safetensors`: the final parameters ({} floats)\n",
+                  "- `model.safetensors`: the final parameters ({} floats)\n\n{}",
                   s.name, s.model.name, data.train.name,
                   100.0 * last["test_accuracy"].get<double>(), last["test_loss"].get<double>(),
-                  s.train.epochs, seconds, s.log_every, model.num_params()));
+                  s.train.epochs, seconds, s.log_every, model.num_params(),
+                  settings_section(cfg, make_train_config())));
   const auto final_path = out.commit();
   progress.line(fmt::format("results: {}", final_path.string()));
   if (diverged) progress.line("warning: the training loss became NaN or infinite (lr too high?)");

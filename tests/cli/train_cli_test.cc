@@ -47,7 +47,11 @@ TEST(TrainCli, TrainsOnMnistAndWritesResults) {
   for (const char* f :
        {"config.resolved.toml", "metrics.jsonl", "model.safetensors", "summary.json", "README.md"})
     EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
-  EXPECT_EQ(entries(results), 1u);  // no partial folder left
+  EXPECT_EQ(entries(results), 1u);                               // no partial folder left
+  const std::string readme = testing::slurp(dir / "README.md");  // what the flags chose
+  for (const char* row : {"| `train.epochs` | `2` |", "| `model.name` | `'logreg'` |"})
+    EXPECT_NE(readme.find(row), std::string::npos) << row << "\n" << readme;
+  EXPECT_EQ(readme.find("| `train.shuffle` |"), std::string::npos) << "a default is not listed";
 
   std::ifstream metrics(dir / "metrics.jsonl");
   int evals = 0;
