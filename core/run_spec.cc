@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
-#include <set>
 #include <utility>
 
 #include "core/check.h"
@@ -719,18 +718,6 @@ RunSpec resolve_run_spec(const Config& c) {
   if (s.name.empty())
     s.name = fmt::format("{}-{}-{}-s{}", regime, s.model.name, s.data.name, s.seed);
   return s;
-}
-
-RunSpec resolve_run_spec_counting_users(Config& c) {
-  if (c.get_string("partition.scheme") == "natural" && c.get_int("partition.clients") == 0) {
-    std::string hash;
-    const TrainTest d =
-        load_without_training_features(resolve_data_options(c, uint64_t(c.get_int("seed"))), hash);
-    const std::set<int32_t> users(d.train.user.begin(), d.train.user.end());
-    if (!users.empty())  // none: the partitioner refuses the data with its reason
-      c.set("partition.clients", std::to_string(users.size()));
-  }
-  return resolve_run_spec(c);
 }
 
 RunSpec run_spec_from_toml(std::string_view toml, std::string_view source) {

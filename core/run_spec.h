@@ -140,11 +140,6 @@ long clients_per_round(const RunSpec& s);
 
 // Throws Error naming the key and the valid choices.
 RunSpec resolve_run_spec(const Config& c);
-// resolve_run_spec for the run that starts: first, the natural scheme's partition.clients = 0 (one
-// client per user) is replaced in `c` by the data's count of users, so that everything reading
-// the client count (lr scaling, async steps, network mixtures and profiles, attack and robust
-// checks, the clients' WELCOME) sees the real one.
-RunSpec resolve_run_spec_counting_users(Config& c);
 // A resolved config's text (config.resolved.toml, WELCOME) resolved again: every process of a run
 // reads the same spec this one way. `source` names the text in errors.
 RunSpec run_spec_from_toml(std::string_view toml, std::string_view source);

@@ -29,6 +29,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "core/count_users.h"
 #include "core/run_records.h"
 #include "core/run_spec.h"
 #include "core/stop_signal.h"

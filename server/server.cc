@@ -11,6 +11,7 @@
 #include <fstream>
 #include <optional>
 
+#include "core/count_users.h"
 #include "core/hash.h"
 #include "core/stop_signal.h"
 #include "server/engine.h"

@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "core/count_users.h"
 #include "tests/util/run_spec_util.h"
 #include "tests/util/test_util.h"
 
