@@ -79,6 +79,13 @@ HeaderBytes encode_header(const Header& h) {
   return b;
 }
 
+std::optional<HeaderPeek> peek_header(std::span<const uint8_t> frame0) {
+  if (frame0.size() < kHeaderBytes || get<uint32_t>(frame0.data()) != kProtocolMagic)
+    return std::nullopt;
+  return HeaderPeek{MessageType(get<uint16_t>(frame0.data() + 8)),
+                    get<uint32_t>(frame0.data() + 12), get<uint64_t>(frame0.data() + 24)};
+}
+
 std::variant<Header, ProtocolError> decode_message(
     std::span<const std::span<const uint8_t>> frames) {
   auto fail = [](std::string why) { return ProtocolError{std::move(why)}; };

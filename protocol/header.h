@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <variant>
@@ -70,6 +71,16 @@ HeaderBytes encode_header(const Header& h);
 struct ProtocolError {
   std::string reason;
 };
+
+// The type, client and round of a frame 0, read with no check but its length and magic (no
+// version, CRC or payload): for code that orders messages before the engine validates them (the
+// emulated links key their draws by these). nullopt: not a fedpar header.
+struct HeaderPeek {
+  MessageType type;
+  uint32_t client;
+  uint64_t round;
+};
+std::optional<HeaderPeek> peek_header(std::span<const uint8_t> frame0);
 
 // Parses frame 0 and checks it against the payload frames that came with it: magic, version
 // (an unknown one is named next to the expected one), header length, type, codec, frame count,

@@ -19,26 +19,11 @@ Clock::time_point from_seconds(double s) {
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)));
 }
 
-// The message's type, client and round from frame 0 when it carries fedpar's magic (read, not
-// validated: the engine validates what it is handed; a peer that lies only moves its own draws).
-struct Peeked {
-  MessageType type;
-  uint32_t client;
-  uint64_t round;
-};
-
-uint64_t little_endian(const uint8_t* b, int bytes) {
-  uint64_t v = 0;
-  for (int i = bytes - 1; i >= 0; --i) v = v << 8 | b[i];
-  return v;
-}
-
-std::optional<Peeked> peek(const Received& r) {
-  if (r.frames.empty() || r.frames[0].size() < kHeaderBytes) return std::nullopt;
-  const auto* b = static_cast<const uint8_t*>(r.frames[0].data());
-  if (little_endian(b, 4) != kProtocolMagic) return std::nullopt;
-  return Peeked{MessageType(little_endian(b + 8, 2)), uint32_t(little_endian(b + 12, 4)),
-                little_endian(b + 24, 8)};
+// The message's type, client and round (read, not validated: the engine validates what it is
+// handed; a peer that lies only moves its own draws).
+std::optional<HeaderPeek> peek(const Received& r) {
+  if (r.frames.empty()) return std::nullopt;
+  return peek_header({static_cast<const uint8_t*>(r.frames[0].data()), r.frames[0].size()});
 }
 
 // Reads `source` until the earliest held message is due or the deadline passes; each message read
