@@ -42,6 +42,7 @@ stop_at_accuracy = 0.0   # end the run once test accuracy (0..1) reaches this; 0
 weighting = "samples"    # samples (n_k / n) | uniform (1 / K)
 fraction = 1.0           # C: share of clients sampled per round (at least one)
 continue_without_missing = false  # gradient regime: go on when a client misses a round
+drop_after_missed_rounds = 3  # a client process that misses this many rounds in a row gets no more tasks
 threads = 1              # CPU threads per process for matrix products
 device = "cpu"           # where clients compute: cpu | cuda (fedpar client --device overrides)
 
@@ -579,6 +580,10 @@ RunSpec resolve_run_spec(const Config& c) {
           "regime = \"async\" keeps every client busy (each gets its next task as it answers): "
           "fraction must be 1");
   s.continue_without_missing = c.get_bool("continue_without_missing");
+  s.drop_after_missed_rounds = c.get_int32("drop_after_missed_rounds");
+  require(s.drop_after_missed_rounds >= 1,
+          "drop_after_missed_rounds must be >= 1 (1: a process is dropped at its first missed "
+          "deadline)");
   s.device = c.get_string("device");
   require(s.device == "cpu" || s.device == "cuda",
           fmt::format("device must be cpu or cuda, got '{}'", s.device));

@@ -83,6 +83,7 @@ struct RunSpec {
   Regime regime = Regime::kModel;
   Weighting weighting = Weighting::kBySamples;
   bool continue_without_missing = false;  // gradient regime: carry on when a client is missing
+  int drop_after_missed_rounds = 3;       // misses in a row before a process gets no more tasks
   ModelSpec model;
   DataOptions data;
   PartitionParams partition;

@@ -31,8 +31,17 @@ std::optional<Incoming> Engine::receive(Clock::time_point deadline,
 }
 
 void Engine::send(const std::string& peer, const WireMessage& m) {
-  const size_t bytes = transport_.send(peer, m);
-  if (auto it = peers.find(peer); it != peers.end()) it->second.bytes_sent += bytes;
+  const auto it = peers.find(peer);
+  try {
+    const size_t bytes = transport_.send(peer, m);
+    if (it != peers.end()) it->second.bytes_sent += bytes, unreachable_.erase(peer);
+  } catch (const PeerUnreachable& e) {
+    if (it != peers.end() && unreachable_.insert(peer).second)
+      log(
+          fmt::format("the process of virtual clients {} is not connected ({}): what is sent to "
+                      "it is lost until it comes back",
+                      fmt::join(it->second.clients, ", "), e.what()));
+  }
 }
 
 void Engine::send_all(const WireMessage& m) {
@@ -55,6 +64,32 @@ void Engine::reject(const Received& r, const std::string& reason) {
 
 void Engine::log(const std::string& line) const {
   if (!quiet_) fmt::print(stderr, "server: {}\n", line);
+}
+
+void Engine::count_misses(std::span<const uint32_t> asked, std::span<const uint32_t> absent,
+                          int limit) {
+  std::set<std::string> answered, missing;
+  for (uint32_t c : asked) answered.insert(owner.at(c));
+  for (uint32_t c : absent)
+    if (answered.erase(owner.at(c))) missing.insert(owner.at(c));
+  for (const auto& id : answered) missed.erase(id);
+  for (const auto& id : missing) {
+    const int n = ++missed[id];
+    const auto& clients = peers.at(id).clients;
+    if (n < limit) {
+      log(
+          fmt::format("the process of virtual clients {} missed {} round(s) in a row; at {} it "
+                      "gets no more tasks",
+                      fmt::join(clients, ", "), n, limit));
+      continue;
+    }
+    lost.insert(id);
+    missed.erase(id);
+    log(
+        fmt::format("the process of virtual clients {} missed {} round(s) in a row; it gets no "
+                    "more tasks in this run",
+                    fmt::join(clients, ", "), n));
+  }
 }
 
 void Engine::stop_all() {
@@ -153,7 +188,11 @@ void Engine::deal_clients() {
 Collected Engine::collect(const CollectSpec& spec) {
   Collected out;
   out.waited = spec.seconds;
-  const size_t want = std::min(spec.want, spec.expected.size());
+  for (uint32_t k : spec.expected) {  // their task never left: no answer can come
+    const std::string& id = spec.key == CollectSpec::Key::kRank ? order.at(k) : owner.at(k);
+    if (unreachable_.count(id)) out.unreachable.push_back(k);
+  }
+  const size_t want = std::min(spec.want, spec.expected.size() - out.unreachable.size());
   auto deadline = deadline_after(spec.seconds);
   const auto answered = [&] {  // the first answer shortens the deadline of the rest
     if (out.got.size() + out.failed.size() == 1 && spec.after_first &&
@@ -196,9 +235,11 @@ Collected Engine::collect(const CollectSpec& spec) {
     out.got.emplace(key, std::move(r));
     answered();
   }
-  if (out.got.size() + out.failed.size() < want)
-    for (uint32_t k : spec.expected)
-      if (!out.got.count(k) && !out.failed.count(k)) out.missing.push_back(k);
+  const bool timed_out = out.got.size() + out.failed.size() < want;
+  for (uint32_t k : spec.expected)
+    if (!out.got.count(k) && !out.failed.count(k) &&
+        (timed_out || std::binary_search(out.unreachable.begin(), out.unreachable.end(), k)))
+      out.missing.push_back(k);
   return out;
 }
 
@@ -219,12 +260,15 @@ std::string Engine::check(const CollectSpec& spec, const Collected& so_far, Repl
   const Header& h = r.in.parsed.header;
   const std::string& who = r.in.msg.peer;
   if (r.process < 0) return "not a client process of this run";
-  if (lost.count(who)) return "this process missed a round deadline and was dropped from the run";
+  if (lost.count(who)) return "this process missed round deadlines and was dropped from the run";
   if (r.update.kind != spec.kind)
     return fmt::format("expected an answer to a {} task, got one to {}", task_kind_name(spec.kind),
                        task_kind_name(r.update.kind));
+  if (spec.check_round && h.round < round)  // its process missed that round's deadline
+    return fmt::format("an update for round {} came after that round's deadline (round {} is on)",
+                       h.round + 1, round + 1);
   if (spec.check_round && h.round != round)
-    return fmt::format("update for round {} during round {}", h.round, round);
+    return fmt::format("update for round {} during round {}", h.round + 1, round + 1);
   if (spec.key == CollectSpec::Key::kClient) {
     r.key = h.client;
     if (!hosts(who, r.key)) return fmt::format("client {} is not hosted by this process", r.key);

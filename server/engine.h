@@ -90,7 +90,9 @@ struct Collected {
   std::map<uint32_t, Reply> got;           // by key, so reductions run in key order
   std::map<uint32_t, std::string> failed;  // workers that answered with ERROR: why
   std::vector<uint32_t> missing;  // expected keys without a reply (or ERROR) at the deadline
-  double waited = 0;              // the seconds the deadline was, for messages
+  // of those, the keys whose process was not connected when its task was sent: not waited for
+  std::vector<uint32_t> unreachable;
+  double waited = 0;  // the seconds the deadline was, for messages
 };
 
 class Engine {
@@ -105,6 +107,8 @@ class Engine {
   void welcome_clients(const Manifest& manifest, size_t num_params, const std::string& config_toml,
                        const ClientState& state = {});
 
+  // A peer that is not connected (PeerUnreachable) is logged, not an error: collect() then does
+  // not wait for its answer until a later send reaches it.
   void send(const std::string& peer, const WireMessage& m);
   void send_all(const WireMessage& m);  // every process still in the run
   // The next message that parses (frames, header, CRC); others are answered with ERROR.
@@ -117,6 +121,11 @@ class Engine {
   static constexpr uint64_t kLoggedRejections = 20;
   static constexpr double kRejectionLogSeconds = 10;
   void log(const std::string& line) const;
+  // After a round that asked the clients `asked` (of processes in the run) and heard nothing from
+  // those in `absent`: each process with an absent client has missed one more round in a row,
+  // each that answered for all its asked clients starts over, and one that reaches `limit`
+  // misses is lost (logged). A miss need not be a death (a lost message, a slow round).
+  void count_misses(std::span<const uint32_t> asked, std::span<const uint32_t> absent, int limit);
   void stop_all();  // tells every process the run is over
 
   // Accounting: per-process socket bytes since `before`, in HELLO order.
@@ -143,7 +152,8 @@ class Engine {
   std::map<std::string, Peer> peers;
   std::map<uint32_t, std::string> owner;  // virtual client -> peer identity
   std::vector<std::string> order;         // processes in HELLO order (their index in metrics)
-  std::set<std::string> lost;             // processes that missed a deadline: no more tasks
+  std::set<std::string> lost;             // processes dropped (missed deadlines): no more tasks
+  std::map<std::string, int> missed;      // a process's rounds missed in a row, while in the run
   uint64_t run_id = 0, round = 0;
   size_t num_clients = 0;
   std::pair<uint64_t, uint64_t> bytes_carried{0, 0};  // a resumed run's totals at its checkpoint
@@ -160,6 +170,7 @@ class Engine {
   const RunSpec& s_;
   Transport& transport_;
   bool quiet_;
+  std::set<std::string> unreachable_;  // peers whose last send failed: not connected
   CodecSet uplink_;                    // what UPDATEs may be encoded with
   Downlink downlink_;                  // how TASKs carry the model
   std::vector<uint64_t> shard_sizes_;  // n_k of every virtual client, from the manifest

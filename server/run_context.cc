@@ -122,6 +122,11 @@ void RunContext::checkpoint(int r, const Plan& plan, const Engine& engine) {
   for (const auto& id : engine.order)
     if (engine.lost.count(id)) dropped.push_back(engine.peers.at(id).clients);
   c.meta["dropped"] = dropped;
+  nlohmann::json missed = nlohmann::json::array();
+  for (const auto& id : engine.order)
+    if (const auto it = engine.missed.find(id); it != engine.missed.end())
+      missed.push_back({engine.peers.at(id).clients, it->second});
+  c.meta["missed"] = missed;
   write_checkpoint(out.path() / "checkpoint.bin", c);
   checkpoint_round_ = r + 1;
   engine.log(fmt::format("round {}: checkpoint written", r + 1));
@@ -195,8 +200,11 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
   checkpoint_round_ = round;
   return {round,
           {meta("bytes_sent_total").get<uint64_t>(), meta("bytes_received_total").get<uint64_t>()},
-          c.meta.value("dropped", nlohmann::json::array())
-              .get<std::vector<std::vector<uint32_t>>>()};  // older checkpoints have none
+          c.meta
+              .value("dropped", nlohmann::json::array())  // older checkpoints have neither
+              .get<std::vector<std::vector<uint32_t>>>(),
+          c.meta.value("missed", nlohmann::json::array())
+              .get<std::vector<std::pair<std::vector<uint32_t>, int>>>()};
 }
 
 std::filesystem::path RunContext::keep_for_resume() {

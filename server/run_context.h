@@ -53,9 +53,12 @@ class RunContext {
   struct Resumed {
     int rounds = 0;
     std::pair<uint64_t, uint64_t> bytes{0, 0};  // sent, received at the server's socket
-    // The virtual clients of each process dropped before the checkpoint (a missed deadline):
+    // The virtual clients of each process dropped before the checkpoint (missed deadlines):
     // the processes that host them now stay out, as they did in the run that was interrupted.
     std::vector<std::vector<uint32_t>> dropped;
+    // The processes (named by their virtual clients) that had missed rounds in a row then, and
+    // how many: the count goes on where it was.
+    std::vector<std::pair<std::vector<uint32_t>, int>> missed;
   };
   Resumed resume(const std::filesystem::path& dir, Plan& plan);
   // A run that fails after a checkpoint keeps its folder as results/<name>.incomplete and

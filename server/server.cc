@@ -46,25 +46,28 @@ bool reachable_from_outside(const std::string& bind) {
 }
 
 // A resumed run leaves out the processes that host the clients of those dropped before its
-// checkpoint, so it goes on as the interrupted run did (the dealing depends on the slots alone,
-// so the same processes and slots host the same clients again).
-void keep_dropped(Engine& engine, const std::vector<std::vector<uint32_t>>& dropped) {
-  for (const auto& clients : dropped) {
-    const auto it = std::find_if(engine.order.begin(), engine.order.end(), [&](const auto& id) {
-      return engine.peers.at(id).clients == clients;
-    });
-    if (it == engine.order.end()) {
-      engine.log(fmt::format(
-          "the checkpoint's run had dropped the process of virtual clients {}; no process hosts "
-          "exactly those now (other processes or slots), so every process takes part",
-          fmt::join(clients, ", ")));
-      continue;
-    }
-    engine.lost.insert(*it);
+// checkpoint, and goes on counting the misses in a row of those that had missed the rounds just
+// before it, so it goes on as the interrupted run did (the dealing depends on the slots alone, so
+// the same processes and slots host the same clients again).
+void keep_misses(Engine& engine, const RunContext::Resumed& resumed) {
+  const auto find = [&](const std::vector<uint32_t>& clients) -> const std::string* {
+    for (const auto& id : engine.order)
+      if (engine.peers.at(id).clients == clients) return &id;
     engine.log(fmt::format(
-        "the process of virtual clients {} was dropped before the checkpoint: it stays out",
+        "the checkpoint's run had counted missed rounds of the process of virtual clients {}; "
+        "no process hosts exactly those now (other processes or slots), so it starts over",
         fmt::join(clients, ", ")));
-  }
+    return nullptr;
+  };
+  for (const auto& clients : resumed.dropped)
+    if (const std::string* id = find(clients)) {
+      engine.lost.insert(*id);
+      engine.log(fmt::format(
+          "the process of virtual clients {} was dropped before the checkpoint: it stays out",
+          fmt::join(clients, ", ")));
+    }
+  for (const auto& [clients, n] : resumed.missed)
+    if (const std::string* id = find(clients)) engine.missed[*id] = n;
 }
 
 }  // namespace
@@ -120,7 +123,7 @@ int run_server(Config cfg, const ServerOptions& opts) {
   try {
     engine.welcome_clients(run.manifest, run.params.size(), cfg.to_toml(),
                            plan->client_state());  // those that came hear STOP on failure
-    keep_dropped(engine, resumed.dropped);
+    keep_misses(engine, resumed);
     run_rounds(engine, run, *plan, resumed.rounds);
   } catch (const std::exception& e) {
     engine.stop_all();

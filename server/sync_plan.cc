@@ -156,7 +156,15 @@ class SyncPlan final : public Plan {
     std::vector<uint32_t> absent;  // participants without an update, those of lost processes too
     for (uint32_t client : participants)
       if (!c.got.count(client)) absent.push_back(client);
-    drop_absent(engine, c, absent);
+    count_misses(engine, c, absent);
+    if (c.got.empty()) {  // every asked client missed the deadline: the model stays
+      record(rec, c, absent, {}, {}, participants.size());
+      rec.broadcast_seconds = broadcast_seconds;
+      rec.wait_seconds = std::chrono::duration<double>(t_wait - t0).count();
+      rec.aggregate_seconds = 0;
+      clock_.end_round(rec, engine.round, rec.wait_seconds);
+      return "no update came; the model stays";
+    }
     std::vector<ClientUpdate> updates, linear, control_changes;
     for (const auto& [client, r] : c.got) {
       updates.push_back({client, engine.round, r.update.num_samples, r.update.vectors[0]});
@@ -281,25 +289,34 @@ class SyncPlan final : public Plan {
   }
 
   // A participant without an update stops the gradient regime (unless configured to go on);
-  // otherwise its process gets no more tasks and the round goes on with the rest.
-  void drop_absent(Engine& engine, const Collected& c, const std::vector<uint32_t>& absent) {
-    if (absent.empty()) return;
-    const bool timed_out = !c.missing.empty();  // some were awaited (not only lost processes')
-    const std::string what = fmt::format("round {}: no update from client(s) {}{}",
-                                         engine.round + 1, fmt::join(absent, ", "),
-                                         timed_out ? fmt::format(" within {} s", c.waited) : "");
-    if (c.got.empty() || (gradient_ && !s_.continue_without_missing))
-      throw Error(what +
-                  (gradient_
-                       ? " (gradient regime stops; set continue_without_missing = true to go on)"
-                       : ""));
-    engine.log(what + "; continuing with the rest");
-    for (uint32_t client : absent)
-      if (engine.lost.insert(engine.owner[client]).second)
-        engine.log(fmt::format(
-            "a client process (virtual clients {}) missed the deadline; it gets no more tasks "
-            "in this run",
-            fmt::join(engine.peers[engine.owner[client]].clients, ", ")));
+  // otherwise the round goes on with the rest, and its process is dropped after
+  // drop_after_missed_rounds misses in a row. SCAFFOLD and a delta downlink drop it at the first:
+  // a lost message leaves its control variate or its model replica out of step with the server's.
+  void count_misses(Engine& engine, const Collected& c, const std::vector<uint32_t>& absent) {
+    std::vector<uint32_t> asked;
+    for (const auto& [id, clients] : per_peer_)
+      asked.insert(asked.end(), clients.begin(), clients.end());
+    const int limit = scaffold_ || engine.downlink_delta() ? 1 : s_.drop_after_missed_rounds;
+    if (!absent.empty()) {
+      // some were awaited (not only those of dropped or disconnected processes)
+      const bool timed_out = c.missing.size() > c.unreachable.size();
+      const std::string what = fmt::format(
+          "round {}: no update from client(s) {}{}{}", engine.round + 1, fmt::join(absent, ", "),
+          timed_out ? fmt::format(" within {} s", c.waited) : "",
+          c.unreachable.empty()
+              ? ""
+              : fmt::format(" ({} not connected)", fmt::join(c.unreachable, ", ")));
+      if (gradient_ && !s_.continue_without_missing)
+        throw Error(what +
+                    " (gradient regime stops; set continue_without_missing = true to go on)");
+      engine.log(what + (c.got.empty() ? "; the model stays" : "; continuing with the rest"));
+    }
+    engine.count_misses(asked, absent, limit);
+    if (engine.lost.size() == engine.order.size())
+      throw Error(
+          fmt::format("round {}: every client process has been dropped from the run "
+                      "(drop_after_missed_rounds = {}): none is left to train",
+                      engine.round + 1, limit));
   }
 
   void record(RoundRecord& rec, const Collected& c, const std::vector<uint32_t>& absent,
@@ -327,7 +344,7 @@ class SyncPlan final : public Plan {
     rec.clients = std::move(clients);
     rec.mean_pairwise_cosine = diag.mean_pairwise_cosine;
     rec.gradient_diversity = diag.gradient_diversity;
-    if (drift_) {
+    if (drift_ && !updates.empty()) {
       rec.update_drift = update_drift(updates, linear, s_.weighting);
       rec.diagnostic_bytes_up = linear.size() * run_.params.size() * sizeof(float);
     }

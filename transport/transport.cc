@@ -68,6 +68,9 @@ class ZmqTransport final : public Transport {
     // A client that reconnects (its TCP connection dropped) comes back with its routing id: the
     // new connection takes the name over, so the server still knows the process.
     sock_.get().set(zmq::sockopt::router_handover, true);
+    // A send to a peer that is not connected fails (PeerUnreachable) instead of vanishing, so
+    // the engine need not wait out a deadline for an answer to a task that never left.
+    sock_.get().set(zmq::sockopt::router_mandatory, true);
     if (curve) {  // the guard answers ZAP before the first peer can connect
       guard_ = std::make_unique<CurveGuard>(sock_.context(), &sock_.get(), curve->allowed, quiet);
       make_curve_server(sock_.get(), *curve);
@@ -81,7 +84,15 @@ class ZmqTransport final : public Transport {
   }
   const std::string& endpoint() const override { return endpoint_; }
   size_t send(const std::string& peer, const WireMessage& m) override {
-    return send_message(sock_.get(), m, &peer);
+    try {
+      // never blocks: a peer whose queue is full (it stopped reading) is unreachable too
+      if (const auto bytes = send_message(sock_.get(), m, &peer, zmq::send_flags::dontwait))
+        return *bytes;
+      throw PeerUnreachable("the peer's queue is full");
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EHOSTUNREACH) throw;
+      throw PeerUnreachable("the peer is not connected");
+    }
   }
   std::optional<Received> receive(Clock::time_point deadline) override {
     if (!wait_readable(sock_.get(), deadline)) return std::nullopt;
@@ -133,7 +144,7 @@ class ZmqChannel final : public Channel {
   ~ZmqChannel() override {
     if (monitor_) zmq_socket_monitor(sock_.get().handle(), nullptr, 0);
   }
-  size_t send(const WireMessage& m) override { return send_message(sock_.get(), m); }
+  size_t send(const WireMessage& m) override { return *send_message(sock_.get(), m); }
   std::optional<Received> receive(Clock::time_point deadline) override {
     while (true) {
       if (wait_readable(sock_.get(), std::min(deadline, deadline_after(0.2)))) {
@@ -207,7 +218,8 @@ std::unique_ptr<Channel> connect_zmq_channel(const std::string& endpoint, zmq::c
   return std::make_unique<ZmqChannel>(endpoint, ctx, max_frame_bytes, curve);
 }
 
-size_t send_message(zmq::socket_t& sock, const WireMessage& m, const std::string* identity) {
+std::optional<size_t> send_message(zmq::socket_t& sock, const WireMessage& m,
+                                   const std::string* identity, zmq::send_flags flags) {
   std::vector<zmq::message_t> parts;
   if (identity) parts.emplace_back(identity->data(), identity->size());
   size_t bytes = 0;
@@ -226,7 +238,7 @@ size_t send_message(zmq::socket_t& sock, const WireMessage& m, const std::string
         const_cast<float*>(v.data()), v.size_bytes(),
         [](void*, void* h) { delete static_cast<std::shared_ptr<const void>*>(h); }, hold);
   }
-  zmq::send_multipart(sock, parts);
+  if (!zmq::send_multipart(sock, parts, flags)) return std::nullopt;  // EAGAIN (dontwait)
   return bytes;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "core/check.h"
 #include "protocol/frames.h"
 #include "transport/curve.h"
 
@@ -46,12 +47,20 @@ struct Received {
 // After install_stop_handlers() (core/stop_signal.h), a stop signal makes the next receive
 // throw Interrupted.
 
+// A send to a peer that is not connected (its process died, or its connection dropped and has
+// not come back) or whose queue is full: nothing was sent.
+class PeerUnreachable : public Error {
+ public:
+  using Error::Error;
+};
+
 // The server's side: binds one endpoint; every peer that connects is named by its identity.
 class Transport {
  public:
   virtual ~Transport() = default;
   virtual const std::string& endpoint() const = 0;  // as bound (a tcp port * resolved)
-  // Returns the bytes of the message's frames (the identity is the transport's, not ours).
+  // Returns the bytes of the message's frames (the identity is the transport's, not ours);
+  // throws PeerUnreachable when `peer` is not connected now.
   virtual size_t send(const std::string& peer, const WireMessage& m) = 0;
   // The next message, or nullopt at the deadline.
   virtual std::optional<Received> receive(Clock::time_point deadline) = 0;
@@ -87,7 +96,9 @@ std::unique_ptr<Channel> connect_zmq_channel(const std::string& endpoint,
 
 // Sends `m` on a ZeroMQ socket, preceded by a routing identity when one is given. Vector frames go
 // to ZeroMQ without a copy when `m.owner` holds their memory (ZeroMQ releases it once sent).
-size_t send_message(zmq::socket_t& sock, const WireMessage& m,
-                    const std::string* identity = nullptr);
+// Returns the bytes sent; nullopt when `flags` has dontwait and the socket would block.
+std::optional<size_t> send_message(zmq::socket_t& sock, const WireMessage& m,
+                                   const std::string* identity = nullptr,
+                                   zmq::send_flags flags = zmq::send_flags::none);
 
 }  // namespace fedpar

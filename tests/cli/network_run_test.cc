@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -178,36 +179,89 @@ TEST(NetworkRun, UnavailableClientsAreNotAskedAndTheRecordSaysWho) {
   EXPECT_EQ(run.hash, run_on_threads(tmp, "again", sets).hash);
 }
 
-// Two runs with seeds whose draws lose an UPDATE (one client of a process missing, then the
-// process) and a TASK (both of its clients at once): the round records' `missing` lists are the
-// ones predicted from the seed.
+// Runs with seeds whose draws lose an UPDATE (one client of a process missing) and a TASK (both
+// of its clients at once), with drop_after_missed_rounds = 1 (the process is dropped at once) and
+// 3 (it misses a round and answers again later): the round records' `missing` lists are the ones
+// predicted from the seed.
 TEST(NetworkRun, LostMessagesMissTheDeadlineAsTheSeededDrawsSay) {
   const double loss = 0.15;
   const int rounds = 4;
   TempDir tmp;
-  for (const int want_tasks_lost : {0, 1}) {
+  struct Case {
+    int limit, tasks_lost;
+  };
+  for (const Case k : {Case{1, 0}, Case{1, 1}, Case{3, -1}}) {
+    const auto comes_back = [](const testing::PredictedLosses& e) {
+      for (uint32_t p = 0; p < 2; ++p) {
+        bool missed = false;
+        for (const auto& m : e.missing) {
+          const bool now = m.count(p) || m.count(p + 2);
+          if (missed && !now) return true;
+          missed = missed || now;
+        }
+      }
+      return false;
+    };
     uint64_t seed = 1;
-    std::vector<std::set<uint32_t>> expected;
-    for (int tasks_lost = -1; seed < 500; ++seed) {  // something lost, never a whole round
-      expected = testing::predicted_missing(seed, loss, rounds, tasks_lost);
-      if (!expected.empty() && !expected.back().empty() && tasks_lost == want_tasks_lost) break;
+    testing::PredictedLosses expected;
+    for (; seed < 500; ++seed) {  // something lost, the run not stopped
+      expected = testing::predict_losses(seed, loss, rounds, k.limit);
+      if (expected.missing.empty() || expected.missing.back().empty()) continue;
+      if (k.limit == 1 ? expected.tasks_lost == k.tasks_lost : comes_back(expected)) break;
     }
     ASSERT_LT(seed, 500u);
     const RunResult run = run_on_threads(
-        tmp, fmt::format("lossy-{}", seed),
+        tmp, fmt::format("lossy-{}-{}", seed, k.limit),
         with(kModel,
              {fmt::format("seed={}", seed), "wait_seconds=1", "network.mode=emulated",
               "network.profile=custom", "network.custom.down_bps=1e9", "network.custom.up_bps=1e9",
-              fmt::format("network.custom.loss={}", loss), fmt::format("rounds={}", rounds)}));
+              fmt::format("network.custom.loss={}", loss), fmt::format("rounds={}", rounds),
+              fmt::format("drop_after_missed_rounds={}", k.limit)}));
     ASSERT_EQ(run.rounds.size(), size_t(rounds));
     std::string story;
-    for (const auto& m : expected) story += fmt::format(" [{}]", fmt::join(m, " "));
-    RecordProperty(fmt::format("seed_{}_expected_missing", seed), story);
+    for (const auto& m : expected.missing) story += fmt::format(" [{}]", fmt::join(m, " "));
+    RecordProperty(fmt::format("seed_{}_limit_{}_expected_missing", seed, k.limit), story);
     for (int r = 0; r < rounds; ++r) {
       const auto missing = run.rounds[r].at("missing").get<std::set<uint32_t>>();
-      EXPECT_EQ(missing, expected[r]) << "round " << r + 1 << " (seed " << seed << ")";
+      EXPECT_EQ(missing, expected.missing[r])
+          << "round " << r + 1 << " (seed " << seed << ", limit " << k.limit << ")";
     }
   }
+}
+
+// A process that misses a round is asked again (drop_after_missed_rounds large), so with one
+// client per process emulated loss leaves out, round by round, the clients simulated loss leaves
+// out (the same draws), and both train the same model. Every round either mode's record names
+// the same clients: emulated as `missing`, simulated as `simulated_lost`.
+TEST(NetworkRun, EmulatedLossWithRetriesLeavesOutWhatSimulatedLossLeavesOut) {
+  const double loss = 0.2;
+  const int rounds = 5;
+  TempDir tmp;
+  const auto sets = [&](const std::string& mode) {
+    return with(kModel,
+                {"partition.clients=2", "wait_seconds=1", "drop_after_missed_rounds=1000",
+                 "network.mode=" + mode, "network.profile=custom", "network.custom.down_bps=1e9",
+                 "network.custom.up_bps=1e9", fmt::format("network.custom.loss={}", loss),
+                 fmt::format("rounds={}", rounds)});
+  };
+  const RunResult emulated = run_on_threads(tmp, "emulated", sets("emulated"));
+  const RunResult simulated = run_on_threads(tmp, "simulated", sets("simulated"));
+  ASSERT_EQ(emulated.rounds.size(), size_t(rounds));
+  ASSERT_EQ(simulated.rounds.size(), size_t(rounds));
+  std::set<uint32_t> missed_before;
+  bool came_back = false;  // a client that missed a round sent an update in a later one
+  for (int r = 0; r < rounds; ++r) {
+    const auto missing = emulated.rounds[r].at("missing").get<std::vector<uint32_t>>();
+    const auto lost =
+        simulated.rounds[r].value("simulated_lost", json::array()).get<std::vector<uint32_t>>();
+    EXPECT_EQ(missing, lost) << "round " << r + 1;
+    for (uint32_t c : missed_before)
+      came_back = came_back || std::find(missing.begin(), missing.end(), c) == missing.end();
+    missed_before.insert(missing.begin(), missing.end());
+  }
+  EXPECT_TRUE(came_back) << "seed 3's draws never lose a message and then deliver the client's "
+                            "next: choose another loss";
+  EXPECT_EQ(emulated.hash, simulated.hash);
 }
 
 }  // namespace

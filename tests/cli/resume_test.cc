@@ -156,39 +156,43 @@ TEST(Resume, AFailedRunKeepsItsCheckpointAndFinishesWhenResumed) {
       "failed", with(kLong, {"regime=gradient", "sgd.batch=16", "wait_seconds=3"}), true);
 }
 
-// Emulated lossy links draw by round, and the checkpoint names the processes dropped before it:
-// the resumed run (from round 6) loses the messages the uninterrupted run lost in the rounds after
-// the checkpoint, and leaves out the process it had dropped before, so the bytes agree. Two seeds:
-// one whose first loss comes well after the checkpoint, one whose first loss (a process dropped)
-// comes before it; neither ever loses both processes. Each round's `missing` is the one predicted
-// from the draws.
+// Emulated lossy links draw by round, and the checkpoint names the processes dropped before it
+// and those that had missed the rounds just before it: the resumed run (from round 6) loses the
+// messages the uninterrupted run lost in the rounds after the checkpoint, leaves out the process
+// it had dropped before, and goes on counting a process's misses in a row, so the bytes agree.
+// Two seeds: one whose process is dropped at its first miss, before the checkpoint
+// (drop_after_missed_rounds = 1), and one whose process misses rounds 6 and 7 and is dropped at
+// the second (= 2): resumed without its count, it would be asked again. Neither ever loses both
+// processes. Each round's `missing` is the one predicted from the draws.
 TEST(Resume, AnEmulatedLossyRunLosesTheSameMessagesAfterTheResume) {
   const double loss = 0.03;
-  for (const auto [from, to] : {std::pair{12, 25}, std::pair{1, 5}}) {
-    std::vector<std::set<uint32_t>> expected;
+  for (const int limit : {1, 2}) {
+    const auto wanted = [&](const testing::PredictedLosses& e) {
+      if (e.missing.empty()) return false;
+      if (limit == 1)
+        return (e.dropped_in[0] >= 1 && e.dropped_in[0] < 5) ||
+               (e.dropped_in[1] >= 1 && e.dropped_in[1] < 5);
+      return e.dropped_in[0] == 6 || e.dropped_in[1] == 6;  // rounds 6 and 7 missed
+    };
     uint64_t seed = 1;
-    for (int tasks_lost = 0; seed < 5000; ++seed) {
-      expected = testing::predicted_missing(seed, loss, 30, tasks_lost);
-      const auto first =
-          std::find_if(expected.begin(), expected.end(), [](const auto& m) { return !m.empty(); });
-      if (first != expected.end() && first - expected.begin() >= from &&
-          first - expected.begin() < to)
-        break;
-    }
+    testing::PredictedLosses expected;
+    for (; seed < 5000; ++seed)
+      if (wanted(expected = testing::predict_losses(seed, loss, 30, limit))) break;
     ASSERT_LT(seed, 5000u);
-    SCOPED_TRACE(fmt::format("seed {}: first loss in round {}..{}", seed, from + 1, to));
+    SCOPED_TRACE(fmt::format("seed {}, drop_after_missed_rounds = {}", seed, limit));
     expect_resume_gives_the_same_bytes(
-        fmt::format("lossy-{}", from),
+        fmt::format("lossy-{}", limit),
         with(kLong,
              {"regime=model", "local.steps=2", fmt::format("seed={}", seed), "wait_seconds=3",
-              "network.mode=emulated", "network.profile=custom", "network.custom.down_bps=1e9",
-              "network.custom.up_bps=1e9", fmt::format("network.custom.loss={}", loss)}),
+              fmt::format("drop_after_missed_rounds={}", limit), "network.mode=emulated",
+              "network.profile=custom", "network.custom.down_bps=1e9", "network.custom.up_bps=1e9",
+              fmt::format("network.custom.loss={}", loss)}),
         false, [&](const std::filesystem::path& dir) {
           std::ifstream in(dir / "metrics.jsonl");
           std::string line;
-          for (size_t r = 0; std::getline(in, line) && r < expected.size(); ++r)
+          for (size_t r = 0; std::getline(in, line) && r < expected.missing.size(); ++r)
             EXPECT_EQ(nlohmann::json::parse(line).at("missing").get<std::set<uint32_t>>(),
-                      expected[r])
+                      expected.missing[r])
                 << "round " << r + 1;
         });
   }

@@ -330,12 +330,18 @@ TEST(DistributedFaults, SilentClientIsDroppedInModelRegimeAndStopsGradientRegime
   std::thread peer;
   const RunResult m =
       run_distributed(tmp, "model", "tcp://127.0.0.1:*", 1,
-                      {"regime=model", "rounds=2", "partition.clients=4", "wait_seconds=1"},
+                      {"regime=model", "rounds=3", "partition.clients=4", "wait_seconds=1"},
                       [&](const std::string& ep) { peer = std::thread(silent_peer, ep, true); });
   peer.join();
   EXPECT_EQ(m.server_code, 0) << m.err;
   EXPECT_NE(m.err.find("dropped a message from a peer: bad magic"), std::string::npos) << m.err;
   EXPECT_NE(m.err.find("continuing with the rest"), std::string::npos) << m.err;
+  // still connected, so asked again each round until drop_after_missed_rounds (3) misses
+  EXPECT_NE(m.err.find("missed 2 round(s) in a row; at 3 it gets no more tasks"), std::string::npos)
+      << m.err;
+  EXPECT_NE(m.err.find("missed 3 round(s) in a row; it gets no more tasks in this run"),
+            std::string::npos)
+      << m.err;
   EXPECT_EQ(m.hash.size(), 16u);
 
   const RunResult g =
@@ -685,9 +691,12 @@ TEST(DistributedFaults, KilledClientModelRegimeFinishesWithTheRest) {
       tmp, "model", {"regime=model", "rounds=12", "local.steps=200", "local.batch=full"});
   ASSERT_EQ(m.server_code, 0) << m.err;
   EXPECT_NE(m.err.find("continuing with the rest"), std::string::npos) << m.err;
-  EXPECT_NE(m.err.find("gets no more tasks"), std::string::npos) << m.err;
+  EXPECT_NE(m.err.find("is not connected"), std::string::npos) << m.err;
+  EXPECT_NE(m.err.find("missed 3 round(s) in a row; it gets no more tasks"), std::string::npos)
+      << m.err;
   // Every round is logged; after the kill, rounds have 2 of 4 updates and name the missing ones,
-  // and only the first of them waited for the deadline.
+  // and only the first of them waited for the deadline: the later TASKs found no connection, so
+  // no answer was awaited (drop_after_missed_rounds = 3 then dropped the process).
   std::ifstream in(tmp / "res" / "model" / "metrics.jsonl");
   std::string line;
   int rounds = 0, partial = 0;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
 #include <zmq_addon.hpp>
 
 #include "protocol/frames.h"
@@ -42,7 +43,7 @@ TEST(ZmqFrames, OwnedVectorsTravelWithoutCopyAndAreReleased) {
   const std::weak_ptr<const void> weak = data;
   const std::vector<std::span<const float>> vecs = {*data};
   const size_t bytes =
-      send_message(p.a, encode_message(MessageType::kUpdate, 1, 2, 3, {{"k", 1}}, vecs, data));
+      *send_message(p.a, encode_message(MessageType::kUpdate, 1, 2, 3, {{"k", 1}}, vecs, data));
   data.reset();  // now only ZeroMQ holds the buffer
   auto parts = p.receive();
   ASSERT_EQ(parts.size(), 3u);
@@ -126,6 +127,39 @@ TEST(Transport, AClientChannelDropsAServerFrameOverItsLimit) {
   const std::vector<std::span<const float>> too_big = {huge};
   server->send(hello->peer, encode_message(MessageType::kTask, 0, 0, 0, {}, too_big));
   EXPECT_FALSE(client->receive(deadline_after(1.0)).has_value());
+}
+
+// A peer that is gone (its process died: its connection closed) cannot be sent to: the send
+// throws PeerUnreachable instead of the message vanishing, so the server need not wait out a
+// deadline for the answer to a task that never left. A peer still connected is sent to.
+TEST(Transport, ASendToAPeerThatIsGoneThrowsPeerUnreachable) {
+  const auto server = bind_zmq_transport("tcp://127.0.0.1:*");
+  auto gone = connect_zmq_channel(server->endpoint());
+  const auto stays = connect_zmq_channel(server->endpoint());
+  std::vector<std::string> ids;
+  for (Channel* c : {gone.get(), stays.get()}) {
+    c->send(encode_message(MessageType::kHello, 0, 0, 0, {{"slots", 1}}));
+    const auto hello = server->receive(deadline_after(10));
+    ASSERT_TRUE(hello.has_value());
+    ids.push_back(hello->peer);
+  }
+  const WireMessage stop = encode_message(MessageType::kStop, 0, 0, 0, {});
+  EXPECT_THROW(server->send("a peer that never came", stop), PeerUnreachable);
+  EXPECT_NO_THROW(server->send(ids[0], stop));
+  ASSERT_TRUE(gone->receive(deadline_after(10)).has_value());
+  gone.reset();  // its socket closes, as a killed process's does
+  bool unreachable = false;
+  for (const auto until = deadline_after(10); !unreachable && Clock::now() < until;) {
+    try {
+      server->send(ids[0], stop);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    } catch (const PeerUnreachable&) {
+      unreachable = true;
+    }
+  }
+  EXPECT_TRUE(unreachable) << "sends to a closed peer still succeed after 10 s";
+  EXPECT_NO_THROW(server->send(ids[1], stop));
+  EXPECT_TRUE(stays->receive(deadline_after(10)).has_value());
 }
 
 TEST(Transport, BindErrorsNameTheEndpoint) {

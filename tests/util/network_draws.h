@@ -3,6 +3,7 @@
 // its process's link and the round, an UPDATE by its client and the round.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <set>
 #include <vector>
@@ -11,31 +12,42 @@
 
 namespace fedpar::testing {
 
-// Each round's missing clients in a run of `rounds` (a process that misses a round's deadline gets
-// no more tasks); empty when a round would lose every client (the run stops then).
-// `tasks_lost` counts the TASKs dropped.
-inline std::vector<std::set<uint32_t>> predicted_missing(uint64_t seed, double loss, int rounds,
-                                                         int& tasks_lost) {
-  std::vector<std::set<uint32_t>> out;
-  std::set<uint32_t> dropped;
-  tasks_lost = 0;
+struct PredictedLosses {
+  // Each round's missing clients; empty when the run would stop (every process dropped).
+  std::vector<std::set<uint32_t>> missing;
+  int tasks_lost = 0;                     // TASKs dropped
+  std::array<int, 2> dropped_in{-1, -1};  // the round (0-based) each process was dropped; -1: never
+};
+
+// A run of `rounds` in which a process that misses `limit` rounds in a row (a lost TASK, or a
+// lost UPDATE of one of its clients) gets no more tasks (drop_after_missed_rounds).
+inline PredictedLosses predict_losses(uint64_t seed, double loss, int rounds, int limit) {
+  PredictedLosses out;
+  std::array<int, 2> in_a_row{0, 0};
   for (int r = 0; r < rounds; ++r) {
-    std::set<uint32_t> missing, newly;
+    std::set<uint32_t> missing;
     for (uint32_t p = 0; p < 2; ++p) {
-      if (dropped.count(p)) {
+      bool missed = false;
+      if (out.dropped_in[p] >= 0) {
         missing.insert({p, p + 2});
-      } else if (message_lost(loss, seed, "down", p, uint32_t(r))) {
+        continue;
+      }
+      if (message_lost(loss, seed, "down", p, uint32_t(r))) {
         missing.insert({p, p + 2});
-        newly.insert(p);
-        ++tasks_lost;
+        missed = true;
+        ++out.tasks_lost;
       } else {
         for (uint32_t c : {p, p + 2})
-          if (message_lost(loss, seed, "up", c, uint32_t(r))) missing.insert(c), newly.insert(p);
+          if (message_lost(loss, seed, "up", c, uint32_t(r))) missing.insert(c), missed = true;
       }
+      in_a_row[p] = missed ? in_a_row[p] + 1 : 0;
+      if (in_a_row[p] == limit) out.dropped_in[p] = r;
     }
-    if (missing.size() == 4) return {};
-    dropped.insert(newly.begin(), newly.end());
-    out.push_back(missing);
+    out.missing.push_back(missing);
+    if (out.dropped_in[0] >= 0 && out.dropped_in[1] >= 0) {
+      out.missing.clear();
+      return out;
+    }
   }
   return out;
 }

@@ -111,7 +111,7 @@ class TcpProxy {
       for (size_t i = 0; i < (fds.size() - 1) / 2 && i < pairs_.size(); ++i) {
         const auto [a, b] = pairs_[i];
         bool open = true;
-        for (const auto [from, to, ev] :
+        for (const auto& [from, to, ev] :
              {std::tuple{a, b, fds[1 + 2 * i].revents}, std::tuple{b, a, fds[2 + 2 * i].revents}}) {
           if (!open || !(ev & (POLLIN | POLLHUP | POLLERR))) continue;
           const ssize_t n = ::recv(from, buf.data(), buf.size(), 0);
