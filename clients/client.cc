@@ -147,7 +147,7 @@ class ClientProcess {
     while (true) {
       auto msg = channel_.receive(deadline_after(o_.wait_seconds));
       if (!msg)
-        throw Error(fmt::format("the server was silent for {} s; giving up", o_.wait_seconds));
+        throw RunFailed(fmt::format("the server was silent for {} s; giving up", o_.wait_seconds));
       auto parsed = parse_message(msg->spans(), {}, false, &downlink_, num_params_);
       if (auto* e = std::get_if<ProtocolError>(&parsed)) {
         log("dropped a malformed message from the server: " + e->reason);
@@ -561,12 +561,12 @@ int run_client(const ClientOptions& o) {
   channel->send(encode(HelloMsg{.slots = o.slots, .pid = ::getpid()}));
   auto first = channel->receive(deadline_after(o.wait_seconds));
   if (!first)
-    throw Error(fmt::format("no answer from the server at {} within {} s{}", o.server,
-                            o.wait_seconds,
-                            curve ? " (with CURVE: is this key on the server's allow-list, and "
-                                    "--server-key the server's public key?)"
-                                  : " (a server with [security] keys answers only clients "
-                                    "with --key and --server-key)"));
+    throw RunFailed(fmt::format("no answer from the server at {} within {} s{}", o.server,
+                                o.wait_seconds,
+                                curve ? " (with CURVE: is this key on the server's allow-list, and "
+                                        "--server-key the server's public key?)"
+                                      : " (a server with [security] keys answers only clients "
+                                        "with --key and --server-key)"));
   auto parsed = parse_message(first->spans());
   if (auto* e = std::get_if<ProtocolError>(&parsed)) throw Error("bad WELCOME: " + e->reason);
   const ParsedMessage& w = std::get<ParsedMessage>(parsed);

@@ -14,6 +14,14 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A run that started and could not go on: a process missing at a deadline, every one dropped, a
+// failed ring, a silent or vanished server. Not the user's input: the CLI exits kExitRunFailed.
+class RunFailed : public Error {
+ public:
+  using Error::Error;
+};
+constexpr int kExitRunFailed = 5;
+
 namespace detail {
 // Collects the streamed message and throws from its destructor's caller via `raise()`.
 class CheckFailure {

@@ -168,7 +168,7 @@ class Supervisor {
       if (ep.empty()) {
         if (std::chrono::steady_clock::now() - started_ > 60s) {
           fmt::print(stderr, "fedpar run: the server did not start listening within 60 s\n");
-          finish(1);
+          finish(kExitRunFailed);
         } else {
           wait_for_endpoint();
         }
@@ -212,7 +212,7 @@ class Supervisor {
         return;
       }
       fmt::print(stderr, "fedpar run: {} {}; stopping the run\n", name, what);
-      finish(1);
+      finish(kExitRunFailed);
     }
   }
 

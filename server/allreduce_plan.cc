@@ -68,14 +68,14 @@ class AllReducePlan final : public Plan {
       return round(engine, rec);  // the survivors redo the round from where it began
     }
     if (!c.missing.empty())
-      throw Error(fmt::format(
+      throw RunFailed(fmt::format(
           "round {}: no report from worker(s) {} within {} s{} (did it die? the ring cannot go on "
           "without it{})",
           r + 1, fmt::join(c.missing, ", "), c.waited, c.got.empty() ? "" : " of the others'",
           s_.ring_elastic ? "" : "; allreduce.elastic = true re-forms it without the dead"));
     if (!c.failed.empty())  // every worker alive, yet the ring failed: nothing to re-form
-      throw Error(fmt::format("round {}: worker {} failed: {}", r + 1, c.failed.begin()->first,
-                              c.failed.begin()->second));
+      throw RunFailed(fmt::format("round {}: worker {} failed: {}", r + 1, c.failed.begin()->first,
+                                  c.failed.begin()->second));
     if (need_params) {
       const auto& vs = c.got.at(members_[0]).update.vectors;
       std::copy(vs[0].begin(), vs[0].end(), run_.params.begin());
@@ -202,7 +202,7 @@ class AllReducePlan final : public Plan {
     for (const auto& [h, ranks] : by_hash)
       parts.push_back(ranks.empty() ? fmt::format("{} (the model rank 0 sent)", h)
                                     : fmt::format("{} (worker(s) {})", h, fmt::join(ranks, ", ")));
-    throw Error(
+    throw RunFailed(
         fmt::format("round {}: the replicas drifted apart: {}", r + 1, fmt::join(parts, "; ")));
   }
 

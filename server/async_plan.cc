@@ -38,8 +38,8 @@ class AsyncPlan final : public Plan {
     while (t.applied < engine.num_clients) {
       Collected c = engine.collect(one_update(engine));
       if (c.got.empty())
-        throw Error(fmt::format("async: no update within {} s (clients {} hold tasks)",
-                                s_.wait_seconds, fmt::join(holders(), ", ")));
+        throw RunFailed(fmt::format("async: no update within {} s (clients {} hold tasks)",
+                                    s_.wait_seconds, fmt::join(holders(), ", ")));
       apply(engine, c.got.begin()->second, t);
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();

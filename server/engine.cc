@@ -105,7 +105,7 @@ void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
   while (int(peers.size()) < s_.processes) {
     auto in = receive(deadline);
     if (!in)
-      throw Error(
+      throw RunFailed(
           fmt::format("only {} of {} client processes said HELLO within {} s (start them "
                       "with: fedpar client --server {})",
                       peers.size(), s_.processes, s_.wait_seconds, endpoint()));
@@ -213,7 +213,7 @@ Collected Engine::collect(const CollectSpec& spec) {
       const std::string why = e.index() == 0 ? std::get<ErrorMsg>(e).reason : "?";
       if (spec.check_round && in->parsed.header.round != round) continue;  // an earlier round's
       if (spec.errors_are_fatal)
-        throw Error(fmt::format("round {}: worker {} failed: {}", round + 1, process, why));
+        throw RunFailed(fmt::format("round {}: worker {} failed: {}", round + 1, process, why));
       if (!out.got.count(uint32_t(process)) && out.failed.emplace(uint32_t(process), why).second)
         answered();  // a worker's first answer counts, report or ERROR
       continue;

@@ -121,7 +121,7 @@ class ModelParallelPlan final : public Plan {
     send_tasks(engine, need_params, need_state, check);
     const Collected c = engine.collect(report_spec(engine, need_params, check));
     if (!c.missing.empty())
-      throw Error(fmt::format(
+      throw RunFailed(fmt::format(
           "round {}: no report from {}(s) {} within {} s{} (did it die? the {} cannot go on "
           "without it)",
           r + 1, pipeline_ ? "stage" : "rank", fmt::join(c.missing, ", "), c.waited,
@@ -214,7 +214,7 @@ class ModelParallelPlan final : public Plan {
       }
     }
     if (!drifted.empty())
-      throw Error(
+      throw RunFailed(
           fmt::format("round {}: the replicas drifted apart: {}", r + 1, fmt::join(drifted, "; ")));
   }
 

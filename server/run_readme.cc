@@ -56,12 +56,14 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
   if (summary.diverged_at_round)
     md << fmt::format("- **diverged** at round {}: {}\n", *summary.diverged_at_round,
                       summary.diverged.value_or(""));
-  // results_dir and data.dir may be relative: the commands run where this run was started
-  const std::string config =
-      (std::filesystem::path(s.results_dir) / s.name / "config.resolved.toml").string();
+  // results_dir and data.dir may be relative: the commands run where this run was started. `dir`
+  // is the partial folder; ResultsDir::commit rewrites its path to the folder's final name (which
+  // may have a suffix: another run of the same name came first).
+  const std::string config = (dir / "config.resolved.toml").string();
   md << fmt::format(
       "\n## Run it again\n\nFrom the folder this run was started in (`results_dir` and "
-      "`data.dir` in the config are relative to it; the new run's folder gets a `-2`):\n\n"
+      "`data.dir` in the config are relative to it; the new run's folder gets the next free "
+      "suffix, `-2`, `-3`, ...):\n\n"
       "```sh\nfedpar run {0}   # a server and the config's client processes here\n```\n\n"
       "Across machines: `fedpar server --config {0} --set bind=tcp://0.0.0.0:PORT` here, and "
       "`fedpar client --server tcp://HOST:PORT` on each client host.\n\n",

@@ -129,14 +129,16 @@ int run_server(Config cfg, const ServerOptions& opts) {
     engine.stop_all();
     if (const auto kept = run.keep_for_resume(); !kept.empty()) {
       const std::string note = fmt::format(
-          "the metrics and the last checkpoint are kept in {}: continue with fedpar run CONFIG "
-          "--resume {}",
-          kept.string(), kept.string());
+          "the metrics and the last checkpoint are kept in {0}: continue with fedpar run {1} "
+          "--resume {0}",
+          kept.string(), (kept / "config.resolved.toml").string());
       if (const auto* stop = dynamic_cast<const Interrupted*>(&e)) {  // still 128 + the signal
         fmt::print(stderr, "{}\n", note);
         throw Interrupted(stop->signal(), /*kept=*/true);
       }
-      throw Error(fmt::format("{}\n{}", e.what(), note));
+      const std::string what = fmt::format("{}\n{}", e.what(), note);
+      if (dynamic_cast<const RunFailed*>(&e)) throw RunFailed(what);
+      throw Error(what);
     }
     throw;
   }

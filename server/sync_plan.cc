@@ -143,7 +143,8 @@ class SyncPlan final : public Plan {
     if (std::ranges::all_of(participants,
                             [&](uint32_t c) { return engine.lost.count(engine.owner[c]) > 0; })) {
       if (engine.lost.size() == engine.order.size())
-        throw Error("every client process has been dropped from the run: none is left to train");
+        throw RunFailed(
+            "every client process has been dropped from the run: none is left to train");
       engine.log(
           fmt::format("round {}: the sampled clients ({}) were on a dropped process; the "
                       "model stays",
@@ -307,13 +308,13 @@ class SyncPlan final : public Plan {
               ? ""
               : fmt::format(" ({} not connected)", fmt::join(c.unreachable, ", ")));
       if (gradient_ && !s_.continue_without_missing)
-        throw Error(what +
-                    " (gradient regime stops; set continue_without_missing = true to go on)");
+        throw RunFailed(what +
+                        " (gradient regime stops; set continue_without_missing = true to go on)");
       engine.log(what + (c.got.empty() ? "; the model stays" : "; continuing with the rest"));
     }
     engine.count_misses(asked, absent, limit);
     if (engine.lost.size() == engine.order.size())
-      throw Error(
+      throw RunFailed(
           fmt::format("round {}: every client process has been dropped from the run "
                       "(drop_after_missed_rounds = {}): none is left to train",
                       engine.round + 1, limit));

@@ -172,7 +172,7 @@ class ZmqChannel final : public Channel {
       ev.clear();
     }
     if (lost_since_ && seconds_since(*lost_since_) > kServerGoneSeconds)
-      throw Error(
+      throw RunFailed(
           fmt::format("lost the connection to the server at {} {:.0f} s ago and it did "
                       "not come back: the server stopped or its machine is gone",
                       endpoint_, seconds_since(*lost_since_)));

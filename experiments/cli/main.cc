@@ -1,6 +1,6 @@
 // The `fedpar` executable: one binary, one subcommand per job. Errors from user input are
-// printed on one line with exit code 2; a stop signal (SIGINT, SIGTERM, SIGHUP) exits 128 + it;
-// nothing else is left behind.
+// printed on one line with exit code 2, a run that failed once started (RunFailed) with 5; a stop
+// signal (SIGINT, SIGTERM, SIGHUP) exits 128 + it; nothing else is left behind.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -55,6 +55,9 @@ int run_action(const std::string& command, const Action& action) {
     fmt::print(stderr, "fedpar {}: {}; {}\n", command, e.what(),
                e.kept() ? "its checkpoint is kept (above)" : "nothing was kept");
     return 128 + e.signal();
+  } catch (const RunFailed& e) {
+    fmt::print(stderr, "fedpar: error: {}\n", e.what());
+    return kExitRunFailed;
   } catch (const Error& e) {
     fmt::print(stderr, "fedpar: error: {}\n", e.what());
     return 2;

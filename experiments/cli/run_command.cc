@@ -24,9 +24,10 @@ Action add_run_command(CLI::App& app) {
     LocalRunOptions opts;
   };
   cmd->footer(
-      fmt::format("Exit code: 0 when the run completed; 2 for a bad config; 128 + the signal when "
-                  "stopped (130: Ctrl-C); "
-                  "otherwise a process's failure.\n"
+      fmt::format("Exit code: 0 when the run completed; 2 for a bad config; 5 when the run failed "
+                  "once started (a process\nmissing at a deadline or dead, a failed ring, a "
+                  "vanished server); 4 when the training diverged;\n128 + the signal when "
+                  "stopped (130: Ctrl-C).\n"
                   "A config with an [equivalence] table exits {} when a claim failed: (b), (c) "
                   "over {:g}x as far from exact\n(float64) arithmetic as centralized float32, or\n"
                   "(d), (e) fewer than {:g} orders of magnitude further from (a) than (b), (c); "

@@ -192,7 +192,8 @@ TEST(LaunchMpi, DriftingReplicasEndTheWholeJob) {
   // ranks that would otherwise wait in their next MPI_Allreduce (timeout 180 s would say so)
   const int code = mpirun_launch(
       tmp, 4, "drift", "--set partition.clients=3 --set allreduce.fault_flip_rank=1", out);
-  EXPECT_EQ(code, 2) << "124: the job hung\n" << out;  // the server's code, through MPI_Abort
+  EXPECT_EQ(code, kExitRunFailed) << "124: the job hung\n"
+                                  << out;  // the server's code, through MPI_Abort
   EXPECT_NE(out.find("round 1: the replicas drifted apart"), std::string::npos) << out;
   EXPECT_NE(out.find("(worker(s) 1)"), std::string::npos) << out;
 }
@@ -211,7 +212,7 @@ TEST(LaunchMpi, RanksBlockedInASumEndWithTheServer) {
                                  out);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_EQ(code, 2) << out;
+  EXPECT_EQ(code, kExitRunFailed) << out;
   EXPECT_NE(out.find("round 1: no report from worker(s)"), std::string::npos) << out;
   EXPECT_LT(seconds, 40) << "the job waited for the straggler\n" << out;
 }

@@ -52,7 +52,7 @@ std::filesystem::path killed_run(const TempDir& tmp, const std::string& tag,
   testing::wait_for_round(tmp, files, kill_after);
   if (client_only) {
     kill(clients[1], SIGKILL);
-    EXPECT_EQ(testing::wait_exit(server, 60).value_or(-99), 2);
+    EXPECT_EQ(testing::wait_exit(server, 60).value_or(-99), kExitRunFailed);
     EXPECT_NE(testing::slurp(tmp / (files + ".err")).find("last checkpoint are kept in"),
               std::string::npos);
     kill(clients[0], SIGKILL);

@@ -108,7 +108,12 @@ TEST(FedparRun, SupervisesServerAndClientsAndGivesTheSameBytes) {
   const auto again = testing::run_fedpar("run " + config.string(), tmp.path());
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_NE(again.out.find("final model hash: " + direct.hash), std::string::npos) << again.out;
-  EXPECT_TRUE(std::filesystem::exists(tmp / "res/viarun-2/README.md"));
+  // the second run's folder has a suffix, and its README names its own config, not the first's
+  const std::string readme2 = testing::slurp(tmp / "res/viarun-2/README.md");
+  EXPECT_NE(readme2.find("fedpar run " + (tmp / "res/viarun-2/config.resolved.toml").string()),
+            std::string::npos)
+      << readme2;
+  EXPECT_EQ(readme2.find(".partial-"), std::string::npos) << readme2;
 
   const pid_t bad =
       testing::spawn_fedpar({"run", (tmp / "run.toml").string(), "--set", "rounds=zero"},
@@ -220,7 +225,7 @@ TEST(FedparRun, StopsEverythingWhenAClientDiesOrOnInterrupt) {
     const std::vector<pid_t> all = children_with(run, "");        // the server and both clients
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // some rounds run
     kill(interrupt ? run : clients[0], interrupt ? SIGINT : SIGKILL);
-    EXPECT_EQ(testing::wait_exit(run, 30).value_or(-99), interrupt ? 130 : 1);
+    EXPECT_EQ(testing::wait_exit(run, 30).value_or(-99), interrupt ? 130 : kExitRunFailed);
     const std::string err = testing::slurp(tmp / "run.err");
     EXPECT_NE(err.find(interrupt ? "interrupted by SIGINT; stopping the server and clients"
                                  : "was killed by signal 9"),
@@ -349,7 +354,7 @@ TEST(DistributedFaults, SilentClientIsDroppedInModelRegimeAndStopsGradientRegime
                       {"regime=gradient", "rounds=2", "partition.clients=4", "wait_seconds=1"},
                       [&](const std::string& ep) { peer = std::thread(silent_peer, ep, false); });
   peer.join();
-  EXPECT_EQ(g.server_code, 2);
+  EXPECT_EQ(g.server_code, kExitRunFailed);
   EXPECT_NE(g.err.find("no update from client(s)"), std::string::npos) << g.err;
   EXPECT_NE(g.err.find("continue_without_missing"), std::string::npos) << g.err;
   EXPECT_FALSE(std::filesystem::exists(tmp / "res" / "gradient"));  // nothing half-written
@@ -578,7 +583,7 @@ TEST(DistributedFaults, ClientsNoticeADeadServerWithinSeconds) {
   waitpid(run.server, nullptr, 0);
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t i = 0; i < run.clients.size(); ++i) {
-    EXPECT_EQ(testing::wait_exit(run.clients[i], 30).value_or(-99), 2);
+    EXPECT_EQ(testing::wait_exit(run.clients[i], 30).value_or(-99), kExitRunFailed);
     const std::string err = testing::slurp(tmp / ("dead" + std::to_string(i) + ".cerr"));
     EXPECT_NE(err.find("lost the connection to the server at tcp://127.0.0.1:"), std::string::npos)
         << err;
@@ -719,7 +724,7 @@ TEST(DistributedFaults, KilledClientModelRegimeFinishesWithTheRest) {
 TEST(DistributedFaults, KilledClientStopsGradientRegimeWithAClearError) {
   TempDir tmp;
   const RunResult g = run_with_killed_client(tmp, "gradient", {"regime=gradient", "rounds=100000"});
-  EXPECT_EQ(g.server_code, 2);
+  EXPECT_EQ(g.server_code, kExitRunFailed);
   EXPECT_NE(g.err.find("no update from client(s)"), std::string::npos) << g.err;
   EXPECT_NE(g.err.find("continue_without_missing = true"), std::string::npos) << g.err;
   EXPECT_FALSE(std::filesystem::exists(tmp / "res" / "gradient"));
