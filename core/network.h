@@ -64,6 +64,15 @@ NetworkSpec resolve_network(NetworkMode mode, JitterKind jitter, const std::stri
 // Seconds to put `bytes` on a link of `bps` bit/s.
 inline double transfer_seconds(uint64_t bytes, double bps) { return double(bytes) * 8.0 / bps; }
 
+// The least seconds a round takes on link `p`: a TASK of `down_bytes` down, then `updates`
+// UPDATEs of `update_bytes` up one after the other (no compute, no jitter). A deadline shorter
+// than this is missed every round.
+inline double least_round_seconds(const LinkProfile& p, uint64_t down_bytes, uint64_t update_bytes,
+                                  size_t updates) {
+  return transfer_seconds(down_bytes, p.down_bps) + p.latency_s +
+         double(updates) * transfer_seconds(update_bytes, p.up_bps) + p.latency_s;
+}
+
 // The seeded draws. Purposes: "net-available" (client, round); the jitter and loss of a message
 // are keyed by a direction ("up" | "down"), an id (the virtual client; in emulation a TASK's
 // process link), the round, and `repeat`: how many messages with the same id and round came

@@ -201,8 +201,17 @@ Collected Engine::collect(const CollectSpec& spec) {
       out.waited = *spec.after_first;
     }
   };
+  const auto t0 = Clock::now();
+  auto note_at = deadline_after(kWaitNoteSeconds);  // a long wait says how it stands
   while (out.got.size() + out.failed.size() < want) {
-    auto in = receive(deadline, spec.floats);
+    auto in = receive(std::min(deadline, note_at), spec.floats);
+    if (!in && Clock::now() < deadline) {
+      log(fmt::format("round {}: {} of {} answers in after {:.0f} s; waiting up to {:.0f} s more",
+                      round + 1, out.got.size() + out.failed.size(), want, seconds_since(t0),
+                      std::chrono::duration<double>(deadline - Clock::now()).count()));
+      note_at = deadline_after(kWaitNoteSeconds);
+      continue;
+    }
     if (!in) break;
     const int process = process_index(in->msg.peer);
     const bool awaited =

@@ -119,6 +119,7 @@ class Engine {
   // then one line a kRejectionLogSeconds with the count); nothing else changes.
   void reject(const Received& r, const std::string& reason);
   static constexpr uint64_t kLoggedRejections = 20;
+  static constexpr double kWaitNoteSeconds = 15;  // collect() logs how a longer wait stands
   static constexpr double kRejectionLogSeconds = 10;
   void log(const std::string& line) const;
   // After a round that asked the clients `asked` (of processes in the run) and heard nothing from

@@ -53,8 +53,10 @@ bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const 
         params, {{"format", "fedpar"}, {"model", s.model.name}, {"round", std::to_string(r + 1)}});
   if ((r + 1) % s.eval_every == 0 || r + 1 == s.rounds) evaluate_into(rec);
   metrics.write(to_json(rec));
+  const bool trained = !(rec.received && *rec.received == 0);  // no update: no training loss
   engine.log(fmt::format(
-      "round {}/{}: {}, train loss {:.4f}{}", r + 1, s.rounds, what, rec.train_loss,
+      "round {}/{}: {}{}{}", r + 1, s.rounds, what,
+      trained ? fmt::format(", train loss {:.4f}", rec.train_loss) : "",
       rec.test_accuracy ? fmt::format(", test accuracy {:.2f}%", 100 * *rec.test_accuracy) : ""));
   if (s.stop_at_accuracy > 0 && rec.test_accuracy && *rec.test_accuracy >= s.stop_at_accuracy) {
     engine.log(

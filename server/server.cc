@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -70,6 +71,33 @@ void keep_misses(Engine& engine, const RunContext::Resumed& resumed) {
     if (const std::string* id = find(clients)) engine.missed[*id] = n;
 }
 
+// Emulated links too slow for wait_seconds miss every round's deadline: say so, with the numbers,
+// before the first round rather than after the deadlines. Raw float32 models and updates only
+// (a codec's sizes are known once encoded).
+void warn_of_slow_links(const Engine& engine, const RunSpec& s, size_t params) {
+  if (s.network.mode != NetworkMode::kEmulated || s.regime == Regime::kAsync ||
+      s.topology != Topology::kParameterServer || s.compression.uplink != "none" ||
+      s.compression.downlink != "none")
+    return;
+  const uint64_t bytes = params * sizeof(float);
+  for (const auto& id : engine.order) {
+    const auto& clients = engine.peers.at(id).clients;
+    if (clients.empty()) continue;
+    const auto asked = std::max<size_t>(1, size_t(std::ceil(s.fraction * double(clients.size()))));
+    const LinkProfile& p = s.network.of(clients[0]);
+    const double least = least_round_seconds(p, bytes, bytes, asked);
+    if (least <= s.wait_seconds) continue;
+    engine.log(fmt::format(
+        "warning: the process of virtual clients {} sends {} update(s) of {:.2f} MB a round up "
+        "its emulated {} link ({:g} Mbit/s): at least {:.0f} s, more than wait_seconds = {:g}, "
+        "so it would miss every deadline. Raise wait_seconds (to {:.0f} or more) or start more "
+        "client processes (fewer clients each)",
+        fmt::join(clients, ", "), asked, double(bytes) / 1e6, p.name, p.up_bps / 1e6, least,
+        s.wait_seconds, std::ceil(1.5 * least)));
+    return;  // the first such process says it for all
+  }
+}
+
 }  // namespace
 
 int run_server(Config cfg, const ServerOptions& opts) {
@@ -124,6 +152,7 @@ int run_server(Config cfg, const ServerOptions& opts) {
     engine.welcome_clients(run.manifest, run.params.size(), cfg.to_toml(),
                            plan->client_state());  // those that came hear STOP on failure
     keep_misses(engine, resumed);
+    warn_of_slow_links(engine, s, run.params.size());
     run_rounds(engine, run, *plan, resumed.rounds);
   } catch (const std::exception& e) {
     engine.stop_all();

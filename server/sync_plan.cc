@@ -314,10 +314,12 @@ class SyncPlan final : public Plan {
     }
     engine.count_misses(asked, absent, limit);
     if (engine.lost.size() == engine.order.size())
-      throw RunFailed(
-          fmt::format("round {}: every client process has been dropped from the run "
-                      "(drop_after_missed_rounds = {}): none is left to train",
-                      engine.round + 1, limit));
+      throw RunFailed(fmt::format(
+          "round {}: every client process has been dropped from the run "
+          "(drop_after_missed_rounds = {}): none is left to train. If they were alive but their "
+          "rounds take longer than wait_seconds = {:g} (slow links, many clients a process), "
+          "raise wait_seconds",
+          engine.round + 1, limit, s_.wait_seconds));
   }
 
   void record(RoundRecord& rec, const Collected& c, const std::vector<uint32_t>& absent,

@@ -113,6 +113,30 @@ TEST(NetworkRun, EmulatedRoundsLastAtLeastTheEmulatedTransfersAndTrainTheSameMod
       off.hash);
 }
 
+// A link too slow for wait_seconds is named before the first round, with the least time a round
+// takes on it: two 9,128-byte UPDATEs up 50 kbit/s are 2.9 s, over a 2 s deadline. With 10 s the
+// same run says nothing.
+TEST(NetworkRun, AnEmulatedLinkTooSlowForTheDeadlineIsNamedBeforeTheFirstRound) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << kNetworkRun;
+  for (const int wait : {2, 10}) {
+    std::string args = fmt::format("run {} --set name=slow{} --set results_dir={}",
+                                   (tmp / "run.toml").string(), wait, (tmp / "res").string());
+    for (const auto& s : with(kModel, {"rounds=1", fmt::format("wait_seconds={}", wait),
+                                       "network.mode=emulated", "network.profile=custom",
+                                       "network.custom.down_bps=1e9", "network.custom.up_bps=5e4"}))
+      args += " --set " + s;
+    const auto r = testing::run_fedpar(args, tmp.path());
+    ASSERT_EQ(r.code, 0) << r.err;
+    const bool warned =
+        r.err.find(
+            "sends 2 update(s) of 0.01 MB a round up its emulated custom link (0.05 "
+            "Mbit/s): at least 3 s, more than wait_seconds = 2, so it would miss every "
+            "deadline") != std::string::npos;
+    EXPECT_EQ(warned, wait == 2) << r.err;
+  }
+}
+
 // Simulated: no waiting, and each round's seconds are the formula over the round's own record:
 // the slowest client's down (model frame / down_bps + latency) + compute + up (UPDATE / up_bps +
 // latency), plus the measured aggregation; simulated_time sums them.
