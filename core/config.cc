@@ -9,6 +9,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <sstream>
 
 #include "core/check.h"
@@ -106,15 +107,28 @@ void Config::check_key(const std::string& key, std::string_view source) const {
     if (key == other ||
         (key.starts_with(other) && key.size() > other.size() && key[other.size()] == '.'))
       throw Error(fmt::format("{}unknown config key '{}': {}", source, key, elsewhere_hint_));
-  // Near matches: a close spelling of the whole key, or a key whose last part is (nearly) the
-  // one given ("lr" -> optimizer.lr); the closest four, closest first.
+  // Near matches: a close spelling of the whole key, a key whose last part is (nearly) the one
+  // given ("lr" -> optimizer.lr), or whose last part's words are all in the key given
+  // ("server_optimizer.lr" -> local.server_lr); the closest four, closest first.
+  const auto words = [](std::string_view k) {
+    std::set<std::string> w;
+    for (size_t start = 0, end = 0; start <= k.size(); start = end + 1) {
+      end = std::min(k.find_first_of("._", start), k.size());
+      if (end > start) w.emplace(k.substr(start, end - start));
+    }
+    return w;
+  };
+  const std::set<std::string> given = words(key);
   std::vector<std::pair<size_t, std::string>> near;
   for (const auto& k : keys_) {
     const size_t whole = edit_distance(k, key);
     const size_t part = edit_distance(last_part(k), last_part(key));
+    const std::set<std::string> mine = words(last_part(k));
+    const bool rearranged = mine.size() > 1 && std::includes(given.begin(), given.end(),
+                                                              mine.begin(), mine.end());
     if (whole <= std::max<size_t>(2, key.size() / 5) ||
-        part <= (last_part(key).size() > 3 ? 1u : 0u))
-      near.emplace_back(std::min(whole, part), k);
+        part <= (last_part(key).size() > 3 ? 1u : 0u) || rearranged)
+      near.emplace_back(rearranged ? 1 : std::min(whole, part), k);
   }
   std::sort(near.begin(), near.end());
   if (near.size() > 4) near.resize(4);

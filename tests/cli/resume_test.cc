@@ -235,6 +235,25 @@ TEST(Resume, ACheckpointWithWrongEntriesIsRefusedNamingTheFile) {
   }
 }
 
+// A finished run's folder keeps its last checkpoint: resuming it is refused, saying why, and
+// makes no new folder (it once trained no round and wrote a copy of the results).
+TEST(Resume, AFinishedRunIsNotResumedAgain) {
+  TempDir tmp;
+  const auto sets = with(kLong, {"regime=model", "rounds=4", "checkpoint_every=2"});
+  const auto done =
+      testing::run_distributed(tmp, "done", "ipc://" + (tmp / "d").string(), 2, sets);
+  ASSERT_EQ(done.server_code, 0) << done.err;
+  const auto dir = tmp / "res" / "done";
+  ASSERT_TRUE(std::filesystem::exists(dir / "checkpoint.bin"));
+  const auto [code, err] = refused(tmp, "again", sets, {"--resume", dir.string()});
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(err.find("finished all its 4 rounds: nothing is left to resume"), std::string::npos)
+      << err;
+  size_t folders = 0;
+  for (const auto& e : std::filesystem::directory_iterator(tmp / "res")) folders += e.is_directory();
+  EXPECT_EQ(folders, 1u);
+}
+
 TEST(Resume, AnotherConfigOrAStatefulTopologyIsRefusedWithTheReason) {
   TempDir tmp;
   const auto left = killed_run(tmp, "base", with(kLong, {"regime=model", "local.steps=40"}), 5);

@@ -71,6 +71,10 @@ TEST(Config, NearMatchesByLastPartAndTheCommandThatListsAll) {
   EXPECT_NE(e.find("did you mean 'train.epochs'?"), std::string::npos) << e;
   e = error_of([&] { c.set("optimizer", "2"); });
   EXPECT_EQ(e.find("did you mean"), std::string::npos) << "nothing near: " << e;
+  // the words of a key's last part, all in the key given: the server's rate under another table
+  Config run("[optimizer]\nlr = 0.1\n[local]\nserver_lr = 1.0\nsteps = 1\n");
+  e = error_of([&] { run.set("server_optimizer.lr", "0.01"); });
+  EXPECT_NE(e.find("did you mean 'optimizer.lr' or 'local.server_lr'?"), std::string::npos) << e;
 }
 
 // Errors about a value say where it came from: the file and the key, or the key (from --set or
