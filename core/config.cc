@@ -124,8 +124,8 @@ void Config::check_key(const std::string& key, std::string_view source) const {
     const size_t whole = edit_distance(k, key);
     const size_t part = edit_distance(last_part(k), last_part(key));
     const std::set<std::string> mine = words(last_part(k));
-    const bool rearranged = mine.size() > 1 && std::includes(given.begin(), given.end(),
-                                                              mine.begin(), mine.end());
+    const bool rearranged =
+        mine.size() > 1 && std::includes(given.begin(), given.end(), mine.begin(), mine.end());
     if (whole <= std::max<size_t>(2, key.size() / 5) ||
         part <= (last_part(key).size() > 3 ? 1u : 0u) || rearranged)
       near.emplace_back(rearranged ? 1 : std::min(whole, part), k);

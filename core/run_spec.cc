@@ -526,6 +526,15 @@ int resolve_grid(const Config& c, const RunSpec& s) {
 
 }  // namespace
 
+std::vector<std::string> unused_by_regime(const Config& c, const RunSpec& s) {
+  const bool model = s.regime == Regime::kModel;
+  std::vector<std::string> unused;
+  for (const auto& [key, value] : c.changed_from(make_run_config()))
+    if ((!model && key.starts_with("local.")) || (model && key.starts_with("sgd.")))
+      unused.push_back(fmt::format("{} = {}", key, value));
+  return unused;
+}
+
 std::string run_defaults() {
   return std::string(kRunTop) + kModelDataDefaults + kRunSections + kOptimizerDefaults;
 }

@@ -141,6 +141,10 @@ long clients_per_round(const RunSpec& s);
 
 // Throws Error naming the key and the valid choices.
 RunSpec resolve_run_spec(const Config& c);
+// The settings `c` changes from the defaults that `s`'s regime never reads ([local] outside the
+// model regime, [sgd] in it; [server_optimizer] there is refused), as "key = value": a run warns
+// of them, since it would otherwise quietly train other than the config seems to ask.
+std::vector<std::string> unused_by_regime(const Config& c, const RunSpec& s);
 // A resolved config's text (config.resolved.toml, WELCOME) resolved again: every process of a run
 // reads the same spec this one way. `source` names the text in errors.
 RunSpec run_spec_from_toml(std::string_view toml, std::string_view source);

@@ -174,9 +174,10 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
                     file.string(), fmt::join(differ, "; ")));
   const int round = meta("round").get<int>();
   if (round == s.rounds)
-    throw Error(fmt::format("{} is the checkpoint of a run that finished all its {} rounds: "
-                            "nothing is left to resume (its results are in {})",
-                            file.string(), round, dir.string()));
+    throw Error(
+        fmt::format("{} is the checkpoint of a run that finished all its {} rounds: "
+                    "nothing is left to resume (its results are in {})",
+                    file.string(), round, dir.string()));
   const std::vector<float>& saved = c.floats("params");
   if (saved.size() != params.size() || round < 1 || round > s.rounds)
     throw Error(fmt::format("{} does not fit this run ({} parameters of round {})", file.string(),

@@ -240,8 +240,7 @@ TEST(Resume, ACheckpointWithWrongEntriesIsRefusedNamingTheFile) {
 TEST(Resume, AFinishedRunIsNotResumedAgain) {
   TempDir tmp;
   const auto sets = with(kLong, {"regime=model", "rounds=4", "checkpoint_every=2"});
-  const auto done =
-      testing::run_distributed(tmp, "done", "ipc://" + (tmp / "d").string(), 2, sets);
+  const auto done = testing::run_distributed(tmp, "done", "ipc://" + (tmp / "d").string(), 2, sets);
   ASSERT_EQ(done.server_code, 0) << done.err;
   const auto dir = tmp / "res" / "done";
   ASSERT_TRUE(std::filesystem::exists(dir / "checkpoint.bin"));
@@ -250,7 +249,8 @@ TEST(Resume, AFinishedRunIsNotResumedAgain) {
   EXPECT_NE(err.find("finished all its 4 rounds: nothing is left to resume"), std::string::npos)
       << err;
   size_t folders = 0;
-  for (const auto& e : std::filesystem::directory_iterator(tmp / "res")) folders += e.is_directory();
+  for (const auto& e : std::filesystem::directory_iterator(tmp / "res"))
+    folders += e.is_directory();
   EXPECT_EQ(folders, 1u);
 }
 

@@ -166,6 +166,23 @@ TEST(RunSpecValues, OutOfRangeAndNonFiniteValuesAreRefusedByKey) {
 // anything reads it: a network mixture deals all 12 devices, an attack may name 2 of them, and the
 // config the clients get says 12. Left at 0, the mixture dealt no client (all had the first
 // profile) and the attack was refused. An explicit count, or another scheme, stays as it is.
+// Settings the regime never reads are named (the gradient regime once took the whole shard while
+// the config asked for local batches of 50); those it reads, and defaults, are not.
+TEST(RunSpecValues, SettingsTheRegimeDoesNotReadAreNamed) {
+  const auto unused = [](const std::vector<std::string>& sets) {
+    Config c = make_run_config();
+    c.set_all(sets);
+    return unused_by_regime(c, resolve_run_spec(c));
+  };
+  EXPECT_EQ(unused({"regime=gradient", "local.batch=50", "local.epochs=1", "sgd.batch=16"}),
+            (std::vector<std::string>{"local.batch = 50", "local.epochs = 1"}));
+  EXPECT_EQ(unused({"regime=model", "local.batch=50", "sgd.batch=16"}),
+            (std::vector<std::string>{"sgd.batch = 16"}));
+  EXPECT_EQ(unused({"regime=async", "sgd.batch=16", "local.steps=3"}),
+            (std::vector<std::string>{"local.steps = 3"}));
+  EXPECT_TRUE(unused({"regime=gradient"}).empty());
+}
+
 TEST(RunSpecValues, NaturalClientsZeroBecomesTheDatasCountOfUsers) {
   Config c = make_run_config();
   c.set_all({"partition.scheme=natural", "partition.clients=0", "data.name=synthetic",
