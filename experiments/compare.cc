@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -104,13 +105,20 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   }
   const auto labels = labels_of(dirs);
   std::vector<Compared> runs;
+  std::vector<std::string> clocks;
   for (size_t i = 0; i < dirs.size(); ++i) {
     const RunCurves c = read_curves(dirs[i]);
     if (c.round.empty())
       throw Error(fmt::format("{} has no evaluated round (its eval_every is above its rounds?)",
                               dirs[i].string()));
     runs.push_back({labels[i], dirs[i], x.column(c), metric.column(c), c.round});
+    clocks.push_back(c.clock);
   }
+  // seconds of different clocks (a network's simulated time, the server's rounds) on one axis:
+  // each run's label says which it is
+  if (o.x == "seconds" &&
+      std::adjacent_find(clocks.begin(), clocks.end(), std::not_equal_to<>()) != clocks.end())
+    for (size_t i = 0; i < runs.size(); ++i) runs[i].label += fmt::format(" ({} s)", clocks[i]);
 
   const std::string reached = higher_is_better ? "at or above" : "at or below";
   std::ostringstream table;

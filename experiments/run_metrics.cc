@@ -60,6 +60,10 @@ RunCurves read_curves(const std::filesystem::path& dir) {
         j.wait_seconds + j.aggregate_seconds.value_or(0);  // async and allreduce: all in the wait
     if (!j.test_accuracy) continue;
     // a run with network conditions counts its links' time: simulated, or emulated in real time
+    c.clock = j.simulated_time    ? "simulated"
+              : j.emulated_time   ? "emulated"
+              : j.elapsed_seconds ? "elapsed"
+                                  : "server";
     c.seconds.push_back(j.simulated_time    ? *j.simulated_time
                         : j.emulated_time   ? *j.emulated_time
                         : j.elapsed_seconds ? *j.elapsed_seconds

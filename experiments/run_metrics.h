@@ -22,6 +22,9 @@ struct RunCurves {
   std::vector<double> seconds;  // time of the rounds so far: the server's wait + aggregation, or
                                 // the network's simulated / emulated time when the run had one
   double round_seconds = 0;     // the server's wait + aggregation, mean per round
+  // which time `seconds` is: "simulated", "emulated", "elapsed" (async: since the start) or
+  // "server" (the rounds' wait + aggregation)
+  std::string clock = "server";
 };
 
 // The seed model of data parallelism, measured: per client (the largest over clients), per round

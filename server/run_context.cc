@@ -54,8 +54,15 @@ bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const 
   if ((r + 1) % s.eval_every == 0 || r + 1 == s.rounds) evaluate_into(rec);
   metrics.write(to_json(rec));
   const bool trained = !(rec.received && *rec.received == 0);  // no update: no training loss
+  std::string network;                                         // what [network] did to the round
+  if (rec.unavailable && !rec.unavailable->empty())
+    network += fmt::format(", {} unavailable", rec.unavailable->size());
+  if (rec.simulated_lost && !rec.simulated_lost->empty())
+    network += fmt::format(", {} lost", rec.simulated_lost->size());
+  if (rec.simulated_seconds) network += fmt::format(", {:.1f} s simulated", *rec.simulated_seconds);
+  if (rec.emulated_seconds) network += fmt::format(", {:.1f} s emulated", *rec.emulated_seconds);
   engine.log(fmt::format(
-      "round {}/{}: {}{}{}", r + 1, s.rounds, what,
+      "round {}/{}: {}{}{}{}", r + 1, s.rounds, what, network,
       trained ? fmt::format(", train loss {:.4f}", rec.train_loss) : "",
       rec.test_accuracy ? fmt::format(", test accuracy {:.2f}%", 100 * *rec.test_accuracy) : ""));
   if (s.stop_at_accuracy > 0 && rec.test_accuracy && *rec.test_accuracy >= s.stop_at_accuracy) {

@@ -59,7 +59,7 @@ const std::vector<FlagKey>& train_flags() {
       {"--name", "name", "results folder name"},
       {"--results-dir", "results_dir", "parent folder of results"},
       {"--seed", "seed", "run seed"},
-      {"--device", "device", "cpu"},
+      {"--device", "device", "cpu | cuda (where training computes)"},
       {"--threads", "threads", "CPU threads for matrix products"},
       {"--model", "model.name", "logreg | linreg | mlp | 2nn | cnn | lenet"},
       {"--hidden", "model.hidden", "mlp hidden widths, e.g. 200,200"},

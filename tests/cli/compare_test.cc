@@ -78,6 +78,31 @@ TEST(Compare, TabulatesAndPlotsWhatEachRunRecorded) {
           1e6);
 }
 
+// Seconds of different clocks on one axis (a simulated network's time, the server's rounds): each
+// run's label says which; runs on the same clock keep their names.
+TEST(Compare, SecondsOfDifferentClocksSayWhichEachIs) {
+  TempDir tmp;
+  two_runs(tmp);
+  const auto sim = testing::run_fedpar(
+      "run " + (tmp / "run.toml").string() + " --set results_dir=" + (tmp / "res").string() +
+          " --set name=sim --set network.mode=simulated --set network.profile=lte",
+      tmp.path());
+  ASSERT_EQ(sim.code, 0) << sim.err;
+  const auto mixed = testing::run_fedpar("compare " + (tmp / "res/slow").string() + " " +
+                                             (tmp / "res/sim").string() + " --x seconds --out " +
+                                             (tmp / "mixed").string(),
+                                         tmp.path());
+  ASSERT_EQ(mixed.code, 0) << mixed.err;
+  EXPECT_NE(mixed.out.find("| slow (server s) |"), std::string::npos) << mixed.out;
+  EXPECT_NE(mixed.out.find("| sim (simulated s) |"), std::string::npos) << mixed.out;
+  const auto same = testing::run_fedpar("compare " + (tmp / "res/slow").string() + " " +
+                                            (tmp / "res/fast").string() + " --x seconds --out " +
+                                            (tmp / "same").string(),
+                                        tmp.path());
+  ASSERT_EQ(same.code, 0) << same.err;
+  EXPECT_NE(same.out.find("| slow |"), std::string::npos) << same.out;
+}
+
 TEST(Compare, RefusesWhatIsNotADistributedRunsFolder) {
   TempDir tmp;
   auto r = testing::run_fedpar("compare " + (tmp / "missing").string(), tmp.path());
