@@ -148,6 +148,10 @@ int run_server(Config cfg, const ServerOptions& opts) {
                     dir.string(), dir.string()));
   if (resumed.rounds > 0)
     engine.log(fmt::format("resuming after round {} from {}", resumed.rounds, opts.resume));
+  engine.log(
+      fmt::format("writing to {} (renamed {}, or -2, -3, ... if taken, when the run "
+                  "completes; `tail -f` its metrics.jsonl to follow the rounds)",
+                  run.out.path().string(), (run.out.path().parent_path() / s.name).string()));
   if (s.checkpoint_every > 0)
     engine.log(fmt::format("checkpoints every {} rounds go to {}", s.checkpoint_every,
                            (run.out.path() / "checkpoint.bin").string()));
