@@ -207,7 +207,8 @@ class Supervisor {
       if (goes_on_without_clients(s_)) {  // the run's own fault policy, as the server applies it
         fmt::print(stderr,
                    "fedpar run: {} {}; the run goes on without its virtual clients (the server "
-                   "drops them at the round's deadline)\n",
+                   "leaves them out from the round's deadline, and drops the process after "
+                   "drop_after_missed_rounds misses)\n",
                    name, what);
         return;
       }

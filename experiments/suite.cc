@@ -455,7 +455,7 @@ int run_suite(const SuiteOptions& o) {
       fmt::print(stderr, "\n");  // end the run's line
       throw;
     }
-    if (!r) return 1;
+    if (!r) return kExitRunFailed;  // the run said why
     fmt::print(
         stderr, " {:.1f} s{}\n", r->seconds,
         r->diverged_at_round ? fmt::format(" (diverged at round {})", *r->diverged_at_round) : "");

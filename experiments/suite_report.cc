@@ -88,7 +88,8 @@ std::string results_table(const std::vector<SuiteRun>& runs, double target) {
                                        ? fmt::format("diverged at round {}", *r.diverged_at_round)
                                        : fmt::format("{:.2f}%", last_of(r.curves.accuracy));
     t << fmt::format("| {} | `{}` | {} | {:.3f} | {} | {} | {}{} | {:.3f} |\n", r.label,
-                     joined(r.overrides), r.clients, r.median_emd, final_cell,
+                     r.overrides.empty() ? "(the suite's base config)" : joined(r.overrides),
+                     r.clients, r.median_emd, final_cell,
                      evaluated ? fmt::format("{:.2f}%", best_of(r.curves.accuracy)) : "-",
                      target_cell, evaluated ? fmt::format("{:.1f}", last_of(r.curves.mb)) : "-",
                      r.curves.round_seconds);

@@ -2,6 +2,7 @@
 #include "server/engine.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -30,18 +31,27 @@ std::optional<Incoming> Engine::receive(Clock::time_point deadline,
   return std::nullopt;
 }
 
-void Engine::send(const std::string& peer, const WireMessage& m) {
+bool Engine::send(const std::string& peer, const WireMessage& m) {
   const auto it = peers.find(peer);
   try {
     const size_t bytes = transport_.send(peer, m);
     if (it != peers.end()) it->second.bytes_sent += bytes, unreachable_.erase(peer);
+    return true;
   } catch (const PeerUnreachable& e) {
     if (it != peers.end() && unreachable_.insert(peer).second)
       log(
-          fmt::format("the process of virtual clients {} is not connected ({}): what is sent to "
-                      "it is lost until it comes back",
+          fmt::format("the process of virtual clients {} cannot be reached ({}): what is sent to "
+                      "it is lost until it can",
                       fmt::join(it->second.clients, ", "), e.what()));
+    return false;
   }
+}
+
+void Engine::drop(const std::string& id, const std::string& why) {
+  if (!lost.insert(id).second) return;
+  missed.erase(id);
+  log(fmt::format("the process of virtual clients {} {}; it gets no more tasks in this run",
+                  fmt::join(peers.at(id).clients, ", "), why));
 }
 
 void Engine::send_all(const WireMessage& m) {
@@ -75,20 +85,14 @@ void Engine::count_misses(std::span<const uint32_t> asked, std::span<const uint3
   for (const auto& id : answered) missed.erase(id);
   for (const auto& id : missing) {
     const int n = ++missed[id];
-    const auto& clients = peers.at(id).clients;
-    if (n < limit) {
-      log(
-          fmt::format("the process of virtual clients {} missed {} round(s) in a row; at {} it "
-                      "gets no more tasks",
-                      fmt::join(clients, ", "), n, limit));
+    if (n >= limit) {
+      drop(id, fmt::format("missed {} round(s) in a row", n));
       continue;
     }
-    lost.insert(id);
-    missed.erase(id);
     log(
-        fmt::format("the process of virtual clients {} missed {} round(s) in a row; it gets no "
-                    "more tasks in this run",
-                    fmt::join(clients, ", "), n));
+        fmt::format("the process of virtual clients {} missed {} round(s) in a row; at {} it "
+                    "gets no more tasks",
+                    fmt::join(peers.at(id).clients, ", "), n, limit));
   }
 }
 
@@ -188,11 +192,20 @@ void Engine::deal_clients() {
 Collected Engine::collect(const CollectSpec& spec) {
   Collected out;
   out.waited = spec.seconds;
-  for (uint32_t k : spec.expected) {  // their task never left: no answer can come
+  // Keys whose process was not connected when its task was sent: no answer can come, so they are
+  // not waited for. Unless every key is such (a connection coming back, every asked process
+  // gone): then the deadline decides, as for any silent peer, and a run does not race through
+  // its rounds.
+  for (uint32_t k : spec.expected) {
     const std::string& id = spec.key == CollectSpec::Key::kRank ? order.at(k) : owner.at(k);
     if (unreachable_.count(id)) out.unreachable.push_back(k);
   }
+  if (out.unreachable.size() == spec.expected.size()) out.unreachable.clear();
+  const auto awaited_key = [&](uint32_t k) {
+    return !std::binary_search(out.unreachable.begin(), out.unreachable.end(), k);
+  };
   const size_t want = std::min(spec.want, spec.expected.size() - out.unreachable.size());
+  size_t heard = 0;  // answers of awaited keys (an unreachable one's may come: it reconnected)
   auto deadline = deadline_after(spec.seconds);
   const auto answered = [&] {  // the first answer shortens the deadline of the rest
     if (out.got.size() + out.failed.size() == 1 && spec.after_first &&
@@ -203,11 +216,11 @@ Collected Engine::collect(const CollectSpec& spec) {
   };
   const auto t0 = Clock::now();
   auto note_at = deadline_after(kWaitNoteSeconds);  // a long wait says how it stands
-  while (out.got.size() + out.failed.size() < want) {
+  while (heard < want) {
     auto in = receive(std::min(deadline, note_at), spec.floats);
     if (!in && Clock::now() < deadline) {
       log(fmt::format("round {}: {} of {} answers in after {:.0f} s; waiting up to {:.0f} s more",
-                      round + 1, out.got.size() + out.failed.size(), want, seconds_since(t0),
+                      round + 1, heard, want, seconds_since(t0),
                       std::chrono::duration<double>(deadline - Clock::now()).count()));
       note_at = deadline_after(kWaitNoteSeconds);
       continue;
@@ -223,8 +236,11 @@ Collected Engine::collect(const CollectSpec& spec) {
       if (spec.check_round && in->parsed.header.round != round) continue;  // an earlier round's
       if (spec.errors_are_fatal)
         throw RunFailed(fmt::format("round {}: worker {} failed: {}", round + 1, process, why));
-      if (!out.got.count(uint32_t(process)) && out.failed.emplace(uint32_t(process), why).second)
-        answered();  // a worker's first answer counts, report or ERROR
+      if (!out.got.count(uint32_t(process)) &&
+          out.failed.emplace(uint32_t(process), why).second) {  // its first answer counts
+        heard += awaited_key(uint32_t(process));
+        answered();
+      }
       continue;
     }
     auto update = decode_update(in->parsed);
@@ -242,12 +258,12 @@ Collected Engine::collect(const CollectSpec& spec) {
     peer.peak_rss_bytes = std::max(peer.peak_rss_bytes, r.update.peak_rss_bytes);
     const uint32_t key = r.key;
     out.got.emplace(key, std::move(r));
+    heard += awaited_key(key);
     answered();
   }
-  const bool timed_out = out.got.size() + out.failed.size() < want;
+  const bool timed_out = heard < want;
   for (uint32_t k : spec.expected)
-    if (!out.got.count(k) && !out.failed.count(k) &&
-        (timed_out || std::binary_search(out.unreachable.begin(), out.unreachable.end(), k)))
+    if (!out.got.count(k) && !out.failed.count(k) && (timed_out || !awaited_key(k)))
       out.missing.push_back(k);
   return out;
 }

@@ -90,7 +90,8 @@ struct Collected {
   std::map<uint32_t, Reply> got;           // by key, so reductions run in key order
   std::map<uint32_t, std::string> failed;  // workers that answered with ERROR: why
   std::vector<uint32_t> missing;  // expected keys without a reply (or ERROR) at the deadline
-  // of those, the keys whose process was not connected when its task was sent: not waited for
+  // the expected keys whose process was not connected when its task was sent, not waited for
+  // (none when that was every key: then the deadline decides)
   std::vector<uint32_t> unreachable;
   double waited = 0;  // the seconds the deadline was, for messages
 };
@@ -107,9 +108,12 @@ class Engine {
   void welcome_clients(const Manifest& manifest, size_t num_params, const std::string& config_toml,
                        const ClientState& state = {});
 
-  // A peer that is not connected (PeerUnreachable) is logged, not an error: collect() then does
-  // not wait for its answer until a later send reaches it.
-  void send(const std::string& peer, const WireMessage& m);
+  // A peer that cannot be reached (PeerUnreachable: not connected, or its queue is full) is
+  // logged, not an error: collect() then does not wait for its answer until a later send reaches
+  // it. Returns whether the message went out.
+  bool send(const std::string& peer, const WireMessage& m);
+  // Drops process `id` from the run (no more tasks), saying why.
+  void drop(const std::string& id, const std::string& why);
   void send_all(const WireMessage& m);  // every process still in the run
   // The next message that parses (frames, header, CRC); others are answered with ERROR.
   std::optional<Incoming> receive(Clock::time_point deadline, std::span<const size_t> floats = {});

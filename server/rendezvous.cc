@@ -38,8 +38,8 @@ std::vector<WorkerEndpoints> collect_endpoints(Engine& engine, double seconds, b
   while (endpoints.size() < engine.order.size()) {
     auto in = engine.receive(deadline);
     if (!in)
-      throw Error(fmt::format("only {} of {} workers sent their endpoint within {} s",
-                              endpoints.size(), engine.order.size(), seconds));
+      throw RunFailed(fmt::format("only {} of {} workers sent their endpoint within {} s",
+                                  endpoints.size(), engine.order.size(), seconds));
     const auto ring = decode_ring_endpoint(in->parsed);
     const auto* m = std::get_if<RingEndpointMsg>(&ring);
     std::string refusal;

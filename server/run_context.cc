@@ -162,6 +162,11 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
         fmt::format("{} holds no checkpoint.bin (a run writes one every checkpoint_every "
                     "rounds)",
                     dir.string()));
+  if (std::filesystem::exists(dir / "summary.json"))  // written when a run ends, with its model
+    throw Error(
+        fmt::format("{} holds a run that finished (its summary.json says how): nothing "
+                    "is left to resume",
+                    dir.string()));
   const Checkpoint c = read_checkpoint(file);
   const auto meta = [&](const char* key) {
     if (!c.meta.contains(key)) throw Error(fmt::format("{} lacks '{}'", file.string(), key));
@@ -180,11 +185,6 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
                     "started with",
                     file.string(), fmt::join(differ, "; ")));
   const int round = meta("round").get<int>();
-  if (round == s.rounds)
-    throw Error(
-        fmt::format("{} is the checkpoint of a run that finished all its {} rounds: "
-                    "nothing is left to resume (its results are in {})",
-                    file.string(), round, dir.string()));
   const std::vector<float>& saved = c.floats("params");
   if (saved.size() != params.size() || round < 1 || round > s.rounds)
     throw Error(fmt::format("{} does not fit this run ({} parameters of round {})", file.string(),

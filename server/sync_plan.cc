@@ -226,8 +226,9 @@ class SyncPlan final : public Plan {
     for (size_t i = 2; i < frames.size(); ++i) model_bytes_ += frames[i].size();
     const auto t_send = Clock::now();
     for (const auto& id : engine.order)  // a delta downlink keeps every replica in step
-      if (!engine.lost.count(id) && (per_peer_.count(id) || engine.downlink_delta()))
-        engine.send(id, m);
+      if (!engine.lost.count(id) && (per_peer_.count(id) || engine.downlink_delta()) &&
+          !engine.send(id, m) && engine.downlink_delta() && !per_peer_.count(id))
+        engine.drop(id, "missed a delta downlink's TASK: its copy of the model fell behind");
     return std::chrono::duration<double>(Clock::now() - t_send).count();
   }
 
@@ -300,13 +301,15 @@ class SyncPlan final : public Plan {
     const int limit = scaffold_ || engine.downlink_delta() ? 1 : s_.drop_after_missed_rounds;
     if (!absent.empty()) {
       // some were awaited (not only those of dropped or disconnected processes)
-      const bool timed_out = c.missing.size() > c.unreachable.size();
+      std::vector<uint32_t> unreached;  // missing because their process could not be reached
+      for (uint32_t k : c.missing)
+        if (std::binary_search(c.unreachable.begin(), c.unreachable.end(), k))
+          unreached.push_back(k);
+      const bool timed_out = c.missing.size() > unreached.size();
       const std::string what = fmt::format(
           "round {}: no update from client(s) {}{}{}", engine.round + 1, fmt::join(absent, ", "),
           timed_out ? fmt::format(" within {} s", c.waited) : "",
-          c.unreachable.empty()
-              ? ""
-              : fmt::format(" ({} not connected)", fmt::join(c.unreachable, ", ")));
+          unreached.empty() ? "" : fmt::format(" ({} not reachable)", fmt::join(unreached, ", ")));
       if (gradient_ && !s_.continue_without_missing)
         throw RunFailed(what +
                         " (gradient regime stops; set continue_without_missing = true to go on)");

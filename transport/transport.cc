@@ -71,6 +71,10 @@ class ZmqTransport final : public Transport {
     // A send to a peer that is not connected fails (PeerUnreachable) instead of vanishing, so
     // the engine need not wait out a deadline for an answer to a task that never left.
     sock_.get().set(zmq::sockopt::router_mandatory, true);
+    // ZMTP heartbeats end the connection of a peer whose host vanished (no FIN, no RST), so
+    // sends to it fail too rather than queue for ever.
+    sock_.get().set(zmq::sockopt::heartbeat_ivl, 1000);
+    sock_.get().set(zmq::sockopt::heartbeat_timeout, 5000);
     if (curve) {  // the guard answers ZAP before the first peer can connect
       guard_ = std::make_unique<CurveGuard>(sock_.context(), &sock_.get(), curve->allowed, quiet);
       make_curve_server(sock_.get(), *curve);

@@ -172,7 +172,9 @@ TEST(Resume, AnEmulatedLossyRunLosesTheSameMessagesAfterTheResume) {
       if (limit == 1)
         return (e.dropped_in[0] >= 1 && e.dropped_in[0] < 5) ||
                (e.dropped_in[1] >= 1 && e.dropped_in[1] < 5);
-      return e.dropped_in[0] == 6 || e.dropped_in[1] == 6;  // rounds 6 and 7 missed
+      // clients 1 and 3 miss rounds 6 and 7; client 0's process, which straggles, stays, so the
+      // rounds stay slow enough for the kill to land before round 8's checkpoint
+      return e.dropped_in[1] == 6 && e.dropped_in[0] < 0;
     };
     uint64_t seed = 1;
     testing::PredictedLosses expected;
@@ -236,17 +238,20 @@ TEST(Resume, ACheckpointWithWrongEntriesIsRefusedNamingTheFile) {
 }
 
 // A finished run's folder keeps its last checkpoint: resuming it is refused, saying why, and
-// makes no new folder (it once trained no round and wrote a copy of the results).
+// makes no new folder (it once trained no round and wrote a copy of the results). Its last
+// checkpoint is of round 4 of 5, so the refusal cannot rest on the checkpoint's round.
 TEST(Resume, AFinishedRunIsNotResumedAgain) {
   TempDir tmp;
-  const auto sets = with(kLong, {"regime=model", "rounds=4", "checkpoint_every=2"});
+  const auto sets = with(kLong, {"regime=model", "rounds=5", "checkpoint_every=2"});
   const auto done = testing::run_distributed(tmp, "done", "ipc://" + (tmp / "d").string(), 2, sets);
   ASSERT_EQ(done.server_code, 0) << done.err;
   const auto dir = tmp / "res" / "done";
   ASSERT_TRUE(std::filesystem::exists(dir / "checkpoint.bin"));
   const auto [code, err] = refused(tmp, "again", sets, {"--resume", dir.string()});
   EXPECT_EQ(code, 2);
-  EXPECT_NE(err.find("finished all its 4 rounds: nothing is left to resume"), std::string::npos)
+  EXPECT_NE(err.find("holds a run that finished (its summary.json says how): nothing is left to "
+                     "resume"),
+            std::string::npos)
       << err;
   size_t folders = 0;
   for (const auto& e : std::filesystem::directory_iterator(tmp / "res"))
