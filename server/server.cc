@@ -51,24 +51,28 @@ bool reachable_from_outside(const std::string& bind) {
 // before it, so it goes on as the interrupted run did (the dealing depends on the slots alone, so
 // the same processes and slots host the same clients again).
 void keep_misses(Engine& engine, const RunContext::Resumed& resumed) {
-  const auto find = [&](const std::vector<uint32_t>& clients) -> const std::string* {
+  // the process that hosts exactly `clients`; else logs that the checkpoint's run had `done` to
+  // such a process and what happens `instead`
+  const auto find = [&](const std::vector<uint32_t>& clients, const char* done,
+                        const char* instead) -> const std::string* {
     for (const auto& id : engine.order)
       if (engine.peers.at(id).clients == clients) return &id;
     engine.log(fmt::format(
-        "the checkpoint's run had counted missed rounds of the process of virtual clients {}; "
-        "no process hosts exactly those now (other processes or slots), so it starts over",
-        fmt::join(clients, ", ")));
+        "the checkpoint's run had {} the process of virtual clients {}; no process hosts "
+        "exactly those now (other processes or slots), so {}",
+        done, fmt::join(clients, ", "), instead));
     return nullptr;
   };
   for (const auto& clients : resumed.dropped)
-    if (const std::string* id = find(clients)) {
+    if (const std::string* id = find(clients, "dropped", "every process takes part")) {
       engine.lost.insert(*id);
       engine.log(fmt::format(
           "the process of virtual clients {} was dropped before the checkpoint: it stays out",
           fmt::join(clients, ", ")));
     }
   for (const auto& [clients, n] : resumed.missed)
-    if (const std::string* id = find(clients)) engine.missed[*id] = n;
+    if (const std::string* id = find(clients, "counted missed rounds of", "its count starts over"))
+      engine.missed[*id] = n;
 }
 
 // Emulated links too slow for wait_seconds miss every round's deadline: say so, with the numbers,

@@ -162,10 +162,6 @@ TEST(RunSpecValues, OutOfRangeAndNonFiniteValuesAreRefusedByKey) {
                         "compression.downlink_delta=true"}));
 }
 
-// The natural scheme's clients = 0 (one per user) becomes the data's count of users before
-// anything reads it: a network mixture deals all 12 devices, an attack may name 2 of them, and the
-// config the clients get says 12. Left at 0, the mixture dealt no client (all had the first
-// profile) and the attack was refused. An explicit count, or another scheme, stays as it is.
 // Settings the regime never reads are named (the gradient regime once took the whole shard while
 // the config asked for local batches of 50); those it reads, and defaults, are not.
 TEST(RunSpecValues, SettingsTheRegimeDoesNotReadAreNamed) {
@@ -183,6 +179,10 @@ TEST(RunSpecValues, SettingsTheRegimeDoesNotReadAreNamed) {
   EXPECT_TRUE(unused({"regime=gradient"}).empty());
 }
 
+// The natural scheme's clients = 0 (one per user) becomes the data's count of users before
+// anything reads it: a network mixture deals all 12 devices, an attack may name 2 of them, and the
+// config the clients get says 12. Left at 0, the mixture dealt no client (all had the first
+// profile) and the attack was refused. An explicit count, or another scheme, stays as it is.
 TEST(RunSpecValues, NaturalClientsZeroBecomesTheDatasCountOfUsers) {
   Config c = make_run_config();
   c.set_all({"partition.scheme=natural", "partition.clients=0", "data.name=synthetic",
