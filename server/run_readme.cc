@@ -30,6 +30,18 @@ const std::map<std::string, std::string>& file_notes() {
   return notes;
 }
 
+// The fedpar executable as the folder the run started in reaches it (./build/fedpar in a source
+// tree), or its absolute path; "fedpar" when the system does not say.
+std::string this_executable() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec || exe.empty()) return "fedpar";
+  const auto here = std::filesystem::current_path(ec);
+  const auto rel = exe.lexically_relative(here);
+  if (ec || rel.empty() || rel.begin()->string() == "..") return exe.string();
+  return (std::filesystem::path(".") / rel).string();
+}
+
 }  // namespace
 
 std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& summary,
@@ -60,14 +72,15 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
   // is the partial folder; ResultsDir::commit rewrites its path to the folder's final name (which
   // may have a suffix: another run of the same name came first).
   const std::string config = (dir / "config.resolved.toml").string();
+  const std::string fedpar = this_executable();
   md << fmt::format(
       "\n## Run it again\n\nFrom the folder this run was started in (`results_dir` and "
       "`data.dir` in the config are relative to it; the new run's folder gets the next free "
       "suffix, `-2`, `-3`, ...):\n\n"
-      "```sh\nfedpar run {0}   # a server and the config's client processes here\n```\n\n"
-      "Across machines: `fedpar server --config {0} --set bind=tcp://0.0.0.0:PORT` here, and "
+      "```sh\n{1} run {0}   # a server and the config's client processes here\n```\n\n"
+      "Across machines: `{1} server --config {0} --set bind=tcp://0.0.0.0:PORT` here, and "
       "`fedpar client --server tcp://HOST:PORT` on each client host.\n\n",
-      config);
+      config, fedpar);
   md << (s.regime == Regime::kAsync
              ? "An asynchronous run applies updates in their arrival order, which no seed fixes: "
                "a new run ends elsewhere, and `fedpar replay` recomputes this one's bytes from "
