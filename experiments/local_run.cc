@@ -30,6 +30,7 @@
 
 #include "core/check.h"
 #include "core/count_users.h"
+#include "core/executable.h"
 #include "core/run_records.h"
 #include "core/run_spec.h"
 #include "core/stop_signal.h"
@@ -55,9 +56,7 @@ std::string self_exe() {
 // This executable's file name ("fedpar"), also after a rebuild replaced it on disk (the link
 // then reads "fedpar (deleted)").
 std::string executable_name() {
-  std::error_code ec;
-  std::string name = std::filesystem::read_symlink("/proc/self/exe", ec).filename().string();
-  if (const size_t d = name.find(" (deleted)"); d != std::string::npos) name.resize(d);
+  const std::string name = executable_path().filename().string();
   return name.empty() ? "fedpar" : name;
 }
 
@@ -207,8 +206,7 @@ class Supervisor {
       if (goes_on_without_clients(s_)) {  // the run's own fault policy, as the server applies it
         fmt::print(stderr,
                    "fedpar run: {} {}; the run goes on without its virtual clients (the server "
-                   "leaves them out from the round's deadline, and drops the process after "
-                   "drop_after_missed_rounds misses)\n",
+                   "leaves them out as the run's fault policy says: docs/distributed.md)\n",
                    name, what);
         return;
       }

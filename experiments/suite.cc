@@ -320,8 +320,10 @@ double load_average() {
   return getloadavg(l, 1) == 1 ? l[0] : -1;
 }
 
-// One run as server + client processes into runs_dir/<label>, read back for the report.
-std::optional<SuiteRun> run_instance(const Instance& in, const std::filesystem::path& runs_dir) {
+// One run as server + client processes into runs_dir/<label>, read back for the report; nullopt
+// when it failed, with its exit code in `failed_rc` (the suite's own).
+std::optional<SuiteRun> run_instance(const Instance& in, const std::filesystem::path& runs_dir,
+                                     int& failed_rc) {
   Config c = in.config;
   c.set("results_dir", runs_dir.string());
   const auto ts = std::chrono::steady_clock::now();
@@ -330,6 +332,7 @@ std::optional<SuiteRun> run_instance(const Instance& in, const std::filesystem::
   if (rc != 0 && rc != kExitDiverged) {
     fmt::print(stderr, "\nfedpar suite: run '{}' failed (exit {}); nothing is kept\n", in.label(),
                rc);
+    failed_rc = rc;
     return std::nullopt;
   }
   SuiteRun r;
@@ -448,14 +451,15 @@ int run_suite(const SuiteOptions& o) {
     fmt::print(stderr, "suite {}: run {}/{} '{}' ...", plan.name, i + 1, plan.instances.size(),
                plan.instances[i].label());
     std::optional<SuiteRun> r;
+    int failed_rc = 1;
     try {
       throw_if_stopped();
-      r = run_instance(plan.instances[i], runs_dir);
+      r = run_instance(plan.instances[i], runs_dir, failed_rc);
     } catch (const Error&) {
       fmt::print(stderr, "\n");  // end the run's line
       throw;
     }
-    if (!r) return kExitRunFailed;  // the run said why
+    if (!r) return failed_rc;  // the run's own code (5: it failed once started); it said why
     fmt::print(
         stderr, " {:.1f} s{}\n", r->seconds,
         r->diverged_at_round ? fmt::format(" (diverged at round {})", *r->diverged_at_round) : "");

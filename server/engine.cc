@@ -216,7 +216,8 @@ Collected Engine::collect(const CollectSpec& spec) {
   };
   const auto t0 = Clock::now();
   auto note_at = deadline_after(kWaitNoteSeconds);  // a long wait says how it stands
-  while (heard < want) {
+  // an answer of a key not awaited still counts toward spec.want (async takes the first)
+  while (heard < want && out.got.size() + out.failed.size() < spec.want) {
     auto in = receive(std::min(deadline, note_at), spec.floats);
     if (!in && Clock::now() < deadline) {
       log(fmt::format("round {}: {} of {} answers in after {:.0f} s; waiting up to {:.0f} s more",

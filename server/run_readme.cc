@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/executable.h"
 #include "core/results_dir.h"
 
 namespace fedpar {
@@ -33,9 +34,9 @@ const std::map<std::string, std::string>& file_notes() {
 // The fedpar executable as the folder the run started in reaches it (./build/fedpar in a source
 // tree), or its absolute path; "fedpar" when the system does not say.
 std::string this_executable() {
+  const auto exe = executable_path();
+  if (exe.empty()) return "fedpar";
   std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec || exe.empty()) return "fedpar";
   const auto here = std::filesystem::current_path(ec);
   const auto rel = exe.lexically_relative(here);
   if (ec || rel.empty() || rel.begin()->string() == "..") return exe.string();
