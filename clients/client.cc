@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <optional>
 
@@ -145,7 +146,7 @@ class ClientProcess {
   // Serves tasks until STOP (returns 0); throws Error when the server goes silent or a ring fails.
   int serve() {
     while (true) {
-      auto msg = channel_.receive(deadline_after(o_.wait_seconds));
+      auto msg = next_message(deadline_after(o_.wait_seconds));
       if (!msg)
         throw RunFailed(fmt::format("the server was silent for {} s; giving up", o_.wait_seconds));
       auto parsed = parse_message(msg->spans(), {}, false, &downlink_, num_params_);
@@ -164,6 +165,13 @@ class ClientProcess {
           join_ring(checked(decode_ring_assignment(m), "RING"), m.header.round);
           break;
         case MessageType::kTask:
+          if (superseded(m.header.round)) {
+            log(
+                fmt::format("skipped the TASK of round {}: the server has moved on (this process "
+                            "fell behind)",
+                            m.header.round + 1));
+            break;
+          }
           serve(checked(decode_task(m), "TASK"), m.header.round);
           break;
         default:
@@ -173,6 +181,30 @@ class ClientProcess {
   }
 
  private:
+  std::optional<Received> next_message(Clock::time_point deadline) {
+    if (pending_.empty()) return channel_.receive(deadline);
+    Received r = std::move(pending_.front());
+    pending_.pop_front();
+    return r;
+  }
+
+  // Whether a synchronous round's TASK is stale: a message of a later round has come, so the
+  // server has ended this round (it starts round r + 1 only once round r is over) and an answer
+  // would come after its deadline and be refused. A process that fell behind then serves the
+  // newest round instead of working through those it missed. Not with a delta downlink (every
+  // TASK moves the replica) nor in async (each task is one client's) or the other topologies.
+  bool superseded(uint64_t round) {
+    if (s_.regime == Regime::kAsync || s_.topology != Topology::kParameterServer ||
+        s_.compression.downlink_delta)
+      return false;
+    while (auto more = channel_.receive(Clock::now())) pending_.push_back(std::move(*more));
+    return std::any_of(pending_.begin(), pending_.end(), [&](const Received& r) {
+      if (r.frames.empty()) return false;
+      const auto h = peek_header(r.spans()[0]);
+      return h && h->round > round;
+    });
+  }
+
   void log(const std::string& line) const {
     if (!o_.quiet) fmt::print(stderr, "client {}: {}\n", ::getpid(), line);
   }
@@ -514,6 +546,7 @@ class ClientProcess {
 
   const ClientOptions& o_;
   Channel& channel_;
+  std::deque<Received> pending_;  // messages read ahead by superseded(), served first
   const RunSpec s_;
   const uint64_t run_;
   std::unique_ptr<Backend> be_;

@@ -219,7 +219,8 @@ Collected Engine::collect(const CollectSpec& spec) {
   // an answer of a key not awaited still counts toward spec.want (async takes the first)
   while (heard < want && out.got.size() + out.failed.size() < spec.want) {
     auto in = receive(std::min(deadline, note_at), spec.floats);
-    if (!in && Clock::now() < deadline) {
+    if (!in && Clock::now() < deadline) {  // a receive ends up to a millisecond early
+      if (Clock::now() < note_at) continue;
       log(fmt::format("round {}: {} of {} answers in after {:.0f} s; waiting up to {:.0f} s more",
                       round + 1, heard, want, seconds_since(t0),
                       std::chrono::duration<double>(deadline - Clock::now()).count()));

@@ -550,6 +550,27 @@ TEST(DistributedFaults, AWelcomedPeerCannotBuyWeightAndItsFloodIsCounted) {
   EXPECT_NE(m.err.find("more message(s) from peers"), std::string::npos) << m.err;
 }
 
+// A process that fell behind (client 0 takes 3.5 s a round, the deadline is 1 s) serves the
+// newest round when it is free again, not the ones the server has ended: after round 1 it skips
+// the TASKs of rounds 2 and 3 that wait in its queue and trains round 4, so the server refuses a
+// late update for round 4, not for 2 or 3 (which it would, had the process worked through them).
+// It stays in the run throughout (drop_after_missed_rounds is high), and the other process
+// answers every round.
+TEST(DistributedFaults, AProcessThatFellBehindSkipsTheRoundsTheServerEnded) {
+  TempDir tmp;
+  const RunResult r =
+      run_distributed(tmp, "behind", "ipc://" + (tmp / "b").string(), 2,
+                      {"regime=model", "rounds=8", "partition.clients=2", "wait_seconds=1",
+                       "stragglers.delay_seconds=0:3.5", "drop_after_missed_rounds=100"});
+  ASSERT_EQ(r.server_code, 0) << r.err;
+  EXPECT_NE(r.err.find("an update for round 4 came after that round's deadline"), std::string::npos)
+      << r.err;
+  for (const char* stale : {"an update for round 2 came", "an update for round 3 came"})
+    EXPECT_EQ(r.err.find(stale), std::string::npos) << stale << "\n" << r.err;
+  for (const auto& row : testing::jsonl(tmp / "res" / "behind" / "metrics.jsonl"))
+    EXPECT_EQ(row["received"], 1) << row.dump();  // client 1 every round, client 0 never in time
+}
+
 // Two client processes; once the server has logged round 2, one of them is killed (SIGKILL).
 RunResult run_with_killed_client(const TempDir& tmp, const std::string& tag,
                                  std::vector<std::string> sets) {
