@@ -10,6 +10,7 @@
 
 #include "core/check.h"
 #include "core/cpu_backend.h"
+#include "core/executable.h"
 
 namespace fedpar {
 namespace {
@@ -26,10 +27,7 @@ std::map<std::string, BackendFactory>& registry() {
 #if defined(FEDPAR_CUDA_MODULE)
 // The fedpar command carries "cuda" as a module beside it, loaded when a process first asks for
 // it; programs that link the kernels (tests, benchmarks) have it registered already.
-fs::path cuda_module() {
-  std::error_code ec;
-  return fs::read_symlink("/proc/self/exe", ec).parent_path() / FEDPAR_CUDA_MODULE;
-}
+fs::path cuda_module() { return executable_path().parent_path() / FEDPAR_CUDA_MODULE; }
 bool cuda_module_expected() { return true; }
 #else
 fs::path cuda_module() { return {}; }

@@ -267,6 +267,8 @@ Collected Engine::collect(const CollectSpec& spec) {
   for (uint32_t k : spec.expected)
     if (!out.got.count(k) && !out.failed.count(k) && (timed_out || !awaited_key(k)))
       out.missing.push_back(k);
+  std::erase_if(out.unreachable,
+                [&](uint32_t k) { return out.got.count(k) || out.failed.count(k); });
   return out;
 }
 

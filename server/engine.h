@@ -90,8 +90,8 @@ struct Collected {
   std::map<uint32_t, Reply> got;           // by key, so reductions run in key order
   std::map<uint32_t, std::string> failed;  // workers that answered with ERROR: why
   std::vector<uint32_t> missing;  // expected keys without a reply (or ERROR) at the deadline
-  // the expected keys whose process was not connected when its task was sent, not waited for
-  // (none when that was every key: then the deadline decides)
+  // of `missing`, those whose process was not connected when its task was sent: not waited for
+  // (none when that was every expected key: then the deadline decided)
   std::vector<uint32_t> unreachable;
   double waited = 0;  // the seconds the deadline was, for messages
 };

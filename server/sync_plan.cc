@@ -300,16 +300,14 @@ class SyncPlan final : public Plan {
       asked.insert(asked.end(), clients.begin(), clients.end());
     const int limit = scaffold_ || engine.downlink_delta() ? 1 : s_.drop_after_missed_rounds;
     if (!absent.empty()) {
-      // some were awaited (not only those of dropped or disconnected processes)
-      std::vector<uint32_t> unreached;  // missing because their process could not be reached
-      for (uint32_t k : c.missing)
-        if (std::binary_search(c.unreachable.begin(), c.unreachable.end(), k))
-          unreached.push_back(k);
-      const bool timed_out = c.missing.size() > unreached.size();
+      // some were awaited (not only those of dropped or unreachable processes)
+      const bool timed_out = c.missing.size() > c.unreachable.size();
       const std::string what = fmt::format(
           "round {}: no update from client(s) {}{}{}", engine.round + 1, fmt::join(absent, ", "),
           timed_out ? fmt::format(" within {} s", c.waited) : "",
-          unreached.empty() ? "" : fmt::format(" ({} not reachable)", fmt::join(unreached, ", ")));
+          c.unreachable.empty()
+              ? ""
+              : fmt::format(" ({} not reachable)", fmt::join(c.unreachable, ", ")));
       if (gradient_ && !s_.continue_without_missing)
         throw RunFailed(what +
                         " (gradient regime stops; set continue_without_missing = true to go on)");

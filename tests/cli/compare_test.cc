@@ -15,27 +15,34 @@ namespace {
 
 using testing::TempDir;
 
+// A short run of tmp/run.toml into res/NAME with `sets` (" --set KEY=VALUE ...").
+void one_run(const TempDir& tmp, const std::string& name, const std::string& sets) {
+  const auto r = testing::run_fedpar("run " + (tmp / "run.toml").string() + " --set results_dir=" +
+                                         (tmp / "res").string() + " --set name=" + name + sets,
+                                     tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+}
+
 // Two short runs that differ in their learning rate, evaluated every other round.
 void two_runs(const TempDir& tmp) {
   std::ofstream(tmp / "run.toml") << "rounds = 10\neval_every = 2\nprocesses = 2\n"
                                      "[data]\nname = 'synthetic'\niid = true\n"
                                      "[model]\nname = 'logreg'\n";
-  for (const auto& [name, lr] : {std::pair{"slow", "0.01"}, std::pair{"fast", "0.3"}}) {
-    const auto r = testing::run_fedpar("run " + (tmp / "run.toml").string() +
-                                           " --set results_dir=" + (tmp / "res").string() +
-                                           " --set name=" + name + " --set optimizer.lr=" + lr,
-                                       tmp.path());
-    ASSERT_EQ(r.code, 0) << r.err;
-  }
+  one_run(tmp, "slow", " --set optimizer.lr=0.01");
+  one_run(tmp, "fast", " --set optimizer.lr=0.3");
+}
+
+// `fedpar compare` of the runs res/NAME..., then `flags`.
+auto compare(const TempDir& tmp, const std::vector<std::string>& names, const std::string& flags) {
+  std::string args = "compare";
+  for (const auto& n : names) args += " " + (tmp / "res" / n).string();
+  return testing::run_fedpar(args + flags, tmp.path());
 }
 
 TEST(Compare, TabulatesAndPlotsWhatEachRunRecorded) {
   TempDir tmp;
   two_runs(tmp);
-  const auto r = testing::run_fedpar("compare " + (tmp / "res/slow").string() + " " +
-                                         (tmp / "res/fast").string() + " --target 40 --out " +
-                                         (tmp / "cmp").string(),
-                                     tmp.path());
+  const auto r = compare(tmp, {"slow", "fast"}, " --target 40 --out " + (tmp / "cmp").string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("| slow |"), std::string::npos) << r.out;
   const auto j = nlohmann::json::parse(testing::slurp(tmp / "cmp/compare.json"));
@@ -62,9 +69,7 @@ TEST(Compare, TabulatesAndPlotsWhatEachRunRecorded) {
   EXPECT_NE(testing::slurp(tmp / "cmp/report.md").find("![test accuracy (%) per round]"),
             std::string::npos);
   // against bytes the columns say their unit, MB (what the values are), not "bytes"
-  const auto b = testing::run_fedpar("compare " + (tmp / "res/slow").string() +
-                                         " --x bytes --target 40 --out " + (tmp / "cmpb").string(),
-                                     tmp.path());
+  const auto b = compare(tmp, {"slow"}, " --x bytes --target 40 --out " + (tmp / "cmpb").string());
   ASSERT_EQ(b.code, 0) << b.err;
   EXPECT_NE(b.out.find("| MB at the end | first round at or above 40 | MB then |"),
             std::string::npos)
@@ -83,22 +88,13 @@ TEST(Compare, TabulatesAndPlotsWhatEachRunRecorded) {
 TEST(Compare, SecondsOfDifferentClocksSayWhichEachIs) {
   TempDir tmp;
   two_runs(tmp);
-  const auto sim = testing::run_fedpar(
-      "run " + (tmp / "run.toml").string() + " --set results_dir=" + (tmp / "res").string() +
-          " --set name=sim --set network.mode=simulated --set network.profile=lte",
-      tmp.path());
-  ASSERT_EQ(sim.code, 0) << sim.err;
-  const auto mixed = testing::run_fedpar("compare " + (tmp / "res/slow").string() + " " +
-                                             (tmp / "res/sim").string() + " --x seconds --out " +
-                                             (tmp / "mixed").string(),
-                                         tmp.path());
+  one_run(tmp, "sim", " --set network.mode=simulated --set network.profile=lte");
+  const auto mixed =
+      compare(tmp, {"slow", "sim"}, " --x seconds --out " + (tmp / "mixed").string());
   ASSERT_EQ(mixed.code, 0) << mixed.err;
   EXPECT_NE(mixed.out.find("| slow (server s) |"), std::string::npos) << mixed.out;
   EXPECT_NE(mixed.out.find("| sim (simulated s) |"), std::string::npos) << mixed.out;
-  const auto same = testing::run_fedpar("compare " + (tmp / "res/slow").string() + " " +
-                                            (tmp / "res/fast").string() + " --x seconds --out " +
-                                            (tmp / "same").string(),
-                                        tmp.path());
+  const auto same = compare(tmp, {"slow", "fast"}, " --x seconds --out " + (tmp / "same").string());
   ASSERT_EQ(same.code, 0) << same.err;
   EXPECT_NE(same.out.find("| slow |"), std::string::npos) << same.out;
 }
