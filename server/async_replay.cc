@@ -6,8 +6,11 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/check.h"
+#include "core/codec/codec.h"
+#include "core/codec/error_feedback.h"
 #include "core/hash.h"
 #include "core/local_update.h"
 #include "core/optimizer.h"
@@ -45,36 +48,70 @@ ReplayResult replay_async_run(const std::filesystem::path& results) {
   BatchBuffer buffer(*be, data.train.dim());
   HostSgd sgd(s.optimizer.sgd);  // as the server applied them
 
+  // The links' codecs, as the run's server and clients held them. With error feedback every
+  // update changes its client's residual, so the refused ones are recomputed too.
+  const CodecParams codec_params = with_layout(s.compression.params, model.layout());
+  const auto downlink = make_codec(s.compression.downlink, codec_params);  // async: no delta
+  const auto uplink = make_codec(s.compression.uplink, codec_params);
+  std::optional<ErrorFeedback> feedback;
+  if (uplink && s.compression.error_feedback) feedback.emplace(*uplink);
+  const auto computed = [&](const nlohmann::json& e) {
+    return feedback.has_value() || e.at("applied").get<bool>();
+  };
+
   // Keep each model version only until the last update computed on it.
   std::map<uint64_t, size_t> last_use;
   for (size_t i = 0; i < log.size(); ++i)
-    if (log[i].at("applied").get<bool>()) last_use[log[i].at("computed_on").get<uint64_t>()] = i;
+    if (computed(log[i])) last_use[log[i].at("computed_on").get<uint64_t>()] = i;
   std::map<uint64_t, std::vector<float>> versions;
   uint64_t version = 0;
   if (last_use.count(0)) versions[0] = params;
   const Task base{
       .kind = LocalWork::kGradient, .batch = s.sgd_batch, .accumulate = s.optimizer.accumulate};
+  std::vector<float> sent(params.size()), received(params.size());
+  std::vector<uint8_t> bytes;
   for (size_t i = 0; i < log.size(); ++i) {
     const auto& e = log[i];
     ++out.updates;
-    if (!e.at("applied").get<bool>()) continue;
+    if (!computed(e)) continue;
     const uint32_t c = e.at("client").get<uint32_t>();
     const uint64_t v = e.at("computed_on").get<uint64_t>();
     if (c >= manifest.clients.size() || !versions.count(v))
       throw Error(fmt::format(
           "updates.jsonl line {}: client {} on version {} does not follow from the lines before",
           i + 1, c, v));
+    // The TASK's model as the client decoded it, and the UPDATE as the server decoded it: both
+    // messages carry version v as their round.
+    std::span<const float> model_seen = versions[v];
+    if (downlink) {
+      round_trip(*downlink, model_seen, {v, CodecContext::kDownlink}, bytes, sent);
+      model_seen = sent;
+    }
     Task task = base;
     task.round = e.at("draw").get<uint64_t>();
-    const LocalResult r = compute_update(model, data.train, manifest.clients[c].indices,
-                                         versions[v], task, s.seed, c, &buffer);
-    sgd.step(params, r.values, e.at("lr").get<float>());
-    ++version, ++out.applied;
-    if (e.at("version_after").get<uint64_t>() != version)
-      throw Error(fmt::format("updates.jsonl line {}: version {} after it, the replay is at {}",
-                              i + 1, e.at("version_after").get<uint64_t>(), version));
+    LocalResult r = compute_update(model, data.train, manifest.clients[c].indices, model_seen, task,
+                                   s.seed, c, &buffer);
+    std::span<const float> update = r.values;
+    if (uplink) {
+      const CodecContext ctx{v, c};
+      if (feedback)
+        feedback->encode(c, r.values, ctx, s.optimizer.lr.at(int64_t(v)), bytes);
+      else
+        uplink->encode(r.values, ctx, bytes);
+      if (const std::string why = uplink->decode(bytes, ctx, received); !why.empty())
+        throw Error(fmt::format("updates.jsonl line {}: the {} encoding does not decode: {}", i + 1,
+                                uplink->name(), why));
+      update = received;
+    }
+    if (e.at("applied").get<bool>()) {
+      sgd.step(params, update, e.at("lr").get<float>());
+      ++version, ++out.applied;
+      if (e.at("version_after").get<uint64_t>() != version)
+        throw Error(fmt::format("updates.jsonl line {}: version {} after it, the replay is at {}",
+                                i + 1, e.at("version_after").get<uint64_t>(), version));
+      if (last_use.count(version)) versions[version] = params;
+    }
     if (last_use[v] == i) versions.erase(v);
-    if (last_use.count(version)) versions[version] = params;
   }
   out.hash = hash_hex(hash_bytes(params.data(), params.size() * sizeof(float)));
   return out;

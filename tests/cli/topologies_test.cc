@@ -1,7 +1,8 @@
 // The data-parallel topologies and asynchronous SGD as real processes over ZeroMQ: `master` and
 // `allreduce` train the same model as `parameter-server` under full batch; the ring's traffic
 // skips the server; a replica that drifts and a worker that dies stop the run with a clear error
-// (no hang); an async run is reproduced bit for bit from its log, and a staleness bound rejects.
+// (no hang); an async run is reproduced bit for bit from its log (compressed links too), and a
+// staleness bound rejects.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -259,6 +260,29 @@ TEST(Async, StalenessBoundRejectsAndLogsStaleUpdates) {
   const auto replay =
       testing::run_fedpar("replay " + (tmp / "res" / "bounded").string(), tmp.path());
   EXPECT_EQ(replay.code, 0) << replay.out << replay.err;
+}
+
+// Compressed links replay too: the model goes down in bf16, each gradient comes up as top-k
+// with error feedback, and a staleness bound refuses some updates, whose encoding still moved
+// their client's residual.
+TEST(Async, ACompressedRunIsReplayedBitForBit) {
+  TempDir tmp;
+  const auto r =
+      run(tmp, "compressed",
+          "--set regime=async --set rounds=12 --set processes=3 --set partition.clients=3 "
+          "--set sgd.batch=20 --set async.staleness_bound=1 --set compression.downlink=bf16 "
+          "--set compression.uplink=topk --set compression.ratio=0.1 "
+          "--set compression.error_feedback=true "
+          "--set stragglers.delay_seconds=0:0.05,1:0.01,2:0.01 --set stragglers.slowdown=0:5");
+  ASSERT_EQ(r.code, 0) << r.err;
+  int rejected = 0;
+  for (const auto& e : jsonl(tmp / "res" / "compressed" / "updates.jsonl"))
+    rejected += !e["applied"].get<bool>();
+  EXPECT_GT(rejected, 0) << "the straggler's stale updates are refused";
+  const auto replay =
+      testing::run_fedpar("replay " + (tmp / "res" / "compressed").string(), tmp.path());
+  EXPECT_EQ(replay.code, 0) << replay.out << replay.err;
+  EXPECT_NE(replay.out.find("matches"), std::string::npos) << replay.out;
 }
 
 TEST(Topologies, NcclWithoutAGpuStopsTheRunSayingWhy) {
