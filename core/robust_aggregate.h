@@ -36,8 +36,8 @@ struct RobustOptions {
   double clip_norm = 0;  // > 0: every update scaled to at most this L2 norm first
 };
 
-// The aggregate of `updates` (at least one, equal sizes) into `out`. Throws Error when the rule
-// cannot apply to this many updates (krum with n <= 2 f + 2).
+// The aggregate of `updates` (at least one, equal sizes) into `out`. Krum and multi-Krum with
+// n <= 2 f + 2 updates (clients went missing this round) fall back to the coordinate median.
 void robust_aggregate(std::span<const ClientUpdate> updates, Weighting w, const RobustOptions& o,
                       std::vector<float>& out);
 
