@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/batch_buffer.h"
 #include "core/dataset.h"
 #include "core/median.h"
 #include "core/model.h"
@@ -51,7 +52,7 @@ std::vector<double> measure(const Dataset& data, const Case& c, const std::strin
     if (cursor + batch > n) cursor = 0;
     const auto rows = std::span(order).subspan(cursor, batch);
     if (be->host_memory()) {
-      data.gather(rows, x.data(), y.data());
+      gather_on_host(*be, data, rows, x.data(), y.data());  // as BatchBuffer does
     } else {
       data.gather(rows, hx.data(), hy.data());
       be->upload(x.data(), hx.data(), hx.size() * sizeof(float));

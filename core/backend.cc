@@ -51,6 +51,10 @@ void load_cuda_module(std::string_view what) {
 
 }  // namespace
 
+void Backend::gather_rows(float*, const float*, std::span<const uint32_t>, size_t) {
+  FEDPAR_CHECK(false) << name() << "'s memory is not host memory: its batches are staged";
+}
+
 bool register_backend(const std::string& name, BackendFactory make) {
   FEDPAR_CHECK(name != "cpu" && !registry().count(name))
       << "backend '" << name << "' registered twice";

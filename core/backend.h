@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -43,6 +44,10 @@ class Backend {
   // True when device pointers are plain host memory (the CPU backend): callers may then write
   // batches straight into device buffers instead of staging them.
   virtual bool host_memory() const { return false; }
+  // Host-memory backends only (the others' batches are staged): out's row i = rows' row idx[i],
+  // rows of `dim` floats, a batch's gather. The CPU backend splits large ones over its threads.
+  virtual void gather_rows(float* out, const float* rows, std::span<const uint32_t> idx,
+                           size_t dim);
 
   // Matrix products (gemm, and the convolutions built on it) take their inputs rounded to this
   // precision and accumulate in fp32; all else stays fp32 (core/precision.h).

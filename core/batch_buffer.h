@@ -14,6 +14,13 @@
 
 namespace fedpar {
 
+// Rows idx of `d` into the host-memory backend's buffers x and y, the rows over its threads.
+inline void gather_on_host(Backend& be, const Dataset& d, std::span<const uint32_t> idx, float* x,
+                           int32_t* y) {
+  be.gather_rows(x, d.x.data(), idx, d.dim());
+  for (size_t i = 0; i < idx.size(); ++i) y[i] = d.y[idx[i]];
+}
+
 class BatchBuffer {
  public:
   BatchBuffer(Backend& be, size_t dim) : be_(be), dim_(dim) {}
@@ -33,7 +40,7 @@ class BatchBuffer {
     x_.reserve(be_, n * dim_);
     y_.reserve(be_, n);
     if (be_.host_memory()) {
-      d.gather(idx, x_.data(), y_.data());
+      gather_on_host(be_, d, idx, x_.data(), y_.data());
     } else {
       hx_.resize(n * dim_);
       hy_.resize(n);

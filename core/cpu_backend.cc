@@ -35,8 +35,11 @@ using Map = Eigen::Map<RowMat, Eigen::Unaligned>;
 
 constexpr size_t kAlignment = 64;
 
-// Elementwise loops shorter than this stay on one thread (about PyTorch's grain size).
-constexpr size_t kParallelMin = size_t(1) << 15;
+// Elementwise loops shorter than this stay on one thread. They are memory-bound, and on the 2-core
+// development VM a parallel region costs more than splitting fewer floats saves: at 2^15 (about
+// PyTorch's grain size) the 2NN's update of its 159,010 parameters went to 2 threads, and
+// bench_train's 2NN at batch 10 on 2 threads ran slower than on 1 (docs/benchmarks.md).
+constexpr size_t kParallelMin = size_t(1) << 18;
 
 // Visits every tap of every k x k patch of sample b (NHWC, stride 1, zero padding pad) in im2col's
 // order, calling f(col, pix): `col` is the offset of the tap's c floats in the patch matrix, `pix`
@@ -82,6 +85,13 @@ class CpuBackend final : public Backend {
   }
   std::string_view name() const override { return "cpu"; }
   bool host_memory() const override { return true; }
+  void gather_rows(float* out, const float* rows, std::span<const uint32_t> idx,
+                   size_t dim) override {
+    ranges(idx.size(), idx.size() * dim, [&](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i)
+        std::memcpy(out + i * dim, rows + size_t(idx[i]) * dim, dim * sizeof(float));
+    });
+  }
   std::string describe() const override {
 #ifdef FEDPAR_HAVE_OPENBLAS
     const std::string large =

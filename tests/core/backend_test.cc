@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/check.h"
@@ -261,6 +262,26 @@ TEST_F(CpuOps, ReluAndAxpy) {
   be->scale(y.data(), 0.5f, 3);
   EXPECT_EQ(y, (std::vector<float>{5, 6, 8}));
   EXPECT_DOUBLE_EQ(be->dot(y.data(), dy.data(), 3), 25.0 + 36.0 + 56.0);
+}
+
+// A batch's gather, small (inline) and large enough to be split over 2 threads: every row lands
+// whole in its slot, whichever thread copies it.
+TEST(CpuGather, RowsLandInTheirSlotsOnOneAndTwoThreads) {
+  const size_t dim = 784, rows = 1000;
+  const auto src = random_vector(rows * dim, 7);
+  std::vector<uint32_t> idx(600);
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = uint32_t((i * 577 + 13) % rows);
+  for (int threads : {1, 2})
+    for (size_t n : {size_t(3), idx.size()}) {
+      auto be = make_backend("cpu", threads);
+      std::vector<float> out(n * dim, -1.0f);
+      be->gather_rows(out.data(), src.data(), std::span(idx).first(n), dim);
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_TRUE(std::equal(out.begin() + ptrdiff_t(i * dim),
+                               out.begin() + ptrdiff_t((i + 1) * dim),
+                               src.begin() + ptrdiff_t(idx[i] * dim)))
+            << "slot " << i << " of " << n << " on " << threads << " thread(s)";
+    }
 }
 
 TEST(Backends, UnknownDeviceNamesTheChoices) {
