@@ -115,9 +115,9 @@ void warn_of_slow_links(const Engine& engine, const RunSpec& s, size_t params) {
 int run_server(Config cfg, const ServerOptions& opts) {
   const RunSpec s = resolve_run_spec_counting_users(cfg);
   install_stop_handlers();
-  if (const auto unused = unused_by_regime(cfg, s); !unused.empty() && !opts.quiet)
-    fmt::print(stderr, "server: warning: the {} regime does not read {}\n",
-               cfg.get_string("regime"), fmt::join(unused, ", "));
+  if (!opts.quiet)
+    for (const std::string& w : run_warnings(cfg, s))
+      fmt::print(stderr, "server: warning: {}\n", w);
   cfg.set("name", s.name);
   RunContext run(cfg, s);
   const auto plan = make_plan(run);  // its refusals (a split that does not divide) come first

@@ -2,6 +2,7 @@
 // refusal says what to do.
 #include "core/run_spec.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <set>
@@ -177,6 +178,31 @@ TEST(RunSpecValues, SettingsTheRegimeDoesNotReadAreNamed) {
   EXPECT_EQ(unused({"regime=async", "sgd.batch=16", "local.steps=3"}),
             (std::vector<std::string>{"local.steps = 3"}));
   EXPECT_TRUE(unused({"regime=gradient"}).empty());
+}
+
+// FedAdam and FedYogi at FedAvg's server rate of 1 end at chance accuracy on the 2NN: a run left
+// there is warned of; one that sets the rate, or another server optimizer, is not.
+TEST(RunSpecValues, AnAdaptiveServerOptimizerAtFedAvgsRateIsWarnedOf) {
+  const auto warnings = [](const std::vector<std::string>& sets) {
+    Config c = make_run_config();
+    c.set_all(sets);
+    return run_warnings(c, resolve_run_spec(c));
+  };
+  for (const char* name : {"adam", "yogi"}) {
+    const auto w = warnings({"regime=model", fmt::format("server_optimizer.name={}", name)});
+    ASSERT_EQ(w.size(), 1u) << name;
+    EXPECT_NE(w[0].find(fmt::format("server_optimizer.name = \"{}\"", name)), std::string::npos);
+    EXPECT_NE(w[0].find("set local.server_lr"), std::string::npos) << w[0];
+    EXPECT_TRUE(warnings({"regime=model", fmt::format("server_optimizer.name={}", name),
+                          "local.server_lr=0.1"})
+                    .empty());
+  }
+  EXPECT_TRUE(warnings({"regime=model", "server_optimizer.name=avgm"}).empty());
+  EXPECT_TRUE(warnings({"regime=model"}).empty());
+  // and the regime's unread settings are one sentence among them
+  const auto w = warnings({"regime=gradient", "local.epochs=2"});
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0], "the gradient regime does not read local.epochs = 2");
 }
 
 // The natural scheme's clients = 0 (one per user) becomes the data's count of users before
