@@ -69,9 +69,9 @@ class AllReducePlan final : public Plan {
     }
     if (!c.missing.empty())
       throw RunFailed(fmt::format(
-          "round {}: no report from worker(s) {} within {} s{} (did it die? the ring cannot go on "
-          "without it{})",
-          r + 1, fmt::join(c.missing, ", "), c.waited, c.got.empty() ? "" : " of the others'",
+          "round {}: no report from worker(s) {}{} (did it die? the ring cannot go on without "
+          "it{})",
+          r + 1, fmt::join(c.missing, ", "), c.missing_because(),
           s_.ring_elastic ? "" : "; allreduce.elastic = true re-forms it without the dead"));
     if (!c.failed.empty())  // every worker alive, yet the ring failed: nothing to re-form
       throw RunFailed(fmt::format("round {}: worker {} failed: {}", r + 1, c.failed.begin()->first,

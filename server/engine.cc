@@ -189,6 +189,13 @@ void Engine::deal_clients() {
                     peers[id].clients.size()));
 }
 
+std::string Collected::missing_because() const {
+  const bool timed_out = missing.size() > unreachable.size();
+  return fmt::format(
+      "{}{}", timed_out ? fmt::format(" within {} s", waited) : "",
+      unreachable.empty() ? "" : fmt::format(" ({} not reachable)", fmt::join(unreachable, ", ")));
+}
+
 Collected Engine::collect(const CollectSpec& spec) {
   Collected out;
   out.waited = spec.seconds;

@@ -94,6 +94,9 @@ struct Collected {
   // (none when that was every expected key: then the deadline decided)
   std::vector<uint32_t> unreachable;
   double waited = 0;  // the seconds the deadline was, for messages
+  // Why `missing` are missing, for messages: " within N s" when the deadline passed for some,
+  // then " (K, L not reachable)" for those whose process was gone (not waited for).
+  std::string missing_because() const;
 };
 
 class Engine {

@@ -91,9 +91,9 @@ class MasterPlan final : public Plan {
     Collected c = engine.collect(spec);
     if (!c.missing.empty())
       throw RunFailed(fmt::format(
-          "round {}: no {} reply from client(s) {} within {} s (the master needs every slice of "
-          "the batch)",
-          engine.round + 1, task_kind_name(kind), fmt::join(c.missing, ", "), c.waited));
+          "round {}: no {} reply from client(s) {}{} (the master needs every slice of the "
+          "batch)",
+          engine.round + 1, task_kind_name(kind), fmt::join(c.missing, ", "), c.missing_because()));
     return c;
   }
 

@@ -122,10 +122,9 @@ class ModelParallelPlan final : public Plan {
     const Collected c = engine.collect(report_spec(engine, need_params, check));
     if (!c.missing.empty())
       throw RunFailed(fmt::format(
-          "round {}: no report from {}(s) {} within {} s{} (did it die? the {} cannot go on "
-          "without it)",
-          r + 1, pipeline_ ? "stage" : "rank", fmt::join(c.missing, ", "), c.waited,
-          c.got.empty() ? "" : " of the others'", topology()));
+          "round {}: no report from {}(s) {}{} (did it die? the {} cannot go on without it)", r + 1,
+          pipeline_ ? "stage" : "rank", fmt::join(c.missing, ", "), c.missing_because(),
+          topology()));
     if (need_params)
       for (const auto& [process, reply] : c.got)
         if (int(process) < parts_) place(int(process), reply.update.vectors[0], run_.params);

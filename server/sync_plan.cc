@@ -300,14 +300,9 @@ class SyncPlan final : public Plan {
       asked.insert(asked.end(), clients.begin(), clients.end());
     const int limit = scaffold_ || engine.downlink_delta() ? 1 : s_.drop_after_missed_rounds;
     if (!absent.empty()) {
-      // some were awaited (not only those of dropped or unreachable processes)
-      const bool timed_out = c.missing.size() > c.unreachable.size();
-      const std::string what = fmt::format(
-          "round {}: no update from client(s) {}{}{}", engine.round + 1, fmt::join(absent, ", "),
-          timed_out ? fmt::format(" within {} s", c.waited) : "",
-          c.unreachable.empty()
-              ? ""
-              : fmt::format(" ({} not reachable)", fmt::join(c.unreachable, ", ")));
+      const std::string what =
+          fmt::format("round {}: no update from client(s) {}{}", engine.round + 1,
+                      fmt::join(absent, ", "), c.missing_because());
       if (gradient_ && !s_.continue_without_missing)
         throw RunFailed(what +
                         " (gradient regime stops; set continue_without_missing = true to go on)");
