@@ -30,17 +30,24 @@ constexpr const char* kLaunchRun =
     "iid = true\n[partition]\nclients = 4\n[local]\nsteps = 2\nbatch = 10\n[optimizer]\n"
     "lr = 0.05\n";
 
-// A TCP port on loopback that nothing listens on now.
+// A TCP port on loopback that nothing listens on now, below Linux's ephemeral range (32768 and
+// up): a port the kernel handed out and took back could go to the next socket that binds
+// "tcp://127.0.0.1:*" in a test running beside this one before the job binds it.
 int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
+  const int start = 20000 + int(::getpid() % 12000);
+  for (int k = 0; k < 12000; ++k) {
+    const int port = 20000 + (start - 20000 + k) % 12000;
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(uint16_t(port));
+    const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    if (free) return port;
+  }
+  ADD_FAILURE() << "no free port in 20000 .. 31999";
+  return 0;
 }
 
 // Runs a bash script; its exit status.
