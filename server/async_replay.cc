@@ -48,15 +48,16 @@ ReplayResult replay_async_run(const std::filesystem::path& results) {
   BatchBuffer buffer(*be, data.train.dim());
   HostSgd sgd(s.optimizer.sgd);  // as the server applied them
 
-  // The links' codecs, as the run's server and clients held them. With error feedback every
-  // update changes its client's residual, so the refused ones are recomputed too.
+  // The links' codecs, as the run's server and clients held them. An uplink encoding may change
+  // its client's state (the error-feedback residual, PowerSGD's warm start), so with an uplink
+  // codec the refused updates are recomputed and encoded too.
   const CodecParams codec_params = with_layout(s.compression.params, model.layout());
   const auto downlink = make_codec(s.compression.downlink, codec_params);  // async: no delta
   const auto uplink = make_codec(s.compression.uplink, codec_params);
   std::optional<ErrorFeedback> feedback;
   if (uplink && s.compression.error_feedback) feedback.emplace(*uplink);
   const auto computed = [&](const nlohmann::json& e) {
-    return feedback.has_value() || e.at("applied").get<bool>();
+    return uplink != nullptr || e.at("applied").get<bool>();
   };
 
   // Keep each model version only until the last update computed on it.

@@ -2,10 +2,10 @@
 // applied update of updates.jsonl, in arrival order, is recomputed (the client's gradient at the
 // model version it was computed on, with its batch draw) and applied with the logged learning
 // rate. Compressed links are replayed too: the model through the downlink codec, the gradient
-// through the uplink codec and each client's error-feedback residual (for which the refused
-// updates are recomputed as well, since their clients encoded them). Asynchrony makes a run's
-// arrival order a matter of timing; the log makes it a fact, and this checks that the final model
-// follows from it bit for bit.
+// through the uplink codec with its per-client state (error-feedback residual, PowerSGD's warm
+// start), for which the refused updates are recomputed as well, since their clients encoded them.
+// Asynchrony makes a run's arrival order a matter of timing; the log makes it a fact, and this
+// checks that the final model follows from it bit for bit.
 #pragma once
 
 #include <cstdint>

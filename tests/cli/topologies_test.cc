@@ -244,7 +244,7 @@ TEST(Async, StalenessBoundRejectsAndLogsStaleUpdates) {
       run(tmp, "bounded",
           "--set regime=async --set rounds=20 --set processes=3 --set partition.clients=3 "
           "--set sgd.batch=20 --set async.staleness_bound=1 --set async.staleness_lr=true "
-          "--set stragglers.delay_seconds=0:0.05,1:0.01,2:0.01 --set stragglers.slowdown=0:5");
+          "--set stragglers.delay_seconds=0:0.1,1:0.01,2:0.01 --set stragglers.slowdown=0:5");
   ASSERT_EQ(r.code, 0) << r.err;
   int rejected = 0;
   for (const auto& e : jsonl(tmp / "res" / "bounded" / "updates.jsonl")) {
@@ -262,27 +262,31 @@ TEST(Async, StalenessBoundRejectsAndLogsStaleUpdates) {
   EXPECT_EQ(replay.code, 0) << replay.out << replay.err;
 }
 
-// Compressed links replay too: the model goes down in bf16, each gradient comes up as top-k
-// with error feedback, and a staleness bound refuses some updates, whose encoding still moved
-// their client's residual.
+// Compressed links replay too, and a staleness bound refuses some updates whose encoding still
+// moved their client's state: bf16 down with top-k and error feedback up (the residual), and
+// PowerSGD up without error feedback (its warm start).
 TEST(Async, ACompressedRunIsReplayedBitForBit) {
   TempDir tmp;
-  const auto r =
-      run(tmp, "compressed",
-          "--set regime=async --set rounds=12 --set processes=3 --set partition.clients=3 "
-          "--set sgd.batch=20 --set async.staleness_bound=1 --set compression.downlink=bf16 "
-          "--set compression.uplink=topk --set compression.ratio=0.1 "
-          "--set compression.error_feedback=true "
-          "--set stragglers.delay_seconds=0:0.05,1:0.01,2:0.01 --set stragglers.slowdown=0:5");
-  ASSERT_EQ(r.code, 0) << r.err;
-  int rejected = 0;
-  for (const auto& e : jsonl(tmp / "res" / "compressed" / "updates.jsonl"))
-    rejected += !e["applied"].get<bool>();
-  EXPECT_GT(rejected, 0) << "the straggler's stale updates are refused";
-  const auto replay =
-      testing::run_fedpar("replay " + (tmp / "res" / "compressed").string(), tmp.path());
-  EXPECT_EQ(replay.code, 0) << replay.out << replay.err;
-  EXPECT_NE(replay.out.find("matches"), std::string::npos) << replay.out;
+  for (const auto& [name, links] : std::vector<std::pair<std::string, std::string>>{
+           {"topk-ef",
+            "--set compression.downlink=bf16 --set compression.uplink=topk "
+            "--set compression.ratio=0.1 --set compression.error_feedback=true"},
+           {"powersgd", "--set compression.uplink=powersgd"}}) {
+    const auto r = run(tmp, name,
+                       "--set regime=async --set rounds=12 --set processes=3 "
+                       "--set partition.clients=3 --set sgd.batch=20 --set async.staleness_bound=1 "
+                       "--set stragglers.delay_seconds=0:0.1,1:0.01,2:0.01 "
+                       "--set stragglers.slowdown=0:5 " +
+                           links);
+    ASSERT_EQ(r.code, 0) << name << ": " << r.err;
+    int rejected = 0;
+    for (const auto& e : jsonl(tmp / "res" / name / "updates.jsonl"))
+      rejected += !e["applied"].get<bool>();
+    EXPECT_GT(rejected, 0) << name << ": the straggler's stale updates are refused";
+    const auto replay = testing::run_fedpar("replay " + (tmp / "res" / name).string(), tmp.path());
+    EXPECT_EQ(replay.code, 0) << name << ": " << replay.out << replay.err;
+    EXPECT_NE(replay.out.find("matches"), std::string::npos) << name << ": " << replay.out;
+  }
 }
 
 TEST(Topologies, NcclWithoutAGpuStopsTheRunSayingWhy) {
