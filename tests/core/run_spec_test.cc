@@ -180,8 +180,8 @@ TEST(RunSpecValues, SettingsTheRegimeDoesNotReadAreNamed) {
   EXPECT_TRUE(unused({"regime=gradient"}).empty());
 }
 
-// FedAdam and FedYogi at FedAvg's server rate of 1 end at chance accuracy on the 2NN: a run left
-// there is warned of; one that sets the rate, or another server optimizer, is not.
+// FedAdam and FedYogi at FedAvg's server rate of 1 end at chance accuracy on the 2NN: a run at 1
+// or more is warned of; one at a smaller rate, or another server optimizer, is not.
 TEST(RunSpecValues, AnAdaptiveServerOptimizerAtFedAvgsRateIsWarnedOf) {
   const auto warnings = [](const std::vector<std::string>& sets) {
     Config c = make_run_config();
@@ -192,7 +192,11 @@ TEST(RunSpecValues, AnAdaptiveServerOptimizerAtFedAvgsRateIsWarnedOf) {
     const auto w = warnings({"regime=model", fmt::format("server_optimizer.name={}", name)});
     ASSERT_EQ(w.size(), 1u) << name;
     EXPECT_NE(w[0].find(fmt::format("server_optimizer.name = \"{}\"", name)), std::string::npos);
-    EXPECT_NE(w[0].find("set local.server_lr"), std::string::npos) << w[0];
+    EXPECT_NE(w[0].find("set local.server_lr to 0.1 or less"), std::string::npos) << w[0];
+    EXPECT_EQ(warnings({"regime=model", fmt::format("server_optimizer.name={}", name),
+                        "local.server_lr=3"})
+                  .size(),
+              1u);
     EXPECT_TRUE(warnings({"regime=model", fmt::format("server_optimizer.name={}", name),
                           "local.server_lr=0.1"})
                     .empty());
