@@ -37,7 +37,7 @@ constexpr size_t kAlignment = 64;
 
 // Elementwise loops shorter than this stay on one thread. They are memory-bound, and on the 2-core
 // development VM a parallel region costs more than splitting fewer floats saves: at 2^15 (about
-// PyTorch's grain size) the 2NN's update of its 159,010 parameters went to 2 threads, and
+// PyTorch's grain size) the 2NN's update of its 199,210 parameters went to 2 threads, and
 // bench_train's 2NN at batch 10 on 2 threads ran slower than on 1 (docs/benchmarks.md).
 constexpr size_t kParallelMin = size_t(1) << 18;
 
