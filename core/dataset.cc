@@ -198,6 +198,19 @@ TrainTest load_without_training_features(const DataOptions& o, std::string& trai
   return tt;
 }
 
+std::string describe(const TrainTest& d) {
+  std::string users = "no user column";
+  if (d.train.has_users()) {
+    std::vector<int32_t> u = d.train.user;
+    std::sort(u.begin(), u.end());
+    users = fmt::format("{} users", std::unique(u.begin(), u.end()) - u.begin());
+  }
+  return fmt::format(
+      "{}: {} training samples of {} features, {} classes, {}; {}", d.train.name, d.train.size(),
+      d.train.dim(), d.train.num_classes, users,
+      d.test.size() ? fmt::format("{} test samples", d.test.size()) : std::string("no test set"));
+}
+
 TrainTest load_dataset(const DataOptions& o) {
   TrainTest tt;
   if (o.name == "mnist") {
@@ -213,8 +226,10 @@ TrainTest load_dataset(const DataOptions& o) {
     if (!o.csv_test.empty()) {
       tt.test = read_csv_dataset(o.csv_test, o.csv_user_column);
       if (tt.test.dim() != tt.train.dim())
-        throw Error(fmt::format("{} has {} features but {} has {}", o.csv_test.string(),
-                                tt.test.dim(), o.csv_train.string(), tt.train.dim()));
+        throw Error(fmt::format(
+            "{} has {} features but {} has {} (is the last column of one a user id? a header "
+            "line whose last column is `user`, or data.csv_user_column = true, says so)",
+            o.csv_test.string(), tt.test.dim(), o.csv_train.string(), tt.train.dim()));
       const int classes = std::max(tt.train.num_classes, tt.test.num_classes);
       tt.train.num_classes = tt.test.num_classes = classes;
     }

@@ -58,6 +58,10 @@ struct DataOptions {
 inline std::vector<std::string> dataset_names() { return {"mnist", "synthetic", "csv"}; }
 // Loads or generates the train and test sets; throws Error with a message that says what to do.
 TrainTest load_dataset(const DataOptions& opts);
+// One line on what was loaded, for a run's log: samples, features, classes, users, the test set
+// (a CSV's columns read other than meant show here: a user id taken for the label has its count
+// of classes, and "no user column").
+std::string describe(const TrainTest& d);
 // The training rows `rows` (ascending, no repeats) of the set `opts` names, renumbered 0.. in
 // that order, with the whole set's size and content_hash(): what a client process holds. MNIST is
 // read in pieces, so the whole set is never in memory; the others are loaded, then cut. Throws

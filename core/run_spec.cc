@@ -541,6 +541,10 @@ std::vector<std::string> run_warnings(const Config& c, const RunSpec& s) {
   if (const auto unused = unused_by_regime(c, s); !unused.empty())
     out.push_back(fmt::format("the {} regime does not read {}", c.get_string("regime"),
                               fmt::join(unused, ", ")));
+  if (s.data.name == "csv" && s.data.csv_test.empty())
+    out.push_back(
+        "data.csv_test is not set: the run trains without a test evaluation (no test accuracy in "
+        "its log or summary; stop_at_accuracy never stops it)");
   const std::string fedopt = c.get_string("server_optimizer.name");
   if ((fedopt == "adam" || fedopt == "yogi") && s.server_optimizer.lr >= 1)
     out.push_back(fmt::format(

@@ -145,9 +145,10 @@ RunSpec resolve_run_spec(const Config& c);
 // model regime, [sgd] in it; [server_optimizer] there is refused), as "key = value": a run warns
 // of them, since it would otherwise quietly train other than the config seems to ask.
 std::vector<std::string> unused_by_regime(const Config& c, const RunSpec& s);
-// What a run warns of before it starts, a sentence each: the settings above, and an adaptive
-// server optimizer (adam, yogi) at FedAvg's server rate of 1 or more, which moves every weight by
-// about that much a round at first (measured: docs/definitions.md#server-optimizers).
+// What a run warns of before it starts, a sentence each: the settings above, a CSV run without a
+// test file, and an adaptive server optimizer (adam, yogi) at FedAvg's server rate of 1 or more,
+// which moves every weight by about that much a round at first (measured:
+// docs/definitions.md#server-optimizers).
 std::vector<std::string> run_warnings(const Config& c, const RunSpec& s);
 // A resolved config's text (config.resolved.toml, WELCOME) resolved again: every process of a run
 // reads the same spec this one way. `source` names the text in errors.

@@ -76,6 +76,7 @@ bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const 
 }
 
 void RunContext::evaluate_into(RoundRecord& rec) {
+  if (data.test.size() == 0) return;  // no test set: no evaluation (not 0%)
   model.set_params_host(params);
   const BatchStats st = evaluate(model, data.test);
   rec.test_loss = st.samples ? st.loss_sum / double(st.samples) : 0.0;

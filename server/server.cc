@@ -120,6 +120,7 @@ int run_server(Config cfg, const ServerOptions& opts) {
       fmt::print(stderr, "server: warning: {}\n", w);
   cfg.set("name", s.name);
   RunContext run(cfg, s);
+  if (!opts.quiet) fmt::print(stderr, "server: data: {}\n", describe(run.data));
   const auto plan = make_plan(run);  // its refusals (a split that does not divide) come first
   if (s.checkpoint_every > 0 || !opts.resume.empty())
     if (const std::string why = plan->checkpoint_refusal(); !why.empty())

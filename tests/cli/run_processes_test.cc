@@ -752,5 +752,35 @@ TEST(DistributedFaults, KilledClientStopsGradientRegimeWithAClearError) {
   EXPECT_FALSE(std::filesystem::exists(tmp / "res" / "gradient"));
 }
 
+// Your own CSV, partitioned one client per user: the log names what was read (a user id read as
+// the label would show as its count of classes and "no user column"), and without a test file the
+// run records no test accuracy (it once printed and summarised 0.00%).
+TEST(CsvRun, ARunSaysWhatItReadAndRecordsNoAccuracyWithoutATestFile) {
+  TempDir tmp;
+  {
+    std::ofstream csv(tmp / "train.csv");
+    csv << "x1,x2,label,user\n";
+    for (int i = 0; i < 60; ++i)
+      csv << fmt::format("{},{},{},{}\n", (i % 7) * 0.1, (i % 5) * 0.2, i % 2, i % 3);
+  }
+  const auto r = testing::run_fedpar(
+      fmt::format("run {}/experiments/fedavg-mnist-2nn.toml --set data.name=csv --set "
+                  "data.csv_train={} --set partition.scheme=natural --set partition.clients=0 "
+                  "--set model.name=logreg --set rounds=2 --set local.batch=10 --set "
+                  "results_dir={} --set name=csv",
+                  FEDPAR_SOURCE_DIR, (tmp / "train.csv").string(), (tmp / "res").string()),
+      tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("server: data: csv:train.csv: 60 training samples of 2 features, 2 "
+                       "classes, 3 users; no test set"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("data.csv_test is not set"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(", test accuracy"), std::string::npos) << r.err;  // in no round line
+  EXPECT_EQ(r.out.find("test accuracy"), std::string::npos) << r.out;
+  for (const auto& round : testing::jsonl(tmp / "res" / "csv" / "metrics.jsonl"))
+    EXPECT_FALSE(round.contains("test_accuracy")) << round.dump();
+}
+
 }  // namespace
 }  // namespace fedpar
