@@ -449,7 +449,8 @@ FlAlgorithm resolve_algorithm(const Config& c, const RunSpec& s) {
                       name));
   if (name == "fedavg") return FlAlgorithm::kFedAvg;
   require(name == "scaffold" || name == "fednova",
-          fmt::format("local.algorithm must be fedavg, scaffold or fednova, got '{}'", name));
+          fmt::format("local.algorithm must be fedavg, scaffold or fednova, got '{}'{}", name,
+                      name == "fedprox" ? " (FedProx is fedavg with local.prox_mu > 0)" : ""));
   require(s.regime == Regime::kModel,
           fmt::format("local.algorithm = \"{}\" changes local training and its averaging: it "
                       "needs regime = \"model\"",

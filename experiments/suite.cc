@@ -223,8 +223,9 @@ SuitePlan plan_suite(const SuiteOptions& o) {
   cfg.describe_keys_with("fedpar keys suite");
   cfg.merge_file(plan.file);
   plan.name = plan.file.stem().string() + (o.smoke ? "-smoke" : "");
-  plan.command =
-      fmt::format("fedpar suite {}{}", plan.file.stem().string(), o.smoke ? " --smoke" : "");
+  plan.command = fmt::format("fedpar suite {}{}",  // a suite file by the path it was given
+                             o.name.ends_with(".toml") ? o.name : plan.file.stem().string(),
+                             o.smoke ? " --smoke" : "");
   for (const auto& s : o.sets) plan.command += " --set " + s;
   // --smoke overrides: "suite.*" change the suite (its runs too), "equivalence.*" its
   // equivalence table, the rest every run (and the equivalence table's runs).
@@ -264,15 +265,19 @@ SuitePlan plan_suite(const SuiteOptions& o) {
     for (size_t k = 0; k < std::max<size_t>(1, seeds.size()); ++k) {
       Instance in{r, seeds.empty() ? "" : fmt::format("-s{}", seeds[k]), base, ""};
       Config& c = in.config;
-      c.set_all(r.sets);
-      c.set_all(smoke);  // after the run's own: a smoke size holds for every run
-      if (!r.swept.empty()) c.set_all({r.swept});  // the value the label names wins
-      c.set_all(run_sets);
-      if (!seeds.empty()) c.set("seed", std::to_string(seeds[k]));
-      c.set("name", in.label());
-      c.set("eval_every", std::to_string(plan.eval_every));
-      if (paired) c.set("diagnostics.save_params_every", std::to_string(plan.eval_every));
-      resolve_run_spec(c);
+      try {  // a bad key or value names its suite file and run
+        c.set_all(r.sets);
+        c.set_all(smoke);  // after the run's own: a smoke size holds for every run
+        if (!r.swept.empty()) c.set_all({r.swept});  // the value the label names wins
+        c.set_all(run_sets);
+        if (!seeds.empty()) c.set("seed", std::to_string(seeds[k]));
+        c.set("name", in.label());
+        c.set("eval_every", std::to_string(plan.eval_every));
+        if (paired) c.set("diagnostics.save_params_every", std::to_string(plan.eval_every));
+        resolve_run_spec(c);
+      } catch (const Error& e) {
+        throw Error(fmt::format("{}, run '{}': {}", plan.file.string(), in.label(), e.what()));
+      }
       if (reference.count(r.label)) in.reference = reference.at(r.label) + in.suffix;
       plan.instances.push_back(std::move(in));
     }

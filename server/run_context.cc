@@ -67,8 +67,9 @@ bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const 
       rec.test_accuracy ? fmt::format(", test accuracy {:.2f}%", 100 * *rec.test_accuracy) : ""));
   if (s.stop_at_accuracy > 0 && rec.test_accuracy && *rec.test_accuracy >= s.stop_at_accuracy) {
     engine.log(
-        fmt::format("test accuracy reached {:.2f}% after round {}; stopping (stop_at_accuracy)",
-                    100 * s.stop_at_accuracy, r + 1));
+        fmt::format("test accuracy {:.2f}% after round {} reached stop_at_accuracy = {:.2f}%; "
+                    "stopping",
+                    100 * *rec.test_accuracy, r + 1, 100 * s.stop_at_accuracy));
     stopped_at_ = r + 1;
     return true;
   }

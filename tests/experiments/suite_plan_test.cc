@@ -29,6 +29,8 @@ TEST(SuitePlan, ABadRunIsNamedBeforeAnythingRuns) {
     ADD_FAILURE() << "planned a suite whose runs cannot start";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("processes = 64"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("robust.toml, run 'none-mean': "), std::string::npos)
+        << e.what();
   }
 }
 
