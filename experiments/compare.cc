@@ -122,12 +122,13 @@ int run_compare(const CompareOptions& o, const std::string& command) {
 
   const std::string reached = higher_is_better ? "at or above" : "at or below";
   std::ostringstream table;
-  table << fmt::format("| run | evaluations | final {0} | best {0} (round) | {1} at the end |",
-                       o.metric, x.unit)
-        << (o.target > 0
-                ? fmt::format(" first round {} {} | {} then |", reached, num(o.target), x.unit)
-                : "")
-        << "\n|---|---|---|---|---|" << (o.target > 0 ? "---|---|" : "") << "\n";
+  const bool by_round = o.x == "round";  // the x columns would repeat the round columns
+  table << fmt::format("| run | evaluations | final {0} | best {0} (round) |", o.metric)
+        << (by_round ? "" : fmt::format(" {} at the end |", x.unit))
+        << (o.target > 0 ? fmt::format(" first round {} {} |", reached, num(o.target)) : "")
+        << (o.target > 0 && !by_round ? fmt::format(" {} then |", x.unit) : "")
+        << "\n|---|---|---|---|" << (by_round ? "" : "---|") << (o.target > 0 ? "---|" : "")
+        << (o.target > 0 && !by_round ? "---|" : "") << "\n";
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : runs) {
     const auto best = higher_is_better ? std::max_element(r.y.begin(), r.y.end())
@@ -137,11 +138,14 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     for (size_t k = 0; k < r.y.size() && o.target > 0 && !hit; ++k)
       if (higher_is_better ? r.y[k] >= o.target : r.y[k] <= o.target) hit = k;
     const std::string unit = higher_is_better ? "%" : "";
-    table << fmt::format("| {} | {} | {}{} | {}{} ({}) | {} |", r.label, r.y.size(),
-                         num(r.y.back()), unit, num(*best), unit, int(r.round[b]), num(r.x.back()));
+    table << fmt::format("| {} | {} | {}{} | {}{} ({}) |", r.label, r.y.size(), num(r.y.back()),
+                         unit, num(*best), unit, int(r.round[b]))
+          << (by_round ? "" : fmt::format(" {} |", num(r.x.back())));
     if (o.target > 0)
-      table << (hit ? fmt::format(" {} | {} |", int(r.round[*hit]), num(r.x[*hit]))
-                    : std::string(" not reached | - |"));
+      table << (hit ? fmt::format(" {} |", int(r.round[*hit])) : std::string(" not reached |"))
+            << (by_round ? ""
+                : hit    ? fmt::format(" {} |", num(r.x[*hit]))
+                         : std::string(" - |"));
     table << "\n";
     nlohmann::json row = {{"run", r.label}, {"folder", r.dir.string()}, {"final", r.y.back()},
                           {"best", *best},  {"best_round", r.round[b]}, {"x_at_end", r.x.back()}};
