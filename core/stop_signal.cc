@@ -18,8 +18,14 @@ void on_stop_signal(int sig) {
 Interrupted::Interrupted(int signal, bool kept)
     : Error(fmt::format("stopped by {}", signal_name(signal))), signal_(signal), kept_(kept) {}
 
+bool ignored_at_start(int sig) {
+  struct sigaction now {};
+  return sigaction(sig, nullptr, &now) == 0 && now.sa_handler == SIG_IGN;
+}
+
 void install_stop_handlers() {
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, on_stop_signal);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP})
+    if (!ignored_at_start(sig)) std::signal(sig, on_stop_signal);
 }
 
 void throw_if_stopped() {

@@ -22,6 +22,11 @@ class Interrupted : public Error {
   bool kept_;
 };
 
+// A signal ignored when the process started stays ignored (nohup's SIGHUP, the SIGINT of a job a
+// non-interactive shell put in the background): before, a handler replaced the ignore, so
+// `nohup fedpar run` still died with its terminal, and such a job's Ctrl-C counted or not
+// depending on when it came.
+bool ignored_at_start(int sig);
 void install_stop_handlers();
 void throw_if_stopped();
 std::string signal_name(int signal);  // "SIGINT", or "signal 42"

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "tests/util/process.h"
@@ -73,6 +74,27 @@ TEST(Interrupt, SuiteStopsWithItsRunAndKeepsNothing) {
       << err;
   EXPECT_FALSE(writing(tmp.path())) << err;
   EXPECT_FALSE(std::filesystem::exists(tmp / "s"));
+}
+
+// A stop signal the run was started ignoring stays ignored: `nohup fedpar run` outlives a SIGHUP
+// (before, the supervisor's handler replaced the ignore and stopped the run, exit 129).
+TEST(Interrupt, ASignalIgnoredAtStartDoesNotStopTheRun) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << "seed = 3\nrounds = 20\n[data]\nname = 'synthetic'\n"
+                                     "iid = true\n[model]\nname = 'logreg'\n";
+  struct sigaction ignore {
+  }, before{};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGHUP, &ignore, &before);  // as nohup starts it
+  const pid_t pid = start_and_wait(
+      tmp,
+      {"run", (tmp / "run.toml").string(), "--set", "results_dir=" + (tmp / "res").string(),
+       "--set", "stragglers.delay_seconds=0:0.1"},
+      [&] { return testing::slurp(tmp / "err.txt").find("round 2/") != std::string::npos; });
+  sigaction(SIGHUP, &before, nullptr);
+  kill(pid, SIGHUP);
+  EXPECT_EQ(testing::wait_exit(pid, 60).value_or(-99), 0) << testing::slurp(tmp / "err.txt");
+  EXPECT_NE(testing::slurp(tmp / "err.txt").find("round 20/20"), std::string::npos);
 }
 
 // The equivalence experiment's in-process part (centralized gradient descent, its reorderings,
