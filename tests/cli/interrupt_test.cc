@@ -76,8 +76,9 @@ TEST(Interrupt, SuiteStopsWithItsRunAndKeepsNothing) {
   EXPECT_FALSE(std::filesystem::exists(tmp / "s"));
 }
 
-// A stop signal the run was started ignoring stays ignored: `nohup fedpar run` outlives a SIGHUP
-// (before, the supervisor's handler replaced the ignore and stopped the run, exit 129).
+// A stop signal the run was started ignoring stays ignored: `nohup fedpar run` outlives the
+// SIGHUP a closed terminal sends to its supervisor, server and clients alike (before, the
+// supervisor's and the server's handlers replaced the ignore and stopped the run, exit 129).
 TEST(Interrupt, ASignalIgnoredAtStartDoesNotStopTheRun) {
   TempDir tmp;
   std::ofstream(tmp / "run.toml") << "seed = 3\nrounds = 20\n[data]\nname = 'synthetic'\n"
@@ -86,13 +87,20 @@ TEST(Interrupt, ASignalIgnoredAtStartDoesNotStopTheRun) {
   }, before{};
   ignore.sa_handler = SIG_IGN;
   sigaction(SIGHUP, &ignore, &before);  // as nohup starts it
-  const pid_t pid = start_and_wait(
-      tmp,
+  const pid_t pid = testing::spawn_fedpar(
       {"run", (tmp / "run.toml").string(), "--set", "results_dir=" + (tmp / "res").string(),
        "--set", "stragglers.delay_seconds=0:0.1"},
-      [&] { return testing::slurp(tmp / "err.txt").find("round 2/") != std::string::npos; });
+      tmp / "out.txt", tmp / "err.txt");
   sigaction(SIGHUP, &before, nullptr);
-  kill(pid, SIGHUP);
+  for (int i = 0; i < 3000 && testing::slurp(tmp / "err.txt").find("round 2/") == std::string::npos;
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // the hangup reaches every process of the run: the supervisor and its children
+  std::vector<pid_t> all = {pid};
+  std::ifstream children(fmt::format("/proc/{0}/task/{0}/children", pid));
+  for (pid_t child; children >> child;) all.push_back(child);
+  ASSERT_GE(all.size(), 3u) << "a server and client processes";
+  for (pid_t p : all) kill(p, SIGHUP);
   EXPECT_EQ(testing::wait_exit(pid, 60).value_or(-99), 0) << testing::slurp(tmp / "err.txt");
   EXPECT_NE(testing::slurp(tmp / "err.txt").find("round 20/20"), std::string::npos);
 }
