@@ -2,7 +2,6 @@
 #include "core/count_users.h"
 
 #include <cstdint>
-#include <set>
 #include <string>
 
 #include "core/dataset.h"
@@ -15,9 +14,8 @@ RunSpec resolve_run_spec_counting_users(Config& c) {
     std::string hash;
     const TrainTest d =
         load_without_training_features(resolve_data_options(c, uint64_t(c.get_int("seed"))), hash);
-    const std::set<int32_t> users(d.train.user.begin(), d.train.user.end());
-    if (!users.empty())  // none: the partitioner refuses the data with its reason
-      c.set("partition.clients", std::to_string(users.size()));
+    if (d.train.has_users())  // none: the partitioner refuses the data with its reason
+      c.set("partition.clients", std::to_string(d.train.num_users()));
   }
   return resolve_run_spec(c);
 }

@@ -31,6 +31,12 @@ void Dataset::gather(std::span<const uint32_t> indices, float* x_out, int32_t* y
   }
 }
 
+size_t Dataset::num_users() const {
+  std::vector<int32_t> u = user;
+  std::sort(u.begin(), u.end());
+  return size_t(std::unique(u.begin(), u.end()) - u.begin());
+}
+
 void Dataset::truncate(size_t n) {
   if (n == 0 || n >= size()) return;
   x.resize(n * dim());
@@ -199,12 +205,8 @@ TrainTest load_without_training_features(const DataOptions& o, std::string& trai
 }
 
 std::string describe(const TrainTest& d) {
-  std::string users = "no user column";
-  if (d.train.has_users()) {
-    std::vector<int32_t> u = d.train.user;
-    std::sort(u.begin(), u.end());
-    users = fmt::format("{} users", std::unique(u.begin(), u.end()) - u.begin());
-  }
+  const std::string users =
+      d.train.has_users() ? fmt::format("{} users", d.train.num_users()) : "no user column";
   return fmt::format(
       "{}: {} training samples of {} features, {} classes, {}; {}", d.train.name, d.train.size(),
       d.train.dim(), d.train.num_classes, users,

@@ -24,6 +24,7 @@ struct Dataset {
   size_t size() const { return y.size(); }
   size_t dim() const { return shape.size(); }
   bool has_users() const { return !user.empty(); }
+  size_t num_users() const;  // distinct user ids (0 without a user column)
   // Copies rows `indices` (in that order) into `x_out` and `y_out`.
   void gather(std::span<const uint32_t> indices, float* x_out, int32_t* y_out) const;
   // Keeps only the first n samples (n >= size() keeps all), and frees the rest.

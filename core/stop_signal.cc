@@ -13,19 +13,25 @@ void on_stop_signal(int sig) {
   if (!g_stop_signal) g_stop_signal = sig;
 }
 
+bool ignored(int sig) {
+  struct sigaction now {};
+  return sigaction(sig, nullptr, &now) == 0 && now.sa_handler == SIG_IGN;
+}
+
 }  // namespace
 
 Interrupted::Interrupted(int signal, bool kept)
     : Error(fmt::format("stopped by {}", signal_name(signal))), signal_(signal), kept_(kept) {}
 
-bool ignored_at_start(int sig) {
-  struct sigaction now {};
-  return sigaction(sig, nullptr, &now) == 0 && now.sa_handler == SIG_IGN;
+std::vector<int> stop_signals() {
+  std::vector<int> out;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP})
+    if (!ignored(sig)) out.push_back(sig);
+  return out;
 }
 
 void install_stop_handlers() {
-  for (int sig : {SIGINT, SIGTERM, SIGHUP})
-    if (!ignored_at_start(sig)) std::signal(sig, on_stop_signal);
+  for (int sig : stop_signals()) std::signal(sig, on_stop_signal);
 }
 
 void throw_if_stopped() {

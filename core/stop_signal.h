@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/check.h"
 
@@ -22,11 +23,13 @@ class Interrupted : public Error {
   bool kept_;
 };
 
-// A signal ignored when the process started stays ignored (nohup's SIGHUP, the SIGINT of a job a
+// SIGINT, SIGTERM and SIGHUP, less those ignored (set to SIG_IGN) when the process started: what
+// a command stops on. An ignored signal stays ignored (nohup's SIGHUP, the SIGINT of a job a
 // non-interactive shell put in the background): before, a handler replaced the ignore, so
 // `nohup fedpar run` still died with its terminal, and such a job's Ctrl-C counted or not
-// depending on when it came.
-bool ignored_at_start(int sig);
+// depending on when it came. Asked before any handler is installed, the current disposition is
+// the inherited one.
+std::vector<int> stop_signals();
 void install_stop_handlers();
 void throw_if_stopped();
 std::string signal_name(int signal);  // "SIGINT", or "signal 42"

@@ -103,8 +103,7 @@ class Supervisor {
         quiet_(opts.quiet),
         resume_(opts.resume),
         client_flags_(std::move(client_flags)) {
-    for (int sig : {SIGINT, SIGTERM, SIGHUP})
-      if (!ignored_at_start(sig)) signals_.add(sig);
+    for (int sig : stop_signals()) signals_.add(sig);
   }
 
   int run() {
@@ -249,7 +248,7 @@ class Supervisor {
   std::string exe_ = self_exe();
   ProgramName program_name_;
   asio::io_context io_;
-  asio::signal_set signals_{io_};  // the stop signals not ignored at start (the constructor)
+  asio::signal_set signals_{io_};            // stop_signals(), added by the constructor
   asio::signal_set children_{io_, SIGCHLD};  // installed before any child starts
   asio::steady_timer timer_{io_};
   std::map<pid_t, std::string> alive_;  // started and not yet reaped

@@ -40,6 +40,12 @@ bool wait_readable(zmq::socket_t& sock, Clock::time_point deadline) {
 // 100 MB model at 15 Mbit/s.
 constexpr int kHeartbeatTimeoutMs = 60'000;
 
+// A ping every second; a connection silent for kHeartbeatTimeoutMs ends.
+void set_heartbeats(zmq::socket_t& sock) {
+  sock.set(zmq::sockopt::heartbeat_ivl, 1000);
+  sock.set(zmq::sockopt::heartbeat_timeout, kHeartbeatTimeoutMs);
+}
+
 // 16 random bytes naming a client process to the server's ROUTER for the whole run (a leading
 // zero byte is ZeroMQ's, so the first is never 0). Unguessable, so no other peer can take it.
 std::string random_routing_id() {
@@ -81,8 +87,7 @@ class ZmqTransport final : public Transport {
     sock_.get().set(zmq::sockopt::router_mandatory, true);
     // ZMTP heartbeats end the connection of a peer whose host vanished (no FIN, no RST), so
     // sends to it fail too rather than queue for ever.
-    sock_.get().set(zmq::sockopt::heartbeat_ivl, 1000);
-    sock_.get().set(zmq::sockopt::heartbeat_timeout, kHeartbeatTimeoutMs);
+    set_heartbeats(sock_.get());
     if (curve) {  // the guard answers ZAP before the first peer can connect
       guard_ = std::make_unique<CurveGuard>(sock_.context(), &sock_.get(), curve->allowed, quiet);
       make_curve_server(sock_.get(), *curve);
@@ -136,8 +141,7 @@ class ZmqChannel final : public Channel {
     sock_.get().set(zmq::sockopt::routing_id, random_routing_id());
     // ZMTP heartbeats end a connection whose server host went silent; a server process that
     // died ends it at once. The monitor tells receive() when the connection is gone.
-    sock_.get().set(zmq::sockopt::heartbeat_ivl, 1000);
-    sock_.get().set(zmq::sockopt::heartbeat_timeout, kHeartbeatTimeoutMs);
+    set_heartbeats(sock_.get());
     static std::atomic<int> channels{0};
     const std::string monitor = fmt::format("inproc://fedpar-channel-monitor-{}", channels++);
     if (zmq_socket_monitor(sock_.get().handle(), monitor.c_str(),
