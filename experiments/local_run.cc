@@ -43,7 +43,8 @@ namespace asio = boost::asio;
 namespace bp = boost::process;
 using namespace std::chrono_literals;
 
-int g_interrupted = 0;  // the stop signal the supervisor received
+int g_interrupted = 0;                          // the stop signal the supervisor received
+constexpr std::chrono::seconds kKillAfter{10};  // from the stop signal to SIGKILL, as docker stop
 
 // The children run this very executable: /proc/self/exe names it even after the file on disk was
 // replaced by a rebuild (its path would then read "... (deleted)").
@@ -108,13 +109,7 @@ class Supervisor {
 
   int run() {
     wait_for_children();
-    signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
-      if (ec) return;
-      g_interrupted = sig;
-      fmt::print(stderr, "fedpar run: interrupted by {}; stopping the server and clients\n",
-                 signal_name(sig));
-      finish(128 + sig);
-    });
+    wait_for_signal();
     std::vector<std::string> args = {"server", "--config", config_.string(), "--endpoint-file",
                                      endpoint_.string()};
     if (quiet_) args.push_back("--quiet");
@@ -127,6 +122,23 @@ class Supervisor {
   }
 
  private:
+  // The first stop signal stops the run; one more, while its processes are still stopping,
+  // kills them.
+  void wait_for_signal() {
+    signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+      if (ec) return;
+      if (done_) {
+        kill_remaining(fmt::format("{} while stopping", signal_name(sig)));
+      } else {
+        g_interrupted = sig;
+        fmt::print(stderr, "fedpar run: interrupted by {}; stopping the server and clients\n",
+                   signal_name(sig));
+        finish(128 + sig);
+      }
+      if (!(done_ && alive_.empty())) wait_for_signal();  // else the run is over
+    });
+  }
+
   void start(const std::string& name, const std::vector<std::string>& args) {
     bp::child c;
     // the child asks the kernel for SIGTERM when this process dies (experiments/cli/main.cc)
@@ -218,20 +230,36 @@ class Supervisor {
   }
 
   // Decides the outcome; the remaining processes get SIGTERM (or the supervisor's stop signal)
-  // after `grace`.
+  // after `grace`, and SIGKILL when they are still there kKillAfter later: a process that
+  // ignores the signal (inherited ignored, as under `trap '' TERM`) or hangs would otherwise keep
+  // the run, and the supervisor, waiting until its own deadlines.
   void finish(int code, std::chrono::milliseconds grace = 0ms) {
     if (done_) return;
     done_ = true;
     code_ = code;
-    signals_.cancel();
     timer_.cancel();
     if (alive_.empty()) return stop_io();
     timer_.expires_after(grace);
     timer_.async_wait([this](const boost::system::error_code& ec) {
       if (ec) return;
       // an interrupted run passes its signal on, so each process says what stopped it
-      for (const auto& [pid, name] : alive_) ::kill(pid, g_interrupted ? g_interrupted : SIGTERM);
+      const int sig = g_interrupted ? g_interrupted : SIGTERM;
+      for (const auto& [pid, name] : alive_) ::kill(pid, sig);
+      timer_.expires_after(kKillAfter);
+      timer_.async_wait([this, sig](const boost::system::error_code& ec) {
+        if (!ec)
+          kill_remaining(
+              fmt::format("still running {} s after {}", kKillAfter.count(), signal_name(sig)));
+      });
     });
+  }
+
+  void kill_remaining(const std::string& why) {
+    if (alive_.empty()) return;
+    std::string names;
+    for (const auto& [pid, name] : alive_) names += (names.empty() ? "" : ", ") + name;
+    fmt::print(stderr, "fedpar run: {}: killing {} (SIGKILL)\n", why, names);
+    for (const auto& [pid, name] : alive_) ::kill(pid, SIGKILL);
   }
 
   void stop_io() {
@@ -339,9 +367,10 @@ int run_locally(Config cfg, const LocalRunOptions& opts) {
       std::filesystem::remove_all(dir, ec);
     }
   } cleanup{dir};
-  const int code = Supervisor(s, config, endpoint, opts, client_flags).run();
-  install_stop_handlers();  // the supervisor's signal_set, gone, left the default actions
-  return code;
+  struct RestoreStopHandlers {  // the supervisor's signal_set, gone, leaves the default actions
+    ~RestoreStopHandlers() { install_stop_handlers(); }
+  } restore;
+  return Supervisor(s, config, endpoint, opts, client_flags).run();
 }
 
 }  // namespace fedpar

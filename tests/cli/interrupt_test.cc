@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -24,6 +25,30 @@ bool writing(const std::filesystem::path& dir) {
        it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
     if (it->path().filename().string().find(".partial-") != std::string::npos) return true;
   return false;
+}
+
+// The processes `pid` started, with their command lines ("fedpar server ...").
+std::vector<std::pair<pid_t, std::string>> children_with_args(pid_t pid) {
+  std::vector<std::pair<pid_t, std::string>> out;
+  std::ifstream children(fmt::format("/proc/{0}/task/{0}/children", pid));
+  for (pid_t child; children >> child;) {
+    std::string args = testing::slurp(fmt::format("/proc/{}/cmdline", child));
+    std::replace(args.begin(), args.end(), '\0', ' ');
+    out.emplace_back(child, args);
+  }
+  return out;
+}
+
+std::vector<pid_t> children(pid_t pid) {
+  std::vector<pid_t> out;
+  for (const auto& [child, args] : children_with_args(pid)) out.push_back(child);
+  return out;
+}
+
+pid_t child_running(pid_t pid, const std::string& command) {
+  for (const auto& [child, args] : children_with_args(pid))
+    if (args.find("fedpar " + command) == 0) return child;
+  return 0;
 }
 
 // Starts fedpar with `args` and waits (up to 60 s) until `predicate` holds.
@@ -97,12 +122,76 @@ TEST(Interrupt, ASignalIgnoredAtStartDoesNotStopTheRun) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   // the hangup reaches every process of the run: the supervisor and its children
   std::vector<pid_t> all = {pid};
-  std::ifstream children(fmt::format("/proc/{0}/task/{0}/children", pid));
-  for (pid_t child; children >> child;) all.push_back(child);
+  for (pid_t child : children(pid)) all.push_back(child);
   ASSERT_GE(all.size(), 3u) << "a server and client processes";
   for (pid_t p : all) kill(p, SIGHUP);
   EXPECT_EQ(testing::wait_exit(pid, 60).value_or(-99), 0) << testing::slurp(tmp / "err.txt");
   EXPECT_NE(testing::slurp(tmp / "err.txt").find("round 20/20"), std::string::npos);
+}
+
+// A process of the run that does not stop on the supervisor's SIGTERM (here: the run started
+// with SIGTERM ignored, which its children inherit) is killed 10 s later; before, the supervisor
+// waited for the server's own deadline (wait_seconds, 300 s here).
+TEST(Interrupt, AProcessThatIgnoresTheStopSignalIsKilled) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << "seed = 3\nrounds = 100000\nregime = 'gradient'\n"
+                                     "wait_seconds = 300.0\n[data]\nname = 'synthetic'\n"
+                                     "iid = true\n[model]\nname = 'logreg'\n";
+  struct sigaction ignore {
+  }, before{};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGTERM, &ignore, &before);
+  const pid_t pid = testing::spawn_fedpar(
+      {"run", (tmp / "run.toml").string(), "--set", "results_dir=" + (tmp / "res").string()},
+      tmp / "out.txt", tmp / "err.txt");
+  sigaction(SIGTERM, &before, nullptr);
+  for (int i = 0; i < 3000 && testing::slurp(tmp / "err.txt").find("round 2/") == std::string::npos;
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::vector<pid_t> started = children(pid);
+  const pid_t client = child_running(pid, "client");
+  ASSERT_NE(client, 0) << testing::slurp(tmp / "err.txt");
+  kill(client, SIGKILL);  // the run fails, and the supervisor stops the server: SIGTERM
+  EXPECT_EQ(testing::wait_exit(pid, 60).value_or(-99), 5) << testing::slurp(tmp / "err.txt");
+  const std::string err = testing::slurp(tmp / "err.txt");
+  EXPECT_NE(err.find("fedpar run: still running 10 s after SIGTERM: killing server (SIGKILL)"),
+            std::string::npos)
+      << err;
+  for (pid_t p : started)
+    if (kill(p, 0) == 0) {
+      ADD_FAILURE() << "process " << p << " outlived the run";
+      kill(p, SIGKILL);
+    }
+}
+
+// A second stop signal kills what the first is still stopping (here a server that cannot act
+// on it: stopped by SIGSTOP), at once rather than after the 10 s.
+TEST(Interrupt, ASecondStopSignalKillsWhatIsStillStopping) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << "seed = 3\nrounds = 100000\n[data]\nname = 'synthetic'\n"
+                                     "iid = true\n[model]\nname = 'logreg'\n";
+  const pid_t pid = start_and_wait(
+      tmp, {"run", (tmp / "run.toml").string(), "--set", "results_dir=" + (tmp / "res").string()},
+      [&] { return testing::slurp(tmp / "err.txt").find("round 2/") != std::string::npos; });
+  const pid_t server = child_running(pid, "server");
+  ASSERT_NE(server, 0) << testing::slurp(tmp / "err.txt");
+  kill(server, SIGSTOP);
+  kill(pid, SIGINT);
+  for (int i = 0; i < 500 && testing::slurp(tmp / "err.txt").find("interrupted by SIGINT") ==
+                                 std::string::npos;
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  kill(pid, SIGINT);
+  EXPECT_EQ(testing::wait_exit(pid, 30).value_or(-99), 130);
+  const std::string err = testing::slurp(tmp / "err.txt");
+  EXPECT_NE(err.find("fedpar run: SIGINT while stopping: killing server (SIGKILL)"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("still running 10 s"), std::string::npos) << err;
+  if (kill(server, 0) == 0) {
+    ADD_FAILURE() << "the server outlived the run";
+    kill(server, SIGKILL);
+  }
 }
 
 // The equivalence experiment's in-process part (centralized gradient descent, its reorderings,
