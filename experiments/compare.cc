@@ -48,7 +48,7 @@ Axis metric_axis(const std::string& m) {
 Axis x_axis(const std::string& x) {
   if (x == "round") return {"round", round_of, "round"};
   if (x == "samples") return {"samples processed by all clients", samples_of, "samples"};
-  if (x == "bytes") return {"MB sent + received at the server", mb_of, "MB"};
+  if (x == "bytes") return {"MB sent + received at the server, and between workers", mb_of, "MB"};
   if (x == "seconds")
     return {"seconds of training (the server's rounds, or the network's time)", seconds_of,
             "seconds"};

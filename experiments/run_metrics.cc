@@ -47,7 +47,7 @@ RunSpec read_run_spec(const std::filesystem::path& dir) {
 
 RunCurves read_curves(const std::filesystem::path& dir) {
   RunCurves c;
-  double samples = 0, diagnostic = 0, seconds = 0;
+  double samples = 0, diagnostic = 0, peer = 0, seconds = 0;
   const auto rounds = read_round_records(dir);
   for (const RoundRecord& j : rounds) {
     if (j.samples_processed)
@@ -56,6 +56,8 @@ RunCurves read_curves(const std::filesystem::path& dir) {
       samples += double(cl.samples_processed);
     diagnostic +=
         double(j.diagnostic_bytes_up.value_or(0));  // only runs with diagnostics.drift send it
+    for (const WorkerRecord& w : j.workers.value_or(std::vector<WorkerRecord>{}))
+      peer += double(w.ring_bytes_sent + w.replica_bytes_sent.value_or(0));
     seconds +=
         j.wait_seconds + j.aggregate_seconds.value_or(0);  // async and allreduce: all in the wait
     if (!j.test_accuracy) continue;
@@ -71,7 +73,7 @@ RunCurves read_curves(const std::filesystem::path& dir) {
     c.round.push_back(double(j.round));
     c.accuracy.push_back(100 * *j.test_accuracy);
     c.test_loss.push_back(need(j.test_loss, "test_loss", j, dir));
-    c.mb.push_back((double(j.bytes_sent_total + j.bytes_received_total) - diagnostic) / 1e6);
+    c.mb.push_back((double(j.bytes_sent_total + j.bytes_received_total) - diagnostic + peer) / 1e6);
     c.samples.push_back(samples);
     c.cosine.push_back(
         j.mean_pairwise_cosine.value_or(0));  // 0 where no client updates are compared

@@ -15,7 +15,9 @@ struct RunCurves {
   std::vector<double> round;
   std::vector<double> accuracy;  // test accuracy, percent
   std::vector<double> test_loss;
-  std::vector<double> mb;  // MB sent + received at the server, cumulative, diagnostics left out
+  // MB sent + received at the server, plus what workers sent each other (a ring's, a pipeline's
+  // or a tensor grid's links), cumulative, diagnostics left out
+  std::vector<double> mb;
   std::vector<double> samples;  // samples processed by all clients (forward/backward), cumulative
   std::vector<double> cosine;   // mean pairwise cosine of the round's client updates
   std::vector<double> drift;    // update_drift, when the run logged it (diagnostics.drift)

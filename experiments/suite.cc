@@ -383,9 +383,13 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
   report << fmt::format(
       "# {}{}\n\n{}\n\nCommand: `{}` ({:.0f} s; resolved config: config.resolved.toml; each run's "
       "results folder is under runs/). Accuracy is on the test set every {} round(s); MB counts "
-      "every byte the server sent and received at its socket (diagnostic extras left out); "
-      "median EMD is the partition's label skew (docs/partitioning.md); round time is the "
-      "server's wait + aggregation per round.\n\n",
+      "every byte the server sent and received at its socket (diagnostic extras left out; one "
+      "TASK a round to each client process, however many clients it hosts) and every byte "
+      "workers sent each other (a ring's, a pipeline's or a tensor grid's links); seconds are "
+      "the links' simulated or emulated time where the run has network conditions, else the "
+      "server's wait + aggregation (a cell on another clock than most runs says which); median "
+      "EMD is the partition's label skew (docs/partitioning.md); round time is the server's "
+      "wait + aggregation per round.\n\n",
       title, smoke ? " (smoke size)" : "",
       fill_run_keys(cfg.get_string("suite.what"), plan, "suite.what"), plan.command, seconds,
       plan.eval_every);

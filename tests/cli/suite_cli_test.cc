@@ -287,6 +287,17 @@ TEST(Suite, CommunicationSmokeShowsErrorFeedbackRecoversWhatCompressionDrops) {
     EXPECT_GE(w["ring_bytes_sent"].get<uint64_t>(), 2 * d);
     EXPECT_LT(w["ring_bytes_sent"].get<uint64_t>(), 2 * d + 1024);
   }
+  // the ring's MB count its links, not only the server's socket: 300 steps of 2 workers sending
+  // 2d bytes each (fp16, N = 2)
+  const double ring_mb = runs["dp-allreduce-fp16"]["mb_communicated"].back().get<double>();
+  EXPECT_GE(ring_mb, 300 * 2 * 2 * double(d) / 1e6);
+  // its links are not simulated, so its seconds are the server's, and the table says so
+  const std::string report = testing::slurp(tmp / "s/report.md");
+  const auto row = report.find("| dp-allreduce-fp16 |");
+  ASSERT_NE(row, std::string::npos) << report;
+  EXPECT_NE(report.substr(row, report.find('\n', row) - row).find("(server time)"),
+            std::string::npos)
+      << report;
 }
 
 TEST(Suite, ParallelismSmokeShowsWhatSplittingTheModelSavesAndCosts) {
