@@ -2,10 +2,14 @@
 # Re-runs suites at full size and commits-ready copies their reports into docs/results/<suite>/
 # (report.md, suite.json, plots/) with PROVENANCE.md: the exact command, the commit, the date, the
 # machine and the wall time. The docs quote numbers only from these folders.
-#   bash scripts/refresh-results.sh [SUITE ...]   (default: every experiments/suites/*.toml)
+#   bash scripts/refresh-results.sh [--smoke] [SUITE ...]   (default: every experiments/suites/*.toml)
+# --smoke runs the smoke sizes instead, into docs/results/smoke/<suite>/ (what docs/suites.md's
+# smoke column and the docs' smoke tables quote).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FEDPAR=${FEDPAR:-./build/fedpar}
+smoke=()
+if [[ ${1:-} == --smoke ]]; then smoke=(--smoke) && shift; fi
 if (($#)); then suites=("$@"); else suites=($(basename -s .toml experiments/suites/*.toml)); fi
 commit=$(git rev-parse --short HEAD)
 git diff --quiet HEAD -- . ':!docs/results' || commit="$commit + uncommitted changes"
@@ -14,9 +18,10 @@ trap 'rm -rf "$work"' EXIT
 for suite in "${suites[@]}"; do
   echo "refresh-results: $suite ..." >&2
   start=$(date +%s)
-  "$FEDPAR" suite "$suite" --out "$work/$suite"
+  "$FEDPAR" suite "$suite" ${smoke[@]+"${smoke[@]}"} --out "$work/$suite"
   seconds=$(($(date +%s) - start))
   dest=docs/results/$suite
+  if ((${#smoke[@]})); then dest=docs/results/smoke/$suite; fi
   rm -rf "$dest"
   mkdir -p "$dest"
   cp "$work/$suite/report.md" "$work/$suite/suite.json" "$dest/"
@@ -24,7 +29,7 @@ for suite in "${suites[@]}"; do
   cat >"$dest/PROVENANCE.md" <<MD
 # How this report was made
 
-- command: \`fedpar suite $suite\` (via \`bash scripts/refresh-results.sh $suite\`)
+- command: \`fedpar suite $suite${smoke[@]+ ${smoke[*]}}\` (via \`bash scripts/refresh-results.sh ${smoke[@]+${smoke[*]} }$suite\`)
 - commit: $commit
 - date: $(date -u +%Y-%m-%dT%H:%MZ)
 - machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(. /etc/os-release && echo "$PRETTY_NAME")
