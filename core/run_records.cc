@@ -124,6 +124,42 @@ class Reader {
   std::set<std::string> seen_;
 };
 
+// Every key a record may hold, nested ones as "clients[].bytes_up" (a list of records) or
+// "final.round" (a record).
+class KeyLister {
+ public:
+  explicit KeyLister(std::string prefix = "") : prefix_(std::move(prefix)) {}
+  template <typename T>
+  void operator()(const char* key, T&) {
+    add<T>(key);
+  }
+  template <typename T>
+  void operator()(const char* key, std::optional<T>&) {
+    add<T>(key);
+  }
+  std::vector<std::string> keys;
+
+ private:
+  template <typename T>
+  void add(const char* key) {
+    const std::string name = prefix_ + key;
+    keys.push_back(name);
+    if constexpr (is_vector<T>::value) {
+      if constexpr (is_record<typename T::value_type>) nest<typename T::value_type>(name + "[].");
+    } else if constexpr (is_record<T>) {
+      nest<T>(name + ".");
+    }
+  }
+  template <typename R>
+  void nest(const std::string& prefix) {
+    KeyLister inner(prefix);
+    R r;
+    fields(inner, r);
+    keys.insert(keys.end(), inner.keys.begin(), inner.keys.end());
+  }
+  std::string prefix_;
+};
+
 template <typename V>
 void fields(V& v, ProcessRecord& r) {
   v("process", r.process), v("tasks", r.tasks), v("bytes_down", r.bytes_down),
@@ -225,6 +261,21 @@ nlohmann::json parse_line(const std::string& text, const std::string& where) {
 }
 
 }  // namespace
+
+std::vector<std::string> round_record_keys() {
+  KeyLister l;
+  RoundRecord r;
+  fields(l, r);
+  return l.keys;
+}
+
+std::vector<std::string> run_summary_keys() {
+  KeyLister l;
+  RunSummary r;
+  fields(l, r);
+  l.keys.push_back("final");  // written by to_json: the last evaluated round's record
+  return l.keys;
+}
 
 nlohmann::json to_json(const RoundRecord& r) { return write_top(r, "round"); }
 nlohmann::json to_json(const RunSummary& s) {

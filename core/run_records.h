@@ -118,6 +118,11 @@ nlohmann::json to_json(const RunSummary& s);
 RoundRecord round_from_json(const nlohmann::json& j, const std::string& where);
 RunSummary summary_from_json(const nlohmann::json& j, const std::string& where);
 
+// Every key of a round record and of summary.json, nested ones as "clients[].bytes_up" (besides
+// `schema` and `kind`): what docs/metrics.md must describe.
+std::vector<std::string> round_record_keys();
+std::vector<std::string> run_summary_keys();
+
 // The files of a run folder, read strictly.
 std::vector<RoundRecord> read_round_records(const std::filesystem::path& run_dir);  // metrics.jsonl
 RunSummary read_run_summary(const std::filesystem::path& run_dir);                  // summary.json

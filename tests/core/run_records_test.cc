@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/check.h"
 #include "tests/util/test_util.h"
 
@@ -87,6 +89,20 @@ TEST(RunRecords, TheReaderIsStrict) {
             "x, clients[0]: key 'bytes' is not a field of schema 1");
   EXPECT_EQ(error_of([&] { round_from_json(with("kind", "summary"), "x"); }),
             "x: a 'summary' record where a 'round' was expected");
+}
+
+// docs/metrics.md describes every key a run writes: a field added to a record without its line
+// there fails here.
+TEST(RunRecords, EveryKeyIsDescribedInDocsMetrics) {
+  const std::string doc = testing::slurp(std::string(FEDPAR_SOURCE_DIR) + "/docs/metrics.md");
+  ASSERT_FALSE(doc.empty());
+  const auto round = round_record_keys(), summary = run_summary_keys();
+  EXPECT_GT(round.size(), 40u);  // nested keys included: processes[].bytes_down, ...
+  for (const auto& keys : {round, summary})
+    for (const std::string& key : keys)
+      EXPECT_NE(doc.find("`" + key + "`"), std::string::npos)
+          << key << " is not in docs/metrics.md";
+  EXPECT_NE(std::find(round.begin(), round.end(), "workers[].ring_bytes_sent"), round.end());
 }
 
 }  // namespace
