@@ -76,6 +76,13 @@ std::vector<std::string> split_dots(std::string_view key) {
   }
 }
 
+// "x" or 'x' as TOML writes a string (--set 'data.name="mnist"', or ["1:0.5"] in a list): x.
+std::string_view unquoted(std::string_view s) {
+  if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') && s.back() == s.front())
+    return s.substr(1, s.size() - 2);
+  return s;
+}
+
 }  // namespace
 
 Config::Config(std::string_view defaults_toml) {
@@ -212,8 +219,9 @@ void Config::merge_file(const std::filesystem::path& path) {
   merge_toml(ss.str(), path.string());
 }
 
-void Config::set(std::string_view key_view, std::string_view value) {
+void Config::set(std::string_view key_view, std::string_view quoted_value) {
   const std::string key(key_view);
+  const std::string_view value = unquoted(quoted_value);
   check_key(key, "");
   const toml::node_type want = types_.at(key);
   auto fail = [&] {
@@ -264,7 +272,7 @@ void Config::set(std::string_view key_view, std::string_view value) {
         while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
         if (item.empty()) {
         } else if (list_types_.at(key) == toml::node_type::string) {
-          arr.push_back(std::string(item));
+          arr.push_back(std::string(unquoted(item)));
         } else {
           arr.push_back(parse_int(item));
         }

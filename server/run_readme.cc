@@ -20,7 +20,7 @@ const std::map<std::string, std::string>& file_notes() {
       {"manifest.json", "the partition: each virtual client's sample indices, with its hash"},
       {"metrics.jsonl",
        "one JSON object per round (loss, accuracy when evaluated, bytes, times, per-client "
-       "records; `tail -f` while it runs)"},
+       "records; `tail -f` while it runs; every field: docs/metrics.md in fedpar's source)"},
       {"summary.json", "the final evaluation, the model hash, the hosts and their clients"},
       {"model.safetensors", "the final parameters"},
       {"updates.jsonl", "every asynchronous arrival, for `fedpar replay` (the same bytes again)"},
@@ -66,9 +66,13 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
   if (summary.stopped_at_accuracy)
     md << fmt::format("- stopped at round {}: `stop_at_accuracy` was reached\n",
                       summary.rounds_run);
-  if (summary.diverged_at_round)
-    md << fmt::format("- **diverged** at round {}: {}\n", *summary.diverged_at_round,
-                      summary.diverged.value_or(""));
+  if (summary.diverged_at_round) {
+    // the reason names its round too ("round 3: worker 0's update holds ..."): said once
+    const std::string round = fmt::format("round {}: ", *summary.diverged_at_round);
+    std::string why = summary.diverged.value_or("");
+    if (why.starts_with(round)) why.erase(0, round.size());
+    md << fmt::format("- **diverged** at {}{}\n", round, why);
+  }
   // results_dir and data.dir may be relative: the commands run where this run was started. `dir`
   // is the partial folder; ResultsDir::commit rewrites its path to the folder's final name (which
   // may have a suffix: another run of the same name came first).

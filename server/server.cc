@@ -90,24 +90,29 @@ void warn_of_slow_links(const Engine& engine, const RunSpec& s, size_t params) {
                  up = model * (1 + scaffold + drift);
   double least = 0;
   const std::string* slowest = nullptr;
-  size_t asked = 0;
+  size_t asked = 0, too_slow = 0;
   for (const auto& id : engine.order) {
     const auto& clients = engine.peers.at(id).clients;
     if (clients.empty() || engine.lost.count(id)) continue;
     const auto n = std::max<size_t>(1, size_t(std::ceil(s.fraction * double(clients.size()))));
     const double t = least_round_seconds(s.network.of(clients[0]), down, up, n);
+    too_slow += t > s.wait_seconds;
     if (t > least) least = t, slowest = &id, asked = n;
   }
   if (!slowest || least <= s.wait_seconds) return;
   const auto& clients = engine.peers.at(*slowest).clients;
   const LinkProfile& p = s.network.of(clients[0]);
+  const std::string others =
+      too_slow > 1 ? fmt::format(" (and {} other process(es) too)", too_slow - 1) : "";
+  // fewer clients a process only helps where a process sends several updates a round
+  const std::string split = asked > 1 ? ", start more client processes (fewer clients each)" : "";
   engine.log(fmt::format(
       "warning: the process of virtual clients {} sends {} update(s) of {:.2f} MB a round up its "
       "emulated {} link ({:g} Mbit/s): at least {:.0f} s, more than wait_seconds = {:g}, so it "
-      "would miss every deadline. Raise wait_seconds (to {:.0f} or more) or start more client "
-      "processes (fewer clients each)",
+      "would miss every deadline{}. Raise wait_seconds (to {:.0f} or more){}, or compress the "
+      "updates (compression.uplink, docs/compression.md)",
       fmt::join(clients, ", "), asked, double(up) / 1e6, p.name, p.up_bps / 1e6, least,
-      s.wait_seconds, std::ceil(1.5 * least)));
+      s.wait_seconds, others, std::ceil(1.5 * least), split));
 }
 
 }  // namespace

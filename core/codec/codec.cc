@@ -59,7 +59,7 @@ void check_codec_params(std::string_view name, const CodecParams& p) {
     throw Error(
         fmt::format("unknown codec '{}' (valid: {})", name, fmt::join(codec_names(), ", ")));
   if ((name == "topk" || name == "randk") && !(p.ratio > 0 && p.ratio <= 1))
-    throw Error(fmt::format("compression ratio must be in (0, 1] for {}, got {}", name, p.ratio));
+    throw Error(fmt::format("compression.ratio must be in (0, 1] for {}, got {}", name, p.ratio));
   if (name == "qsgd" && (p.levels < 1 || p.levels > 127))
     throw Error(fmt::format("qsgd levels must be in 1..127, got {}", p.levels));
   if (name == "qsgd" && p.bucket < 1) throw Error("qsgd bucket must be >= 1");

@@ -173,7 +173,7 @@ class RandK final : public Codec {
 
 std::unique_ptr<Codec> make_randk_codec(const CodecParams& p) {
   if (!(p.ratio > 0 && p.ratio <= 1))
-    throw Error(fmt::format("compression ratio must be in (0, 1] for randk, got {}", p.ratio));
+    throw Error(fmt::format("compression.ratio must be in (0, 1] for randk, got {}", p.ratio));
   return std::make_unique<RandK>(p);
 }
 

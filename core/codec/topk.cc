@@ -344,7 +344,7 @@ void topk_select(std::span<const float> v, size_t k, std::vector<uint32_t>& idx,
 
 std::unique_ptr<Codec> make_topk_codec(const CodecParams& p) {
   if (!(p.ratio > 0 && p.ratio <= 1))
-    throw Error(fmt::format("compression ratio must be in (0, 1] for topk, got {}", p.ratio));
+    throw Error(fmt::format("compression.ratio must be in (0, 1] for topk, got {}", p.ratio));
   return std::make_unique<TopK>(p);
 }
 

@@ -1,6 +1,7 @@
 // `fedpar compare` on real finished runs: the table and compare.json carry each run's final and
 // best values and the first round at the target, as its metrics.jsonl says; the plot is drawn;
 // what is not a distributed run's folder is refused with what it is.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -35,7 +36,7 @@ void two_runs(const TempDir& tmp) {
 // `fedpar compare` of the runs res/NAME..., then `flags`.
 auto compare(const TempDir& tmp, const std::vector<std::string>& names, const std::string& flags) {
   std::string args = "compare";
-  for (const auto& n : names) args += " " + (tmp / "res" / n).string();
+  for (const auto& n : names) args += fmt::format(" {}", (tmp / "res" / n).string());
   return testing::run_fedpar(args + flags, tmp.path());
 }
 

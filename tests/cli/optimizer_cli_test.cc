@@ -84,6 +84,11 @@ int64_t diverged_at_keeping_the_last_finite_model(const std::filesystem::path& r
   EXPECT_EQ(summary["rounds_run"].get<int64_t>(), at - 1);
   EXPECT_EQ(summary["final"]["round"].get<int64_t>(), at - 1) << "the last finite model, evaluated";
   for (const float w : testing::final_params(run)) EXPECT_TRUE(std::isfinite(w));
+  // the run's README says where and why, naming the round once
+  const std::string readme = testing::slurp(run / "README.md");
+  EXPECT_NE(readme.find(fmt::format("- **diverged** at round {}: ", at)), std::string::npos)
+      << readme;
+  EXPECT_EQ(readme.find(fmt::format("round {}: round", at)), std::string::npos) << readme;
   return at;
 }
 
