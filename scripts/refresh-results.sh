@@ -12,7 +12,7 @@ smoke=()
 if [[ ${1:-} == --smoke ]]; then smoke=(--smoke) && shift; fi
 if (($#)); then suites=("$@"); else suites=($(basename -s .toml experiments/suites/*.toml)); fi
 commit=$(git rev-parse --short HEAD)
-git diff --quiet HEAD -- . ':!docs/results' || commit="$commit + uncommitted changes"
+git diff --quiet HEAD -- . ':!docs' ':!README.md' || commit="$commit + uncommitted changes"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for suite in "${suites[@]}"; do

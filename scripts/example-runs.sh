@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Runs the single commands whose numbers README.md and docs/ quote (the centralized baselines, the
+# example run configs, the network modes, the partitions of MNIST) and writes each one's wall time, test accuracy, final
+# model hash and round times to docs/results/example-runs/<date>.md, with the commit and the
+# machine: the evidence behind those numbers. Accuracies and hashes are exact on the same kind of
+# CPU (README.md: the bytes depend on the vector units); the times are this machine's, one run
+# each, so run it with nothing else running.
+#   bash scripts/example-runs.sh [FEDPAR_BINARY]      (about 3 minutes on 2 cores)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FEDPAR=${1:-./build/fedpar}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+dest=docs/results/example-runs/$(date -u +%Y-%m-%d).md
+commit=$(git rev-parse --short HEAD)
+git diff --quiet HEAD -- . ':!docs' ':!README.md' || commit="$commit + uncommitted changes"
+
+# The round seconds of a run folder's rounds 2..: the network's (emulated or simulated) where it
+# had one, else the server's wait; "min-max".
+round_seconds() {
+  python3 - "$1/metrics.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+rows = [r for r in rows if r.get("kind") == "round" and r["round"] >= 2]
+for key, name in (("emulated_seconds", "emulated"), ("simulated_seconds", "simulated"),
+                  ("wait_seconds", "wait")):
+    vals = [r[key] for r in rows if key in r]
+    if vals:
+        print(f"{name} {min(vals):.2f}-{max(vals):.2f}")
+        break
+PY
+}
+
+row() {  # row "args as the docs write them" [a run: its folder name]
+  local args=$1 name=${2:-}
+  local start end
+  start=$(date +%s%N)
+  # shellcheck disable=SC2086  # the args are words, as the docs write them
+  if ! "$FEDPAR" $args --set results_dir="$work" ${name:+--set name=$name} >"$work/out" 2>"$work/err"; then
+    echo "example-runs: './build/fedpar $args' failed:" >&2
+    tail -5 "$work/err" >&2
+    exit 1
+  fi
+  end=$(date +%s%N)
+  local acc hash rounds=""
+  acc=$(sed -n 's/^test accuracy: \(.*\)$/\1/p' "$work/out" | tail -1)
+  hash=$(sed -n 's/^final model hash: \(.*\)$/\1/p' "$work/out" | tail -1)
+  [[ -n $name ]] && rounds=$(round_seconds "$work/$name")
+  local tenths=$(((end - start) / 100000000))
+  printf '| `./build/fedpar %s` | %d.%d | %s | %s | %s |\n' "$args" $((tenths / 10)) $((tenths % 10)) \
+    "${acc:--}" "${hash:--}" "${rounds:--}"
+}
+
+mkdir -p "$(dirname "$dest")"
+{
+  echo "# Example runs, $(date -u +%Y-%m-%d)"
+  echo
+  echo "Made by \`bash scripts/example-runs.sh\`: commit $commit, $(date -u +%Y-%m-%dT%H:%MZ),"
+  echo "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)" \
+    "($(grep -o -m1 'avx512f' /proc/cpuinfo || echo 'no AVX-512')), $(. /etc/os-release && echo "$PRETTY_NAME")."
+  echo "One run each; wall seconds include loading MNIST. Round seconds: rounds 2 to the last, the"
+  echo "network's emulated or simulated time where the run has one, else the server's wait."
+  echo
+  echo "| command | wall (s) | test accuracy | final model hash | round seconds |"
+  echo "|---|---:|---:|---|---|"
+  row "train --quiet --model 2nn --dataset mnist --epochs 1 --batch 10 --lr 0.1"
+  row "train --quiet --config experiments/baseline-2nn.toml"
+  row "train --quiet --config experiments/baseline-logreg.toml"
+  row "train --quiet --config experiments/cnn-subset.toml"
+  row "run experiments/fedavg-mnist-2nn.toml" fedavg
+  row "run experiments/dp-mnist-logreg.toml" dp
+  row "run experiments/dp-mnist-logreg.toml --set rounds=5" dp5
+  row "run experiments/dp-mnist-logreg.toml --set rounds=5 --set topology=master" dp5-master
+  row "run experiments/fedavg-mnist-2nn.toml --set rounds=5" net-off
+  for mode in "emulated wifi" "emulated lte" "simulated wifi" "simulated lte"; do
+    read -r m p <<<"$mode"
+    row "run experiments/fedavg-mnist-2nn.toml --set rounds=5 --set network.mode=$m --set network.profile=$p" "net-$m-$p"
+  done
+  echo
+  echo "Partitions of MNIST's training set, 100 clients, seed 1 (the hash is of the manifest's"
+  echo "assignment and holds on any CPU):"
+  echo
+  echo "| command | size min / median / max | labels present (median) | EMD median | hash |"
+  echo "|---|---|---:|---:|---|"
+  for scheme in "iid" "shards" "labels-k" "dirichlet-clients --alpha 0.1" \
+    "dirichlet-classes --beta 0.01" "iid-quantity --beta 0.01"; do
+    args="partition --dataset mnist --clients 100 --scheme $scheme"
+    # shellcheck disable=SC2086
+    "$FEDPAR" $args --out "$work/partition" >"$work/out"
+    awk -v args="$args" '
+      /^scheme / { hash = $NF }
+      /^size / { size = $2 " / " $3 " / " $4 }
+      /^labels present / { labels = $4 }
+      /^EMD to global / { emd = $5 }
+      END { printf "| `./build/fedpar %s --out DIR` | %s | %g | %s | %s |\n", args, size, labels, emd, hash }
+    ' "$work/out"
+  done
+  echo
+  echo "\`./build/bench_partition\` (60,000 labels, 100 clients, median of 7):"
+  echo
+  echo '```'
+  "$(dirname "$FEDPAR")/bench_partition"
+  echo '```'
+} >"$dest"
+cat "$dest"
+echo "example-runs: $dest" >&2
