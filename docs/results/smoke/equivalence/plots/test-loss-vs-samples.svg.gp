@@ -1,0 +1,8 @@
+set terminal svg size 800,500 dynamic enhanced font 'sans,12' background rgb 'white'
+set output 'test-loss-vs-samples.svg'
+set title "test loss per sample processed (mean over seeds; band: min to max)\nGradient averaging vs centralized SGD" noenhanced
+set xlabel 'samples processed by all clients (cumulative)' noenhanced
+set ylabel 'test loss (mean over the test set)' noenhanced
+set grid
+set key outside right top noenhanced
+plot 'test-loss-vs-samples.svg.dat' index 0 using 1:3:4 with filledcurves fs transparent solid 0.2 noborder lc 1 notitle, 'test-loss-vs-samples.svg.dat' index 0 using 1:2 with linespoints pt 7 ps 0.4 lc 1 dt 1 title 'centralized-B100', 'test-loss-vs-samples.svg.dat' index 1 using 1:3:4 with filledcurves fs transparent solid 0.2 noborder lc 2 notitle, 'test-loss-vs-samples.svg.dat' index 1 using 1:2 with linespoints pt 7 ps 0.4 lc 2 dt 1 title 'gradient-iid-4x25', 'test-loss-vs-samples.svg.dat' index 2 using 1:3:4 with filledcurves fs transparent solid 0.2 noborder lc 3 notitle, 'test-loss-vs-samples.svg.dat' index 2 using 1:2 with linespoints pt 7 ps 0.4 lc 3 dt 1 title 'gradient-shards-4x25'

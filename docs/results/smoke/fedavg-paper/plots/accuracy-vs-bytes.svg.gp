@@ -1,0 +1,8 @@
+set terminal svg size 800,500 dynamic enhanced font 'sans,12' background rgb 'white'
+set output 'accuracy-vs-bytes.svg'
+set title "test accuracy per MB communicated\nFedAvg vs FedSGD, MNIST 2NN (McMahan et al. 2017)" noenhanced
+set xlabel 'MB sent + received at the server, and between workers (cumulative)' noenhanced
+set ylabel 'test accuracy (%)' noenhanced
+set grid
+set key outside right top noenhanced
+plot 'accuracy-vs-bytes.svg.dat' index 0 using 1:2 with linespoints pt 7 ps 0.4 lc 1 dt 1 title 'fedavg-iid@0.1', 'accuracy-vs-bytes.svg.dat' index 1 using 1:2 with linespoints pt 7 ps 0.4 lc 2 dt 1 title 'fedavg-iid@0.2', 'accuracy-vs-bytes.svg.dat' index 2 using 1:2 with linespoints pt 7 ps 0.4 lc 3 dt 1 title 'fedavg-iid@0.4', 'accuracy-vs-bytes.svg.dat' index 3 using 1:2 with linespoints pt 7 ps 0.4 lc 4 dt 1 title 'fedavg-noniid@0.1', 'accuracy-vs-bytes.svg.dat' index 4 using 1:2 with linespoints pt 7 ps 0.4 lc 5 dt 1 title 'fedavg-noniid@0.2', 'accuracy-vs-bytes.svg.dat' index 5 using 1:2 with linespoints pt 7 ps 0.4 lc 6 dt 1 title 'fedavg-noniid@0.4', 'accuracy-vs-bytes.svg.dat' index 6 using 1:2 with linespoints pt 7 ps 0.4 lc 7 dt 1 title 'fedsgd-iid@0.3', 'accuracy-vs-bytes.svg.dat' index 7 using 1:2 with linespoints pt 7 ps 0.4 lc 8 dt 1 title 'fedsgd-iid@0.5', 'accuracy-vs-bytes.svg.dat' index 8 using 1:2 with linespoints pt 7 ps 0.4 lc 9 dt 2 title 'fedsgd-iid@0.8', 'accuracy-vs-bytes.svg.dat' index 9 using 1:2 with linespoints pt 7 ps 0.4 lc 10 dt 2 title 'fedsgd-noniid@0.3', 'accuracy-vs-bytes.svg.dat' index 10 using 1:2 with linespoints pt 7 ps 0.4 lc 11 dt 2 title 'fedsgd-noniid@0.5', 'accuracy-vs-bytes.svg.dat' index 11 using 1:2 with linespoints pt 7 ps 0.4 lc 12 dt 2 title 'fedsgd-noniid@0.8'

@@ -1,0 +1,8 @@
+set terminal svg size 800,500 dynamic enhanced font 'sans,12' background rgb 'white'
+set output 'accuracy-vs-seconds.svg'
+set title "test accuracy per second of training\nIID vs non-IID: FedAvg, 2NN, MNIST" noenhanced
+set xlabel 'seconds (the server''s rounds, or the network''s simulated or emulated time; cumulative)' noenhanced
+set ylabel 'test accuracy (%)' noenhanced
+set grid
+set key outside right top noenhanced
+plot 'accuracy-vs-seconds.svg.dat' index 0 using 1:2 with linespoints pt 7 ps 0.4 lc 1 dt 1 title 'iid', 'accuracy-vs-seconds.svg.dat' index 1 using 1:2 with linespoints pt 7 ps 0.4 lc 2 dt 1 title 'shards-2', 'accuracy-vs-seconds.svg.dat' index 2 using 1:2 with linespoints pt 7 ps 0.4 lc 3 dt 1 title 'labels-1', 'accuracy-vs-seconds.svg.dat' index 3 using 1:2 with linespoints pt 7 ps 0.4 lc 4 dt 1 title 'labels-2', 'accuracy-vs-seconds.svg.dat' index 4 using 1:2 with linespoints pt 7 ps 0.4 lc 5 dt 1 title 'labels-3', 'accuracy-vs-seconds.svg.dat' index 5 using 1:2 with linespoints pt 7 ps 0.4 lc 6 dt 1 title 'dirichlet-100', 'accuracy-vs-seconds.svg.dat' index 6 using 1:2 with linespoints pt 7 ps 0.4 lc 7 dt 1 title 'dirichlet-1', 'accuracy-vs-seconds.svg.dat' index 7 using 1:2 with linespoints pt 7 ps 0.4 lc 8 dt 1 title 'dirichlet-0.1'
