@@ -5,7 +5,7 @@
 # machine: the evidence behind those numbers. Accuracies and hashes are exact on the same kind of
 # CPU (README.md: the bytes depend on the vector units); the times are this machine's, one run
 # each, so run it with nothing else running.
-#   bash scripts/example-runs.sh [FEDPAR_BINARY]      (about 3 minutes on 2 cores)
+#   bash scripts/example-runs.sh [FEDPAR_BINARY]      (about 4 minutes on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FEDPAR=${1:-./build/fedpar}
@@ -35,9 +35,9 @@ row() {  # row "args as the docs write them" [a run: its folder name]
   local args=$1 name=${2:-}
   local start end
   start=$(date +%s%N)
-  # shellcheck disable=SC2086  # the args are words, as the docs write them
-  if ! "$FEDPAR" $args --set results_dir="$work" ${name:+--set name=$name} >"$work/out" 2>"$work/err"; then
-    echo "example-runs: './build/fedpar $args' failed:" >&2
+  # shellcheck disable=SC2086  # the args are words, as the docs write them; LAUNCH: mpirun ...
+  if ! ${LAUNCH:-} "$FEDPAR" $args --set results_dir="$work" ${name:+--set name=$name} >"$work/out" 2>"$work/err"; then
+    echo "example-runs: '${LAUNCH:+$LAUNCH }./build/fedpar $args' failed:" >&2
     tail -5 "$work/err" >&2
     exit 1
   fi
@@ -47,7 +47,8 @@ row() {  # row "args as the docs write them" [a run: its folder name]
   hash=$(sed -n 's/^final model hash: \(.*\)$/\1/p' "$work/out" | tail -1)
   [[ -n $name ]] && rounds=$(round_seconds "$work/$name")
   local tenths=$(((end - start) / 100000000))
-  printf '| `./build/fedpar %s` | %d.%d | %s | %s | %s |\n' "$args" $((tenths / 10)) $((tenths % 10)) \
+  printf '| `%s./build/fedpar %s` | %d.%d | %s | %s | %s |\n' "${LAUNCH:+$LAUNCH }" "$args" \
+    $((tenths / 10)) $((tenths % 10)) \
     "${acc:--}" "${hash:--}" "${rounds:--}"
 }
 
@@ -71,6 +72,15 @@ mkdir -p "$(dirname "$dest")"
   row "run experiments/dp-mnist-logreg.toml" dp
   row "run experiments/dp-mnist-logreg.toml --set rounds=5" dp5
   row "run experiments/dp-mnist-logreg.toml --set rounds=5 --set topology=master" dp5-master
+  row "run experiments/pipeline-2nn.toml --set topology=parameter-server --set processes=1" pipe-ps
+  row "run experiments/pipeline-2nn.toml --set pipeline.micro_batches=1" pipe-m1
+  row "run experiments/pipeline-2nn.toml" pipe-m4-1f1b
+  row "run experiments/pipeline-2nn.toml --set pipeline.schedule=gpipe" pipe-m4-gpipe
+  row "run experiments/fedavg-mnist-2nn.toml --set rounds=3" run3
+  if command -v mpirun >/dev/null; then  # root may start MPI jobs only when told so
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 LAUNCH="mpirun --oversubscribe -n 5" \
+      row "launch experiments/fedavg-mnist-2nn.toml --set rounds=3" launch3
+  fi
   row "run experiments/fedavg-mnist-2nn.toml --set rounds=5" net-off
   for mode in "emulated wifi" "emulated lte" "simulated wifi" "simulated lte"; do
     read -r m p <<<"$mode"
