@@ -1,6 +1,6 @@
 set terminal svg size 800,500 dynamic enhanced font 'sans,12' background rgb 'white'
 set output 'lr-scaling-carried.svg'
-set title "Final test accuracy with the single worker's best rate (0.4) carried over by each rule\n(diverged runs left out)" noenhanced
+set title "Final test accuracy with the single worker's best rate (0.8) carried over by each rule\n(diverged runs left out)" noenhanced
 set xlabel 'workers N (50 samples each per step)' noenhanced
 set ylabel 'final test accuracy (%)' noenhanced
 set grid
