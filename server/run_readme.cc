@@ -63,6 +63,19 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
     md << "- no test evaluation (no test set, or no evaluated round)\n";
   md << fmt::format("- final model hash `{}` (of `model.safetensors`' float32 bytes)\n",
                     summary.model_hash);
+  if (const auto& f = summary.final) {  // the last evaluated round: the last round, as a rule
+    md << fmt::format(
+        "- {:.1f} MB sent and {:.1f} MB received at the server's socket by round {} (one TASK "
+        "a round to each client process{}; docs/metrics.md)\n",
+        double(f->bytes_sent_total) / 1e6, double(f->bytes_received_total) / 1e6, f->round,
+        f->workers ? "; what the workers send each other is in metrics.jsonl's `workers`" : "");
+    if (f->simulated_time)
+      md << fmt::format("- the simulated network's time by round {}: {:.1f} s (`[network]`)\n",
+                        f->round, *f->simulated_time);
+    if (f->emulated_time)
+      md << fmt::format("- the emulated network's time by round {}: {:.1f} s (`[network]`)\n",
+                        f->round, *f->emulated_time);
+  }
   if (summary.stopped_at_accuracy)
     md << fmt::format("- stopped at round {}: `stop_at_accuracy` was reached\n",
                       summary.rounds_run);

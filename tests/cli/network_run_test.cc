@@ -169,6 +169,12 @@ TEST(NetworkRun, SimulatedRoundsTakeTheFormulasTimeWithoutWaitingForIt) {
     }
   }
   EXPECT_LT(sim.seconds, off.seconds + 0.5);
+  // the run's README gives the network's time beside the bytes
+  const std::string readme = testing::slurp(sim.dir / "README.md");
+  EXPECT_NE(readme.find(fmt::format("- the simulated network's time by round 3: {:.1f} s",
+                                    sim.rounds.back().at("simulated_time").get<double>())),
+            std::string::npos)
+      << readme;
 }
 
 // A client whose availability draw fails is not asked: the record lists it as unavailable, its

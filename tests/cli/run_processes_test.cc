@@ -95,6 +95,8 @@ TEST(FedparRun, SupervisesServerAndClientsAndGivesTheSameBytes) {
             std::string::npos)
       << readme;
   EXPECT_NE(readme.find("final model hash `" + direct.hash + "`"), std::string::npos) << readme;
+  EXPECT_NE(readme.find(" MB received at the server's socket by round 3"), std::string::npos)
+      << readme;
   for (const char* file : {"`metrics.jsonl`: one JSON", "`summary.json`: the final",
                            "`model.safetensors`: the final parameters", "`README.md`: this file"})
     EXPECT_NE(readme.find(file), std::string::npos) << file << "\n" << readme;

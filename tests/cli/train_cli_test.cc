@@ -1,5 +1,6 @@
 // `fedpar train` as a user runs it: a real process, real MNIST, the results folder, and one-line
 // errors with exit code 2 that leave nothing behind.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <array>
@@ -216,8 +217,9 @@ TEST(KeysCommand, ListsEveryKeyOfARunConfig) {
   const Config run = make_run_config();
   for (const std::string& key : run.keys()) {
     const std::string leaf = key.substr(key.rfind('.') + 1);
-    const std::string table =
-        key.find('.') == std::string::npos ? "" : "[" + key.substr(0, key.rfind('.')) + "]";
+    const std::string table = key.find('.') == std::string::npos
+                                  ? ""
+                                  : fmt::format("[{}]", key.substr(0, key.rfind('.')));
     // under its table (a top-level key before the first table)
     const size_t at = table.empty() ? 0 : r.out.find("\n" + table);
     ASSERT_NE(at, std::string::npos) << table;
