@@ -213,6 +213,37 @@ double simulated_round_seconds(const NetworkSpec& n, uint64_t seed, uint64_t rou
   return (deadline_hit ? deadline : std::min(slowest, deadline)) + aggregate_seconds;
 }
 
+double simulated_ring_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
+                              const std::vector<SimulatedWorker>& workers,
+                              double aggregate_seconds) {
+  double slowest = 0;
+  for (const auto& w : workers) {
+    const LinkProfile &p = n.of(w.client), &next = n.of(w.next_client);
+    const double down =
+        transfer_seconds(w.down_bytes, p.down_bps) + p.latency_s +
+        jitter_seconds(n.jitter, p.jitter_s, seed, "down", w.client, uint32_t(round));
+    const double ring = transfer_seconds(w.ring_bytes, std::min(p.up_bps, next.down_bps)) +
+                        double(w.ring_steps) * (p.latency_s + next.latency_s);
+    const double up = transfer_seconds(w.up_bytes, p.up_bps) + p.latency_s +
+                      jitter_seconds(n.jitter, p.jitter_s, seed, "up", w.client, uint32_t(round));
+    slowest = std::max(slowest, down + w.compute_seconds + ring + up);
+  }
+  return slowest + aggregate_seconds;
+}
+
+void NetworkClock::add_simulated(RoundRecord& rec, double seconds) {
+  total_ += seconds;
+  rec.simulated_seconds = seconds;
+  rec.simulated_time = total_;
+}
+
+void NetworkClock::end_ring_round(RoundRecord& rec, uint64_t round,
+                                  const std::vector<SimulatedWorker>& workers) {
+  if (n_.mode == NetworkMode::kSimulated)
+    add_simulated(
+        rec, simulated_ring_seconds(n_, seed_, round, workers, rec.aggregate_seconds.value_or(0)));
+}
+
 void NetworkClock::end_round(RoundRecord& rec, uint64_t round, double wall_seconds) {
   if (n_.mode == NetworkMode::kEmulated) {
     total_ += wall_seconds;
@@ -226,11 +257,8 @@ void NetworkClock::end_round(RoundRecord& rec, uint64_t round, double wall_secon
             {c.client, rec.bytes_down_per_task.value_or(0), c.bytes_up, c.compute_seconds});
     const bool deadline_hit = (rec.simulated_lost && !rec.simulated_lost->empty()) ||
                               (rec.missing && !rec.missing->empty());
-    const double secs = simulated_round_seconds(n_, seed_, round, clients, deadline_, deadline_hit,
-                                                rec.aggregate_seconds.value_or(0));
-    total_ += secs;
-    rec.simulated_seconds = secs;
-    rec.simulated_time = total_;
+    add_simulated(rec, simulated_round_seconds(n_, seed_, round, clients, deadline_, deadline_hit,
+                                               rec.aggregate_seconds.value_or(0)));
   }
 }
 

@@ -106,6 +106,22 @@ double simulated_round_seconds(const NetworkSpec& n, uint64_t seed, uint64_t rou
                                const std::vector<SimulatedClient>& clients, double deadline,
                                bool deadline_hit, double aggregate_seconds);
 
+// One worker of a simulated ring all-reduce round. Workers talk to each other through their
+// access links: a worker's sends cross its uplink and its next neighbour's downlink.
+struct SimulatedWorker {
+  uint32_t client = 0, next_client = 0;   // whose link profiles: its first client, its neighbour's
+  uint64_t down_bytes = 0, up_bytes = 0;  // the TASK from the server, the report back
+  uint64_t ring_bytes = 0;                // what it sent around the ring this round
+  uint32_t ring_steps = 0;                // 2 (N - 1): each pays both access links' latency
+  double compute_seconds = 0;
+};
+// The simulated seconds of one ring round: the slowest worker's TASK down (bytes / down_bps +
+// latency + jitter) + compute + ring (its bytes over the slower of its uplink and its neighbour's
+// downlink, plus ring_steps x both links' latency; no jitter) + report up; plus the aggregation.
+double simulated_ring_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
+                              const std::vector<SimulatedWorker>& workers,
+                              double aggregate_seconds);
+
 // A run's network time axis: fills each synchronous round record's simulated_seconds and
 // simulated_time (simulated mode, from the record's bytes and timings) or emulated_seconds and
 // emulated_time (emulated mode, the round's wall time under emulation).
@@ -114,10 +130,15 @@ class NetworkClock {
   NetworkClock(const NetworkSpec& n, uint64_t seed, double deadline)
       : n_(n), seed_(seed), deadline_(deadline) {}
   void end_round(RoundRecord& rec, uint64_t round, double wall_seconds);
+  // A ring all-reduce round (simulated mode; the other modes do not apply to the ring).
+  void end_ring_round(RoundRecord& rec, uint64_t round,
+                      const std::vector<SimulatedWorker>& workers);
   double elapsed() const { return total_; }  // the running sum, for checkpoints
   void restore(double total) { total_ = total; }
 
  private:
+  void add_simulated(RoundRecord& rec, double seconds);
+
   const NetworkSpec& n_;
   uint64_t seed_;
   double deadline_, total_ = 0;

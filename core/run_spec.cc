@@ -330,9 +330,25 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
                       c.get_string("network.profile"), c.get_string("network.heterogeneous"),
                       overrides, custom, s.seed, size_t(std::max(0, s.partition.clients)));
   const bool sync_ps = s.topology == Topology::kParameterServer && s.regime != Regime::kAsync;
-  require(n.mode != NetworkMode::kSimulated || sync_ps,
+  const bool ring = s.topology == Topology::kAllReduce;
+  require(n.mode != NetworkMode::kSimulated || sync_ps || ring,
           "network.mode = \"simulated\" computes synchronous rounds: it needs the parameter-server "
-          "topology with regime = \"gradient\" or \"model\" (use \"emulated\" otherwise)");
+          "topology with regime = \"gradient\" or \"model\", or the allreduce topology (use "
+          "\"emulated\" otherwise)");
+  if (n.mode == NetworkMode::kSimulated && ring) {
+    // the ring's time is computed from the bytes fedpar's own ring sends, in a fixed ring
+    require(s.ring_backend == RingBackend::kZmqRing,
+            "network.mode = \"simulated\" times the bytes fedpar's own ring sends: it needs "
+            "allreduce.backend = \"zmq-ring\"");
+    require(!s.ring_elastic,
+            "network.mode = \"simulated\" does not model a ring re-formed mid-round: it needs "
+            "allreduce.elastic = false");
+    require(
+        std::ranges::none_of(n.profiles,
+                             [](const LinkProfile& l) { return l.loss > 0 || l.availability < 1; }),
+        "a simulated ring carries time, not loss: a ring cannot drop a message or a worker, so "
+        "its links need loss = 0 and availability = 1 (the profiles 3g and custom may set them)");
+  }
   require(n.mode != NetworkMode::kEmulated || s.topology != Topology::kAllReduce,
           "network.mode = \"emulated\" shapes the server's links, not the ring's between workers: "
           "it does not apply to topology = \"allreduce\"");

@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "core/device_collective.h"
 #include "core/hash.h"
+#include "core/network.h"
 #include "server/plan.h"
 #include "server/rendezvous.h"
 #include "server/worker_velocity.h"
@@ -42,8 +43,14 @@ class AllReducePlan final : public Plan {
     if (s_.optimizer.precision == Precision::kF16) return "fp16's loss scale lives in the workers";
     return "";
   }
-  void save_state(Checkpoint& c) const override { velocity_.save(c); }
-  void load_state(const Checkpoint& c) override { velocity_.load(c, run_.params.size()); }
+  void save_state(Checkpoint& c) const override {
+    velocity_.save(c);
+    c.meta["network_time"] = clock_.elapsed();
+  }
+  void load_state(const Checkpoint& c) override {
+    velocity_.load(c, run_.params.size());
+    clock_.restore(c.meta.value("network_time", 0.0));
+  }
 
   // The ring: every process sends RING with the endpoint it listens on; each then hears its rank
   // (HELLO order), the ring size and its next neighbour's endpoint.
@@ -56,6 +63,7 @@ class AllReducePlan final : public Plan {
 
   std::string round(Engine& engine, RoundRecord& rec) override {
     const auto t0 = Clock::now();
+    const auto bytes_before = engine.bytes_snapshot();
     const int r = int(engine.round);
     const bool check = hash_due(s_, r);
     // Rank 0's replica comes back when the server evaluates or saves it.
@@ -85,6 +93,9 @@ class AllReducePlan final : public Plan {
     }
     if (check) check_replicas(c, need_params, r);
     record(rec, c, check, std::chrono::duration<double>(Clock::now() - t0).count());
+    clock_.end_ring_round(
+        rec, engine.round,
+        simulated_workers(engine, rec, engine.per_process_bytes(bytes_before, {})));
     return fmt::format("{} workers{}", c.got.size(), check ? ", replicas identical" : "");
   }
 
@@ -223,8 +234,34 @@ class AllReducePlan final : public Plan {
     rec.wait_seconds = seconds;
   }
 
+  // [network] simulated: each worker's links (its first virtual client's profile, and its next
+  // neighbour's) and this round's bytes and compute, for the round's simulated seconds.
+  std::vector<SimulatedWorker> simulated_workers(const Engine& engine, const RoundRecord& rec,
+                                                 const std::vector<ProcessRecord>& bytes) const {
+    std::vector<SimulatedWorker> out;
+    if (s_.network.mode != NetworkMode::kSimulated) return out;
+    const size_t n = members_.size();
+    const auto first_client = [&](uint32_t p) {
+      return engine.peers.at(engine.order[p]).clients.front();
+    };
+    for (const WorkerRecord& w : *rec.workers) {
+      const auto p = uint32_t(w.process);
+      const size_t rank = size_t(std::find(members_.begin(), members_.end(), p) - members_.begin());
+      out.push_back({.client = first_client(p),
+                     .next_client = first_client(members_[(rank + 1) % n]),
+                     .down_bytes = bytes[p].bytes_down,
+                     .up_bytes = bytes[p].bytes_up,
+                     .ring_bytes = w.ring_bytes_sent,
+                     .ring_steps = uint32_t(2 * (n - 1)),
+                     .compute_seconds = w.compute_seconds});
+    }
+    return out;
+  }
+
   RunContext& run_;
   const RunSpec& s_;
+  NetworkClock clock_{s_.network, s_.seed,
+                      s_.wait_seconds};       // [network] simulated: the rounds' time
   std::vector<WorkerEndpoints> at_;           // every process's, in HELLO order
   std::vector<uint32_t> members_;             // the ring's processes (HELLO indices), by rank
   int64_t epoch_ = 0;                         // times the ring re-formed

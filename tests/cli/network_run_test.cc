@@ -177,6 +177,36 @@ TEST(NetworkRun, SimulatedRoundsTakeTheFormulasTimeWithoutWaitingForIt) {
       << readme;
 }
 
+// The ring on simulated links: each round's seconds are the slowest worker's TASK down + compute +
+// ring sends (its bytes over the link, plus 2 (N - 1) steps each crossing two access links'
+// latency) + report up, from the round's own record; the model is the unsimulated ring's.
+TEST(NetworkRun, ASimulatedRingTakesItsLinksTime) {
+  TempDir tmp;
+  const std::vector<std::string> ring = {"regime=gradient", "topology=allreduce", "sgd.batch=10"};
+  const RunResult off = run_on_threads(tmp, "ring-off", ring);
+  const RunResult sim =
+      run_on_threads(tmp, "ring-simulated", with(with(ring, kLink), {"network.mode=simulated"}));
+  ASSERT_EQ(sim.rounds.size(), 3u);
+  EXPECT_EQ(sim.hash, off.hash);
+  double total = 0;
+  for (const auto& rec : sim.rounds) {
+    double slowest = 0;
+    ASSERT_EQ(rec.at("workers").size(), 2u);
+    for (const auto& w : rec.at("workers")) {
+      const auto& p = rec.at("processes").at(w.at("process").get<size_t>());
+      const double ring_seconds = bits(w.at("ring_bytes_sent")) / 1e6 + 2 * (0.05 + 0.05);
+      EXPECT_GT(w.at("ring_bytes_sent").get<double>(), 0);
+      slowest = std::max(slowest, bits(p.at("bytes_down")) / 1e6 + 0.05 +
+                                      w.at("compute_seconds").get<double>() + ring_seconds +
+                                      bits(p.at("bytes_up")) / 1e6 + 0.05);
+    }
+    EXPECT_NEAR(rec.at("simulated_seconds").get<double>(), slowest, 1e-12);
+    total += slowest;
+    EXPECT_NEAR(rec.at("simulated_time").get<double>(), total, 1e-9);
+  }
+  EXPECT_FALSE(off.rounds.back().contains("simulated_seconds"));
+}
+
 // A client whose availability draw fails is not asked: the record lists it as unavailable, its
 // update is absent, and the draws are (seed, client, round) alone. A round nobody is available
 // for leaves the model as it is.

@@ -255,6 +255,12 @@ TEST(NetworkSpec, RefusesWhatCannotRunAndSaysWhy) {
                   "it needs the parameter-server topology"));
   EXPECT_TRUE(has({"network.mode=emulated", "regime=gradient", "topology=allreduce"},
                   "it does not apply to topology = \"allreduce\""));
+  EXPECT_TRUE(
+      has({"network.mode=simulated", "regime=gradient", "topology=allreduce", "network.profile=3g"},
+          "a simulated ring carries time, not loss"));
+  EXPECT_TRUE(has(
+      {"network.mode=simulated", "regime=gradient", "topology=allreduce", "allreduce.elastic=true"},
+      "does not model a ring re-formed mid-round"));
   EXPECT_TRUE(has({"network.mode=emulated", "regime=async", "network.profile=custom",
                    "network.custom.availability=0.5"},
                   "a profile with availability < 1 needs the parameter-server topology"));
@@ -262,6 +268,9 @@ TEST(NetworkSpec, RefusesWhatCannotRunAndSaysWhy) {
   EXPECT_EQ(refusal({"network.mode=emulated", "regime=async", "network.profile=3g"}), "");
   EXPECT_EQ(refusal({"network.mode=emulated", "regime=gradient", "topology=master"}), "");
   EXPECT_EQ(refusal({"network.mode=simulated", "network.heterogeneous=wifi:0.5,custom:0.5"}), "");
+  EXPECT_EQ(refusal({"network.mode=simulated", "regime=gradient", "topology=allreduce",
+                     "network.heterogeneous=wifi:0.5,lte:0.5"}),
+            "");
 }
 
 }  // namespace
