@@ -261,7 +261,7 @@ void Config::set(std::string_view key_view, std::string_view quoted_value) {
       return;
     case toml::node_type::array: {
       toml::array arr;
-      std::string_view s = value;
+      std::string_view s = quoted_value;  // its items lose their quotes one by one
       if (s.starts_with('[') && s.ends_with(']')) s = s.substr(1, s.size() - 2);
       size_t start = 0;
       while (start < s.size()) {

@@ -216,19 +216,22 @@ double simulated_round_seconds(const NetworkSpec& n, uint64_t seed, uint64_t rou
 double simulated_ring_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
                               const std::vector<SimulatedWorker>& workers,
                               double aggregate_seconds) {
-  double slowest = 0;
+  // The ring moves in lockstep: it starts when the last worker has its gradient, each step waits
+  // for the slowest link, and the server waits for the last report.
+  double ready = 0, ring = 0, report = 0;
   for (const auto& w : workers) {
     const LinkProfile &p = n.of(w.client), &next = n.of(w.next_client);
-    const double down =
-        transfer_seconds(w.down_bytes, p.down_bps) + p.latency_s +
-        jitter_seconds(n.jitter, p.jitter_s, seed, "down", w.client, uint32_t(round));
-    const double ring = transfer_seconds(w.ring_bytes, std::min(p.up_bps, next.down_bps)) +
-                        double(w.ring_steps) * (p.latency_s + next.latency_s);
-    const double up = transfer_seconds(w.up_bytes, p.up_bps) + p.latency_s +
-                      jitter_seconds(n.jitter, p.jitter_s, seed, "up", w.client, uint32_t(round));
-    slowest = std::max(slowest, down + w.compute_seconds + ring + up);
+    ready = std::max(
+        ready, transfer_seconds(w.down_bytes, p.down_bps) + p.latency_s +
+                   jitter_seconds(n.jitter, p.jitter_s, seed, "down", w.client, uint32_t(round)) +
+                   w.compute_seconds);
+    ring = std::max(ring, transfer_seconds(w.ring_bytes, std::min(p.up_bps, next.down_bps)) +
+                              double(w.ring_steps) * (p.latency_s + next.latency_s));
+    report = std::max(
+        report, transfer_seconds(w.up_bytes, p.up_bps) + p.latency_s +
+                    jitter_seconds(n.jitter, p.jitter_s, seed, "up", w.client, uint32_t(round)));
   }
-  return slowest + aggregate_seconds;
+  return ready + ring + report + aggregate_seconds;
 }
 
 void NetworkClock::add_simulated(RoundRecord& rec, double seconds) {

@@ -115,9 +115,10 @@ struct SimulatedWorker {
   uint32_t ring_steps = 0;                // 2 (N - 1): each pays both access links' latency
   double compute_seconds = 0;
 };
-// The simulated seconds of one ring round: the slowest worker's TASK down (bytes / down_bps +
-// latency + jitter) + compute + ring (its bytes over the slower of its uplink and its neighbour's
-// downlink, plus ring_steps x both links' latency; no jitter) + report up; plus the aggregation.
+// The simulated seconds of one ring round, which moves in lockstep: the last worker to have its
+// gradient (TASK down: bytes / down_bps + latency + jitter, + compute) + the slowest worker's ring
+// sends (its bytes over the slower of its uplink and its neighbour's downlink, plus ring_steps x
+// both links' latency; no jitter) + the last report up; plus the aggregation.
 double simulated_ring_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
                               const std::vector<SimulatedWorker>& workers,
                               double aggregate_seconds);

@@ -51,7 +51,8 @@ struct WorkerRecord {
 struct RoundRecord {
   // every topology
   int64_t round = 0;     // 1-based
-  std::string topology;  // parameter-server | model-averaging | master | allreduce | async
+  std::string topology;  // parameter-server | model-averaging | master | allreduce | pipeline |
+                         // tensor | async
   double train_loss = 0;
   std::optional<double> lr;  // synchronous regimes: [optimizer]'s rate for this round's step(s)
   double wait_seconds = 0;   // the server's wait for the round's replies
@@ -82,8 +83,8 @@ struct RoundRecord {
   std::optional<double> staleness_mean, elapsed_seconds;
   // [network] (docs/network.md), parameter server and model averaging with mode != off: the
   // sampled clients left out as unavailable this round; simulated mode: those whose TASK or UPDATE
-  // was drawn lost, and the round's computed seconds and their running sum; emulated mode: the
-  // round's wall seconds under emulation and their running sum
+  // was drawn lost, and the round's computed seconds and their running sum (the allreduce
+  // ring's too); emulated mode: the round's wall seconds under emulation and their running sum
   std::optional<std::vector<uint32_t>> unavailable, simulated_lost;
   std::optional<double> simulated_seconds, simulated_time, emulated_seconds, emulated_time;
 };

@@ -128,6 +128,7 @@ class Supervisor {
     signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
       if (ec) return;
       if (done_) {
+        if (!g_interrupted) g_interrupted = sig;  // a suite stops after this run too
         kill_remaining(fmt::format("{} while stopping", signal_name(sig)));
       } else {
         g_interrupted = sig;

@@ -383,11 +383,12 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
   report << fmt::format(
       "# {}{}\n\n{}\n\nCommand: `{}` ({:.0f} s; resolved config: config.resolved.toml; each run's "
       "results folder is under runs/). Accuracy is on the test set every {} round(s); MB counts "
-      "every byte the server sent and received at its socket (diagnostic extras left out; one "
-      "TASK a round to each client process, however many clients it hosts) and every byte "
-      "workers sent each other (a ring's, a pipeline's or a tensor grid's links); seconds are "
-      "the links' simulated or emulated time where the run has network conditions, else the "
-      "server's wait + aggregation (a cell on another clock than most runs says which); median "
+      "every byte the server sent and received at its socket (diagnostic extras left out; the "
+      "parameter server sends one TASK a round to each client process it asks, however many "
+      "clients it hosts) and every byte workers sent each other (a ring's, a pipeline's or a "
+      "tensor grid's links); seconds are the links' simulated or emulated time where the run "
+      "has network conditions, async's training time since its start, else the server's wait + "
+      "aggregation (a cell on another clock than most runs says which); median "
       "EMD is the partition's label skew (docs/partitioning.md); round time is the server's "
       "wait + aggregation per round.\n\n",
       title, smoke ? " (smoke size)" : "",

@@ -37,7 +37,7 @@ row() {  # row "args as the docs write them" [a run: its folder name]
   start=$(date +%s%N)
   # shellcheck disable=SC2086  # the args are words, as the docs write them; LAUNCH: mpirun ...
   if ! ${LAUNCH:-} "$FEDPAR" $args --set results_dir="$work" ${name:+--set name=$name} >"$work/out" 2>"$work/err"; then
-    echo "example-runs: '${LAUNCH:+$LAUNCH }./build/fedpar $args' failed:" >&2
+    echo "example-runs: '${LAUNCH:+$LAUNCH }$FEDPAR $args' failed:" >&2
     tail -5 "$work/err" >&2
     exit 1
   fi
@@ -111,6 +111,7 @@ mkdir -p "$(dirname "$dest")"
   echo '```'
   "$(dirname "$FEDPAR")/bench_partition"
   echo '```'
-} >"$dest"
+} >"$work/table.md"  # into place only when every command ran
+mv "$work/table.md" "$dest"
 cat "$dest"
 echo "example-runs: $dest" >&2

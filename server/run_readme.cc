@@ -65,10 +65,11 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
                     summary.model_hash);
   if (const auto& f = summary.final) {  // the last evaluated round: the last round, as a rule
     md << fmt::format(
-        "- {:.1f} MB sent and {:.1f} MB received at the server's socket by round {} (one TASK "
-        "a round to each client process{}; docs/metrics.md)\n",
+        "- {:.1f} MB sent and {:.1f} MB received at the server's socket by round {} ({}; "
+        "docs/metrics.md)\n",
         double(f->bytes_sent_total) / 1e6, double(f->bytes_received_total) / 1e6, f->round,
-        f->workers ? "; what the workers send each other is in metrics.jsonl's `workers`" : "");
+        f->workers ? "what the workers send each other is in metrics.jsonl's `workers`"
+                   : "the server's TASKs go to client processes, not to each client");
     if (f->simulated_time)
       md << fmt::format("- the simulated network's time by round {}: {:.1f} s (`[network]`)\n",
                         f->round, *f->simulated_time);

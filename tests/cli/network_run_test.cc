@@ -177,31 +177,52 @@ TEST(NetworkRun, SimulatedRoundsTakeTheFormulasTimeWithoutWaitingForIt) {
       << readme;
 }
 
-// The ring on simulated links: each round's seconds are the slowest worker's TASK down + compute +
-// ring sends (its bytes over the link, plus 2 (N - 1) steps each crossing two access links'
-// latency) + report up, from the round's own record; the model is the unsimulated ring's.
+// The ring on simulated links, its two workers on different profiles (custom and datacenter):
+// each round's seconds are, from the round's own record and the run's network.json and hosts,
+// the last worker ready (TASK down + compute) + the slowest ring sends (its bytes over the slower
+// of its uplink and its neighbour's downlink, plus 2 (N - 1) steps each paying both links'
+// latency) + the last report up; the model is the unsimulated ring's.
 TEST(NetworkRun, ASimulatedRingTakesItsLinksTime) {
   TempDir tmp;
   const std::vector<std::string> ring = {"regime=gradient", "topology=allreduce", "sgd.batch=10"};
   const RunResult off = run_on_threads(tmp, "ring-off", ring);
-  const RunResult sim =
-      run_on_threads(tmp, "ring-simulated", with(with(ring, kLink), {"network.mode=simulated"}));
+  const RunResult sim = run_on_threads(
+      tmp, "ring-simulated",
+      with(with(ring, kLink),
+           {"network.mode=simulated", "network.profiles=1:datacenter,3:datacenter"}));
   ASSERT_EQ(sim.rounds.size(), 3u);
   EXPECT_EQ(sim.hash, off.hash);
+  // each worker's link: its first client's profile
+  const json net = json::parse(std::ifstream(sim.dir / "network.json"));
+  const json hosts = json::parse(std::ifstream(sim.dir / "summary.json")).at("hosts");
+  std::map<std::string, json> profiles;
+  for (const auto& p : net.at("profiles")) profiles[p.at("name").get<std::string>()] = p;
+  const auto link = [&](size_t process) {
+    const auto client = hosts.at(process).at("clients").at(0).get<size_t>();
+    return profiles.at(net.at("clients").at(client).get<std::string>());
+  };
+  ASSERT_NE(link(0).at("name"), link(1).at("name")) << net.dump();
   double total = 0;
   for (const auto& rec : sim.rounds) {
-    double slowest = 0;
+    double ready = 0, ring_s = 0, report = 0;
     ASSERT_EQ(rec.at("workers").size(), 2u);
     for (const auto& w : rec.at("workers")) {
-      const auto& p = rec.at("processes").at(w.at("process").get<size_t>());
-      const double ring_seconds = bits(w.at("ring_bytes_sent")) / 1e6 + 2 * (0.05 + 0.05);
-      EXPECT_GT(w.at("ring_bytes_sent").get<double>(), 0);
-      slowest = std::max(slowest, bits(p.at("bytes_down")) / 1e6 + 0.05 +
-                                      w.at("compute_seconds").get<double>() + ring_seconds +
-                                      bits(p.at("bytes_up")) / 1e6 + 0.05);
+      const auto process = w.at("process").get<size_t>();
+      const json p = link(process), q = link(1 - process);  // the other is the next neighbour
+      const auto& bytes = rec.at("processes").at(process);
+      const auto lat = [](const json& l) { return l.at("latency_seconds").get<double>(); };
+      ready = std::max(ready, bits(bytes.at("bytes_down")) / p.at("down_bps").get<double>() +
+                                  lat(p) + w.at("compute_seconds").get<double>());
+      ring_s = std::max(
+          ring_s, bits(w.at("ring_bytes_sent")) /
+                          std::min(p.at("up_bps").get<double>(), q.at("down_bps").get<double>()) +
+                      2 * (lat(p) + lat(q)));
+      report = std::max(report, bits(bytes.at("bytes_up")) / p.at("up_bps").get<double>() + lat(p));
     }
-    EXPECT_NEAR(rec.at("simulated_seconds").get<double>(), slowest, 1e-12);
-    total += slowest;
+    const double expected = ready + ring_s + report;
+    EXPECT_NEAR(rec.at("simulated_seconds").get<double>(), expected, 1e-12);
+    EXPECT_GT(expected, 0.2);  // the custom link's four ring latencies at least
+    total += expected;
     EXPECT_NEAR(rec.at("simulated_time").get<double>(), total, 1e-9);
   }
   EXPECT_FALSE(off.rounds.back().contains("simulated_seconds"));

@@ -113,6 +113,8 @@ TEST(Config, StringListsTakeTheirElementTypeFromTheDefault) {
   EXPECT_EQ(c.get_string_list("train.models"), (std::vector<std::string>{"logreg", "2nn"}));
   c.set("train.models", R"(["cnn", '2nn'])");  // as TOML writes it
   EXPECT_EQ(c.get_string_list("train.models"), (std::vector<std::string>{"cnn", "2nn"}));
+  c.set("train.models", R"("logreg", "cnn")");  // the items quoted, without brackets
+  EXPECT_EQ(c.get_string_list("train.models"), (std::vector<std::string>{"logreg", "cnn"}));
   c.set("train.schedule", R"("step")");
   EXPECT_EQ(c.get_string("train.schedule"), "step");
   c.merge_toml("[train]\nmodels = [\"cnn\"]\n", "a.toml");
