@@ -197,19 +197,27 @@ std::vector<uint32_t> network_participants(const NetworkSpec& n, uint64_t seed, 
   return asked;
 }
 
+namespace {
+
+// One simulated message between the server and `client`: its bytes over the link's bandwidth in
+// that direction, plus the latency and the seeded jitter keyed by (seed, direction, client, round).
+double message_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round, uint32_t client,
+                       std::string_view direction, uint64_t bytes) {
+  const LinkProfile& p = n.of(client);
+  return transfer_seconds(bytes, direction == "down" ? p.down_bps : p.up_bps) + p.latency_s +
+         jitter_seconds(n.jitter, p.jitter_s, seed, direction, client, uint32_t(round));
+}
+
+}  // namespace
+
 double simulated_round_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
                                const std::vector<SimulatedClient>& clients, double deadline,
                                bool deadline_hit, double aggregate_seconds) {
   double slowest = 0;
-  for (const auto& c : clients) {
-    const LinkProfile& p = n.of(c.client);
-    const double down =
-        transfer_seconds(c.down_bytes, p.down_bps) + p.latency_s +
-        jitter_seconds(n.jitter, p.jitter_s, seed, "down", c.client, uint32_t(round));
-    const double up = transfer_seconds(c.up_bytes, p.up_bps) + p.latency_s +
-                      jitter_seconds(n.jitter, p.jitter_s, seed, "up", c.client, uint32_t(round));
-    slowest = std::max(slowest, down + c.compute_seconds + up);
-  }
+  for (const auto& c : clients)
+    slowest = std::max(slowest, message_seconds(n, seed, round, c.client, "down", c.down_bytes) +
+                                    c.compute_seconds +
+                                    message_seconds(n, seed, round, c.client, "up", c.up_bytes));
   return (deadline_hit ? deadline : std::min(slowest, deadline)) + aggregate_seconds;
 }
 
@@ -222,14 +230,10 @@ double simulated_ring_seconds(const NetworkSpec& n, uint64_t seed, uint64_t roun
   for (const auto& w : workers) {
     const LinkProfile &p = n.of(w.client), &next = n.of(w.next_client);
     ready = std::max(
-        ready, transfer_seconds(w.down_bytes, p.down_bps) + p.latency_s +
-                   jitter_seconds(n.jitter, p.jitter_s, seed, "down", w.client, uint32_t(round)) +
-                   w.compute_seconds);
+        ready, message_seconds(n, seed, round, w.client, "down", w.down_bytes) + w.compute_seconds);
     ring = std::max(ring, transfer_seconds(w.ring_bytes, std::min(p.up_bps, next.down_bps)) +
                               double(w.ring_steps) * (p.latency_s + next.latency_s));
-    report = std::max(
-        report, transfer_seconds(w.up_bytes, p.up_bps) + p.latency_s +
-                    jitter_seconds(n.jitter, p.jitter_s, seed, "up", w.client, uint32_t(round)));
+    report = std::max(report, message_seconds(n, seed, round, w.client, "up", w.up_bytes));
   }
   return ready + ring + report + aggregate_seconds;
 }

@@ -5,6 +5,7 @@
 #include "experiments/local_run.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -26,6 +27,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <ranges>
 #include <sstream>
 
 #include "core/check.h"
@@ -257,9 +259,8 @@ class Supervisor {
 
   void kill_remaining(const std::string& why) {
     if (alive_.empty()) return;
-    std::string names;
-    for (const auto& [pid, name] : alive_) names += (names.empty() ? "" : ", ") + name;
-    fmt::print(stderr, "fedpar run: {}: killing {} (SIGKILL)\n", why, names);
+    fmt::print(stderr, "fedpar run: {}: killing {} (SIGKILL)\n", why,
+               fmt::join(std::views::values(alive_), ", "));
     for (const auto& [pid, name] : alive_) ::kill(pid, SIGKILL);
   }
 

@@ -12,8 +12,8 @@ FEDPAR=${1:-./build/fedpar}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 dest=docs/results/example-runs/$(date -u +%Y-%m-%d).md
-commit=$(git rev-parse --short HEAD)
-git diff --quiet HEAD -- . ':!docs' ':!README.md' || commit="$commit + uncommitted changes"
+source scripts/provenance.sh
+commit=$(source_commit)
 
 # The round seconds of a run folder's rounds 2..: the network's (emulated or simulated) where it
 # had one, else the server's wait; "min-max".
@@ -57,8 +57,7 @@ mkdir -p "$(dirname "$dest")"
   echo "# Example runs, $(date -u +%Y-%m-%d)"
   echo
   echo "Made by \`bash scripts/example-runs.sh\`: commit $commit, $(date -u +%Y-%m-%dT%H:%MZ),"
-  echo "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)" \
-    "($(grep -o -m1 'avx512f' /proc/cpuinfo || echo 'no AVX-512')), $(. /etc/os-release && echo "$PRETTY_NAME")."
+  echo "$(machine)."
   echo "One run each; wall seconds include loading MNIST. Round seconds: rounds 2 to the last, the"
   echo "network's emulated or simulated time where the run has one, else the server's wait."
   echo

@@ -11,8 +11,8 @@ FEDPAR=${FEDPAR:-./build/fedpar}
 smoke=()
 if [[ ${1:-} == --smoke ]]; then smoke=(--smoke) && shift; fi
 if (($#)); then suites=("$@"); else suites=($(basename -s .toml experiments/suites/*.toml)); fi
-commit=$(git rev-parse --short HEAD)
-git diff --quiet HEAD -- . ':!docs' ':!README.md' || commit="$commit + uncommitted changes"
+source scripts/provenance.sh
+commit=$(source_commit)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for suite in "${suites[@]}"; do
@@ -32,7 +32,7 @@ for suite in "${suites[@]}"; do
 - command: \`fedpar suite $suite${smoke[@]+ ${smoke[*]}}\` (via \`bash scripts/refresh-results.sh ${smoke[@]+${smoke[*]} }$suite\`)
 - commit: $commit
 - date: $(date -u +%Y-%m-%dT%H:%MZ)
-- machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(. /etc/os-release && echo "$PRETTY_NAME")
+- machine: $(machine)
 - wall time: $seconds s
 
 Only the report, its table data (suite.json) and plots are kept; the runs' own folders (models,

@@ -93,9 +93,10 @@ class AllReducePlan final : public Plan {
     }
     if (check) check_replicas(c, need_params, r);
     record(rec, c, check, std::chrono::duration<double>(Clock::now() - t0).count());
-    clock_.end_ring_round(
-        rec, engine.round,
-        simulated_workers(engine, rec, engine.per_process_bytes(bytes_before, {})));
+    if (s_.network.mode == NetworkMode::kSimulated)
+      clock_.end_ring_round(
+          rec, engine.round,
+          simulated_workers(engine, rec, engine.per_process_bytes(bytes_before, {})));
     return fmt::format("{} workers{}", c.got.size(), check ? ", replicas identical" : "");
   }
 
@@ -239,7 +240,6 @@ class AllReducePlan final : public Plan {
   std::vector<SimulatedWorker> simulated_workers(const Engine& engine, const RoundRecord& rec,
                                                  const std::vector<ProcessRecord>& bytes) const {
     std::vector<SimulatedWorker> out;
-    if (s_.network.mode != NetworkMode::kSimulated) return out;
     const size_t n = members_.size();
     const auto first_client = [&](uint32_t p) {
       return engine.peers.at(engine.order[p]).clients.front();
