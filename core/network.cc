@@ -10,6 +10,7 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "core/run_records.h"
+#include "core/shared_link.h"
 
 namespace fedpar {
 
@@ -60,21 +61,21 @@ void check_link_profile(const LinkProfile& p) {
   need(p.availability >= 0 && p.availability <= 1, "availability must be in [0, 1]");
 }
 
-namespace {
-
-// The profile called `name` (named, or custom: checked), or an Error naming `key` and the
-// valid names.
-LinkProfile find_profile(const std::string& name, const LinkProfile& custom,
+LinkProfile link_profile(const std::string& name, const LinkProfile& custom,
                          const std::string& key) {
   if (name == "custom") {
-    check_link_profile(custom);
-    return custom;
+    LinkProfile p = custom;
+    p.name = "custom";
+    check_link_profile(p);
+    return p;
   }
   for (const auto& p : named_link_profiles())
     if (p.name == name) return p;
   throw Error(
       fmt::format("{}: unknown profile '{}' (valid: {})", key, name, valid_profile_names()));
 }
+
+namespace {
 
 // "wifi:0.5,lte:0.3,3g:0.2" as (profile, weight) pairs; weights > 0 summing to 1.
 std::vector<std::pair<LinkProfile, double>> parse_mixture(const std::string& text,
@@ -94,7 +95,7 @@ std::vector<std::pair<LinkProfile, double>> parse_mixture(const std::string& tex
       throw Error(fmt::format(
           "{}: '{}' is not \"profile:weight\" with a weight > 0 (e.g. \"wifi:0.5,lte:0.3,3g:0.2\")",
           key, item));
-    out.emplace_back(find_profile(item.substr(0, colon), custom, key), w);
+    out.emplace_back(link_profile(item.substr(0, colon), custom, key), w);
     total += w;
     start = comma + 1;
   }
@@ -118,7 +119,7 @@ NetworkSpec resolve_network(NetworkMode mode, JitterKind jitter, const std::stri
     n.profiles.push_back(p);
     return uint32_t(n.profiles.size() - 1);
   };
-  const LinkProfile base = find_profile(profile, custom, "network.profile");
+  const LinkProfile base = link_profile(profile, custom, "network.profile");
   if (heterogeneous.empty()) {
     n.client_profile.assign(clients, index_of(base));
   } else {
@@ -140,7 +141,7 @@ NetworkSpec resolve_network(NetworkMode mode, JitterKind jitter, const std::stri
       throw Error(fmt::format(
           "network.profiles: client {} does not exist (partition.clients = {}: ids 0..{})", c,
           clients, clients - 1));
-    n.client_profile[c] = index_of(find_profile(name, custom, "network.profiles"));
+    n.client_profile[c] = index_of(link_profile(name, custom, "network.profiles"));
   }
   if (n.profiles.empty()) n.profiles.push_back(base);  // no clients: keep of() defined
   return n;
@@ -199,13 +200,66 @@ std::vector<uint32_t> network_participants(const NetworkSpec& n, uint64_t seed, 
 
 namespace {
 
-// One simulated message between the server and `client`: its bytes over the link's bandwidth in
-// that direction, plus the latency and the seeded jitter keyed by (seed, direction, client, round).
+// One simulated message between the server and `client` on the client's link alone: its bytes over
+// the link's bandwidth in that direction, plus the latency and the seeded jitter keyed by (seed,
+// direction, client, round, repeat).
 double message_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round, uint32_t client,
-                       std::string_view direction, uint64_t bytes) {
+                       std::string_view direction, uint64_t bytes, uint32_t repeat) {
   const LinkProfile& p = n.of(client);
   return transfer_seconds(bytes, direction == "down" ? p.down_bps : p.up_bps) + p.latency_s +
-         jitter_seconds(n.jitter, p.jitter_s, seed, direction, client, uint32_t(round));
+         jitter_seconds(n.jitter, p.jitter_s, seed, direction, client, uint32_t(round), repeat);
+}
+
+struct Message {
+  uint32_t client = 0;
+  uint64_t bytes = 0;
+  double start = 0;  // when the sender has it ready
+};
+
+// When each of a round's messages in one direction arrives. Without a server link each crosses its
+// client's link alone; with one they share the server's side (its uplink the TASKs, its downlink
+// the UPDATEs: shared_link.h), each at most at its client's bandwidth, and pay its latency too.
+std::vector<double> arrivals(const NetworkSpec& n, uint64_t seed, uint64_t round,
+                             std::string_view direction, const std::vector<Message>& messages,
+                             uint32_t repeat = 0) {
+  std::vector<double> at;
+  if (!n.server) {
+    for (const Message& m : messages)
+      at.push_back(m.start + message_seconds(n, seed, round, m.client, direction, m.bytes, repeat));
+    return at;
+  }
+  const bool down = direction == "down";
+  std::vector<Flow> flows;
+  for (const Message& m : messages)
+    flows.push_back({m.start, m.bytes, down ? n.of(m.client).down_bps : n.of(m.client).up_bps});
+  const auto crossed = shared_link_finish(flows, down ? n.server->up_bps : n.server->down_bps);
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const LinkProfile& p = n.of(messages[i].client);
+    at.push_back(crossed[i] + p.latency_s + n.server->latency_s +
+                 jitter_seconds(n.jitter, p.jitter_s, seed, direction, messages[i].client,
+                                uint32_t(round), repeat));
+  }
+  return at;
+}
+
+// One client's part of a synchronous exchange: a message down, compute, a message up.
+struct Exchange {
+  uint32_t client = 0;
+  uint64_t down_bytes = 0;
+  double compute_seconds = 0;
+  uint64_t up_bytes = 0;
+};
+
+// When the last reply of a synchronous exchange is in (0 without clients).
+double last_reply(const NetworkSpec& n, uint64_t seed, uint64_t round,
+                  const std::vector<Exchange>& clients, uint32_t repeat = 0) {
+  std::vector<Message> down, up;
+  for (const Exchange& c : clients) down.push_back({c.client, c.down_bytes, 0});
+  const auto tasks = arrivals(n, seed, round, "down", down, repeat);
+  for (size_t i = 0; i < clients.size(); ++i)
+    up.push_back({clients[i].client, clients[i].up_bytes, tasks[i] + clients[i].compute_seconds});
+  const auto replies = arrivals(n, seed, round, "up", up, repeat);
+  return replies.empty() ? 0 : *std::ranges::max_element(replies);
 }
 
 }  // namespace
@@ -213,12 +267,23 @@ double message_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round, uint
 double simulated_round_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
                                const std::vector<SimulatedClient>& clients, double deadline,
                                bool deadline_hit, double aggregate_seconds) {
-  double slowest = 0;
+  std::vector<Exchange> exchange;
   for (const auto& c : clients)
-    slowest = std::max(slowest, message_seconds(n, seed, round, c.client, "down", c.down_bytes) +
-                                    c.compute_seconds +
-                                    message_seconds(n, seed, round, c.client, "up", c.up_bytes));
+    exchange.push_back({c.client, c.down_bytes, c.compute_seconds, c.up_bytes});
+  const double slowest = last_reply(n, seed, round, exchange);
   return (deadline_hit ? deadline : std::min(slowest, deadline)) + aggregate_seconds;
+}
+
+double simulated_master_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
+                                const std::vector<SimulatedSlice>& slices, double loss_seconds,
+                                double aggregate_seconds) {
+  std::vector<Exchange> forward, backward;
+  for (const auto& s : slices) {
+    forward.push_back({s.client, s.model_bytes, s.forward_seconds, s.logits_bytes});
+    backward.push_back({s.client, s.dlogits_bytes, s.backward_seconds, s.gradient_bytes});
+  }
+  return last_reply(n, seed, round, forward) + loss_seconds +
+         last_reply(n, seed, round, backward, 1) + aggregate_seconds;
 }
 
 double simulated_ring_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
@@ -226,14 +291,21 @@ double simulated_ring_seconds(const NetworkSpec& n, uint64_t seed, uint64_t roun
                               double aggregate_seconds) {
   // The ring moves in lockstep: it starts when the last worker has its gradient, each step waits
   // for the slowest link, and the server waits for the last report.
-  double ready = 0, ring = 0, report = 0;
+  std::vector<Message> tasks, reports;
+  double ring = 0;
   for (const auto& w : workers) {
     const LinkProfile &p = n.of(w.client), &next = n.of(w.next_client);
-    ready = std::max(
-        ready, message_seconds(n, seed, round, w.client, "down", w.down_bytes) + w.compute_seconds);
+    tasks.push_back({w.client, w.down_bytes, 0});
+    reports.push_back({w.client, w.up_bytes, 0});
     ring = std::max(ring, transfer_seconds(w.ring_bytes, std::min(p.up_bps, next.down_bps)) +
                               double(w.ring_steps) * (p.latency_s + next.latency_s));
-    report = std::max(report, message_seconds(n, seed, round, w.client, "up", w.up_bytes));
+  }
+  const auto task_in = arrivals(n, seed, round, "down", tasks);
+  const auto report_in = arrivals(n, seed, round, "up", reports);
+  double ready = 0, report = 0;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    ready = std::max(ready, task_in[i] + workers[i].compute_seconds);
+    report = std::max(report, report_in[i]);
   }
   return ready + ring + report + aggregate_seconds;
 }
@@ -249,6 +321,14 @@ void NetworkClock::end_ring_round(RoundRecord& rec, uint64_t round,
   if (n_.mode == NetworkMode::kSimulated)
     add_simulated(
         rec, simulated_ring_seconds(n_, seed_, round, workers, rec.aggregate_seconds.value_or(0)));
+}
+
+void NetworkClock::end_master_round(RoundRecord& rec, uint64_t round,
+                                    const std::vector<SimulatedSlice>& slices) {
+  if (n_.mode == NetworkMode::kSimulated)
+    add_simulated(
+        rec, simulated_master_seconds(n_, seed_, round, slices, rec.master_loss_seconds.value_or(0),
+                                      rec.aggregate_seconds.value_or(0)));
 }
 
 void NetworkClock::end_round(RoundRecord& rec, uint64_t round, double wall_seconds) {
@@ -280,10 +360,17 @@ nlohmann::json network_json(const NetworkSpec& n) {
                         {"loss", p.loss},
                         {"availability", p.availability}});
   for (uint32_t i : n.client_profile) clients.push_back(n.profiles[i].name);
+  nlohmann::json server = nullptr;
+  if (n.server)
+    server = {{"name", n.server->name},
+              {"up_bps", n.server->up_bps},
+              {"down_bps", n.server->down_bps},
+              {"latency_seconds", n.server->latency_s}};
   return {{"mode", network_mode_name(n.mode)},
           {"jitter", n.jitter == JitterKind::kUniform ? "uniform" : "normal"},
           {"profiles", profiles},
-          {"clients", clients}};
+          {"clients", clients},
+          {"server", server}};
 }
 
 }  // namespace fedpar

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,10 @@ struct LinkProfile {
 const std::vector<LinkProfile>& named_link_profiles();
 // "datacenter, wifi, lte, 3g, custom": for errors naming the valid profiles.
 std::string valid_profile_names();
+// The profile called `name`, one of the named or "custom" (checked); else an Error naming `key`
+// and the valid names.
+LinkProfile link_profile(const std::string& name, const LinkProfile& custom,
+                         const std::string& key);
 // Throws Error naming the profile and the first number out of its range.
 void check_link_profile(const LinkProfile& p);
 
@@ -42,6 +47,9 @@ struct NetworkSpec {
   JitterKind jitter = JitterKind::kUniform;
   std::vector<LinkProfile> profiles;     // those the run uses, each once
   std::vector<uint32_t> client_profile;  // each client's index into `profiles`
+  // Simulated mode: the server's own link, which every client's messages cross and share (its
+  // uplink the TASKs, its downlink the UPDATEs); none: the server's side never limits.
+  std::optional<LinkProfile> server;
   bool on() const { return mode != NetworkMode::kOff; }
   // Client c's link (the first profile for an id beyond the partition).
   const LinkProfile& of(uint32_t c) const {
@@ -101,7 +109,9 @@ struct SimulatedClient {
 // The simulated seconds of one synchronous round: the slowest participant's
 // down (bytes / down_bps + latency + jitter) + compute + up (bytes / up_bps + latency + jitter),
 // capped at the deadline, or the deadline when a message was lost or a client missed it; plus the
-// aggregation. Jitter draws are keyed by (seed, direction, client, round).
+// aggregation. Jitter draws are keyed by (seed, direction, client, round). With a server link the
+// round's TASKs share its uplink and its UPDATEs its downlink (core/shared_link.h), each message
+// at most as fast as its client's link, and each pays the server's latency too.
 double simulated_round_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
                                const std::vector<SimulatedClient>& clients, double deadline,
                                bool deadline_hit, double aggregate_seconds);
@@ -118,10 +128,27 @@ struct SimulatedWorker {
 // The simulated seconds of one ring round, which moves in lockstep: the last worker to have its
 // gradient (TASK down: bytes / down_bps + latency + jitter, + compute) + the slowest worker's ring
 // sends (its bytes over the slower of its uplink and its neighbour's downlink, plus ring_steps x
-// both links' latency; no jitter) + the last report up; plus the aggregation.
+// both links' latency; no jitter) + the last report up; plus the aggregation. A server link is
+// shared by the TASKs and by the reports; the ring's sends do not cross it.
 double simulated_ring_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
                               const std::vector<SimulatedWorker>& workers,
                               double aggregate_seconds);
+
+// One worker's slice of a master step (each virtual client its own link): the model down, its
+// logits up, d(loss)/d(logits) down, its parameter gradient up.
+struct SimulatedSlice {
+  uint32_t client = 0;
+  uint64_t model_bytes = 0, logits_bytes = 0, dlogits_bytes = 0, gradient_bytes = 0;
+  double forward_seconds = 0, backward_seconds = 0;
+};
+// The simulated seconds of one master step, two synchronous halves with the master's loss between
+// them: the last logits in (model down + forward + logits up) + the loss + the last gradient in
+// (dlogits down + backward + gradient up) + the aggregation. Each half's messages are those of a
+// synchronous round (simulated_round_seconds, the server link shared alike); the second half's
+// jitter is drawn as a repeat (network.h: the draws).
+double simulated_master_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
+                                const std::vector<SimulatedSlice>& slices, double loss_seconds,
+                                double aggregate_seconds);
 
 // A run's network time axis: fills each synchronous round record's simulated_seconds and
 // simulated_time (simulated mode, from the record's bytes and timings) or emulated_seconds and
@@ -134,6 +161,9 @@ class NetworkClock {
   // A ring all-reduce round (simulated mode; the other modes do not apply to the ring).
   void end_ring_round(RoundRecord& rec, uint64_t round,
                       const std::vector<SimulatedWorker>& workers);
+  // A master step (simulated mode), its loss and aggregation seconds from the record.
+  void end_master_round(RoundRecord& rec, uint64_t round,
+                        const std::vector<SimulatedSlice>& slices);
   double elapsed() const { return total_; }  // the running sum, for checkpoints
   void restore(double total) { total_ = total; }
 
@@ -145,8 +175,8 @@ class NetworkClock {
   double deadline_, total_ = 0;
 };
 
-// What network a run used (network.json in its results): the mode, the profiles' numbers and each
-// client's profile name.
+// What network a run used (network.json in its results): the mode, the profiles' numbers, each
+// client's profile name and the server's link (null: none).
 nlohmann::json network_json(const NetworkSpec& n);
 
 }  // namespace fedpar

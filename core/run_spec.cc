@@ -156,6 +156,8 @@ profiles = []            # per-client overrides, "client:profile" items, e.g. ["
 heterogeneous = ""       # e.g. "wifi:0.5,lte:0.3,3g:0.2": each client's profile drawn from
                          # (seed, client) with these weights (replaces profile)
 jitter = "uniform"       # extra delay per message: uniform U[0, j) | normal |N(0, 1)| * j
+server = ""              # simulated: the server's own link, shared by every client's messages (a
+                         # profile: its up_bps carries the TASKs, down_bps the replies); "": unlimited
 
 [network.custom]         # the profile named "custom"
 down_bps = 10000000.0    # server -> client, bit/s
@@ -331,10 +333,11 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
                       overrides, custom, s.seed, size_t(std::max(0, s.partition.clients)));
   const bool sync_ps = s.topology == Topology::kParameterServer && s.regime != Regime::kAsync;
   const bool ring = s.topology == Topology::kAllReduce;
-  require(n.mode != NetworkMode::kSimulated || sync_ps || ring,
+  const bool master = s.topology == Topology::kMaster && s.regime != Regime::kAsync;
+  require(n.mode != NetworkMode::kSimulated || sync_ps || ring || master,
           "network.mode = \"simulated\" computes synchronous rounds: it needs the parameter-server "
-          "topology with regime = \"gradient\" or \"model\", or the allreduce topology (use "
-          "\"emulated\" otherwise)");
+          "topology with regime = \"gradient\" or \"model\", the master or the allreduce topology "
+          "(use \"emulated\" otherwise)");
   if (n.mode == NetworkMode::kSimulated && ring) {
     // the ring's time is computed from the bytes fedpar's own ring sends, in a fixed ring
     require(s.ring_backend == RingBackend::kZmqRing,
@@ -343,11 +346,23 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
     require(!s.ring_elastic,
             "network.mode = \"simulated\" does not model a ring re-formed mid-round: it needs "
             "allreduce.elastic = false");
-    require(
-        std::ranges::none_of(n.profiles,
-                             [](const LinkProfile& l) { return l.loss > 0 || l.availability < 1; }),
-        "a simulated ring carries time, not loss: a ring cannot drop a message or a worker, so "
-        "its links need loss = 0 and availability = 1 (the profiles 3g and custom may set them)");
+  }
+  if (n.mode == NetworkMode::kSimulated && (ring || master))
+    require(std::ranges::none_of(
+                n.profiles, [](const LinkProfile& l) { return l.loss > 0 || l.availability < 1; }),
+            fmt::format("a simulated {} carries time, not loss: it cannot go on without a worker's "
+                        "message, so its links need loss = 0 and availability = 1 (the profiles 3g "
+                        "and custom may set them)",
+                        ring ? "ring" : "master"));
+  if (const std::string server = c.get_string("network.server"); !server.empty()) {
+    require(n.mode != NetworkMode::kEmulated,
+            "network.server is the simulated server's shared link: emulated mode shapes each "
+            "process's link on its own (use network.mode = \"simulated\")");
+    n.server = link_profile(server, custom, "network.server");
+    require(n.server->loss == 0 && n.server->availability >= 1,
+            fmt::format("network.server = '{}': the server's link carries time only, so its "
+                        "profile needs loss = 0 and availability = 1",
+                        server));
   }
   require(n.mode != NetworkMode::kEmulated || s.topology != Topology::kAllReduce,
           "network.mode = \"emulated\" shapes the server's links, not the ring's between workers: "

@@ -10,6 +10,7 @@
 
 #include "core/check.h"
 #include "core/local_update.h"
+#include "core/network.h"
 #include "server/plan.h"
 #include "server/strategy.h"
 
@@ -29,8 +30,14 @@ class MasterPlan final : public Plan {
   // The workers keep nothing from one round to the next (the model comes with every forward
   // task): the server's model and optimizer are the whole state.
   std::string checkpoint_refusal() const override { return ""; }
-  void save_state(Checkpoint& c) const override { strategy_->save_state(c); }
-  void load_state(const Checkpoint& c) override { strategy_->load_state(c); }
+  void save_state(Checkpoint& c) const override {
+    strategy_->save_state(c);
+    c.meta["network_time"] = clock_.elapsed();
+  }
+  void load_state(const Checkpoint& c) override {
+    strategy_->load_state(c);
+    clock_.restore(c.meta.value("network_time", 0.0));
+  }
 
   std::string round(Engine& engine, RoundRecord& rec) override {
     const auto t0 = Clock::now();
@@ -39,7 +46,9 @@ class MasterPlan final : public Plan {
     const auto snapshot = std::make_shared<const std::vector<float>>(run_.params);
     TaskMsg forward{.kind = TaskKind::kForward, .clients = everyone_, .batch = s_.sgd_batch};
     forward.vectors = {*snapshot};
-    engine.send_all(encode(forward, engine.envelope(), snapshot));
+    const WireMessage model = encode(forward, engine.envelope(), snapshot);
+    model_bytes_ = wire_bytes(model);
+    engine.send_all(model);
     const Collected logits =
         collect(engine, TaskKind::kForward, [&](uint32_t c) { return rows_[c].size() * classes_; });
     // 2. The loss over the whole batch, each slice's share of d(mean loss)/d(logits) back.
@@ -64,6 +73,8 @@ class MasterPlan final : public Plan {
     rec.master_loss_seconds = loss_seconds;
     rec.aggregate_seconds = std::chrono::duration<double>(t_done - t_agg).count();
     rec.wait_seconds = std::chrono::duration<double>(t_agg - t0).count() - loss_seconds;
+    if (s_.network.mode == NetworkMode::kSimulated)
+      clock_.end_master_round(rec, engine.round, simulated_slices(logits, grads));
     return fmt::format("batch of {} over {} workers", total_, engine.num_clients);
   }
 
@@ -120,9 +131,36 @@ class MasterPlan final : public Plan {
     for (const auto& id : engine.order) {
       TaskMsg backward{.kind = TaskKind::kBackward, .clients = engine.peers[id].clients};
       for (uint32_t c : backward.clients) backward.vectors.push_back(slice[c]);
-      engine.send(id, encode(backward, engine.envelope(), dlogits));
+      const WireMessage m = encode(backward, engine.envelope(), dlogits);
+      for (uint32_t c : backward.clients) dlogits_bytes_[c] = wire_bytes(m);
+      engine.send(id, m);
     }
     return loss_sum;
+  }
+
+  static uint64_t wire_bytes(const WireMessage& m) {
+    uint64_t n = 0;
+    for (const auto& f : m.spans()) n += f.size();
+    return n;
+  }
+
+  // [network] simulated: each client's four messages of the step as sent and received (a process
+  // hosting several gets its TASKs once; each of its clients is counted as if on its own link, as
+  // in a simulated parameter-server round) and its two halves' compute.
+  std::vector<SimulatedSlice> simulated_slices(const Collected& logits,
+                                               const Collected& grads) const {
+    std::vector<SimulatedSlice> out;
+    for (uint32_t c : everyone_) {
+      const Reply &l = logits.got.at(c), &g = grads.got.at(c);
+      out.push_back({.client = c,
+                     .model_bytes = model_bytes_,
+                     .logits_bytes = l.in.msg.bytes(),
+                     .dlogits_bytes = dlogits_bytes_.at(c),
+                     .gradient_bytes = g.in.msg.bytes(),
+                     .forward_seconds = l.update.compute_seconds,
+                     .backward_seconds = g.update.compute_seconds});
+    }
+    return out;
   }
 
   static double slowest(const Collected& c) {
@@ -138,6 +176,10 @@ class MasterPlan final : public Plan {
   std::vector<uint32_t> everyone_;
   std::map<uint32_t, std::vector<uint32_t>> rows_;
   size_t total_ = 0;
+  uint64_t model_bytes_ = 0;                    // this step's forward TASK, as sent
+  std::map<uint32_t, uint64_t> dlogits_bytes_;  // each client's backward TASK, as sent
+  NetworkClock clock_{s_.network, s_.seed,
+                      s_.wait_seconds};  // [network] simulated: the steps' time
 };
 
 }  // namespace

@@ -59,8 +59,8 @@ bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const 
     network += fmt::format(", {} unavailable", rec.unavailable->size());
   if (rec.simulated_lost && !rec.simulated_lost->empty())
     network += fmt::format(", {} lost", rec.simulated_lost->size());
-  if (rec.simulated_seconds) network += fmt::format(", {:.1f} s simulated", *rec.simulated_seconds);
-  if (rec.emulated_seconds) network += fmt::format(", {:.1f} s emulated", *rec.emulated_seconds);
+  if (rec.simulated_seconds) network += fmt::format(", {:.3g} s simulated", *rec.simulated_seconds);
+  if (rec.emulated_seconds) network += fmt::format(", {:.3g} s emulated", *rec.emulated_seconds);
   engine.log(fmt::format(
       "round {}/{}: {}{}{}{}", r + 1, s.rounds, what, network,
       trained ? fmt::format(", train loss {:.4f}", rec.train_loss) : "",

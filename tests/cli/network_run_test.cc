@@ -228,6 +228,67 @@ TEST(NetworkRun, ASimulatedRingTakesItsLinksTime) {
   EXPECT_FALSE(off.rounds.back().contains("simulated_seconds"));
 }
 
+// A server link of 1 Mbit/s, clients on datacenter links, one client per process (4): the
+// parameter server's four TASKs share the server's uplink and its four UPDATEs its downlink, so a
+// round lasts at least all their bits over 1 Mbit/s, with the compute between: from the fastest
+// client's (the uplink is busy once its UPDATE starts) to the slowest's. The master carries four
+// models, logits, dlogits and gradients through the same link, the ring only its small TASKs and
+// reports (and one replica to evaluate): its rounds stay short. Every run trains the unsimulated
+// run's model.
+TEST(NetworkRun, AServerLinkIsSharedByEveryClientsMessages) {
+  TempDir tmp;
+  const std::vector<std::string> link = {
+      "processes=4",           "network.mode=simulated",      "network.profile=datacenter",
+      "network.server=custom", "network.custom.down_bps=1e6", "network.custom.up_bps=1e6"};
+  const std::vector<std::string> ps = {"regime=gradient", "sgd.batch=10", "processes=4"};
+  const RunResult off = run_on_threads(tmp, "ps-off", ps);
+  const RunResult sim = run_on_threads(tmp, "ps-server-link", with(ps, link));
+  EXPECT_EQ(sim.hash, off.hash);
+  const json net = json::parse(std::ifstream(sim.dir / "network.json"));
+  EXPECT_EQ(net.at("server").at("up_bps"), 1e6) << net.dump();
+  const double lat = 2 * 10e-6;  // datacenter, each way
+  for (const auto& rec : sim.rounds) {
+    double up = 0, fastest = 1e9, slowest = 0;
+    ASSERT_EQ(rec.at("clients").size(), 4u);
+    for (const auto& c : rec.at("clients")) {
+      up += bits(c.at("bytes_up"));
+      fastest = std::min(fastest, c.at("compute_seconds").get<double>());
+      slowest = std::max(slowest, c.at("compute_seconds").get<double>());
+    }
+    const double down = 4 * bits(rec.at("bytes_down_per_task"));
+    const double t =
+        rec.at("simulated_seconds").get<double>() - rec.at("aggregate_seconds").get<double>();
+    EXPECT_GE(t, (down + up) / 1e6 + fastest + lat - 1e-9);
+    EXPECT_LE(t, (down + up) / 1e6 + slowest + lat + 1e-9);
+    EXPECT_GT(t, 0.5);  // 4 x 2 x 9 KB over 1 Mbit/s
+  }
+
+  const std::vector<std::string> master = {"regime=gradient", "topology=master", "sgd.batch=10",
+                                           "processes=4"};
+  const RunResult m = run_on_threads(tmp, "master-server-link", with(master, link));
+  EXPECT_EQ(m.hash, run_on_threads(tmp, "master-off", master).hash);
+  for (const auto& rec : m.rounds) {
+    // both halves' messages, each one per process: every byte at the server's socket
+    const double all = bits(rec.at("server_bytes_sent")) + bits(rec.at("server_bytes_received"));
+    const double t = rec.at("simulated_seconds").get<double>() -
+                     rec.at("aggregate_seconds").get<double>() -
+                     rec.at("master_loss_seconds").get<double>();
+    EXPECT_GE(t, all / 1e6 + 2 * lat - 1e-9);
+    EXPECT_LE(t, all / 1e6 + 2 * lat + rec.at("worker_forward_seconds").get<double>() +
+                     rec.at("worker_backward_seconds").get<double>() + 1e-9);
+    EXPECT_GT(t, 0.5);
+  }
+
+  const std::vector<std::string> ring = {"regime=gradient", "topology=allreduce", "sgd.batch=10",
+                                         "processes=4"};
+  const RunResult r = run_on_threads(tmp, "ring-server-link", with(ring, link));
+  EXPECT_EQ(r.hash, run_on_threads(tmp, "ring-off", ring).hash);
+  // after round 1, whose TASKs bring the initial model, one replica comes back to be evaluated
+  for (size_t k = 1; k < r.rounds.size(); ++k)
+    EXPECT_LT(r.rounds[k].at("simulated_seconds").get<double>(),
+              sim.rounds[k].at("simulated_seconds").get<double>() / 4);
+}
+
 // A client whose availability draw fails is not asked: the record lists it as unavailable, its
 // update is absent, and the draws are (seed, client, round) alone. A round nobody is available
 // for leaves the model as it is.

@@ -177,6 +177,61 @@ TEST(NetworkSimulated, JitterAddsTheSeededDrawEachWay) {
   EXPECT_GT(expected, 0.022);
 }
 
+// Two clients on 8 Mbit/s links (10 ms), a server link of 8 Mbit/s (1 ms) each way: the two
+// 1 MB TASKs share the server's uplink, so both arrive after 2 s, not 1; the UPDATEs alike.
+TEST(NetworkSimulated, AServerLinkIsSharedByTheRoundsMessages) {
+  NetworkSpec n = resolve_network(NetworkMode::kSimulated, JitterKind::kUniform, "custom", "", {},
+                                  {.down_bps = 8e6, .up_bps = 8e6, .latency_s = 0.01}, 1, 2);
+  const SimulatedClient a{0, 1000000, 1000000, 0.5}, b{1, 1000000, 1000000, 0.5};
+  EXPECT_NEAR(simulated_round_seconds(n, 1, 0, {a, b}, 60, false, 0), 1.01 + 0.5 + 1.01, 1e-12);
+  n.server = LinkProfile{.name = "server", .down_bps = 8e6, .up_bps = 8e6, .latency_s = 0.001};
+  EXPECT_NEAR(simulated_round_seconds(n, 1, 0, {a, b}, 60, false, 0), 2.011 + 0.5 + 2.011, 1e-9);
+  // alone, a client's own link is the narrower: the server's adds only its latency
+  EXPECT_NEAR(simulated_round_seconds(n, 1, 0, {a}, 60, false, 0), 1.011 + 0.5 + 1.011, 1e-9);
+  // a fast server link: each client at its own bandwidth again
+  n.server->up_bps = n.server->down_bps = 16e6;
+  EXPECT_NEAR(simulated_round_seconds(n, 1, 0, {a, b}, 60, false, 0), 1.011 + 0.5 + 1.011, 1e-9);
+  // the UPDATEs leave when their clients finish: the later one has the link to itself at the end
+  const SimulatedClient late{1, 1000000, 1000000, 1.5};
+  n.server->up_bps = n.server->down_bps = 8e6;
+  EXPECT_NEAR(simulated_round_seconds(n, 1, 0, {a, late}, 60, false, 0), 2.011 + 1.5 + 1.011, 1e-9);
+}
+
+// The master's step is two exchanges with the loss between them; the server link is shared in
+// each. 1 MB model and gradient, 1,000-byte logits and dlogits, 8 Mbit/s everywhere, no latency.
+TEST(NetworkSimulated, AMasterStepIsTwoExchangesAndTheLoss) {
+  NetworkSpec n = resolve_network(NetworkMode::kSimulated, JitterKind::kUniform, "custom", "", {},
+                                  {.down_bps = 8e6, .up_bps = 8e6}, 1, 2);
+  const SimulatedSlice s0{0, 1000000, 1000, 1000, 1000000, 0.25, 0.5},
+      s1{1, 1000000, 1000, 1000, 1000000, 0.25, 0.5};
+  const double alone = (1 + 0.25 + 0.001) + 0.1 + (0.001 + 0.5 + 1) + 0.2;
+  EXPECT_NEAR(simulated_master_seconds(n, 1, 0, {s0, s1}, 0.1, 0.2), alone, 1e-12);
+  n.server = LinkProfile{.name = "server", .down_bps = 8e6, .up_bps = 8e6};
+  // both models down share the uplink (2 s), both logits up the downlink (0.002 s); the
+  // dlogits (0.002 s) and both gradients (2 s) the same
+  EXPECT_NEAR(simulated_master_seconds(n, 1, 0, {s0, s1}, 0.1, 0.2),
+              (2 + 0.25 + 0.002) + 0.1 + (0.002 + 0.5 + 2) + 0.2, 1e-9);
+}
+
+// The ring's sends do not cross the server link; its TASKs and reports do.
+TEST(NetworkSimulated, TheRingsSendsDoNotCrossTheServerLink) {
+  NetworkSpec n = resolve_network(NetworkMode::kSimulated, JitterKind::kUniform, "custom", "", {},
+                                  {.down_bps = 8e6, .up_bps = 8e6}, 1, 2);
+  const SimulatedWorker w0{.client = 0,
+                           .next_client = 1,
+                           .down_bytes = 1000,
+                           .up_bytes = 1000,
+                           .ring_bytes = 1000000,
+                           .ring_steps = 2,
+                           .compute_seconds = 0.5};
+  SimulatedWorker w1 = w0;
+  w1.client = 1, w1.next_client = 0;
+  const double open = 0.001 + 0.5 + 1 + 0.001;
+  EXPECT_NEAR(simulated_ring_seconds(n, 1, 0, {w0, w1}, 0), open, 1e-12);
+  n.server = LinkProfile{.name = "server", .down_bps = 8e6, .up_bps = 8e6};
+  EXPECT_NEAR(simulated_ring_seconds(n, 1, 0, {w0, w1}, 0), 0.002 + 0.5 + 1 + 0.002, 1e-9);
+}
+
 TEST(NetworkClock, FillsTheRecordsTimeFieldsAndSumsThem) {
   const auto sim = resolve_network(NetworkMode::kSimulated, JitterKind::kUniform, "custom", "", {},
                                    {.down_bps = 8e6, .up_bps = 8e6}, 1, 2);
@@ -251,8 +306,19 @@ TEST(NetworkSpec, RefusesWhatCannotRunAndSaysWhy) {
   EXPECT_TRUE(has({"network.custom.latency_seconds=-1"}, "latency_seconds must be >= 0"));
   EXPECT_TRUE(has({"network.mode=simulated", "regime=async"},
                   "network.mode = \"simulated\" computes synchronous rounds"));
-  EXPECT_TRUE(has({"network.mode=simulated", "regime=gradient", "topology=master"},
-                  "it needs the parameter-server topology"));
+  EXPECT_TRUE(has({"network.mode=simulated", "regime=gradient", "topology=pipeline"},
+                  "it needs the parameter-server topology with regime = \"gradient\" or "
+                  "\"model\", the master or the allreduce topology"));
+  EXPECT_TRUE(
+      has({"network.mode=simulated", "regime=gradient", "topology=master", "network.profile=3g"},
+          "a simulated master carries time, not loss"));
+  EXPECT_TRUE(has({"network.mode=emulated", "network.server=datacenter"},
+                  "network.server is the simulated server's shared link"));
+  EXPECT_TRUE(has({"network.mode=simulated", "network.server=10g"},
+                  "network.server: unknown profile '10g' (valid: datacenter"));
+  EXPECT_TRUE(has({"network.mode=simulated", "network.server=3g"},
+                  "network.server = '3g': the server's link carries time only, so its profile "
+                  "needs loss = 0 and availability = 1"));
   EXPECT_TRUE(has({"network.mode=emulated", "regime=gradient", "topology=allreduce"},
                   "it does not apply to topology = \"allreduce\""));
   EXPECT_TRUE(
@@ -268,6 +334,9 @@ TEST(NetworkSpec, RefusesWhatCannotRunAndSaysWhy) {
   EXPECT_EQ(refusal({"network.mode=emulated", "regime=async", "network.profile=3g"}), "");
   EXPECT_EQ(refusal({"network.mode=emulated", "regime=gradient", "topology=master"}), "");
   EXPECT_EQ(refusal({"network.mode=simulated", "network.heterogeneous=wifi:0.5,custom:0.5"}), "");
+  EXPECT_EQ(refusal({"network.mode=simulated", "regime=gradient", "topology=master",
+                     "network.server=wifi"}),
+            "");
   EXPECT_EQ(refusal({"network.mode=simulated", "regime=gradient", "topology=allreduce",
                      "network.heterogeneous=wifi:0.5,lte:0.5"}),
             "");
