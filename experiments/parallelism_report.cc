@@ -24,10 +24,6 @@ namespace {
 
 constexpr double kMB = 1e6;
 
-std::string model_key(const ModelSpec& m) {
-  return m.hidden.empty() ? m.name : fmt::format("{} {}", m.name, fmt::join(m.hidden, ","));
-}
-
 // Payload bytes all processes send in one step (tags and framing left out), from the layouts.
 double formula_bytes(const RunSpec& s, Shape in, int classes, double batch) {
   const double d = s.grid_data, replica_batch = batch / d;

@@ -2,6 +2,7 @@
 #include "experiments/run_metrics.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <fstream>
@@ -38,6 +39,10 @@ T need(const std::optional<T>& v, const char* key, const RoundRecord& r,
 }
 
 }  // namespace
+
+std::string model_key(const ModelSpec& m) {
+  return m.hidden.empty() ? m.name : fmt::format("{} {}", m.name, fmt::join(m.hidden, ","));
+}
 
 RunSpec read_run_spec(const std::filesystem::path& dir) {
   const auto file = dir / "config.resolved.toml";

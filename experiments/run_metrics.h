@@ -52,6 +52,9 @@ struct RunTraffic {
   double allreduce_ms = 0, busbw_gbps = 0;  // allreduce: the slowest rank's, busbw = algbw 2(N-1)/N
 };
 
+// "mlp 1024,256", "cnn": a model's name and hidden widths, for report tables.
+std::string model_key(const ModelSpec& m);
+
 // The run's config.resolved.toml, resolved as every process of the run resolved it.
 RunSpec read_run_spec(const std::filesystem::path& run_dir);
 RunCurves read_curves(const std::filesystem::path& run_dir);

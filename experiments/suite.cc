@@ -27,6 +27,7 @@
 #include "experiments/parallelism_report.h"
 #include "experiments/run_metrics.h"
 #include "experiments/suite_report.h"
+#include "experiments/topology_scaling_report.h"
 #include "partitioners/manifest.h"
 #include "partitioners/stats.h"
 
@@ -49,6 +50,7 @@ sweep = ""               # "key=v1,v2,...": every run once per value, labelled <
 only = [""]              # run only these labels (before the sweep's @value; empty: every run)
 lr_scaling = false       # the learning-rate scaling section (experiments/lr_scaling_report.h)
 trains_at = 50.0         # lr_scaling: a run trains when its final test accuracy (percent) is at least this
+topology_scaling = false # step time by workers on the simulated network (experiments/topology_scaling_report.h)
 curve_plots = true       # each run's curves (accuracy per round, sample, second, MB; update cosine)
 )";
 
@@ -476,7 +478,7 @@ int run_suite(const SuiteOptions& o) {
     results.push_back(std::move(*r));
   }
   add_divergence(results, runs_dir);
-  // The suite's own section (parallelism or lr-scaling), with its claims.
+  // The suite's own section (parallelism, lr-scaling, topology scaling), with its claims.
   std::string section_md;
   std::vector<std::string> failed;
   nlohmann::json section_json;
@@ -495,6 +497,14 @@ int run_suite(const SuiteOptions& o) {
     for (const auto& r : results) points.push_back(read_lr_run(runs_dir / r.label, r.label));
     add_section(lr_scaling_section(points, plan.cfg.get_float("suite.trains_at"), out.path()),
                 "lr_scaling");
+  }
+
+  if (plan.cfg.get_bool("suite.topology_scaling")) {
+    std::vector<ScalingRun> scaling;
+    for (const auto& r : results)
+      if (is_scaling_run(runs_dir / r.label))
+        scaling.push_back(read_scaling_run(runs_dir / r.label, r.label));
+    add_section(topology_scaling_section(scaling), "topology_scaling");
   }
 
   const double seconds =

@@ -233,6 +233,20 @@ TEST(Suite, TopologiesSmokeShowsWhereEachTopologyCarriesTheTraffic) {
   const std::string report = testing::slurp(tmp / "s/report.md");
   EXPECT_NE(report.find("### Traffic and time per node and step"), std::string::npos);
   EXPECT_NE(report.find("seconds to 90%"), std::string::npos);
+  // On the simulated network (the suite exits 1 when a claim fails, checked above): the server's
+  // bytes grow with N through its link, the ring's sends per worker as 2(N-1)/N
+  const auto suite = nlohmann::json::parse(testing::slurp(tmp / "s/suite.json"));
+  ASSERT_EQ(suite["topology_scaling"].size(), 6u) << suite["topology_scaling"].dump();
+  for (const auto& row : suite["topology_scaling"]) {
+    const bool ring = row["topology"] == "allreduce";
+    EXPECT_NEAR(row["bytes_growth"].get<double>(), ring ? 1.75 : 4.0, ring ? 0.02 : 0.01)
+        << row.dump();
+    EXPECT_GT(row["slow_down"].get<double>(), 1.0) << row.dump();
+    // a 2NN step moves at least one model over a 1 Gbit/s link: 6.4 ms
+    EXPECT_GT(row["step_ms"]["2"].get<double>(), 6.0) << row.dump();
+  }
+  EXPECT_NE(report.find("### Step time by workers on the simulated network"), std::string::npos);
+  EXPECT_EQ(report.find("FAILED"), std::string::npos);
 }
 
 // The last round record of a suite run.

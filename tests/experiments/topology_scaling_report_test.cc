@@ -1,0 +1,63 @@
+// The topology scaling section's table and claims on runs made up to hold or to fail them.
+#include "experiments/topology_scaling_report.h"
+
+#include <gtest/gtest.h>
+
+namespace fedpar {
+namespace {
+
+// Steps in ms at N = 2, 4, 8 for the parameter server, the master and the ring; server MB per
+// step grow with N for the first two, ring MB per worker as 2(N - 1)/N.
+std::vector<ScalingRun> runs(double ps8, double ring8) {
+  std::vector<ScalingRun> out;
+  const double ps[] = {10, 20, ps8}, master[] = {11, 21, 41}, ring[] = {6, 8, ring8};
+  const int ns[] = {2, 4, 8};
+  for (int i = 0; i < 3; ++i) {
+    const int n = ns[i];
+    out.push_back({"ps", "2nn", "parameter-server", n, ps[i], 1.6 * n, 0});
+    out.push_back({"master", "2nn", "master", n, master[i], 1.6 * n, 0});
+    out.push_back({"ring", "2nn", "allreduce", n, ring[i], 0.001, 0.8 * 2 * (n - 1) / n});
+  }
+  return out;
+}
+
+TEST(TopologyScaling, TabulatesTheStepsAndChecksTheClaims) {
+  const auto s = topology_scaling_section(runs(40, 10));
+  EXPECT_TRUE(s.failed.empty());
+  EXPECT_NE(s.markdown.find("| parameter-server | 10.00 | 20.00 | 40.00 | 4.00x | 4.00x |"),
+            std::string::npos)
+      << s.markdown;
+  EXPECT_NE(s.markdown.find("| allreduce | 6.00 | 8.00 | 10.00 | 1.67x | 1.75x |"),
+            std::string::npos)
+      << s.markdown;
+  ASSERT_EQ(s.json.size(), 3u);
+  EXPECT_DOUBLE_EQ(s.json[2]["slow_down"].get<double>(), 10.0 / 6.0);
+}
+
+TEST(TopologyScaling, AClaimThatDoesNotHoldFailsAndSaysWhich) {
+  // the parameter server barely slows down (2x): its link cannot have carried 4x the bytes
+  const auto slow = topology_scaling_section(runs(20, 10));
+  ASSERT_EQ(slow.failed.size(), 1u);
+  EXPECT_NE(slow.failed[0].find("2nn: parameter-server: the server's link carries 4x the bytes"),
+            std::string::npos)
+      << slow.failed[0];
+  EXPECT_NE(slow.markdown.find("- FAILED: parameter-server"), std::string::npos);
+  // the ring slower than the master at N = 8, and slowing down more than the parameter server
+  const auto ring = topology_scaling_section(runs(40, 45));
+  ASSERT_EQ(ring.failed.size(), 2u);
+  EXPECT_NE(ring.failed[0].find("allreduce slows down less than the parameter server (7.50x"),
+            std::string::npos)
+      << ring.failed[0];
+  EXPECT_NE(ring.failed[1].find("the shortest: parameter-server, 40.00 ms"), std::string::npos)
+      << ring.failed[1];
+}
+
+TEST(TopologyScaling, OneSizeAloneHasNoScalingToShow) {
+  std::vector<ScalingRun> one = {{"ps", "2nn", "parameter-server", 4, 20, 6.4, 0}};
+  const auto s = topology_scaling_section(one);
+  EXPECT_TRUE(s.failed.empty());
+  EXPECT_TRUE(s.json.empty());
+}
+
+}  // namespace
+}  // namespace fedpar
