@@ -2,8 +2,11 @@
 #include "core/shared_link.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
+
+#include "core/check.h"
 
 namespace fedpar {
 namespace {
@@ -29,6 +32,11 @@ std::vector<double> water_fill(const std::vector<Flow>& flows, const std::vector
 }  // namespace
 
 std::vector<double> shared_link_finish(const std::vector<Flow>& flows, double capacity_bps) {
+  FEDPAR_CHECK(capacity_bps > 0 && std::isfinite(capacity_bps))
+      << "a link of " << capacity_bps << " bit/s";
+  for (const Flow& f : flows)
+    FEDPAR_CHECK(f.cap_bps > 0 && std::isfinite(f.start_seconds) && f.start_seconds >= 0)
+        << "a flow capped at " << f.cap_bps << " bit/s starting at " << f.start_seconds << " s";
   const size_t n = flows.size();
   std::vector<double> finish(n, 0), bits(n);
   std::vector<size_t> by_start(n);

@@ -258,6 +258,13 @@ SuitePlan plan_suite(const SuiteOptions& o) {
   const auto seeds = cfg.get_int_list("suite.seeds");
   plan.eval_every = cfg.get_int("suite.eval_every");
   if (plan.eval_every < 1) throw Error("suite.eval_every must be >= 1");
+  // a percent, unlike stop_at_accuracy's fraction: 0.9 would ask for 0.9%
+  if (const double t = cfg.get_float("suite.target_accuracy");
+      t < 0 || t > 100 || (t > 0 && t <= 1))
+    throw Error(fmt::format(
+        "suite.target_accuracy must be a percent in (1, 100] or 0 (none), got {:g}: 90 for 90% "
+        "(stop_at_accuracy is the run's fraction, 0.9)",
+        t));
 
   const Config base = config_without(cfg, {"suite", "equivalence"});
   for (const auto& r : runs) {

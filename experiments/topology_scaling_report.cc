@@ -20,22 +20,19 @@ namespace {
 
 const std::vector<std::string> kTopologies = {"parameter-server", "master", "allreduce"};
 
-bool synchronous_data_parallel(const RunSpec& s) {
-  return s.regime != Regime::kAsync &&
+bool scaling_spec(const RunSpec& s) {
+  return s.regime != Regime::kAsync && s.network.mode == NetworkMode::kSimulated &&
          (s.topology == Topology::kParameterServer || s.topology == Topology::kMaster ||
           s.topology == Topology::kAllReduce);
 }
 
 }  // namespace
 
-bool is_scaling_run(const std::filesystem::path& dir) {
-  const RunSpec s = read_run_spec(dir);
-  return synchronous_data_parallel(s) && s.network.mode == NetworkMode::kSimulated;
-}
+bool is_scaling_run(const std::filesystem::path& dir) { return scaling_spec(read_run_spec(dir)); }
 
 ScalingRun read_scaling_run(const std::filesystem::path& dir, const std::string& label) {
   const RunSpec s = read_run_spec(dir);
-  if (!is_scaling_run(dir))
+  if (!scaling_spec(s))
     throw Error(fmt::format(
         "run '{}': the topology scaling section compares synchronous parameter-server, master and "
         "allreduce runs on network.mode = \"simulated\"",
@@ -44,8 +41,10 @@ ScalingRun read_scaling_run(const std::filesystem::path& dir, const std::string&
   constexpr double kBytesPerMB = 1e6;
   std::vector<double> step, server, worker;
   for (const RoundRecord& rec : read_round_records(dir)) {
+    if (!rec.simulated_seconds)
+      throw Error(fmt::format("run '{}': round {} has no simulated_seconds", label, rec.round));
     r.topology = rec.topology;
-    step.push_back(1e3 * rec.simulated_seconds.value_or(0));
+    step.push_back(1e3 * *rec.simulated_seconds);
     server.push_back(double(rec.server_bytes_sent + rec.server_bytes_received) / kBytesPerMB);
     double busiest = 0;  // a ring's sends (its reports to the server are the server's bytes)
     for (const WorkerRecord& w : rec.workers.value_or(std::vector<WorkerRecord>{}))
@@ -76,6 +75,7 @@ TopologyScalingSection topology_scaling_section(const std::vector<ScalingRun>& r
         "smallest; the bytes' growth is the same ratio of the server's bytes per step "
         "(parameter-server, master) or of the busiest worker's ring sends (allreduce).\n\n";
   out.json = nlohmann::json::array();
+  size_t checked = 0;  // claims
   for (const auto& model : models) {
     std::vector<int> ns;
     for (const auto& [topology, per_n] : by[model])
@@ -89,7 +89,7 @@ TopologyScalingSection topology_scaling_section(const std::vector<ScalingRun>& r
     md << " slow-down | bytes' growth |\n|---|";
     for (size_t i = 0; i < ns.size() + 2; ++i) md << "---|";
     md << "\n";
-    std::map<std::string, double> slow_down, step_hi;
+    std::map<std::string, double> slow_down, step_hi, growth;
     for (const auto& topology : kTopologies) {
       const auto it = by[model].find(topology);
       if (it == by[model].end() || !it->second.count(lo) || !it->second.count(hi)) continue;
@@ -99,7 +99,16 @@ TopologyScalingSection topology_scaling_section(const std::vector<ScalingRun>& r
         md << (per_n.count(n) ? fmt::format(" {:.2f} |", per_n.at(n)->step_ms) : " - |");
       const ScalingRun &a = *per_n.at(lo), &b = *per_n.at(hi);
       const bool ring = topology == "allreduce";
-      const double bytes = ring ? b.worker_mb_sent / a.worker_mb_sent : b.server_mb / a.server_mb;
+      const double bytes_lo = ring ? a.worker_mb_sent : a.server_mb,
+                   bytes_hi = ring ? b.worker_mb_sent : b.server_mb;
+      if (!(a.step_ms > 0 && b.step_ms > 0 && bytes_lo > 0 && bytes_hi > 0)) {
+        md << " - | - |\n";
+        out.failed.push_back(fmt::format("{}: {} measured no step time or no bytes at N = {} or {}",
+                                         model, topology, lo, hi));
+        continue;
+      }
+      const double bytes = bytes_hi / bytes_lo;
+      growth[topology] = bytes;
       slow_down[topology] = b.step_ms / a.step_ms;
       step_hi[topology] = b.step_ms;
       md << fmt::format(" {:.2f}x | {:.2f}x |\n", slow_down[topology], bytes);
@@ -114,14 +123,13 @@ TopologyScalingSection topology_scaling_section(const std::vector<ScalingRun>& r
     md << "\n";
     // The claims, on what this model's runs measured.
     std::vector<std::pair<std::string, bool>> claims;
-    const double growth = double(hi) / double(lo);
     for (const char* t : {"parameter-server", "master"})
       if (slow_down.count(t))
         claims.emplace_back(
-            fmt::format("{}: the server's link carries {:g}x the bytes at N = {} as at N = {}; "
-                        "the step slows down at least {:.2g}x ({:.2f}x)",
-                        t, growth, hi, lo, 0.75 * growth, slow_down[t]),
-            slow_down[t] >= 0.75 * growth);
+            fmt::format("{}: the server's link carries {:.2f}x the bytes at N = {} as at N = {}; "
+                        "the step slows down at least {:.2f}x ({:.2f}x)",
+                        t, growth[t], hi, lo, 0.75 * growth[t], slow_down[t]),
+            slow_down[t] >= 0.75 * growth[t]);
     if (slow_down.count("allreduce") && slow_down.count("parameter-server"))
       claims.emplace_back(
           fmt::format("allreduce slows down less than the parameter server ({:.2f}x against "
@@ -139,9 +147,14 @@ TopologyScalingSection topology_scaling_section(const std::vector<ScalingRun>& r
     for (const auto& [claim, held] : claims) {
       md << fmt::format("- {}: {}\n", held ? "holds" : "FAILED", claim);
       if (!held) out.failed.push_back(fmt::format("{}: {}", model, claim));
+      ++checked;
     }
     md << "\n";
   }
+  if (checked == 0)  // a section asked for must show something
+    out.failed.push_back(
+        "no model has parameter-server, master or allreduce runs at two numbers of workers to "
+        "compare");
   out.markdown = md.str();
   return out;
 }

@@ -47,13 +47,13 @@ class MasterPlan final : public Plan {
     TaskMsg forward{.kind = TaskKind::kForward, .clients = everyone_, .batch = s_.sgd_batch};
     forward.vectors = {*snapshot};
     const WireMessage model = encode(forward, engine.envelope(), snapshot);
-    model_bytes_ = wire_bytes(model);
     engine.send_all(model);
     const Collected logits =
         collect(engine, TaskKind::kForward, [&](uint32_t c) { return rows_[c].size() * classes_; });
     // 2. The loss over the whole batch, each slice's share of d(mean loss)/d(logits) back.
     const auto t_loss = Clock::now();
-    const double loss_sum = send_dlogits(engine, logits);
+    std::map<uint32_t, uint64_t> dlogits_bytes;  // each client's share of its backward TASK
+    const double loss_sum = send_dlogits(engine, logits, dlogits_bytes);
     const double loss_seconds = std::chrono::duration<double>(Clock::now() - t_loss).count();
     // 3. Parameter gradients back: summed in client order, one SGD step.
     const Collected grads =
@@ -74,7 +74,8 @@ class MasterPlan final : public Plan {
     rec.aggregate_seconds = std::chrono::duration<double>(t_done - t_agg).count();
     rec.wait_seconds = std::chrono::duration<double>(t_agg - t0).count() - loss_seconds;
     if (s_.network.mode == NetworkMode::kSimulated)
-      clock_.end_master_round(rec, engine.round, simulated_slices(logits, grads));
+      clock_.end_master_round(rec, engine.round,
+                              simulated_slices(wire_bytes(model), dlogits_bytes, logits, grads));
     return fmt::format("batch of {} over {} workers", total_, engine.num_clients);
   }
 
@@ -109,8 +110,10 @@ class MasterPlan final : public Plan {
   }
 
   // The loss over the whole batch on the server's model (CPU backend: host pointers are its
-  // device pointers), and each process its clients' dlogits slices. Returns the loss sum.
-  double send_dlogits(Engine& engine, const Collected& logits) {
+  // device pointers), and each process its clients' dlogits slices. Returns the loss sum; `bytes`
+  // gets each client's share of its process's message: its slice and an equal part of the rest.
+  double send_dlogits(Engine& engine, const Collected& logits,
+                      std::map<uint32_t, uint64_t>& bytes) {
     std::vector<float> all;
     std::vector<int32_t> labels;
     all.reserve(total_ * classes_);
@@ -132,7 +135,10 @@ class MasterPlan final : public Plan {
       TaskMsg backward{.kind = TaskKind::kBackward, .clients = engine.peers[id].clients};
       for (uint32_t c : backward.clients) backward.vectors.push_back(slice[c]);
       const WireMessage m = encode(backward, engine.envelope(), dlogits);
-      for (uint32_t c : backward.clients) dlogits_bytes_[c] = wire_bytes(m);
+      const uint64_t all = wire_bytes(m), k = backward.clients.size();
+      uint64_t slices = 0;
+      for (uint32_t c : backward.clients) slices += slice[c].size_bytes();
+      for (uint32_t c : backward.clients) bytes[c] = slice[c].size_bytes() + (all - slices) / k;
       engine.send(id, m);
     }
     return loss_sum;
@@ -144,18 +150,21 @@ class MasterPlan final : public Plan {
     return n;
   }
 
-  // [network] simulated: each client's four messages of the step as sent and received (a process
-  // hosting several gets its TASKs once; each of its clients is counted as if on its own link, as
-  // in a simulated parameter-server round) and its two halves' compute.
-  std::vector<SimulatedSlice> simulated_slices(const Collected& logits,
+  // [network] simulated: each client's four messages of the step as sent and received and its two
+  // halves' compute. Each virtual client is on its own link, as in a simulated parameter-server
+  // round: a process hosting several gets the model once, yet each of its clients is counted the
+  // model's bytes (and its own share of the dlogits TASK).
+  std::vector<SimulatedSlice> simulated_slices(uint64_t model_bytes,
+                                               const std::map<uint32_t, uint64_t>& dlogits_bytes,
+                                               const Collected& logits,
                                                const Collected& grads) const {
     std::vector<SimulatedSlice> out;
     for (uint32_t c : everyone_) {
       const Reply &l = logits.got.at(c), &g = grads.got.at(c);
       out.push_back({.client = c,
-                     .model_bytes = model_bytes_,
+                     .model_bytes = model_bytes,
                      .logits_bytes = l.in.msg.bytes(),
-                     .dlogits_bytes = dlogits_bytes_.at(c),
+                     .dlogits_bytes = dlogits_bytes.at(c),
                      .gradient_bytes = g.in.msg.bytes(),
                      .forward_seconds = l.update.compute_seconds,
                      .backward_seconds = g.update.compute_seconds});
@@ -176,8 +185,6 @@ class MasterPlan final : public Plan {
   std::vector<uint32_t> everyone_;
   std::map<uint32_t, std::vector<uint32_t>> rows_;
   size_t total_ = 0;
-  uint64_t model_bytes_ = 0;                    // this step's forward TASK, as sent
-  std::map<uint32_t, uint64_t> dlogits_bytes_;  // each client's backward TASK, as sent
   NetworkClock clock_{s_.network, s_.seed,
                       s_.wait_seconds};  // [network] simulated: the steps' time
 };

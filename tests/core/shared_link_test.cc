@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "core/check.h"
+
 namespace fedpar {
 namespace {
 
@@ -20,6 +22,37 @@ TEST(SharedLink, EqualFlowsShareEquallyAndEndTogether) {
   const auto f = shared_link_finish(
       {{0, 1000000, 1e9}, {0, 1000000, 1e9}, {0, 1000000, 1e9}, {0, 1000000, 1e9}}, 8e6);
   for (double t : f) EXPECT_NEAR(t, 4.0, 1e-12);  // 32 Mbit through 8 Mbit/s
+}
+
+TEST(SharedLink, ThreeEqualFlowsEndTogetherThoughAThirdIsNotExact) {
+  const auto f =
+      shared_link_finish({{0, 1000000, 1e9}, {0, 1000000, 1e9}, {0, 1000000, 1e9}}, 10e6);
+  EXPECT_NEAR(f[0], 2.4, 1e-12);  // 24 Mbit through 10 Mbit/s
+  EXPECT_EQ(f[0], f[1]);
+  EXPECT_EQ(f[1], f[2]);
+}
+
+TEST(SharedLink, TwoLevelsOfCapsFillTheLinkInTurn) {
+  // 10 Mbit/s among caps 1, 3 and 100 Mbit/s: rates 1, 3, 6. Sizes 1, 3 and 12 Mbit: the first
+  // two end at 1 s; the third has 6 Mbit left, alone at 10: at 1.6 s.
+  const auto f =
+      shared_link_finish({{0, 125000, 1e6}, {0, 375000, 3e6}, {0, 1500000, 100e6}}, 10e6);
+  EXPECT_NEAR(f[0], 1.0, 1e-12);
+  EXPECT_NEAR(f[1], 1.0, 1e-12);
+  EXPECT_NEAR(f[2], 1.6, 1e-12);
+}
+
+TEST(SharedLink, AFlowStartingAsAnotherEndsHasTheLinkToItself) {
+  const auto f = shared_link_finish({{0, 1000000, 1e9}, {1, 1000000, 1e9}, {0.5, 0, 1e9}}, 8e6);
+  EXPECT_NEAR(f[0], 1.0, 1e-12);
+  EXPECT_NEAR(f[1], 2.0, 1e-12);
+  EXPECT_DOUBLE_EQ(f[2], 0.5);  // nothing to send, though the link is busy
+}
+
+TEST(SharedLink, RefusesALinkOrAFlowWithoutBandwidth) {
+  EXPECT_THROW(shared_link_finish({{0, 1, 1e6}}, 0), Error);
+  EXPECT_THROW(shared_link_finish({{0, 1, 0}}, 1e6), Error);
+  EXPECT_THROW(shared_link_finish({{-1, 1, 1e6}}, 1e6), Error);
 }
 
 TEST(SharedLink, ACappedFlowLeavesItsShareToTheOthers) {

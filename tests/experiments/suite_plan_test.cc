@@ -34,5 +34,19 @@ TEST(SuitePlan, ABadRunIsNamedBeforeAnythingRuns) {
   }
 }
 
+TEST(SuitePlan, ATargetAccuracyGivenAsAFractionIsRefused) {
+  try {
+    check_suite({.name = "topologies", .smoke = true, .sets = {"suite.target_accuracy=0.9"}});
+    ADD_FAILURE() << "took 0.9 for a percent";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("suite.target_accuracy must be a percent in (1, 100] or "
+                                         "0 (none), got 0.9: 90 for 90%"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_GE(check_suite({.name = "topologies", .smoke = true, .sets = {"suite.target_accuracy=0"}}),
+            1u);
+}
+
 }  // namespace
 }  // namespace fedpar

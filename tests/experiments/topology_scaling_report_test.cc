@@ -17,6 +17,7 @@ std::vector<ScalingRun> runs(double ps8, double ring8) {
     out.push_back({"ps", "2nn", "parameter-server", n, ps[i], 1.6 * n, 0});
     out.push_back({"master", "2nn", "master", n, master[i], 1.6 * n, 0});
     out.push_back({"ring", "2nn", "allreduce", n, ring[i], 0.001, 0.8 * 2 * (n - 1) / n});
+    // (in the order ps, master, ring for each N: index 3 k + t)
   }
   return out;
 }
@@ -38,7 +39,7 @@ TEST(TopologyScaling, AClaimThatDoesNotHoldFailsAndSaysWhich) {
   // the parameter server barely slows down (2x): its link cannot have carried 4x the bytes
   const auto slow = topology_scaling_section(runs(20, 10));
   ASSERT_EQ(slow.failed.size(), 1u);
-  EXPECT_NE(slow.failed[0].find("2nn: parameter-server: the server's link carries 4x the bytes"),
+  EXPECT_NE(slow.failed[0].find("2nn: parameter-server: the server's link carries 4.00x the bytes"),
             std::string::npos)
       << slow.failed[0];
   EXPECT_NE(slow.markdown.find("- FAILED: parameter-server"), std::string::npos);
@@ -52,11 +53,22 @@ TEST(TopologyScaling, AClaimThatDoesNotHoldFailsAndSaysWhich) {
       << ring.failed[1];
 }
 
-TEST(TopologyScaling, OneSizeAloneHasNoScalingToShow) {
+TEST(TopologyScaling, NothingToCompareFailsInsteadOfPassingEmpty) {
   std::vector<ScalingRun> one = {{"ps", "2nn", "parameter-server", 4, 20, 6.4, 0}};
   const auto s = topology_scaling_section(one);
-  EXPECT_TRUE(s.failed.empty());
+  ASSERT_EQ(s.failed.size(), 1u);
+  EXPECT_NE(s.failed[0].find("no model has parameter-server, master or allreduce runs at two"),
+            std::string::npos);
   EXPECT_TRUE(s.json.empty());
+  // a run without time or bytes cannot pass a claim by dividing by zero
+  auto zero = runs(40, 10);
+  zero[2].worker_mb_sent = 0;  // the ring at N = 2
+  zero[3].step_ms = 0;         // the parameter server at N = 4: not compared, still tabulated
+  zero[6].step_ms = 0;         // the parameter server at N = 8
+  const auto z = topology_scaling_section(zero);
+  ASSERT_EQ(z.failed.size(), 2u) << z.markdown;
+  EXPECT_EQ(z.failed[0], "2nn: parameter-server measured no step time or no bytes at N = 2 or 8");
+  EXPECT_EQ(z.failed[1], "2nn: allreduce measured no step time or no bytes at N = 2 or 8");
 }
 
 }  // namespace

@@ -213,6 +213,29 @@ TEST(NetworkSimulated, AMasterStepIsTwoExchangesAndTheLoss) {
               (2 + 0.25 + 0.002) + 0.1 + (0.002 + 0.5 + 2) + 0.2, 1e-9);
 }
 
+// Each half's messages are each client's own, and the second half's jitter is its own draw: two
+// clients of different sizes and compute on jittery links, no server link.
+TEST(NetworkSimulated, AMasterStepTimesEachClientsOwnMessagesAndDraws) {
+  const auto n =
+      resolve_network(NetworkMode::kSimulated, JitterKind::kUniform, "custom", "", {},
+                      {.down_bps = 8e6, .up_bps = 4e6, .latency_s = 0.01, .jitter_s = 0.05}, 5, 2);
+  const SimulatedSlice a{0, 1000000, 2000, 3000, 1000000, 0.25, 0.5},
+      b{1, 500000, 4000, 1000, 2000000, 0.125, 0.75};
+  const auto jit = [](const char* dir, uint32_t c, uint32_t repeat) {
+    return jitter_seconds(JitterKind::kUniform, 0.05, 5, dir, c, 9, repeat);
+  };
+  const auto half = [&](uint32_t c, double down_bytes, double compute, double up_bytes,
+                        uint32_t repeat) {
+    return down_bytes * 8 / 8e6 + 0.01 + jit("down", c, repeat) + compute + up_bytes * 8 / 4e6 +
+           0.01 + jit("up", c, repeat);
+  };
+  const double expected =
+      std::max(half(0, 1000000, 0.25, 2000, 0), half(1, 500000, 0.125, 4000, 0)) + 0.1 +
+      std::max(half(0, 3000, 0.5, 1000000, 1), half(1, 1000, 0.75, 2000000, 1)) + 0.2;
+  EXPECT_NEAR(simulated_master_seconds(n, 5, 9, {a, b}, 0.1, 0.2), expected, 1e-12);
+  EXPECT_NE(jit("up", 1, 1), jit("up", 1, 0));  // the repeat is its own draw
+}
+
 // The ring's sends do not cross the server link; its TASKs and reports do.
 TEST(NetworkSimulated, TheRingsSendsDoNotCrossTheServerLink) {
   NetworkSpec n = resolve_network(NetworkMode::kSimulated, JitterKind::kUniform, "custom", "", {},
