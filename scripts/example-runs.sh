@@ -6,12 +6,17 @@
 # CPU (README.md: the bytes depend on the vector units); the times are this machine's, one run
 # each, so run it with nothing else running.
 #   bash scripts/example-runs.sh [FEDPAR_BINARY]      (about 4 minutes on 2 cores)
+#   bash scripts/example-runs.sh --only thousand-clients [FEDPAR_BINARY]
+#       just the thousand-client simulated runs (docs/network.md), into <date>-thousand-clients.md
 set -euo pipefail
 cd "$(dirname "$0")/.."
+only=""
+if [[ ${1:-} == --only ]]; then only=$2 && shift 2; fi
+[[ -z $only || $only == thousand-clients ]] || { echo "example-runs: no section '$only'" >&2; exit 2; }
 FEDPAR=${1:-./build/fedpar}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-dest=docs/results/example-runs/$(date -u +%Y-%m-%d).md
+dest=docs/results/example-runs/$(date -u +%Y-%m-%d)${only:+-$only}.md
 source scripts/provenance.sh
 commit=$(source_commit)
 
@@ -52,7 +57,32 @@ row() {  # row "args as the docs write them" [a run: its folder name]
     "${acc:--}" "${hash:--}" "${rounds:--}"
 }
 
+# A thousand clients on simulated links, 100 a round: without a server link (each client's messages
+# at its own link's speed), then with the server on one 100 Mbit/s link that every message shares.
+thousand_clients() {
+  local base="run experiments/fedavg-mnist-2nn.toml --set partition.clients=1000 --set fraction=0.1 --set rounds=5 --set network.mode=simulated --set network.heterogeneous=wifi:0.5,lte:0.3,3g:0.2"
+  row "$base" thousand
+  row "$base --set network.server=custom --set network.custom.down_bps=1e8 --set network.custom.up_bps=1e8" thousand-server
+}
+
 mkdir -p "$(dirname "$dest")"
+if [[ $only == thousand-clients ]]; then
+  {
+    echo "# Example runs: a thousand clients, $(date -u +%Y-%m-%d)"
+    echo
+    echo "Made by \`bash scripts/example-runs.sh --only thousand-clients\`: commit $commit,"
+    echo "$(date -u +%Y-%m-%dT%H:%MZ), $(machine). One run each; round seconds: rounds 2 to 5,"
+    echo "simulated."
+    echo
+    echo "| command | wall (s) | test accuracy | final model hash | round seconds |"
+    echo "|---|---:|---:|---|---|"
+    thousand_clients
+  } >"$work/table.md"
+  mv "$work/table.md" "$dest"
+  cat "$dest"
+  echo "example-runs: $dest" >&2
+  exit 0
+fi
 {
   echo "# Example runs, $(date -u +%Y-%m-%d)"
   echo
@@ -85,6 +115,7 @@ mkdir -p "$(dirname "$dest")"
     read -r m p <<<"$mode"
     row "run experiments/fedavg-mnist-2nn.toml --set rounds=5 --set network.mode=$m --set network.profile=$p" "net-$m-$p"
   done
+  thousand_clients
   echo
   echo "Partitions of MNIST's training set, 100 clients, seed 1 (the hash is of the manifest's"
   echo "assignment and holds on any CPU):"

@@ -24,7 +24,7 @@ const std::map<std::string, std::string>& file_notes() {
       {"summary.json", "the final evaluation, the model hash, the hosts and their clients"},
       {"model.safetensors", "the final parameters"},
       {"updates.jsonl", "every asynchronous arrival, for `fedpar replay` (the same bytes again)"},
-      {"network.json", "the network's profiles ([network] mode), and each client's"},
+      {"network.json", "the network's profiles ([network] mode), each client's, the server's link"},
       {"checkpoint.bin", "the last checkpoint (`--resume` continues from it)"},
       {"params", "parameter snapshots every `diagnostics.save_params_every` rounds"},
       {"README.md", "this file"}};
