@@ -1,7 +1,7 @@
 set terminal svg size 800,500 dynamic enhanced font 'sans,12' background rgb 'white'
 set output 'accuracy-vs-seconds.svg'
 set title "test accuracy per second of training (mean over seeds; band: min to max)\nGradient averaging vs centralized SGD" noenhanced
-set xlabel 'seconds (the server''s rounds, cumulative)' noenhanced
+set xlabel 'seconds (the server''s rounds, or the network''s simulated or emulated time; cumulative)' noenhanced
 set ylabel 'test accuracy (%)' noenhanced
 set grid
 set key outside right top noenhanced

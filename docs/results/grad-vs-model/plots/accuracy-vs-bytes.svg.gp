@@ -1,7 +1,7 @@
 set terminal svg size 800,500 dynamic enhanced font 'sans,12' background rgb 'white'
 set output 'accuracy-vs-bytes.svg'
 set title "test accuracy per MB communicated\nGradient averaging vs model averaging with K local steps" noenhanced
-set xlabel 'MB sent + received at the server (cumulative)' noenhanced
+set xlabel 'MB sent + received at the server, and between workers (cumulative)' noenhanced
 set ylabel 'test accuracy (%)' noenhanced
 set grid
 set key outside right top noenhanced

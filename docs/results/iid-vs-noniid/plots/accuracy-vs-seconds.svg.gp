@@ -1,7 +1,7 @@
 set terminal svg size 800,500 dynamic enhanced font 'sans,12' background rgb 'white'
 set output 'accuracy-vs-seconds.svg'
 set title "test accuracy per second of training\nIID vs non-IID: FedAvg, 2NN, MNIST" noenhanced
-set xlabel 'seconds (the server''s rounds, cumulative)' noenhanced
+set xlabel 'seconds (the server''s rounds, or the network''s simulated or emulated time; cumulative)' noenhanced
 set ylabel 'test accuracy (%)' noenhanced
 set grid
 set key outside right top noenhanced
