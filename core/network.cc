@@ -264,13 +264,18 @@ double last_reply(const NetworkSpec& n, uint64_t seed, uint64_t round,
 
 }  // namespace
 
-double simulated_round_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
-                               const std::vector<SimulatedClient>& clients, double deadline,
-                               bool deadline_hit, double aggregate_seconds) {
+double simulated_exchange_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
+                                  const std::vector<SimulatedClient>& clients) {
   std::vector<Exchange> exchange;
   for (const auto& c : clients)
     exchange.push_back({c.client, c.down_bytes, c.compute_seconds, c.up_bytes});
-  const double slowest = last_reply(n, seed, round, exchange);
+  return last_reply(n, seed, round, exchange);
+}
+
+double simulated_round_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
+                               const std::vector<SimulatedClient>& clients, double deadline,
+                               bool deadline_hit, double aggregate_seconds) {
+  const double slowest = simulated_exchange_seconds(n, seed, round, clients);
   return (deadline_hit ? deadline : std::min(slowest, deadline)) + aggregate_seconds;
 }
 
@@ -344,8 +349,11 @@ void NetworkClock::end_round(RoundRecord& rec, uint64_t round, double wall_secon
             {c.client, rec.bytes_down_per_task.value_or(0), c.bytes_up, c.compute_seconds});
     const bool deadline_hit = (rec.simulated_lost && !rec.simulated_lost->empty()) ||
                               (rec.missing && !rec.missing->empty());
-    add_simulated(rec, simulated_round_seconds(n_, seed_, round, clients, deadline_, deadline_hit,
-                                               rec.aggregate_seconds.value_or(0)));
+    const double slowest = simulated_exchange_seconds(n_, seed_, round, clients);
+    over_deadline_.reset();
+    if (!deadline_hit && slowest > deadline_) over_deadline_ = slowest;
+    add_simulated(rec, (deadline_hit ? deadline_ : std::min(slowest, deadline_)) +
+                           rec.aggregate_seconds.value_or(0));
   }
 }
 

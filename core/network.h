@@ -115,6 +115,9 @@ struct SimulatedClient {
 double simulated_round_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
                                const std::vector<SimulatedClient>& clients, double deadline,
                                bool deadline_hit, double aggregate_seconds);
+// The slowest participant's seconds, not capped at any deadline (0 without participants).
+double simulated_exchange_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
+                                  const std::vector<SimulatedClient>& clients);
 
 // One worker of a simulated ring all-reduce round. Workers talk to each other through their
 // access links: a worker's sends cross its uplink and its next neighbour's downlink.
@@ -164,6 +167,9 @@ class NetworkClock {
   // A master step (simulated mode), its loss and aggregation seconds from the record.
   void end_master_round(RoundRecord& rec, uint64_t round,
                         const std::vector<SimulatedSlice>& slices);
+  // The last synchronous round's slowest participant, when the deadline cut its time short
+  // although every update was aggregated (simulated mode does not drop late clients).
+  std::optional<double> over_deadline() const { return over_deadline_; }
   double elapsed() const { return total_; }  // the running sum, for checkpoints
   void restore(double total) { total_ = total; }
 
@@ -173,6 +179,7 @@ class NetworkClock {
   const NetworkSpec& n_;
   uint64_t seed_;
   double deadline_, total_ = 0;
+  std::optional<double> over_deadline_;
 };
 
 // What network a run used (network.json in its results): the mode, the profiles' numbers, each

@@ -334,10 +334,12 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
   const bool sync_ps = s.topology == Topology::kParameterServer && s.regime != Regime::kAsync;
   const bool ring = s.topology == Topology::kAllReduce;
   const bool master = s.topology == Topology::kMaster && s.regime != Regime::kAsync;
-  require(n.mode != NetworkMode::kSimulated || sync_ps || ring || master,
-          "network.mode = \"simulated\" computes synchronous rounds: it needs the parameter-server "
-          "topology with regime = \"gradient\" or \"model\", the master or the allreduce topology "
-          "(use \"emulated\" otherwise)");
+  const bool async = s.topology == Topology::kParameterServer && s.regime == Regime::kAsync;
+  require(
+      n.mode != NetworkMode::kSimulated || sync_ps || ring || master || async,
+      "network.mode = \"simulated\" computes the parameter-server topology's rounds (every "
+      "regime), the master's and the allreduce ring's, not a pipeline's or a tensor grid's (use "
+      "\"emulated\" otherwise)");
   if (n.mode == NetworkMode::kSimulated && ring) {
     // the ring's time is computed from the bytes fedpar's own ring sends, in a fixed ring
     require(s.ring_backend == RingBackend::kZmqRing,
@@ -347,21 +349,28 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
             "network.mode = \"simulated\" does not model a ring re-formed mid-round: it needs "
             "allreduce.elastic = false");
   }
-  if (n.mode == NetworkMode::kSimulated && (ring || master))
+  if (n.mode == NetworkMode::kSimulated && (ring || master || async))
     require(std::ranges::none_of(
                 n.profiles, [](const LinkProfile& l) { return l.loss > 0 || l.availability < 1; }),
-            fmt::format("a simulated {} carries time, not loss: it cannot go on without a worker's "
-                        "message, so its links need loss = 0 and availability = 1 (the profiles 3g "
-                        "and custom may set them)",
-                        ring ? "ring" : "master"));
+            fmt::format("a simulated {} carries time, not loss: it {}, so its links need loss = 0 "
+                        "and availability = 1 (the profiles 3g and custom may set them)",
+                        ring     ? "ring"
+                        : master ? "master"
+                                 : "asynchronous run",
+                        async ? "would wait for a lost update forever"
+                              : "cannot go on without a worker's message"));
   if (const std::string server = c.get_string("network.server"); !server.empty()) {
     require(n.mode != NetworkMode::kEmulated,
             "network.server is the simulated server's shared link: emulated mode shapes each "
             "process's link on its own (use network.mode = \"simulated\")");
+    require(!async,
+            "network.server shares the server's link among a synchronous round's messages: it "
+            "does not apply to regime = \"async\" (each update crosses its client's link alone)");
     n.server = link_profile(server, custom, "network.server");
     require(n.server->loss == 0 && n.server->availability >= 1,
             fmt::format("network.server = '{}': the server's link carries time only, so its "
-                        "profile needs loss = 0 and availability = 1",
+                        "profile needs loss = 0 and availability = 1 (for such a link's numbers "
+                        "use \"custom\" with network.custom.loss = 0)",
                         server));
   }
   require(n.mode != NetworkMode::kEmulated || s.topology != Topology::kAllReduce,

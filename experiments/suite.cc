@@ -384,7 +384,8 @@ void add_divergence(std::vector<SuiteRun>& results, const std::filesystem::path&
 
 std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector<SuiteRun>& results,
                             const std::string& equivalence_md, const std::string& section_md,
-                            double seconds, const std::filesystem::path& dir) {
+                            const std::vector<std::string>& failed, double seconds,
+                            const std::filesystem::path& dir) {
   const Config& cfg = plan.cfg;
   const double target = cfg.get_float("suite.target_accuracy");
   const std::string title = fill_run_keys(cfg.get_string("suite.title"), plan, "suite.title");
@@ -403,6 +404,14 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
       title, smoke ? " (smoke size)" : "",
       fill_run_keys(cfg.get_string("suite.what"), plan, "suite.what"), plan.command, seconds,
       plan.eval_every);
+  if (!failed.empty()) {  // the suite's own claims that did not hold, first (it exits 1)
+    report << fmt::format(
+        "**{} claim(s) failed** (the suite exits 1; the section below has "
+        "the numbers):\n\n",
+        failed.size());
+    for (const auto& f : failed) report << "- " << f << "\n";
+    report << "\n";
+  }
   report << equivalence_md << (plan.equivalence ? "\n## Runs\n\n" : "")
          << results_table(results, target) << "\n";
   if (const std::string grid = grid_table(results, target); !grid.empty())
@@ -517,7 +526,7 @@ int run_suite(const SuiteOptions& o) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.write_text("report.md", report_markdown(plan, o.smoke, results, equivalence_md, section_md,
-                                              seconds, out.path()));
+                                              failed, seconds, out.path()));
   const double target = plan.cfg.get_float("suite.target_accuracy");
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : results) rows.push_back(run_json(r, target));

@@ -6,13 +6,14 @@
 # CPU (README.md: the bytes depend on the vector units); the times are this machine's, one run
 # each, so run it with nothing else running.
 #   bash scripts/example-runs.sh [FEDPAR_BINARY]      (about 4 minutes on 2 cores)
-#   bash scripts/example-runs.sh --only thousand-clients [FEDPAR_BINARY]
-#       just the thousand-client simulated runs (docs/network.md), into <date>-thousand-clients.md
+#   bash scripts/example-runs.sh --only SECTION [FEDPAR_BINARY]
+#       one section into <date>-SECTION.md: thousand-clients (the simulated runs of docs/network.md)
+#       or async-slow-link (asynchronous against synchronous SGD, one client on lte, docs/topologies.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 only=""
 if [[ ${1:-} == --only ]]; then only=$2 && shift 2; fi
-[[ -z $only || $only == thousand-clients ]] || { echo "example-runs: no section '$only'" >&2; exit 2; }
+case $only in "" | thousand-clients | async-slow-link) ;; *) echo "example-runs: no section '$only'" >&2 && exit 2 ;; esac
 FEDPAR=${1:-./build/fedpar}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -65,18 +66,44 @@ thousand_clients() {
   row "$base --set network.server=custom --set network.custom.down_bps=1e8 --set network.custom.up_bps=1e8" thousand-server
 }
 
+# Asynchronous against synchronous SGD on the simulated clock, 4 clients on wifi but client 0 on
+# lte: rounds to 90% and their simulated seconds, and each client's updates and mean staleness.
+async_slow_link() {
+  local base="run experiments/async-straggler.toml --set stragglers.slowdown=[] --set rounds=400 --set stop_at_accuracy=0.9 --set network.mode=simulated --set network.profile=wifi --set network.profiles=0:lte"
+  row "$base" async-lte
+  python3 - "$work/async-lte/updates.jsonl" <<'PY'
+import json, sys
+from collections import defaultdict
+n, tau = defaultdict(int), defaultdict(float)
+for line in open(sys.argv[1]):
+    u = json.loads(line)
+    n[u["client"]] += 1
+    tau[u["client"]] += u["staleness"]
+print("|", "; ".join(f"client {c}: {n[c]} updates, staleness {tau[c] / n[c]:.1f}" for c in sorted(n)), "| | | | |")
+PY
+  row "$base --set regime=gradient --set optimizer.lr=0.4" sync-lte
+  python3 - "$work" <<'PY'
+import json, sys
+for name in ("async-lte", "sync-lte"):
+    rows = [json.loads(l) for l in open(f"{sys.argv[1]}/{name}/metrics.jsonl") if l.strip()]
+    last = [r for r in rows if r.get("kind") == "round"][-1]
+    print(f"| {name}: {last['round']} rounds, simulated_time {last['simulated_time']:.1f} s at "
+          f"{100 * last['test_accuracy']:.2f}% | | | | |")
+PY
+}
+
 mkdir -p "$(dirname "$dest")"
-if [[ $only == thousand-clients ]]; then
+if [[ -n $only ]]; then
   {
-    echo "# Example runs: a thousand clients, $(date -u +%Y-%m-%d)"
+    echo "# Example runs: $only, $(date -u +%Y-%m-%d)"
     echo
-    echo "Made by \`bash scripts/example-runs.sh --only thousand-clients\`: commit $commit,"
-    echo "$(date -u +%Y-%m-%dT%H:%MZ), $(machine). One run each; round seconds: rounds 2 to 5,"
-    echo "simulated."
+    echo "Made by \`bash scripts/example-runs.sh --only $only\`: commit $commit,"
+    echo "$(date -u +%Y-%m-%dT%H:%MZ), $(machine). One run each; round seconds: rounds 2 to the"
+    echo "last, simulated; the final simulated time is in each run's last round record."
     echo
     echo "| command | wall (s) | test accuracy | final model hash | round seconds |"
     echo "|---|---:|---:|---|---|"
-    thousand_clients
+    if [[ $only == thousand-clients ]]; then thousand_clients; else async_slow_link; fi
   } >"$work/table.md"
   mv "$work/table.md" "$dest"
   cat "$dest"

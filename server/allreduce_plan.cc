@@ -93,10 +93,16 @@ class AllReducePlan final : public Plan {
     }
     if (check) check_replicas(c, need_params, r);
     record(rec, c, check, std::chrono::duration<double>(Clock::now() - t0).count());
-    if (s_.network.mode == NetworkMode::kSimulated)
+    if (s_.network.mode == NetworkMode::kSimulated) {
+      // the replica rank 0 sends for the server to evaluate or save is not the step's: a
+      // parameter server evaluates its own model without sending it
+      uint64_t replica = 0;
+      if (need_params)
+        for (const auto& v : c.got.at(members_[0]).update.vectors) replica += v.size_bytes();
       clock_.end_ring_round(
           rec, engine.round,
-          simulated_workers(engine, rec, engine.per_process_bytes(bytes_before, {})));
+          simulated_workers(engine, rec, engine.per_process_bytes(bytes_before, {}), replica));
+    }
     return fmt::format("{} workers{}", c.got.size(), check ? ", replicas identical" : "");
   }
 
@@ -236,9 +242,11 @@ class AllReducePlan final : public Plan {
   }
 
   // [network] simulated: each worker's links (its first virtual client's profile, and its next
-  // neighbour's) and this round's bytes and compute, for the round's simulated seconds.
+  // neighbour's) and this round's bytes and compute, for the round's simulated seconds; rank 0's
+  // report without the `replica_bytes` it carried for the server.
   std::vector<SimulatedWorker> simulated_workers(const Engine& engine, const RoundRecord& rec,
-                                                 const std::vector<ProcessRecord>& bytes) const {
+                                                 const std::vector<ProcessRecord>& bytes,
+                                                 uint64_t replica_bytes) const {
     std::vector<SimulatedWorker> out;
     const size_t n = members_.size();
     const auto first_client = [&](uint32_t p) {
@@ -250,7 +258,7 @@ class AllReducePlan final : public Plan {
       out.push_back({.client = first_client(p),
                      .next_client = first_client(members_[(rank + 1) % n]),
                      .down_bytes = bytes[p].bytes_down,
-                     .up_bytes = bytes[p].bytes_up,
+                     .up_bytes = bytes[p].bytes_up - (p == members_[0] ? replica_bytes : 0),
                      .ring_bytes = w.ring_bytes_sent,
                      .ring_steps = uint32_t(2 * (n - 1)),
                      .compute_seconds = w.compute_seconds});

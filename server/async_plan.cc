@@ -4,11 +4,14 @@
 // staleness is the number of updates applied since. updates.jsonl logs every arrival in order
 // (client, version, batch draw, staleness, whether applied, the learning rate used): `fedpar
 // replay` recomputes the run from it bit for bit. A "round" here is num_clients applied updates.
+// With [network] mode = "simulated" the updates are applied in the order they reach the server on
+// the simulated clock (core/async_arrivals.h), not in the order the real ones came in.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 
+#include "core/async_arrivals.h"
 #include "core/check.h"
 #include "server/plan.h"
 #include "server/strategy.h"
@@ -35,12 +38,28 @@ class AsyncPlan final : public Plan {
   std::string round(Engine& engine, RoundRecord& rec) override {
     const auto t0 = Clock::now();
     Tally t;
+    const double sim_start = sim_now_;
     while (t.applied < engine.num_clients) {
+      if (arrivals_) {  // the simulated clock's next update, once it is decided
+        if (const auto next = arrivals_->next()) {
+          auto held = held_.extract(next->client);
+          arrivals_->applied(next->client);
+          sim_now_ = next->arrival;
+          apply(engine, held.mapped().got.begin()->second, t);
+          continue;
+        }
+      }
       Collected c = engine.collect(one_update(engine));
       if (c.got.empty())
         throw RunFailed(fmt::format("async: no update within {} s (clients {} hold tasks)",
                                     s_.wait_seconds, fmt::join(holders(), ", ")));
-      apply(engine, c.got.begin()->second, t);
+      if (!arrivals_) {
+        apply(engine, c.got.begin()->second, t);
+        continue;
+      }
+      const auto& [client, r] = *c.got.begin();
+      arrivals_->computed(client, r.update.compute_seconds, r.in.msg.bytes());
+      held_.emplace(client, std::move(c));  // (moving the map keeps the reply where it is)
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     busy_seconds_ += seconds;  // the training time, evaluations left out
@@ -56,6 +75,10 @@ class AsyncPlan final : public Plan {
     rec.samples_processed = t.processed;
     rec.wait_seconds = seconds;
     rec.elapsed_seconds = busy_seconds_;
+    if (arrivals_) {
+      rec.simulated_seconds = sim_now_ - sim_start;
+      rec.simulated_time = sim_now_;
+    }
     return fmt::format("{} updates (staleness mean {:.2f}, max {}, {} rejected)", t.applied,
                        tau_mean, tau_max, t.rejected);
   }
@@ -82,9 +105,14 @@ class AsyncPlan final : public Plan {
                  .momentum = 0.0,
                  .drift = false,
                  .draw = draw};
-    engine.send(engine.owner[c],
-                engine.encode_model_task(task, current_, {0, engine.run_id, version_}));
+    const WireMessage m = engine.encode_model_task(task, current_, {0, engine.run_id, version_});
+    engine.send(engine.owner[c], m);
     outstanding_[c] = {version_, draw};
+    if (arrivals_) {
+      uint64_t bytes = 0;
+      for (const auto& f : m.spans()) bytes += f.size();
+      arrivals_->dispatch(c, draw, sim_now_, bytes);
+    }
   }
 
   // The next update from any client that holds a task, computed on the version it was given.
@@ -128,16 +156,19 @@ class AsyncPlan final : public Plan {
       engine.log(fmt::format("rejected client {}'s update: staleness {} > bound {}", c, tau,
                              s_.staleness_bound));
     }
-    log_.write({{"seq", seq_++},
-                {"client", c},
-                {"computed_on", o.version},
-                {"draw", o.draw},
-                {"staleness", tau},
-                {"applied", accept},
-                {"lr", lr},
-                {"version_after", version_},
-                {"compute_seconds", r.update.compute_seconds},
-                {"seconds", std::chrono::duration<double>(Clock::now() - t_start_).count()}});
+    nlohmann::json line = {
+        {"seq", seq_++},
+        {"client", c},
+        {"computed_on", o.version},
+        {"draw", o.draw},
+        {"staleness", tau},
+        {"applied", accept},
+        {"lr", lr},
+        {"version_after", version_},
+        {"compute_seconds", r.update.compute_seconds},
+        {"seconds", std::chrono::duration<double>(Clock::now() - t_start_).count()}};
+    if (arrivals_) line["simulated_seconds"] = sim_now_;  // when it reached the server
+    log_.write(line);
     dispatch(engine, c);
   }
 
@@ -157,6 +188,14 @@ class AsyncPlan final : public Plan {
   uint64_t version_ = 0, seq_ = 0;
   Clock::time_point t_start_;
   double busy_seconds_ = 0;
+  // [network] simulated: the updates' order and time on the simulated clock; the updates in but
+  // not yet due (each a Collected of one reply, which owns its message)
+  std::optional<AsyncArrivals> arrivals_ =
+      s_.network.mode == NetworkMode::kSimulated
+          ? std::optional<AsyncArrivals>(std::in_place, s_.network, s_.seed)
+          : std::nullopt;
+  std::map<uint32_t, Collected> held_;
+  double sim_now_ = 0;
 };
 
 }  // namespace

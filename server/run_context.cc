@@ -59,8 +59,13 @@ bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const 
     network += fmt::format(", {} unavailable", rec.unavailable->size());
   if (rec.simulated_lost && !rec.simulated_lost->empty())
     network += fmt::format(", {} lost", rec.simulated_lost->size());
-  if (rec.simulated_seconds) network += fmt::format(", {:.3g} s simulated", *rec.simulated_seconds);
-  if (rec.emulated_seconds) network += fmt::format(", {:.3g} s emulated", *rec.emulated_seconds);
+  // three digits: 0.0126, 1.31, 16.3, then whole seconds (1000, not 1e+03)
+  const auto secs = [](double x) {
+    return x >= 100 ? fmt::format("{:.0f}", x) : fmt::format("{:.3g}", x);
+  };
+  if (rec.simulated_seconds)
+    network += fmt::format(", {} s simulated", secs(*rec.simulated_seconds));
+  if (rec.emulated_seconds) network += fmt::format(", {} s emulated", secs(*rec.emulated_seconds));
   engine.log(fmt::format(
       "round {}/{}: {}{}{}{}", r + 1, s.rounds, what, network,
       trained ? fmt::format(", train loss {:.4f}", rec.train_loss) : "",

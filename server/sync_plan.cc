@@ -197,6 +197,14 @@ class SyncPlan final : public Plan {
     rec.wait_seconds = std::chrono::duration<double>(t_wait - t0).count();
     rec.aggregate_seconds = std::chrono::duration<double>(t_done - t_wait).count();
     clock_.end_round(rec, engine.round, std::chrono::duration<double>(t_done - t0).count());
+    if (const auto over = clock_.over_deadline(); over && !said_over_deadline_) {
+      said_over_deadline_ = true;
+      engine.log(fmt::format(
+          "round {}: the simulated round's slowest client took {:.1f} s, over wait_seconds = {:g}: "
+          "the round is recorded as {:g} s, yet every update was aggregated (simulated mode does "
+          "not drop late clients); raise wait_seconds to see the links' whole time (said once)",
+          engine.round + 1, *over, s_.wait_seconds, s_.wait_seconds));
+    }
     return fmt::format("{} updates", c.got.size());
   }
 
@@ -362,6 +370,7 @@ class SyncPlan final : public Plan {
   std::map<std::string, std::vector<uint32_t>> per_peer_;  // this round's tasks per process
   uint64_t model_bytes_ = 0;  // the model frame of this round's TASK, as sent
   NetworkClock clock_{s_.network, s_.seed, s_.wait_seconds};  // [network]: the rounds' time axis
+  bool said_over_deadline_ = false;  // the warning that the deadline capped a simulated round
 };
 
 }  // namespace

@@ -255,6 +255,30 @@ TEST(NetworkSimulated, TheRingsSendsDoNotCrossTheServerLink) {
   EXPECT_NEAR(simulated_ring_seconds(n, 1, 0, {w0, w1}, 0), 0.002 + 0.5 + 1 + 0.002, 1e-9);
 }
 
+// A 3 s round under a 2 s deadline is recorded as 2 s, and the clock says what it cut; a round
+// whose message was lost waits out the deadline, which is not a cut.
+TEST(NetworkClock, SaysWhenTheDeadlineCutARoundShort) {
+  const auto n = resolve_network(NetworkMode::kSimulated, JitterKind::kUniform, "custom", "", {},
+                                 {.down_bps = 8e6, .up_bps = 8e6}, 1, 1);
+  NetworkClock clock(n, 1, 2);
+  RoundRecord rec;
+  rec.bytes_down_per_task = 1000000;
+  rec.aggregate_seconds = 0.5;
+  rec.clients = {{.client = 0, .bytes_up = 2000000, .compute_seconds = 0}};  // 1 s + 2 s
+  clock.end_round(rec, 0, 0);
+  EXPECT_NEAR(*rec.simulated_seconds, 2.5, 1e-12);
+  ASSERT_TRUE(clock.over_deadline());
+  EXPECT_NEAR(*clock.over_deadline(), 3, 1e-12);
+  rec.simulated_lost = std::vector<uint32_t>{0};
+  clock.end_round(rec, 1, 0);
+  EXPECT_FALSE(clock.over_deadline());
+  rec.simulated_lost.reset();
+  rec.clients = {{.client = 0, .bytes_up = 500000, .compute_seconds = 0}};  // 1.5 s
+  clock.end_round(rec, 2, 0);
+  EXPECT_FALSE(clock.over_deadline());
+  EXPECT_NEAR(*rec.simulated_seconds, 2.0, 1e-12);
+}
+
 TEST(NetworkClock, FillsTheRecordsTimeFieldsAndSumsThem) {
   const auto sim = resolve_network(NetworkMode::kSimulated, JitterKind::kUniform, "custom", "", {},
                                    {.down_bps = 8e6, .up_bps = 8e6}, 1, 2);
@@ -327,11 +351,15 @@ TEST(NetworkSpec, RefusesWhatCannotRunAndSaysWhy) {
   EXPECT_TRUE(has({"network.custom.loss=1.5"}, "network profile 'custom': loss must be in [0, 1]"));
   EXPECT_TRUE(has({"network.custom.availability=-0.1"}, "availability must be in [0, 1]"));
   EXPECT_TRUE(has({"network.custom.latency_seconds=-1"}, "latency_seconds must be >= 0"));
-  EXPECT_TRUE(has({"network.mode=simulated", "regime=async"},
-                  "network.mode = \"simulated\" computes synchronous rounds"));
+  EXPECT_TRUE(has({"network.mode=simulated", "regime=async", "network.server=wifi"},
+                  "network.server shares the server's link among a synchronous round's messages: "
+                  "it does not apply to regime = \"async\""));
+  EXPECT_TRUE(has({"network.mode=simulated", "regime=async", "network.profile=3g"},
+                  "a simulated asynchronous run carries time, not loss: it would wait for a lost "
+                  "update forever"));
   EXPECT_TRUE(has({"network.mode=simulated", "regime=gradient", "topology=pipeline"},
-                  "it needs the parameter-server topology with regime = \"gradient\" or "
-                  "\"model\", the master or the allreduce topology"));
+                  "network.mode = \"simulated\" computes the parameter-server topology's rounds "
+                  "(every regime), the master's and the allreduce ring's, not a pipeline's"));
   EXPECT_TRUE(
       has({"network.mode=simulated", "regime=gradient", "topology=master", "network.profile=3g"},
           "a simulated master carries time, not loss"));
@@ -360,6 +388,7 @@ TEST(NetworkSpec, RefusesWhatCannotRunAndSaysWhy) {
   EXPECT_EQ(refusal({"network.mode=simulated", "regime=gradient", "topology=master",
                      "network.server=wifi"}),
             "");
+  EXPECT_EQ(refusal({"network.mode=simulated", "regime=async", "network.profile=lte"}), "");
   EXPECT_EQ(refusal({"network.mode=simulated", "regime=gradient", "topology=allreduce",
                      "network.heterogeneous=wifi:0.5,lte:0.5"}),
             "");
