@@ -363,7 +363,7 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
     require(n.mode != NetworkMode::kEmulated,
             "network.server is the simulated server's shared link: emulated mode shapes each "
             "process's link on its own (use network.mode = \"simulated\")");
-    require(!async,
+    require(!async || n.mode == NetworkMode::kOff,
             "network.server shares the server's link among a synchronous round's messages: it "
             "does not apply to regime = \"async\" (each update crosses its client's link alone)");
     n.server = link_profile(server, custom, "network.server");
