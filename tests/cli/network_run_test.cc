@@ -305,7 +305,8 @@ TEST(NetworkRun, AServerLinkIsSharedByEveryClientsMessages) {
 // 73 ms each way, plus 50 ms latency), 1 and 3 on datacenter links. The server applies updates in
 // the order they reach it on the simulated clock, so updates.jsonl's simulated times never go
 // back; a slow client's updates are at least its round trip apart; the fast clients get most of
-// the updates; and each round's simulated seconds are the clock's advance.
+// the updates; each round's simulated seconds are the clock's advance; and the replay of the log
+// is the run's model.
 // (Real processes over tcp: an async client may still be sending when the server stops, which
 // a tcp socket queues and an inproc one, whose server end is gone, would wait on forever.)
 TEST(NetworkRun, SimulatedAsyncAppliesUpdatesInTheOrderTheyReachTheServer) {
@@ -347,6 +348,11 @@ TEST(NetworkRun, SimulatedAsyncAppliesUpdatesInTheOrderTheyReachTheServer) {
     EXPECT_NEAR(rec.at("simulated_time").get<double>(), total, 1e-9);
   }
   EXPECT_NEAR(total, last, 1e-9);  // the last round ends with its last update
+  // the log's order is the order applied: `fedpar replay` recomputes the same model
+  const auto replay = testing::run_fedpar("replay " + sim.dir.string(), tmp.path());
+  EXPECT_EQ(replay.code, 0) << replay.err;
+  EXPECT_NE((replay.out + replay.err).find("matches the run's"), std::string::npos)
+      << replay.out << replay.err;
 }
 
 // A client whose availability draw fails is not asked: the record lists it as unavailable, its
