@@ -5,25 +5,17 @@
 
 namespace fedpar {
 
-double AsyncArrivals::up_seconds(uint32_t client, uint64_t task, uint64_t bytes) const {
-  const LinkProfile& p = n_.of(client);
-  return transfer_seconds(bytes, p.up_bps) + p.latency_s +
-         jitter_seconds(n_.jitter, p.jitter_s, seed_, "up", client, uint32_t(task));
-}
-
 void AsyncArrivals::dispatch(uint32_t client, uint64_t task, double now, uint64_t down_bytes) {
-  const LinkProfile& p = n_.of(client);
-  out_[client] = {
-      .index = task,
-      .ready = now + transfer_seconds(down_bytes, p.down_bps) + p.latency_s +
-               jitter_seconds(n_.jitter, p.jitter_s, seed_, "down", client, uint32_t(task))};
+  out_[client] = {.index = task,
+                  .ready = now + message_seconds(n_, seed_, task, client, "down", down_bytes)};
 }
 
 void AsyncArrivals::computed(uint32_t client, double compute_seconds, uint64_t up_bytes) {
   auto it = out_.find(client);
   FEDPAR_CHECK(it != out_.end()) << "client " << client << " holds no simulated task";
   Task& t = it->second;
-  t.arrival = t.ready + compute_seconds + up_seconds(client, t.index, up_bytes);
+  t.arrival =
+      t.ready + compute_seconds + message_seconds(n_, seed_, t.index, client, "up", up_bytes);
 }
 
 std::optional<AsyncArrivals::Next> AsyncArrivals::next() const {
@@ -33,7 +25,7 @@ std::optional<AsyncArrivals::Next> AsyncArrivals::next() const {
   if (!first) return std::nullopt;
   for (const auto& [c, t] : out_) {
     if (t.arrival) continue;
-    const double earliest = t.ready + up_seconds(c, t.index, 0);
+    const double earliest = t.ready + message_seconds(n_, seed_, t.index, c, "up", 0);
     if (earliest < first->arrival || (earliest == first->arrival && c < first->client))
       return std::nullopt;  // it could still come first
   }

@@ -44,8 +44,6 @@ class AsyncArrivals {
     double ready = 0;  // the TASK in at the client
     std::optional<double> arrival;
   };
-  double up_seconds(uint32_t client, uint64_t task, uint64_t bytes) const;
-
   const NetworkSpec& n_;
   uint64_t seed_;
   std::map<uint32_t, Task> out_;  // tasks handed out, by client

@@ -198,17 +198,14 @@ std::vector<uint32_t> network_participants(const NetworkSpec& n, uint64_t seed, 
   return asked;
 }
 
-namespace {
-
-// One simulated message between the server and `client` on the client's link alone: its bytes over
-// the link's bandwidth in that direction, plus the latency and the seeded jitter keyed by (seed,
-// direction, client, round, repeat).
 double message_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round, uint32_t client,
                        std::string_view direction, uint64_t bytes, uint32_t repeat) {
   const LinkProfile& p = n.of(client);
   return transfer_seconds(bytes, direction == "down" ? p.down_bps : p.up_bps) + p.latency_s +
          jitter_seconds(n.jitter, p.jitter_s, seed, direction, client, uint32_t(round), repeat);
 }
+
+namespace {
 
 struct Message {
   uint32_t client = 0;

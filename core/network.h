@@ -100,6 +100,12 @@ bool message_lost(double loss, uint64_t seed, std::string_view direction, uint32
 std::vector<uint32_t> network_participants(const NetworkSpec& n, uint64_t seed, uint64_t round,
                                            std::vector<uint32_t> sampled, RoundRecord& rec);
 
+// One simulated message between the server and `client` on the client's link alone: its bytes
+// over the link's bandwidth in that direction ("down" | "up"), plus the latency and the seeded
+// jitter keyed by (seed, direction, client, round, repeat).
+double message_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round, uint32_t client,
+                       std::string_view direction, uint64_t bytes, uint32_t repeat = 0);
+
 // One participant of a simulated round.
 struct SimulatedClient {
   uint32_t client = 0;

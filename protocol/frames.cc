@@ -38,6 +38,13 @@ std::vector<std::span<const uint8_t>> WireMessage::spans() const {
   return out;
 }
 
+size_t WireMessage::bytes() const {
+  size_t n = 0;
+  for (const auto& f : frames) n += f.size();
+  for (const auto& v : vectors) n += v.size_bytes();
+  return n;
+}
+
 std::span<float> ParsedMessage::copy(size_t n) {
   // for overwrite: a decoded vector is written whole, zeroing it first would be a wasted pass
   return {copies.emplace_back(std::make_unique_for_overwrite<float[]>(n)).get(), n};

@@ -38,6 +38,7 @@ struct WireMessage {
 
   // Every frame in wire order, and its copy (for tests that corrupt frames).
   std::vector<std::span<const uint8_t>> spans() const;
+  size_t bytes() const;  // all frames together, as they go on the wire
   std::vector<std::vector<uint8_t>> copy_frames() const;
 };
 

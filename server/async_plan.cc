@@ -108,11 +108,7 @@ class AsyncPlan final : public Plan {
     const WireMessage m = engine.encode_model_task(task, current_, {0, engine.run_id, version_});
     engine.send(engine.owner[c], m);
     outstanding_[c] = {version_, draw};
-    if (arrivals_) {
-      uint64_t bytes = 0;
-      for (const auto& f : m.spans()) bytes += f.size();
-      arrivals_->dispatch(c, draw, sim_now_, bytes);
-    }
+    if (arrivals_) arrivals_->dispatch(c, draw, sim_now_, m.bytes());
   }
 
   // The next update from any client that holds a task, computed on the version it was given.

@@ -75,7 +75,7 @@ class MasterPlan final : public Plan {
     rec.wait_seconds = std::chrono::duration<double>(t_agg - t0).count() - loss_seconds;
     if (s_.network.mode == NetworkMode::kSimulated)
       clock_.end_master_round(rec, engine.round,
-                              simulated_slices(wire_bytes(model), dlogits_bytes, logits, grads));
+                              simulated_slices(model.bytes(), dlogits_bytes, logits, grads));
     return fmt::format("batch of {} over {} workers", total_, engine.num_clients);
   }
 
@@ -135,19 +135,13 @@ class MasterPlan final : public Plan {
       TaskMsg backward{.kind = TaskKind::kBackward, .clients = engine.peers[id].clients};
       for (uint32_t c : backward.clients) backward.vectors.push_back(slice[c]);
       const WireMessage m = encode(backward, engine.envelope(), dlogits);
-      const uint64_t all = wire_bytes(m), k = backward.clients.size();
+      const uint64_t all = m.bytes(), k = backward.clients.size();
       uint64_t slices = 0;
       for (uint32_t c : backward.clients) slices += slice[c].size_bytes();
       for (uint32_t c : backward.clients) bytes[c] = slice[c].size_bytes() + (all - slices) / k;
       engine.send(id, m);
     }
     return loss_sum;
-  }
-
-  static uint64_t wire_bytes(const WireMessage& m) {
-    uint64_t n = 0;
-    for (const auto& f : m.spans()) n += f.size();
-    return n;
   }
 
   // [network] simulated: each client's four messages of the step as sent and received and its two
