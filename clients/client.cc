@@ -421,7 +421,10 @@ class ClientProcess {
                    .ring_bytes_sent = st.bytes_sent,
                    .ring_bytes_received = st.bytes_received,
                    .replica_seconds = st.replica_seconds,
-                   .replica_bytes_sent = st.replica_bytes_sent});
+                   .replica_bytes_sent = st.replica_bytes_sent,
+                   .op_seconds = st.op_seconds,
+                   .op_bytes = st.op_bytes,
+                   .ring_steps = st.ring_steps});
   }
 
   // Forward: the logits of each hosted client's rows; backward: its gradients from the dlogits

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -94,6 +95,21 @@ PartStep PipelineWorker::step(const Dataset& data, std::span<const uint32_t> sha
   st.zero_grads();
   // the mean over every replica's batch, once the replica ring has summed the parts
   const float scale = 1.0f / float(batch * replicas_.replicas());
+  // [network] simulated: each op's compute (its time less its wait on the links) and what it sent
+  const bool simulated = s_.network.mode == NetworkMode::kSimulated;
+  // (the first op's includes drawing the batch, before it)
+  auto op_start = t0;
+  double op_wait = wait0;
+  uint64_t op_sent = sent0;
+  const auto end_op = [&] {
+    if (!simulated) return;
+    const auto now = Clock::now();
+    const double wait = link_.wait_seconds();
+    out.op_seconds.push_back(
+        std::max(0.0, std::chrono::duration<double>(now - op_start).count() - (wait - op_wait)));
+    out.op_bytes.push_back(link_.bytes_sent() - op_sent);
+    op_start = now, op_wait = wait, op_sent = link_.bytes_sent();
+  };
   for (const PipeOp op : pipe_ops(sched, stage_, stages_, m)) {
     const size_t j = size_t(op.micro);
     const MicroBatch mb = micro[j];
@@ -123,6 +139,7 @@ PartStep PipelineWorker::step(const Dataset& data, std::span<const uint32_t> sha
         link_.send(PipeDirection::kForward, pipe_tag(round, uint32_t(j), PipeDirection::kForward),
                    bytes_of(host_), bytes_of(labels[j]));
       }
+      end_op();
       continue;
     }
     float* dx = nullptr;
@@ -147,6 +164,7 @@ PartStep PipelineWorker::step(const Dataset& data, std::span<const uint32_t> sha
       link_.send(PipeDirection::kBackward, pipe_tag(round, uint32_t(j), PipeDirection::kBackward),
                  bytes_of(host_));
     }
+    end_op();
   }
   // One SGD step per batch on the host slice, as the parameter server steps its whole model.
   replicas_.apply(st.grads_host(), stage_, stages_, round, sgd_, params_, out);

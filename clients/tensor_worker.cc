@@ -59,6 +59,7 @@ PartStep TensorWorker::step(const Dataset& data, std::span<const uint32_t> shard
     const auto a = Clock::now();
     ring_allreduce(v, rank_, ways_, link_, bucket);
     out.link_seconds += std::chrono::duration<double>(Clock::now() - a).count();
+    if (s_.network.mode == NetworkMode::kSimulated) out.ring_steps += uint32_t(2 * (ways_ - 1));
   };
   shard_->zero_grads();
   // the mean over every replica's batch, once the replica ring has summed the parts

@@ -205,29 +205,19 @@ double message_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round, uint
          jitter_seconds(n.jitter, p.jitter_s, seed, direction, client, uint32_t(round), repeat);
 }
 
-namespace {
-
-struct Message {
-  uint32_t client = 0;
-  uint64_t bytes = 0;
-  double start = 0;  // when the sender has it ready
-};
-
-// When each of a round's messages in one direction arrives. Without a server link each crosses its
-// client's link alone; with one they share the server's side (its uplink the TASKs, its downlink
-// the UPDATEs: shared_link.h), each at most at its client's bandwidth, and pay its latency too.
-std::vector<double> arrivals(const NetworkSpec& n, uint64_t seed, uint64_t round,
-                             std::string_view direction, const std::vector<Message>& messages,
-                             uint32_t repeat = 0) {
+std::vector<double> simulated_arrivals(const NetworkSpec& n, uint64_t seed, uint64_t round,
+                                       std::string_view direction,
+                                       const std::vector<SimulatedMessage>& messages,
+                                       uint32_t repeat) {
   std::vector<double> at;
   if (!n.server) {
-    for (const Message& m : messages)
+    for (const SimulatedMessage& m : messages)
       at.push_back(m.start + message_seconds(n, seed, round, m.client, direction, m.bytes, repeat));
     return at;
   }
   const bool down = direction == "down";
   std::vector<Flow> flows;
-  for (const Message& m : messages)
+  for (const SimulatedMessage& m : messages)
     flows.push_back({m.start, m.bytes, down ? n.of(m.client).down_bps : n.of(m.client).up_bps});
   const auto crossed = shared_link_finish(flows, down ? n.server->up_bps : n.server->down_bps);
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -238,6 +228,8 @@ std::vector<double> arrivals(const NetworkSpec& n, uint64_t seed, uint64_t round
   }
   return at;
 }
+
+namespace {
 
 // One client's part of a synchronous exchange: a message down, compute, a message up.
 struct Exchange {
@@ -250,12 +242,12 @@ struct Exchange {
 // When the last reply of a synchronous exchange is in (0 without clients).
 double last_reply(const NetworkSpec& n, uint64_t seed, uint64_t round,
                   const std::vector<Exchange>& clients, uint32_t repeat = 0) {
-  std::vector<Message> down, up;
+  std::vector<SimulatedMessage> down, up;
   for (const Exchange& c : clients) down.push_back({c.client, c.down_bytes, 0});
-  const auto tasks = arrivals(n, seed, round, "down", down, repeat);
+  const auto tasks = simulated_arrivals(n, seed, round, "down", down, repeat);
   for (size_t i = 0; i < clients.size(); ++i)
     up.push_back({clients[i].client, clients[i].up_bytes, tasks[i] + clients[i].compute_seconds});
-  const auto replies = arrivals(n, seed, round, "up", up, repeat);
+  const auto replies = simulated_arrivals(n, seed, round, "up", up, repeat);
   return replies.empty() ? 0 : *std::ranges::max_element(replies);
 }
 
@@ -293,7 +285,7 @@ double simulated_ring_seconds(const NetworkSpec& n, uint64_t seed, uint64_t roun
                               double aggregate_seconds) {
   // The ring moves in lockstep: it starts when the last worker has its gradient, each step waits
   // for the slowest link, and the server waits for the last report.
-  std::vector<Message> tasks, reports;
+  std::vector<SimulatedMessage> tasks, reports;
   double ring = 0;
   for (const auto& w : workers) {
     const LinkProfile &p = n.of(w.client), &next = n.of(w.next_client);
@@ -302,8 +294,8 @@ double simulated_ring_seconds(const NetworkSpec& n, uint64_t seed, uint64_t roun
     ring = std::max(ring, transfer_seconds(w.ring_bytes, std::min(p.up_bps, next.down_bps)) +
                               double(w.ring_steps) * (p.latency_s + next.latency_s));
   }
-  const auto task_in = arrivals(n, seed, round, "down", tasks);
-  const auto report_in = arrivals(n, seed, round, "up", reports);
+  const auto task_in = simulated_arrivals(n, seed, round, "down", tasks);
+  const auto report_in = simulated_arrivals(n, seed, round, "up", reports);
   double ready = 0, report = 0;
   for (size_t i = 0; i < workers.size(); ++i) {
     ready = std::max(ready, task_in[i] + workers[i].compute_seconds);
@@ -312,7 +304,7 @@ double simulated_ring_seconds(const NetworkSpec& n, uint64_t seed, uint64_t roun
   return ready + ring + report + aggregate_seconds;
 }
 
-void NetworkClock::add_simulated(RoundRecord& rec, double seconds) {
+void NetworkClock::add_simulated_seconds(RoundRecord& rec, double seconds) {
   total_ += seconds;
   rec.simulated_seconds = seconds;
   rec.simulated_time = total_;
@@ -321,14 +313,14 @@ void NetworkClock::add_simulated(RoundRecord& rec, double seconds) {
 void NetworkClock::end_ring_round(RoundRecord& rec, uint64_t round,
                                   const std::vector<SimulatedWorker>& workers) {
   if (n_.mode == NetworkMode::kSimulated)
-    add_simulated(
+    add_simulated_seconds(
         rec, simulated_ring_seconds(n_, seed_, round, workers, rec.aggregate_seconds.value_or(0)));
 }
 
 void NetworkClock::end_master_round(RoundRecord& rec, uint64_t round,
                                     const std::vector<SimulatedSlice>& slices) {
   if (n_.mode == NetworkMode::kSimulated)
-    add_simulated(
+    add_simulated_seconds(
         rec, simulated_master_seconds(n_, seed_, round, slices, rec.master_loss_seconds.value_or(0),
                                       rec.aggregate_seconds.value_or(0)));
 }
@@ -349,8 +341,8 @@ void NetworkClock::end_round(RoundRecord& rec, uint64_t round, double wall_secon
     const double slowest = simulated_exchange_seconds(n_, seed_, round, clients);
     over_deadline_.reset();
     if (!deadline_hit && slowest > deadline_) over_deadline_ = slowest;
-    add_simulated(rec, (deadline_hit ? deadline_ : std::min(slowest, deadline_)) +
-                           rec.aggregate_seconds.value_or(0));
+    add_simulated_seconds(rec, (deadline_hit ? deadline_ : std::min(slowest, deadline_)) +
+                                   rec.aggregate_seconds.value_or(0));
   }
 }
 

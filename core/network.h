@@ -106,6 +106,21 @@ std::vector<uint32_t> network_participants(const NetworkSpec& n, uint64_t seed, 
 double message_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round, uint32_t client,
                        std::string_view direction, uint64_t bytes, uint32_t repeat = 0);
 
+// One message of a simulated round in one direction, ready to leave at `start`.
+struct SimulatedMessage {
+  uint32_t client = 0;
+  uint64_t bytes = 0;
+  double start = 0;
+};
+// When each arrives. Without a server link each crosses its client's link alone (start +
+// message_seconds); with one they share the server's side (its uplink the TASKs ("down"), its
+// downlink the reports ("up"): shared_link.h), each at most at its client's bandwidth, and pay its
+// latency too.
+std::vector<double> simulated_arrivals(const NetworkSpec& n, uint64_t seed, uint64_t round,
+                                       std::string_view direction,
+                                       const std::vector<SimulatedMessage>& messages,
+                                       uint32_t repeat = 0);
+
 // One participant of a simulated round.
 struct SimulatedClient {
   uint32_t client = 0;
@@ -176,12 +191,12 @@ class NetworkClock {
   // The last synchronous round's slowest participant, when the deadline cut its time short
   // although every update was aggregated (simulated mode does not drop late clients).
   std::optional<double> over_deadline() const { return over_deadline_; }
+  // A round whose simulated seconds its plan computed (pipeline, tensor: simulated_parallel.h).
+  void add_simulated_seconds(RoundRecord& rec, double seconds);
   double elapsed() const { return total_; }  // the running sum, for checkpoints
   void restore(double total) { total_ = total; }
 
  private:
-  void add_simulated(RoundRecord& rec, double seconds);
-
   const NetworkSpec& n_;
   uint64_t seed_;
   double deadline_, total_ = 0;

@@ -77,24 +77,57 @@ void pipe_walk(PipeSchedule schedule, int p, int m,
                               pipe_schedule_name(schedule), s, p));
 }
 
-PipeTiming pipe_timing(PipeSchedule schedule, int p, int m, double fwd, double bwd) {
-  // Each op starts when its stage is free and its input has come (pipe_walk's dependencies).
-  std::vector<std::vector<double>> f_end(size_t(p), std::vector<double>(size_t(m), 0)),
-      b_end = f_end;
-  std::vector<double> free(size_t(p), 0);
+std::vector<double> pipe_finish(PipeSchedule schedule, int p, int m,
+                                const std::vector<PipeStageCosts>& costs) {
+  if (costs.size() != size_t(p))
+    throw Error(fmt::format("pipe_finish: {} stages' costs for {} stages", costs.size(), p));
+  for (int s = 0; s < p; ++s) {
+    const PipeStageCosts& c = costs[size_t(s)];
+    const size_t ops = 2 * size_t(m);
+    if (c.op_seconds.size() != ops || (!c.send_seconds.empty() && c.send_seconds.size() != ops) ||
+        c.latency_seconds.size() != c.send_seconds.size())
+      throw Error(fmt::format(
+          "pipe_finish: stage {} has {} op times, {} send times and {} "
+          "latencies for its {} ops",
+          s, c.op_seconds.size(), c.send_seconds.size(), c.latency_seconds.size(), ops));
+  }
+  // Each op starts when its stage is free and its input has come (pipe_walk's dependencies); a
+  // stage's ops run in order, so each directed link sees its messages in the order they leave.
+  std::vector<std::vector<double>> f_in(size_t(p), std::vector<double>(size_t(m), 0)),
+      b_in = f_in;  // when micro-batch j's activations / their gradient are at stage s
+  std::vector<double> busy(static_cast<size_t>(p), 0.0), link_up = busy, link_down = busy;
+  std::vector<size_t> at(size_t(p), 0);
+  for (int s = 0; s < p; ++s) busy[size_t(s)] = costs[size_t(s)].start;
   pipe_walk(schedule, p, m, [&](int s, PipeOp op) {
-    const size_t j = size_t(op.micro);
-    double ready = 0;
-    if (op.kind == PipeOp::kForward) {
-      if (s > 0) ready = f_end[size_t(s - 1)][j];
-    } else {
-      ready = s + 1 < p ? b_end[size_t(s + 1)][j] : f_end[size_t(s)][j];
+    const PipeStageCosts& c = costs[size_t(s)];
+    const size_t i = at[size_t(s)]++, j = size_t(op.micro);
+    const bool forward = op.kind == PipeOp::kForward;
+    double& t = busy[size_t(s)];
+    // a forward on stage 0 has its batch; the last stage's backward follows its own forward
+    const double ready =
+        forward ? (s > 0 ? f_in[size_t(s)][j] : 0) : (s + 1 < p ? b_in[size_t(s)][j] : 0);
+    t = std::max(t, ready) + c.op_seconds[i];
+    const int to = forward ? s + 1 : s - 1;
+    if (to < 0 || to >= p) return;
+    double arrive = t;
+    if (!c.send_seconds.empty()) {
+      double& link = forward ? link_up[size_t(s)] : link_down[size_t(s)];
+      link = std::max(link, t) + c.send_seconds[i];
+      arrive = link + c.latency_seconds[i];
     }
-    free[size_t(s)] = std::max(ready, free[size_t(s)]) + (op.kind == PipeOp::kForward ? fwd : bwd);
-    (op.kind == PipeOp::kForward ? f_end : b_end)[size_t(s)][j] = free[size_t(s)];
+    (forward ? f_in : b_in)[size_t(to)][j] = arrive;
   });
+  return busy;
+}
+
+PipeTiming pipe_timing(PipeSchedule schedule, int p, int m, double fwd, double bwd) {
+  std::vector<PipeStageCosts> costs(static_cast<size_t>(p));
+  for (int s = 0; s < p; ++s)
+    for (const PipeOp op : pipe_ops(schedule, s, p, m))
+      costs[size_t(s)].op_seconds.push_back(op.kind == PipeOp::kForward ? fwd : bwd);
+  const std::vector<double> finish = pipe_finish(schedule, p, m, costs);
   PipeTiming t;
-  t.makespan = *std::max_element(free.begin(), free.end());
+  t.makespan = *std::max_element(finish.begin(), finish.end());
   t.bubble = 1.0 - double(p) * m * (fwd + bwd) / (double(p) * t.makespan);
   return t;
 }

@@ -37,6 +37,21 @@ int pipe_slots(PipeSchedule schedule, int stage, int stages, int micro_batches);
 void pipe_walk(PipeSchedule schedule, int stages, int micro_batches,
                const std::function<void(int stage, PipeOp op)>& on_op);
 
+// The times of one batch's ops, given what each costs. Stage s may begin at `start`; its i-th op
+// (pipe_ops order) computes for op_seconds[i] once the stage is free and its input has come. An op
+// that sends its neighbour something (a forward to the next stage, a backward to the previous)
+// puts it on that directed link when it ends: the message occupies the link send_seconds[i],
+// behind the link's earlier messages, and arrives latency_seconds[i] after it left the link.
+// Empty send_seconds / latency_seconds: the stage's messages arrive when they are sent.
+struct PipeStageCosts {
+  double start = 0;
+  std::vector<double> op_seconds;
+  std::vector<double> send_seconds, latency_seconds;
+};
+// When each stage ends its last op. Throws Error if a stage's costs do not match its ops.
+std::vector<double> pipe_finish(PipeSchedule schedule, int stages, int micro_batches,
+                                const std::vector<PipeStageCosts>& costs);
+
 // Unit-time model of one batch: forward passes take `forward` time units and backward ones
 // `backward`, on every stage, and a message arrives when it is sent. Returns the batch's time
 // (makespan) and the bubble: the fraction of stage-time spent idle, which for GPipe and 1F1B is

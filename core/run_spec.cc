@@ -335,11 +335,8 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
   const bool ring = s.topology == Topology::kAllReduce;
   const bool master = s.topology == Topology::kMaster && s.regime != Regime::kAsync;
   const bool async = s.topology == Topology::kParameterServer && s.regime == Regime::kAsync;
-  require(
-      n.mode != NetworkMode::kSimulated || sync_ps || ring || master || async,
-      "network.mode = \"simulated\" computes the parameter-server topology's rounds (every "
-      "regime), the master's and the allreduce ring's, not a pipeline's or a tensor grid's (use "
-      "\"emulated\" otherwise)");
+  const bool parts = s.model_parallel();
+  // simulated mode times every topology (the master and the ring need regime = "gradient")
   if (n.mode == NetworkMode::kSimulated && ring) {
     // the ring's time is computed from the bytes fedpar's own ring sends, in a fixed ring
     require(s.ring_backend == RingBackend::kZmqRing,
@@ -349,13 +346,14 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
             "network.mode = \"simulated\" does not model a ring re-formed mid-round: it needs "
             "allreduce.elastic = false");
   }
-  if (n.mode == NetworkMode::kSimulated && (ring || master || async))
+  if (n.mode == NetworkMode::kSimulated && (ring || master || async || parts))
     require(std::ranges::none_of(
                 n.profiles, [](const LinkProfile& l) { return l.loss > 0 || l.availability < 1; }),
             fmt::format("a simulated {} carries time, not loss: it {}, so its links need loss = 0 "
                         "and availability = 1 (the profiles 3g and custom may set them)",
                         ring     ? "ring"
                         : master ? "master"
+                        : parts  ? "model-parallel step"
                                  : "asynchronous run",
                         async ? "would wait for a lost update forever"
                               : "cannot go on without a worker's message"));
@@ -559,9 +557,9 @@ int resolve_grid(const Config& c, const RunSpec& s) {
           fmt::format("topology '{}' sends activations and their gradients uncompressed: it needs "
                       "compression.uplink and compression.downlink = \"none\"",
                       t));
-  require(!s.network.on(),
-          fmt::format("network.mode applies to the server's links, not those between a {} "
-                      "topology's processes: it needs network.mode = \"off\"",
+  require(s.network.mode != NetworkMode::kEmulated,
+          fmt::format("network.mode = \"emulated\" shapes the server's links, not those between a "
+                      "{} topology's processes: use network.mode = \"simulated\" (or \"off\")",
                       t));
   return data;
 }

@@ -184,6 +184,12 @@ std::variant<T, ProtocolError> field(const nlohmann::json& body, const char* nam
     ok = it->is_array();
     for (const auto& e : *it)
       ok = ok && e.is_number_unsigned() && e.template get<uint64_t>() <= UINT32_MAX;
+  } else if constexpr (std::is_same_v<T, std::vector<uint64_t>>) {
+    ok = it->is_array();
+    for (const auto& e : *it) ok = ok && e.is_number_unsigned();
+  } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+    ok = it->is_array();
+    for (const auto& e : *it) ok = ok && e.is_number();
   } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
     ok = it->is_array();
     for (const auto& e : *it) ok = ok && e.is_string();
@@ -209,6 +215,10 @@ template std::variant<uint64_t, ProtocolError> field<uint64_t>(const nlohmann::j
 template std::variant<int64_t, ProtocolError> field<int64_t>(const nlohmann::json&, const char*);
 template std::variant<uint32_t, ProtocolError> field<uint32_t>(const nlohmann::json&, const char*);
 template std::variant<std::vector<uint32_t>, ProtocolError> field<std::vector<uint32_t>>(
+    const nlohmann::json&, const char*);
+template std::variant<std::vector<uint64_t>, ProtocolError> field<std::vector<uint64_t>>(
+    const nlohmann::json&, const char*);
+template std::variant<std::vector<double>, ProtocolError> field<std::vector<double>>(
     const nlohmann::json&, const char*);
 template std::variant<std::vector<std::string>, ProtocolError> field<std::vector<std::string>>(
     const nlohmann::json&, const char*);

@@ -188,8 +188,18 @@ WireMessage encode(UpdateMsg m, const Envelope& e, std::shared_ptr<const void> o
                  {"replica_seconds", m.replica_seconds},
                  {"replica_bytes_sent", m.replica_bytes_sent},
                  {"hash", m.hash}});
+  if (!m.op_seconds.empty()) body.update({{"op_seconds", m.op_seconds}, {"op_bytes", m.op_bytes}});
+  if (m.ring_steps > 0) body["ring_steps"] = m.ring_steps;
   return encode_message(MessageType::kUpdate, e.client, e.run, e.round, body, m.vectors,
                         std::move(owner), std::move(m.encoded));
+}
+
+size_t simulation_extra_bytes(const UpdateMsg& m) {
+  nlohmann::json extra = nlohmann::json::object();
+  if (!m.op_seconds.empty()) extra.update({{"op_seconds", m.op_seconds}, {"op_bytes", m.op_bytes}});
+  if (m.ring_steps > 0) extra["ring_steps"] = m.ring_steps;
+  // in the body they are members among others: their text less the braces, plus a comma
+  return extra.empty() ? 0 : extra.dump().size() - 1;
 }
 
 WireMessage encode(const ErrorMsg& m, const Envelope& e) {
@@ -382,6 +392,14 @@ Decoded<UpdateMsg> decode_update(const ParsedMessage& p) {
     r.get_optional("replica_seconds", m.replica_seconds);
     r.get_optional("replica_bytes_sent", m.replica_bytes_sent);
     r.get("hash", m.hash);
+    r.get_optional("op_seconds", m.op_seconds);
+    r.get_optional("op_bytes", m.op_bytes);
+    r.get_optional("ring_steps", m.ring_steps);
+    r.require(m.op_bytes.size() == m.op_seconds.size(),
+              "op_seconds and op_bytes must have one entry per op");
+    r.require(
+        std::ranges::all_of(m.op_seconds, [](double t) { return std::isfinite(t) && t >= 0; }),
+        "op_seconds must be finite and >= 0");
     r.require(std::isfinite(m.allreduce_seconds) && m.allreduce_seconds >= 0 &&
                   std::isfinite(m.replica_seconds) && m.replica_seconds >= 0,
               "allreduce_seconds and replica_seconds must be finite and >= 0");

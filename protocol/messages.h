@@ -126,6 +126,11 @@ struct UpdateMsg {
   // pipeline and tensor in a [grid]: the ring across data replicas
   double replica_seconds = 0;
   uint64_t replica_bytes_sent = 0;
+  // [network] simulated: a pipeline stage's ops' compute and what each sent its neighbour, in
+  // schedule order; a tensor rank's sends around its group's ring (simulated_parallel.h)
+  std::vector<double> op_seconds;
+  std::vector<uint64_t> op_bytes;
+  uint32_t ring_steps = 0;
   std::string hash;  // the replica's hash when asked for
   std::vector<std::span<const float>> vectors;
   EncodedVectors encoded;  // sent in place of `vectors` when set (a compressed uplink)
@@ -150,6 +155,10 @@ WireMessage encode(TaskMsg m, const Envelope& e, std::shared_ptr<const void> own
 WireMessage encode(UpdateMsg m, const Envelope& e, std::shared_ptr<const void> owner = {});
 WireMessage encode(const ErrorMsg& m, const Envelope& e);
 WireMessage encode_stop(const Envelope& e);
+
+// The bytes an UPDATE's body spends on op_seconds, op_bytes and ring_steps: what a simulated
+// network's clock is told, not what a real run would send, so the clock leaves them out.
+size_t simulation_extra_bytes(const UpdateMsg& m);
 
 // Each checks the header's type and the body; vectors are taken from `p` as they are (their
 // count and lengths were checked by parse_message where the receiver knew them).

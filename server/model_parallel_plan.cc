@@ -14,6 +14,8 @@
 #include <map>
 
 #include "core/check.h"
+#include "core/network.h"
+#include "core/simulated_parallel.h"
 #include "core/stage.h"
 #include "core/tensor_shard.h"
 #include "server/plan.h"
@@ -69,8 +71,14 @@ class ModelParallelPlan final : public Plan {
     return s_.optimizer.precision == Precision::kF16 ? "fp16's loss scale lives in the workers"
                                                      : "";
   }
-  void save_state(Checkpoint& c) const override { velocity_.save(c); }
-  void load_state(const Checkpoint& c) override { velocity_.load(c, run_.params.size()); }
+  void save_state(Checkpoint& c) const override {
+    velocity_.save(c);
+    c.meta["network_time"] = clock_.elapsed();
+  }
+  void load_state(const Checkpoint& c) override {
+    velocity_.load(c, run_.params.size());
+    clock_.restore(c.meta.value("network_time", 0.0));
+  }
 
   void begin(Engine& engine) override {
     const std::vector<WorkerEndpoints> at =
@@ -114,6 +122,7 @@ class ModelParallelPlan final : public Plan {
 
   std::string round(Engine& engine, RoundRecord& rec) override {
     const auto t0 = Clock::now();
+    const auto bytes_before = engine.bytes_snapshot();
     const int r = int(engine.round);
     const bool need_params = model_due(s_, r);
     const bool need_state = checkpoint_due(s_, r);
@@ -138,6 +147,9 @@ class ModelParallelPlan final : public Plan {
     }
     if (check) check_replicas(c, r);
     record(rec, c, check, std::chrono::duration<double>(Clock::now() - t0).count());
+    if (s_.network.mode == NetworkMode::kSimulated)
+      clock_.add_simulated_seconds(
+          rec, simulated_seconds(engine, c, engine.per_process_bytes(bytes_before, {}), rec));
     return fmt::format("{} processes{}", c.got.size(), check ? ", replicas identical" : "");
   }
 
@@ -185,6 +197,11 @@ class ModelParallelPlan final : public Plan {
       const bool sends = need_params && int(r.key) < parts_;
       const size_t want = sends ? part_size(int(r.key)) : 0;
       if (check && r.update.hash.empty()) return "report without the hash asked for";
+      const size_t ops = 2 * size_t(s_.pipeline.micro_batches);
+      if (pipeline_ && s_.network.mode == NetworkMode::kSimulated &&
+          r.update.op_seconds.size() != ops)
+        return fmt::format("report with {} op times, expected this stage's {} (simulated network)",
+                           r.update.op_seconds.size(), ops);
       // the part, and on checkpoint rounds its velocity once the optimizer has one
       const auto& vs = r.update.vectors;
       const bool sizes_ok =
@@ -196,6 +213,35 @@ class ModelParallelPlan final : public Plan {
       return "";
     };
     return spec;
+  }
+
+  // [network] simulated: each process's step as measured, on its first client's link (in a grid,
+  // its replica's client). Its report's bytes leave out the parts replica 0 sent for the server to
+  // evaluate or save (a parameter server evaluates its own model without sending it) and the
+  // timings sent for this clock.
+  double simulated_seconds(const Engine& engine, const Collected& c,
+                           const std::vector<ProcessRecord>& bytes, const RoundRecord& rec) const {
+    std::vector<SimulatedPart> parts;
+    for (uint32_t i = 0; i < uint32_t(engine.order.size()); ++i) {
+      const UpdateMsg& u = c.got.at(i).update;
+      uint64_t sent_part = simulation_extra_bytes(u);
+      for (const auto& v : u.vectors) sent_part += v.size_bytes();
+      parts.push_back({.client = engine.peers.at(engine.order[i]).clients.front(),
+                       .down_bytes = bytes[i].bytes_down,
+                       .up_bytes = bytes[i].bytes_up - std::min(bytes[i].bytes_up, sent_part),
+                       .compute_seconds = u.compute_seconds,
+                       .op_seconds = u.op_seconds,
+                       .op_bytes = u.op_bytes,
+                       .ring_bytes = u.ring_bytes_sent,
+                       .ring_steps = u.ring_steps,
+                       .replica_bytes = u.replica_bytes_sent});
+    }
+    const double aggregate = rec.aggregate_seconds.value_or(0);
+    return pipeline_
+               ? simulated_pipeline_seconds(s_.network, s_.seed, engine.round, s_.pipeline.schedule,
+                                            s_.pipeline.micro_batches, parts_, parts, aggregate)
+               : simulated_tensor_seconds(s_.network, s_.seed, engine.round, parts_, parts,
+                                          aggregate);
   }
 
   // The same part of every replica must hold the same bytes.
@@ -249,7 +295,8 @@ class ModelParallelPlan final : public Plan {
   std::unique_ptr<Backend> layout_backend_;           // tensor: holds shards_
   std::vector<std::unique_ptr<TensorShard>> shards_;  // tensor: each rank's layout
   int64_t batch_ = 0;
-  WorkerVelocity velocity_{"parts.velocity"};  // replica 0's parts', put together
+  WorkerVelocity velocity_{"parts.velocity"};                 // replica 0's parts', put together
+  NetworkClock clock_{s_.network, s_.seed, s_.wait_seconds};  // [network] simulated: the steps'
 };
 
 }  // namespace

@@ -10,7 +10,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "tests/util/process.h"
@@ -105,6 +107,61 @@ TEST(Pipeline, LinksCarryTheBoundaryTensorsAndOneFOneBHoldsLess) {
   // Stage 0 of 3: GPipe holds all 4 micro-batches, 1F1B at most 3; the last stage 4 vs 1.
   EXPECT_GT(held[0][0], held[1][0]);
   EXPECT_GT(held[0][2], 3 * held[1][2]);
+}
+
+// [network] simulated on 1 Mbit/s links with 0.5 ms each way: each step's time is the chain of one
+// micro-batch's four messages (forward through the two boundaries, their gradients back) at least,
+// and with one micro-batch at most that plus every stage's compute and the TASK's and a report's
+// bytes; four micro-batches overlap their messages and take less. Training is the unsimulated
+// run's, bit for bit.
+constexpr const char* kSimulatedLinks =
+    "--set network.mode=simulated --set network.profile=custom --set network.custom.up_bps=1e6 "
+    "--set network.custom.down_bps=1e6 --set network.custom.latency_seconds=0.0005 "
+    "--set network.custom.jitter_seconds=0 --set network.custom.loss=0 "
+    "--set network.custom.availability=1";
+constexpr double kSimulatedLatency = 0.0005, kSimulatedBps = 1e6;
+
+TEST(Pipeline, ASimulatedNetworkTimesEachStepWithoutChangingTheModel) {
+  TempDir tmp;
+  auto r = pipeline(tmp, "off", "1f1b", 4);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::map<int, std::vector<double>> seconds;
+  for (const int m : {1, 4}) {
+    const std::string name = fmt::format("m{}", m);
+    r = run(tmp, name,
+            fmt::format("--set topology=pipeline --set processes=3 --set pipeline.micro_batches={} "
+                        "{}",
+                        m, kSimulatedLinks));
+    ASSERT_EQ(r.code, 0) << r.err;
+    // micro-batch 0 of the batch of 24 across the boundaries after fc1 (32 wide) and fc2 (24):
+    // activations and labels forward, gradients back, an 8-byte tag each
+    const uint64_t mb = 24 / uint64_t(m);
+    const uint64_t chain_bytes = (mb * 32 * 4 + mb * 4 + 8) + (mb * 24 * 4 + mb * 4 + 8) +
+                                 (mb * 24 * 4 + 8) + (mb * 32 * 4 + 8);
+    const double latency = kSimulatedLatency,
+                 chain = double(chain_bytes) * 8 / kSimulatedBps + 4 * 2 * latency;
+    for (const auto& rec : jsonl(tmp / "res" / name / "metrics.jsonl")) {
+      const double t = rec["simulated_seconds"].get<double>();
+      seconds[m].push_back(t);
+      // the TASK in and the report back each pay a latency at least
+      EXPECT_GE(t, chain + 2 * latency) << name << " round " << rec["round"];
+      if (m == 1) {
+        double compute = 0;
+        uint64_t task = 0, report = 0;
+        for (const auto& w : rec["workers"]) compute += w["compute_seconds"].get<double>();
+        for (const auto& p : rec["processes"]) {
+          task = std::max(task, p["bytes_down"].get<uint64_t>());
+          report = std::max(report, p["bytes_up"].get<uint64_t>());
+        }
+        EXPECT_LE(t,
+                  chain + 2 * latency + double(task + report) * 8 / kSimulatedBps + compute + 1e-9)
+            << name << " round " << rec["round"];
+      }
+    }
+  }
+  EXPECT_EQ(final_params(tmp, "m4"), final_params(tmp, "off")) << "the clock changes no bit";
+  std::ranges::sort(seconds[1]), std::ranges::sort(seconds[4]);
+  EXPECT_LT(seconds[4][5], seconds[1][5]) << "four micro-batches overlap their messages (medians)";
 }
 
 // Starts a run of `processes` with `sets`, kills process 1 at round 50 and checks the server
@@ -226,6 +283,27 @@ TEST(Tensor, TrainsWithinRoundingOfTheParameterServerOneAllReducePerPair) {
         EXPECT_FALSE(w.contains("replica_bytes_sent"));
       }
     }
+  }
+  // [network] simulated: a step is the last rank's TASK and compute, then its ring's sends (the
+  // bytes at 1 Mbit/s and each of 2 (t - 1) sends paying both ends' latency), then the report.
+  r = run(tmp, "sim", fmt::format("--set topology=tensor --set processes=2 {}", kSimulatedLinks));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(final_params(tmp, "sim"), final_params(tmp, "t2")) << "the clock changes no bit";
+  for (const auto& rec : jsonl(tmp / "res" / "sim" / "metrics.jsonl")) {
+    const double ring =
+        double(ring_bytes(24 * 24, 2)) * 8 / kSimulatedBps + 2 * 2 * kSimulatedLatency;
+    double compute = 0;
+    uint64_t task = 0, report = 0;
+    for (const auto& w : rec["workers"])
+      compute = std::max(compute, w["compute_seconds"].get<double>());
+    for (const auto& p : rec["processes"]) {
+      task = std::max(task, p["bytes_down"].get<uint64_t>());
+      report = std::max(report, p["bytes_up"].get<uint64_t>());
+    }
+    const double t = rec["simulated_seconds"].get<double>();
+    EXPECT_GE(t, ring + 2 * kSimulatedLatency + compute) << "round " << rec["round"];
+    EXPECT_LE(t, ring + 2 * kSimulatedLatency + compute + double(task + report) * 8 / kSimulatedBps)
+        << "round " << rec["round"];
   }
   r = run(tmp, "again", "--set topology=tensor --set processes=4");
   ASSERT_EQ(r.code, 0) << r.err;

@@ -167,6 +167,36 @@ TEST_F(Stages, BubbleIsTheTextbookFraction) {
       }
 }
 
+// Hand-worked: 2 stages, 2 micro-batches, GPipe, every op 1 s; each message 3 s on its link and
+// 0.5 s of latency. Stage 0's F1 output waits for F0's to leave the link (7.5, not 5.5), and so do
+// stage 1's backward messages (arriving at 13 and 16).
+TEST_F(Stages, APipelinesMessagesQueueOnTheirLink) {
+  std::vector<PipeStageCosts> costs(2);
+  for (PipeStageCosts& c : costs) {
+    c.op_seconds = {1, 1, 1, 1};
+    c.send_seconds = {3, 3, 3, 3};  // a stage's sends that have no neighbour are never made
+    c.latency_seconds = {0.5, 0.5, 0.5, 0.5};
+  }
+  // stage 0: F0 0-1, F1 1-2, B0 13-14, B1 16-17; stage 1: F0 4.5-5.5, F1 7.5-8.5, B0, B1 to 10.5
+  EXPECT_EQ(pipe_finish(PipeSchedule::kGPipe, 2, 2, costs), (std::vector<double>{17, 10.5}));
+  // Without messages' costs: the unit-time schedule, 2 + 1 forward and backward slots.
+  for (PipeStageCosts& c : costs) c.send_seconds.clear(), c.latency_seconds.clear();
+  EXPECT_EQ(pipe_finish(PipeSchedule::kGPipe, 2, 2, costs), (std::vector<double>{6, 5}));
+}
+
+// A stage begins no earlier than its start (its TASK's arrival), and what waits on it waits too.
+TEST_F(Stages, AStageBeginsWhenItsTaskIsIn) {
+  std::vector<PipeStageCosts> costs(2);
+  costs[0].op_seconds = costs[1].op_seconds = {1, 1};
+  costs[1].start = 5;
+  // stage 0: F0 0-1, B0 after stage 1's B0 (7) to 8; stage 1: F0 5-6, B0 6-7
+  EXPECT_EQ(pipe_finish(PipeSchedule::k1F1B, 2, 1, costs), (std::vector<double>{8, 7}));
+  costs[1].op_seconds = {1, 1, 1};
+  EXPECT_THROW(pipe_finish(PipeSchedule::k1F1B, 2, 1, costs), Error);
+  costs.pop_back();
+  EXPECT_THROW(pipe_finish(PipeSchedule::k1F1B, 2, 1, costs), Error);
+}
+
 // 1F1B's point: the first stage holds p micro-batches' activations, GPipe's all m.
 TEST_F(Stages, OneFOneBHoldsFewerActivationsThanGPipe) {
   const int batch = 32, m = 8, p = 4;

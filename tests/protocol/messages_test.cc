@@ -100,6 +100,30 @@ TEST(Messages, UpdateRoundTripsWithRingFields) {
   EXPECT_TRUE(b.vectors.empty());
 }
 
+// A simulated network's pipeline stage and tensor rank report their timings; the clock is told
+// exactly how many of the body's bytes they took, and a peer's bad timings are named.
+TEST(Messages, UpdateCarriesTheSimulatedClocksTimingsAndTheirSize) {
+  UpdateMsg u{.kind = TaskKind::kPipeline, .num_samples = 4, .hash = ""};
+  const size_t plain = encode(u, {0, 1, 1}).bytes();
+  EXPECT_EQ(simulation_extra_bytes(u), 0u);
+  u.op_seconds = {0.125, 2.5e-05};
+  u.op_bytes = {4096, 0};
+  u.ring_steps = 6;
+  const WireMessage with = encode(u, {0, 1, 1});
+  EXPECT_EQ(with.bytes() - plain, simulation_extra_bytes(u));
+  const UpdateMsg b = std::get<UpdateMsg>(decode_update(wire(with)));
+  EXPECT_EQ(b.op_seconds, u.op_seconds);
+  EXPECT_EQ(b.op_bytes, u.op_bytes);
+  EXPECT_EQ(b.ring_steps, 6u);
+  u.op_bytes.pop_back();
+  EXPECT_EQ(reason(decode_update(wire(encode(u, {0, 1, 1})))),
+            "op_seconds and op_bytes must have one entry per op");
+  u.op_bytes.push_back(0);
+  u.op_seconds[1] = -1;
+  EXPECT_EQ(reason(decode_update(wire(encode(u, {0, 1, 1})))),
+            "op_seconds must be finite and >= 0");
+}
+
 TEST(Messages, WelcomeAndHelloAndRingRoundTrip) {
   WelcomeMsg w{"seed = 3\n", {0, 2}, {{5, 6}, {7}}, 42, "h"};
   const WelcomeMsg wb = std::get<WelcomeMsg>(decode_welcome(wire(encode(w, {}))));

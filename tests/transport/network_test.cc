@@ -357,9 +357,13 @@ TEST(NetworkSpec, RefusesWhatCannotRunAndSaysWhy) {
   EXPECT_TRUE(has({"network.mode=simulated", "regime=async", "network.profile=3g"},
                   "a simulated asynchronous run carries time, not loss: it would wait for a lost "
                   "update forever"));
-  EXPECT_TRUE(has({"network.mode=simulated", "regime=gradient", "topology=pipeline"},
-                  "network.mode = \"simulated\" computes the parameter-server topology's rounds "
-                  "(every regime), the master's and the allreduce ring's, not a pipeline's"));
+  EXPECT_TRUE(has({"network.mode=simulated", "regime=gradient", "topology=pipeline",
+                   "partition.clients=1", "processes=2", "network.profile=3g"},
+                  "a simulated model-parallel step carries time, not loss"));
+  EXPECT_TRUE(has({"network.mode=emulated", "regime=gradient", "topology=tensor",
+                   "partition.clients=1", "processes=2"},
+                  "network.mode = \"emulated\" shapes the server's links, not those between a "
+                  "tensor topology's processes: use network.mode = \"simulated\""));
   EXPECT_TRUE(
       has({"network.mode=simulated", "regime=gradient", "topology=master", "network.profile=3g"},
           "a simulated master carries time, not loss"));
