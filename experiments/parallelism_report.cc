@@ -69,6 +69,59 @@ std::string way_name(const SplitRun& r) {
   return fmt::format("{}pipeline x {} {} m={}", grid, r.parts, r.schedule, r.micro_batches);
 }
 
+// On the simulated links: every way's step, data parallelism's against the fastest pipeline
+// (which sends activations, not the model), and GPipe's step from one micro-batch to its best.
+void simulated_claims(const std::string& model, const std::vector<const SplitRun*>& rs,
+                      const SplitRun& ref, std::ostringstream& md,
+                      std::vector<std::string>& failed) {
+  std::vector<const SplitRun*> timed;
+  for (const SplitRun* r : rs)
+    if (r->simulated_ms >= 0) timed.push_back(r);
+  std::sort(timed.begin(), timed.end(),
+            [](auto* a, auto* b) { return a->simulated_ms < b->simulated_ms; });
+  md << fmt::format(
+      "- **{}, time per step on the simulated links**: fastest {} ({:.1f} ms), slowest {} "
+      "({:.1f} ms); data parallelism {:.1f} ms.\n",
+      model, timed.front()->label, timed.front()->simulated_ms, timed.back()->label,
+      timed.back()->simulated_ms, ref.simulated_ms);
+  const SplitRun *pipe = nullptr, *gpipe1 = nullptr, *gpipe_best = nullptr;
+  for (const SplitRun* r : timed) {
+    if (r->way != "pipeline" || r->data != 1) continue;
+    if (!pipe) pipe = r;  // timed is sorted: the fastest
+    if (r->schedule != "gpipe") continue;
+    if (r->micro_batches == 1)
+      gpipe1 = r;
+    else if (!gpipe_best)
+      gpipe_best = r;
+  }
+  if (pipe) {
+    md << fmt::format(
+        "- **{}, links**: data parallelism's step moves {} MB and takes {:.1f} ms; {} moves {} "
+        "MB and takes {:.1f} ms ({:.1f}x {}).\n",
+        model, mb(ref.mb_per_step), ref.simulated_ms, pipe->label, mb(pipe->mb_per_step),
+        pipe->simulated_ms,
+        std::max(ref.simulated_ms, pipe->simulated_ms) /
+            std::min(ref.simulated_ms, pipe->simulated_ms),
+        pipe->simulated_ms < ref.simulated_ms ? "faster" : "slower");
+    if (pipe->simulated_ms >= ref.simulated_ms)
+      failed.push_back(fmt::format(
+          "{}: on the simulated links the fastest pipeline ({}, {:.1f} ms) is not faster than "
+          "data parallelism ({:.1f} ms)",
+          model, pipe->label, pipe->simulated_ms, ref.simulated_ms));
+  }
+  if (gpipe1 && gpipe_best) {
+    md << fmt::format(
+        "- **{}, GPipe on the links**: {:.1f} ms with one micro-batch, {:.1f} ms with {} (the "
+        "stages' compute and messages overlap).\n",
+        model, gpipe1->simulated_ms, gpipe_best->simulated_ms, gpipe_best->micro_batches);
+    if (gpipe_best->simulated_ms >= gpipe1->simulated_ms)
+      failed.push_back(fmt::format(
+          "{}: on the simulated links GPipe with {} micro-batches ({:.1f} ms) is not faster than "
+          "with one ({:.1f} ms)",
+          model, gpipe_best->micro_batches, gpipe_best->simulated_ms, gpipe1->simulated_ms));
+  }
+}
+
 }  // namespace
 
 SplitRun read_split_run(const std::filesystem::path& dir, const std::string& label) {
@@ -90,10 +143,11 @@ SplitRun read_split_run(const std::filesystem::path& dir, const std::string& lab
   r.parts = s.model_parallel() ? s.model_parts() : 1;
   r.micro_batches = s.pipeline.micro_batches;
   r.schedule = pipe_schedule_name(s.pipeline.schedule);
-  std::vector<double> batch, params, acts, memory, first, sent, step, idle;
+  std::vector<double> batch, params, acts, memory, first, sent, step, idle, simulated;
   for (const RoundRecord& rec : read_round_records(dir)) {
     batch.push_back(rec.samples_processed.value_or(0));
     step.push_back(1e3 * rec.wait_seconds);
+    if (rec.simulated_seconds) simulated.push_back(1e3 * *rec.simulated_seconds);
     double p = 0, a = 0, both = 0, total = 0, stage_idle = 0;
     const auto workers = rec.workers.value_or(std::vector<WorkerRecord>{});
     for (const WorkerRecord& w : workers) {
@@ -114,6 +168,7 @@ SplitRun read_split_run(const std::filesystem::path& dir, const std::string& lab
   r.parameter_mb = median(params), r.activation_mb = median(acts), r.memory_mb = median(memory);
   r.first_activation_mb = median(first);
   r.mb_per_step = median(sent), r.step_ms = median(step);
+  if (!simulated.empty()) r.simulated_ms = median(simulated);
   const TrainTest data = load_dataset(s.data);
   r.formula_mb = formula_bytes(s, data.train.shape, data.train.num_classes, r.batch) / kMB;
   if (r.way == "pipeline") {
@@ -135,18 +190,22 @@ ParallelismSection parallelism_section(const std::vector<SplitRun>& runs, int co
         "labels and gradients; tensor: 2(t-1) x each all-reduce's floats; a grid adds 2(d-1) x "
         "each part across its replicas); idle is a stage's time blocked on its neighbours over "
         "its step, beside the schedule's bubble (p-1)/(m+p-1); GPipe's first stage holds the "
-        "activations of all m micro-batches (the whole batch), 1F1B's of at most p.\n\n"
+        "activations of all m micro-batches (the whole batch), 1F1B's of at most p; step is "
+        "the server's wait on this machine, on links the step on the simulated network (each "
+        "process's measured compute, its messages on its link: docs/pipeline.md).\n\n"
         "| run | model | way | samples/step | parameters (MB) | activations (MB) | both (MB) | "
-        "MB sent | formula (MB) | step (ms) | idle | bubble formula |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+        "MB sent | formula (MB) | step (ms) | on links (ms) | idle | bubble formula |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   std::map<std::string, std::vector<const SplitRun*>> by_model;
   for (const SplitRun& r : runs) {
     by_model[r.model].push_back(&r);
-    md << fmt::format("| {} | {} | {} | {:.0f} | {} | {} | {} | {} | {} | {:.1f} | {} | {} |\n",
-                      r.label, r.model, way_name(r), r.batch, mb(r.parameter_mb),
-                      mb(r.activation_mb), mb(r.memory_mb), mb(r.mb_per_step), mb(r.formula_mb),
-                      r.step_ms, r.bubble >= 0 ? fmt::format("{:.2f}", r.bubble) : "-",
-                      r.bubble_formula >= 0 ? fmt::format("{:.2f}", r.bubble_formula) : "-");
+    md << fmt::format(
+        "| {} | {} | {} | {:.0f} | {} | {} | {} | {} | {} | {:.1f} | {} | {} | {} |\n", r.label,
+        r.model, way_name(r), r.batch, mb(r.parameter_mb), mb(r.activation_mb), mb(r.memory_mb),
+        mb(r.mb_per_step), mb(r.formula_mb), r.step_ms,
+        r.simulated_ms >= 0 ? fmt::format("{:.1f}", r.simulated_ms) : "-",
+        r.bubble >= 0 ? fmt::format("{:.2f}", r.bubble) : "-",
+        r.bubble_formula >= 0 ? fmt::format("{:.2f}", r.bubble_formula) : "-");
     const double ratio = r.formula_mb > 0 ? r.mb_per_step / r.formula_mb : 0;
     if (ratio < 1 || ratio > 1.01)
       out.failed.push_back(fmt::format("{}: sent {} MB per step, the formula says {} ({:.4f}x)",
@@ -166,6 +225,7 @@ ParallelismSection parallelism_section(const std::vector<SplitRun>& runs, int co
                         {"mb_per_step", r.mb_per_step},
                         {"formula_mb", r.formula_mb},
                         {"step_ms", r.step_ms},
+                        {"simulated_ms", r.simulated_ms},
                         {"bubble", r.bubble},
                         {"bubble_formula", r.bubble_formula}});
   }
@@ -222,6 +282,7 @@ ParallelismSection parallelism_section(const std::vector<SplitRun>& runs, int co
         model, by_time[0]->label, by_time[0]->step_ms, by_time.size() > 1 ? by_time[1]->label : "-",
         by_time.size() > 1 ? by_time[1]->step_ms : 0.0, by_time.back()->label,
         by_time.back()->step_ms, ref.step_ms);
+    if (ref.simulated_ms >= 0) simulated_claims(model, rs, ref, md, out.failed);
     // Pipelines: the bubble against micro-batches, and what each schedule holds.
     std::map<std::pair<std::string, int>, const SplitRun*> pipe;
     for (const SplitRun* r : rs)
@@ -273,7 +334,9 @@ ParallelismSection parallelism_section(const std::vector<SplitRun>& runs, int co
   } else {
     md << "\nEvery claim held: bytes within 1% above the formulas' payload (the rest is tags), "
           "every split's largest process below a replica, GPipe's idle share shrinking with "
-          "micro-batches, 1F1B holding fewer activations than GPipe.\n";
+          "micro-batches, 1F1B holding fewer activations than GPipe (and on simulated links, "
+          "where the runs had them: a pipeline's step shorter than data parallelism's, GPipe's "
+          "shorter with several micro-batches than with one).\n";
   }
   out.markdown = md.str();
   return out;

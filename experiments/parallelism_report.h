@@ -1,10 +1,12 @@
 // The `parallelism` suite's section of report.md (suite.parallelism = true): for every run that
 // splits the model (pipeline, tensor, their grids with data replicas) and its data-parallel
 // reference (allreduce, the same model), what each process held, what the processes sent per step
-// beside the formula for it, the step time, and for pipelines the measured bubble beside
-// (p - 1) / (m + p - 1); then, computed from those numbers, when each way wins. Its claims (bytes
-// as the formulas say, every split holds less than a replica, 1F1B holds fewer activations than
-// GPipe, GPipe's bubble shrinks with micro-batches) are checked: a failed one fails the suite.
+// beside the formula for it, the step time (wall, and on [network] simulated links when the runs
+// have them), and for pipelines the measured bubble beside (p - 1) / (m + p - 1); then, computed
+// from those numbers, when each way wins. Its claims (bytes as the formulas say, every split holds
+// less than a replica, 1F1B holds fewer activations than GPipe, GPipe's bubble shrinks with
+// micro-batches; on simulated links, a pipeline's step shorter than data parallelism's and
+// GPipe's shrinking from one micro-batch to several) are checked: a failed one fails the suite.
 #pragma once
 
 #include <filesystem>
@@ -26,6 +28,7 @@ struct SplitRun {
   double first_activation_mb = 0;           // process 0's (a pipeline's first stage)
   double mb_per_step = 0, formula_mb = 0;   // sent by all processes together
   double step_ms = 0;                       // the server's wait for the step
+  double simulated_ms = -1;                 // the step on the simulated links (-1: none)
   double bubble = -1, bubble_formula = -1;  // pipelines: mean idle share of a stage
 };
 

@@ -314,7 +314,8 @@ TEST(Suite, ParallelismSmokeShowsWhatSplittingTheModelSavesAndCosts) {
   if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
   TempDir tmp;
   // exit 0: the suite's own claims held (bytes as the formulas say, splits hold less than a
-  // replica, GPipe's bubble shrinks with m, 1F1B holds fewer activations)
+  // replica, GPipe's bubble shrinks with m, 1F1B holds fewer activations; on the simulated links
+  // a pipeline beats data parallelism and GPipe gains from micro-batches)
   auto runs = smoke_runs("parallelism", tmp);
   ASSERT_EQ(runs.size(), 24u);
   const auto suite = nlohmann::json::parse(testing::slurp(tmp / "s/suite.json"));
@@ -345,11 +346,18 @@ TEST(Suite, ParallelismSmokeShowsWhatSplittingTheModelSavesAndCosts) {
                 0.05 * split[model + "-pp-gpipe-m16"]["first_activation_mb"].get<double>())
         << model;
     EXPECT_NEAR(split[model + "-pp-gpipe-m1"]["bubble_formula"].get<double>(), 0.75, 1e-9);
+    // every way timed on the simulated 1 Gbit/s links: data parallelism's step at least its
+    // workers' share of the bytes, each on its own link (exit 0: the fastest pipeline beat it)
+    for (const auto& [label, r] : split) EXPECT_GT(r["simulated_ms"].get<double>(), 0) << label;
+    EXPECT_GT(dp["simulated_ms"].get<double>(),
+              1e3 * dp["mb_per_step"].get<double>() / 4 * 1e6 * 8 / 1e9)
+        << model;
   }
   const std::string report = testing::slurp(tmp / "s/report.md");
   EXPECT_NE(report.find("### Splitting the model against replicating it"), std::string::npos);
   EXPECT_NE(report.find("Every claim held"), std::string::npos) << report;
   EXPECT_NE(report.find("communication-bound"), std::string::npos);
+  EXPECT_NE(report.find("time per step on the simulated links"), std::string::npos);
 }
 
 TEST(Suite, RobustSmokeShowsTheRulesHoldWhereTheMeanFalls) {
