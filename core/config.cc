@@ -203,8 +203,13 @@ void Config::merge_toml(std::string_view text, std::string_view source_name) {
   try {
     user = toml::parse(text, source_name);
   } catch (const toml::parse_error& e) {
-    throw Error(fmt::format("{}:{}:{}: {}", source_name, e.source().begin.line,
-                            e.source().begin.column, e.description()));
+    // the parser's words for a bare word where a value goes: the likely slip is a string unquoted
+    const bool bare = e.description().find("could not determine value type") != std::string::npos;
+    throw Error(fmt::format("{}:{}:{}: {}{}", source_name, e.source().begin.line,
+                            e.source().begin.column, e.description(),
+                            bare ? " (a string needs quotes: mode = \"simulated\", not mode = "
+                                   "simulated; numbers, true/false and [lists] do not)"
+                                 : ""));
   }
   const std::string where = fmt::format("{}: ", source_name);
   for_each_leaf(user, "",

@@ -15,6 +15,32 @@
 
 namespace {
 
+// The first option on the line that the command does not have, with a hint: a flag it has that
+// the word begins or ends (`--epoch` for --epochs), else how config keys are set (`run --rounds 2`
+// is most likely the config key `rounds`).
+std::string unknown_option_hint(const CLI::App* command, int argc, char** argv) {
+  if (command == nullptr) return "";
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.rfind("--", 0) != 0 || word.size() == 2) continue;
+    const size_t eq = word.find('=');
+    const std::string name = word.substr(2, eq == std::string::npos ? eq : eq - 2);
+    if (command->get_option_no_throw("--" + name) != nullptr) continue;
+    for (const CLI::Option* o : command->get_options())
+      for (const std::string& flag : o->get_lnames())
+        if (flag.rfind(name, 0) == 0 || name.rfind(flag, 0) == 0)
+          return fmt::format("; did you mean --{}?", flag);
+    if (command->get_option_no_throw("--set") == nullptr) return "";
+    std::string value = "VALUE";
+    if (eq != std::string::npos)
+      value = word.substr(eq + 1);
+    else if (i + 1 < argc && argv[i + 1][0] != '-')
+      value = argv[i + 1];
+    return fmt::format("; config keys are set with --set: --set {}={}", name, value);
+  }
+  return "";
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"fedpar: federated learning and data-parallel training, side by side"};
   app.require_subcommand(1);
@@ -36,8 +62,11 @@ int run(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    fmt::print(stderr, "fedpar: error: {} (see fedpar {}--help)\n", e.what(),
-               app.get_subcommands().empty() ? "" : app.get_subcommands()[0]->get_name() + " ");
+    const CLI::App* command = app.get_subcommands().empty() ? nullptr : app.get_subcommands()[0];
+    const bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;
+    fmt::print(stderr, "fedpar: error: {}{} (see fedpar {}--help)\n", e.what(),
+               extras ? unknown_option_hint(command, argc, argv) : "",
+               command == nullptr ? "" : command->get_name() + " ");
     return 2;
   }
   const std::string command = app.get_subcommands()[0]->get_name();

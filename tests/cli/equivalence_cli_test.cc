@@ -153,5 +153,19 @@ TEST(EquivalenceExperiment, BadSettingsFailBeforeAnyRun) {
   EXPECT_FALSE(std::filesystem::exists(tmp / "res/equivalence"));
 }
 
+// `--rounds 2` is a config key given as a flag: the error shows it written with --set.
+TEST(EquivalenceExperiment, AConfigKeyGivenAsAFlagIsShownWithSet) {
+  TempDir tmp;
+  const std::string config = std::string(FEDPAR_SOURCE_DIR) + "/experiments/equivalence.toml";
+  for (const char* flag : {" --rounds 2", " --rounds=2"}) {
+    const auto r = testing::run_fedpar("run " + config + flag, tmp.path());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("config keys are set with --set: --set rounds=2 (see fedpar run --help)"),
+              std::string::npos)
+        << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(tmp / "results"));
+}
+
 }  // namespace
 }  // namespace fedpar

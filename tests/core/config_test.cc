@@ -132,6 +132,11 @@ TEST(Config, SyntaxErrorsCarryFileAndLine) {
   Config c(kDefaults);
   const std::string e = error_of([&] { c.merge_toml("seed = 2\n[train\n", "bad.toml"); });
   EXPECT_NE(e.find("bad.toml:2:"), std::string::npos) << e;
+  EXPECT_EQ(e.find("needs quotes"), std::string::npos) << "not a bare word: no hint about quotes";
+  // a string without its quotes: the parser cannot tell the value's type, the error says why
+  const std::string bare = error_of([&] { c.merge_toml("[train]\nname = sgd\n", "q.toml"); });
+  EXPECT_NE(bare.find("q.toml:2:"), std::string::npos) << bare;
+  EXPECT_NE(bare.find("(a string needs quotes"), std::string::npos) << bare;
 }
 
 TEST(Config, ResolvedTomlRoundTrips) {
