@@ -580,6 +580,18 @@ std::vector<std::string> run_warnings(const Config& c, const RunSpec& s) {
   if (const auto unused = unused_by_regime(c, s); !unused.empty())
     out.push_back(fmt::format("the {} regime does not read {}", c.get_string("regime"),
                               fmt::join(unused, ", ")));
+  if (s.network.mode == NetworkMode::kOff) {  // a link set up but switched off: say so once
+    std::vector<std::string> links;
+    for (const auto& [key, value] : c.changed_from(make_run_config()))
+      if (key.starts_with("network.") && key != "network.mode")
+        links.push_back(fmt::format("{} = {}", key, value));
+    if (!links.empty())
+      out.push_back(
+          fmt::format("network.mode = \"off\": the run has no network conditions and "
+                      "does not read {} (set network.mode = \"simulated\" or "
+                      "\"emulated\" to use them)",
+                      fmt::join(links, ", ")));
+  }
   if (s.data.name == "csv" && s.data.csv_test.empty())
     out.push_back(
         "data.csv_test is not set: the run trains without a test evaluation (no test accuracy in "

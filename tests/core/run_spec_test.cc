@@ -209,6 +209,23 @@ TEST(RunSpecValues, AnAdaptiveServerOptimizerAtFedAvgsRateIsWarnedOf) {
   EXPECT_EQ(w[0], "the gradient regime does not read local.epochs = 2");
 }
 
+// Network settings with network.mode = "off" do nothing: the run says which it does not read.
+TEST(RunSpecValues, NetworkSettingsWithTheNetworkOffAreWarnedOf) {
+  const auto warnings = [](const std::vector<std::string>& sets) {
+    Config c = make_run_config();
+    c.set_all(sets);
+    return run_warnings(c, resolve_run_spec(c));
+  };
+  const auto w = warnings({"network.server=custom", "network.profile=lte"});
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0],
+            "network.mode = \"off\": the run has no network conditions and does not read "
+            "network.profile = 'lte', network.server = 'custom' (set network.mode = \"simulated\" "
+            "or \"emulated\" to use them)");
+  EXPECT_TRUE(warnings({"network.mode=simulated", "network.server=custom"}).empty());
+  EXPECT_TRUE(warnings({"network.mode=off"}).empty());
+}
+
 // The natural scheme's clients = 0 (one per user) becomes the data's count of users before
 // anything reads it: a network mixture deals all 12 devices, an attack may name 2 of them, and the
 // config the clients get says 12. Left at 0, the mixture dealt no client (all had the first
