@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/build_info.h"
 #include "core/checkpoint.h"
 #include "core/hash.h"
 #include "core/peak_memory.h"
@@ -249,7 +250,9 @@ int RunContext::finish(const Engine& engine) {
       .processes = s.processes,
       .hosts = engine.host_records(),
       .final = last_eval_,
-      .server_peak_rss_mib = double(peak_rss_bytes()) / (1 << 20)};
+      .server_peak_rss_mib = double(peak_rss_bytes()) / (1 << 20),
+      .source_commit = source_commit().empty() ? std::nullopt : std::optional(source_commit()),
+      .machine = machine_description()};
   out.write_json("summary.json", to_json(summary));
   out.write_text("README.md", run_readme(cfg, s, summary, out.path()));
   const auto path = out.commit();

@@ -8,10 +8,15 @@
 #include <map>
 
 #include "core/allocator.h"
+#include "core/build_info.h"
 #include "core/check.h"
 #include "core/stop_signal.h"
 #include "experiments/cli/commands.h"
 #include "experiments/local_run.h"
+
+namespace fedpar {
+extern const char kBuildSourceCommit[];  // generated: cmake/source_commit.cmake
+}
 
 namespace {
 
@@ -42,6 +47,7 @@ std::string unknown_option_hint(const CLI::App* command, int argc, char** argv) 
 }
 
 int run(int argc, char** argv) {
+  fedpar::set_source_commit(fedpar::kBuildSourceCommit);  // for results folders' provenance
   CLI::App app{"fedpar: federated learning and data-parallel training, side by side"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "fedpar 0.1.0");

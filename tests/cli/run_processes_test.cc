@@ -106,7 +106,28 @@ TEST(FedparRun, SupervisesServerAndClientsAndGivesTheSameBytes) {
   EXPECT_EQ(readme.find("| `optimizer.lr` |"), std::string::npos) << "a default is not listed";
   const auto config = tmp / "res/viarun/config.resolved.toml";  // results_dir is absolute here
   ASSERT_NE(readme.find("fedpar run " + config.string()), std::string::npos) << readme;
-  EXPECT_NE(readme.find("The same config gives the same final model hash."), std::string::npos);
+  EXPECT_NE(readme.find("The same config gives the same final model hash with fedpar built from "
+                        "the same commit"),
+            std::string::npos);
+  // what built it and where it ran: summary.json's words, in the README too
+  const auto summary =
+      nlohmann::json::parse(testing::slurp(tmp / "res/viarun/summary.json"), nullptr, false);
+  ASSERT_TRUE(summary.contains("source_commit")) << summary.dump();
+  const std::string commit = summary["source_commit"], machine = summary["machine"];
+  EXPECT_TRUE(std::regex_match(commit, std::regex(R"([0-9a-f]{7,}( \+ uncommitted changes)?)")) ||
+              commit == "unknown (not built from a git checkout)")
+      << commit;
+  EXPECT_NE(machine.find(" cores, "), std::string::npos) << machine;
+  EXPECT_NE(readme.find(fmt::format("- fedpar built from commit `{}`, the server on {}\n", commit,
+                                    machine)),
+            std::string::npos)
+      << readme;
+  // the README's plot command draws this run
+  const std::string plot = "compare " + (tmp / "res/viarun").string();
+  ASSERT_NE(readme.find(plot), std::string::npos) << readme;
+  const auto drawn = testing::run_fedpar(plot + " --out " + (tmp / "plots").string(), tmp.path());
+  EXPECT_EQ(drawn.code, 0) << drawn.err;
+  EXPECT_TRUE(std::filesystem::exists(tmp / "plots/report.md")) << drawn.out;
   const auto again = testing::run_fedpar("run " + config.string(), tmp.path());
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_NE(again.out.find("final model hash: " + direct.hash), std::string::npos) << again.out;

@@ -1,0 +1,52 @@
+// source_commit, machine_description; see build_info.h.
+#include "core/build_info.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <thread>
+
+namespace fedpar {
+namespace {
+
+std::string& commit_storage() {
+  static std::string commit;
+  return commit;
+}
+
+// The value of the first line of `path` that starts with `key` and then `separator`, unquoted.
+std::string first_value(const char* path, std::string_view key, char separator) {
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.starts_with(key)) continue;
+    const size_t at = line.find(separator);
+    if (at == std::string::npos) continue;
+    std::string v = line.substr(at + 1);
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t' || v.front() == '"')) v.erase(0, 1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '"')) v.pop_back();
+    return v;
+  }
+  return "";
+}
+
+bool cpu_has_avx512f() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("flags")) return line.find(" avx512f") != std::string::npos;
+  return false;
+}
+
+}  // namespace
+
+void set_source_commit(std::string_view commit) { commit_storage() = commit; }
+const std::string& source_commit() { return commit_storage(); }
+
+std::string machine_description() {
+  const std::string cpu = first_value("/proc/cpuinfo", "model name", ':');
+  const std::string os = first_value("/etc/os-release", "PRETTY_NAME", '=');
+  return fmt::format("{} cores, {} ({}), {}", std::thread::hardware_concurrency(),
+                     cpu.empty() ? "unknown CPU" : cpu,
+                     cpu_has_avx512f() ? "avx512f" : "no AVX-512", os.empty() ? "unknown OS" : os);
+}
+
+}  // namespace fedpar

@@ -1,0 +1,20 @@
+// What made a result: the source commit the running fedpar was built from and the machine it runs
+// on. A run's bytes depend on both (float sums differ with and without AVX-512), so its results
+// folder records them.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace fedpar {
+
+// The fedpar executable sets its build's commit at start ("abc1234", with " + uncommitted changes"
+// when the tree differed from it); other programs (tests, benchmarks) leave it empty.
+void set_source_commit(std::string_view commit);
+const std::string& source_commit();
+
+// "2 cores, AMD EPYC 9B14 (avx512f), Debian GNU/Linux 12 (bookworm)": what scripts/provenance.sh's
+// machine() writes, read from /proc/cpuinfo and /etc/os-release ("unknown" where they are absent).
+std::string machine_description();
+
+}  // namespace fedpar
