@@ -116,7 +116,9 @@ void Config::check_key(const std::string& key, std::string_view source) const {
       throw Error(fmt::format("{}unknown config key '{}': {}", source, key, elsewhere_hint_));
   // Near matches: a close spelling of the whole key, a key whose last part is (nearly) the one
   // given ("lr" -> optimizer.lr), or whose last part's words are all in the key given
-  // ("server_optimizer.lr" -> local.server_lr); the closest four, closest first.
+  // ("server_optimizer.lr" -> local.server_lr), or, in the same table, a key whose last part has
+  // the given one as a word ("network.latency" -> network.custom.latency_seconds); the closest
+  // four, closest first.
   const auto words = [](std::string_view k) {
     std::set<std::string> w;
     for (size_t start = 0, end = 0; start <= k.size(); start = end + 1) {
@@ -126,6 +128,7 @@ void Config::check_key(const std::string& key, std::string_view source) const {
     return w;
   };
   const std::set<std::string> given = words(key);
+  const std::string table = key.substr(0, key.find('.') == std::string::npos ? 0 : key.find('.'));
   std::vector<std::pair<size_t, std::string>> near;
   for (const auto& k : keys_) {
     const size_t whole = edit_distance(k, key);
@@ -133,9 +136,11 @@ void Config::check_key(const std::string& key, std::string_view source) const {
     const std::set<std::string> mine = words(last_part(k));
     const bool rearranged =
         mine.size() > 1 && std::includes(given.begin(), given.end(), mine.begin(), mine.end());
+    const bool a_word_of = !table.empty() && k.starts_with(table + ".") &&
+                           last_part(key).size() > 3 && mine.count(std::string(last_part(key)));
     if (whole <= std::max<size_t>(2, key.size() / 5) ||
-        part <= (last_part(key).size() > 3 ? 1u : 0u) || rearranged)
-      near.emplace_back(rearranged ? 1 : std::min(whole, part), k);
+        part <= (last_part(key).size() > 3 ? 1u : 0u) || rearranged || a_word_of)
+      near.emplace_back(rearranged ? 1 : a_word_of ? 2 : std::min(whole, part), k);
   }
   std::sort(near.begin(), near.end());
   if (near.size() > 4) near.resize(4);

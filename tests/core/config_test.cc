@@ -75,6 +75,11 @@ TEST(Config, NearMatchesByLastPartAndTheCommandThatListsAll) {
   Config run("[optimizer]\nlr = 0.1\n[local]\nserver_lr = 1.0\nsteps = 1\n");
   e = error_of([&] { run.set("server_optimizer.lr", "0.01"); });
   EXPECT_NE(e.find("did you mean 'optimizer.lr' or 'local.server_lr'?"), std::string::npos) << e;
+  // a word of a key's last part, under its own table: the unit left off
+  Config net(
+      "[network]\nserver = ''\n[network.custom]\nlatency_seconds = 0.0\n[lag]\nlatency_ms = 1\n");
+  e = error_of([&] { net.set("network.latency", "0.1"); });
+  EXPECT_NE(e.find("did you mean 'network.custom.latency_seconds'?"), std::string::npos) << e;
 }
 
 // Errors about a value say where it came from: the file and the key, or the key (from --set or
