@@ -200,7 +200,30 @@ void Config::assign(const std::string& key, const toml::node& value, std::string
   std::string also;
   if (words_.count(key))
     also = fmt::format(" or one of \"{}\"", fmt::join(words_.at(key), "\", \""));
-  throw Error(fmt::format("{}config key '{}' must be {}{}", source, key, expected(key), also));
+  throw Error(fmt::format("{}config key '{}' must be {}{}, got {}", source, key, expected(key),
+                          also, shown(key, value)));
+}
+
+// What a file gave where another type was wanted: "the string \"5\" (write rounds = 5, without
+// quotes)" for a number in quotes, else its TOML text ("5.5").
+std::string Config::shown(const std::string& key, const toml::node& value) const {
+  if (const auto* text = value.as_string()) {
+    const std::string& v = text->get();
+    const toml::node_type want = types_.at(key);
+    bool numeric = false;
+    if (want == toml::node_type::integer || want == toml::node_type::floating_point) try {
+        numeric = toml::parse(fmt::format("x = {}", v))["x"].is_number();
+      } catch (const toml::parse_error&) {
+      }
+    const bool boolean = want == toml::node_type::boolean && (v == "true" || v == "false");
+    return fmt::format("the string \"{}\"{}", v,
+                       numeric || boolean ? fmt::format(" (write {} = {}, without quotes)",
+                                                        std::string(last_part(key)), v)
+                                          : "");
+  }
+  std::ostringstream os;
+  value.visit([&](const auto& v) { os << v; });
+  return os.str();
 }
 
 void Config::merge_toml(std::string_view text, std::string_view source_name) {

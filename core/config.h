@@ -70,6 +70,7 @@ class Config {
   void check_key(const std::string& key, std::string_view source) const;
   void assign(const std::string& key, const toml::node& value, std::string_view source);
   std::string expected(const std::string& key) const;  // "an integer", "a list of strings", ...
+  std::string shown(const std::string& key, const toml::node& value) const;
 
   toml::table table_;
   std::vector<std::string> keys_;

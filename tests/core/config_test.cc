@@ -103,6 +103,18 @@ TEST(Config, WrongTypesAreRejected) {
             std::string::npos);
   EXPECT_NE(error_of([&] { c.set("train.nesterov", "maybe"); }).find("true or false"),
             std::string::npos);
+  // a file's value says what it was, and a number in quotes how to write it
+  EXPECT_NE(error_of([&] { c.merge_toml("[train]\nepochs = '3'\n", "q.toml"); })
+                .find("q.toml: config key 'train.epochs' must be an integer, got the string \"3\" "
+                      "(write epochs = 3, without quotes)"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              c.merge_toml("[train]\nepochs = 2.5\n", "f.toml");
+            }).find("must be an integer, got 2.5"),
+            std::string::npos);
+  const std::string word = error_of([&] { c.merge_toml("[train]\nepochs = 'two'\n", "w.toml"); });
+  EXPECT_NE(word.find("got the string \"two\""), std::string::npos) << word;
+  EXPECT_EQ(word.find("without quotes"), std::string::npos) << "not a number: " << word;
   EXPECT_NE(error_of([&] {
               c.merge_toml("[train]\nhidden = [1, 'x']\n", "b.toml");
             }).find("must be a list of integers"),
