@@ -373,7 +373,8 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
   }
   require(n.mode != NetworkMode::kEmulated || s.topology != Topology::kAllReduce,
           "network.mode = \"emulated\" shapes the server's links, not the ring's between workers: "
-          "it does not apply to topology = \"allreduce\"");
+          "it does not apply to topology = \"allreduce\" (use network.mode = \"simulated\": it "
+          "times the ring's own links)");
   const bool lossy =
       n.mode == NetworkMode::kEmulated &&
       std::ranges::any_of(n.profiles, [](const LinkProfile& l) { return l.loss > 0; });

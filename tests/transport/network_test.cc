@@ -375,7 +375,8 @@ TEST(NetworkSpec, RefusesWhatCannotRunAndSaysWhy) {
                   "network.server = '3g': the server's link carries time only, so its profile "
                   "needs loss = 0 and availability = 1"));
   EXPECT_TRUE(has({"network.mode=emulated", "regime=gradient", "topology=allreduce"},
-                  "it does not apply to topology = \"allreduce\""));
+                  "it does not apply to topology = \"allreduce\" (use network.mode = "
+                  "\"simulated\""));
   EXPECT_TRUE(
       has({"network.mode=simulated", "regime=gradient", "topology=allreduce", "network.profile=3g"},
           "a simulated ring carries time, not loss"));
