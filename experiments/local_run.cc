@@ -104,6 +104,7 @@ class Supervisor {
         config_(config),
         endpoint_(endpoint),
         quiet_(opts.quiet),
+        plots_(opts.plots),
         resume_(opts.resume),
         client_flags_(std::move(client_flags)) {
     for (int sig : stop_signals()) signals_.add(sig);
@@ -115,6 +116,7 @@ class Supervisor {
     std::vector<std::string> args = {"server", "--config", config_.string(), "--endpoint-file",
                                      endpoint_.string()};
     if (quiet_) args.push_back("--quiet");
+    if (!plots_) args.push_back("--no-plots");
     if (!resume_.empty()) args.insert(args.end(), {"--resume", resume_});
     start("server", args);
     started_ = std::chrono::steady_clock::now();
@@ -273,6 +275,7 @@ class Supervisor {
   const RunSpec& s_;
   std::filesystem::path config_, endpoint_;
   bool quiet_;
+  bool plots_;
   std::string resume_;
   std::vector<std::vector<std::string>> client_flags_;  // per client process, e.g. its key
   std::string exe_ = self_exe();

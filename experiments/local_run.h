@@ -24,6 +24,8 @@ struct LocalRunOptions {
   std::string bind;    // empty: tcp://127.0.0.1:* (a free port)
   bool quiet = false;  // the server prints neither round lines nor its result lines
   std::string resume;  // a run folder with checkpoint.bin: the server continues that run
+  bool plots = true;   // the server draws the run's plots into its folder (experiments made of
+                       // runs, which draw their own, turn it off)
 };
 
 // Runs the (validated) run config `cfg`. Returns the server's exit code, 1 when a client process

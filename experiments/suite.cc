@@ -341,7 +341,7 @@ std::optional<SuiteRun> run_instance(const Instance& in, const std::filesystem::
   Config c = in.config;
   c.set("results_dir", runs_dir.string());
   const auto ts = std::chrono::steady_clock::now();
-  const int rc = run_locally(c, {.quiet = true});
+  const int rc = run_locally(c, {.quiet = true, .plots = false});    // the report has the plots
   if (const int sig = run_interrupted_by()) throw Interrupted(sig);  // the suite stops too
   if (rc != 0 && rc != kExitDiverged) {
     fmt::print(stderr, "\nfedpar suite: run '{}' failed (exit {}); nothing is kept\n", in.label(),

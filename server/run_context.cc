@@ -234,7 +234,9 @@ std::filesystem::path RunContext::keep_for_resume() {
   return out.commit(".incomplete");
 }
 
-int RunContext::finish(const Engine& engine) {
+int RunContext::finish(const Engine& engine,
+                       const std::function<std::string(const std::filesystem::path&,
+                                                       const std::string&)>& draw_plots) {
   save_safetensors(out.path() / "model.safetensors", model.layout(), params,
                    {{"format", "fedpar"}, {"model", s.model.name}});
   const std::string hash = hash_hex(hash_bytes(params.data(), params.size() * sizeof(float)));
@@ -254,7 +256,13 @@ int RunContext::finish(const Engine& engine) {
       .source_commit = source_commit().empty() ? std::nullopt : std::optional(source_commit()),
       .machine = machine_description()};
   out.write_json("summary.json", to_json(summary));
-  out.write_text("README.md", run_readme(cfg, s, summary, out.path()));
+  std::string plots;  // a plot that cannot be drawn costs the run nothing: the README says why
+  if (draw_plots) try {
+      plots = draw_plots(out.path(), s.name);
+    } catch (const std::exception& e) {
+      plots = fmt::format("(no plots: {})\n\n", e.what());
+    }
+  out.write_text("README.md", run_readme(cfg, s, summary, out.path(), plots));
   const auto path = out.commit();
   engine.log(fmt::format("results: {}", path.string()));
   if (!resumed_from_.empty() && kept_for_resume(resumed_from_)) {  // superseded by this run

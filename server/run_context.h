@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -40,9 +41,12 @@ class RunContext {
   // (of round params_round; async: every update applied so far) is evaluated and kept, and
   // finish() returns kExitDiverged.
   void end_diverged(int r, RoundRecord& rec, const Engine& engine, const std::string& why);
-  // Saves model.safetensors and summary.json, commits the folder, prints the hash. Returns the
-  // exit code.
-  int finish(const Engine& engine);
+  // Saves model.safetensors and summary.json, draws the plots (`draw_plots`, when set: the
+  // folder and the run's name in, the README's markdown out), writes README.md, commits the
+  // folder, prints the hash. Returns the exit code.
+  int finish(const Engine& engine,
+             const std::function<std::string(const std::filesystem::path&, const std::string&)>&
+                 draw_plots = {});
 
   // checkpoint_every: after round r (0-based), the model, `plan`'s state and the records to carry
   // on go to checkpoint.bin in the results folder, atomically (a failure names its cause).

@@ -27,6 +27,7 @@ const std::map<std::string, std::string>& file_notes() {
       {"network.json", "the network's profiles ([network] mode), each client's, the server's link"},
       {"checkpoint.bin", "the last checkpoint (`--resume` continues from it)"},
       {"params", "parameter snapshots every `diagnostics.save_params_every` rounds"},
+      {"plots", "the test accuracy and loss by round (SVG, with their data and gnuplot script)"},
       {"README.md", "this file"}};
   return notes;
 }
@@ -46,7 +47,7 @@ std::string this_executable() {
 }  // namespace
 
 std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& summary,
-                       const std::filesystem::path& dir) {
+                       const std::filesystem::path& dir, const std::string& plots) {
   std::ostringstream md;
   const std::string topology = cfg.get_string("topology");
   md << fmt::format("# {}\n\n", s.name);
@@ -110,9 +111,9 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
                "same commit on a CPU alike in AVX-512 (the width of the vector sums changes their "
                "rounding).\n\n");
   md << fmt::format(
-      "## Plots\n\n`{} compare {}` draws the test accuracy by round (`--x samples`, `bytes`, "
+      "## Plots\n\n{}`{} compare {}` draws the test accuracy by round (`--x samples`, `bytes`, "
       "`seconds`; `--metric loss`), beside other runs' folders given after it.\n\n",
-      fedpar, dir.string());
+      plots, fedpar, dir.string());
   md << settings_section(cfg, make_run_config());
   md << "## Files\n\n";
   std::set<std::string> names = {"README.md"};

@@ -11,8 +11,9 @@
 
 namespace fedpar {
 
-// `dir` is the folder as it will be committed (the files it lists are the ones present).
+// `dir` is the folder as it will be committed (the files it lists are the ones present);
+// `plots` the markdown that shows the run's plots ("" when it has none).
 std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& summary,
-                       const std::filesystem::path& dir);
+                       const std::filesystem::path& dir, const std::string& plots = "");
 
 }  // namespace fedpar

@@ -197,7 +197,7 @@ int run_server(Config cfg, const ServerOptions& opts) {
     throw;
   }
   engine.stop_all();
-  return run.finish(engine);
+  return run.finish(engine, opts.draw_plots);
 }
 
 }  // namespace fedpar

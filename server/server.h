@@ -3,6 +3,8 @@
 // writes results/<run>/. Peers' input is validated and answered, never trusted.
 #pragma once
 
+#include <filesystem>
+#include <functional>
 #include <string>
 #include <zmq.hpp>
 
@@ -15,6 +17,10 @@ struct ServerOptions {
   bool quiet = false;
   zmq::context_t* context = nullptr;  // shared with client threads for inproc:// (tests)
   std::string resume;                 // a run folder with checkpoint.bin: continue that run
+  // Draws the finished run's plots into its folder (the folder, the run's name) and returns the
+  // README's markdown showing them; unset: none (the fedpar command sets it: plotting lives above
+  // the server).
+  std::function<std::string(const std::filesystem::path&, const std::string&)> draw_plots;
 };
 
 // Returns the exit code; throws Error for problems found before or during the run.

@@ -21,6 +21,7 @@ Action add_run_command(CLI::App& app) {
     std::string config;
     std::vector<std::string> sets, flag_sets;
     int processes = 0;  // 0 = the config's value
+    bool no_plots = false;
     LocalRunOptions opts;
   };
   cmd->footer(
@@ -44,7 +45,11 @@ Action add_run_command(CLI::App& app) {
                   "continue the run whose folder holds checkpoint.bin (checkpoint_every = R); "
                   "the same config")
       ->check(CLI::ExistingDirectory);
+  cmd->add_flag("--no-plots", a->no_plots,
+                "draw no plots into the results folder (by default the test accuracy and loss "
+                "by round, once 5 rounds were evaluated)");
   return [a] {
+    a->opts.plots = !a->no_plots;
     const bool equivalence = is_equivalence_config(a->config);
     Config cfg = equivalence ? make_equivalence_config() : make_run_config();
     cfg.merge_file(a->config);
@@ -57,6 +62,7 @@ Action add_run_command(CLI::App& app) {
     if (a->processes > 0) command += fmt::format(" -p {}", a->processes);
     LocalRunOptions quiet = a->opts;
     quiet.quiet = true;
+    quiet.plots = false;  // the experiment's report has its plots
     return equivalence_exit_code(run_equivalence(cfg, quiet, command));
   };
 }

@@ -9,6 +9,7 @@
 #include "core/run_spec.h"
 #include "experiments/cli/commands.h"
 #include "experiments/cli/data_flags.h"
+#include "experiments/run_plots.h"
 #include "server/async_replay.h"
 #include "server/server.h"
 #include "transport/curve.h"
@@ -35,7 +36,12 @@ Action add_server_command(CLI::App& app) {
   cmd->add_option("--resume", a->opts.resume,
                   "continue the run whose folder holds checkpoint.bin; the same config")
       ->check(CLI::ExistingDirectory);
-  return [a] {
+  auto no_plots = std::make_shared<bool>(false);
+  cmd->add_flag("--no-plots", *no_plots,
+                "draw no plots into the results folder (by default the test accuracy and loss "
+                "by round, once 5 rounds were evaluated)");
+  return [a, no_plots] {
+    if (!*no_plots) a->opts.draw_plots = draw_run_plots;
     Config cfg = make_run_config();
     if (!a->config.empty()) cfg.merge_file(a->config);
     cfg.set_all(flags_then_sets(a->flag_sets, a->sets));

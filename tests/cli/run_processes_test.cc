@@ -145,6 +145,39 @@ TEST(FedparRun, SupervisesServerAndClientsAndGivesTheSameBytes) {
   EXPECT_NE(testing::slurp(tmp / "bad.err").find("rounds must be an integer"), std::string::npos);
 }
 
+// A run evaluated at 5 rounds or more gets its test accuracy and loss by round drawn into its
+// folder, shown in its README; --no-plots draws none.
+TEST(FedparRun, AFolderShowsItsRunsCurves) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << "rounds = 5\n[data]\nname = 'synthetic'\n[model]\n"
+                                     "name = 'logreg'\n";
+  const std::string run = "run " + (tmp / "run.toml").string() +
+                          " -p 2 --set results_dir=" + (tmp / "res").string() + " --set name=";
+  const auto r = testing::run_fedpar(run + "drawn", tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string readme = testing::slurp(tmp / "res/drawn/README.md");
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    EXPECT_NE(readme.find("(no plots: gnuplot is not installed"), std::string::npos) << readme;
+  } else {
+    for (const char* svg : {"accuracy-vs-round.svg", "loss-vs-round.svg"}) {
+      EXPECT_NE(readme.find(fmt::format("](plots/{})", svg)), std::string::npos) << readme;
+      EXPECT_NE(testing::slurp(tmp / "res/drawn/plots" / svg).find("<svg"), std::string::npos);
+    }
+    // the data drawn are the run's five evaluations, rounds 1 to 5
+    std::ifstream dat(tmp / "res/drawn/plots/accuracy-vs-round.svg.dat");
+    std::vector<int> rounds;
+    for (std::string line; std::getline(dat, line);)
+      if (!line.empty() && std::isdigit(static_cast<unsigned char>(line[0])))
+        rounds.push_back(std::stoi(line));
+    EXPECT_EQ(rounds, (std::vector<int>{1, 2, 3, 4, 5}));
+  }
+  EXPECT_NE(readme.find("`plots`: the test accuracy and loss by round"), std::string::npos);
+  const auto bare = testing::run_fedpar(run + "bare --no-plots", tmp.path());
+  ASSERT_EQ(bare.code, 0) << bare.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "res/bare/plots"));
+  EXPECT_EQ(testing::slurp(tmp / "res/bare/README.md").find("]("), std::string::npos);
+}
+
 TEST(Distributed, VirtualClientsFollowSlotsAndBytesAreCountedPerProcess) {
   TempDir tmp;
   pid_t big = -1;

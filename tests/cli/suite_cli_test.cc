@@ -61,6 +61,8 @@ TEST(Suite, IidVsNonIidSmokeShowsSkewCostsAccuracy) {
   EXPECT_NE(report.find("plots/accuracy-vs-round.svg"), std::string::npos) << report;
   EXPECT_NE(testing::slurp(tmp / "s/plots/accuracy-vs-bytes.svg").find("<svg"), std::string::npos);
   EXPECT_TRUE(std::filesystem::exists(tmp / "s/runs/labels-3/metrics.jsonl"));
+  // 8 evaluated rounds, but the suite's report has the plots: its runs draw none
+  EXPECT_FALSE(std::filesystem::exists(tmp / "s/runs/labels-3/plots"));
 }
 
 TEST(Suite, FedproxSyntheticSmokeShowsHeterogeneityCostsAccuracy) {

@@ -1,0 +1,35 @@
+// draw_run_plots; see run_plots.h.
+#include "experiments/run_plots.h"
+
+#include <fmt/format.h>
+
+#include "experiments/plot.h"
+#include "experiments/run_metrics.h"
+
+namespace fedpar {
+
+std::string draw_run_plots(const std::filesystem::path& run_dir, const std::string& name) {
+  const RunCurves c = read_curves(run_dir);
+  if (c.round.size() < kRunPlotMinPoints) return "";
+  std::filesystem::create_directories(run_dir / "plots");
+  struct Drawn {
+    const char* file;
+    const char* name;
+    const std::vector<double>& y;
+  };
+  std::string md;
+  for (const Drawn& d : {Drawn{"accuracy-vs-round.svg", "test accuracy (%)", c.accuracy},
+                         Drawn{"loss-vs-round.svg", "test loss", c.test_loss}}) {
+    const LinePlot plot{.title = fmt::format("{} by round: {}", d.name, name),
+                        .xlabel = "round",
+                        .ylabel = d.name,
+                        .series = {{name, c.round, d.y, {}, {}}}};
+    std::string why;
+    if (!draw_line_plot(run_dir / "plots" / d.file, plot, &why))
+      return fmt::format("(no plots: {})\n\n", why);
+    md += fmt::format("![{} by round](plots/{})\n\n", d.name, d.file);
+  }
+  return md;
+}
+
+}  // namespace fedpar
