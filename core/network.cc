@@ -239,26 +239,41 @@ struct Exchange {
   uint64_t up_bytes = 0;
 };
 
-// When the last reply of a synchronous exchange is in (0 without clients).
-double last_reply(const NetworkSpec& n, uint64_t seed, uint64_t round,
-                  const std::vector<Exchange>& clients, uint32_t repeat = 0) {
+// When each reply of a synchronous exchange is in, in the clients' order.
+std::vector<double> reply_times(const NetworkSpec& n, uint64_t seed, uint64_t round,
+                                const std::vector<Exchange>& clients, uint32_t repeat = 0) {
   std::vector<SimulatedMessage> down, up;
   for (const Exchange& c : clients) down.push_back({c.client, c.down_bytes, 0});
   const auto tasks = simulated_arrivals(n, seed, round, "down", down, repeat);
   for (size_t i = 0; i < clients.size(); ++i)
     up.push_back({clients[i].client, clients[i].up_bytes, tasks[i] + clients[i].compute_seconds});
-  const auto replies = simulated_arrivals(n, seed, round, "up", up, repeat);
+  return simulated_arrivals(n, seed, round, "up", up, repeat);
+}
+
+// When the last reply of a synchronous exchange is in (0 without clients).
+double last_reply(const NetworkSpec& n, uint64_t seed, uint64_t round,
+                  const std::vector<Exchange>& clients, uint32_t repeat = 0) {
+  const auto replies = reply_times(n, seed, round, clients, repeat);
   return replies.empty() ? 0 : *std::ranges::max_element(replies);
+}
+
+std::vector<Exchange> exchanges(const std::vector<SimulatedClient>& clients) {
+  std::vector<Exchange> out;
+  for (const auto& c : clients)
+    out.push_back({c.client, c.down_bytes, c.compute_seconds, c.up_bytes});
+  return out;
 }
 
 }  // namespace
 
+std::vector<double> simulated_reply_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
+                                            const std::vector<SimulatedClient>& clients) {
+  return reply_times(n, seed, round, exchanges(clients));
+}
+
 double simulated_exchange_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
                                   const std::vector<SimulatedClient>& clients) {
-  std::vector<Exchange> exchange;
-  for (const auto& c : clients)
-    exchange.push_back({c.client, c.down_bytes, c.compute_seconds, c.up_bytes});
-  return last_reply(n, seed, round, exchange);
+  return last_reply(n, seed, round, exchanges(clients));
 }
 
 double simulated_round_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
@@ -337,7 +352,8 @@ void NetworkClock::end_round(RoundRecord& rec, uint64_t round, double wall_secon
         clients.push_back(
             {c.client, rec.bytes_down_per_task.value_or(0), c.bytes_up, c.compute_seconds});
     const bool deadline_hit = (rec.simulated_lost && !rec.simulated_lost->empty()) ||
-                              (rec.missing && !rec.missing->empty());
+                              (rec.missing && !rec.missing->empty()) ||
+                              (rec.simulated_late && !rec.simulated_late->empty());
     const double slowest = simulated_exchange_seconds(n_, seed_, round, clients);
     over_deadline_.reset();
     if (!deadline_hit && slowest > deadline_) over_deadline_ = slowest;

@@ -50,6 +50,9 @@ struct NetworkSpec {
   // Simulated mode: the server's own link, which every client's messages cross and share (its
   // uplink the TASKs, its downlink the UPDATEs); none: the server's side never limits.
   std::optional<LinkProfile> server;
+  // Simulated mode, synchronous parameter-server rounds: an update the clock brings in after the
+  // round's deadline (wait_seconds) is left out of the round, as a real deadline leaves it out.
+  bool drop_late = false;
   bool on() const { return mode != NetworkMode::kOff; }
   // Client c's link (the first profile for an id beyond the partition).
   const LinkProfile& of(uint32_t c) const {
@@ -136,6 +139,10 @@ struct SimulatedClient {
 double simulated_round_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
                                const std::vector<SimulatedClient>& clients, double deadline,
                                bool deadline_hit, double aggregate_seconds);
+// When each participant's update is in (TASK down + compute + UPDATE up, the server link shared),
+// in the order given; not capped at any deadline.
+std::vector<double> simulated_reply_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
+                                            const std::vector<SimulatedClient>& clients);
 // The slowest participant's seconds, not capped at any deadline (0 without participants).
 double simulated_exchange_seconds(const NetworkSpec& n, uint64_t seed, uint64_t round,
                                   const std::vector<SimulatedClient>& clients);

@@ -212,7 +212,8 @@ void fields(V& v, RoundRecord& r) {
   v("model_version", r.model_version), v("staleness_max", r.staleness_max),
       v("staleness_mean", r.staleness_mean);
   v("elapsed_seconds", r.elapsed_seconds);
-  v("unavailable", r.unavailable), v("simulated_lost", r.simulated_lost);
+  v("unavailable", r.unavailable), v("simulated_lost", r.simulated_lost),
+      v("simulated_late", r.simulated_late);
   v("simulated_seconds", r.simulated_seconds), v("simulated_time", r.simulated_time);
   v("emulated_seconds", r.emulated_seconds), v("emulated_time", r.emulated_time);
 }

@@ -86,6 +86,7 @@ struct RoundRecord {
   // was drawn lost, and the round's computed seconds and their running sum (the allreduce
   // ring's too); emulated mode: the round's wall seconds under emulation and their running sum
   std::optional<std::vector<uint32_t>> unavailable, simulated_lost;
+  std::optional<std::vector<uint32_t>> simulated_late;  // network.drop_late: left out, late
   std::optional<double> simulated_seconds, simulated_time, emulated_seconds, emulated_time;
 };
 

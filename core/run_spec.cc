@@ -158,6 +158,8 @@ heterogeneous = ""       # e.g. "wifi:0.5,lte:0.3,3g:0.2": each client's profile
 jitter = "uniform"       # extra delay per message: uniform U[0, j) | normal |N(0, 1)| * j
 server = ""              # simulated: the server's own link, shared by every client's messages (a
                          # profile: its up_bps carries the TASKs, down_bps the replies); "": unlimited
+drop_late = false        # simulated, synchronous parameter server: an update the clock brings in
+                         # after wait_seconds is left out of its round, as a real deadline leaves it
 
 [network.custom]         # the profile named "custom"
 down_bps = 10000000.0    # server -> client, bit/s
@@ -370,6 +372,19 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
                         "profile needs loss = 0 and availability = 1 (for such a link's numbers "
                         "use \"custom\" with network.custom.loss = 0)",
                         server));
+  }
+  n.drop_late = c.get_bool("network.drop_late");
+  if (n.drop_late) {
+    require(n.mode == NetworkMode::kSimulated,
+            "network.drop_late leaves out the updates the simulated clock brings in after "
+            "wait_seconds: it needs network.mode = \"simulated\" (emulated and real links meet "
+            "the real deadline, which leaves late updates out already)");
+    require(sync_ps,
+            "network.drop_late applies to the synchronous rounds of the parameter-server "
+            "topology (regime = \"gradient\" or \"model\")");
+    require(c.get_string("local.algorithm") != "scaffold",  // (s.algorithm is resolved later)
+            "network.drop_late with SCAFFOLD: a client whose update is left out has moved its "
+            "control variate c_i, and the server's c would no longer be their mean");
   }
   require(n.mode != NetworkMode::kEmulated || s.topology != Topology::kAllReduce,
           "network.mode = \"emulated\" shapes the server's links, not the ring's between workers: "

@@ -9,11 +9,13 @@
 #   bash scripts/example-runs.sh --only SECTION [FEDPAR_BINARY]
 #       one section into <date>-SECTION.md: thousand-clients (the simulated runs of docs/network.md)
 #       or async-slow-link (asynchronous against synchronous SGD, one client on lte, docs/topologies.md)
+#       or deadline (FedAvg waiting for its 3g clients or leaving their late updates out,
+#       docs/network.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 only=""
 if [[ ${1:-} == --only ]]; then only=$2 && shift 2; fi
-case $only in "" | thousand-clients | async-slow-link) ;; *) echo "example-runs: no section '$only'" >&2 && exit 2 ;; esac
+case $only in "" | thousand-clients | async-slow-link | deadline) ;; *) echo "example-runs: no section '$only'" >&2 && exit 2 ;; esac
 FEDPAR=${1:-./build/fedpar}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -92,6 +94,29 @@ for name in ("async-lte", "sync-lte"):
 PY
 }
 
+# A deadline on simulated links: FedAvg over 10 clients, 20% of them on 3g (about 16 s to move the
+# 2NN down and up), the rest on wifi and lte. Waiting for every update, and leaving out the
+# updates in after 5 s (network.drop_late), on IID data and on shards (2 labels a client).
+deadline() {
+  local scheme
+  for scheme in iid shards; do
+    local base="run experiments/fedavg-mnist-2nn.toml --set rounds=20 --set partition.scheme=$scheme --set network.mode=simulated --set network.heterogeneous=wifi:0.5,lte:0.3,3g:0.2"
+    row "$base" "wait-$scheme"
+    row "$base --set wait_seconds=5 --set network.drop_late=true" "drop-$scheme"
+    python3 - "$work" "$scheme" <<'PY'
+import json, sys
+for name in (f"wait-{sys.argv[2]}", f"drop-{sys.argv[2]}"):
+    rows = [json.loads(l) for l in open(f"{sys.argv[1]}/{name}/metrics.jsonl") if l.strip()]
+    rounds = [r for r in rows if r.get("kind") == "round"]
+    late = sorted({c for r in rounds for c in r.get("simulated_late", [])})
+    updates = sum(len(r.get("clients", [])) for r in rounds)
+    print(f"| {name}: {len(rounds)} rounds, simulated_time {rounds[-1]['simulated_time']:.1f} s at "
+          f"{100 * rounds[-1]['test_accuracy']:.2f}%, {updates} updates aggregated"
+          f"{', late: clients ' + ', '.join(map(str, late)) if late else ''} | | | | |")
+PY
+  done
+}
+
 mkdir -p "$(dirname "$dest")"
 if [[ -n $only ]]; then
   {
@@ -103,7 +128,11 @@ if [[ -n $only ]]; then
     echo
     echo "| command | wall (s) | test accuracy | final model hash | round seconds |"
     echo "|---|---:|---:|---|---|"
-    if [[ $only == thousand-clients ]]; then thousand_clients; else async_slow_link; fi
+    case $only in
+      thousand-clients) thousand_clients ;;
+      async-slow-link) async_slow_link ;;
+      deadline) deadline ;;
+    esac
   } >"$work/table.md"
   mv "$work/table.md" "$dest"
   cat "$dest"

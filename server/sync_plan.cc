@@ -13,6 +13,7 @@
 #include "core/check.h"
 #include "core/fednova.h"
 #include "core/local_update.h"
+#include "core/network.h"
 #include "core/rng.h"
 #include "core/scaffold.h"
 #include "server/diagnostics.h"
@@ -152,11 +153,13 @@ class SyncPlan final : public Plan {
       return idle_round(rec, engine.round, "the sampled clients' process was dropped");
     }
     const double broadcast_seconds = send_tasks(engine, participants);
-    const Collected c = engine.collect(collect_spec());
+    Collected c = engine.collect(collect_spec());
     const auto t_wait = Clock::now();
     std::vector<uint32_t> absent;  // participants without an update, those of lost processes too
     for (uint32_t client : participants)
       if (!c.got.count(client)) absent.push_back(client);
+    const std::vector<uint32_t> late = leave_out_late(engine.round, c);
+    rec.simulated_late = s_.network.drop_late ? std::optional(late) : std::nullopt;
     count_misses(engine, c, absent);
     if (c.got.empty()) {  // every asked client missed the deadline: the model stays
       record(rec, c, absent, {}, {}, participants.size());
@@ -164,7 +167,8 @@ class SyncPlan final : public Plan {
       rec.wait_seconds = std::chrono::duration<double>(t_wait - t0).count();
       rec.aggregate_seconds = 0;
       clock_.end_round(rec, engine.round, rec.wait_seconds);
-      return "no update came; the model stays";
+      return late.empty() ? "no update came; the model stays"
+                          : "every update came late on the simulated clock; the model stays";
     }
     std::vector<ClientUpdate> updates, linear, control_changes;
     for (const auto& [client, r] : c.got) {
@@ -202,10 +206,12 @@ class SyncPlan final : public Plan {
       engine.log(fmt::format(
           "round {}: the simulated round's slowest client took {:.1f} s, over wait_seconds = {:g}: "
           "the round is recorded as {:g} s, yet every update was aggregated (simulated mode does "
-          "not drop late clients); raise wait_seconds to see the links' whole time (said once)",
+          "not drop late clients unless network.drop_late = true); raise wait_seconds to see the "
+          "links' whole time (said once)",
           engine.round + 1, *over, s_.wait_seconds, s_.wait_seconds));
     }
-    return fmt::format("{} updates", c.got.size());
+    return fmt::format("{} updates{}", c.got.size(),
+                       late.empty() ? "" : fmt::format(", {} late (left out)", late.size()));
   }
 
  private:
@@ -302,6 +308,22 @@ class SyncPlan final : public Plan {
   // otherwise the round goes on with the rest, and its process is dropped after
   // drop_after_missed_rounds misses in a row. SCAFFOLD and a delta downlink drop it at the first:
   // a lost message leaves its control variate or its model replica out of step with the server's.
+  // network.drop_late: the updates in `c` that the simulated clock brings in after wait_seconds
+  // (the same inputs as the round's clock: the TASK's bytes, the update's bytes and compute) are
+  // taken out of it, and returned. Not a miss: the process stays in the run.
+  std::vector<uint32_t> leave_out_late(uint64_t round, Collected& c) const {
+    if (!s_.network.drop_late || c.got.empty()) return {};
+    std::vector<SimulatedClient> in;
+    for (const auto& [client, r] : c.got)
+      in.push_back({client, model_bytes_, r.in.msg.bytes(), r.update.compute_seconds});
+    const auto at = simulated_reply_seconds(s_.network, s_.seed, round, in);
+    std::vector<uint32_t> late;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (at[i] > s_.wait_seconds) late.push_back(in[i].client);
+    for (uint32_t client : late) c.got.erase(client);
+    return late;
+  }
+
   void count_misses(Engine& engine, const Collected& c, const std::vector<uint32_t>& absent) {
     std::vector<uint32_t> asked;
     for (const auto& [id, clients] : per_peer_)

@@ -389,6 +389,38 @@ TEST(NetworkRun, UnavailableClientsAreNotAskedAndTheRecordSaysWho) {
   EXPECT_EQ(run.hash, run_on_threads(tmp, "again", sets).hash);
 }
 
+// network.drop_late: client 0 on a 10 kbit/s link (its 9,128-byte TASK and UPDATE take 7.3 s
+// each), the others on datacenter links, wait_seconds = 5: every round, client 0's update is in
+// after the deadline on the simulated clock and is left out. The rounds record it late, last the
+// deadline plus the aggregation, and train the model of the run where client 0 is never available;
+// without drop_late the same links aggregate it (another model, each round over the deadline).
+TEST(NetworkRun, DropLateLeavesOutTheUpdatesTheClockBringsInAfterTheDeadline) {
+  TempDir tmp;
+  const std::vector<std::string> links = with(
+      kModel, {"network.mode=simulated", "network.profile=datacenter", "network.profiles=0:custom",
+               "network.custom.down_bps=1e4", "network.custom.up_bps=1e4", "wait_seconds=5"});
+  const RunResult late = run_on_threads(tmp, "late", with(links, {"network.drop_late=true"}));
+  ASSERT_EQ(late.rounds.size(), 3u);
+  for (const json& rec : late.rounds) {
+    EXPECT_EQ(rec.at("simulated_late").get<std::vector<uint32_t>>(), std::vector<uint32_t>{0});
+    EXPECT_EQ(rec.at("missing"), json::array());
+    std::vector<uint32_t> aggregated;
+    for (const auto& c : rec.at("clients")) aggregated.push_back(c.at("client").get<uint32_t>());
+    EXPECT_EQ(aggregated, (std::vector<uint32_t>{1, 2, 3}));
+    EXPECT_NEAR(rec.at("simulated_seconds").get<double>(),
+                5.0 + rec.at("aggregate_seconds").get<double>(), 1e-12);
+  }
+  const RunResult absent =
+      run_on_threads(tmp, "absent", with(links, {"network.custom.availability=0"}));
+  EXPECT_EQ(late.hash, absent.hash);
+  const RunResult kept = run_on_threads(tmp, "kept", links);
+  EXPECT_NE(kept.hash, late.hash);
+  for (const json& rec : kept.rounds) {
+    EXPECT_EQ(rec.at("clients").size(), 4u);
+    EXPECT_FALSE(rec.contains("simulated_late"));
+  }
+}
+
 // Runs with seeds whose draws lose an UPDATE (one client of a process missing) and a TASK (both
 // of its clients at once), with drop_after_missed_rounds = 1 (the process is dropped at once) and
 // 3 (it misses a round and answers again later): the round records' `missing` lists are the ones

@@ -160,6 +160,11 @@ TEST(NetworkSimulated, ARoundLastsAsLongAsItsSlowestClientPlusTheAggregation) {
   const double dc = 2 * 8e6 / 25e9 + 2 * 10e-6 + 0.5;  // the datacenter client
   EXPECT_NEAR(simulated_round_seconds(n, 1, 0, {fast}, 60, false, 0), dc, 1e-12);
   EXPECT_NEAR(simulated_round_seconds(n, 1, 0, {fast, slow}, 60, false, 0), 3.52, 1e-12);
+  // each client's own time, what network.drop_late compares with the deadline
+  const auto each = simulated_reply_seconds(n, 1, 0, {fast, slow});
+  ASSERT_EQ(each.size(), 2u);
+  EXPECT_NEAR(each[0], dc, 1e-12);
+  EXPECT_NEAR(each[1], 3.52, 1e-12);
   EXPECT_NEAR(simulated_round_seconds(n, 1, 0, {fast, slow}, 2, false, 0.1), 2.1, 1e-12);
   EXPECT_NEAR(simulated_round_seconds(n, 1, 0, {fast}, 2, true, 0.1), 2.1, 1e-12);
   EXPECT_EQ(simulated_round_seconds(n, 1, 0, {}, 2, false, 0), 0);
@@ -195,6 +200,12 @@ TEST(NetworkSimulated, AServerLinkIsSharedByTheRoundsMessages) {
   const SimulatedClient late{1, 1000000, 1000000, 1.5};
   n.server->up_bps = n.server->down_bps = 8e6;
   EXPECT_NEAR(simulated_round_seconds(n, 1, 0, {a, late}, 60, false, 0), 2.011 + 1.5 + 1.011, 1e-9);
+  // a's UPDATE has the link alone until the later one leaves at 3.511 s: it is in 1 s after its
+  // start, the later one 1 s after its own
+  const auto each = simulated_reply_seconds(n, 1, 0, {a, late});
+  ASSERT_EQ(each.size(), 2u);
+  EXPECT_NEAR(each[0], 2.011 + 0.5 + 1.011, 1e-9);
+  EXPECT_NEAR(each[1], 2.011 + 1.5 + 1.011, 1e-9);
 }
 
 // The master's step is two exchanges with the loss between them; the server link is shared in
@@ -332,6 +343,17 @@ TEST(NetworkSpec, RefusesWhatCannotRunAndSaysWhy) {
   };
   EXPECT_TRUE(
       has({"network.mode=fast"}, "network.mode must be off, emulated or simulated, got 'fast'"));
+  EXPECT_TRUE(has({"network.drop_late=true"},
+                  "network.drop_late leaves out the updates the simulated clock brings in after "
+                  "wait_seconds: it needs network.mode = \"simulated\""));
+  EXPECT_TRUE(has({"network.mode=simulated", "network.drop_late=true", "regime=async"},
+                  "network.drop_late applies to the synchronous rounds of the parameter-server"));
+  EXPECT_TRUE(has(
+      {"network.mode=simulated", "network.drop_late=true", "topology=master", "regime=gradient"},
+      "network.drop_late applies to the synchronous rounds of the parameter-server"));
+  EXPECT_TRUE(has({"network.mode=simulated", "network.drop_late=true", "regime=model",
+                   "local.algorithm=scaffold"},
+                  "network.drop_late with SCAFFOLD"));
   EXPECT_TRUE(has({"network.profile=5g"},
                   "network.profile: unknown profile '5g' (valid: datacenter, wifi, lte, 3g, "
                   "custom)"));
