@@ -105,14 +105,21 @@ deadline() {
     row "$base --set wait_seconds=5 --set network.drop_late=true" "drop-$scheme"
     python3 - "$work" "$scheme" <<'PY'
 import json, sys
+runs = {}
 for name in (f"wait-{sys.argv[2]}", f"drop-{sys.argv[2]}"):
     rows = [json.loads(l) for l in open(f"{sys.argv[1]}/{name}/metrics.jsonl") if l.strip()]
-    rounds = [r for r in rows if r.get("kind") == "round"]
+    runs[name] = rounds = [r for r in rows if r.get("kind") == "round"]
     late = sorted({c for r in rounds for c in r.get("simulated_late", [])})
     updates = sum(len(r.get("clients", [])) for r in rounds)
     print(f"| {name}: {len(rounds)} rounds, simulated_time {rounds[-1]['simulated_time']:.1f} s at "
           f"{100 * rounds[-1]['test_accuracy']:.2f}%, {updates} updates aggregated"
           f"{', late: clients ' + ', '.join(map(str, late)) if late else ''} | | | | |")
+# the waiting run when the deadline's run ended: the same simulated time
+wait, drop = runs[f"wait-{sys.argv[2]}"], runs[f"drop-{sys.argv[2]}"]
+at = [r for r in wait if r["simulated_time"] <= drop[-1]["simulated_time"]]
+if at:
+    print(f"| wait-{sys.argv[2]} by {drop[-1]['simulated_time']:.1f} s: round {at[-1]['round']}, "
+          f"{100 * at[-1]['test_accuracy']:.2f}% | | | | |")
 PY
   done
 }
