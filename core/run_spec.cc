@@ -373,6 +373,13 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
                         "use \"custom\" with network.custom.loss = 0)",
                         server));
   }
+  // a stage reports each op's time and bytes in its UPDATE (64 KiB of JSON at most: about 60
+  // bytes a micro-batch)
+  require(n.mode != NetworkMode::kSimulated || s.topology != Topology::kPipeline ||
+              c.get_int("pipeline.micro_batches") <= kMaxSimulatedMicroBatches,
+          fmt::format("a simulated pipeline times each micro-batch from its stages' reports: it "
+                      "takes pipeline.micro_batches <= {}, got {}",
+                      kMaxSimulatedMicroBatches, c.get_int("pipeline.micro_batches")));
   n.drop_late = c.get_bool("network.drop_late");
   if (n.drop_late) {
     require(n.mode == NetworkMode::kSimulated,

@@ -23,6 +23,10 @@
 
 namespace fedpar {
 
+// A simulated pipeline's stages report each op's time and bytes: this many micro-batches fit in
+// an UPDATE (protocol/frames.cc, max_body_bytes: 64 KiB of JSON) with room to spare.
+inline constexpr int64_t kMaxSimulatedMicroBatches = 512;
+
 std::string run_defaults();
 // The run config; `extra_sections` (TOML) adds the keys of an experiment built on runs.
 Config make_run_config(std::string_view extra_sections = "");

@@ -143,7 +143,8 @@ RunTraffic read_traffic(const std::filesystem::path& dir) {
       wr = std::max(wr, double(j.processes[i].bytes_down) + ring_received);
     }
     server_sent.push_back(double(j.server_bytes_sent) / 1e6),
-        server_received.push_back(double(j.server_bytes_received) / 1e6);
+        server_received.push_back(
+            double(j.server_bytes_received - j.diagnostic_bytes_up.value_or(0)) / 1e6);
     worker_sent.push_back(ws / 1e6), worker_received.push_back(wr / 1e6);
     if (slowest_allreduce > 0 && t.workers > 1 && j.topology == "allreduce") {
       allreduce.push_back(1e3 * slowest_allreduce);

@@ -147,9 +147,13 @@ class ModelParallelPlan final : public Plan {
     }
     if (check) check_replicas(c, r);
     record(rec, c, check, std::chrono::duration<double>(Clock::now() - t0).count());
-    if (s_.network.mode == NetworkMode::kSimulated)
+    if (s_.network.mode == NetworkMode::kSimulated) {
+      uint64_t timings = 0;  // bytes that measure the step, not part of it
+      for (const auto& [process, reply] : c.got) timings += simulation_extra_bytes(reply.update);
+      rec.diagnostic_bytes_up = timings;
       clock_.add_simulated_seconds(
           rec, simulated_seconds(engine, c, engine.per_process_bytes(bytes_before, {}), rec));
+    }
     return fmt::format("{} processes{}", c.got.size(), check ? ", replicas identical" : "");
   }
 
@@ -202,6 +206,18 @@ class ModelParallelPlan final : public Plan {
           r.update.op_seconds.size() != ops)
         return fmt::format("report with {} op times, expected this stage's {} (simulated network)",
                            r.update.op_seconds.size(), ops);
+      for (double t : r.update.op_seconds)  // an op longer than the round's deadline: not real
+        if (t > s_.wait_seconds)
+          return fmt::format("report with an op time of {:g} s, over wait_seconds = {:g}", t,
+                             s_.wait_seconds);
+      // a rank's ring sends: 2 (t - 1) steps an all-reduce, at most one all-reduce per tensor of
+      // the model (a layer's forward and backward)
+      const uint64_t per_allreduce = 2 * uint64_t(std::max(parts_ - 1, 0));
+      if (!pipeline_ && r.update.ring_steps > 0 &&
+          (per_allreduce == 0 || r.update.ring_steps % per_allreduce != 0 ||
+           r.update.ring_steps > per_allreduce * run_.model.layout().views().size()))
+        return fmt::format("report with {} ring steps, not a count of {}-step all-reduces",
+                           r.update.ring_steps, per_allreduce);
       // the part, and on checkpoint rounds its velocity once the optimizer has one
       const auto& vs = r.update.vectors;
       const bool sizes_ok =

@@ -343,6 +343,10 @@ TEST(NetworkSpec, RefusesWhatCannotRunAndSaysWhy) {
   };
   EXPECT_TRUE(
       has({"network.mode=fast"}, "network.mode must be off, emulated or simulated, got 'fast'"));
+  EXPECT_TRUE(has({"network.mode=simulated", "regime=gradient", "topology=pipeline", "processes=2",
+                   "sgd.batch=1200", "pipeline.micro_batches=600"},
+                  "a simulated pipeline times each micro-batch from its stages' reports: it takes "
+                  "pipeline.micro_batches <= 512, got 600"));
   EXPECT_TRUE(has({"network.drop_late=true"},
                   "network.drop_late leaves out the updates the simulated clock brings in after "
                   "wait_seconds: it needs network.mode = \"simulated\""));
