@@ -38,6 +38,18 @@ bool cpu_has_avx512f() {
 
 }  // namespace
 
+const char* build_vector_units() {
+#if defined(__AVX512F__)
+  return "AVX-512";
+#elif defined(__AVX2__)
+  return "AVX2";
+#elif defined(__SSE2__)
+  return "SSE2";
+#else
+  return "not x86";
+#endif
+}
+
 void set_source_commit(std::string_view commit) { commit_storage() = commit; }
 const std::string& source_commit() { return commit_storage(); }
 

@@ -13,6 +13,10 @@ namespace fedpar {
 void set_source_commit(std::string_view commit);
 const std::string& source_commit();
 
+// The widest x86 vector instructions this build compiles for ("AVX-512", "AVX2", "SSE2", or
+// "not x86"): with FEDPAR_NATIVE, the building machine's; its float sums follow them.
+const char* build_vector_units();
+
 // "2 cores, AMD EPYC 9B14 (avx512f), Debian GNU/Linux 12 (bookworm)": what scripts/provenance.sh's
 // machine() writes, read from /proc/cpuinfo and /etc/os-release ("unknown" where they are absent).
 std::string machine_description();

@@ -110,10 +110,11 @@ struct RunSummary {
   uint64_t clients = 0;
   int64_t processes = 0;
   std::vector<HostRecord> hosts;
-  std::optional<RoundRecord> final;           // the last evaluated round
-  std::optional<double> server_peak_rss_mib;  // the server process's peak resident memory
-  std::optional<std::string> source_commit;   // the commit the server's fedpar was built from
-  std::optional<std::string> machine;         // the server's cores, CPU and OS
+  std::optional<RoundRecord> final;               // the last evaluated round
+  std::optional<double> server_peak_rss_mib;      // the server process's peak resident memory
+  std::optional<std::string> source_commit;       // the commit the server's fedpar was built from
+  std::optional<std::string> build_vector_units;  // what it was compiled for: "AVX-512", ...
+  std::optional<std::string> machine;             // the server's cores, CPU and OS
 };
 
 nlohmann::json to_json(const RoundRecord& r);

@@ -254,6 +254,7 @@ int RunContext::finish(const Engine& engine,
       .final = last_eval_,
       .server_peak_rss_mib = double(peak_rss_bytes()) / (1 << 20),
       .source_commit = source_commit().empty() ? std::nullopt : std::optional(source_commit()),
+      .build_vector_units = build_vector_units(),
       .machine = machine_description()};
   out.write_json("summary.json", to_json(summary));
   std::string plots;  // a plot that cannot be drawn costs the run nothing: the README says why

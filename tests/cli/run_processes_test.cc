@@ -107,7 +107,7 @@ TEST(FedparRun, SupervisesServerAndClientsAndGivesTheSameBytes) {
   const auto config = tmp / "res/viarun/config.resolved.toml";  // results_dir is absolute here
   ASSERT_NE(readme.find("fedpar run " + config.string()), std::string::npos) << readme;
   EXPECT_NE(readme.find("The same config gives the same final model hash with fedpar built from "
-                        "the same commit"),
+                        "the same commit for the same vector units"),
             std::string::npos);
   // what built it and where it ran: summary.json's words, in the README too
   const auto summary =
@@ -115,12 +115,13 @@ TEST(FedparRun, SupervisesServerAndClientsAndGivesTheSameBytes) {
   ASSERT_TRUE(summary.contains("source_commit")) << summary.dump();
   const std::string commit = summary["source_commit"], machine = summary["machine"];
   EXPECT_TRUE(std::regex_match(commit, std::regex(R"([0-9a-f]{7,}( \+ uncommitted changes)?)")) ||
-              commit == "unknown (not built from a git checkout)")
+              commit == "unknown (not the top of a git checkout, or no git)")
       << commit;
   EXPECT_NE(machine.find(" cores, "), std::string::npos) << machine;
-  EXPECT_NE(readme.find(fmt::format("- fedpar built from commit `{}`, the server on {}\n", commit,
-                                    machine)),
-            std::string::npos)
+  EXPECT_NE(
+      readme.find(fmt::format("- fedpar built from commit `{}` for {}, the server on {}\n", commit,
+                              summary["build_vector_units"].get<std::string>(), machine)),
+      std::string::npos)
       << readme;
   // the README's plot command draws this run
   const std::string plot = "compare " + (tmp / "res/viarun").string();
