@@ -2,7 +2,9 @@
 // printed on one line with exit code 2, a run that failed once started (RunFailed) with 5; a stop
 // signal (SIGINT, SIGTERM, SIGHUP) exits 128 + it; nothing else is left behind.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <map>
@@ -10,8 +12,10 @@
 #include "core/allocator.h"
 #include "core/build_info.h"
 #include "core/check.h"
+#include "core/run_spec.h"
 #include "core/stop_signal.h"
 #include "experiments/cli/commands.h"
+#include "experiments/cli/train_config.h"
 #include "experiments/local_run.h"
 
 namespace fedpar {
@@ -20,14 +24,33 @@ extern const char kBuildSourceCommit[];  // generated: cmake/source_commit.cmake
 
 namespace {
 
+// The config keys an option's name may mean: the key itself or keys whose last part it is
+// (`lr` -> optimizer.lr), '-' read as '_' or '.'; those of `fedpar train`'s config for train, else
+// the run config's.
+std::vector<std::string> keys_named(const CLI::App& command, const std::string& name) {
+  std::string underscored = name, dotted = name;  // local-steps: local_steps or local.steps
+  std::replace(underscored.begin(), underscored.end(), '-', '_');
+  std::replace(dotted.begin(), dotted.end(), '-', '.');
+  const fedpar::Config config =
+      command.get_name() == "train" ? fedpar::make_train_config() : fedpar::make_run_config();
+  std::vector<std::string> out;
+  for (const std::string& key : config.keys())
+    for (const std::string& n : {underscored, dotted})
+      if (key == n || key.ends_with("." + n)) {
+        out.push_back(key);
+        break;
+      }
+  return out;
+}
+
 // The first option on the line that the command does not have, with a hint: a flag it has that
-// the word begins or ends (`--epoch` for --epochs), else how config keys are set (`run --rounds 2`
-// is most likely the config key `rounds`).
+// the word begins or ends (`--epoch` for --epochs), else the config key it names written with
+// --set (`run --rounds 2`: --set rounds=2).
 std::string unknown_option_hint(const CLI::App* command, int argc, char** argv) {
   if (command == nullptr) return "";
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
-    if (word.rfind("--", 0) != 0 || word.size() == 2) continue;
+    if (word.rfind("--", 0) != 0 || word.size() == 2 || word[2] == '=') continue;
     const size_t eq = word.find('=');
     const std::string name = word.substr(2, eq == std::string::npos ? eq : eq - 2);
     if (command->get_option_no_throw("--" + name) != nullptr) continue;
@@ -36,12 +59,17 @@ std::string unknown_option_hint(const CLI::App* command, int argc, char** argv) 
         if (flag.rfind(name, 0) == 0 || name.rfind(flag, 0) == 0)
           return fmt::format("; did you mean --{}?", flag);
     if (command->get_option_no_throw("--set") == nullptr) return "";
+    const std::vector<std::string> keys = keys_named(*command, name);
+    if (keys.empty()) return "";
     std::string value = "VALUE";
     if (eq != std::string::npos)
       value = word.substr(eq + 1);
     else if (i + 1 < argc && argv[i + 1][0] != '-')
       value = argv[i + 1];
-    return fmt::format("; config keys are set with --set: --set {}={}", name, value);
+    return fmt::format("; config keys are set with --set: --set {}={}{}", keys[0], value,
+                       keys.size() > 1
+                           ? fmt::format(" (or {})", fmt::join(keys.begin() + 1, keys.end(), ", "))
+                           : "");
   }
   return "";
 }

@@ -164,6 +164,12 @@ TEST(EquivalenceExperiment, AConfigKeyGivenAsAFlagIsShownWithSet) {
               std::string::npos)
         << r.err;
   }
+  // a key named by its last part, and a word that is no key: no --set for it
+  auto r = testing::run_fedpar("run " + config + " --local-steps 3", tmp.path());
+  EXPECT_NE(r.err.find("--set local.steps=3 (see"), std::string::npos) << r.err;
+  r = testing::run_fedpar("run " + config + " --verbose", tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.find("--set"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(tmp / "results"));
 }
 
