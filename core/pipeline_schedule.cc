@@ -92,10 +92,11 @@ std::vector<double> pipe_finish(PipeSchedule schedule, int p, int m,
           s, c.op_seconds.size(), c.send_seconds.size(), c.latency_seconds.size(), ops));
   }
   // Each op starts when its stage is free and its input has come (pipe_walk's dependencies); a
-  // stage's ops run in order, so each directed link sees its messages in the order they leave.
+  // stage's ops run in order, so its uplink, which carries its forward and its backward sends
+  // alike, sees its messages in the order they leave.
   std::vector<std::vector<double>> f_in(size_t(p), std::vector<double>(size_t(m), 0)),
       b_in = f_in;  // when micro-batch j's activations / their gradient are at stage s
-  std::vector<double> busy(static_cast<size_t>(p), 0.0), link_up = busy, link_down = busy;
+  std::vector<double> busy(static_cast<size_t>(p), 0.0), uplink = busy;
   std::vector<size_t> at(size_t(p), 0);
   for (int s = 0; s < p; ++s) busy[size_t(s)] = costs[size_t(s)].start;
   pipe_walk(schedule, p, m, [&](int s, PipeOp op) {
@@ -111,7 +112,7 @@ std::vector<double> pipe_finish(PipeSchedule schedule, int p, int m,
     if (to < 0 || to >= p) return;
     double arrive = t;
     if (!c.send_seconds.empty()) {
-      double& link = forward ? link_up[size_t(s)] : link_down[size_t(s)];
+      double& link = uplink[size_t(s)];
       link = std::max(link, t) + c.send_seconds[i];
       arrive = link + c.latency_seconds[i];
     }

@@ -40,8 +40,9 @@ void pipe_walk(PipeSchedule schedule, int stages, int micro_batches,
 // The times of one batch's ops, given what each costs. Stage s may begin at `start`; its i-th op
 // (pipe_ops order) computes for op_seconds[i] once the stage is free and its input has come. An op
 // that sends its neighbour something (a forward to the next stage, a backward to the previous)
-// puts it on that directed link when it ends: the message occupies the link send_seconds[i],
-// behind the link's earlier messages, and arrives latency_seconds[i] after it left the link.
+// puts it on the stage's uplink when it ends (one for both directions): the message occupies the
+// uplink send_seconds[i], behind the stage's earlier messages, and arrives latency_seconds[i]
+// after it left. The receiver's downlink is not queued: a stage hears from two neighbours at most.
 // Empty send_seconds / latency_seconds: the stage's messages arrive when they are sent.
 struct PipeStageCosts {
   double start = 0;

@@ -28,7 +28,7 @@ struct SimulatedPart {
 };
 
 // A pipeline step: each stage starts when its TASK is in and runs its ops as the schedule orders
-// them, each when its input has come (pipe_finish: a message queues on its directed link); the
+// them, each when its input has come (pipe_finish: a message queues on its sender's uplink); the
 // compute after its last op (the SGD step) ends it. `processes` are replica-major (process i is
 // stage i % parts of replica i / parts). In a grid each stage's gradients then go around the ring
 // across the replicas once every replica's same stage has its own: 2 (d - 1) sends, its bytes

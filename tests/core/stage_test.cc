@@ -184,6 +184,22 @@ TEST_F(Stages, APipelinesMessagesQueueOnTheirLink) {
   EXPECT_EQ(pipe_finish(PipeSchedule::kGPipe, 2, 2, costs), (std::vector<double>{6, 5}));
 }
 
+// Hand-worked: 3 stages, 3 micro-batches, 1F1B, every op 1 s, every message 2 s on its link, no
+// latency. The middle stage runs F0 F1 B0 F2 B1 B2: its B0 gradient leaves at 11 and holds its
+// uplink to 13, so F2's output, ready at 12, leaves behind it (one uplink carries both
+// directions) and reaches the last stage at 15, not 14.
+TEST_F(Stages, AStagesForwardAndBackwardSendsShareItsUplink) {
+  std::vector<PipeStageCosts> costs(3);
+  for (PipeStageCosts& c : costs) {
+    c.op_seconds.assign(6, 1);
+    c.send_seconds.assign(6, 2);
+    c.latency_seconds.assign(6, 0);
+  }
+  // stage 2: F2 15-16, B2 16-17 (its gradient in at 19); stage 1: B2 19-20 (in at 22); stage 0:
+  // B2 22-23
+  EXPECT_EQ(pipe_finish(PipeSchedule::k1F1B, 3, 3, costs), (std::vector<double>{23, 20, 17}));
+}
+
 // A stage begins no earlier than its start (its TASK's arrival), and what waits on it waits too.
 TEST_F(Stages, AStageBeginsWhenItsTaskIsIn) {
   std::vector<PipeStageCosts> costs(2);
