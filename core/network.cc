@@ -303,11 +303,10 @@ double simulated_ring_seconds(const NetworkSpec& n, uint64_t seed, uint64_t roun
   std::vector<SimulatedMessage> tasks, reports;
   double ring = 0;
   for (const auto& w : workers) {
-    const LinkProfile &p = n.of(w.client), &next = n.of(w.next_client);
     tasks.push_back({w.client, w.down_bytes, 0});
     reports.push_back({w.client, w.up_bytes, 0});
-    ring = std::max(ring, transfer_seconds(w.ring_bytes, std::min(p.up_bps, next.down_bps)) +
-                              double(w.ring_steps) * (p.latency_s + next.latency_s));
+    ring =
+        std::max(ring, ring_send_seconds(n, w.client, w.next_client, w.ring_bytes, w.ring_steps));
   }
   const auto task_in = simulated_arrivals(n, seed, round, "down", tasks);
   const auto report_in = simulated_arrivals(n, seed, round, "up", reports);

@@ -5,6 +5,7 @@
 // the bytes and compute times it measured (NetworkClock below) without waiting.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -74,6 +75,14 @@ NetworkSpec resolve_network(NetworkMode mode, JitterKind jitter, const std::stri
 
 // Seconds to put `bytes` on a link of `bps` bit/s.
 inline double transfer_seconds(uint64_t bytes, double bps) { return double(bytes) * 8.0 / bps; }
+// A worker's sends around a ring to its neighbour: `bytes` at the slower of its uplink and the
+// neighbour's downlink, plus `steps` sends each paying both links' latency (no jitter).
+inline double ring_send_seconds(const NetworkSpec& n, uint32_t from, uint32_t to, uint64_t bytes,
+                                uint64_t steps) {
+  const LinkProfile &a = n.of(from), &b = n.of(to);
+  return transfer_seconds(bytes, std::min(a.up_bps, b.down_bps)) +
+         double(steps) * (a.latency_s + b.latency_s);
+}
 
 // The least seconds a round takes on link `p`: a TASK of `down_bytes` down, then `updates`
 // UPDATEs of `update_bytes` up one after the other (no compute, no jitter). A deadline shorter

@@ -48,8 +48,7 @@ double replicas_and_reports(const NetworkSpec& n, uint64_t seed, uint64_t round,
         const SimulatedPart& me = processes[r * p + part];
         const uint32_t next = processes[((r + 1) % d) * p + part].client;
         start = std::max(start, ready[r * p + part]);
-        ring = std::max(ring, wire_seconds(n, me.client, next, me.replica_bytes) +
-                                  double(2 * (d - 1)) * latency(n, me.client, next));
+        ring = std::max(ring, ring_send_seconds(n, me.client, next, me.replica_bytes, 2 * (d - 1)));
       }
       for (size_t r = 0; r < d; ++r) ready[r * p + part] = start + ring;
     }
@@ -114,8 +113,7 @@ double simulated_tensor_seconds(const NetworkSpec& n, uint64_t seed, uint64_t ro
       const SimulatedPart& me = processes[r * p + k];
       const uint32_t next = processes[r * p + (k + 1) % p].client;
       computed = std::max(computed, task_in[r * p + k] + me.compute_seconds);
-      ring = std::max(ring, wire_seconds(n, me.client, next, me.ring_bytes) +
-                                double(me.ring_steps) * latency(n, me.client, next));
+      ring = std::max(ring, ring_send_seconds(n, me.client, next, me.ring_bytes, me.ring_steps));
     }
     for (size_t k = 0; k < p; ++k) ready[r * p + k] = computed + ring;
   }
