@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "core/check.h"
+#include "core/checkpoint.h"
 #include "core/rng.h"
 #include "core/run_records.h"
 #include "core/shared_link.h"
@@ -317,6 +318,9 @@ double simulated_ring_seconds(const NetworkSpec& n, uint64_t seed, uint64_t roun
   }
   return ready + ring + report + aggregate_seconds;
 }
+
+void NetworkClock::save(Checkpoint& c) const { c.meta["network_time"] = total_; }
+void NetworkClock::load(const Checkpoint& c) { total_ = c.meta.value("network_time", 0.0); }
 
 void NetworkClock::add_simulated_seconds(RoundRecord& rec, double seconds) {
   total_ += seconds;

@@ -15,6 +15,7 @@
 
 namespace fedpar {
 
+struct Checkpoint;
 struct RoundRecord;
 
 // One link between the server and a client. Latency is one way (a round trip is twice it).
@@ -209,8 +210,9 @@ class NetworkClock {
   std::optional<double> over_deadline() const { return over_deadline_; }
   // A round whose simulated seconds its plan computed (pipeline, tensor: simulated_parallel.h).
   void add_simulated_seconds(RoundRecord& rec, double seconds);
-  double elapsed() const { return total_; }  // the running sum, for checkpoints
-  void restore(double total) { total_ = total; }
+  // The running sum in a checkpoint's meta ("network_time"), and back when a run resumes.
+  void save(Checkpoint& c) const;
+  void load(const Checkpoint& c);
 
  private:
   const NetworkSpec& n_;

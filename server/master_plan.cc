@@ -32,11 +32,11 @@ class MasterPlan final : public Plan {
   std::string checkpoint_refusal() const override { return ""; }
   void save_state(Checkpoint& c) const override {
     strategy_->save_state(c);
-    c.meta["network_time"] = clock_.elapsed();
+    clock_.save(c);
   }
   void load_state(const Checkpoint& c) override {
     strategy_->load_state(c);
-    clock_.restore(c.meta.value("network_time", 0.0));
+    clock_.load(c);
   }
 
   std::string round(Engine& engine, RoundRecord& rec) override {

@@ -73,11 +73,11 @@ class ModelParallelPlan final : public Plan {
   }
   void save_state(Checkpoint& c) const override {
     velocity_.save(c);
-    c.meta["network_time"] = clock_.elapsed();
+    clock_.save(c);
   }
   void load_state(const Checkpoint& c) override {
     velocity_.load(c, run_.params.size());
-    clock_.restore(c.meta.value("network_time", 0.0));
+    clock_.load(c);
   }
 
   void begin(Engine& engine) override {

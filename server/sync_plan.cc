@@ -77,7 +77,7 @@ class SyncPlan final : public Plan {
       c.f32[fmt::format("{}{}", kClientResidual, client)] = r.e;
       c.f32[fmt::format("{}{}.lr", kClientResidual, client)] = {r.lr};
     }
-    c.meta["network_time"] = clock_.elapsed();
+    clock_.save(c);
   }
 
   // Error feedback: every live process's clients' residuals, fetched so that a checkpoint holds
@@ -130,7 +130,7 @@ class SyncPlan final : public Plan {
                                 name, v.size(), lr.size(), run_.params.size()));
       clients_.residuals[uint32_t(std::stoul(name.substr(kClientResidual.size())))] = {v, lr[0]};
     }
-    clock_.restore(c.meta.value("network_time", 0.0));
+    clock_.load(c);
   }
 
   const ClientState& client_state() const override { return clients_; }
