@@ -605,15 +605,18 @@ std::vector<std::string> run_warnings(const Config& c, const RunSpec& s) {
                               fmt::join(unused, ", ")));
   if (s.network.mode == NetworkMode::kOff) {  // a link set up but switched off: say so once
     std::vector<std::string> links;
+    bool simulated_only = false;  // the server's shared link and drop_late exist on the clock only
     for (const auto& [key, value] : c.changed_from(make_run_config()))
-      if (key.starts_with("network.") && key != "network.mode")
+      if (key.starts_with("network.") && key != "network.mode") {
         links.push_back(fmt::format("{} = {}", key, value));
+        simulated_only |= key == "network.server" || key == "network.drop_late";
+      }
     if (!links.empty())
-      out.push_back(
-          fmt::format("network.mode = \"off\": the run has no network conditions and "
-                      "does not read {} (set network.mode = \"simulated\" or "
-                      "\"emulated\" to use them)",
-                      fmt::join(links, ", ")));
+      out.push_back(fmt::format(
+          "network.mode = \"off\": the run has no network conditions and does not read {} (set "
+          "network.mode = {} to use them)",
+          fmt::join(links, ", "),
+          simulated_only ? "\"simulated\"" : "\"simulated\" or \"emulated\""));
   }
   if (s.data.name == "csv" && s.data.csv_test.empty())
     out.push_back(

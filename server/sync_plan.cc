@@ -210,11 +210,21 @@ class SyncPlan final : public Plan {
           "links' whole time (said once)",
           engine.round + 1, *over, s_.wait_seconds, s_.wait_seconds));
     }
-    return fmt::format("{} updates{}", c.got.size(),
-                       late.empty() ? "" : fmt::format(", {} late (left out)", late.size()));
+    return fmt::format("{} updates{}", c.got.size(), late_clause(late));
   }
 
  private:
+  // ", 2 late (left out: clients 0, 5)": the first few ids, so that a wide federation's line
+  // stays one line (round_records.jsonl lists them all).
+  static std::string late_clause(const std::vector<uint32_t>& late) {
+    if (late.empty()) return "";
+    constexpr size_t kShown = 8;
+    const std::vector<uint32_t> shown(late.begin(), late.begin() + std::min(late.size(), kShown));
+    return fmt::format(", {} late (left out: client{} {}{})", late.size(),
+                       late.size() > 1 ? "s" : "", fmt::join(shown, ", "),
+                       late.size() > kShown ? ", ..." : "");
+  }
+
   // One TASK for every process that hosts a participant: it lists all participants and each
   // process serves those it hosts, so it is encoded (and its CRC computed) once, and its model
   // frame is one snapshot that ZeroMQ sends to every process without further copies.
