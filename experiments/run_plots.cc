@@ -10,7 +10,11 @@ namespace fedpar {
 
 std::string draw_run_plots(const std::filesystem::path& run_dir, const std::string& name) {
   const RunCurves c = read_curves(run_dir);
-  if (c.round.size() < kRunPlotMinPoints) return "";
+  if (c.round.size() < kRunPlotMinPoints)
+    return fmt::format(
+        "(no plots: {} evaluated round(s), and a run's own curves start at {}; `eval_every` sets "
+        "which rounds are evaluated)\n\n",
+        c.round.size(), kRunPlotMinPoints);
   std::filesystem::create_directories(run_dir / "plots");
   struct Drawn {
     const char* file;

@@ -13,7 +13,12 @@ inline constexpr size_t kRunPlotMinPoints = 5;
 
 // Draws the plots of the run `name` into `run_dir` (its folder, still under its partial name, with
 // its metrics.jsonl) and returns the README's markdown that shows them, or that says why there
-// are none (gnuplot missing); "" when the run has fewer than kRunPlotMinPoints evaluated rounds.
+// are none (gnuplot missing, or fewer than kRunPlotMinPoints evaluated rounds).
+// `fedpar run` and `fedpar server`'s --no-plots.
+inline constexpr const char* kNoPlotsHelp =
+    "draw no plots into the run's folder (by default, with gnuplot installed, RESULTS_DIR/NAME/"
+    "plots/ gets the test accuracy and loss by round once 5 rounds were evaluated)";
+
 std::string draw_run_plots(const std::filesystem::path& run_dir, const std::string& name);
 
 }  // namespace fedpar

@@ -257,7 +257,10 @@ int RunContext::finish(const Engine& engine,
       .build_vector_units = build_vector_units(),
       .machine = machine_description()};
   out.write_json("summary.json", to_json(summary));
-  std::string plots;  // a plot that cannot be drawn costs the run nothing: the README says why
+  // A plot that cannot be drawn costs the run nothing: the README says why there is none.
+  std::string plots =
+      "(no plots drawn: `--no-plots`, or one of a suite's runs, whose report draws them "
+      "together)\n\n";
   if (draw_plots) try {
       plots = draw_plots(out.path(), s.name);
     } catch (const std::exception& e) {

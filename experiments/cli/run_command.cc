@@ -10,6 +10,7 @@
 #include "experiments/cli/data_flags.h"
 #include "experiments/equivalence.h"
 #include "experiments/local_run.h"
+#include "experiments/run_plots.h"
 
 namespace fedpar {
 
@@ -45,9 +46,7 @@ Action add_run_command(CLI::App& app) {
                   "continue the run whose folder holds checkpoint.bin (checkpoint_every = R); "
                   "the same config")
       ->check(CLI::ExistingDirectory);
-  cmd->add_flag("--no-plots", a->no_plots,
-                "draw no plots into the results folder (by default the test accuracy and loss "
-                "by round, once 5 rounds were evaluated)");
+  cmd->add_flag("--no-plots", a->no_plots, kNoPlotsHelp);
   return [a] {
     a->opts.plots = !a->no_plots;
     const bool equivalence = is_equivalence_config(a->config);

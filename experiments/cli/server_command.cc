@@ -37,9 +37,7 @@ Action add_server_command(CLI::App& app) {
                   "continue the run whose folder holds checkpoint.bin; the same config")
       ->check(CLI::ExistingDirectory);
   auto no_plots = std::make_shared<bool>(false);
-  cmd->add_flag("--no-plots", *no_plots,
-                "draw no plots into the results folder (by default the test accuracy and loss "
-                "by round, once 5 rounds were evaluated)");
+  cmd->add_flag("--no-plots", *no_plots, kNoPlotsHelp);
   return [a, no_plots] {
     if (!*no_plots) a->opts.draw_plots = draw_run_plots;
     Config cfg = make_run_config();

@@ -176,7 +176,16 @@ TEST(FedparRun, AFolderShowsItsRunsCurves) {
   const auto bare = testing::run_fedpar(run + "bare --no-plots", tmp.path());
   ASSERT_EQ(bare.code, 0) << bare.err;
   EXPECT_FALSE(std::filesystem::exists(tmp / "res/bare/plots"));
-  EXPECT_EQ(testing::slurp(tmp / "res/bare/README.md").find("]("), std::string::npos);
+  const std::string bare_readme = testing::slurp(tmp / "res/bare/README.md");
+  EXPECT_EQ(bare_readme.find("]("), std::string::npos);
+  EXPECT_NE(bare_readme.find("(no plots drawn: `--no-plots`"), std::string::npos) << bare_readme;
+  // too few evaluated rounds for a curve: the README says so, and no folder is made
+  const auto short_run = testing::run_fedpar(run + "short --set rounds=4", tmp.path());
+  ASSERT_EQ(short_run.code, 0) << short_run.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "res/short/plots"));
+  EXPECT_NE(testing::slurp(tmp / "res/short/README.md")
+                .find("(no plots: 4 evaluated round(s), and a run's own curves start at 5"),
+            std::string::npos);
 }
 
 TEST(Distributed, VirtualClientsFollowSlotsAndBytesAreCountedPerProcess) {
