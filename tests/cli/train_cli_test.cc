@@ -138,7 +138,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "2nn, cnn, lenet)"},
         BadInput{"--dataset cifar",
                  "unknown dataset 'cifar' (valid datasets: mnist, synthetic, csv)"},
-        BadInput{"--epoch 3", "--epoch; did you mean --epochs?"},
+        BadInput{"--epoch 3", "not expected: --epoch 3; did you mean --epochs?"},
         BadInput{"--set train.epoch=3", "did you mean 'train.epochs'"},
         BadInput{"--batch ten", "train.batch must be an integer or one of \"full\""},
         BadInput{"--lr -1", "lr must be a positive number"},
