@@ -163,7 +163,8 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   std::string why;
   const bool drawn = draw_line_plot(out.path() / svg, plot, &why);
   std::ostringstream report;
-  report << fmt::format("# {} runs compared: {} per {}\n\nCommand: `{}`\n\n", runs.size(),
+  report << fmt::format("# {}: {} per {}\n\nCommand: `{}`\n\n",
+                        runs.size() == 1 ? "1 run" : fmt::format("{} runs compared", runs.size()),
                         metric.name, o.x, command)
          << "Folders: ";
   for (size_t i = 0; i < runs.size(); ++i)

@@ -52,7 +52,7 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
   const std::string topology = cfg.get_string("topology");
   md << fmt::format("# {}\n\n", s.name);
   md << fmt::format(
-      "`fedpar server` ran `{}` on {} in the `{}` regime ({} topology): {} virtual clients in {} "
+      "fedpar ran `{}` on {} in the `{}` regime ({} topology): {} virtual client(s) in {} "
       "client process(es), {} of {} rounds, seed {}.\n\n",
       s.model.name, s.data.name, cfg.get_string("regime"), topology, summary.clients,
       summary.processes, summary.rounds_run, s.rounds, s.seed);
@@ -114,7 +114,8 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
                "their rounding).\n\n");
   md << fmt::format(
       "## Plots\n\n{}`{} compare {}` draws the test accuracy by round (`--x samples`, `bytes`, "
-      "`seconds`; `--metric loss`), beside other runs' folders given after it.\n\n",
+      "`seconds`; `--metric loss`), beside other runs' folders given after it (a second run of "
+      "this config writes the next free suffix: `-2`, ...).\n\n",
       plots, fedpar, dir.string());
   md << settings_section(cfg, make_run_config());
   md << "## Files\n\n";

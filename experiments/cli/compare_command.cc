@@ -13,7 +13,9 @@ Action add_compare_command(CLI::App& app) {
       "compare", "plot and tabulate finished runs side by side (their results folders)");
   auto o = std::make_shared<CompareOptions>();
   auto command = std::make_shared<std::string>("fedpar compare");
-  cmd->add_option("results", o->runs, "results folders of fedpar run, server or a suite's runs/")
+  cmd->add_option("results", o->runs,
+                  "results folders of fedpar run, server or a suite's runs/ (a run "
+                  "of a name already taken got the folder NAME-2, NAME-3, ...)")
       ->required();
   cmd->add_option("--metric", o->metric, "accuracy (test, %) or loss (test)")
       ->check(CLI::IsMember({"accuracy", "loss"}))

@@ -58,7 +58,7 @@ Action add_client_command(CLI::App& app) {
   cmd->add_option("--device", o->device, "cpu or cuda (default: the run config's device)");
   cmd->add_option("--data-dir", o->data_dir,
                   "folder holding mnist/ on this machine (default: the run's data.dir, else "
-                  "$FEDPAR_DATA_DIR or ./data)");
+                  "$FEDPAR_DATA_DIR, ./data when it holds mnist/, the source tree's data/)");
   cmd->add_flag("--quiet", o->quiet, "no progress on stderr");
   cmd->add_option("--max-frame-mib", o->max_frame_mib,
                   "the largest frame taken from the server (a bigger one drops the connection)")
