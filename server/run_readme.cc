@@ -32,6 +32,12 @@ const std::map<std::string, std::string>& file_notes() {
   return notes;
 }
 
+// "12.3 MB", or "45.6 kB" where MB would round a small run's traffic to 0.0.
+std::string megabytes(uint64_t bytes) {
+  return bytes < 100'000 ? fmt::format("{:.1f} kB", double(bytes) / 1e3)
+                         : fmt::format("{:.1f} MB", double(bytes) / 1e6);
+}
+
 // The fedpar executable as the folder the run started in reaches it (./build/fedpar in a source
 // tree), or its absolute path; "fedpar" when the system does not say.
 std::string this_executable() {
@@ -70,9 +76,8 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
                     summary.machine.value_or("unknown"));
   if (const auto& f = summary.final) {  // the last evaluated round: the last round, as a rule
     md << fmt::format(
-        "- {:.1f} MB sent and {:.1f} MB received at the server's socket by round {} ({}; "
-        "docs/metrics.md)\n",
-        double(f->bytes_sent_total) / 1e6, double(f->bytes_received_total) / 1e6, f->round,
+        "- {} sent and {} received at the server's socket by round {} ({}; docs/metrics.md)\n",
+        megabytes(f->bytes_sent_total), megabytes(f->bytes_received_total), f->round,
         f->workers ? "what the workers send each other is in metrics.jsonl's `workers`"
                    : "the server's TASKs go to client processes, not to each client");
     if (f->simulated_time)

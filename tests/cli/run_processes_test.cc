@@ -95,7 +95,13 @@ TEST(FedparRun, SupervisesServerAndClientsAndGivesTheSameBytes) {
             std::string::npos)
       << readme;
   EXPECT_NE(readme.find("final model hash `" + direct.hash + "`"), std::string::npos) << readme;
-  EXPECT_NE(readme.find(" MB received at the server's socket by round 3"), std::string::npos)
+  // a small run's bytes in kB (in MB they would read 0.0), the summary's count
+  const auto summary = nlohmann::json::parse(testing::slurp(tmp / "res/viarun/summary.json"));
+  const uint64_t received = summary.at("final").at("bytes_received_total").get<uint64_t>();
+  ASSERT_LT(received, 100'000u);
+  EXPECT_NE(readme.find(fmt::format(" {:.1f} kB received at the server's socket by round 3",
+                                    double(received) / 1e3)),
+            std::string::npos)
       << readme;
   for (const char* file : {"`metrics.jsonl`: one JSON", "`summary.json`: the final",
                            "`model.safetensors`: the final parameters", "`README.md`: this file"})
@@ -110,8 +116,6 @@ TEST(FedparRun, SupervisesServerAndClientsAndGivesTheSameBytes) {
                         "the same commit for the same vector units"),
             std::string::npos);
   // what built it and where it ran: summary.json's words, in the README too
-  const auto summary =
-      nlohmann::json::parse(testing::slurp(tmp / "res/viarun/summary.json"), nullptr, false);
   ASSERT_TRUE(summary.contains("source_commit")) << summary.dump();
   const std::string commit = summary["source_commit"], machine = summary["machine"];
   EXPECT_TRUE(std::regex_match(commit, std::regex(R"([0-9a-f]{7,}( \+ uncommitted changes)?)")) ||
