@@ -350,10 +350,14 @@ void NetworkClock::end_round(RoundRecord& rec, uint64_t round, double wall_secon
     rec.emulated_time = total_;
   } else if (n_.mode == NetworkMode::kSimulated) {
     std::vector<SimulatedClient> clients;
+    // a diagnostic sent with the updates (diagnostics.drift: one vector each) is not the round's
+    const uint64_t diagnostic_each = rec.clients && !rec.clients->empty()
+                                         ? rec.diagnostic_bytes_up.value_or(0) / rec.clients->size()
+                                         : 0;
     if (rec.clients)
       for (const auto& c : *rec.clients)
-        clients.push_back(
-            {c.client, rec.bytes_down_per_task.value_or(0), c.bytes_up, c.compute_seconds});
+        clients.push_back({c.client, rec.bytes_down_per_task.value_or(0),
+                           c.bytes_up - diagnostic_each, c.compute_seconds});
     const bool deadline_hit = (rec.simulated_lost && !rec.simulated_lost->empty()) ||
                               (rec.missing && !rec.missing->empty()) ||
                               (rec.simulated_late && !rec.simulated_late->empty());

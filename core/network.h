@@ -206,7 +206,7 @@ class NetworkClock {
   void end_master_round(RoundRecord& rec, uint64_t round,
                         const std::vector<SimulatedSlice>& slices);
   // The last synchronous round's slowest participant, when the deadline cut its time short
-  // although every update was aggregated (simulated mode does not drop late clients).
+  // although every update was aggregated (without network.drop_late, none is left out).
   std::optional<double> over_deadline() const { return over_deadline_; }
   // A round whose simulated seconds its plan computed (pipeline, tensor: simulated_parallel.h).
   void add_simulated_seconds(RoundRecord& rec, double seconds);

@@ -70,8 +70,10 @@ struct RoundRecord {
   std::optional<uint64_t> bytes_down_per_task;
   std::optional<std::vector<ClientRecord>> clients;
   std::optional<double> mean_pairwise_cosine, gradient_diversity, broadcast_seconds;
-  std::optional<double> update_drift;           // diagnostics.drift
-  std::optional<uint64_t> diagnostic_bytes_up;  // diagnostics.drift: left out of the MB
+  std::optional<double> update_drift;  // diagnostics.drift
+  // Bytes up that measure, not train (diagnostics.drift; a simulated pipeline or tensor run's
+  // timings): left out of the MB and of the simulated clock.
+  std::optional<uint64_t> diagnostic_bytes_up;
   // master
   std::optional<uint64_t> batch;
   std::optional<double> worker_forward_seconds, worker_backward_seconds, master_loss_seconds;

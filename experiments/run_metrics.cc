@@ -59,8 +59,7 @@ RunCurves read_curves(const std::filesystem::path& dir) {
       samples += *j.samples_processed;  // topologies and async log the round's total
     for (const ClientRecord& cl : j.clients.value_or(std::vector<ClientRecord>{}))
       samples += double(cl.samples_processed);
-    diagnostic +=
-        double(j.diagnostic_bytes_up.value_or(0));  // only runs with diagnostics.drift send it
+    diagnostic += double(j.diagnostic_bytes_up.value_or(0));  // drift, simulated timings
     for (const WorkerRecord& w : j.workers.value_or(std::vector<WorkerRecord>{}))
       peer += double(w.ring_bytes_sent + w.replica_bytes_sent.value_or(0));
     seconds +=

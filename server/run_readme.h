@@ -12,7 +12,7 @@
 namespace fedpar {
 
 // `dir` is the folder as it will be committed (the files it lists are the ones present);
-// `plots` the markdown that shows the run's plots ("" when it has none).
+// `plots` the markdown that shows the run's plots, or says why it has none.
 std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& summary,
                        const std::filesystem::path& dir, const std::string& plots = "");
 

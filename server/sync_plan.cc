@@ -319,13 +319,15 @@ class SyncPlan final : public Plan {
   // drop_after_missed_rounds misses in a row. SCAFFOLD and a delta downlink drop it at the first:
   // a lost message leaves its control variate or its model replica out of step with the server's.
   // network.drop_late: the updates in `c` that the simulated clock brings in after wait_seconds
-  // (the same inputs as the round's clock: the TASK's bytes, the update's bytes and compute) are
+  // (the same inputs as the round's clock: the TASK's bytes, the update's bytes less a drift
+  // diagnostic's, and compute) are
   // taken out of it, and returned. Not a miss: the process stays in the run.
   std::vector<uint32_t> leave_out_late(uint64_t round, Collected& c) const {
     if (!s_.network.drop_late || c.got.empty()) return {};
     std::vector<SimulatedClient> in;
     for (const auto& [client, r] : c.got)
-      in.push_back({client, model_bytes_, r.in.msg.bytes(), r.update.compute_seconds});
+      in.push_back(
+          {client, model_bytes_, r.in.msg.bytes() - drift_bytes_each(), r.update.compute_seconds});
     const auto at = simulated_reply_seconds(s_.network, s_.seed, round, in);
     std::vector<uint32_t> late;
     for (size_t i = 0; i < in.size(); ++i)
@@ -385,9 +387,14 @@ class SyncPlan final : public Plan {
     rec.gradient_diversity = diag.gradient_diversity;
     if (drift_ && !updates.empty()) {
       rec.update_drift = update_drift(updates, linear, s_.weighting);
-      rec.diagnostic_bytes_up = linear.size() * run_.params.size() * sizeof(float);
+      rec.diagnostic_bytes_up = linear.size() * drift_bytes_each();
     }
   }
+
+  // diagnostics.drift: each update carries its linearized twin, a measurement that neither the
+  // byte counts nor the simulated clock (NetworkClock::end_round) take as the round's traffic,
+  // so turning it on changes no late client and no model.
+  uint64_t drift_bytes_each() const { return drift_ ? run_.params.size() * sizeof(float) : 0; }
 
   RunContext& run_;
   const RunSpec& s_;

@@ -413,6 +413,20 @@ TEST(NetworkRun, DropLateLeavesOutTheUpdatesTheClockBringsInAfterTheDeadline) {
   const RunResult absent =
       run_on_threads(tmp, "absent", with(links, {"network.custom.availability=0"}));
   EXPECT_EQ(late.hash, absent.hash);
+  // A diagnostic's bytes (diagnostics.drift: a second vector in each UPDATE) neither make a
+  // client late nor lengthen the clock: with wait_seconds = 18, client 0's 7.3 s down and 7.3 s
+  // up are in time, and counted with the drift's 7.3 s more they would not be.
+  for (const bool drift : {false, true}) {
+    const RunResult r = run_on_threads(tmp, drift ? "drift" : "no-drift",
+                                       with(links, {"network.drop_late=true", "wait_seconds=18",
+                                                    fmt::format("diagnostics.drift={}", drift)}));
+    for (const json& rec : r.rounds) {
+      EXPECT_EQ(rec.at("simulated_late"), json::array()) << drift;
+      EXPECT_EQ(rec.at("clients").size(), 4u) << drift;
+      EXPECT_GT(rec.at("simulated_seconds").get<double>(), 14.6) << drift;
+      EXPECT_LT(rec.at("simulated_seconds").get<double>(), 15.0) << drift;
+    }
+  }
   const RunResult kept = run_on_threads(tmp, "kept", links);
   EXPECT_NE(kept.hash, late.hash);
   for (const json& rec : kept.rounds) {
