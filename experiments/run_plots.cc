@@ -28,10 +28,12 @@ std::string draw_run_plots(const std::filesystem::path& run_dir, const std::stri
                         .xlabel = "round",
                         .ylabel = d.name,
                         .series = {{name, c.round, d.y, {}, {}}}};
-    std::string why;
-    if (!draw_line_plot(run_dir / "plots" / d.file, plot, &why))
-      return fmt::format("(no plots: {})\n\n", why);
-    md += fmt::format("![{} by round](plots/{})\n\n", d.name, d.file);
+    std::string why;  // the data and script stay: gnuplot, once installed, draws them there
+    md +=
+        draw_line_plot(run_dir / "plots" / d.file, plot, &why)
+            ? fmt::format("![{} by round](plots/{})\n\n", d.name, d.file)
+            : fmt::format("(no plot of the {}: {}; then `cd plots && gnuplot {}.gp` draws it)\n\n",
+                          d.name, why, d.file);
   }
   return md;
 }

@@ -27,7 +27,9 @@ const std::map<std::string, std::string>& file_notes() {
       {"network.json", "the network's profiles ([network] mode), each client's, the server's link"},
       {"checkpoint.bin", "the last checkpoint (`--resume` continues from it)"},
       {"params", "parameter snapshots every `diagnostics.save_params_every` rounds"},
-      {"plots", "the test accuracy and loss by round (SVG, with their data and gnuplot script)"},
+      {"plots",
+       "the test accuracy and loss by round (SVG, with their data and gnuplot script: without "
+       "gnuplot, only those)"},
       {"README.md", "this file"}};
   return notes;
 }
