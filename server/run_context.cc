@@ -259,8 +259,8 @@ int RunContext::finish(const Engine& engine,
   out.write_json("summary.json", to_json(summary));
   // A plot that cannot be drawn costs the run nothing: the README says why there is none.
   std::string plots =
-      "(no plots drawn: `--no-plots`, or one of a suite's runs, whose report draws them "
-      "together)\n\n";
+      "(no plots drawn: `--no-plots`, or one of a suite's or the equivalence experiment's runs, "
+      "whose report draws them together)\n\n";
   if (draw_plots) try {
       plots = draw_plots(out.path(), s.name);
     } catch (const std::exception& e) {

@@ -14,6 +14,7 @@
 #include "experiments/cli/data_flags.h"
 #include "experiments/equivalence.h"
 #include "experiments/launch_env.h"
+#include "experiments/run_plots.h"
 #include "server/server.h"
 #include "transport/mpi_job.h"
 
@@ -34,7 +35,7 @@ Action add_launch_command(CLI::App& app) {
     std::vector<std::string> sets, flag_sets;
     std::string device;
     double wait_seconds = 300;
-    bool quiet = false;
+    bool quiet = false, no_plots = false;
   };
   auto a = std::make_shared<Args>();
   add_run_config_args(cmd, a->config, a->sets, a->flag_sets);
@@ -42,6 +43,7 @@ Action add_launch_command(CLI::App& app) {
   cmd->add_option("--wait", a->wait_seconds, "seconds a client waits for the server")
       ->capture_default_str();
   cmd->add_flag("--quiet", a->quiet, "no progress from the server on stderr");
+  cmd->add_flag("--no-plots", a->no_plots, kNoPlotsHelp);
   return [a] {
     if (is_equivalence_config(a->config))
       throw Error(
@@ -86,6 +88,7 @@ Action add_launch_command(CLI::App& app) {
                mpi ? "; MPI joined on every rank" : "");
     ServerOptions opts;
     opts.quiet = a->quiet;
+    if (!a->no_plots) opts.draw_plots = draw_run_plots;
     const int code = run_action("launch", [&] { return run_server(std::move(cfg), opts); });
     // a failed run ends the MPI job (client ranks may be blocked in a sum), its reason printed
     if (mpi && code != 0) mpi->abort(code);

@@ -26,7 +26,7 @@ using testing::model_hash;
 using testing::TempDir;
 
 constexpr const char* kLaunchRun =
-    "seed = 5\nregime = 'model'\nrounds = 3\nprocesses = 4\n[data]\nname = 'synthetic'\n"
+    "seed = 5\nregime = 'model'\nrounds = 5\nprocesses = 4\n[data]\nname = 'synthetic'\n"
     "iid = true\n[partition]\nclients = 4\n[local]\nsteps = 2\nbatch = 10\n[optimizer]\n"
     "lr = 0.05\n";
 
@@ -100,6 +100,9 @@ TEST(Launch, ProcessesWithTheTorchrunVariablesMakeTheRunFedparRunMakes) {
             std::string::npos)
       << client;
   EXPECT_EQ(model_hash(tmp / "res" / "launched"), fedpar_run_hash(tmp));
+  // its five evaluated rounds drawn as fedpar run draws them (or, without gnuplot, how to)
+  EXPECT_NE(testing::slurp(tmp / "res/launched/README.md").find("accuracy-vs-round.svg"),
+            std::string::npos);
 }
 
 TEST(Launch, MpirunStartsAWholeExperiment) {
@@ -120,6 +123,9 @@ TEST(Launch, MpirunStartsAWholeExperiment) {
       << out;
   EXPECT_NE(out.find("rank 1 of 3 (Open MPI): a client process"), std::string::npos) << out;
   EXPECT_EQ(model_hash(tmp / "res" / "launched"), fedpar_run_hash(tmp));
+  // its five evaluated rounds drawn as fedpar run draws them (or, without gnuplot, how to)
+  EXPECT_NE(testing::slurp(tmp / "res/launched/README.md").find("accuracy-vs-round.svg"),
+            std::string::npos);
 }
 
 // allreduce.backend = "mpi" runs: the allreduce topology on synthetic data, one virtual client
