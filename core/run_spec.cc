@@ -605,11 +605,12 @@ std::vector<std::string> run_warnings(const Config& c, const RunSpec& s) {
                               fmt::join(unused, ", ")));
   if (s.network.mode == NetworkMode::kOff) {  // a link set up but switched off: say so once
     std::vector<std::string> links;
-    bool simulated_only = false;  // the server's shared link and drop_late exist on the clock only
+    // the server's shared link exists on the clock only (drop_late with the network off is refused)
+    bool simulated_only = false;
     for (const auto& [key, value] : c.changed_from(make_run_config()))
       if (key.starts_with("network.") && key != "network.mode") {
         links.push_back(fmt::format("{} = {}", key, value));
-        simulated_only |= key == "network.server" || key == "network.drop_late";
+        simulated_only |= key == "network.server";
       }
     if (!links.empty())
       out.push_back(fmt::format(

@@ -99,10 +99,9 @@ int run(int argc, char** argv) {
     const CLI::App* command = app.get_subcommands().empty() ? nullptr : app.get_subcommands()[0];
     const bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;
     // CLI11 lists the unexpected arguments last first ("3 --rounds"); say them as they were typed
-    const std::string what =
-        extras ? fmt::format("The following arguments were not expected: {}",
-                             fmt::join((command ? command : &app)->remaining(), " "))
-               : e.what();
+    const std::string what = extras ? fmt::format("The following arguments were not expected: {}",
+                                                  fmt::join(app.remaining(true), " "))
+                                    : e.what();
     fmt::print(stderr, "fedpar: error: {}{} (see fedpar {}--help)\n", what,
                extras ? unknown_option_hint(command, argc, argv) : "",
                command == nullptr ? "" : command->get_name() + " ");

@@ -168,6 +168,10 @@ TEST(EquivalenceExperiment, AConfigKeyGivenAsAFlagIsShownWithSet) {
   EXPECT_NE(testing::run_fedpar("run " + config + " --rounds 2", tmp.path())
                 .err.find("not expected: --rounds 2;"),
             std::string::npos);
+  // ... wherever they were: one before the command is the top level's
+  EXPECT_NE(testing::run_fedpar("--foo run " + config + " --bar", tmp.path())
+                .err.find("not expected: --foo --bar (see"),
+            std::string::npos);
   // a key named by its last part, and a word that is no key: no --set for it
   auto r = testing::run_fedpar("run " + config + " --local-steps 3", tmp.path());
   EXPECT_NE(r.err.find("--set local.steps=3 (see"), std::string::npos) << r.err;

@@ -222,7 +222,7 @@ TEST(RunSpecValues, NetworkSettingsWithTheNetworkOffAreWarnedOf) {
             "network.mode = \"off\": the run has no network conditions and does not read "
             "network.profile = 'lte', network.server = 'custom' (set network.mode = \"simulated\" "
             "to use them)");
-  // Keys both modes read get both; the server's shared link and drop_late are the clock's only.
+  // Keys both modes read get both; the server's shared link is the clock's only.
   const auto links = warnings({"network.profile=lte"});
   ASSERT_EQ(links.size(), 1u);
   EXPECT_TRUE(links[0].ends_with("(set network.mode = \"simulated\" or \"emulated\" to use them)"))
