@@ -76,13 +76,18 @@ NetworkSpec resolve_network(NetworkMode mode, JitterKind jitter, const std::stri
 
 // Seconds to put `bytes` on a link of `bps` bit/s.
 inline double transfer_seconds(uint64_t bytes, double bps) { return double(bytes) * 8.0 / bps; }
-// A worker's sends around a ring to its neighbour: `bytes` at the slower of its uplink and the
-// neighbour's downlink, plus `steps` sends each paying both links' latency (no jitter).
+// A message from one process's link to another's (no jitter): `bytes` on the wire at the slower
+// of the sender's uplink and the receiver's downlink, and the latency of both links after.
+inline double wire_seconds(const NetworkSpec& n, uint32_t from, uint32_t to, uint64_t bytes) {
+  return transfer_seconds(bytes, std::min(n.of(from).up_bps, n.of(to).down_bps));
+}
+inline double latency_seconds(const NetworkSpec& n, uint32_t from, uint32_t to) {
+  return n.of(from).latency_s + n.of(to).latency_s;
+}
+// A worker's sends around a ring to its neighbour: `bytes` in all, in `steps` sends.
 inline double ring_send_seconds(const NetworkSpec& n, uint32_t from, uint32_t to, uint64_t bytes,
                                 uint64_t steps) {
-  const LinkProfile &a = n.of(from), &b = n.of(to);
-  return transfer_seconds(bytes, std::min(a.up_bps, b.down_bps)) +
-         double(steps) * (a.latency_s + b.latency_s);
+  return wire_seconds(n, from, to, bytes) + double(steps) * latency_seconds(n, from, to);
 }
 
 // The least seconds a round takes on link `p`: a TASK of `down_bytes` down, then `updates`

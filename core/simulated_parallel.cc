@@ -11,14 +11,6 @@
 namespace fedpar {
 namespace {
 
-// A message from a's link to b's: its seconds on the wire, and the latency it pays after.
-double wire_seconds(const NetworkSpec& n, uint32_t a, uint32_t b, uint64_t bytes) {
-  return transfer_seconds(bytes, std::min(n.of(a).up_bps, n.of(b).down_bps));
-}
-double latency(const NetworkSpec& n, uint32_t a, uint32_t b) {
-  return n.of(a).latency_s + n.of(b).latency_s;
-}
-
 size_t replicas_of(const std::vector<SimulatedPart>& processes, int parts) {
   if (parts < 1 || processes.empty() || processes.size() % size_t(parts) != 0)
     throw Error(fmt::format("a model-parallel step of {} processes cannot have {} parts",
@@ -86,7 +78,7 @@ double simulated_pipeline_seconds(const NetworkSpec& n, uint64_t seed, uint64_t 
         const uint32_t other =
             (forward ? s + 1 < p : s > 0) ? processes[r * p + to].client : me.client;
         c.send_seconds.push_back(wire_seconds(n, me.client, other, me.op_bytes[i]));
-        c.latency_seconds.push_back(latency(n, me.client, other));
+        c.latency_seconds.push_back(latency_seconds(n, me.client, other));
       }
     }
     const std::vector<double> finish = pipe_finish(schedule, parts, m, costs);  // checks the sizes

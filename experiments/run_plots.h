@@ -15,6 +15,7 @@ inline constexpr size_t kRunPlotMinPoints = 5;
 // its metrics.jsonl) and returns the README's markdown that shows them, or that says why there
 // are none (gnuplot missing, or fewer than kRunPlotMinPoints evaluated rounds).
 // `fedpar run` and `fedpar server`'s --no-plots.
+static_assert(kRunPlotMinPoints == 5, "kNoPlotsHelp says 5");
 inline constexpr const char* kNoPlotsHelp =
     "draw no plots into the run's folder (by default, with gnuplot installed, RESULTS_DIR/NAME/"
     "plots/ gets the test accuracy and loss by round once 5 rounds were evaluated)";
