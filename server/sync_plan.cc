@@ -215,7 +215,7 @@ class SyncPlan final : public Plan {
 
  private:
   // ", 2 late (left out: clients 0, 5)": the first few ids, so that a wide federation's line
-  // stays one line (round_records.jsonl lists them all).
+  // stays one line (metrics.jsonl's simulated_late lists them all).
   static std::string late_clause(const std::vector<uint32_t>& late) {
     if (late.empty()) return "";
     constexpr size_t kShown = 8;
@@ -320,8 +320,8 @@ class SyncPlan final : public Plan {
   // a lost message leaves its control variate or its model replica out of step with the server's.
   // network.drop_late: the updates in `c` that the simulated clock brings in after wait_seconds
   // (the same inputs as the round's clock: the TASK's bytes, the update's bytes less a drift
-  // diagnostic's, and compute) are
-  // taken out of it, and returned. Not a miss: the process stays in the run.
+  // diagnostic's, and compute) are taken out of it, and returned. Not a miss: the process stays
+  // in the run.
   std::vector<uint32_t> leave_out_late(uint64_t round, Collected& c) const {
     if (!s_.network.drop_late || c.got.empty()) return {};
     std::vector<SimulatedClient> in;

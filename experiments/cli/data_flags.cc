@@ -9,9 +9,8 @@ const std::vector<FlagKey>& data_flags() {
   static const std::vector<FlagKey> flags = {
       {"--dataset", "data.name", "mnist | synthetic | csv"},
       {"--data-dir", "data.dir",
-       "folder holding mnist/ (default: $FEDPAR_DATA_DIR, else ./data when it holds mnist/, else "
-       "the "
-       "source tree's data/)"},
+       "folder holding mnist/ (default: $FEDPAR_DATA_DIR, else ./data when it holds mnist/, "
+       "else the source tree's data/)"},
       {"--train-limit", "data.train_limit", "use the first n training samples"},
       {"--test-limit", "data.test_limit", "use the first n test samples"},
       {"--csv-train", "data.csv_train", "CSV training file"},
