@@ -11,6 +11,7 @@
 
 #include "core/check.h"
 #include "core/stop_signal.h"
+#include "transport/zmq_interrupted.h"
 
 namespace fedpar {
 namespace {
@@ -254,7 +255,7 @@ std::optional<size_t> send_message(zmq::socket_t& sock, const WireMessage& m,
         const_cast<float*>(v.data()), v.size_bytes(),
         [](void*, void* h) { delete static_cast<std::shared_ptr<const void>*>(h); }, hold);
   }
-  if (!zmq::send_multipart(sock, parts, flags)) return std::nullopt;  // EAGAIN (dontwait)
+  if (!send_parts(sock, parts, flags)) return std::nullopt;  // EAGAIN (dontwait)
   return bytes;
 }
 

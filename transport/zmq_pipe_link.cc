@@ -7,6 +7,7 @@
 #include <zmq_addon.hpp>
 
 #include "core/check.h"
+#include "transport/zmq_interrupted.h"
 
 namespace fedpar {
 
@@ -66,7 +67,7 @@ void ZmqPipeLink::send(PipeDirection dir, uint64_t tag, std::span<const uint8_t>
   parts.emplace_back(t, sizeof t);
   parts.emplace_back(payload.data(), payload.size());
   if (!extra.empty()) parts.emplace_back(extra.data(), extra.size());
-  if (!zmq::send_multipart(forward ? to_next_ : to_prev_, parts))
+  if (!send_parts(forward ? to_next_ : to_prev_, parts))
     throw Error(fmt::format("pipeline: the {} stage took nothing within {} ms (did it die?)",
                             forward ? "next" : "previous", deadline_ms_));
   sent_ += sizeof t + payload.size() + extra.size();
@@ -79,7 +80,7 @@ ZmqPipeLink::Message ZmqPipeLink::receive(uint64_t tag, size_t bytes, size_t ext
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     zmq::pollitem_t item{in_.handle(), 0, ZMQ_POLLIN, 0};
-    if (left.count() <= 0 || zmq::poll(&item, 1, left) == 0)
+    if (left.count() <= 0 || retry_interrupted([&] { return zmq::poll(&item, 1, left); }) == 0)
       throw Error(fmt::format("pipeline: no {} from the {} stage within {} ms (did it die?)",
                               describe(tag), tag & 1 ? "next" : "previous", deadline_ms_));
     std::vector<zmq::message_t> frames;

@@ -10,6 +10,7 @@
 #include <zmq_addon.hpp>
 
 #include "core/check.h"
+#include "transport/zmq_interrupted.h"
 
 namespace fedpar {
 
@@ -104,7 +105,7 @@ void ZmqRingLink::send_next(std::span<const float> chunk, uint64_t tag) {
   } else {
     parts[1] = zmq::message_t(chunk.data(), chunk.size_bytes());
   }
-  if (!zmq::send_multipart(out_, parts))
+  if (!send_parts(out_, parts))
     throw Error(fmt::format("ring: the next worker took nothing within {} ms", deadline_ms_));
   sent_ += sizeof t + payload;
 }
@@ -126,7 +127,7 @@ zmq::message_t ZmqRingLink::receive(uint64_t tag, size_t bytes) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     zmq::pollitem_t item{in_.handle(), 0, ZMQ_POLLIN, 0};
-    if (left.count() <= 0 || zmq::poll(&item, 1, left) == 0)
+    if (left.count() <= 0 || retry_interrupted([&] { return zmq::poll(&item, 1, left); }) == 0)
       throw Error(fmt::format("ring: the previous worker sent nothing within {} ms (did it die?)",
                               deadline_ms_));
     frames.clear();
