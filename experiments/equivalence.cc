@@ -10,6 +10,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <span>
 
@@ -67,6 +68,26 @@ std::vector<Variant> variants(const Config& c) {
        with(one_step, {"partition.scheme=" + c.get_string("equivalence.uneven_scheme"),
                        "weighting=uniform"})},
   };
+}
+
+// The keys the experiment sets itself (run_equivalence per model, variants() per variant), and
+// what to set instead.
+const std::map<std::string, std::string>& overridden_keys() {
+  static const std::map<std::string, std::string> keys = {
+      {"model.name", "set equivalence.models"},
+      {"data.train_limit", "set equivalence.train_limits, one per model"},
+      {"optimizer.lr", "set equivalence.lr"},
+      {"local.steps", "set equivalence.local_steps, (d)'s K"},
+      {"fraction", "every client takes part in every round"},
+      {"eval_every", "the runs are evaluated at their end"},
+      {"regime", "each variant sets its own"},
+      {"sgd.batch", "every variant takes the full batch"},
+      {"local.batch", "every variant takes the full batch"},
+      {"local.epochs", "the model-averaging variants take local steps"},
+      {"optimizer.momentum", "plain gradient descent: no momentum"},
+      {"local.server_lr", "the server applies the average as it is"},
+      {"weighting", "each variant sets its own"}};
+  return keys;
 }
 
 // Full-batch gradient descent for `rounds` steps from the run's init; `accumulate` > 1 sums the
@@ -412,6 +433,16 @@ std::string equivalence_meaning(const EquivalenceResult& r) {
 std::string render_equivalence(const EquivalenceResult& r, int level) {
   return failed_claims_note(r) + render_cases(r) + std::string(size_t(level), '#') +
          " What it means\n\n" + equivalence_meaning(r) + "\n";
+}
+
+void refuse_overridden_sets(const std::vector<std::string>& sets) {
+  for (const std::string& set : sets) {
+    const std::string key = set.substr(0, set.find('='));
+    if (const auto it = overridden_keys().find(key); it != overridden_keys().end())
+      throw Error(fmt::format(
+          "--set {}: the equivalence experiment sets {} itself, and would ignore it ({})", set, key,
+          it->second));
+  }
 }
 
 int equivalence_exit_code(const EquivalenceResult& r) {

@@ -27,6 +27,10 @@ std::string equivalence_section();
 // The run config's keys plus the [equivalence] section.
 Config make_equivalence_config();
 
+// Refuses (Error) a `--set KEY=VALUE` for a key the experiment sets itself, per model or per
+// variant, which would be silently overridden; says which [equivalence] key to set instead.
+void refuse_overridden_sets(const std::vector<std::string>& sets);
+
 // The claims' bounds: (b), (c) at most kFloorBound x as far from exact (float64) arithmetic as
 // centralized float32 is (the median of (a) and its reorderings; for a model without a float64
 // reference: within kFloorBound x the largest reordering); (d), (e) at least kOrdersBound orders

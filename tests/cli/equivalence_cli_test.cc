@@ -181,5 +181,23 @@ TEST(EquivalenceExperiment, AConfigKeyGivenAsAFlagIsShownWithSet) {
   EXPECT_FALSE(std::filesystem::exists(tmp / "results"));
 }
 
+// A key the experiment sets itself, per model or per variant, is refused rather than silently
+// overridden, with the [equivalence] key to set instead; nothing runs.
+TEST(EquivalenceExperiment, AKeyItSetsItselfIsRefusedWithTheOneToSet) {
+  TempDir tmp;
+  const std::string config = std::string(FEDPAR_SOURCE_DIR) + "/experiments/equivalence.toml";
+  auto r = testing::run_fedpar("run " + config + " --train-limit 2000 --set rounds=1", tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--set data.train_limit=2000: the equivalence experiment sets "
+                       "data.train_limit itself, and would ignore it (set "
+                       "equivalence.train_limits, one per model)"),
+            std::string::npos)
+      << r.err;
+  r = testing::run_fedpar("run " + config + " --set optimizer.lr=0.5", tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("(set equivalence.lr)"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "results"));
+}
+
 }  // namespace
 }  // namespace fedpar
