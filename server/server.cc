@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 
 #include "core/count_users.h"
@@ -115,6 +116,53 @@ void warn_of_slow_links(const Engine& engine, const RunSpec& s, size_t params) {
       s.wait_seconds, others, std::ceil(1.5 * least), split));
 }
 
+// Simulated mode with network.drop_late: clients whose link cannot bring the model down and their
+// update up within wait_seconds, even with no compute, are left out. Said before round 1 (by
+// profile, with the time on round 1's links: with every client asked, through the server's shared
+// link too), not found out from the round lines.
+void warn_of_always_late(const Engine& engine, const RunSpec& s, size_t params) {
+  if (s.network.mode != NetworkMode::kSimulated || !s.network.drop_late ||
+      s.compression.uplink != "none" || s.compression.downlink != "none")
+    return;
+  const uint64_t model = params * sizeof(float);
+  std::vector<SimulatedClient> everyone;
+  for (uint32_t c : engine.all_clients()) everyone.push_back({c, model, model, 0.0});
+  std::vector<double> at;  // fewer asked share the server's link less: each on its own link then
+  if (s.fraction >= 1)
+    at = simulated_reply_seconds(s.network, s.seed, 0, everyone);
+  else
+    for (const SimulatedClient& c : everyone)
+      at.push_back(least_round_seconds(s.network.of(c.client), model, model, 1));
+  std::map<std::string, std::pair<double, std::vector<uint32_t>>> late;  // by profile
+  size_t count = 0;
+  for (size_t i = 0; i < everyone.size(); ++i) {
+    if (at[i] <= s.wait_seconds) continue;
+    auto& [seconds, ids] = late[s.network.of(everyone[i].client).name];
+    seconds = std::max(seconds, at[i]);
+    ids.push_back(everyone[i].client);
+    ++count;
+  }
+  if (late.empty()) return;
+  std::vector<std::string> parts;
+  double slowest = 0;
+  for (const auto& [name, t] : late) {
+    const auto& ids = t.second;
+    parts.push_back(
+        fmt::format("{} (client{} {}{}: up to {:.1f} s)", name, ids.size() > 1 ? "s" : "",
+                    fmt::join(ids.begin(), ids.begin() + std::min<size_t>(ids.size(), 8), ", "),
+                    ids.size() > 8 ? ", ..." : "", t.first));
+    slowest = std::max(slowest, t.first);
+  }
+  engine.log(fmt::format(
+      "warning: on round 1's simulated links, {} of {} clients cannot bring the {:.2f} MB model "
+      "down and their update up within wait_seconds = {:g} even with no compute, so "
+      "network.drop_late leaves them out{}: {}. Raise wait_seconds (to {:.0f} or more) or "
+      "compress the updates (compression.uplink, docs/compression.md)",
+      count, engine.num_clients, double(model) / 1e6, s.wait_seconds,
+      count == engine.num_clients ? " (all of them: the model stays)" : "", fmt::join(parts, "; "),
+      std::ceil(1.5 * slowest)));
+}
+
 }  // namespace
 
 int run_server(Config cfg, const ServerOptions& opts) {
@@ -178,6 +226,7 @@ int run_server(Config cfg, const ServerOptions& opts) {
                            plan->client_state());  // those that came hear STOP on failure
     keep_misses(engine, resumed);
     warn_of_slow_links(engine, s, run.params.size());
+    warn_of_always_late(engine, s, run.params.size());
     run_rounds(engine, run, *plan, resumed.rounds);
   } catch (const std::exception& e) {
     engine.stop_all();

@@ -146,6 +146,31 @@ TEST(NetworkRun, AnEmulatedLinkTooSlowForTheDeadlineIsNamedBeforeTheFirstRound) 
   }
 }
 
+// Simulated, with drop_late: a client whose link cannot carry the model down and its update up
+// within wait_seconds (client 0: 9,128 bytes each way at 10 kbit/s, 14.6 s) is named before the
+// first round, as one left out; with 18 s the same run says nothing.
+TEST(NetworkRun, ASimulatedClientAlwaysLateIsNamedBeforeTheFirstRound) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << kNetworkRun;
+  for (const int wait : {5, 18}) {
+    std::string args = fmt::format("run {} --set name=late{} --set results_dir={}",
+                                   (tmp / "run.toml").string(), wait, (tmp / "res").string());
+    for (const auto& s : with(kModel, {"rounds=1", fmt::format("wait_seconds={}", wait),
+                                       "network.mode=simulated", "network.profile=datacenter",
+                                       "network.profiles=0:custom", "network.custom.down_bps=1e4",
+                                       "network.custom.up_bps=1e4", "network.drop_late=true"}))
+      args += " --set " + s;
+    const auto r = testing::run_fedpar(args, tmp.path());
+    ASSERT_EQ(r.code, 0) << r.err;
+    const bool warned =
+        r.err.find(
+            "warning: on round 1's simulated links, 1 of 4 clients cannot bring the 0.01 MB "
+            "model down and their update up within wait_seconds = 5 even with no compute, so "
+            "network.drop_late leaves them out: custom (client 0: up to 14.") != std::string::npos;
+    EXPECT_EQ(warned, wait == 5) << r.err;
+  }
+}
+
 // Simulated: no waiting, and each round's seconds are the formula over the round's own record:
 // the slowest client's down (model frame / down_bps + latency) + compute + up (UPDATE / up_bps +
 // latency), plus the measured aggregation; simulated_time sums them.
