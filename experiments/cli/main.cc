@@ -119,8 +119,13 @@ int run_action(const std::string& command, const Action& action) {
   try {
     return action();
   } catch (const Interrupted& e) {  // the partial results folder is removed, or kept for --resume
+    // the server's process owns the run's folder: say what would have kept its rounds
+    const bool server = command == "server" || command == "launch";
     fmt::print(stderr, "fedpar {}: {}; {}\n", command, e.what(),
-               e.kept() ? "its checkpoint is kept (above)" : "nothing was kept");
+               e.kept() ? "its checkpoint is kept (above)"
+               : server ? "nothing was kept (with checkpoint_every = N a stopped run keeps its "
+                          "rounds, and --resume continues it)"
+                        : "nothing was kept");
     return 128 + e.signal();
   } catch (const RunFailed& e) {
     fmt::print(stderr, "fedpar: error: {}\n", e.what());
