@@ -71,9 +71,23 @@ void check_run_folder(const std::filesystem::path& dir) {
   }
   if (!std::filesystem::exists(dir / "metrics.jsonl"))
     throw Error(
-        fmt::format("{} has no metrics.jsonl: not a run's results folder (a suite's "
-                    "runs are in its runs/)",
+        fmt::format("{} has no metrics.jsonl: not a run's results folder, nor a folder of runs "
+                    "(a suite's runs/)",
                     dir.string()));
+}
+
+// A folder of runs (a suite's runs/, or the suite's folder that holds it) stands for its runs, in
+// name order; any other folder for itself.
+std::vector<std::filesystem::path> runs_in(const std::filesystem::path& dir) {
+  if (std::filesystem::exists(dir / "metrics.jsonl")) return {dir};
+  const auto folder = std::filesystem::is_directory(dir / "runs") ? dir / "runs" : dir;
+  std::vector<std::filesystem::path> runs;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(folder, ec))
+    if (e.is_directory() && std::filesystem::exists(e.path() / "metrics.jsonl"))
+      runs.push_back(e.path());
+  std::sort(runs.begin(), runs.end());
+  return runs.empty() ? std::vector{dir} : runs;  // none: check_run_folder says why
 }
 
 // Labels: each folder's name, with its parent's where two runs share a name.
@@ -100,8 +114,10 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   for (const auto& r : o.runs) {
     auto d = r;
     while (!d.empty() && d.filename().empty()) d = d.parent_path();  // "runs/a/" names "a"
-    check_run_folder(d);
-    dirs.push_back(d);
+    for (const auto& run : runs_in(d)) {
+      check_run_folder(run);
+      dirs.push_back(run);
+    }
   }
   const auto labels = labels_of(dirs);
   std::vector<Compared> runs;

@@ -14,8 +14,8 @@ Action add_compare_command(CLI::App& app) {
   auto o = std::make_shared<CompareOptions>();
   auto command = std::make_shared<std::string>("fedpar compare");
   cmd->add_option("results", o->runs,
-                  "results folders of fedpar run, server or a suite's runs/ (a run "
-                  "of a name already taken got the folder NAME-2, NAME-3, ...)")
+                  "results folders of fedpar run or server (a run of a name already taken got "
+                  "the folder NAME-2, NAME-3, ...), or a suite's folder: all its runs")
       ->required();
   cmd->add_option("--metric", o->metric, "accuracy (test, %) or loss (test)")
       ->check(CLI::IsMember({"accuracy", "loss"}))
@@ -25,7 +25,8 @@ Action add_compare_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--target", o->target,
                   "when each run first reached it (accuracy in %, or a loss)");
-  cmd->add_option("--out", o->out, "the report's folder")->capture_default_str();
+  cmd->add_option("--out", o->out, "the report's folder (-2, -3, ... added when it exists)")
+      ->capture_default_str();
   return [o, command, cmd] {
     for (const auto& r : o->runs) *command += " " + r.string();
     for (const char* flag : {"--metric", "--x", "--target", "--out"})

@@ -69,6 +69,14 @@ TEST(Compare, TabulatesAndPlotsWhatEachRunRecorded) {
   EXPECT_NE(testing::slurp(tmp / "cmp/accuracy-vs-round.svg").find("<svg"), std::string::npos);
   EXPECT_NE(testing::slurp(tmp / "cmp/report.md").find("![test accuracy (%) per round]"),
             std::string::npos);
+  // a folder of runs (a suite's runs/) stands for its runs, in name order
+  const auto all = testing::run_fedpar(
+      "compare " + (tmp / "res").string() + " --out " + (tmp / "cmpall").string(), tmp.path());
+  ASSERT_EQ(all.code, 0) << all.err;
+  const auto ja = nlohmann::json::parse(testing::slurp(tmp / "cmpall/compare.json"));
+  ASSERT_EQ(ja["runs"].size(), 2u);
+  EXPECT_EQ(ja["runs"][0]["run"], "fast");
+  EXPECT_EQ(ja["runs"][1]["run"], "slow");
   // against bytes the columns say their unit, MB (what the values are), not "bytes"
   const auto b = compare(tmp, {"slow"}, " --x bytes --target 40 --out " + (tmp / "cmpb").string());
   ASSERT_EQ(b.code, 0) << b.err;
@@ -112,6 +120,13 @@ TEST(Compare, RefusesWhatIsNotADistributedRunsFolder) {
   r = testing::run_fedpar("compare " + (tmp / "res/central").string(), tmp.path());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("is a `fedpar train` folder"), std::string::npos) << r.err;
+  std::filesystem::create_directories(tmp / "empty");
+  r = testing::run_fedpar("compare " + (tmp / "empty").string(), tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("empty has no metrics.jsonl: not a run's results folder, nor a folder of "
+                       "runs"),
+            std::string::npos)
+      << r.err;
   r = testing::run_fedpar("compare " + tmp.path().string() + " --metric f1", tmp.path());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--metric"), std::string::npos) << r.err;
