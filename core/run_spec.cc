@@ -44,7 +44,7 @@ weighting = "samples"    # samples (n_k / n) | uniform (1 / K)
 fraction = 1.0           # C: share of clients sampled per round (at least one)
 continue_without_missing = false  # gradient regime: go on when a client misses a round
 drop_after_missed_rounds = 3  # a client process that misses this many rounds in a row gets no more tasks
-threads = 1              # CPU threads per process for matrix products
+threads = 1              # CPU threads per process for products; another count, other bits
 device = "cpu"           # where clients compute: cpu | cuda (fedpar client --device overrides)
 
 )";

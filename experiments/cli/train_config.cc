@@ -20,7 +20,7 @@ name = ""               # results/<name>/; empty: <model>-<dataset>-e<epochs>-b<
 results_dir = "results"
 seed = 1                # init, shuffling and synthetic data all derive from it
 device = "cpu"          # cpu | cuda
-threads = 1             # CPU threads for matrix products
+threads = 1             # CPU threads for products; another count sums in another order (other bits)
 
 )";
 
@@ -60,7 +60,9 @@ const std::vector<FlagKey>& train_flags() {
       {"--results-dir", "results_dir", "parent folder of results"},
       {"--seed", "seed", "run seed"},
       {"--device", "device", "cpu | cuda (where training computes)"},
-      {"--threads", "threads", "CPU threads for matrix products"},
+      {"--threads", "threads",
+       "CPU threads for matrix products (another count sums in another order: other bits; more "
+       "than the free cores slows the run)"},
       {"--model", "model.name", "logreg | linreg | mlp | 2nn | cnn | lenet"},
       {"--hidden", "model.hidden", "mlp hidden widths, e.g. 200,200"},
       {"--epochs", "train.epochs", "passes over the training set"},
