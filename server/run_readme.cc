@@ -2,6 +2,7 @@
 #include "server/run_readme.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <map>
 #include <set>
@@ -9,6 +10,7 @@
 
 #include "core/executable.h"
 #include "core/results_dir.h"
+#include "core/run_records.h"
 
 namespace fedpar {
 namespace {
@@ -38,6 +40,33 @@ const std::map<std::string, std::string>& file_notes() {
 std::string megabytes(uint64_t bytes) {
   return bytes < 100'000 ? fmt::format("{:.1f} kB", double(bytes) / 1e3)
                          : fmt::format("{:.1f} MB", double(bytes) / 1e6);
+}
+
+// network.drop_late: how many updates the simulated deadline left out over the run, and whose, by
+// link profile ("" when none was late).
+std::string late_updates(const RunSpec& s, const std::filesystem::path& dir) {
+  size_t late = 0, aggregated = 0;
+  std::map<std::string, std::set<uint32_t>> who;  // profile -> clients
+  for (const RoundRecord& r : read_round_records(dir)) {
+    aggregated += r.clients ? r.clients->size() : 0;
+    for (uint32_t c : r.simulated_late.value_or(std::vector<uint32_t>{})) {
+      ++late;
+      who[s.network.of(c).name].insert(c);
+    }
+  }
+  if (late == 0) return "";
+  std::vector<std::string> parts;
+  for (const auto& [profile, clients] : who) {
+    std::vector<uint32_t> shown(clients.begin(), clients.end());
+    const bool more = shown.size() > 8;
+    shown.resize(std::min<size_t>(shown.size(), 8));
+    parts.push_back(fmt::format("{}: client{} {}{}", profile, clients.size() > 1 ? "s" : "",
+                                fmt::join(shown, ", "), more ? ", ..." : ""));
+  }
+  return fmt::format(
+      "- {} of {} updates came after wait_seconds = {:g} on the simulated clock and were left out "
+      "(`network.drop_late`; each round's in metrics.jsonl's `simulated_late`): {}\n",
+      late, late + aggregated, s.wait_seconds, fmt::join(parts, "; "));
 }
 
 // The fedpar executable as the folder the run started in reaches it (./build/fedpar in a source
@@ -89,6 +118,7 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
       md << fmt::format("- the emulated network's time by round {}: {:.1f} s (`[network]`)\n",
                         f->round, *f->emulated_time);
   }
+  if (s.network.drop_late) md << late_updates(s, dir);
   if (summary.stopped_at_accuracy)
     md << fmt::format("- stopped at round {}: `stop_at_accuracy` was reached\n",
                       summary.rounds_run);

@@ -435,6 +435,13 @@ TEST(NetworkRun, DropLateLeavesOutTheUpdatesTheClockBringsInAfterTheDeadline) {
     EXPECT_NEAR(rec.at("simulated_seconds").get<double>(),
                 5.0 + rec.at("aggregate_seconds").get<double>(), 1e-12);
   }
+  // the run's README counts them: 3 rounds, 3 of 4 aggregated each
+  EXPECT_NE(testing::slurp(late.dir / "README.md")
+                .find("- 3 of 12 updates came after wait_seconds = 5 on the simulated clock and "
+                      "were left out (`network.drop_late`; each round's in metrics.jsonl's "
+                      "`simulated_late`): custom: client 0\n"),
+            std::string::npos)
+      << testing::slurp(late.dir / "README.md");
   const RunResult absent =
       run_on_threads(tmp, "absent", with(links, {"network.custom.availability=0"}));
   EXPECT_EQ(late.hash, absent.hash);
