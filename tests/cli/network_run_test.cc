@@ -120,55 +120,50 @@ TEST(NetworkRun, EmulatedRoundsLastAtLeastTheEmulatedTransfersAndTrainTheSameMod
       off.hash);
 }
 
+// For each wait_seconds in `waits`, a one-round `fedpar run` of kNetworkRun with kModel, `sets`
+// and that deadline: whether its stderr holds `warning` (the tight deadline, `waits[0]`, must say
+// it; the loose one must not).
+void expect_warned_at_first_only(const std::vector<int>& waits,
+                                 const std::vector<std::string>& sets, const std::string& warning) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << kNetworkRun;
+  for (const int wait : waits) {
+    std::string args = fmt::format("run {} --set name=wait{} --set results_dir={}",
+                                   (tmp / "run.toml").string(), wait, (tmp / "res").string());
+    for (const auto& s :
+         with(with(kModel, sets), {"rounds=1", fmt::format("wait_seconds={}", wait)}))
+      args += " --set " + s;
+    const auto r = testing::run_fedpar(args, tmp.path());
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.err.find(warning) != std::string::npos, wait == waits[0]) << r.err;
+  }
+}
+
 // A link too slow for wait_seconds is named before the first round, with the least time a round
 // takes on it: two 9,128-byte UPDATEs up 50 kbit/s are 2.9 s, over a 2 s deadline; the other
 // process, on the same link, is counted. With 10 s the same run says nothing.
 TEST(NetworkRun, AnEmulatedLinkTooSlowForTheDeadlineIsNamedBeforeTheFirstRound) {
-  TempDir tmp;
-  std::ofstream(tmp / "run.toml") << kNetworkRun;
-  for (const int wait : {2, 10}) {
-    std::string args = fmt::format("run {} --set name=slow{} --set results_dir={}",
-                                   (tmp / "run.toml").string(), wait, (tmp / "res").string());
-    for (const auto& s : with(kModel, {"rounds=1", fmt::format("wait_seconds={}", wait),
-                                       "network.mode=emulated", "network.profile=custom",
-                                       "network.custom.down_bps=1e9", "network.custom.up_bps=5e4"}))
-      args += " --set " + s;
-    const auto r = testing::run_fedpar(args, tmp.path());
-    ASSERT_EQ(r.code, 0) << r.err;
-    const bool warned =
-        r.err.find(
-            "sends 2 update(s) of 0.01 MB a round up its emulated custom link (0.05 "
-            "Mbit/s): at least 3 s, more than wait_seconds = 2, so it would miss every "
-            "deadline (and 1 other process(es) too). Raise wait_seconds (to 5 or more), start "
-            "more client processes (fewer clients each), or compress the updates") !=
-        std::string::npos;
-    EXPECT_EQ(warned, wait == 2) << r.err;
-  }
+  expect_warned_at_first_only(
+      {2, 10},
+      {"network.mode=emulated", "network.profile=custom", "network.custom.down_bps=1e9",
+       "network.custom.up_bps=5e4"},
+      "sends 2 update(s) of 0.01 MB a round up its emulated custom link (0.05 Mbit/s): at least "
+      "3 s, more than wait_seconds = 2, so it would miss every deadline (and 1 other process(es) "
+      "too). Raise wait_seconds (to 5 or more), start more client processes (fewer clients "
+      "each), or compress the updates");
 }
 
 // Simulated, with drop_late: a client whose link cannot carry the model down and its update up
 // within wait_seconds (client 0: 9,128 bytes each way at 10 kbit/s, 14.6 s) is named before the
 // first round, as one left out; with 18 s the same run says nothing.
 TEST(NetworkRun, ASimulatedClientAlwaysLateIsNamedBeforeTheFirstRound) {
-  TempDir tmp;
-  std::ofstream(tmp / "run.toml") << kNetworkRun;
-  for (const int wait : {5, 18}) {
-    std::string args = fmt::format("run {} --set name=late{} --set results_dir={}",
-                                   (tmp / "run.toml").string(), wait, (tmp / "res").string());
-    for (const auto& s : with(kModel, {"rounds=1", fmt::format("wait_seconds={}", wait),
-                                       "network.mode=simulated", "network.profile=datacenter",
-                                       "network.profiles=0:custom", "network.custom.down_bps=1e4",
-                                       "network.custom.up_bps=1e4", "network.drop_late=true"}))
-      args += " --set " + s;
-    const auto r = testing::run_fedpar(args, tmp.path());
-    ASSERT_EQ(r.code, 0) << r.err;
-    const bool warned =
-        r.err.find(
-            "warning: on round 1's simulated links, 1 of 4 clients cannot bring the 0.01 MB "
-            "model down and their update up within wait_seconds = 5 even with no compute, so "
-            "network.drop_late leaves them out: custom (client 0: up to 14.") != std::string::npos;
-    EXPECT_EQ(warned, wait == 5) << r.err;
-  }
+  expect_warned_at_first_only(
+      {5, 18},
+      {"network.mode=simulated", "network.profile=datacenter", "network.profiles=0:custom",
+       "network.custom.down_bps=1e4", "network.custom.up_bps=1e4", "network.drop_late=true"},
+      "warning: on round 1's simulated links, 1 of 4 clients cannot bring the 0.01 MB model down "
+      "and their update up within wait_seconds = 5 even with no compute, so network.drop_late "
+      "leaves them out: custom (client 0: up to 14.");
 }
 
 // Simulated: no waiting, and each round's seconds are the formula over the round's own record:
