@@ -55,20 +55,22 @@ Axis x_axis(const std::string& x) {
   throw Error(fmt::format("--x must be round, samples, bytes or seconds, got '{}'", x));
 }
 
+// A `fedpar train` folder (its summary.json says so).
+bool is_train_folder(const std::filesystem::path& dir) {
+  std::ifstream in(dir / "summary.json");
+  const auto j = nlohmann::json::parse(in, nullptr, false);
+  return j.is_object() && j.value("command", "") == "train";
+}
+
 // A distributed run's folder, or an Error that says what the folder is instead.
 void check_run_folder(const std::filesystem::path& dir) {
   if (!std::filesystem::is_directory(dir))
     throw Error(fmt::format("{}: no such results folder", dir.string()));
-  const auto summary = dir / "summary.json";
-  if (std::filesystem::exists(summary)) {
-    std::ifstream in(summary);
-    const auto j = nlohmann::json::parse(in, nullptr, false);
-    if (j.is_object() && j.value("command", "") == "train")
-      throw Error(fmt::format(
-          "{} is a `fedpar train` folder: compare reads the per-round metrics of distributed "
-          "runs (fedpar run, fedpar server, a suite's runs/)",
-          dir.string()));
-  }
+  if (is_train_folder(dir))
+    throw Error(fmt::format(
+        "{} is a `fedpar train` folder: compare reads the per-round metrics of distributed "
+        "runs (fedpar run, fedpar server, a suite's runs/)",
+        dir.string()));
   if (!std::filesystem::exists(dir / "metrics.jsonl"))
     throw Error(
         fmt::format("{} has no metrics.jsonl: not a run's results folder, nor a folder of runs "
@@ -76,16 +78,20 @@ void check_run_folder(const std::filesystem::path& dir) {
                     dir.string()));
 }
 
-// A folder of runs (a suite's runs/, or the suite's folder that holds it) stands for its runs, in
-// name order; any other folder for itself.
+// A folder of runs (a suite's runs/, or the suite's folder that holds it) stands for its finished
+// distributed runs, in name order; any other folder for itself.
 std::vector<std::filesystem::path> runs_in(const std::filesystem::path& dir) {
   if (std::filesystem::exists(dir / "metrics.jsonl")) return {dir};
   const auto folder = std::filesystem::is_directory(dir / "runs") ? dir / "runs" : dir;
   std::vector<std::filesystem::path> runs;
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(folder, ec))
-    if (e.is_directory() && std::filesystem::exists(e.path() / "metrics.jsonl"))
+  for (const auto& e : std::filesystem::directory_iterator(folder, ec)) {
+    const std::string name = e.path().filename().string();
+    const bool partial = name.starts_with(".") || name.ends_with(".incomplete");  // not finished
+    if (e.is_directory() && !partial && std::filesystem::exists(e.path() / "metrics.jsonl") &&
+        !is_train_folder(e.path()))
       runs.push_back(e.path());
+  }
   std::sort(runs.begin(), runs.end());
   return runs.empty() ? std::vector{dir} : runs;  // none: check_run_folder says why
 }

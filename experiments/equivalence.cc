@@ -435,9 +435,14 @@ std::string render_equivalence(const EquivalenceResult& r, int level) {
          " What it means\n\n" + equivalence_meaning(r) + "\n";
 }
 
-void refuse_overridden_sets(const std::vector<std::string>& sets) {
+void refuse_overridden_sets(const Config& cfg, const std::vector<std::string>& sets) {
   for (const std::string& set : sets) {
     const std::string key = set.substr(0, set.find('='));
+    if (key == "rounds" && cfg.get_int("equivalence.rounds") > 0)
+      throw Error(fmt::format(
+          "--set {}: equivalence.rounds = {} sets the rounds of this experiment's runs, and "
+          "would override it (set equivalence.rounds instead, or 0 to follow rounds)",
+          set, cfg.get_int("equivalence.rounds")));
     if (const auto it = overridden_keys().find(key); it != overridden_keys().end())
       throw Error(fmt::format(
           "--set {}: the equivalence experiment sets {} itself, and would ignore it ({})", set, key,

@@ -29,7 +29,7 @@ Config make_equivalence_config();
 
 // Refuses (Error) a `--set KEY=VALUE` for a key the experiment sets itself, per model or per
 // variant, which would be silently overridden; says which [equivalence] key to set instead.
-void refuse_overridden_sets(const std::vector<std::string>& sets);
+void refuse_overridden_sets(const Config& cfg, const std::vector<std::string>& sets);
 
 // The claims' bounds: (b), (c) at most kFloorBound x as far from exact (float64) arithmetic as
 // centralized float32 is (the median of (a) and its reorderings; for a model without a float64

@@ -154,11 +154,14 @@ void warn_of_always_late(const Engine& engine, const RunSpec& s, size_t params) 
     slowest = std::max(slowest, t.first);
   }
   engine.log(fmt::format(
-      "warning: on round 1's simulated links, {} of {} clients cannot bring the {:.2f} MB model "
-      "down and their update up within wait_seconds = {:g} even with no compute, so "
-      "network.drop_late leaves them out{}: {}. Raise wait_seconds (to {:.0f} or more) or "
+      "warning: on round 1's simulated links, {} of {} clients would bring the {:.2f} MB model "
+      "down and their update up after wait_seconds = {:g} even with no compute{}, so "
+      "network.drop_late would leave them out{}: {}. Raise wait_seconds (to {:.0f} or more) or "
       "compress the updates (compression.uplink, docs/compression.md)",
       count, engine.num_clients, double(model) / 1e6, s.wait_seconds,
+      s.fraction >= 1 && s.network.server
+          ? " and every client's messages through the server's link at once"
+          : "",
       count == engine.num_clients ? " (all of them: the model stays)" : "", fmt::join(parts, "; "),
       std::ceil(1.5 * slowest)));
 }

@@ -16,25 +16,6 @@
 namespace fedpar {
 namespace {
 
-// Waits for `sock` to be readable until the deadline, in slices of at most 100 ms: a stop signal
-// may be handled on another thread (OpenMP's), which leaves this thread's poll uninterrupted. A
-// deadline already past still looks once: receive(now) reads what has come, without waiting.
-bool wait_readable(zmq::socket_t& sock, Clock::time_point deadline) {
-  while (true) {
-    throw_if_stopped();
-    const auto left =
-        std::max(std::chrono::milliseconds(0),
-                 std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
-    zmq::pollitem_t item{sock.handle(), 0, ZMQ_POLLIN, 0};
-    try {
-      if (zmq::poll(&item, 1, std::min(left, std::chrono::milliseconds(100))) > 0) return true;
-    } catch (const zmq::error_t& e) {
-      if (e.num() != EINTR) throw;
-    }
-    if (left.count() == 0) return false;
-  }
-}
-
 // ZMTP heartbeats end a connection whose peer sent no whole message for this long (its host
 // vanished: no FIN, no RST). libzmq restarts the count only when a message completes, and a PONG
 // waits behind the frame its sender is sending, so the wait must outlast the slowest frame: a

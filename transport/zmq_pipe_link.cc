@@ -79,8 +79,7 @@ ZmqPipeLink::Message ZmqPipeLink::receive(uint64_t tag, size_t bytes, size_t ext
   while (!held_.count(tag)) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    zmq::pollitem_t item{in_.handle(), 0, ZMQ_POLLIN, 0};
-    if (left.count() <= 0 || retry_interrupted([&] { return zmq::poll(&item, 1, left); }) == 0)
+    if (left.count() <= 0 || !wait_readable(in_, deadline))
       throw Error(fmt::format("pipeline: no {} from the {} stage within {} ms (did it die?)",
                               describe(tag), tag & 1 ? "next" : "previous", deadline_ms_));
     std::vector<zmq::message_t> frames;

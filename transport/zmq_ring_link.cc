@@ -126,8 +126,7 @@ zmq::message_t ZmqRingLink::receive(uint64_t tag, size_t bytes) {
   do {  // skips what a broken ring of an earlier epoch left queued
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    zmq::pollitem_t item{in_.handle(), 0, ZMQ_POLLIN, 0};
-    if (left.count() <= 0 || retry_interrupted([&] { return zmq::poll(&item, 1, left); }) == 0)
+    if (left.count() <= 0 || !wait_readable(in_, deadline))
       throw Error(fmt::format("ring: the previous worker sent nothing within {} ms (did it die?)",
                               deadline_ms_));
     frames.clear();

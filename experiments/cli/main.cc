@@ -124,7 +124,7 @@ int run_action(const std::string& command, const Action& action) {
     fmt::print(stderr, "fedpar {}: {}; {}\n", command, e.what(),
                e.kept() ? "its checkpoint is kept (above)"
                : server ? "nothing was kept (with checkpoint_every = N a stopped run keeps its "
-                          "rounds, and --resume continues it)"
+                          "rounds from its first checkpoint on, and --resume continues it)"
                         : "nothing was kept");
     return 128 + e.signal();
   } catch (const RunFailed& e) {

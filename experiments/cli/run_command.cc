@@ -56,7 +56,7 @@ Action add_run_command(CLI::App& app) {
     cfg.set_all(sets);
     if (a->processes > 0) cfg.set("processes", std::to_string(a->processes));
     if (!equivalence) return run_locally(std::move(cfg), a->opts);
-    refuse_overridden_sets(sets);
+    refuse_overridden_sets(cfg, sets);
     std::string command = "fedpar run " + a->config;
     for (const auto& s : sets) command += " --set " + s;
     if (a->processes > 0) command += fmt::format(" -p {}", a->processes);

@@ -69,7 +69,13 @@ TEST(Compare, TabulatesAndPlotsWhatEachRunRecorded) {
   EXPECT_NE(testing::slurp(tmp / "cmp/accuracy-vs-round.svg").find("<svg"), std::string::npos);
   EXPECT_NE(testing::slurp(tmp / "cmp/report.md").find("![test accuracy (%) per round]"),
             std::string::npos);
-  // a folder of runs (a suite's runs/) stands for its runs, in name order
+  // a folder of runs (a suite's runs/) stands for its finished runs, in name order: not a run
+  // still under its partial name, nor one kept to resume
+  for (const char* unfinished : {".x.partial-1", "y.incomplete"}) {
+    std::filesystem::create_directories(tmp / "res" / unfinished);
+    std::filesystem::copy_file(tmp / "res/slow/metrics.jsonl",
+                               tmp / "res" / unfinished / "metrics.jsonl");
+  }
   const auto all = testing::run_fedpar(
       "compare " + (tmp / "res").string() + " --out " + (tmp / "cmpall").string(), tmp.path());
   ASSERT_EQ(all.code, 0) << all.err;

@@ -196,6 +196,12 @@ TEST(EquivalenceExperiment, AKeyItSetsItselfIsRefusedWithTheOneToSet) {
   r = testing::run_fedpar("run " + config + " --set optimizer.lr=0.5", tmp.path());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("(set equivalence.lr)"), std::string::npos) << r.err;
+  // rounds too, once equivalence.rounds says how many
+  r = testing::run_fedpar("run " + config + " --set equivalence.rounds=3 --set rounds=5",
+                          tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--set rounds=5: equivalence.rounds = 3 sets the rounds"), std::string::npos)
+      << r.err;
   EXPECT_FALSE(std::filesystem::exists(tmp / "results"));
 }
 

@@ -161,9 +161,9 @@ TEST(NetworkRun, ASimulatedClientAlwaysLateIsNamedBeforeTheFirstRound) {
       {5, 18},
       {"network.mode=simulated", "network.profile=datacenter", "network.profiles=0:custom",
        "network.custom.down_bps=1e4", "network.custom.up_bps=1e4", "network.drop_late=true"},
-      "warning: on round 1's simulated links, 1 of 4 clients cannot bring the 0.01 MB model down "
-      "and their update up within wait_seconds = 5 even with no compute, so network.drop_late "
-      "leaves them out: custom (client 0: up to 14.");
+      "warning: on round 1's simulated links, 1 of 4 clients would bring the 0.01 MB model down "
+      "and their update up after wait_seconds = 5 even with no compute, so network.drop_late "
+      "would leave them out: custom (client 0: up to 14.");
 }
 
 // Simulated: no waiting, and each round's seconds are the formula over the round's own record:
