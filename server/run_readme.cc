@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/client_list.h"
 #include "core/executable.h"
 #include "core/results_dir.h"
 #include "core/run_records.h"
@@ -57,11 +58,7 @@ std::string late_updates(const RunSpec& s, const std::filesystem::path& dir) {
   if (late == 0) return "";
   std::vector<std::string> parts;
   for (const auto& [profile, clients] : who) {
-    std::vector<uint32_t> shown(clients.begin(), clients.end());
-    const bool more = shown.size() > 8;
-    shown.resize(std::min<size_t>(shown.size(), 8));
-    parts.push_back(fmt::format("{}: client{} {}{}", profile, clients.size() > 1 ? "s" : "",
-                                fmt::join(shown, ", "), more ? ", ..." : ""));
+    parts.push_back(fmt::format("{}: {}", profile, client_list(clients)));
   }
   return fmt::format(
       "- {} of {} updates came after wait_seconds = {:g} on the simulated clock and were left out "

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 
+#include "core/client_list.h"
 #include "core/count_users.h"
 #include "core/hash.h"
 #include "core/stop_signal.h"
@@ -147,10 +148,7 @@ void warn_of_always_late(const Engine& engine, const RunSpec& s, size_t params) 
   double slowest = 0;
   for (const auto& [name, t] : late) {
     const auto& ids = t.second;
-    parts.push_back(
-        fmt::format("{} (client{} {}{}: up to {:.1f} s)", name, ids.size() > 1 ? "s" : "",
-                    fmt::join(ids.begin(), ids.begin() + std::min<size_t>(ids.size(), 8), ", "),
-                    ids.size() > 8 ? ", ..." : "", t.first));
+    parts.push_back(fmt::format("{} ({}: up to {:.1f} s)", name, client_list(ids), t.first));
     slowest = std::max(slowest, t.first);
   }
   engine.log(fmt::format(

@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "core/check.h"
+#include "core/client_list.h"
 #include "core/fednova.h"
 #include "core/local_update.h"
 #include "core/network.h"
@@ -214,15 +215,10 @@ class SyncPlan final : public Plan {
   }
 
  private:
-  // ", 2 late (left out: clients 0, 5)": the first few ids, so that a wide federation's line
-  // stays one line (metrics.jsonl's simulated_late lists them all).
+  // ", 2 late (left out: clients 0, 5)" (metrics.jsonl's simulated_late lists them all)
   static std::string late_clause(const std::vector<uint32_t>& late) {
-    if (late.empty()) return "";
-    constexpr size_t kShown = 8;
-    const std::vector<uint32_t> shown(late.begin(), late.begin() + std::min(late.size(), kShown));
-    return fmt::format(", {} late (left out: client{} {}{})", late.size(),
-                       late.size() > 1 ? "s" : "", fmt::join(shown, ", "),
-                       late.size() > kShown ? ", ..." : "");
+    return late.empty() ? ""
+                        : fmt::format(", {} late (left out: {})", late.size(), client_list(late));
   }
 
   // One TASK for every process that hosts a participant: it lists all participants and each
