@@ -78,6 +78,11 @@ std::vector<double> krum_scores(std::span<const ClientUpdate> updates, int byzan
   return score;
 }
 
+bool falls_back_to_median(const RobustOptions& o, size_t n) {
+  return (o.rule == AggregateRule::kKrum || o.rule == AggregateRule::kMultiKrum) &&
+         n <= 2 * size_t(o.byzantine) + 2;
+}
+
 void robust_aggregate(std::span<const ClientUpdate> updates, Weighting w, const RobustOptions& o,
                       std::vector<float>& out) {
   FEDPAR_CHECK(!updates.empty()) << "nothing to aggregate";
@@ -117,7 +122,7 @@ void robust_aggregate(std::span<const ClientUpdate> updates, Weighting w, const 
     }
     case AggregateRule::kKrum:
     case AggregateRule::kMultiKrum:
-      if (view.size() <= 2 * size_t(o.byzantine) + 2)  // clients went missing this round
+      if (falls_back_to_median(o, view.size()))  // clients went missing this round
         return robust_aggregate(view, w, {.rule = AggregateRule::kMedian}, out);
       break;
   }

@@ -10,7 +10,8 @@
 //                 (Blanchard et al. 2017); needs n > 2 f + 2
 //   multi-krum    the plain mean of the `select` updates with the lowest Krum scores (unweighted:
 //                 a kept attacker cannot weigh more by claiming more samples)
-// Krum and Multi-Krum fall back to the median in a round with n <= 2 f + 2 (clients missing).
+// Krum and Multi-Krum fall back to the median in a round with n <= 2 f + 2 (clients missing or
+// left out late); the round's record says so (`robust_fallback`).
 // clip_norm > 0 first scales every update to at most that L2 norm (norm clipping).
 #pragma once
 
@@ -40,6 +41,10 @@ struct RobustOptions {
 // n <= 2 f + 2 updates (clients went missing this round) fall back to the coordinate median.
 void robust_aggregate(std::span<const ClientUpdate> updates, Weighting w, const RobustOptions& o,
                       std::vector<float>& out);
+
+// Whether `o`'s rule cannot run on n updates and robust_aggregate takes the median instead: Krum
+// and Multi-Krum with n <= 2 f + 2.
+bool falls_back_to_median(const RobustOptions& o, size_t n);
 
 // The Krum score of each update: the sum of its squared L2 distances to its n - f - 2 nearest
 // others (in double).

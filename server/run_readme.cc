@@ -43,27 +43,40 @@ std::string megabytes(uint64_t bytes) {
                          : fmt::format("{:.1f} MB", double(bytes) / 1e6);
 }
 
-// network.drop_late: how many updates the simulated deadline left out over the run, and whose, by
-// link profile ("" when none was late).
-std::string late_updates(const RunSpec& s, const std::filesystem::path& dir) {
+// What the rounds left out of or changed in their aggregation: how many updates network.drop_late's
+// simulated deadline left out, and whose, by link profile; in how many rounds Krum had too few
+// updates and the median aggregated them ("" when neither happened).
+std::string aggregation_notes(const RunSpec& s, const std::filesystem::path& dir) {
   size_t late = 0, aggregated = 0;
+  std::vector<int64_t> median_rounds;
   std::map<std::string, std::set<uint32_t>> who;  // profile -> clients
-  for (const RoundRecord& r : read_round_records(dir)) {
+  const auto rounds = read_round_records(dir);
+  for (const RoundRecord& r : rounds) {
     aggregated += r.clients ? r.clients->size() : 0;
     for (uint32_t c : r.simulated_late.value_or(std::vector<uint32_t>{})) {
       ++late;
       who[s.network.of(c).name].insert(c);
     }
+    if (r.robust_fallback) median_rounds.push_back(r.round);
   }
-  if (late == 0) return "";
-  std::vector<std::string> parts;
-  for (const auto& [profile, clients] : who) {
-    parts.push_back(fmt::format("{}: {}", profile, client_list(clients)));
+  std::string md;
+  if (late > 0) {
+    std::vector<std::string> parts;
+    for (const auto& [profile, clients] : who)
+      parts.push_back(fmt::format("{}: {}", profile, client_list(clients)));
+    md += fmt::format(
+        "- {} of {} updates came after wait_seconds = {:g} on the simulated clock and were left "
+        "out (`network.drop_late`; each round's in metrics.jsonl's `simulated_late`): {}\n",
+        late, late + aggregated, s.wait_seconds, fmt::join(parts, "; "));
   }
-  return fmt::format(
-      "- {} of {} updates came after wait_seconds = {:g} on the simulated clock and were left out "
-      "(`network.drop_late`; each round's in metrics.jsonl's `simulated_late`): {}\n",
-      late, late + aggregated, s.wait_seconds, fmt::join(parts, "; "));
+  if (!median_rounds.empty())
+    md += fmt::format(
+        "- **{} of {} rounds were aggregated by the median, not {}**: they had {} updates or "
+        "fewer (2 f + 2, f = robust.byzantine = {}) (rounds {}; metrics.jsonl's "
+        "`robust_fallback`)\n",
+        median_rounds.size(), rounds.size(), aggregate_rule_name(s.robust.rule),
+        2 * s.robust.byzantine + 2, s.robust.byzantine, id_list(median_rounds));
+  return md;
 }
 
 // The fedpar executable as the folder the run started in reaches it (./build/fedpar in a source
@@ -115,11 +128,11 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
       md << fmt::format("- the emulated network's time by round {}: {:.1f} s (`[network]`)\n",
                         f->round, *f->emulated_time);
   }
-  if (s.network.drop_late) try {  // a metrics line an older build wrote costs the line only
-      md << late_updates(s, dir);
-    } catch (const std::exception& e) {
-      md << fmt::format("- late updates not counted: {}\n", e.what());
-    }
+  try {  // a metrics line an older build wrote costs these lines only
+    md << aggregation_notes(s, dir);
+  } catch (const std::exception& e) {
+    md << fmt::format("- left-out updates and Krum's rounds not counted: {}\n", e.what());
+  }
   if (summary.stopped_at_accuracy)
     md << fmt::format("- stopped at round {}: `stop_at_accuracy` was reached\n",
                       summary.rounds_run);

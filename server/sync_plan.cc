@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "core/check.h"
 #include "core/client_list.h"
@@ -198,6 +199,8 @@ class SyncPlan final : public Plan {
     }
     const auto t_done = Clock::now();
     record(rec, c, absent, updates, linear, participants.size());
+    const bool fallback = falls_back_to_median(s_.robust, updates.size());
+    if (fallback) rec.robust_fallback = "median";
     rec.broadcast_seconds = broadcast_seconds;
     rec.wait_seconds = std::chrono::duration<double>(t_wait - t0).count();
     rec.aggregate_seconds = std::chrono::duration<double>(t_done - t_wait).count();
@@ -211,7 +214,8 @@ class SyncPlan final : public Plan {
           "links' whole time (said once)",
           engine.round + 1, *over, s_.wait_seconds, s_.wait_seconds));
     }
-    return fmt::format("{} updates{}", c.got.size(), late_clause(late));
+    return fmt::format("{} updates{}{}", c.got.size(), late_clause(late),
+                       fallback ? median_clause() : "");
   }
 
  private:
@@ -219,6 +223,16 @@ class SyncPlan final : public Plan {
   static std::string late_clause(const std::vector<uint32_t>& late) {
     return late.empty() ? ""
                         : fmt::format(", {} late (left out: {})", late.size(), client_list(late));
+  }
+
+  // Krum with too few updates this round (metrics.jsonl's robust_fallback says which rounds):
+  // why, the first time
+  std::string median_clause() {
+    if (std::exchange(said_median_, true)) return ", aggregated by the median";
+    return fmt::format(
+        ", aggregated by the median: {} needs more than {} (2 f + 2, f = "
+        "robust.byzantine = {})",
+        aggregate_rule_name(s_.robust.rule), 2 * s_.robust.byzantine + 2, s_.robust.byzantine);
   }
 
   // One TASK for every process that hosts a participant: it lists all participants and each
@@ -406,6 +420,7 @@ class SyncPlan final : public Plan {
   uint64_t model_bytes_ = 0;  // the model frame of this round's TASK, as sent
   NetworkClock clock_{s_.network, s_.seed, s_.wait_seconds};  // [network]: the rounds' time axis
   bool said_over_deadline_ = false;  // the warning that the deadline capped a simulated round
+  bool said_median_ = false;         // why Krum fell back to the median, said in full once
 };
 
 }  // namespace

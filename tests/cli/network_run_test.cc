@@ -462,6 +462,40 @@ TEST(NetworkRun, DropLateLeavesOutTheUpdatesTheClockBringsInAfterTheDeadline) {
   }
 }
 
+// Krum with drop_late: clients 0 and 1 on 10 kbit/s links are late every round, so 2 updates
+// remain, too few for Krum even with f = 0 (it needs more than 2 f + 2 = 2): each round is
+// aggregated by the median, says so in its record, and the run's README counts the rounds. The
+// model is the one a median run with the same late clients trains; with the deadline raised, all
+// 4 updates come and Krum picks one (another model, no fallback).
+TEST(NetworkRun, KrumWithTooFewUpdatesLeftIsAggregatedByTheMedianAndSaysSo) {
+  TempDir tmp;
+  const std::vector<std::string> links =
+      with(kModel, {"network.mode=simulated", "network.profile=datacenter",
+                    "network.profiles=[\"0:custom\",\"1:custom\"]", "network.custom.down_bps=1e4",
+                    "network.custom.up_bps=1e4", "network.drop_late=true", "wait_seconds=5"});
+  const RunResult krum =
+      run_on_threads(tmp, "krum", with(links, {"robust.rule=krum", "robust.byzantine=0"}));
+  ASSERT_EQ(krum.rounds.size(), 3u);
+  for (const json& rec : krum.rounds) {
+    EXPECT_EQ(rec.at("simulated_late").get<std::vector<uint32_t>>(), (std::vector<uint32_t>{0, 1}));
+    EXPECT_EQ(rec.at("robust_fallback"), "median");
+  }
+  EXPECT_NE(testing::slurp(krum.dir / "README.md")
+                .find("- **3 of 3 rounds were aggregated by the median, not krum**: they had 2 "
+                      "updates or fewer (2 f + 2, f = robust.byzantine = 0) (rounds 1, 2, 3; "
+                      "metrics.jsonl's `robust_fallback`)\n"),
+            std::string::npos)
+      << testing::slurp(krum.dir / "README.md");
+  EXPECT_EQ(krum.hash, run_on_threads(tmp, "median", with(links, {"robust.rule=median"})).hash);
+  const RunResult in_time = run_on_threads(
+      tmp, "in-time", with(links, {"robust.rule=krum", "robust.byzantine=0", "wait_seconds=60"}));
+  for (const json& rec : in_time.rounds) {
+    EXPECT_EQ(rec.at("clients").size(), 4u);
+    EXPECT_FALSE(rec.contains("robust_fallback"));
+  }
+  EXPECT_NE(in_time.hash, krum.hash);
+}
+
 // Runs with seeds whose draws lose an UPDATE (one client of a process missing) and a TASK (both
 // of its clients at once), with drop_after_missed_rounds = 1 (the process is dropped at once) and
 // 3 (it misses a round and answers again later): the round records' `missing` lists are the ones

@@ -75,6 +75,13 @@ TEST_F(Robust, KrumFallsBackToTheMedianWhenClientsAreMissing) {
   // 4 updates cannot hold f = 1 (n <= 4): the round takes the median instead of stopping
   EXPECT_EQ(aggregate({.rule = AggregateRule::kKrum}, 4), (std::vector<float>{2.5, 25}));
   EXPECT_EQ(aggregate({.rule = AggregateRule::kMultiKrum}, 4), (std::vector<float>{2.5, 25}));
+  // what the server's round record says (robust_fallback): only Krum's rules, only at n <= 2f + 2
+  EXPECT_TRUE(falls_back_to_median({.rule = AggregateRule::kKrum, .byzantine = 1}, 4));
+  EXPECT_FALSE(falls_back_to_median({.rule = AggregateRule::kKrum, .byzantine = 1}, 5));
+  EXPECT_TRUE(falls_back_to_median({.rule = AggregateRule::kMultiKrum, .byzantine = 0}, 2));
+  EXPECT_FALSE(falls_back_to_median({.rule = AggregateRule::kMultiKrum, .byzantine = 0}, 3));
+  EXPECT_FALSE(falls_back_to_median({.rule = AggregateRule::kMedian, .byzantine = 1}, 1));
+  EXPECT_FALSE(falls_back_to_median({.rule = AggregateRule::kTrimmedMean, .byzantine = 3}, 2));
 }
 
 TEST(Attack, EachKindCorruptsOnlyTheAttackers) {
