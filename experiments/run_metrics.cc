@@ -52,7 +52,7 @@ RunSpec read_run_spec(const std::filesystem::path& dir) {
 
 RunCurves read_curves(const std::filesystem::path& dir) {
   RunCurves c;
-  double samples = 0, diagnostic = 0, peer = 0, seconds = 0;
+  double samples = 0, diagnostic = 0, peer = 0, seconds = 0, clock_seconds = 0;
   const auto rounds = read_round_records(dir);
   for (const RoundRecord& j : rounds) {
     if (j.samples_processed)
@@ -64,16 +64,17 @@ RunCurves read_curves(const std::filesystem::path& dir) {
       peer += double(w.ring_bytes_sent + w.replica_bytes_sent.value_or(0));
     seconds +=
         j.wait_seconds + j.aggregate_seconds.value_or(0);  // async and allreduce: all in the wait
-    if (!j.test_accuracy) continue;
     // a run with network conditions counts its links' time: simulated, or emulated in real time
     c.clock = j.simulated_time    ? "simulated"
               : j.emulated_time   ? "emulated"
               : j.elapsed_seconds ? "elapsed"
                                   : "server";
-    c.seconds.push_back(j.simulated_time    ? *j.simulated_time
-                        : j.emulated_time   ? *j.emulated_time
-                        : j.elapsed_seconds ? *j.elapsed_seconds
-                                            : seconds);
+    clock_seconds = j.simulated_time    ? *j.simulated_time
+                    : j.emulated_time   ? *j.emulated_time
+                    : j.elapsed_seconds ? *j.elapsed_seconds
+                                        : seconds;
+    if (!j.test_accuracy) continue;
+    c.seconds.push_back(clock_seconds);
     c.round.push_back(double(j.round));
     c.accuracy.push_back(100 * *j.test_accuracy);
     c.test_loss.push_back(need(j.test_loss, "test_loss", j, dir));
@@ -83,7 +84,7 @@ RunCurves read_curves(const std::filesystem::path& dir) {
         j.mean_pairwise_cosine.value_or(0));  // 0 where no client updates are compared
     if (j.update_drift) c.drift.push_back(*j.update_drift);
   }
-  c.round_seconds = rounds.empty() ? 0 : seconds / double(rounds.size());
+  c.round_seconds = rounds.empty() ? 0 : clock_seconds / double(rounds.size());
   return c;
 }
 

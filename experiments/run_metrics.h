@@ -23,9 +23,9 @@ struct RunCurves {
   std::vector<double> drift;    // update_drift, when the run logged it (diagnostics.drift)
   std::vector<double> seconds;  // time of the rounds so far: the server's wait + aggregation, or
                                 // the network's simulated / emulated time when the run had one
-  double round_seconds = 0;     // the server's wait + aggregation, mean per round
-  // which time `seconds` is: "simulated", "emulated", "elapsed" (async: since the start) or
-  // "server" (the rounds' wait + aggregation)
+  double round_seconds = 0;     // the mean round on the clock of `seconds`
+  // which time `seconds` and `round_seconds` are: "simulated", "emulated", "elapsed" (async: since
+  // the start) or "server" (the rounds' wait + aggregation)
   std::string clock = "server";
 };
 

@@ -399,8 +399,8 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
       "tensor grid's links); seconds are the links' simulated or emulated time where the run "
       "has network conditions, async's training time since its start, else the server's wait + "
       "aggregation (a cell on another clock than most runs says which); median "
-      "EMD is the partition's label skew (docs/partitioning.md); round time is the server's "
-      "wait + aggregation per round.\n\n",
+      "EMD is the partition's label skew (docs/partitioning.md); round time is the mean round "
+      "on the seconds' clock.\n\n",
       title, smoke ? " (smoke size)" : "",
       fill_run_keys(cfg.get_string("suite.what"), plan, "suite.what"), plan.command, seconds,
       plan.eval_every);

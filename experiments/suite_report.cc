@@ -79,6 +79,10 @@ std::string results_table(const std::vector<SuiteRun>& runs, double target) {
       clocks.empty() ? "" : std::max_element(clocks.begin(), clocks.end(), [](auto& a, auto& b) {
                               return a.second < b.second;
                             })->first;
+  // " (elapsed time)": a cell on another clock than most runs' says which
+  const auto other_clock = [&](const SuiteRun& r) {
+    return r.curves.clock == usual ? "" : " (" + r.curves.clock + " time)";
+  };
   for (const auto& r : runs) {
     std::string target_cell;
     if (target > 0) {
@@ -87,20 +91,19 @@ std::string results_table(const std::vector<SuiteRun>& runs, double target) {
       for (size_t i = 0; i < r.curves.round.size(); ++i)
         if (int(r.curves.round[i]) == k && i < r.curves.seconds.size())
           secs = r.curves.seconds[i], mb = r.curves.mb[i];
-      const std::string clock = r.curves.clock == usual ? "" : " (" + r.curves.clock + " time)";
-      target_cell = k ? fmt::format("{} | {:.1f}{} | {:.1f} | ", k, secs, clock, mb)
+      target_cell = k ? fmt::format("{} | {:.1f}{} | {:.1f} | ", k, secs, other_clock(r), mb)
                       : fmt::format("not in {} | - | - | ", int(last_of(r.curves.round)));
     }
     const bool evaluated = !r.curves.accuracy.empty();  // a diverged run may end before any
     const std::string final_cell = r.diverged_at_round
                                        ? fmt::format("diverged at round {}", *r.diverged_at_round)
                                        : fmt::format("{:.2f}%", last_of(r.curves.accuracy));
-    t << fmt::format("| {} | `{}` | {} | {:.3f} | {} | {} | {}{} | {:.3f} |\n", r.label,
+    t << fmt::format("| {} | `{}` | {} | {:.3f} | {} | {} | {}{} | {:.3f}{} |\n", r.label,
                      r.overrides.empty() ? "(the suite's base config)" : joined(r.overrides),
                      r.clients, r.median_emd, final_cell,
                      evaluated ? fmt::format("{:.2f}%", best_of(r.curves.accuracy)) : "-",
                      target_cell, evaluated ? fmt::format("{:.1f}", last_of(r.curves.mb)) : "-",
-                     r.curves.round_seconds);
+                     r.curves.round_seconds, other_clock(r));
   }
   return t.str();
 }

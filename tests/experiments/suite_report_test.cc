@@ -1,10 +1,16 @@
-// The suite report's results table: a run whose seconds count another clock than most runs' says
-// which, and the rounds-to-target cells come from the first evaluation at the target.
+// The suite report's results table: a run whose seconds and round time count another clock than
+// most runs' says which, and the rounds-to-target cells come from the first evaluation at the
+// target.
 #include "experiments/suite_report.h"
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
+
+#include "core/run_records.h"
+#include "experiments/run_metrics.h"
+#include "tests/util/test_util.h"
 
 namespace fedpar {
 namespace {
@@ -17,6 +23,7 @@ SuiteRun run(const std::string& label, const std::string& clock) {
   r.curves.mb = {5, 10};
   r.curves.seconds = {1.5, 3.0};
   r.curves.clock = clock;
+  r.curves.round_seconds = 0.15;
   return r;
 }
 
@@ -32,9 +39,38 @@ TEST(ResultsTable, ASecondsCellOnAnotherClockSaysWhich) {
   EXPECT_NE(row(table, "a").find("| 20 | 3.0 | 10.0 |"), std::string::npos) << table;
   EXPECT_NE(row(table, "ring").find("| 20 | 3.0 (server time) | 10.0 |"), std::string::npos)
       << table;
+  EXPECT_TRUE(row(table, "a").ends_with("| 10.0 | 0.150 |")) << table;
+  EXPECT_TRUE(row(table, "ring").ends_with("| 10.0 | 0.150 (server time) |")) << table;
   // one clock for all: no marker
   EXPECT_EQ(results_table({run("a", "server"), run("b", "server")}, 85).find(" time)"),
             std::string::npos);
+}
+
+// A run's rounds read back: the seconds and the round time count the links' simulated time where
+// the records carry it (a network run), else the server's wait + aggregation.
+TEST(ReadCurves, TheRoundTimeCountsTheSecondsClock) {
+  testing::TempDir tmp;
+  const auto write = [&](bool simulated) {
+    std::ofstream out(tmp / "metrics.jsonl");
+    double time = 0;
+    for (int64_t k = 1; k <= 4; ++k) {
+      RoundRecord r{.round = k, .topology = "parameter-server", .wait_seconds = 0.01};
+      r.aggregate_seconds = 0.002;
+      if (k % 2 == 0) r.test_accuracy = 0.5, r.test_loss = 1.0;  // evaluated every 2 rounds
+      if (simulated) r.simulated_seconds = 5.0 + k, r.simulated_time = time += 5.0 + k;
+      out << to_json(r).dump() << "\n";
+    }
+  };
+  write(true);  // 6 + 7 + 8 + 9 = 30 s over 4 rounds
+  RunCurves c = read_curves(tmp.path());
+  EXPECT_EQ(c.clock, "simulated");
+  EXPECT_EQ(c.seconds, (std::vector<double>{13, 30}));
+  EXPECT_DOUBLE_EQ(c.round_seconds, 7.5);
+  write(false);  // the server's 0.012 s a round
+  c = read_curves(tmp.path());
+  EXPECT_EQ(c.clock, "server");
+  EXPECT_NEAR(c.seconds.back(), 0.048, 1e-12);
+  EXPECT_NEAR(c.round_seconds, 0.012, 1e-12);
 }
 
 }  // namespace
