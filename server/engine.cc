@@ -20,7 +20,13 @@ Engine::Engine(const RunSpec& s, Transport& t, bool quiet, const ParamLayout& la
 std::optional<Incoming> Engine::receive(Clock::time_point deadline,
                                         std::span<const size_t> floats) {
   while (auto r = transport_.receive(deadline)) {
-    if (auto it = peers.find(r->peer); it != peers.end()) it->second.bytes_received += r->bytes();
+    const auto it = peers.find(r->peer);
+    if (it != peers.end()) {
+      it->second.bytes_received += r->bytes();
+    } else if (int(order.size()) >= s_.processes) {  // every process is in: a latecomer
+      reject(*r, stranger_refusal());
+      continue;
+    }
     auto parsed = parse_message(r->spans(), floats, /*require_finite=*/false, &uplink_);
     if (auto* e = std::get_if<ProtocolError>(&parsed)) {
       reject(*r, e->reason);
@@ -295,7 +301,7 @@ void Engine::throw_if_non_finite(const CollectSpec& spec, const Reply& r) const 
 std::string Engine::check(const CollectSpec& spec, const Collected& so_far, Reply& r) const {
   const Header& h = r.in.parsed.header;
   const std::string& who = r.in.msg.peer;
-  if (r.process < 0) return "not a client process of this run";
+  if (r.process < 0) return stranger_refusal();
   if (lost.count(who)) return "this process missed round deadlines and was dropped from the run";
   if (r.update.kind != spec.kind)
     return fmt::format("expected an answer to a {} task, got one to {}", task_kind_name(spec.kind),
@@ -360,6 +366,13 @@ std::pair<uint64_t, uint64_t> Engine::total_bytes() const {
 int Engine::process_index(const std::string& identity) const {
   const auto it = std::find(order.begin(), order.end(), identity);
   return it == order.end() ? -1 : int(it - order.begin());
+}
+
+std::string Engine::stranger_refusal() const {
+  return fmt::format(
+      "this run already has its {} client process(es) (processes = {}), all there when it "
+      "started; a process cannot join a run under way",
+      order.size(), s_.processes);
 }
 
 bool Engine::hosts(const std::string& identity, uint32_t client) const {

@@ -144,6 +144,8 @@ class Engine {
   std::pair<uint64_t, uint64_t> total_bytes() const;  // sent, received since the start
 
   int process_index(const std::string& identity) const;  // HELLO order, -1 if unknown
+  // Why a process that was not among the run's at its start is turned away (a late client).
+  std::string stranger_refusal() const;
   bool hosts(const std::string& identity, uint32_t client) const;
   std::map<std::string, std::vector<uint32_t>> hosted() const;  // every process, its clients
   std::vector<uint32_t> all_clients() const;                    // 0 .. num_clients - 1

@@ -45,7 +45,7 @@ std::vector<WorkerEndpoints> collect_endpoints(Engine& engine, double seconds, b
     std::string refusal;
     WorkerEndpoints at;
     if (engine.process_index(in->msg.peer) < 0)
-      refusal = "not a worker of this run";
+      refusal = engine.stranger_refusal();
     else if (!m)
       refusal = "expected RING with the worker's endpoint";
     else if (keys && !is_curve_key(m->key))

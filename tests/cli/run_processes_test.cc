@@ -687,6 +687,31 @@ TEST(DistributedFaults, ClientsNoticeADeadServerWithinSeconds) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(15));
 }
 
+// A process that comes once the run is under way (its processes all said HELLO) is turned away
+// with the reason, and the run goes on with the process it has.
+TEST(DistributedFaults, AProcessThatComesLateIsTurnedAwayWithTheReason) {
+  TempDir tmp;
+  const auto run =
+      testing::start_run(tmp, "late",
+                         testing::server_args(tmp, "late", "late", "tcp://127.0.0.1:*", 1,
+                                              {"rounds=60", "stragglers.delay_seconds=0:0.05"}),
+                         1);
+  testing::wait_for_round(tmp, "late", 2);
+  const pid_t late = testing::spawn_fedpar({"client", "--wait", "20", "--server", run.endpoint},
+                                           tmp / "late.cout", tmp / "late.cerr");
+  EXPECT_EQ(testing::wait_exit(late, 30).value_or(-99), 2);
+  const std::string why =
+      "this run already has its 1 client process(es) (processes = 1), all "
+      "there when it started; a process cannot join a run under way";
+  EXPECT_NE(testing::slurp(tmp / "late.cerr").find("the server refused us: " + why),
+            std::string::npos)
+      << testing::slurp(tmp / "late.cerr");
+  EXPECT_EQ(testing::wait_exit(run.server, 60).value_or(-99), 0);
+  EXPECT_EQ(testing::wait_exit(run.clients[0], 30).value_or(-99), 0);
+  EXPECT_NE(testing::slurp(tmp / "late.err").find("dropped a message from a peer: " + why),
+            std::string::npos);
+}
+
 // Resident memory of a running process, in MiB.
 double rss_mib(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
