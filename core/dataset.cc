@@ -204,6 +204,13 @@ TrainTest load_without_training_features(const DataOptions& o, std::string& trai
   return tt;
 }
 
+Dataset dataset_header(const DataOptions& o) {
+  if (o.name == "mnist") return mnist_header();
+  Dataset d = load_dataset(o).train;
+  d.x = {}, d.y = {}, d.user = {};
+  return d;
+}
+
 std::string describe(const TrainTest& d) {
   const std::string users =
       d.train.has_users() ? fmt::format("{} users", d.train.num_users()) : "no user column";

@@ -59,6 +59,10 @@ struct DataOptions {
 inline std::vector<std::string> dataset_names() { return {"mnist", "synthetic", "csv"}; }
 // Loads or generates the train and test sets; throws Error with a message that says what to do.
 TrainTest load_dataset(const DataOptions& opts);
+// The set's name, per-sample shape and classes, without its rows: MNIST's are known without
+// reading it (a report that needs only the shape must not load 60,000 images per run); the
+// others are loaded, then emptied.
+Dataset dataset_header(const DataOptions& opts);
 // One line on what was loaded, for a run's log: samples, features, classes, users, the test set
 // (a CSV's columns read other than meant show here: a user id taken for the label has its count
 // of classes, and "no user column").

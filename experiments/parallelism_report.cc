@@ -169,8 +169,8 @@ SplitRun read_split_run(const std::filesystem::path& dir, const std::string& lab
   r.first_activation_mb = median(first);
   r.mb_per_step = median(sent), r.step_ms = median(step);
   if (!simulated.empty()) r.simulated_ms = median(simulated);
-  const TrainTest data = load_dataset(s.data);
-  r.formula_mb = formula_bytes(s, data.train.shape, data.train.num_classes, r.batch) / kMB;
+  const Dataset data = dataset_header(s.data);
+  r.formula_mb = formula_bytes(s, data.shape, data.num_classes, r.batch) / kMB;
   if (r.way == "pipeline") {
     r.bubble = median(idle);
     r.bubble_formula = double(r.parts - 1) / double(r.micro_batches + r.parts - 1);

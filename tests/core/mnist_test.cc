@@ -31,6 +31,25 @@ TEST(Mnist, SizesAndLabelCounts) {
   EXPECT_EQ(tt.train.y[0], 5);  // the famous first training digit
 }
 
+// A report that needs only the shape reads it from dataset_header, which does not load MNIST:
+// its header is the loaded set's, and holds no rows; a generated set's header is its own.
+TEST(Mnist, TheHeaderIsTheLoadedSetsShapeAndClassesWithoutItsRows) {
+  const DataOptions synthetic{.name = "synthetic", .alpha = 1, .beta = 1};
+  const Dataset generated = dataset_header(synthetic);
+  EXPECT_EQ(generated.shape.size(), load_dataset(synthetic).train.dim());
+  EXPECT_EQ(generated.num_classes, 10);
+  EXPECT_EQ(generated.size() + generated.x.size(), 0u);
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST not fetched: run scripts/setup.sh";
+  const Dataset header = dataset_header({.name = "mnist"});
+  const TrainTest tt = load_dataset({.name = "mnist"});
+  EXPECT_EQ(header.name, tt.train.name);
+  EXPECT_EQ(header.shape.h, tt.train.shape.h);
+  EXPECT_EQ(header.shape.w, tt.train.shape.w);
+  EXPECT_EQ(header.shape.c, tt.train.shape.c);
+  EXPECT_EQ(header.num_classes, tt.train.num_classes);
+  EXPECT_EQ(header.size() + header.x.size(), 0u);
+}
+
 TEST(Mnist, LogisticRegressionLearnsFromASubset) {
   if (!testing::have_mnist()) GTEST_SKIP() << "MNIST not fetched: run scripts/setup.sh";
   TrainTest tt = load_dataset({.name = "mnist", .train_limit = 6000, .test_limit = 2000});
