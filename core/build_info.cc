@@ -6,6 +6,10 @@
 #include <fstream>
 #include <thread>
 
+#ifdef FEDPAR_HAVE_OPENBLAS
+extern "C" char* openblas_get_corename(void);
+#endif
+
 namespace fedpar {
 namespace {
 
@@ -47,6 +51,14 @@ const char* build_vector_units() {
   return "SSE2";
 #else
   return "not x86";
+#endif
+}
+
+std::string blas_kernels() {
+#ifdef FEDPAR_HAVE_OPENBLAS
+  return fmt::format("OpenBLAS {} kernels", openblas_get_corename());
+#else
+  return "Eigen, no OpenBLAS";
 #endif
 }
 

@@ -1,6 +1,6 @@
 // What made a result: the source commit the running fedpar was built from and the machine it runs
-// on. A run's bytes depend on both (float sums differ with and without AVX-512), so its results
-// folder records them.
+// on. A run's bytes depend on both (float sums differ with and without AVX-512, and with the
+// kernels OpenBLAS picks for the CPU), so its results folder records them.
 #pragma once
 
 #include <string>
@@ -16,6 +16,11 @@ const std::string& source_commit();
 // The widest x86 vector instructions this build compiles for ("AVX-512", "AVX2", "SSE2", or
 // "not x86"): with FEDPAR_NATIVE, the building machine's; its float sums follow them.
 const char* build_vector_units();
+
+// The kernels OpenBLAS chose for this CPU ("OpenBLAS Haswell kernels"; "Eigen, no OpenBLAS" in a
+// build without it). It chooses by CPU model, not by vector units: two AVX-512 CPUs (a Zen 4 and
+// a Zen 5 EPYC) ran other kernels and gave other bytes from one commit, so results record it.
+std::string blas_kernels();
 
 // "2 cores, AMD EPYC 9B14 (avx512f), Debian GNU/Linux 12 (bookworm)": what scripts/provenance.sh's
 // machine() writes, read from /proc/cpuinfo and /etc/os-release ("unknown" where they are absent).

@@ -226,7 +226,8 @@ void fields(V& v, RunSummary& r) {
   v("diverged_at_round", r.diverged_at_round), v("diverged", r.diverged);
   v("clients", r.clients), v("processes", r.processes), v("hosts", r.hosts);  // `final`: to_json
   v("server_peak_rss_mib", r.server_peak_rss_mib), v("source_commit", r.source_commit),
-      v("build_vector_units", r.build_vector_units), v("machine", r.machine);
+      v("build_vector_units", r.build_vector_units), v("blas_kernels", r.blas_kernels),
+      v("machine", r.machine);
 }
 
 // A top-level record: its fields plus `schema` (and `kind` for lines of a log).

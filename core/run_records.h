@@ -118,6 +118,7 @@ struct RunSummary {
   std::optional<double> server_peak_rss_mib;      // the server process's peak resident memory
   std::optional<std::string> source_commit;       // the commit the server's fedpar was built from
   std::optional<std::string> build_vector_units;  // what it was compiled for: "AVX-512", ...
+  std::optional<std::string> blas_kernels;        // OpenBLAS's pick for the server's CPU
   std::optional<std::string> machine;             // the server's cores, CPU and OS
 };
 

@@ -33,6 +33,7 @@ for suite in "${suites[@]}"; do
 - commit: $commit
 - date: $(date -u +%Y-%m-%dT%H:%MZ)
 - machine: $(machine)
+- build: $("$FEDPAR" --version)
 - wall time: $seconds s
 
 Only the report, its table data (suite.json) and plots are kept; the runs' own folders (models,

@@ -255,6 +255,7 @@ int RunContext::finish(const Engine& engine,
       .server_peak_rss_mib = double(peak_rss_bytes()) / (1 << 20),
       .source_commit = source_commit().empty() ? std::nullopt : std::optional(source_commit()),
       .build_vector_units = build_vector_units(),
+      .blas_kernels = blas_kernels(),
       .machine = machine_description()};
   out.write_json("summary.json", to_json(summary));
   // A plot that cannot be drawn costs the run nothing: the README says why there is none.

@@ -111,9 +111,10 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
     md << "- no test evaluation (no test set, or no evaluated round)\n";
   md << fmt::format("- final model hash `{}` (of `model.safetensors`' float32 bytes)\n",
                     summary.model_hash);
-  md << fmt::format("- fedpar built from commit `{}` for {}, the server on {}\n",
+  md << fmt::format("- fedpar built from commit `{}` for {} with {}, the server on {}\n",
                     summary.source_commit.value_or("unknown"),
                     summary.build_vector_units.value_or("unknown vector units"),
+                    summary.blas_kernels.value_or("unknown matrix kernels"),
                     summary.machine.value_or("unknown"));
   if (const auto& f = summary.final) {  // the last evaluated round: the last round, as a rule
     md << fmt::format(
@@ -161,8 +162,8 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
                "a new run ends elsewhere, and `fedpar replay` recomputes this one's bytes from "
                "`updates.jsonl`.\n\n"
              : "The same config gives the same final model hash with fedpar built from the "
-               "same commit for the same vector units (their width orders the float sums, so "
-               "their rounding).\n\n");
+               "same commit for the same vector units and OpenBLAS kernels (they order the "
+               "float sums, so their rounding).\n\n");
   md << fmt::format(
       "## Plots\n\n{}`{} compare {}` draws the test accuracy by round (`--x samples`, `bytes`, "
       "`seconds`; `--metric loss`), beside other runs' folders given after it (a second run of "

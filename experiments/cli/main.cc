@@ -78,7 +78,9 @@ int run(int argc, char** argv) {
   fedpar::set_source_commit(fedpar::kBuildSourceCommit);  // for results folders' provenance
   CLI::App app{"fedpar: federated learning and data-parallel training, side by side"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "fedpar 0.1.0");
+  app.set_version_flag("--version",
+                       fmt::format("fedpar 0.1.0 (commit {}; {}; {})", fedpar::source_commit(),
+                                   fedpar::build_vector_units(), fedpar::blas_kernels()));
   std::map<std::string, fedpar::Action> actions;
   actions["train"] = fedpar::add_train_command(app);
   actions["models"] = fedpar::add_models_command(app);

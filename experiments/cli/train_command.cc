@@ -128,6 +128,7 @@ int run_train(const TrainArgs& args) {
                             {"backend", backend->describe()},
                             {"source_commit", source_commit()},
                             {"build_vector_units", build_vector_units()},
+                            {"blas_kernels", blas_kernels()},
                             {"machine", machine_description()},
                             {"seconds", seconds},
                             {"diverged", diverged},
@@ -142,13 +143,13 @@ int run_train(const TrainArgs& args) {
                   "`fedpar train --config config.resolved.toml`\n"
                   "- `metrics.jsonl`: one JSON object per line; `kind` is `train` (every "
                   "{} steps) or `eval` (every epoch)\n"
-                  "- fedpar built from commit `{}` for {}, run on {}\n"
+                  "- fedpar built from commit `{}` for {} with {}, run on {}\n"
                   "- `summary.json`: the final numbers and the machine's backend\n"
                   "- `model.safetensors`: the final parameters ({} floats)\n\n{}",
                   s.name, s.model.name, data.train.name,
                   100.0 * last["test_accuracy"].get<double>(), last["test_loss"].get<double>(),
                   s.train.epochs, seconds, s.log_every, source_commit(), build_vector_units(),
-                  machine_description(), model.num_params(),
+                  blas_kernels(), machine_description(), model.num_params(),
                   settings_section(cfg, make_train_config())));
   const auto final_path = out.commit();
   progress.line(fmt::format("results: {}", final_path.string()));

@@ -113,7 +113,7 @@ TEST(FedparRun, SupervisesServerAndClientsAndGivesTheSameBytes) {
   const auto config = tmp / "res/viarun/config.resolved.toml";  // results_dir is absolute here
   ASSERT_NE(readme.find("fedpar run " + config.string()), std::string::npos) << readme;
   EXPECT_NE(readme.find("The same config gives the same final model hash with fedpar built from "
-                        "the same commit for the same vector units"),
+                        "the same commit for the same vector units and OpenBLAS kernels"),
             std::string::npos);
   // what built it and where it ran: summary.json's words, in the README too
   ASSERT_TRUE(summary.contains("source_commit")) << summary.dump();
@@ -122,9 +122,13 @@ TEST(FedparRun, SupervisesServerAndClientsAndGivesTheSameBytes) {
               commit == "unknown (not the top of a git checkout, or no git)")
       << commit;
   EXPECT_NE(machine.find(" cores, "), std::string::npos) << machine;
+  EXPECT_TRUE(std::regex_match(summary.value("blas_kernels", ""),
+                               std::regex(R"(OpenBLAS \w+ kernels|Eigen, no OpenBLAS)")))
+      << summary.dump();
   EXPECT_NE(
-      readme.find(fmt::format("- fedpar built from commit `{}` for {}, the server on {}\n", commit,
-                              summary["build_vector_units"].get<std::string>(), machine)),
+      readme.find(fmt::format("- fedpar built from commit `{}` for {} with {}, the server on {}\n",
+                              commit, summary["build_vector_units"].get<std::string>(),
+                              summary["blas_kernels"].get<std::string>(), machine)),
       std::string::npos)
       << readme;
   // the README's plot command draws this run
