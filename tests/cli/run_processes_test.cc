@@ -669,16 +669,24 @@ RunResult run_with_killed_client(const TempDir& tmp, const std::string& tag,
   return r;
 }
 
+// A run of `processes` client processes over tcp whose rounds take at least 50 ms (client 0
+// waits), started and at its round 2.
+testing::Started start_slow_run(const TempDir& tmp, const std::string& tag, int processes,
+                                int rounds) {
+  const auto run = testing::start_run(
+      tmp, tag,
+      testing::server_args(tmp, tag, tag, "tcp://127.0.0.1:*", processes,
+                           {"rounds=" + std::to_string(rounds), "stragglers.delay_seconds=0:0.05"}),
+      processes);
+  testing::wait_for_round(tmp, tag, 2);
+  return run;
+}
+
 // A server killed outright is noticed by its clients within seconds (the connection's end, or
 // ZMTP heartbeats when its machine vanished), not after --wait's 60 s of silence.
 TEST(DistributedFaults, ClientsNoticeADeadServerWithinSeconds) {
   TempDir tmp;
-  const auto run =
-      testing::start_run(tmp, "dead",
-                         testing::server_args(tmp, "dead", "dead", "tcp://127.0.0.1:*", 2,
-                                              {"rounds=1000", "stragglers.delay_seconds=0:0.05"}),
-                         2);
-  testing::wait_for_round(tmp, "dead", 2);
+  const auto run = start_slow_run(tmp, "dead", 2, 1000);
   kill(run.server, SIGKILL);
   waitpid(run.server, nullptr, 0);
   const auto t0 = std::chrono::steady_clock::now();
@@ -695,12 +703,7 @@ TEST(DistributedFaults, ClientsNoticeADeadServerWithinSeconds) {
 // with the reason, and the run goes on with the process it has.
 TEST(DistributedFaults, AProcessThatComesLateIsTurnedAwayWithTheReason) {
   TempDir tmp;
-  const auto run =
-      testing::start_run(tmp, "late",
-                         testing::server_args(tmp, "late", "late", "tcp://127.0.0.1:*", 1,
-                                              {"rounds=60", "stragglers.delay_seconds=0:0.05"}),
-                         1);
-  testing::wait_for_round(tmp, "late", 2);
+  const auto run = start_slow_run(tmp, "late", 1, 60);
   const pid_t late = testing::spawn_fedpar({"client", "--wait", "20", "--server", run.endpoint},
                                            tmp / "late.cout", tmp / "late.cerr");
   EXPECT_EQ(testing::wait_exit(late, 30).value_or(-99), 2);
