@@ -35,6 +35,9 @@
 namespace fedpar {
 namespace {
 
+// A first answer that has not come after this many seconds is waited for with a line that says so.
+constexpr double kFirstAnswerNoteSeconds = 3;
+
 template <typename T>
 T checked(Decoded<T> d, const char* what) {
   if (auto* e = std::get_if<ProtocolError>(&d))
@@ -595,7 +598,16 @@ int run_client(const ClientOptions& o) {
   const auto channel =
       connect_zmq_channel(o.server, &ctx, o.max_frame_mib << 20, curve ? &*curve : nullptr);
   channel->send(encode(HelloMsg{.slots = o.slots, .pid = ::getpid()}));
-  auto first = channel->receive(deadline_after(o.wait_seconds));
+  // a server not there yet is waited for; after a few silent seconds the wait says so
+  const auto deadline = deadline_after(o.wait_seconds);
+  auto first = channel->receive(std::min(deadline, deadline_after(kFirstAnswerNoteSeconds)));
+  if (!first && Clock::now() < deadline) {
+    if (!o.quiet)
+      fmt::print(stderr,
+                 "client {}: no answer yet from the server at {}; waiting up to {} s (--wait)\n",
+                 ::getpid(), o.server, o.wait_seconds);
+    first = channel->receive(deadline);
+  }
   if (!first)
     throw RunFailed(fmt::format("no answer from the server at {} within {} s{}", o.server,
                                 o.wait_seconds,

@@ -189,7 +189,8 @@ std::optional<std::pair<uint32_t, std::string>> client_item(const std::string& i
 }
 
 // A list of "client:value" items as a map; every value must be >= minimum.
-std::map<uint32_t, double> client_values(const Config& c, const char* key, double minimum) {
+std::map<uint32_t, double> client_values(const Config& c, const char* key, double minimum,
+                                         int clients) {
   std::map<uint32_t, double> out;
   for (const std::string& item : c.get_string_list(key)) {
     const auto parsed = client_item(item);
@@ -198,6 +199,9 @@ std::map<uint32_t, double> client_values(const Config& c, const char* key, doubl
     if (!parsed || *end != '\0' || !(v >= minimum))
       throw Error(fmt::format("{}: '{}' is not \"client:value\" with a client id and a value >= {}",
                               key, item, minimum));
+    if (parsed->first >= uint32_t(clients))  // a typo would otherwise slow nobody, silently
+      throw Error(fmt::format("{}: client {} does not exist (partition.clients = {}: ids 0..{})",
+                              key, parsed->first, clients, clients - 1));
     out[parsed->first] = v;
   }
   return out;
@@ -600,9 +604,15 @@ std::vector<std::string> unused_by_regime(const Config& c, const RunSpec& s) {
 
 std::vector<std::string> run_warnings(const Config& c, const RunSpec& s) {
   std::vector<std::string> out;
-  if (const auto unused = unused_by_regime(c, s); !unused.empty())
-    out.push_back(fmt::format("the {} regime does not read {}", c.get_string("regime"),
-                              fmt::join(unused, ", ")));
+  const auto batch = [](int64_t b) { return b ? std::to_string(b) : "0, the whole shard"; };
+  if (const auto unused = unused_by_regime(c, s); !unused.empty())  // and what it reads instead
+    out.push_back(fmt::format(
+        "the {} regime does not read {}: {}", c.get_string("regime"), fmt::join(unused, ", "),
+        s.regime == Regime::kModel
+            ? fmt::format("its clients train local.steps (now {}) or local.epochs (now {}) of "
+                          "local.batch (now {}) samples",
+                          s.local_steps, s.local_epochs, batch(s.local_batch))
+            : fmt::format("each gradient is sgd.batch samples (now {})", batch(s.sgd_batch))));
   if (s.network.mode == NetworkMode::kOff) {  // a link set up but switched off: say so once
     std::vector<std::string> links;
     // the server's shared link exists on the clock only (drop_late with the network off is refused)
@@ -786,8 +796,8 @@ RunSpec resolve_run_spec(const Config& c) {
   s.staleness_bound = c.get_int32("async.staleness_bound");
   require(s.staleness_bound >= 0, "async.staleness_bound must be >= 0 (0 = no bound)");
   s.staleness_lr = c.get_bool("async.staleness_lr");
-  s.slowdown = client_values(c, "stragglers.slowdown", 1.0);
-  s.delay_seconds = client_values(c, "stragglers.delay_seconds", 0.0);
+  s.slowdown = client_values(c, "stragglers.slowdown", 1.0, s.partition.clients);
+  s.delay_seconds = client_values(c, "stragglers.delay_seconds", 0.0, s.partition.clients);
 
   s.compression = resolve_compression(c, s);
   s.ring_elastic = c.get_bool("allreduce.elastic");

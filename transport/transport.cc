@@ -136,7 +136,10 @@ class ZmqChannel final : public Channel {
     try {
       sock_.get().connect(endpoint);
     } catch (const zmq::error_t& e) {
-      throw Error(fmt::format("cannot connect to {}: {}", endpoint, e.what()));
+      throw Error(fmt::format("cannot connect to {}: {}{}", endpoint, e.what(),
+                              endpoint.find("://") == std::string::npos
+                                  ? " (an endpoint is tcp://HOST:PORT or ipc://PATH)"
+                                  : ""));
     }
   }
   ~ZmqChannel() override {

@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "core/check.h"
 #include "experiments/cli/commands.h"
 #include "experiments/compare.h"
 
@@ -28,6 +29,10 @@ Action add_compare_command(CLI::App& app) {
   cmd->add_option("--out", o->out, "the report's folder (-2, -3, ... added when it exists)")
       ->capture_default_str();
   return [o, command, cmd] {
+    if (o->metric == "accuracy" && o->target > 0 &&
+        o->target <= 1)  // a fraction, as stop_at_accuracy
+      throw Error(fmt::format("--target {0} is a percent for accuracy: --target {1:g} for {1:g}%",
+                              o->target, 100 * o->target));
     for (const auto& r : o->runs) *command += " " + r.string();
     for (const char* flag : {"--metric", "--x", "--target", "--out"})
       if (cmd->count(flag))

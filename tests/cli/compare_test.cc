@@ -136,6 +136,12 @@ TEST(Compare, RefusesWhatIsNotADistributedRunsFolder) {
   r = testing::run_fedpar("compare " + tmp.path().string() + " --metric f1", tmp.path());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--metric"), std::string::npos) << r.err;
+  // an accuracy target is a percent; a fraction (as stop_at_accuracy takes) says how to write it
+  r = testing::run_fedpar("compare " + tmp.path().string() + " --target 0.5", tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--target 0.5 is a percent for accuracy: --target 50 for 50%"),
+            std::string::npos)
+      << r.err;
   EXPECT_FALSE(std::filesystem::exists(tmp / "results")) << "nothing written";
 }
 

@@ -699,6 +699,28 @@ TEST(DistributedFaults, ClientsNoticeADeadServerWithinSeconds) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(15));
 }
 
+// A client started before its server (here: none ever comes) says after a few seconds that it
+// waits, then gives up at --wait with the reason; an endpoint without its scheme says how to
+// write one.
+TEST(DistributedFaults, AClientWithoutAServerSaysItWaitsAndABareHostPortSaysHowToWriteIt) {
+  TempDir tmp;
+  auto r = testing::run_fedpar("client --wait 4 --server tcp://127.0.0.1:1", tmp.path());
+  EXPECT_EQ(r.code, kExitRunFailed) << r.err;
+  EXPECT_NE(r.err.find("no answer yet from the server at tcp://127.0.0.1:1; waiting up to 4 s "
+                       "(--wait)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("no answer from the server at tcp://127.0.0.1:1 within 4 s"),
+            std::string::npos)
+      << r.err;
+  r = testing::run_fedpar("client --server 127.0.0.1:5999", tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("cannot connect to 127.0.0.1:5999: Invalid argument (an endpoint is "
+                       "tcp://HOST:PORT or ipc://PATH)"),
+            std::string::npos)
+      << r.err;
+}
+
 // A process that comes once the run is under way (its processes all said HELLO) is turned away
 // with the reason, and the run goes on with the process it has.
 TEST(DistributedFaults, AProcessThatComesLateIsTurnedAwayWithTheReason) {

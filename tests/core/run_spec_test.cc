@@ -155,6 +155,15 @@ TEST(RunSpecValues, OutOfRangeAndNonFiniteValuesAreRefusedByKey) {
                       "client"),
             std::string::npos);
   EXPECT_NO_THROW(spec({"processes=2", "partition.clients=2"}));
+  // a straggler id past the clients would slow nobody, silently
+  EXPECT_NE(refusal({"partition.clients=10", "stragglers.slowdown=[\"12:4\"]"})
+                .find("stragglers.slowdown: client 12 does not exist (partition.clients = 10: "
+                      "ids 0..9)"),
+            std::string::npos);
+  EXPECT_NE(refusal({"partition.clients=10", "stragglers.delay_seconds=[\"10:0.5\"]"})
+                .find("stragglers.delay_seconds: client 10 does not exist"),
+            std::string::npos);
+  EXPECT_NO_THROW(spec({"partition.clients=10", "stragglers.slowdown=[\"9:4\"]"}));
   EXPECT_NE(refusal({"network.mode=emulated", "network.profile=3g", "compression.downlink=fp16",
                      "compression.downlink_delta=true"})
                 .find("a TASK the emulated network loses would leave that process's model"),
@@ -206,7 +215,13 @@ TEST(RunSpecValues, AnAdaptiveServerOptimizerAtFedAvgsRateIsWarnedOf) {
   // and the regime's unread settings are one sentence among them
   const auto w = warnings({"regime=gradient", "local.epochs=2"});
   ASSERT_EQ(w.size(), 1u);
-  EXPECT_EQ(w[0], "the gradient regime does not read local.epochs = 2");
+  EXPECT_EQ(w[0],
+            "the gradient regime does not read local.epochs = 2: each gradient is sgd.batch "
+            "samples (now 0, the whole shard)");
+  // each says what the regime reads instead, with its value
+  EXPECT_EQ(warnings({"regime=model", "sgd.batch=16", "local.batch=50"}).at(0),
+            "the model regime does not read sgd.batch = 16: its clients train local.steps (now "
+            "1) or local.epochs (now 0) of local.batch (now 50) samples");
 }
 
 // Network settings with network.mode = "off" do nothing: the run says which it does not read.
