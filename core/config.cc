@@ -110,10 +110,11 @@ static std::string_view last_part(std::string_view key) {
 
 void Config::check_key(const std::string& key, std::string_view source) const {
   if (types_.count(key)) return;
-  for (const std::string& other : elsewhere_)
-    if (key == other ||
-        (key.starts_with(other) && key.size() > other.size() && key[other.size()] == '.'))
-      throw Error(fmt::format("{}unknown config key '{}': {}", source, key, elsewhere_hint_));
+  for (const auto& [others, hint] : elsewhere_)
+    for (const std::string& other : others)
+      if (key == other ||
+          (key.starts_with(other) && key.size() > other.size() && key[other.size()] == '.'))
+        throw Error(fmt::format("{}unknown config key '{}': {}", source, key, hint));
   // Near matches: a close spelling of the whole key, a key whose last part is (nearly) the one
   // given ("lr" -> optimizer.lr), or whose last part's words are all in the key given
   // ("server_optimizer.lr" -> local.server_lr), or, in the same table, a key whose last part has

@@ -51,10 +51,10 @@ class Config {
   // rather than listing them all.
   void describe_keys_with(std::string command) { keys_command_ = std::move(command); }
   // Keys (or tables: "train" covers train.*) of another command's configs: an unknown key among
-  // them gets `hint` (which command the file is for) instead of spelling guesses.
+  // them gets `hint` (which command the file is for) instead of spelling guesses. Each call adds
+  // one command's.
   void refer_elsewhere(std::vector<std::string> keys, std::string hint) {
-    elsewhere_ = std::move(keys);
-    elsewhere_hint_ = std::move(hint);
+    elsewhere_.emplace_back(std::move(keys), std::move(hint));
   }
 
   std::string to_toml() const;
@@ -80,8 +80,7 @@ class Config {
   static constexpr std::string_view kFromFlag = "--set";
   std::map<std::string, std::string> origin_;  // key -> the file that set it, or kFromFlag
   std::string keys_command_;
-  std::vector<std::string> elsewhere_;
-  std::string elsewhere_hint_;
+  std::vector<std::pair<std::vector<std::string>, std::string>> elsewhere_;  // keys, hint
 };
 
 }  // namespace fedpar

@@ -655,6 +655,9 @@ Config make_run_config(std::string_view extra_sections) {
   c.refer_elsewhere({"train"},
                     "[train] is `fedpar train`'s table: is this a `fedpar train` "
                     "config? (`fedpar train --config FILE` runs one)");
+  c.refer_elsewhere({"suite"},
+                    "[suite] is a suite file's table: is this a suite? (`fedpar suite FILE` "
+                    "runs one)");
   c.allow_words("local.batch", {"full"});
   c.allow_words("sgd.batch", {"full"});
   c.list_of_strings("stragglers.slowdown");

@@ -253,7 +253,12 @@ SuitePlan plan_suite(const SuiteOptions& o) {
     if (!r.empty()) runs.push_back(parse_run(r));
   runs = keep_only(std::move(runs), cfg.get_string_list("suite.only"));
   runs = sweep_runs(std::move(runs), cfg.get_string("suite.sweep"));
-  if (runs.empty()) throw Error(fmt::format("{}: suite.runs is empty", plan.file.string()));
+  if (runs.empty())
+    throw Error(fmt::format(
+        "{}: suite.runs is empty: a suite lists its runs in its [suite] table, runs = [\"label | "
+        "key=value ...\", ...] (docs/suites.md); is this a `fedpar run` config? (`fedpar run "
+        "FILE` runs one)",
+        plan.file.string()));
   const auto reference = parse_pairs(cfg, runs);
   const auto seeds = cfg.get_int_list("suite.seeds");
   plan.eval_every = cfg.get_int("suite.eval_every");

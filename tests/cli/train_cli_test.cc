@@ -166,6 +166,23 @@ TEST(TrainCli, AConfigForTheOtherCommandSaysWhichItIsFor) {
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("is this a `fedpar run` config?"), std::string::npos) << r.err;
+  // a suite file and a run config mistaken for each other say which command each is for
+  std::ofstream(tmp / "suite.toml") << "[suite]\nruns = ['a | rounds=1']\n";
+  r = run_fedpar("run " + (tmp / "suite.toml").string(), tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown config key 'suite.runs': [suite] is a suite file's table: is "
+                       "this a suite? (`fedpar suite FILE` runs one)"),
+            std::string::npos)
+      << r.err;
+  r = run_fedpar("suite " + (tmp / "run.toml").string(), tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("run.toml: suite.runs is empty: a suite lists its runs in its [suite] "
+                       "table"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("is this a `fedpar run` config? (`fedpar run FILE` runs one)"),
+            std::string::npos)
+      << r.err;
 }
 
 // Without a config or flags, fedpar train first says it trains the defaults and names them (a new
