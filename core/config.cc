@@ -5,8 +5,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -409,10 +411,46 @@ std::string Config::value_text(std::string_view key) const {
   return os.str();
 }
 
+// toml++ writes a double with 17 digits (0.1 as 0.10000000000000001); a float outside a string is
+// rewritten in its shortest form that reads back to the same double (0.1), as value_text does.
+static std::string shortest_floats(const std::string& text) {
+  std::string out;
+  char quote = 0;  // inside a '...' or "..." string
+  for (size_t i = 0; i < text.size();) {
+    const char ch = text[i];
+    if (quote) {
+      out += ch, ++i;
+      if (ch == '\\' && quote == '"' && i < text.size())
+        out += text[i++];
+      else if (ch == quote)
+        quote = 0;
+      continue;
+    }
+    if (ch == '\'' || ch == '"') quote = ch;
+    const bool starts =
+        (std::isdigit(uint8_t(ch)) || ch == '-') && (i == 0 || std::strchr(" [,=", text[i - 1]));
+    if (!starts) {
+      out += ch, ++i;
+      continue;
+    }
+    const size_t end = text.find_first_of(" ,]\n", i);
+    const std::string token = text.substr(i, end - i);
+    char* stop = nullptr;
+    const double v = std::strtod(token.c_str(), &stop);
+    const bool is_float = token.find_first_of(".eE") != std::string::npos &&
+                          token.find_first_of("xob:") == std::string::npos && *stop == '\0';
+    std::string shortest = is_float ? fmt::format("{}", v) : token;
+    if (is_float && shortest.find_first_of(".eEn") == std::string::npos) shortest += ".0";
+    out += shortest;
+    i = end == std::string::npos ? text.size() : end;
+  }
+  return out;
+}
+
 std::string Config::to_toml() const {
   std::ostringstream os;
   os << table_ << "\n";
-  return os.str();
+  return shortest_floats(os.str());
 }
 
 }  // namespace fedpar

@@ -141,8 +141,9 @@ struct Instance {
 // Everything a suite will do, validated before the first run starts.
 struct SuitePlan {
   std::filesystem::path file;
-  std::string name;  // <suite>[-smoke]
-  Config cfg;        // the suite file, with --smoke's suite.* overrides
+  std::string name;           // <suite>[-smoke]
+  Config cfg;                 // the suite file, with --smoke's suite.* overrides
+  std::string resolved_toml;  // cfg with every --smoke and --set value: config.resolved.toml
   std::vector<Instance> instances;
   std::optional<Config> equivalence;  // the [equivalence] table's experiment, when there is one
   int64_t eval_every = 1;
@@ -215,6 +216,20 @@ std::string fill_run_keys(const std::string& text, const SuitePlan& plan, std::s
   return out;
 }
 
+// A run's own "key=value" overrides as its table row shows them: one that --smoke or --set
+// replaced (they come after it) says what the run ran with: "rounds=30 (ran with 3)".
+std::vector<std::string> shown_overrides(const Instance& in) {
+  std::vector<std::string> out;
+  for (const std::string& kv : in.spec.sets) {
+    const std::string key = kv.substr(0, kv.find('='));
+    Config own = in.config;
+    own.set_all({kv});
+    const std::string ran = in.config.value_text(key);
+    out.push_back(own.value_text(key) == ran ? kv : fmt::format("{} (ran with {})", kv, ran));
+  }
+  return out;
+}
+
 SuitePlan plan_suite(const SuiteOptions& o) {
   const auto file = find_suite(o.name);
   const bool with_equivalence = is_equivalence_config(file);
@@ -248,6 +263,13 @@ SuitePlan plan_suite(const SuiteOptions& o) {
       cfg.set_all({s});
     else
       run_sets.push_back(s);
+  {  // what the runs share, as they run it (each run's own overrides are in its own folder)
+    Config shown = cfg;
+    shown.set_all(smoke);
+    shown.set_all(smoke_equivalence);
+    shown.set_all(run_sets);
+    plan.resolved_toml = shown.to_toml();
+  }
   std::vector<RunSpec> runs;
   for (const auto& r : cfg.get_string_list("suite.runs"))
     if (!r.empty()) runs.push_back(parse_run(r));
@@ -359,7 +381,7 @@ std::optional<SuiteRun> run_instance(const Instance& in, const std::filesystem::
   const auto dir = runs_dir / in.label();
   r.label = in.label();
   r.group = in.spec.label;
-  r.overrides = in.spec.sets;
+  r.overrides = shown_overrides(in);
   r.reference = in.reference;
   r.curves = read_curves(dir);
   r.diverged_at_round = read_run_summary(dir).diverged_at_round;
@@ -396,8 +418,9 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
   const std::string title = fill_run_keys(cfg.get_string("suite.title"), plan, "suite.title");
   std::ostringstream report;
   report << fmt::format(
-      "# {}{}\n\n{}\n\nCommand: `{}` ({:.0f} s; resolved config: config.resolved.toml; each run's "
-      "results folder is under runs/). Accuracy is on the test set every {} round(s); MB counts "
+      "# {}{}\n\n{}\n\nCommand: `{}` ({:.0f} s; config.resolved.toml: the suite's config with "
+      "--smoke's and --set's values, which win over a run's own overrides; each run's results "
+      "folder is under runs/). Accuracy is on the test set every {} round(s); MB counts "
       "every byte the server sent and received at its socket (diagnostic extras left out; the "
       "parameter server sends one TASK a round to each client process it asks, however many "
       "clients it hosts) and every byte workers sent each other (a ring's, a pipeline's or a "
@@ -469,7 +492,7 @@ int run_suite(const SuiteOptions& o) {
   const auto runs_dir = std::filesystem::absolute(out.path() / "runs");
   std::filesystem::create_directories(runs_dir);
   std::filesystem::create_directories(out.path() / "plots");
-  out.write_text("config.resolved.toml", plan.cfg.to_toml());
+  out.write_text("config.resolved.toml", plan.resolved_toml);
   const auto t0 = std::chrono::steady_clock::now();
 
   std::string equivalence_md;

@@ -470,6 +470,29 @@ TEST(Suite, SweepAndOnlyExpandAndSelectRuns) {
             std::string::npos);
 }
 
+// --smoke's sizes and --set come after a run's own overrides and win: the run's row says what it
+// ran with, and the suite's config.resolved.toml holds the values the runs share.
+TEST(Suite, SmokeAndSetWinOverARunsOwnValueAndTheReportSaysWhatRan) {
+  TempDir tmp;
+  std::ofstream(tmp / "s.toml") << "regime = 'gradient'\nrounds = 4\n[data]\nname = 'synthetic'\n"
+                                   "iid = true\n[sgd]\nbatch = 8\n[suite]\n"
+                                   "runs = ['a | rounds=3', 'b | optimizer.lr=0.2']\n"
+                                   "smoke = ['rounds=1']\n";
+  const auto r =
+      testing::run_fedpar("suite " + (tmp / "s.toml").string() +
+                              " --smoke --set optimizer.lr=0.3 --out " + (tmp / "out").string(),
+                          tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string report = testing::slurp(tmp / "out/report.md");
+  EXPECT_NE(report.find("| a | `rounds=3 (ran with 1)` |"), std::string::npos) << report;
+  EXPECT_NE(report.find("| b | `optimizer.lr=0.2 (ran with 0.3)` |"), std::string::npos) << report;
+  const std::string shared = testing::slurp(tmp / "out/config.resolved.toml");
+  EXPECT_NE(shared.find("rounds = 1\n"), std::string::npos) << shared;
+  EXPECT_NE(shared.find("lr = 0.3"), std::string::npos) << shared;
+  EXPECT_NE(testing::slurp(tmp / "out/runs/a/config.resolved.toml").find("rounds = 1\n"),
+            std::string::npos);
+}
+
 TEST(Suite, UnknownSuiteNamesTheShippedOnes) {
   TempDir tmp;
   const auto r = testing::run_fedpar("suite no-such-suite", tmp.path());

@@ -1,6 +1,7 @@
 // Config: defaults fix the keys and types; files and overrides merge over them with clear errors.
 #include "core/config.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -170,6 +171,23 @@ TEST(Config, ResolvedTomlRoundTrips) {
   e.merge_file(dir / "x.toml");
   EXPECT_EQ(e.get_int_list("train.hidden"), (std::vector<int64_t>{3, 4}));
   EXPECT_THROW(e.merge_file(dir / "missing.toml"), Error);
+}
+
+// Floats are written in their shortest form that reads back to the same double (toml++ alone
+// wrote 0.1 as 0.10000000000000001); strings that hold digits are left as they are.
+TEST(Config, ResolvedTomlWritesFloatsShortestAndExact) {
+  Config c(kDefaults);
+  c.set("train.lr", "0.3");
+  c.set("train.schedule", "'0.30000000000000004, -2.5'");
+  const std::string text = c.to_toml();
+  EXPECT_NE(text.find("lr = 0.3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("'0.30000000000000004, -2.5'"), std::string::npos) << text;
+  for (const double v : {1.0 / 3, 1e-5, 2.0, -0.1, 6.02e23}) {
+    c.set("train.lr", fmt::format("{:.17g}", v));
+    Config d(kDefaults);
+    d.merge_toml(c.to_toml(), "resolved");
+    EXPECT_EQ(d.get_float("train.lr"), v) << c.to_toml();
+  }
 }
 
 }  // namespace
