@@ -9,10 +9,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "core/check.h"
 #include "core/results_dir.h"
+#include "core/run_spec.h"
 #include "experiments/plot.h"
 #include "experiments/run_metrics.h"
 
@@ -110,6 +112,39 @@ std::vector<std::string> labels_of(const std::vector<std::filesystem::path>& dir
 
 std::string num(double v) { return fmt::format("{:.4g}", v); }
 
+// What tells the runs apart: for each run, "key=value" of every setting in its
+// config.resolved.toml whose value is not the same in all of them (the run's name and where it
+// wrote left out); empty when they agree. A config this fedpar cannot read says so in its cell.
+std::vector<std::string> differing_settings(const std::vector<std::filesystem::path>& dirs) {
+  const std::set<std::string> ignored = {"name", "results_dir", "bind"};
+  std::vector<std::map<std::string, std::string>> values(dirs.size());
+  std::vector<std::string> unread(dirs.size());
+  std::set<std::string> keys;
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    try {
+      Config c = make_run_config();
+      c.merge_file(dirs[i] / "config.resolved.toml");
+      for (const std::string& k : c.keys())
+        if (!ignored.count(k)) values[i][k] = c.value_text(k), keys.insert(k);
+    } catch (const Error& e) {
+      unread[i] = fmt::format("(config not read: {})", e.what());
+    }
+  }
+  std::vector<std::string> out(dirs.size());
+  for (const std::string& k : keys) {
+    bool same = true;
+    for (size_t i = 1; i < dirs.size() && same; ++i) same = values[i][k] == values[0][k];
+    if (same) continue;
+    for (size_t i = 0; i < dirs.size(); ++i)
+      if (unread[i].empty())
+        out[i] += fmt::format("{}{}={}", out[i].empty() ? "" : " ", k,
+                              values[i].count(k) ? values[i][k] : "(unset)");
+  }
+  for (size_t i = 0; i < dirs.size(); ++i)
+    if (!unread[i].empty()) out[i] = unread[i];
+  return out;
+}
+
 }  // namespace
 
 int run_compare(const CompareOptions& o, const std::string& command) {
@@ -145,14 +180,20 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   const std::string reached = higher_is_better ? "at or above" : "at or below";
   std::ostringstream table;
   const bool by_round = o.x == "round";  // the x columns would repeat the round columns
-  table << fmt::format("| run | evaluations | final {0} | best {0} (round) |", o.metric)
+  const std::vector<std::string> differs =
+      runs.size() > 1 ? differing_settings(dirs) : std::vector<std::string>(runs.size());
+  const bool any_differ =
+      std::any_of(differs.begin(), differs.end(), [](const std::string& d) { return !d.empty(); });
+  table << fmt::format("| run |{} evaluations | final {} | best {} (round) |",
+                       any_differ ? " settings that differ |" : "", o.metric, o.metric)
         << (by_round ? "" : fmt::format(" {} at the end |", x.unit))
         << (o.target > 0 ? fmt::format(" first round {} {} |", reached, num(o.target)) : "")
         << (o.target > 0 && !by_round ? fmt::format(" {} then |", x.unit) : "")
-        << "\n|---|---|---|---|" << (by_round ? "" : "---|") << (o.target > 0 ? "---|" : "")
-        << (o.target > 0 && !by_round ? "---|" : "") << "\n";
+        << "\n|---|---|---|---|" << (any_differ ? "---|" : "") << (by_round ? "" : "---|")
+        << (o.target > 0 ? "---|" : "") << (o.target > 0 && !by_round ? "---|" : "") << "\n";
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& r : runs) {
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Compared& r = runs[i];
     const auto best = higher_is_better ? std::max_element(r.y.begin(), r.y.end())
                                        : std::min_element(r.y.begin(), r.y.end());
     const size_t b = size_t(best - r.y.begin());
@@ -160,8 +201,9 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     for (size_t k = 0; k < r.y.size() && o.target > 0 && !hit; ++k)
       if (higher_is_better ? r.y[k] >= o.target : r.y[k] <= o.target) hit = k;
     const std::string unit = higher_is_better ? "%" : "";
-    table << fmt::format("| {} | {} | {}{} | {}{} ({}) |", r.label, r.y.size(), num(r.y.back()),
-                         unit, num(*best), unit, int(r.round[b]))
+    table << fmt::format("| {} |{} {} | {}{} | {}{} ({}) |", r.label,
+                         any_differ ? fmt::format(" `{}` |", differs[i]) : "", r.y.size(),
+                         num(r.y.back()), unit, num(*best), unit, int(r.round[b]))
           << (by_round ? "" : fmt::format(" {} |", num(r.x.back())));
     if (o.target > 0)
       table << (hit ? fmt::format(" {} |", int(r.round[*hit])) : std::string(" not reached |"))
@@ -171,6 +213,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     table << "\n";
     nlohmann::json row = {{"run", r.label}, {"folder", r.dir.string()}, {"final", r.y.back()},
                           {"best", *best},  {"best_round", r.round[b]}, {"x_at_end", r.x.back()}};
+    if (any_differ) row["settings_that_differ"] = differs[i];
     if (o.target > 0)
       row["target_round"] = hit ? nlohmann::json(r.round[*hit]) : nlohmann::json(nullptr);
     rows.push_back(std::move(row));

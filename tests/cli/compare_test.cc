@@ -46,6 +46,10 @@ TEST(Compare, TabulatesAndPlotsWhatEachRunRecorded) {
   const auto r = compare(tmp, {"slow", "fast"}, " --target 40 --out " + (tmp / "cmp").string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("| slow |"), std::string::npos) << r.out;
+  // what tells the runs apart is in their row: the one setting their configs differ in
+  EXPECT_NE(r.out.find("| run | settings that differ |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| slow | `optimizer.lr=0.01` |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| fast | `optimizer.lr=0.3` |"), std::string::npos) << r.out;
   const auto j = nlohmann::json::parse(testing::slurp(tmp / "cmp/compare.json"));
   ASSERT_EQ(j["runs"].size(), 2u);
   for (const auto& row : j["runs"]) {
