@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 
@@ -53,6 +54,15 @@ bool draw_line_plot(const std::filesystem::path& svg, const LinePlot& plot, std:
     << "set ylabel " << quoted(plot.ylabel) << " noenhanced\n"
     << "set grid\nset key outside right top noenhanced\n";
   if (plot.log_x) g << "set logscale x\n";
+  // whole x values (rounds, steps) over a short range: gnuplot would tick at 1.5, 2.5, ...
+  double lo = 0, hi = 0;
+  bool whole = true, any = false;
+  for (const Series& s : plot.series)
+    for (double x : s.x) {
+      whole = whole && x == std::floor(x);
+      lo = any ? std::min(lo, x) : x, hi = any ? std::max(hi, x) : x, any = true;
+    }
+  if (any && whole && !plot.log_x && hi - lo < 10) g << "set xtics 1\n";
   if (plot.log_y) g << "set logscale y\n";
   g << "plot ";
   for (size_t i = 0; i < plot.series.size(); ++i) {

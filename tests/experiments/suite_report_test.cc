@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/run_records.h"
+#include "experiments/plot.h"
 #include "experiments/run_metrics.h"
 #include "tests/util/test_util.h"
 
@@ -71,6 +72,23 @@ TEST(ReadCurves, TheRoundTimeCountsTheSecondsClock) {
   EXPECT_EQ(c.clock, "server");
   EXPECT_NEAR(c.seconds.back(), 0.048, 1e-12);
   EXPECT_NEAR(c.round_seconds, 0.012, 1e-12);
+}
+
+// A few rounds on the x axis are ticked at each round, not at 1.5, 2.5, ...; a long run, or an
+// axis of fractions, keeps gnuplot's own ticks.
+TEST(LinePlot, AFewWholeRoundsAreTickedOneByOne) {
+  testing::TempDir tmp;
+  const auto script = [&](std::vector<double> x) {
+    const LinePlot p{.title = "t",
+                     .xlabel = "round",
+                     .ylabel = "y",
+                     .series = {{"a", x, std::vector<double>(x.size(), 1.0), {}, {}}}};
+    draw_line_plot(tmp / "p.svg", p, nullptr);
+    return testing::slurp(tmp / "p.svg.gp");
+  };
+  EXPECT_NE(script({1, 2, 3, 4, 5}).find("set xtics 1\n"), std::string::npos);
+  EXPECT_EQ(script({1, 50, 100}).find("set xtics"), std::string::npos);
+  EXPECT_EQ(script({0.5, 1.5, 2.5}).find("set xtics"), std::string::npos);
 }
 
 }  // namespace
