@@ -67,9 +67,12 @@ const std::string& source_commit() { return commit_storage(); }
 
 std::string machine_description() {
   const std::string cpu = first_value("/proc/cpuinfo", "model name", ':');
+  const std::string family = first_value("/proc/cpuinfo", "cpu family", ':');
+  const std::string model = first_value("/proc/cpuinfo", "model\t", ':');
   const std::string os = first_value("/etc/os-release", "PRETTY_NAME", '=');
-  return fmt::format("{} cores, {} ({}), {}", std::thread::hardware_concurrency(),
-                     cpu.empty() ? "unknown CPU" : cpu,
+  return fmt::format("{} cores, {} (family {} model {}, {}), {}",
+                     std::thread::hardware_concurrency(), cpu.empty() ? "unknown CPU" : cpu,
+                     family.empty() ? "?" : family, model.empty() ? "?" : model,
                      cpu_has_avx512f() ? "avx512f" : "no AVX-512", os.empty() ? "unknown OS" : os);
 }
 

@@ -22,8 +22,9 @@ const char* build_vector_units();
 // a Zen 5 EPYC) ran other kernels and gave other bytes from one commit, so results record it.
 std::string blas_kernels();
 
-// "2 cores, AMD EPYC 9B14 (avx512f), Debian GNU/Linux 12 (bookworm)": what scripts/provenance.sh's
-// machine() writes, read from /proc/cpuinfo and /etc/os-release ("unknown" where they are absent).
+// "2 cores, AMD EPYC 9B14 (family 25 model 17, avx512f), Debian GNU/Linux 12 (bookworm)": what
+// scripts/provenance.sh's machine() writes, read from /proc/cpuinfo and /etc/os-release ("unknown"
+// where they are absent).
 std::string machine_description();
 
 }  // namespace fedpar
