@@ -211,6 +211,18 @@ Dataset dataset_header(const DataOptions& o) {
   return d;
 }
 
+std::vector<std::string> limits_above_the_data(const DataOptions& o, const TrainTest& d) {
+  std::vector<std::string> out;
+  if (o.train_limit > d.train.size())
+    out.push_back(
+        fmt::format("data.train_limit = {} is more than the {} training samples: all are used",
+                    o.train_limit, d.train.size()));
+  if (o.test_limit > d.test.size())
+    out.push_back(fmt::format("data.test_limit = {} is more than the {} test samples: all are used",
+                              o.test_limit, d.test.size()));
+  return out;
+}
+
 std::string describe(const TrainTest& d) {
   const std::string users =
       d.train.has_users() ? fmt::format("{} users", d.train.num_users()) : "no user column";

@@ -63,6 +63,9 @@ TrainTest load_dataset(const DataOptions& opts);
 // reading it (a report that needs only the shape must not load 60,000 images per run); the
 // others are loaded, then emptied.
 Dataset dataset_header(const DataOptions& opts);
+// A limit above its set's size keeps the whole set: what it said for each limit that did
+// ("data.train_limit = 100000 is more than the 60000 training samples: all are used").
+std::vector<std::string> limits_above_the_data(const DataOptions& opts, const TrainTest& loaded);
 // One line on what was loaded, for a run's log: samples, features, classes, users, the test set
 // (a CSV's columns read other than meant show here: a user id taken for the label has its count
 // of classes, and "no user column").

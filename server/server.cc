@@ -174,7 +174,11 @@ int run_server(Config cfg, const ServerOptions& opts) {
       fmt::print(stderr, "server: warning: {}\n", w);
   cfg.set("name", s.name);
   RunContext run(cfg, s);
-  if (!opts.quiet) fmt::print(stderr, "server: data: {}\n", describe(run.data));
+  if (!opts.quiet) {
+    fmt::print(stderr, "server: data: {}\n", describe(run.data));
+    for (const std::string& w : limits_above_the_data(s.data, run.data))
+      fmt::print(stderr, "server: warning: {}\n", w);
+  }
   const auto plan = make_plan(run);  // its refusals (a split that does not divide) come first
   if (s.checkpoint_every > 0 || !opts.resume.empty())
     if (const std::string why = plan->checkpoint_refusal(); !why.empty())

@@ -56,6 +56,7 @@ int run_train(const TrainArgs& args) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count()));
   progress.line(fmt::format("model {} with {} parameters; {}", s.model.name, model.num_params(),
                             backend->describe()));
+  for (const std::string& w : limits_above_the_data(s.data, data)) progress.line("warning: " + w);
 
   ResultsDir out(s.results_dir, s.name);
   out.write_text("config.resolved.toml", cfg.to_toml());

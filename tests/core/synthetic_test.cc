@@ -1,9 +1,12 @@
 // Synthetic(alpha, beta): the published shape, determinism, and heterogeneity growing with alpha.
 #include "core/synthetic.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <set>
+
+#include "core/dataset.h"
 
 namespace fedpar {
 namespace {
@@ -60,6 +63,22 @@ TEST(Synthetic, HeterogeneityGrowsWithAlphaBeta) {
   const double het = label_skew(generate_synthetic({.alpha = 1.0, .beta = 1.0, .seed = 4}).train);
   EXPECT_LT(iid, 0.25);
   EXPECT_GT(het, 0.4);
+}
+
+// A limit above the set's size keeps the whole set, and says so (the run's settings still show
+// the number asked for); a limit within it, or none, says nothing.
+TEST(Synthetic, ALimitAboveTheSetSaysAllAreUsed) {
+  DataOptions o{.name = "synthetic", .alpha = 1, .beta = 1};
+  const TrainTest whole = load_dataset(o);
+  o.train_limit = 100'000'000;
+  const auto said = limits_above_the_data(o, load_dataset(o));
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_EQ(said[0], fmt::format("data.train_limit = 100000000 is more than the {} training "
+                                 "samples: all are used",
+                                 whole.train.size()));
+  o.train_limit = 10, o.test_limit = 5;
+  EXPECT_TRUE(limits_above_the_data(o, load_dataset(o)).empty());
+  EXPECT_TRUE(limits_above_the_data({.name = "synthetic"}, whole).empty());
 }
 
 }  // namespace
