@@ -243,7 +243,7 @@ Collected Engine::collect(const CollectSpec& spec) {
     if (!in) break;
     const int process = process_index(in->msg.peer);
     const bool awaited =
-        process >= 0 && spec.key == CollectSpec::Key::kRank &&
+        spec.key == CollectSpec::Key::kRank &&
         std::binary_search(spec.expected.begin(), spec.expected.end(), uint32_t(process));
     if (awaited && in->parsed.header.type == MessageType::kError) {
       auto e = decode_error(in->parsed);
@@ -301,7 +301,6 @@ void Engine::throw_if_non_finite(const CollectSpec& spec, const Reply& r) const 
 std::string Engine::check(const CollectSpec& spec, const Collected& so_far, Reply& r) const {
   const Header& h = r.in.parsed.header;
   const std::string& who = r.in.msg.peer;
-  if (r.process < 0) return stranger_refusal();
   if (lost.count(who)) return "this process missed round deadlines and was dropped from the run";
   if (r.update.kind != spec.kind)
     return fmt::format("expected an answer to a {} task, got one to {}", task_kind_name(spec.kind),

@@ -144,8 +144,6 @@ class Engine {
   std::pair<uint64_t, uint64_t> total_bytes() const;  // sent, received since the start
 
   int process_index(const std::string& identity) const;  // HELLO order, -1 if unknown
-  // Why a process that was not among the run's at its start is turned away (a late client).
-  std::string stranger_refusal() const;
   bool hosts(const std::string& identity, uint32_t client) const;
   std::map<std::string, std::vector<uint32_t>> hosted() const;  // every process, its clients
   std::vector<uint32_t> all_clients() const;                    // 0 .. num_clients - 1
@@ -169,6 +167,9 @@ class Engine {
   std::pair<uint64_t, uint64_t> bytes_carried{0, 0};  // a resumed run's totals at its checkpoint
 
  private:
+  // Why a process that was not among the run's at its start is turned away (a late client):
+  // receive() says so before parsing, so no later step meets a stranger.
+  std::string stranger_refusal() const;
   // Why a parsed reply cannot be kept ("" when it can); fills r.key and r.process.
   std::string check(const CollectSpec& spec, const Collected& so_far, Reply& r) const;
   void throw_if_non_finite(const CollectSpec& spec, const Reply& r) const;

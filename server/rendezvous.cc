@@ -44,9 +44,7 @@ std::vector<WorkerEndpoints> collect_endpoints(Engine& engine, double seconds, b
     const auto* m = std::get_if<RingEndpointMsg>(&ring);
     std::string refusal;
     WorkerEndpoints at;
-    if (engine.process_index(in->msg.peer) < 0)
-      refusal = engine.stranger_refusal();
-    else if (!m)
+    if (!m)  // a stranger never gets here: engine.receive() turned it away
       refusal = "expected RING with the worker's endpoint";
     else if (keys && !is_curve_key(m->key))
       refusal = "RING without the worker's link key, 40 characters of Z85 (a run with [security])";
