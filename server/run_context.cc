@@ -231,7 +231,17 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
 
 std::filesystem::path RunContext::keep_for_resume() {
   if (checkpoint_round_ == 0) return {};
+  // A resumed run that fails again holds every round its old folder held: that one goes first,
+  // so this one takes its name rather than <name>.incomplete-2 beside it.
+  remove_superseded();
   return out.commit(".incomplete");
+}
+
+std::string RunContext::remove_superseded() {
+  if (resumed_from_.empty() || !kept_for_resume(resumed_from_)) return "";
+  std::error_code ec;
+  std::filesystem::remove_all(resumed_from_, ec);
+  return ec ? "" : fmt::format("removed {}: the resumed run holds its rounds", resumed_from_.string());
 }
 
 int RunContext::finish(const Engine& engine,
@@ -270,13 +280,7 @@ int RunContext::finish(const Engine& engine,
   out.write_text("README.md", run_readme(cfg, s, summary, out.path(), plots));
   const auto path = out.commit();
   engine.log(fmt::format("results: {}", path.string()));
-  if (!resumed_from_.empty() && kept_for_resume(resumed_from_)) {  // superseded by this run
-    std::error_code ec;
-    std::filesystem::remove_all(resumed_from_, ec);
-    if (!ec)
-      engine.log(
-          fmt::format("removed {}: the resumed run holds its rounds", resumed_from_.string()));
-  }
+  if (const std::string removed = remove_superseded(); !removed.empty()) engine.log(removed);
   fmt::print("final model hash: {}\n", hash);
   if (last_eval_ && last_eval_->test_accuracy)
     fmt::print("test accuracy: {:.2f}%\n", 100 * *last_eval_->test_accuracy);

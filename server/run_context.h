@@ -67,6 +67,7 @@ class RunContext {
   Resumed resume(const std::filesystem::path& dir, Plan& plan);
   // A run that fails after a checkpoint keeps its folder as results/<name>.incomplete and
   // returns that path (empty: no checkpoint yet, nothing kept).
+  // (A resumed run's old folder, kept for resuming, is removed: this one holds its rounds.)
   std::filesystem::path keep_for_resume();
 
   const Config& cfg;
@@ -90,6 +91,9 @@ class RunContext {
   int checkpoint_round_ = 0;            // the round of the last checkpoint written, if any
   std::filesystem::path resumed_from_;  // --resume's folder
   void evaluate_into(RoundRecord& rec);
+  // Removes --resume's folder if only a run kept it for resuming (this run holds its rounds);
+  // returns the line that says so, "" when nothing was removed.
+  std::string remove_superseded();
 };
 
 }  // namespace fedpar

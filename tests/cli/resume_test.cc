@@ -259,6 +259,33 @@ TEST(Resume, AFinishedRunIsNotResumedAgain) {
   EXPECT_EQ(folders, 1u);
 }
 
+// A resumed run that fails again (no client comes) keeps its folder under the old one's name:
+// the old <name>.incomplete goes, as it does when the resumed run finishes, and no
+// <name>.incomplete-2 stands beside it. Resumed from there, the run ends with the uninterrupted
+// bytes.
+TEST(Resume, ARunThatFailsAgainAfterItsResumeKeepsOneFolder) {
+  TempDir tmp;
+  const auto sets = with(kLong, {"regime=gradient", "sgd.batch=16", "wait_seconds=3"});
+  const auto full =
+      testing::run_distributed(tmp, "twice-full", "ipc://" + (tmp / "f").string(), 2, sets);
+  ASSERT_EQ(full.server_code, 0) << full.err;
+  const auto left = killed_run(tmp, "twice", sets, 7, /*client_only=*/true);
+  ASSERT_TRUE(std::filesystem::exists(left / "checkpoint.bin")) << left;
+  const auto [code, err] =
+      refused(tmp, "twice", with(sets, {"wait_seconds=1"}), {"--resume", left.string()});
+  EXPECT_EQ(code, kExitRunFailed) << err;
+  EXPECT_NE(err.find("kept in " + left.string()), std::string::npos) << err;
+  std::set<std::string> folders;
+  for (const auto& e : std::filesystem::directory_iterator(tmp / "res"))
+    folders.insert(e.path().filename().string());
+  EXPECT_EQ(folders, (std::set<std::string>{"twice-full", "twice.incomplete"}));
+  const auto resumed = testing::run_distributed(tmp, "twice", "ipc://" + (tmp / "r").string(), 2,
+                                                sets, {}, {"--resume", left.string()});
+  ASSERT_EQ(resumed.server_code, 0) << resumed.err;
+  EXPECT_EQ(resumed.hash, full.hash) << resumed.err;
+  EXPECT_FALSE(std::filesystem::exists(left));
+}
+
 TEST(Resume, AnotherConfigOrAStatefulTopologyIsRefusedWithTheReason) {
   TempDir tmp;
   const auto left = killed_run(tmp, "base", with(kLong, {"regime=model", "local.steps=40"}), 5);
