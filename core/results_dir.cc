@@ -118,7 +118,10 @@ void JsonlWriter::write_line(std::string_view line) {
 }
 
 std::string settings_section(const Config& cfg, const Config& defaults) {
-  const auto changed = cfg.changed_from(defaults);
+  auto changed = cfg.changed_from(defaults);
+  // Where the server listened changes nothing the run computes, and fedpar run and launch pick it
+  // themselves: a reader would take it for a choice. config.resolved.toml still holds it.
+  std::erase_if(changed, [](const auto& kv) { return kv.first == "bind"; });
   if (changed.empty()) return "## Settings\n\nEvery key at its default.\n\n";
   std::string md =
       "## Settings\n\nThe keys this run set to other values than the defaults (all of them are "

@@ -11,12 +11,27 @@
 #include <fstream>
 
 #include "core/check.h"
+#include "core/run_spec.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
 namespace {
 
 using testing::TempDir;
+
+// A run README's Settings lists the keys set away from their defaults, but not where the server
+// listened: fedpar run sets bind to a free port, which a reader would take for a choice.
+TEST(ResultsDir, SettingsListTheChangedKeysButNotWhereTheServerListened) {
+  const Config defaults = make_run_config();
+  EXPECT_EQ(settings_section(defaults, defaults), "## Settings\n\nEvery key at its default.\n\n");
+  Config cfg = make_run_config();
+  cfg.set("bind", "tcp://127.0.0.1:*");
+  EXPECT_EQ(settings_section(cfg, defaults), "## Settings\n\nEvery key at its default.\n\n");
+  cfg.set("rounds", "7");
+  const std::string md = settings_section(cfg, defaults);
+  EXPECT_NE(md.find("| `rounds` | `7` |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("bind"), std::string::npos) << md;
+}
 
 TEST(ResultsDir, CompleteOrAbsentAndAKeptRunTakesItsSuffix) {
   TempDir tmp;
