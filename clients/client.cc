@@ -144,6 +144,9 @@ class ClientProcess {
           {0, run_, 0}));
     }
     if (s_.topology == Topology::kMaster) master_.emplace(*be_, s_.model, data_.data);
+    // the server starts round 1's clock now (a ring's or a model-parallel worker's RING said so)
+    if (s_.topology != Topology::kAllReduce && !s_.model_parallel())
+      channel_.send(encode_ready({0, run_, 0}));
   }
 
   // Serves tasks until STOP (returns 0); throws Error when the server goes silent or a ring fails.
@@ -631,7 +634,14 @@ int run_client(const ClientOptions& o) {
                     welcome.num_params, (need >> 20) + 1, (need >> 20) + 1));
   const RunSpec spec = run_spec_from_toml(welcome.config_toml, "WELCOME");  // [network]
   const auto link = shape_channel(*channel, spec.network, spec.seed, welcome.clients);
-  return ClientProcess(o, *link, ctx, welcome, w.header.run).serve();
+  std::optional<ClientProcess> process;
+  try {
+    process.emplace(o, *link, ctx, welcome, w.header.run);
+  } catch (const std::exception& e) {  // the server's run fails at once, saying why
+    link->send(encode(ErrorMsg{e.what()}, {0, w.header.run, 0}));
+    throw;
+  }
+  return process->serve();
 }
 
 }  // namespace fedpar

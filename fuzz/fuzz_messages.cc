@@ -46,7 +46,7 @@ void decode_all(const ParsedMessage& p) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 5) return 0;
-  const auto type = MessageType(1 + data[0] % 7);
+  const auto type = MessageType(1 + data[0] % 8);  // HELLO .. READY
   const auto codec = CodecId(data[1] % kCodecIdCount);
   const bool finite = data[2] & 1, expected = data[2] & 2;
   uint16_t floats = 0;

@@ -31,7 +31,7 @@
 namespace fedpar {
 
 constexpr uint32_t kProtocolMagic = 0x52504446u;  // bytes 'F' 'D' 'P' 'R'
-constexpr uint16_t kProtocolVersion = 2;          // 2: typed message bodies (messages.h)
+constexpr uint16_t kProtocolVersion = 3;  // 2: typed message bodies (messages.h); 3: READY
 constexpr size_t kHeaderBytes = 48;
 constexpr uint16_t kMaxPayloadFrames = 64;
 
@@ -44,6 +44,8 @@ enum class MessageType : uint16_t {
   kError = 6,    // either way: what was wrong with the last message
   kRing = 7,     // allreduce topology: client -> server its ring endpoint; server -> client its
                  // rank, the ring size and the next rank's endpoint
+  kReady = 8,    // client -> server: data loaded and model built, ready for round 1's TASK (a
+                 // ring's or model-parallel worker's RING says so instead)
 };
 const char* message_type_name(MessageType t);  // "UPDATE", or "unknown"
 

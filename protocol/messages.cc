@@ -210,6 +210,10 @@ WireMessage encode_stop(const Envelope& e) {
   return encode_message(MessageType::kStop, e.client, e.run, e.round, {});
 }
 
+WireMessage encode_ready(const Envelope& e) {
+  return encode_message(MessageType::kReady, e.client, e.run, e.round, {});
+}
+
 Decoded<HelloMsg> decode_hello(const ParsedMessage& p) {
   if (auto e = wrong_type(p, MessageType::kHello)) return *e;
   HelloMsg m;

@@ -156,6 +156,37 @@ void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
   }
 }
 
+void Engine::await_ready() {
+  const auto t0 = Clock::now();
+  const auto deadline = deadline_after(s_.wait_seconds);
+  std::set<std::string> ready;
+  while (ready.size() < order.size()) {
+    auto in = receive(deadline);
+    if (!in)
+      throw RunFailed(fmt::format(
+          "only {} of {} client processes were ready (their data loaded) within {} s "
+          "(wait_seconds)",
+          ready.size(), order.size(), s_.wait_seconds));
+    throw_if_failed_to_start(*in);
+    if (in->parsed.header.type != MessageType::kReady) {
+      reject(in->msg, fmt::format("expected READY once this process's data is loaded, got {}",
+                                  message_type_name(in->parsed.header.type)));
+      continue;
+    }
+    ready.insert(in->msg.peer);
+  }
+  log(fmt::format("{} client process(es) ready, their data loaded, after {:.2f} s", order.size(),
+                  seconds_since(t0)));
+}
+
+void Engine::throw_if_failed_to_start(const Incoming& in) const {
+  if (in.parsed.header.type != MessageType::kError) return;
+  const auto e = decode_error(in.parsed);
+  throw RunFailed(fmt::format("the process of virtual clients {} could not start: {}",
+                              fmt::join(peers.at(in.msg.peer).clients, ", "),
+                              e.index() == 0 ? std::get<ErrorMsg>(e).reason : "(no reason given)"));
+}
+
 void Engine::add_peer(const Received& r, const HelloMsg& hello) {
   peers[r.peer] = Peer{r.peer, hello.slots, {}, 0, r.bytes()};
   order.push_back(r.peer);

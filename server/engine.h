@@ -110,6 +110,14 @@ class Engine {
   // (and, resuming, its clients' control variates and residuals from `state`).
   void welcome_clients(const Manifest& manifest, size_t num_params, const std::string& config_toml,
                        const ClientState& state = {});
+  // After WELCOME each process loads its clients' rows and builds its model, then says READY: the
+  // rounds' clocks and round 1's deadline start once all have, so no round's time holds the data
+  // load. A process that could not start (its ERROR: another dataset, a bad config) or is not
+  // ready within wait_seconds fails the run, saying which and why.
+  void await_ready();
+  // RunFailed with the reason when `in` is a process's ERROR before the rounds (it could not
+  // start); await_ready and the ring's rendezvous both listen for it.
+  void throw_if_failed_to_start(const Incoming& in) const;
 
   // A peer that cannot be reached (PeerUnreachable: not connected, or its queue is full) is
   // logged, not an error: collect() then does not wait for its answer until a later send reaches

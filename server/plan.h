@@ -19,7 +19,9 @@ class Plan {
  public:
   virtual ~Plan() = default;
   virtual const char* topology() const = 0;  // the record's "topology"
-  virtual void begin(Engine&) {}             // once, after WELCOME (the ring forms here)
+  // Once, after WELCOME: every process ready (the ring and model-parallel plans form their links
+  // here instead, a worker's RING saying it is ready).
+  virtual void begin(Engine& engine) { engine.await_ready(); }
   // Round engine.round: fills `rec` with the plan's fields and returns the log line's summary.
   // Throws Error when the run cannot go on.
   virtual std::string round(Engine& engine, RoundRecord& rec) = 0;

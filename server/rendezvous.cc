@@ -40,6 +40,7 @@ std::vector<WorkerEndpoints> collect_endpoints(Engine& engine, double seconds, b
     if (!in)
       throw RunFailed(fmt::format("only {} of {} workers sent their endpoint within {} s",
                                   endpoints.size(), engine.order.size(), seconds));
+    engine.throw_if_failed_to_start(*in);
     const auto ring = decode_ring_endpoint(in->parsed);
     const auto* m = std::get_if<RingEndpointMsg>(&ring);
     std::string refusal;

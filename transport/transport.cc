@@ -115,7 +115,9 @@ class ZmqChannel final : public Channel {
   ZmqChannel(const std::string& endpoint, zmq::context_t* ctx, int64_t max_frame_bytes,
              const CurveClient* curve)
       : sock_(ctx, zmq::socket_type::dealer), endpoint_(endpoint) {
-    sock_.get().set(zmq::sockopt::linger, 0);
+    // a client that cannot start sends its ERROR and exits: up to a second lets it leave; a
+    // server that is gone costs the exit no more
+    sock_.get().set(zmq::sockopt::linger, 1000);
     sock_.get().set(zmq::sockopt::maxmsgsize, max_frame_bytes);
     // One name for the whole run: after a dropped connection ZeroMQ reconnects, and the updates
     // queued meanwhile reach the server as this process's (a ROUTER would name a new connection

@@ -477,6 +477,7 @@ std::vector<std::string> lying_peer(const std::string& ep, int garbage) {
       const WelcomeMsg w = std::get<WelcomeMsg>(decode_welcome(m));
       mine = w.clients;
       num_params = w.num_params;
+      send_frames(s, encode_ready({0, m.header.run, 0}));
     }
     if (m.header.type != MessageType::kTask) continue;
     const TaskMsg t = std::get<TaskMsg>(decode_task(m));
@@ -719,6 +720,30 @@ TEST(DistributedFaults, AClientWithoutAServerSaysItWaitsAndABareHostPortSaysHowT
                        "tcp://HOST:PORT or ipc://PATH)"),
             std::string::npos)
       << r.err;
+}
+
+// A client process that cannot start after its WELCOME (here a device this build lacks) tells the
+// server why, and the server's run fails at once with that reason, naming the process's clients,
+// instead of waiting out round 1's deadline (wait_seconds = 60) for an update that never comes;
+// also where the ring's rendezvous awaits the process's endpoint.
+TEST(DistributedFaults, AClientThatCannotStartFailsTheRunAtOnceWithItsReason) {
+  for (const std::string topology : {"parameter-server", "allreduce"}) {
+    SCOPED_TRACE(topology);
+    TempDir tmp;
+    const auto run = testing::start_run(
+        tmp, "run",
+        testing::server_args(tmp, "run", "nodevice", "ipc://" + (tmp / "s").string(), 1,
+                             {"regime=gradient", "topology=" + topology, "partition.clients=1",
+                              "wait_seconds=60"}),
+        1, {"--device", "tpu"});
+    EXPECT_EQ(testing::wait_exit(run.server, 20).value_or(-99), kExitRunFailed)
+        << testing::slurp(tmp / "run.err");
+    EXPECT_NE(testing::slurp(tmp / "run.err")
+                  .find("the process of virtual clients 0 could not start: unknown device 'tpu'"),
+              std::string::npos)
+        << testing::slurp(tmp / "run.err");
+    EXPECT_NE(testing::wait_exit(run.clients[0], 20).value_or(0), 0);
+  }
 }
 
 // A process that comes once the run is under way (its processes all said HELLO) is turned away
