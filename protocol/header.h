@@ -31,7 +31,7 @@
 namespace fedpar {
 
 constexpr uint32_t kProtocolMagic = 0x52504446u;  // bytes 'F' 'D' 'P' 'R'
-constexpr uint16_t kProtocolVersion = 3;  // 2: typed message bodies (messages.h); 3: READY
+constexpr uint16_t kProtocolVersion = 3;          // 2: typed message bodies (messages.h); 3: READY
 constexpr size_t kHeaderBytes = 48;
 constexpr uint16_t kMaxPayloadFrames = 64;
 

@@ -155,7 +155,7 @@ WireMessage encode(TaskMsg m, const Envelope& e, std::shared_ptr<const void> own
 WireMessage encode(UpdateMsg m, const Envelope& e, std::shared_ptr<const void> owner = {});
 WireMessage encode(const ErrorMsg& m, const Envelope& e);
 WireMessage encode_stop(const Envelope& e);
-WireMessage encode_ready(const Envelope& e);  // no body: the header says it
+WireMessage encode_ready(const Envelope& e);  // an empty body: the header says it
 
 // The bytes an UPDATE's body spends on op_seconds, op_bytes and ring_steps: what a simulated
 // network's clock is told, not what a real run would send, so the clock leaves them out.

@@ -112,8 +112,9 @@ class Engine {
                        const ClientState& state = {});
   // After WELCOME each process loads its clients' rows and builds its model, then says READY: the
   // rounds' clocks and round 1's deadline start once all have, so no round's time holds the data
-  // load. A process that could not start (its ERROR: another dataset, a bad config) or is not
-  // ready within wait_seconds fails the run, saying which and why.
+  // load. A process that could not start (its ERROR: another dataset, a device this build lacks)
+  // fails the run, saying which and why; one silent for wait_seconds is logged and the rounds
+  // begin without waiting for it (it misses rounds like any late process).
   void await_ready();
   // RunFailed with the reason when `in` is a process's ERROR before the rounds (it could not
   // start); await_ready and the ring's rendezvous both listen for it.

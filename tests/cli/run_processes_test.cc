@@ -732,9 +732,9 @@ TEST(DistributedFaults, AClientThatCannotStartFailsTheRunAtOnceWithItsReason) {
     TempDir tmp;
     const auto run = testing::start_run(
         tmp, "run",
-        testing::server_args(tmp, "run", "nodevice", "ipc://" + (tmp / "s").string(), 1,
-                             {"regime=gradient", "topology=" + topology, "partition.clients=1",
-                              "wait_seconds=60"}),
+        testing::server_args(
+            tmp, "run", "nodevice", "ipc://" + (tmp / "s").string(), 1,
+            {"regime=gradient", "topology=" + topology, "partition.clients=1", "wait_seconds=60"}),
         1, {"--device", "tpu"});
     EXPECT_EQ(testing::wait_exit(run.server, 20).value_or(-99), kExitRunFailed)
         << testing::slurp(tmp / "run.err");

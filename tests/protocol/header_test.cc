@@ -68,7 +68,7 @@ TEST(Protocol, RoundTripAndLittleEndianLayout) {
   const Frame& b = frames[0];
   ASSERT_EQ(b.size(), kHeaderBytes);
   EXPECT_EQ(std::string(b.begin(), b.begin() + 4), "FDPR");
-  EXPECT_EQ(b[4], 2);  // version 2, little-endian
+  EXPECT_EQ(b[4], 3);  // version 3, little-endian
   EXPECT_EQ(b[5], 0);
   EXPECT_EQ(b[8], 4);    // UPDATE
   EXPECT_EQ(b[24], 42);  // round
@@ -99,10 +99,10 @@ TEST(Protocol, EveryMalformedCaseIsRejectedWithItsReason) {
       has(with([](auto& f) { f[0].push_back(0); }), "header length field 48 with a 49-byte frame"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][0] = 'X'; }), "bad magic"));
   EXPECT_TRUE(
-      has(with([](auto& f) { f[0][4] = 1; }), "protocol version 1 is not supported, expected 2"));
+      has(with([](auto& f) { f[0][4] = 2; }), "protocol version 2 is not supported, expected 3"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][6] = 40; }), "header length field 40"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][8] = 0; }), "unknown message type 0"));
-  EXPECT_TRUE(has(with([](auto& f) { f[0][8] = 8; }), "unknown message type 8"));
+  EXPECT_TRUE(has(with([](auto& f) { f[0][8] = 9; }), "unknown message type 9"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][10] = 1; }), "flags 0x0001 are not defined"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][44] = 9; }), "unknown codec 9"));
   EXPECT_TRUE(

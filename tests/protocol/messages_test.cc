@@ -190,6 +190,17 @@ TEST(Messages, WelcomeAndHelloAndRingRoundTrip) {
         << wrong.size();
 }
 
+// READY is its header and an empty body: the type and the run it belongs to, nothing a peer could
+// get wrong.
+TEST(Messages, ReadyIsAHeaderOfItsRun) {
+  const ParsedMessage p = wire(encode_ready({0, 42, 0}));
+  EXPECT_EQ(p.header.type, MessageType::kReady);
+  EXPECT_STREQ(message_type_name(p.header.type), "READY");
+  EXPECT_EQ(p.header.run, 42u);
+  EXPECT_TRUE(p.body.empty()) << p.body.dump();
+  EXPECT_NE(reason(decode_error(p)).find("expected ERROR, got READY"), std::string::npos);
+}
+
 TEST(Messages, BadFieldsAreNamed) {
   auto raw = [](MessageType t, nlohmann::json body, std::vector<std::span<const float>> v = {}) {
     return wire(encode_message(t, 0, 0, 0, body, v));
