@@ -593,12 +593,24 @@ int resolve_grid(const Config& c, const RunSpec& s) {
 
 }  // namespace
 
-std::vector<std::string> unused_by_regime(const Config& c, const RunSpec& s) {
+namespace {
+
+bool regime_reads(const RunSpec& s, std::string_view key) {
   const bool model = s.regime == Regime::kModel;
+  return !((!model && key.starts_with("local.")) || (model && key.starts_with("sgd.")));
+}
+
+}  // namespace
+
+bool run_reads(const RunSpec& s, std::string_view key) {
+  return regime_reads(s, key) && !(s.network.mode == NetworkMode::kOff &&
+                                   key.starts_with("network.") && key != "network.mode");
+}
+
+std::vector<std::string> unused_by_regime(const Config& c, const RunSpec& s) {
   std::vector<std::string> unused;
   for (const auto& [key, value] : c.changed_from(make_run_config()))
-    if ((!model && key.starts_with("local.")) || (model && key.starts_with("sgd.")))
-      unused.push_back(fmt::format("{} = {}", key, value));
+    if (!regime_reads(s, key)) unused.push_back(fmt::format("{} = {}", key, value));
   return unused;
 }
 

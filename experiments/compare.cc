@@ -17,6 +17,7 @@
 #include "core/run_spec.h"
 #include "experiments/plot.h"
 #include "experiments/run_metrics.h"
+#include "partitioners/partition.h"
 
 namespace fedpar {
 namespace {
@@ -112,9 +113,20 @@ std::vector<std::string> labels_of(const std::vector<std::filesystem::path>& dir
 
 std::string num(double v) { return fmt::format("{:.4g}", v); }
 
+// Whether the run `s` reads `key` (an iid partition reads no alpha, a run with the network off
+// no network.profile): a setting it never read does not tell it apart.
+bool reads(const RunSpec& s, const std::string& key) {
+  static const std::set<std::string> scheme_keys = all_partition_scheme_keys();
+  if (key.starts_with("partition.") && scheme_keys.count(key.substr(10)))
+    return partition_scheme_keys(s.partition).count(key.substr(10)) > 0;
+  return run_reads(s, key);
+}
+
 // What tells the runs apart: for each run, "key=value" of every setting in its
-// config.resolved.toml whose value is not the same in all of them (the run's name and where it
-// wrote left out); empty when they agree. A config this fedpar cannot read says so in its cell.
+// config.resolved.toml that it read and whose value is not the same in all the runs that read it,
+// or, read by some runs only, is not at its default there (a dirichlet run's alpha beside an iid
+// run's); the run's name and where it wrote left out; empty when they agree. A config this fedpar
+// cannot read says so in its cell.
 std::vector<std::string> differing_settings(const std::vector<std::filesystem::path>& dirs) {
   const std::set<std::string> ignored = {"name", "results_dir", "bind"};
   std::vector<std::map<std::string, std::string>> values(dirs.size());
@@ -124,21 +136,32 @@ std::vector<std::string> differing_settings(const std::vector<std::filesystem::p
     try {
       Config c = make_run_config();
       c.merge_file(dirs[i] / "config.resolved.toml");
+      const RunSpec s = resolve_run_spec(c);
       for (const std::string& k : c.keys())
-        if (!ignored.count(k)) values[i][k] = c.value_text(k), keys.insert(k);
+        if (!ignored.count(k) && reads(s, k)) values[i][k] = c.value_text(k), keys.insert(k);
     } catch (const Error& e) {
       unread[i] = fmt::format("(config not read: {})", e.what());
     }
   }
+  const auto value = [&](size_t i, const std::string& k) -> std::optional<std::string> {
+    const auto it = values[i].find(k);
+    return it == values[i].end() ? std::nullopt : std::optional(it->second);
+  };
+  const Config defaults = make_run_config();
   std::vector<std::string> out(dirs.size());
   for (const std::string& k : keys) {
-    bool same = true;
-    for (size_t i = 1; i < dirs.size() && same; ++i) same = values[i][k] == values[0][k];
-    if (same) continue;
+    std::set<std::string> read;  // the values of the runs that read k
+    bool all_read = true;
     for (size_t i = 0; i < dirs.size(); ++i)
-      if (unread[i].empty())
-        out[i] += fmt::format("{}{}={}", out[i].empty() ? "" : " ", k,
-                              values[i].count(k) ? values[i][k] : "(unset)");
+      if (const auto v = value(i, k))
+        read.insert(*v);
+      else
+        all_read &= !unread[i].empty();  // a config not read says nothing either way
+    for (size_t i = 0; i < dirs.size(); ++i) {
+      const auto v = value(i, k);
+      if (v && (read.size() > 1 || (!all_read && *v != defaults.value_text(k))))
+        out[i] += fmt::format("{}{}={}", out[i].empty() ? "" : " ", k, *v);
+    }
   }
   for (size_t i = 0; i < dirs.size(); ++i)
     if (!unread[i].empty()) out[i] = unread[i];
@@ -200,10 +223,13 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     std::optional<size_t> hit;
     for (size_t k = 0; k < r.y.size() && o.target > 0 && !hit; ++k)
       if (higher_is_better ? r.y[k] >= o.target : r.y[k] <= o.target) hit = k;
-    const std::string unit = higher_is_better ? "%" : "";
-    table << fmt::format("| {} |{} {} | {}{} | {}{} ({}) |", r.label,
+    // accuracies with two decimals, as the suites' tables write them
+    const auto value = [&](double v) {
+      return higher_is_better ? fmt::format("{:.2f}%", v) : num(v);
+    };
+    table << fmt::format("| {} |{} {} | {} | {} ({}) |", r.label,
                          any_differ ? fmt::format(" `{}` |", differs[i]) : "", r.y.size(),
-                         num(r.y.back()), unit, num(*best), unit, int(r.round[b]))
+                         value(r.y.back()), value(*best), int(r.round[b]))
           << (by_round ? "" : fmt::format(" {} |", num(r.x.back())));
     if (o.target > 0)
       table << (hit ? fmt::format(" {} |", int(r.round[*hit])) : std::string(" not reached |"))
@@ -235,7 +261,8 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   for (size_t i = 0; i < runs.size(); ++i)
     report << (i ? ", " : "") << fmt::format("`{}` ({})", runs[i].dir.string(), runs[i].label);
   report << ".\n\n"
-         << table.str() << "\n"
+         << (by_round ? "" : fmt::format("The x axis, {}: {}.\n\n", x.unit, x.name)) << table.str()
+         << "\n"
          << (drawn ? fmt::format("![{} per {}]({})\n", metric.name, o.x, svg)
                    : fmt::format("(no plot: {})\n", why));
   out.write_text("report.md", report.str());

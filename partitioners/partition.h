@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,6 +23,11 @@ struct PartitionInput {
 };
 
 std::vector<std::string> partition_schemes();
+// The [partition] keys p's scheme reads beside scheme and clients ("alpha" for
+// dirichlet-clients, none for iid): those the manifest's params record.
+std::set<std::string> partition_scheme_keys(const PartitionParams& p);
+// Every scheme-specific [partition] key of any scheme.
+std::set<std::string> all_partition_scheme_keys();
 Manifest partition(const PartitionInput& in, const PartitionParams& p);
 
 }  // namespace fedpar

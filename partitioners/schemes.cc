@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "core/check.h"
 #include "core/feature_noise.h"
@@ -282,6 +283,22 @@ nlohmann::json params_json(const PartitionParams& p, size_t clients) {
 }
 
 }  // namespace
+
+std::set<std::string> partition_scheme_keys(const PartitionParams& p) {
+  std::set<std::string> keys;
+  const nlohmann::json params = params_json(p, 0);  // items() of a temporary would dangle
+  for (const auto& [key, value] : params.items())
+    if (key != "clients") keys.insert(key);
+  return keys;
+}
+
+std::set<std::string> all_partition_scheme_keys() {
+  std::set<std::string> keys;
+  for (const std::string& scheme : partition_schemes())
+    for (const char* sizes : {"dirichlet", "lognormal"})  // iid-quantity's beta or sigma
+      keys.merge(partition_scheme_keys({.scheme = scheme, .sizes = sizes}));
+  return keys;
+}
 
 std::vector<std::string> partition_schemes() {
   return {"iid",

@@ -118,6 +118,31 @@ TEST(Compare, SecondsOfDifferentClocksSayWhichEachIs) {
   EXPECT_NE(same.out.find("| slow |"), std::string::npos) << same.out;
 }
 
+// A setting a run never read does not tell it apart: an iid partition's alpha and the profile of
+// a run with the network off stay out of its row, while a dirichlet run's alpha (read there only,
+// away from its default) and the simulated run's profile show.
+TEST(Compare, SettingsARunNeverReadStayOutOfItsRow) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << "rounds = 2\nprocesses = 2\n"
+                                     "[data]\nname = 'synthetic'\niid = true\n"
+                                     "[model]\nname = 'logreg'\n";
+  one_run(tmp, "iid", " --set partition.alpha=0.1 --set network.profile=3g");
+  one_run(tmp, "dir", " --set partition.scheme=dirichlet-clients --set partition.alpha=0.3");
+  one_run(tmp, "sim", " --set network.mode=simulated --set network.profile=lte");
+  const auto r = compare(tmp, {"iid", "dir", "sim"}, " --out " + (tmp / "cmp").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("| iid | `network.mode='off' partition.scheme='iid'` |"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("| dir | `network.mode='off' partition.alpha=0.3 "
+                       "partition.scheme='dirichlet-clients'` |"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("| sim | `network.mode='simulated' network.profile='lte' "
+                       "partition.scheme='iid'` |"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(Compare, RefusesWhatIsNotADistributedRunsFolder) {
   TempDir tmp;
   auto r = testing::run_fedpar("compare " + (tmp / "missing").string(), tmp.path());
