@@ -228,6 +228,7 @@ void fields(V& v, RunSummary& r) {
   v("server_peak_rss_mib", r.server_peak_rss_mib), v("source_commit", r.source_commit),
       v("build_vector_units", r.build_vector_units), v("blas_kernels", r.blas_kernels),
       v("machine", r.machine);
+  v("resumed_after_round", r.resumed_after_round), v("earlier_commits", r.earlier_commits);
 }
 
 // A top-level record: its fields plus `schema` (and `kind` for lines of a log).

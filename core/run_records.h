@@ -120,6 +120,10 @@ struct RunSummary {
   std::optional<std::string> build_vector_units;  // what it was compiled for: "AVX-512", ...
   std::optional<std::string> blas_kernels;        // OpenBLAS's pick for the server's CPU
   std::optional<std::string> machine;             // the server's cores, CPU and OS
+  // A resumed run: the round of the checkpoint it went on from, and the commits of the fedpar
+  // builds that ran the rounds before it (absent where the checkpoint did not record them)
+  std::optional<int64_t> resumed_after_round;
+  std::optional<std::vector<std::string>> earlier_commits;
 };
 
 nlohmann::json to_json(const RoundRecord& r);

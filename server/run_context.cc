@@ -144,6 +144,14 @@ void RunContext::checkpoint(int r, const Plan& plan, const Engine& engine) {
     if (const auto it = engine.missed.find(id); it != engine.missed.end())
       missed.push_back({engine.peers.at(id).clients, it->second});
   c.meta["missed"] = missed;
+  // the builds that ran this run's rounds so far (unknown past a checkpoint that did not say)
+  if (resumed_from_.empty() || earlier_commits_) {
+    std::vector<std::string> commits = earlier_commits_.value_or(std::vector<std::string>{});
+    if (!source_commit().empty() &&
+        std::find(commits.begin(), commits.end(), source_commit()) == commits.end())
+      commits.push_back(source_commit());
+    c.meta["commits"] = commits;
+  }
   write_checkpoint(out.path() / "checkpoint.bin", c);
   checkpoint_round_ = r + 1;
   engine.log(fmt::format("round {}: checkpoint written", r + 1));
@@ -219,6 +227,9 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
     }
   std::filesystem::copy_file(file, out.path() / "checkpoint.bin");  // kept if this run fails too
   resumed_from_ = dir;
+  resumed_after_ = round;
+  if (c.meta.contains("commits"))  // older checkpoints do not say
+    earlier_commits_ = c.meta["commits"].get<std::vector<std::string>>();
   checkpoint_round_ = round;
   return {round,
           {meta("bytes_sent_total").get<uint64_t>(), meta("bytes_received_total").get<uint64_t>()},
@@ -241,7 +252,8 @@ std::string RunContext::remove_superseded() {
   if (resumed_from_.empty() || !kept_for_resume(resumed_from_)) return "";
   std::error_code ec;
   std::filesystem::remove_all(resumed_from_, ec);
-  return ec ? "" : fmt::format("removed {}: the resumed run holds its rounds", resumed_from_.string());
+  return ec ? ""
+            : fmt::format("removed {}: the resumed run holds its rounds", resumed_from_.string());
 }
 
 int RunContext::finish(const Engine& engine,
@@ -266,7 +278,9 @@ int RunContext::finish(const Engine& engine,
       .source_commit = source_commit().empty() ? std::nullopt : std::optional(source_commit()),
       .build_vector_units = build_vector_units(),
       .blas_kernels = blas_kernels(),
-      .machine = machine_description()};
+      .machine = machine_description(),
+      .resumed_after_round = resumed_after_ ? std::optional<int64_t>(resumed_after_) : std::nullopt,
+      .earlier_commits = earlier_commits_};
   out.write_json("summary.json", to_json(summary));
   // A plot that cannot be drawn costs the run nothing: the README says why there is none.
   std::string plots =

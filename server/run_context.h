@@ -90,6 +90,10 @@ class RunContext {
   std::string diverged_;
   int checkpoint_round_ = 0;            // the round of the last checkpoint written, if any
   std::filesystem::path resumed_from_;  // --resume's folder
+  int resumed_after_ = 0;               // its checkpoint's round
+  // the commits of the builds that ran the rounds before this process's (the checkpoint's
+  // record, with this build's added when this run writes one); nullopt: an older checkpoint
+  std::optional<std::vector<std::string>> earlier_commits_;
   void evaluate_into(RoundRecord& rec);
   // Removes --resume's folder if only a run kept it for resuming (this run holds its rounds);
   // returns the line that says so, "" when nothing was removed.

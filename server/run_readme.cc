@@ -79,18 +79,6 @@ std::string aggregation_notes(const RunSpec& s, const std::filesystem::path& dir
   return md;
 }
 
-// The fedpar executable as the folder the run started in reaches it (./build/fedpar in a source
-// tree), or its absolute path; "fedpar" when the system does not say.
-std::string this_executable() {
-  const auto exe = executable_path();
-  if (exe.empty()) return "fedpar";
-  std::error_code ec;
-  const auto here = std::filesystem::current_path(ec);
-  const auto rel = exe.lexically_relative(here);
-  if (ec || rel.empty() || rel.begin()->string() == "..") return exe.string();
-  return (std::filesystem::path(".") / rel).string();
-}
-
 }  // namespace
 
 std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& summary,
@@ -133,6 +121,18 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
     md << aggregation_notes(s, dir);
   } catch (const std::exception& e) {
     md << fmt::format("- left-out updates and Krum's rounds not counted: {}\n", e.what());
+  }
+  if (summary.resumed_after_round) {
+    md << fmt::format(
+        "- resumed (`--resume`) after round {}: the rounds before ran in an earlier "
+        "server process",
+        *summary.resumed_after_round);
+    if (const auto& earlier = summary.earlier_commits; earlier && !earlier->empty()) {
+      md << fmt::format(", built from commit {}", fmt::join(*earlier, ", "));
+      if (earlier->size() > 1 || earlier->front() != summary.source_commit.value_or(""))
+        md << " (**not this one's**: the model is not an uninterrupted run's of one build)";
+    }
+    md << "\n";
   }
   if (summary.stopped_at_accuracy)
     md << fmt::format("- stopped at round {}: `stop_at_accuracy` was reached\n",

@@ -94,6 +94,19 @@ void expect_resume_gives_the_same_bytes(
   int expect = 1;
   while (std::getline(in, line)) EXPECT_EQ(nlohmann::json::parse(line)["round"], expect++);
   EXPECT_EQ(expect, 31);
+  // the folder says it went on from a checkpoint, and which build ran the rounds before
+  const auto summary = nlohmann::json::parse(std::ifstream(tmp / "res" / tag / "summary.json"));
+  ASSERT_TRUE(summary.contains("resumed_after_round")) << summary.dump();
+  const int after = summary["resumed_after_round"].get<int>();
+  EXPECT_TRUE(after >= 2 && after < 30 && after % 2 == 0) << after;
+  EXPECT_EQ(summary["earlier_commits"], summary.contains("source_commit")
+                                            ? nlohmann::json::array({summary["source_commit"]})
+                                            : nlohmann::json::array());
+  const std::string readme = testing::slurp(tmp / "res" / tag / "README.md");
+  EXPECT_NE(readme.find(fmt::format("resumed (`--resume`) after round {}", after)),
+            std::string::npos)
+      << readme;
+  EXPECT_EQ(readme.find("not this one's"), std::string::npos) << readme;
   if (also) also(tmp / "res" / tag);
 }
 
@@ -262,7 +275,8 @@ TEST(Resume, AFinishedRunIsNotResumedAgain) {
 // A resumed run that fails again (no client comes) keeps its folder under the old one's name:
 // the old <name>.incomplete goes, as it does when the resumed run finishes, and no
 // <name>.incomplete-2 stands beside it. Resumed from there, the run ends with the uninterrupted
-// bytes.
+// bytes; its checkpoint, rewritten as if another build had run the rounds before, makes its
+// README say so.
 TEST(Resume, ARunThatFailsAgainAfterItsResumeKeepsOneFolder) {
   TempDir tmp;
   const auto sets = with(kLong, {"regime=gradient", "sgd.batch=16", "wait_seconds=3"});
@@ -279,11 +293,18 @@ TEST(Resume, ARunThatFailsAgainAfterItsResumeKeepsOneFolder) {
   for (const auto& e : std::filesystem::directory_iterator(tmp / "res"))
     folders.insert(e.path().filename().string());
   EXPECT_EQ(folders, (std::set<std::string>{"twice-full", "twice.incomplete"}));
+  Checkpoint c = read_checkpoint(left / "checkpoint.bin");
+  c.meta["commits"] = {"0123456"};
+  write_checkpoint(left / "checkpoint.bin", c);
   const auto resumed = testing::run_distributed(tmp, "twice", "ipc://" + (tmp / "r").string(), 2,
                                                 sets, {}, {"--resume", left.string()});
   ASSERT_EQ(resumed.server_code, 0) << resumed.err;
   EXPECT_EQ(resumed.hash, full.hash) << resumed.err;
   EXPECT_FALSE(std::filesystem::exists(left));
+  EXPECT_NE(testing::slurp(tmp / "res" / "twice" / "README.md")
+                .find("built from commit 0123456 (**not this one's**"),
+            std::string::npos)
+      << testing::slurp(tmp / "res" / "twice" / "README.md");
 }
 
 TEST(Resume, AnotherConfigOrAStatefulTopologyIsRefusedWithTheReason) {
