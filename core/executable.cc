@@ -14,4 +14,14 @@ std::filesystem::path executable_path() {
   return path;
 }
 
+std::string this_executable() {
+  const auto exe = executable_path();
+  if (exe.empty()) return "fedpar";
+  std::error_code ec;
+  const auto here = std::filesystem::current_path(ec);
+  const auto rel = exe.lexically_relative(here);
+  if (ec || rel.empty() || rel.begin()->string() == "..") return exe.string();
+  return (std::filesystem::path(".") / rel).string();
+}
+
 }  // namespace fedpar

@@ -161,6 +161,8 @@ fi
   row "train --quiet --config experiments/baseline-logreg.toml"
   row "train --quiet --config experiments/cnn-subset.toml"
   row "run experiments/fedavg-mnist-2nn.toml" fedavg
+  row "run experiments/fedavg-mnist-2nn.toml --set local.prox_mu=0.01" fedprox
+  row "run experiments/fedavg-mnist-2nn.toml --set server_optimizer.name=adam --set local.server_lr=0.1" fedadam
   row "run experiments/dp-mnist-logreg.toml" dp
   row "run experiments/dp-mnist-logreg.toml --set rounds=5" dp5
   row "run experiments/dp-mnist-logreg.toml --set rounds=5 --set topology=master" dp5-master

@@ -10,6 +10,7 @@
 #include "core/backend.h"
 #include "core/build_info.h"
 #include "core/check.h"
+#include "core/executable.h"
 #include "core/results_dir.h"
 #include "core/safetensors.h"
 #include "core/stop_signal.h"
@@ -140,8 +141,8 @@ int run_train(const TrainArgs& args) {
       "README.md",
       fmt::format("# {}\n\nCentralized training of `{}` on {} by `fedpar train`.\n\n"
                   "- final test accuracy: {:.2f}% (loss {:.4f}) after {} epoch(s), {:.1f} s\n"
-                  "- `config.resolved.toml`: every setting of the run; rerun with "
-                  "`fedpar train --config config.resolved.toml`\n"
+                  "- `config.resolved.toml`: every setting of the run; rerun from the folder "
+                  "this run was started in with `{} train --config {}`\n"
                   "- `metrics.jsonl`: one JSON object per line; `kind` is `train` (every "
                   "{} steps) or `eval` (every epoch)\n"
                   "- fedpar built from commit `{}` for {} with {}, run on {}\n"
@@ -149,8 +150,9 @@ int run_train(const TrainArgs& args) {
                   "- `model.safetensors`: the final parameters ({} floats)\n\n{}",
                   s.name, s.model.name, data.train.name,
                   100.0 * last["test_accuracy"].get<double>(), last["test_loss"].get<double>(),
-                  s.train.epochs, seconds, s.log_every, source_commit(), build_vector_units(),
-                  blas_kernels(), machine_description(), model.num_params(),
+                  s.train.epochs, seconds, this_executable(),
+                  (out.path() / "config.resolved.toml").string(), s.log_every, source_commit(),
+                  build_vector_units(), blas_kernels(), machine_description(), model.num_params(),
                   settings_section(cfg, make_train_config())));
   const auto final_path = out.commit();
   progress.line(fmt::format("results: {}", final_path.string()));

@@ -53,6 +53,10 @@ TEST(TrainCli, TrainsOnMnistAndWritesResults) {
   for (const char* row : {"| `train.epochs` | `2` |", "| `model.name` | `'logreg'` |"})
     EXPECT_NE(readme.find(row), std::string::npos) << row << "\n" << readme;
   EXPECT_EQ(readme.find("| `train.shuffle` |"), std::string::npos) << "a default is not listed";
+  // its rerun line names the config where it is, not a path only the folder itself resolves
+  EXPECT_NE(readme.find("train --config " + (dir / "config.resolved.toml").string() + "`"),
+            std::string::npos)
+      << readme;
 
   std::ifstream metrics(dir / "metrics.jsonl");
   int evals = 0;
