@@ -418,6 +418,11 @@ TEST(DistributedFaults, SilentClientIsDroppedInModelRegimeAndStopsGradientRegime
                       [&](const std::string& ep) { peer = std::thread(silent_peer, ep, true); });
   peer.join();
   EXPECT_EQ(m.server_code, 0) << m.err;
+  // it said HELLO but never READY: the rounds begin without it after wait_seconds
+  EXPECT_NE(m.err.find("not ready (their data loaded) after 1 s (wait_seconds): the rounds begin "
+                       "without waiting for them"),
+            std::string::npos)
+      << m.err;
   EXPECT_NE(m.err.find("dropped a message from a peer: bad magic"), std::string::npos) << m.err;
   EXPECT_NE(m.err.find("continuing with the rest"), std::string::npos) << m.err;
   // still connected, so asked again each round until drop_after_missed_rounds (3) misses
