@@ -442,6 +442,9 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
   }
   report << equivalence_md << (plan.equivalence ? "\n## Runs\n\n" : "")
          << results_table(results, target) << "\n";
+  if (const std::string means = seed_means_table(results, target); !means.empty())
+    report << "### Over seeds\n\nEach run's seeds together (sample standard deviation).\n\n"
+           << means << "\n";
   if (const std::string grid = grid_table(results, target); !grid.empty())
     report << "### Best of each learning-rate grid\n\n" << grid << "\n";
   report << section_md;

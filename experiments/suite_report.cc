@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <sstream>
@@ -104,6 +105,55 @@ std::string results_table(const std::vector<SuiteRun>& runs, double target) {
                      evaluated ? fmt::format("{:.2f}%", best_of(r.curves.accuracy)) : "-",
                      target_cell, evaluated ? fmt::format("{:.1f}", last_of(r.curves.mb)) : "-",
                      r.curves.round_seconds, other_clock(r));
+  }
+  return t.str();
+}
+
+std::string seed_means_table(const std::vector<SuiteRun>& runs, double target) {
+  const auto all = groups(runs);
+  if (std::none_of(all.begin(), all.end(), [](const auto& g) { return g.size() > 1; })) return "";
+  std::ostringstream t;
+  t << "| run | seeds | final accuracy: mean | std | min .. max | best accuracy: mean |"
+    << (target > 0 ? fmt::format(" seeds at {0}% | their mean rounds to {0}% |", target) : "")
+    << "\n|---|---|---|---|---|---|" << (target > 0 ? "---|---|" : "") << "\n";
+  for (const auto& g : all) {
+    std::vector<double> finals, bests, rounds;
+    size_t diverged = 0;
+    for (const SuiteRun* r : g) {
+      if (r->diverged_at_round || r->curves.accuracy.empty()) {
+        ++diverged;  // no final accuracy to average
+        continue;
+      }
+      finals.push_back(last_of(r->curves.accuracy));
+      bests.push_back(best_of(r->curves.accuracy));
+      if (const int k = rounds_to(r->curves, target)) rounds.push_back(k);
+    }
+    const auto mean = [](const std::vector<double>& v) {
+      double s = 0;
+      for (double x : v) s += x;
+      return v.empty() ? 0 : s / double(v.size());
+    };
+    const double m = mean(finals);
+    double var = 0;
+    for (double x : finals) var += (x - m) * (x - m);
+    const std::string seeds =
+        diverged ? fmt::format("{} ({} diverged or unevaluated)", g.size(), diverged)
+                 : std::to_string(g.size());
+    if (finals.empty()) {
+      t << fmt::format("| {} | {} | - | - | - | - |{}\n", g.front()->group, seeds,
+                       target > 0 ? " 0 | - |" : "");
+      continue;
+    }
+    t << fmt::format(
+        "| {} | {} | {:.2f}% | {} | {:.2f} .. {:.2f}% | {:.2f}% |", g.front()->group, seeds, m,
+        finals.size() > 1 ? fmt::format("{:.2f}", std::sqrt(var / double(finals.size() - 1)))
+                          : std::string("-"),
+        *std::min_element(finals.begin(), finals.end()),
+        *std::max_element(finals.begin(), finals.end()), mean(bests));
+    if (target > 0)
+      t << fmt::format(" {} of {} | {} |", rounds.size(), g.size(),
+                       rounds.empty() ? std::string("-") : fmt::format("{:.1f}", mean(rounds)));
+    t << "\n";
   }
   return t.str();
 }

@@ -35,6 +35,10 @@ int rounds_to(const RunCurves& c, double target);
 
 // | run | overrides | clients | median EMD | final | best | [rounds to target] | MB | round time |
 std::string results_table(const std::vector<SuiteRun>& runs, double target);
+// One row per run of a suite with seeds: its final accuracy's mean, sample standard deviation and
+// range over the seeds, the best accuracy's mean and, with a target, how many seeds reached it and
+// their mean rounds; "" when no run has more than one seed.
+std::string seed_means_table(const std::vector<SuiteRun>& runs, double target);
 // Per client and per round: parameter and activation memory, bytes down/up, time split.
 std::string accounting_table(const std::vector<SuiteRun>& runs);
 // Runs labelled "name@value" form a grid per name: its best value (fewest rounds to target, then

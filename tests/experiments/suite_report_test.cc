@@ -47,6 +47,35 @@ TEST(ResultsTable, ASecondsCellOnAnotherClockSaysWhich) {
             std::string::npos);
 }
 
+// A run's seeds together: the final accuracy's mean, sample standard deviation and range, the best
+// accuracy's mean, and how many seeds reached the target in how many rounds on average; a run of
+// one seed alone makes no table.
+TEST(SeedMeansTable, AveragesEachRunsSeeds) {
+  std::vector<SuiteRun> runs;
+  for (const auto& [seed, finals] : std::vector<std::pair<int, std::vector<double>>>{
+           {1, {80, 90}}, {2, {86, 88}}, {3, {70, 84}}}) {
+    SuiteRun r = run("fedavg-s" + std::to_string(seed), "server");
+    r.group = "fedavg";
+    r.curves.accuracy = finals;
+    runs.push_back(r);
+  }
+  SuiteRun diverged = run("sgd-s1", "server");
+  diverged.group = "sgd";
+  diverged.diverged_at_round = 3;
+  runs.push_back(diverged);
+  runs.push_back(diverged);
+  runs.back().label = "sgd-s2";
+  const std::string table = seed_means_table(runs, 85);
+  // finals 90, 88, 84: mean 87.33, sample std 3.06; bests the same; 85% reached by seeds 1 and 2
+  // at rounds 20 and 10
+  EXPECT_EQ(row(table, "fedavg"),
+            "| fedavg | 3 | 87.33% | 3.06 | 84.00 .. 90.00% | 87.33% | 2 of 3 | 15.0 |")
+      << table;
+  EXPECT_EQ(row(table, "sgd"), "| sgd | 2 (2 diverged or unevaluated) | - | - | - | - | 0 | - |")
+      << table;
+  EXPECT_EQ(seed_means_table({run("a", "server"), run("b", "server")}, 85), "");
+}
+
 // A run's rounds read back: the seconds and the round time count the links' simulated time where
 // the records carry it (a network run), else the server's wait + aggregation.
 TEST(ReadCurves, TheRoundTimeCountsTheSecondsClock) {
