@@ -168,7 +168,7 @@ void Engine::await_ready() {
         if (!ready.count(id))
           late.insert(late.end(), peers[id].clients.begin(), peers[id].clients.end());
       log(fmt::format(
-          "the process(es) of virtual clients {} not ready (their data loaded) after {} "
+          "the process(es) of virtual clients {} are not ready (their data loaded) after {} "
           "s (wait_seconds): the rounds begin without waiting for them",
           fmt::join(late, ", "), s_.wait_seconds));
       return;
