@@ -5,4 +5,5 @@ set xlabel 'round' noenhanced
 set ylabel 'test accuracy (%)' noenhanced
 set grid
 set key outside right top noenhanced
+set xtics 1
 plot 'accuracy-vs-round.svg.dat' index 0 using 1:2 with linespoints pt 7 ps 0.4 lc 1 dt 1 title 'N1', 'accuracy-vs-round.svg.dat' index 1 using 1:2 with linespoints pt 7 ps 0.4 lc 2 dt 1 title 'N2', 'accuracy-vs-round.svg.dat' index 2 using 1:2 with linespoints pt 7 ps 0.4 lc 3 dt 1 title 'N4', 'accuracy-vs-round.svg.dat' index 3 using 1:2 with linespoints pt 7 ps 0.4 lc 4 dt 1 title 'N8'
