@@ -99,14 +99,16 @@ class Supervisor {
  public:
   Supervisor(const RunSpec& s, const std::filesystem::path& config,
              const std::filesystem::path& endpoint, const LocalRunOptions& opts,
-             std::vector<std::vector<std::string>> client_flags)
+             std::vector<std::vector<std::string>> client_flags,
+             std::vector<std::string> server_flags)
       : s_(s),
         config_(config),
         endpoint_(endpoint),
         quiet_(opts.quiet),
         plots_(opts.plots),
         resume_(opts.resume),
-        client_flags_(std::move(client_flags)) {
+        client_flags_(std::move(client_flags)),
+        server_flags_(std::move(server_flags)) {
     for (int sig : stop_signals()) signals_.add(sig);
   }
 
@@ -118,6 +120,7 @@ class Supervisor {
     if (quiet_) args.push_back("--quiet");
     if (!plots_) args.push_back("--no-plots");
     if (!resume_.empty()) args.insert(args.end(), {"--resume", resume_});
+    args.insert(args.end(), server_flags_.begin(), server_flags_.end());
     start("server", args);
     started_ = std::chrono::steady_clock::now();
     wait_for_endpoint();
@@ -278,6 +281,7 @@ class Supervisor {
   bool plots_;
   std::string resume_;
   std::vector<std::vector<std::string>> client_flags_;  // per client process, e.g. its key
+  std::vector<std::string> server_flags_;               // e.g. --also-allow its clients' keys
   std::string exe_ = self_exe();
   ProgramName program_name_;
   asio::io_context io_;
@@ -303,17 +307,12 @@ Config config_without(const Config& cfg, std::initializer_list<std::string_view>
 }
 
 // [security] under `fedpar run`: a key pair for each client process in `dir`, their public keys
-// (with those of security.clients) in dir/allowed as the server's allow-list, and each process's
-// --key and --server-key.
-static std::vector<std::vector<std::string>> local_client_keys(Config& cfg, const RunSpec& s,
+// in dir/allowed, which the server lets in beside security.clients' (--also-allow: the run's
+// config keeps the user's folder), and each process's --key and --server-key.
+static std::vector<std::vector<std::string>> local_client_keys(const RunSpec& s,
                                                                const std::filesystem::path& dir) {
   const auto allowed = dir / "allowed";
   std::filesystem::create_directories(allowed);
-  if (std::filesystem::is_directory(s.security.clients))
-    for (const auto& e : std::filesystem::directory_iterator(s.security.clients))
-      if (e.path().extension() == ".pub")
-        std::filesystem::copy_file(e.path(), allowed / e.path().filename(),
-                                   std::filesystem::copy_options::overwrite_existing);
   const auto server_pub = dir / "server.pub";
   std::ofstream(server_pub) << fmt::format("public = \"{}\"\n",
                                            read_curve_keys(s.security.key).public_key);
@@ -325,7 +324,6 @@ static std::vector<std::vector<std::string>> local_client_keys(Config& cfg, cons
                                std::filesystem::copy_options::overwrite_existing);
     flags.push_back({"--key", key.string(), "--server-key", server_pub.string()});
   }
-  cfg.set("security.clients", allowed.string());
   return flags;
 }
 
@@ -363,7 +361,11 @@ int run_locally(Config cfg, const LocalRunOptions& opts) {
   const auto config = dir / "run.toml", endpoint = dir / "endpoint";
   std::filesystem::remove(endpoint);
   std::vector<std::vector<std::string>> client_flags;
-  if (s.security.on()) client_flags = local_client_keys(cfg, s, dir);
+  std::vector<std::string> server_flags;
+  if (s.security.on()) {
+    client_flags = local_client_keys(s, dir);
+    server_flags = {"--also-allow", (dir / "allowed").string()};
+  }
   std::ofstream(config) << cfg.to_toml();
   struct Cleanup {
     std::filesystem::path dir;
@@ -375,7 +377,7 @@ int run_locally(Config cfg, const LocalRunOptions& opts) {
   struct RestoreStopHandlers {  // the supervisor's signal_set, gone, leaves the default actions
     ~RestoreStopHandlers() { install_stop_handlers(); }
   } restore;
-  return Supervisor(s, config, endpoint, opts, client_flags).run();
+  return Supervisor(s, config, endpoint, opts, client_flags, server_flags).run();
 }
 
 }  // namespace fedpar

@@ -190,7 +190,11 @@ int run_server(Config cfg, const ServerOptions& opts) {
       opts.resume.empty() ? RunContext::Resumed{} : run.resume(opts.resume, *plan);
   std::optional<CurveServer> curve;
   if (s.security.on()) {
-    curve = CurveServer{read_curve_keys(s.security.key), read_allowed_keys(s.security.clients)};
+    // with --also-allow (fedpar run's own clients) the user's folder may be empty or absent
+    std::set<std::string> allowed =
+        read_allowed_keys(s.security.clients, /*required=*/opts.also_allow.empty());
+    if (!opts.also_allow.empty()) allowed.merge(read_allowed_keys(opts.also_allow));
+    curve = CurveServer{read_curve_keys(s.security.key), std::move(allowed)};
     if (curve->keys.secret_key.empty())
       throw Error(
           fmt::format("security.key: {} holds only a public key; the server needs its "

@@ -17,6 +17,10 @@ struct ServerOptions {
   bool quiet = false;
   zmq::context_t* context = nullptr;  // shared with client threads for inproc:// (tests)
   std::string resume;                 // a run folder with checkpoint.bin: continue that run
+  // A folder of further client .pub files to let in beside security.clients' (fedpar run's own
+  // client processes, keyed for the one run): not part of the run's config, which keeps the
+  // user's folder for a rerun.
+  std::string also_allow;
   // Draws the finished run's plots into its folder (the folder, the run's name) and returns the
   // README's markdown showing them; unset: none (the fedpar command sets it: plotting lives above
   // the server).

@@ -33,6 +33,10 @@ Action add_server_command(CLI::App& app) {
   cmd->add_option("--endpoint-file", a->opts.endpoint_file,
                   "write the bound endpoint here (useful with tcp://127.0.0.1:*)");
   cmd->add_flag("--quiet", a->opts.quiet, "no progress on stderr");
+  cmd->add_option("--also-allow", a->opts.also_allow,
+                  "with [security]: a folder of further client .pub files to let in, kept out of "
+                  "the run's config (fedpar run passes its own client processes' keys)")
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--resume", a->opts.resume,
                   "continue the run whose folder holds checkpoint.bin; the same config")
       ->check(CLI::ExistingDirectory);

@@ -112,6 +112,15 @@ TEST(Curve, WorkerLinksSpeakCurveAndTrainWhatPlaintextTrains) {
       ASSERT_EQ(r.code, 0) << run_name << ": " << r.err;
       EXPECT_EQ(r.err.find("refused"), std::string::npos) << run_name << ": " << r.err;
       params[curve] = testing::final_params(tmp / "res" / run_name);
+      // the run's config keeps the user's allow-list, not fedpar run's own throw-away one, so
+      // its README's commands work after the run
+      const std::string resolved = testing::slurp(tmp / "res" / run_name / "config.resolved.toml");
+      EXPECT_EQ(curve, resolved.find((tmp / "keys" / "none").string()) != std::string::npos)
+          << resolved;
+      EXPECT_EQ(resolved.find("fedpar-run-"), std::string::npos) << resolved;
+      const std::string readme = testing::slurp(tmp / "res" / run_name / "README.md");
+      EXPECT_EQ(curve, readme.find("--key NAME.key --server-key SERVER.pub") != std::string::npos)
+          << readme;
     }
     ASSERT_FALSE(params[0].empty());
     EXPECT_EQ(params[0], params[1]) << name;
