@@ -32,10 +32,10 @@ seed = 1                 # model init, partition, client sampling, local shuffle
 rounds = 10
 regime = "model"         # gradient (one gradient per client per round) | model (local steps, deltas)
                          # | async (each gradient applied as it arrives; see [async])
-topology = "parameter-server"  # gradient regime: parameter-server | master | allreduce (docs/topologies.md) | pipeline | tensor (docs/pipeline.md)
+topology = "parameter-server"  # parameter-server (both regimes) | gradient regime: master | allreduce (docs/topologies.md) | pipeline | tensor (docs/pipeline.md)
 bind = "tcp://127.0.0.1:5555"  # also ipc://PATH; tcp port * picks a free one
 processes = 1            # client processes to wait for
-max_slots = 1            # the most virtual clients one process may ask to host (fedpar client --slots)
+max_slots = 1            # the most slots a process may ask for (fedpar client --slots): a weight, clients are dealt in proportion
 wait_seconds = 60.0      # for the processes to say HELLO, and for each round's updates
 eval_every = 1           # rounds between test-set evaluations
 checkpoint_every = 0     # > 0: checkpoint.bin in the results folder every r rounds (fedpar run --resume)

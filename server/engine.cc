@@ -196,7 +196,7 @@ void Engine::throw_if_failed_to_start(const Incoming& in) const {
 void Engine::add_peer(const Received& r, const HelloMsg& hello) {
   peers[r.peer] = Peer{r.peer, hello.slots, {}, 0, r.bytes()};
   order.push_back(r.peer);
-  log(fmt::format("client process {} of {} connected ({} slots)", peers.size(), s_.processes,
+  log(fmt::format("client process {} of {} connected ({} slot(s))", peers.size(), s_.processes,
                   hello.slots));
 }
 

@@ -134,6 +134,15 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
     }
     md << "\n";
   }
+  std::vector<uint32_t> lost;  // the clients of the processes dropped during the run
+  for (const HostRecord& h : summary.hosts)
+    if (h.lost) lost.insert(lost.end(), h.clients.begin(), h.clients.end());
+  if (!lost.empty())
+    md << fmt::format(
+        "- **virtual client(s) {} were on a client process the run lost** (it missed "
+        "`drop_after_missed_rounds` rounds in a row, or left the ring) and got no tasks after; "
+        "each round's `missing` in metrics.jsonl names the updates it went without\n",
+        fmt::join(lost, ", "));
   if (summary.stopped_at_accuracy)
     md << fmt::format("- stopped at round {}: `stop_at_accuracy` was reached\n",
                       summary.rounds_run);

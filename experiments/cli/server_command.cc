@@ -55,7 +55,9 @@ Action add_client_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("client", "host virtual clients for a fedpar server");
   auto o = std::make_shared<ClientOptions>();
   cmd->add_option("--server", o->server, "tcp://HOST:PORT or ipc://PATH")->required();
-  cmd->add_option("--slots", o->slots, "virtual clients this process offers")
+  cmd->add_option("--slots", o->slots,
+                  "this process's share of the virtual clients: they are dealt in proportion to "
+                  "the processes' slots (at most the run's max_slots)")
       ->capture_default_str();
   cmd->add_option("--wait", o->wait_seconds, "seconds the server may stay silent")
       ->capture_default_str();

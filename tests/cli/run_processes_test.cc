@@ -900,6 +900,18 @@ TEST(DistributedFaults, KilledClientModelRegimeFinishesWithTheRest) {
   EXPECT_EQ(rounds, 12);
   EXPECT_GE(partial, 1);
   EXPECT_NE(m.out.find("final model hash:"), std::string::npos);
+  // the README says whose clients the run lost, as summary.json's hosts record it
+  const auto summary =
+      nlohmann::json::parse(testing::slurp(tmp / "res" / "model" / "summary.json"));
+  std::vector<uint32_t> lost;
+  for (const auto& h : summary["hosts"])
+    if (h["lost"].get<bool>()) lost = h["clients"].get<std::vector<uint32_t>>();
+  ASSERT_EQ(lost.size(), 2u) << summary.dump();
+  EXPECT_NE(testing::slurp(tmp / "res" / "model" / "README.md")
+                .find(fmt::format("virtual client(s) {}, {} were on a client process the run lost",
+                                  lost[0], lost[1])),
+            std::string::npos)
+      << testing::slurp(tmp / "res" / "model" / "README.md");
 }
 
 TEST(DistributedFaults, KilledClientStopsGradientRegimeWithAClearError) {
