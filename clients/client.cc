@@ -612,12 +612,14 @@ int run_client(const ClientOptions& o) {
     first = channel->receive(deadline);
   }
   if (!first)
-    throw RunFailed(fmt::format("no answer from the server at {} within {} s{}", o.server,
-                                o.wait_seconds,
-                                curve ? " (with CURVE: is this key on the server's allow-list, and "
-                                        "--server-key the server's public key?)"
-                                      : " (a server with [security] keys answers only clients "
-                                        "with --key and --server-key)"));
+    throw RunFailed(
+        fmt::format("no answer from the server at {} within {} s: is it running, at that "
+                    "host and port?{}",
+                    o.server, o.wait_seconds,
+                    curve ? " (with CURVE: is this key on the server's allow-list, and "
+                            "--server-key the server's public key?)"
+                          : " (a server with [security] keys answers only clients "
+                            "with --key and --server-key)"));
   auto parsed = parse_message(first->spans());
   if (auto* e = std::get_if<ProtocolError>(&parsed)) throw Error("bad WELCOME: " + e->reason);
   const ParsedMessage& w = std::get<ParsedMessage>(parsed);

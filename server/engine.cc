@@ -117,8 +117,9 @@ void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
     if (!in)
       throw RunFailed(
           fmt::format("only {} of {} client processes said HELLO within {} s (start them "
-                      "with: fedpar client --server {})",
-                      peers.size(), s_.processes, s_.wait_seconds, endpoint()));
+                      "with: fedpar client --server {}{})",
+                      peers.size(), s_.processes, s_.wait_seconds, endpoint(),
+                      s_.security.on() ? " --key NAME.key --server-key SERVER.pub" : ""));
     auto hello = decode_hello(in->parsed);
     if (auto* e = std::get_if<ProtocolError>(&hello)) {
       reject(in->msg, in->parsed.header.type == MessageType::kHello

@@ -138,10 +138,10 @@ class ZmqChannel final : public Channel {
     try {
       sock_.get().connect(endpoint);
     } catch (const zmq::error_t& e) {
-      throw Error(fmt::format("cannot connect to {}: {}{}", endpoint, e.what(),
-                              endpoint.find("://") == std::string::npos
-                                  ? " (an endpoint is tcp://HOST:PORT or ipc://PATH)"
-                                  : ""));
+      throw Error(
+          fmt::format("cannot connect to {}: {} (an endpoint is tcp://HOST:PORT or "
+                      "ipc://PATH)",
+                      endpoint, e.what()));
     }
   }
   ~ZmqChannel() override {
