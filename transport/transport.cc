@@ -129,7 +129,8 @@ class ZmqChannel final : public Channel {
     static std::atomic<int> channels{0};
     const std::string monitor = fmt::format("inproc://fedpar-channel-monitor-{}", channels++);
     if (zmq_socket_monitor(sock_.get().handle(), monitor.c_str(),
-                           ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) == 0) {
+                           ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED | kHandshakeFailed |
+                               ZMQ_EVENT_HANDSHAKE_SUCCEEDED) == 0) {
       monitor_.emplace(sock_.context(), zmq::socket_type::pair);
       monitor_->set(zmq::sockopt::linger, 0);
       monitor_->connect(monitor);
@@ -172,8 +173,18 @@ class ZmqChannel final : public Channel {
       if (!ev.empty() && ev[0].size() >= sizeof id) std::memcpy(&id, ev[0].data(), sizeof id);
       if (id == ZMQ_EVENT_DISCONNECTED && !lost_since_) lost_since_ = Clock::now();
       if (id == ZMQ_EVENT_CONNECTED) lost_since_.reset();
+      if ((id & kHandshakeFailed) && !refused_since_) refused_since_ = Clock::now();
+      if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) refused_since_.reset();
       ev.clear();
     }
+    // a server that keeps refusing the handshake is there, but will not take this client
+    if (refused_since_ && seconds_since(*refused_since_) > kServerGoneSeconds)
+      throw RunFailed(fmt::format(
+          "the server at {} has refused this client's handshake for {:.0f} s: a server with "
+          "[security] keys lets in only clients started with --key (a key pair whose .pub is on "
+          "its allow-list, security.clients) and --server-key (the server's .pub), and a server "
+          "without keys refuses a client with them (docs/distributed.md)",
+          endpoint_, seconds_since(*refused_since_)));
     if (lost_since_ && seconds_since(*lost_since_) > kServerGoneSeconds)
       throw RunFailed(
           fmt::format("lost the connection to the server at {} {:.0f} s ago and it did "
@@ -181,10 +192,14 @@ class ZmqChannel final : public Channel {
                       endpoint_, seconds_since(*lost_since_)));
   }
   static constexpr double kServerGoneSeconds = 5;
+  static constexpr int kHandshakeFailed = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                                          ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                          ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
   ZmqSocket sock_;
   std::string endpoint_;
   std::optional<zmq::socket_t> monitor_;
-  std::optional<Clock::time_point> lost_since_;  // the connection is down since
+  std::optional<Clock::time_point> lost_since_;     // the connection is down since
+  std::optional<Clock::time_point> refused_since_;  // the handshakes fail since
 };
 
 }  // namespace

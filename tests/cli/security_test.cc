@@ -127,6 +127,39 @@ TEST(Curve, WorkerLinksSpeakCurveAndTrainWhatPlaintextTrains) {
   }
 }
 
+// A `fedpar client` the keyed server turns away, without keys or with a key not on its list, is
+// told the server refuses its handshake and what lets a client in, not that the server is gone.
+TEST(Curve, ARefusedClientIsToldWhyNotThatTheServerIsGone) {
+  TempDir tmp;
+  const auto server_key = write_curve_key_pair(tmp / "keys", "server", generate_curve_key_pair());
+  write_curve_key_pair(tmp / "keys", "alice", generate_curve_key_pair());
+  const auto mallory_key =
+      write_curve_key_pair(tmp / "mallory", "mallory", generate_curve_key_pair());
+  std::filesystem::create_directories(tmp / "keys" / "allowed");
+  std::filesystem::copy_file(tmp / "keys" / "alice.pub", tmp / "keys" / "allowed" / "alice.pub");
+  const pid_t server = testing::spawn_fedpar(
+      testing::server_args(
+          tmp, "keyed", "keyed", "tcp://127.0.0.1:*", 1,
+          {"security.key=" + server_key.string(),
+           "security.clients=" + (tmp / "keys" / "allowed").string(), "wait_seconds=30"}),
+      tmp / "keyed.out", tmp / "keyed.err");
+  const std::string ep = testing::wait_for_file(tmp / "keyed.ep", 20);
+  ASSERT_FALSE(ep.empty()) << testing::slurp(tmp / "keyed.err");
+  for (const bool with_key : {false, true}) {
+    std::vector<std::string> args = {"client", "--wait", "20", "--server", ep};
+    if (with_key)
+      args.insert(args.end(), {"--key", mallory_key.string(), "--server-key",
+                               (tmp / "keys" / "server.pub").string()});
+    const pid_t client = testing::spawn_fedpar(args, tmp / "c.out", tmp / "c.err");
+    EXPECT_EQ(testing::wait_exit(client, 20).value_or(-99), kExitRunFailed);
+    const std::string err = testing::slurp(tmp / "c.err");
+    EXPECT_NE(err.find("has refused this client's handshake"), std::string::npos) << err;
+    EXPECT_EQ(err.find("lost the connection"), std::string::npos) << err;
+  }
+  kill(server, SIGKILL);
+  waitpid(server, nullptr, 0);
+}
+
 TEST(Curve, KeyFilesAreNeverOverwrittenAndBadOnesAreNamed) {
   TempDir tmp;
   const auto k = write_curve_key_pair(tmp.path(), "a", generate_curve_key_pair());
