@@ -16,7 +16,10 @@ Action add_models_command(CLI::App& app) {
     for (const auto& name : model_names()) {
       ModelSpec spec{name, name == "mlp" ? std::vector<int>{100} : std::vector<int>{}};
       Model m(*be, spec, {28, 28, 1}, 10);
-      fmt::print("{}{}:\n{}\n\n", name, name == "mlp" ? " (hidden 100; set with --set model.hidden=[200,200], or fedpar train --hidden 200,200)" : "",
+      fmt::print("{}{}:\n{}\n\n", name,
+                 name == "mlp" ? " (hidden 100; set with --set model.hidden=[200,200], or fedpar "
+                                 "train --hidden 200,200)"
+                               : "",
                  m.summary());
     }
     return 0;
