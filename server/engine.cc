@@ -140,6 +140,7 @@ void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
   deal_clients();
   for (const auto& id : order) {
     transport_.assign(id, peers[id].clients);  // [network] emulated: its uplink is shaped now
+    warn_of_shared_link(peers[id].clients);
     WelcomeMsg w{config_toml, peers[id].clients, {}, num_params, manifest.dataset_hash};
     for (uint32_t c : peers[id].clients) {
       w.shards.push_back(manifest.clients[c].indices);
@@ -192,6 +193,22 @@ void Engine::throw_if_failed_to_start(const Incoming& in) const {
   throw RunFailed(fmt::format("the process of virtual clients {} could not start: {}",
                               fmt::join(peers.at(in.msg.peer).clients, ", "),
                               e.index() == 0 ? std::get<ErrorMsg>(e).reason : "(no reason given)"));
+}
+
+void Engine::warn_of_shared_link(const std::vector<uint32_t>& clients) const {
+  if (s_.network.mode != NetworkMode::kEmulated || clients.empty()) return;
+  const LinkProfile& link = s_.network.of(clients.front());
+  std::vector<std::string> others;
+  for (uint32_t c : clients)
+    if (s_.network.of(c).name != link.name)
+      others.push_back(fmt::format("{} ({})", c, s_.network.of(c).name));
+  if (!others.empty())
+    log(
+        fmt::format("network.mode = \"emulated\" shapes one link per process: the process of "
+                    "virtual clients {} sends and receives for all of them over client {}'s {} "
+                    "link, also for {}; one client per process (processes = partition.clients) "
+                    "gives each its own",
+                    fmt::join(clients, ", "), clients.front(), link.name, fmt::join(others, ", ")));
 }
 
 void Engine::add_peer(const Received& r, const HelloMsg& hello) {

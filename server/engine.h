@@ -183,6 +183,8 @@ class Engine {
   std::string check(const CollectSpec& spec, const Collected& so_far, Reply& r) const;
   void throw_if_non_finite(const CollectSpec& spec, const Reply& r) const;
   void add_peer(const Received& r, const HelloMsg& hello);
+  // Emulated links are per process: says so when `clients`, one process's, have other profiles.
+  void warn_of_shared_link(const std::vector<uint32_t>& clients) const;
   void deal_clients();
   // The samples behind client c's answer to a task of this kind and batch (the manifest's count).
   uint64_t expected_samples(uint32_t c, TaskKind kind, int64_t batch) const;

@@ -153,6 +153,26 @@ TEST(NetworkRun, AnEmulatedLinkTooSlowForTheDeadlineIsNamedBeforeTheFirstRound) 
       "each), or compress the updates");
 }
 
+// Emulated links are per process: a process hosting clients 0 and 2 (2 processes, 4 clients dealt
+// in turn) sends for both over client 0's link, which the server says when client 2's profile
+// differs; the other process, whose clients share one profile, is not named.
+TEST(NetworkRun, AnEmulatedProcessWhoseClientsHaveOtherProfilesSaysItsLinkIsShared) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << kNetworkRun;
+  std::string args = fmt::format("run {} --set results_dir={}", (tmp / "run.toml").string(),
+                                 (tmp / "res").string());
+  for (const auto& s : with(kModel, {"rounds=1", "network.mode=emulated",
+                                     "network.profile=datacenter", "network.profiles=2:wifi"}))
+    args += " --set " + s;
+  const auto r = testing::run_fedpar(args, tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("the process of virtual clients 0, 2 sends and receives for all of them "
+                       "over client 0's datacenter link, also for 2 (wifi)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("virtual clients 1, 3 sends"), std::string::npos) << r.err;
+}
+
 // Simulated, with drop_late: a client whose link cannot carry the model down and its update up
 // within wait_seconds (client 0: 9,128 bytes each way at 10 kbit/s, 14.6 s) is named before the
 // first round, as one left out; with 18 s the same run says nothing.
