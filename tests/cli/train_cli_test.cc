@@ -158,32 +158,21 @@ TEST(TrainCli, AConfigForTheOtherCommandSaysWhichItIsFor) {
   testing::TempDir tmp;
   std::ofstream(tmp / "train.toml") << "[train]\nbatch = 64\n";
   std::ofstream(tmp / "run.toml") << "regime = 'model'\n";
-  CliRun r = run_fedpar("run " + (tmp / "train.toml").string(), tmp.path());
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("train.toml: unknown config key 'train.batch': [train] is `fedpar "
-                       "train`'s table: is this a `fedpar train` config?"),
-            std::string::npos)
-      << r.err;
-  r = run_fedpar("train --quiet --config " + (tmp / "run.toml").string(), tmp.path());
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("unknown config key 'regime': a key of `fedpar run` configs"),
-            std::string::npos)
-      << r.err;
+  testing::expect_refused("run " + (tmp / "train.toml").string(), tmp.path(), 2,
+                          "train.toml: unknown config key 'train.batch': [train] is `fedpar "
+                          "train`'s table: is this a `fedpar train` config?");
+  CliRun r =
+      testing::expect_refused("train --quiet --config " + (tmp / "run.toml").string(), tmp.path(),
+                              2, "unknown config key 'regime': a key of `fedpar run` configs");
   EXPECT_NE(r.err.find("is this a `fedpar run` config?"), std::string::npos) << r.err;
   // a suite file and a run config mistaken for each other say which command each is for
   std::ofstream(tmp / "suite.toml") << "[suite]\nruns = ['a | rounds=1']\n";
-  r = run_fedpar("run " + (tmp / "suite.toml").string(), tmp.path());
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("unknown config key 'suite.runs': [suite] is a suite file's table: is "
-                       "this a suite? (`fedpar suite FILE` runs one)"),
-            std::string::npos)
-      << r.err;
-  r = run_fedpar("suite " + (tmp / "run.toml").string(), tmp.path());
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("run.toml: suite.runs is empty: a suite lists its runs in its [suite] "
-                       "table"),
-            std::string::npos)
-      << r.err;
+  testing::expect_refused("run " + (tmp / "suite.toml").string(), tmp.path(), 2,
+                          "unknown config key 'suite.runs': [suite] is a suite file's table: is "
+                          "this a suite? (`fedpar suite FILE` runs one)");
+  r = testing::expect_refused(
+      "suite " + (tmp / "run.toml").string(), tmp.path(), 2,
+      "run.toml: suite.runs is empty: a suite lists its runs in its [suite] table");
   EXPECT_NE(r.err.find("is this a `fedpar run` config? (`fedpar run FILE` runs one)"),
             std::string::npos)
       << r.err;

@@ -1,6 +1,7 @@
 // Runs the real fedpar binary (FEDPAR_BIN, set by CMake) as a user would, capturing its output.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -25,6 +26,16 @@ inline CliRun run_fedpar(const std::string& args, const std::filesystem::path& t
       std::string(FEDPAR_BIN) + " " + args + " >" + out.string() + " 2>" + err.string();
   const int status = std::system(cmd.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+// `fedpar args` refused: it exits with `code` and its stderr holds `message`. Returns the run, for
+// what else a caller checks.
+inline CliRun expect_refused(const std::string& args, const std::filesystem::path& tmp, int code,
+                             const std::string& message) {
+  CliRun r = run_fedpar(args, tmp);
+  EXPECT_EQ(r.code, code) << "fedpar " << args << "\n" << r.err;
+  EXPECT_NE(r.err.find(message), std::string::npos) << "fedpar " << args << "\n" << r.err;
+  return r;
 }
 
 }  // namespace fedpar::testing
