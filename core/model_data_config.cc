@@ -44,6 +44,12 @@ ModelSpec resolve_model_spec(const Config& c) {
   return m;
 }
 
+uint64_t resolve_seed(const Config& c) {
+  const int64_t seed = c.get_int("seed");
+  if (seed < 0) throw Error(fmt::format("seed must be >= 0, got {}", seed));
+  return uint64_t(seed);
+}
+
 DataOptions resolve_data_options(const Config& c, uint64_t seed) {
   DataOptions d;
   d.name = c.get_string("data.name");

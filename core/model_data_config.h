@@ -15,5 +15,7 @@ extern const char* const kModelDataDefaults;
 // Throw Error naming the key and the valid choices.
 ModelSpec resolve_model_spec(const Config& c);
 DataOptions resolve_data_options(const Config& c, uint64_t seed);
+// The key "seed" (a run's and a training's), refused when negative.
+uint64_t resolve_seed(const Config& c);
 
 }  // namespace fedpar

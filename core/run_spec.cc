@@ -202,7 +202,8 @@ std::map<uint32_t, double> client_values(const Config& c, const char* key, doubl
     if (parsed->first >= uint32_t(clients))  // a typo would otherwise slow nobody, silently
       throw Error(fmt::format("{}: client {} does not exist (partition.clients = {}: ids 0..{})",
                               key, parsed->first, clients, clients - 1));
-    out[parsed->first] = v;
+    if (!out.emplace(parsed->first, v).second)  // which would apply is anyone's guess
+      throw Error(fmt::format("{}: client {} is given twice", key, parsed->first));
   }
   return out;
 }
@@ -681,7 +682,7 @@ Config make_run_config(std::string_view extra_sections) {
 
 RunSpec resolve_run_spec(const Config& c) {
   RunSpec s;
-  s.seed = uint64_t(c.get_int("seed"));
+  s.seed = resolve_seed(c);
   s.rounds = c.get_int32("rounds");
   require(s.rounds >= 1, "rounds must be >= 1");
   const std::string regime = c.get_string("regime");
@@ -730,6 +731,10 @@ RunSpec resolve_run_spec(const Config& c) {
   PartitionParams& p = s.partition;
   p.scheme = c.get_string("partition.scheme");
   p.clients = c.get_int32("partition.clients");
+  require(p.clients >= 1 || (p.clients == 0 && p.scheme == "natural"),
+          fmt::format("partition.clients must be >= 1 (or 0 with scheme = \"natural\": one "
+                      "client per user), got {}",
+                      p.clients));
   p.seed = s.seed;
   p.shards_per_client = c.get_int32("partition.shards_per_client");
   p.labels_per_client = c.get_int32("partition.labels_per_client");

@@ -94,11 +94,11 @@ TrainSetup resolve_train_setup(const Config& c) {
   s.results_dir = c.get_string("results_dir");
 
   s.model = resolve_model_spec(c);
-  s.data = resolve_data_options(c, uint64_t(c.get_int("seed")));
+  s.data = resolve_data_options(c, resolve_seed(c));
   const DataOptions& d = s.data;
 
   TrainOptions& t = s.train;
-  t.seed = uint64_t(c.get_int("seed"));
+  t.seed = resolve_seed(c);
   t.epochs = c.get_int32("train.epochs");
   require(t.epochs >= 1, "train.epochs must be >= 1");
   t.batch = c.is_word("train.batch", "full") ? 0 : c.get_int("train.batch");

@@ -164,6 +164,21 @@ TEST(RunSpecValues, OutOfRangeAndNonFiniteValuesAreRefusedByKey) {
                 .find("stragglers.delay_seconds: client 10 does not exist"),
             std::string::npos);
   EXPECT_NO_THROW(spec({"partition.clients=10", "stragglers.slowdown=[\"9:4\"]"}));
+  // a client given twice: which value applies would be anyone's guess
+  EXPECT_NE(refusal({"partition.clients=10", "stragglers.slowdown=[\"3:2\", \"3:5\"]"})
+                .find("stragglers.slowdown: client 3 is given twice"),
+            std::string::npos);
+  // a negative count said as such, not as processes that would idle; 0 means one per user only
+  // for the natural scheme
+  EXPECT_NE(refusal({"partition.clients=-3"})
+                .find("partition.clients must be >= 1 (or 0 with scheme = \"natural\": one "
+                      "client per user), got -3"),
+            std::string::npos);
+  EXPECT_NE(refusal({"partition.clients=0"}).find("partition.clients must be >= 1"),
+            std::string::npos);
+  // a negative seed once ran as 2^64 - 1 in the README and -1 in the resolved config
+  EXPECT_NE(refusal({"seed=-1"}).find("seed must be >= 0, got -1"), std::string::npos);
+  EXPECT_EQ(spec({"seed=0"}).seed, 0u);
   EXPECT_NE(refusal({"network.mode=emulated", "network.profile=3g", "compression.downlink=fp16",
                      "compression.downlink_delta=true"})
                 .find("a TASK the emulated network loses would leave that process's model"),
