@@ -164,6 +164,8 @@ class ClientProcess {
       switch (m.header.type) {
         case MessageType::kStop:
           return 0;
+        case MessageType::kPing:  // the server asked whether this process is connected: it is
+          break;
         case MessageType::kError:
           log("the server rejected a message: " + checked(decode_error(m), "ERROR").reason);
           break;

@@ -23,7 +23,7 @@ T get(const uint8_t* at) {
   return T(v);
 }
 
-bool known_type(uint16_t t) { return t >= 1 && t <= 8; }
+bool known_type(uint16_t t) { return t >= 1 && t <= 9; }
 
 }  // namespace
 
@@ -45,6 +45,8 @@ const char* message_type_name(MessageType t) {
       return "RING";
     case MessageType::kReady:
       return "READY";
+    case MessageType::kPing:
+      return "PING";
   }
   return "unknown";
 }
@@ -110,8 +112,8 @@ std::variant<Header, ProtocolError> decode_message(
   const uint16_t type = get<uint16_t>(b + 8);
   if (!known_type(type))
     return fail(
-        fmt::format("unknown message type {}, expected 1..8 (HELLO, WELCOME, TASK, UPDATE, "
-                    "STOP, ERROR, RING, READY)",
+        fmt::format("unknown message type {}, expected 1..9 (HELLO, WELCOME, TASK, UPDATE, "
+                    "STOP, ERROR, RING, READY, PING)",
                     type));
   h.type = MessageType(type);
   h.flags = get<uint16_t>(b + 10);

@@ -31,7 +31,7 @@
 namespace fedpar {
 
 constexpr uint32_t kProtocolMagic = 0x52504446u;  // bytes 'F' 'D' 'P' 'R'
-constexpr uint16_t kProtocolVersion = 3;          // 2: typed message bodies (messages.h); 3: READY
+constexpr uint16_t kProtocolVersion = 4;  // 2: typed message bodies (messages.h); 3: READY; 4: PING
 constexpr size_t kHeaderBytes = 48;
 constexpr uint16_t kMaxPayloadFrames = 64;
 
@@ -46,6 +46,8 @@ enum class MessageType : uint16_t {
                  // rank, the ring size and the next rank's endpoint
   kReady = 8,    // client -> server: data loaded and model built, ready for round 1's TASK (a
                  // ring's or model-parallel worker's RING says so instead)
+  kPing = 9,     // server -> client: nothing to do; sent to learn whether the process has a
+                 // connection (a client whose connection closed mid-round), and ignored
 };
 const char* message_type_name(MessageType t);  // "UPDATE", or "unknown"
 

@@ -214,6 +214,10 @@ WireMessage encode_ready(const Envelope& e) {
   return encode_message(MessageType::kReady, e.client, e.run, e.round, {});
 }
 
+WireMessage encode_ping(const Envelope& e) {
+  return encode_message(MessageType::kPing, e.client, e.run, e.round, {});
+}
+
 Decoded<HelloMsg> decode_hello(const ParsedMessage& p) {
   if (auto e = wrong_type(p, MessageType::kHello)) return *e;
   HelloMsg m;

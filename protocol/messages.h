@@ -156,6 +156,7 @@ WireMessage encode(UpdateMsg m, const Envelope& e, std::shared_ptr<const void> o
 WireMessage encode(const ErrorMsg& m, const Envelope& e);
 WireMessage encode_stop(const Envelope& e);
 WireMessage encode_ready(const Envelope& e);  // an empty body: the header says it
+WireMessage encode_ping(const Envelope& e);   // the same
 
 // The bytes an UPDATE's body spends on op_seconds, op_bytes and ring_steps: what a simulated
 // network's clock is told, not what a real run would send, so the clock leaves them out.

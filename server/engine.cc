@@ -264,15 +264,43 @@ Collected Engine::collect(const CollectSpec& spec) {
   // not waited for. Unless every key is such (a connection coming back, every asked process
   // gone): then the deadline decides, as for any silent peer, and a run does not race through
   // its rounds.
-  for (uint32_t k : spec.expected) {
-    const std::string& id = spec.key == CollectSpec::Key::kRank ? order.at(k) : owner.at(k);
-    if (unreachable_.count(id)) out.unreachable.push_back(k);
-  }
+  const auto process_of = [&](uint32_t k) -> const std::string& {
+    return spec.key == CollectSpec::Key::kRank ? order.at(k) : owner.at(k);
+  };
+  for (uint32_t k : spec.expected)
+    if (unreachable_.count(process_of(k))) out.unreachable.push_back(k);
   if (out.unreachable.size() == spec.expected.size()) out.unreachable.clear();
   const auto awaited_key = [&](uint32_t k) {
     return !std::binary_search(out.unreachable.begin(), out.unreachable.end(), k);
   };
-  const size_t want = std::min(spec.want, spec.expected.size() - out.unreachable.size());
+  size_t want = std::min(spec.want, spec.expected.size() - out.unreachable.size());
+  const auto silent = [&] {  // the processes of awaited keys without an answer
+    std::set<std::string> ids;
+    for (uint32_t k : spec.expected)
+      if (awaited_key(k) && !out.got.count(k) && !out.failed.count(k)) ids.insert(process_of(k));
+    return ids;
+  };
+  // Processes gone mid-round are not waited for either, under the same rule: not when that would
+  // be every key.
+  const auto stop_awaiting = [&](const std::vector<std::string>& gone) {
+    std::vector<uint32_t> keys;
+    for (uint32_t k : spec.expected)
+      if (awaited_key(k) && !out.got.count(k) && !out.failed.count(k) &&
+          std::ranges::count(gone, process_of(k)))
+        keys.push_back(k);
+    if (out.unreachable.size() + keys.size() == spec.expected.size()) return;
+    for (const std::string& id : gone)
+      if (unreachable_.insert(id).second)
+        log(
+            fmt::format("round {}: the connection of the process of virtual clients {} closed and "
+                        "did not come back within {:g} s (the process died, or its network did): "
+                        "its answers are not waited for",
+                        round + 1, fmt::join(peers.at(id).clients, ", "), kReconnectSeconds));
+    out.unreachable.insert(out.unreachable.end(), keys.begin(), keys.end());
+    std::ranges::sort(out.unreachable);
+    want = std::min(spec.want, spec.expected.size() - out.unreachable.size());
+  };
+  ClosedWatch closed;
   size_t heard = 0;  // answers of awaited keys (an unreachable one's may come: it reconnected)
   auto deadline = deadline_after(spec.seconds);
   const auto answered = [&] {  // the first answer shortens the deadline of the rest
@@ -284,9 +312,21 @@ Collected Engine::collect(const CollectSpec& spec) {
   };
   const auto t0 = Clock::now();
   auto note_at = deadline_after(kWaitNoteSeconds);  // a long wait says how it stands
+  auto check_at = deadline_after(kConnectionCheckSeconds);
   // an answer of a key not awaited still counts toward spec.want (async takes the first)
   while (heard < want && out.got.size() + out.failed.size() < spec.want) {
-    auto in = receive(std::min(deadline, note_at), spec.floats);
+    auto in = receive(std::min({deadline, note_at, check_at}), spec.floats);
+    if (!in && Clock::now() >= check_at) {
+      check_at = deadline_after(kConnectionCheckSeconds);
+      // gone first, then nothing left to read: what a process sent before it closed counts
+      if (const auto ids = gone(silent(), closed); !ids.empty()) {
+        in = receive(Clock::now(), spec.floats);
+        if (!in) {
+          stop_awaiting(ids);
+          continue;
+        }
+      }
+    }
     if (!in && Clock::now() < deadline) {  // a receive ends up to a millisecond early
       if (Clock::now() < note_at) continue;
       log(fmt::format("round {}: {} of {} answers in after {:.0f} s; waiting up to {:.0f} s more",
@@ -343,6 +383,36 @@ Collected Engine::collect(const CollectSpec& spec) {
   std::erase_if(out.unreachable,
                 [&](uint32_t k) { return out.got.count(k) || out.failed.count(k); });
   return out;
+}
+
+std::vector<std::string> Engine::gone(const std::set<std::string>& silent, ClosedWatch& w) {
+  std::vector<std::string> out;
+  for (const std::string& id : silent) {
+    if (w.back.count(id) || transport_.connected(id)) continue;
+    const auto [it, first] = w.since.emplace(id, Clock::now());
+    // ZeroMQ may not have let go of the closed connection yet, and a PING would go into it
+    if (first) continue;
+    if (ping(id)) {
+      w.since.erase(it);
+      w.back.insert(id);
+      log(
+          fmt::format("round {}: the process of virtual clients {} lost its connection and "
+                      "reconnected; its answer is awaited",
+                      round + 1, fmt::join(peers.at(id).clients, ", ")));
+    } else if (seconds_since(it->second) >= kReconnectSeconds) {
+      out.push_back(id);
+    }
+  }
+  return out;
+}
+
+bool Engine::ping(const std::string& id) {
+  try {
+    peers.at(id).bytes_sent += transport_.send(id, encode_ping(envelope()));
+    return true;
+  } catch (const PeerUnreachable&) {
+    return false;
+  }
 }
 
 void Engine::throw_if_non_finite(const CollectSpec& spec, const Reply& r) const {

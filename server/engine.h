@@ -90,8 +90,9 @@ struct Collected {
   std::map<uint32_t, Reply> got;           // by key, so reductions run in key order
   std::map<uint32_t, std::string> failed;  // workers that answered with ERROR: why
   std::vector<uint32_t> missing;  // expected keys without a reply (or ERROR) at the deadline
-  // of `missing`, those whose process was not connected when its task was sent: not waited for
-  // (none when that was every expected key: then the deadline decided)
+  // of `missing`, those whose process was not connected when its task was sent, or whose
+  // connection closed during the wait: not waited for (none when that was every expected key:
+  // then the deadline decided)
   std::vector<uint32_t> unreachable;
   double waited = 0;  // the seconds the deadline was, for messages
   // Why `missing` are missing, for messages: " within N s" when the deadline passed for some,
@@ -136,6 +137,10 @@ class Engine {
   void reject(const Received& r, const std::string& reason);
   static constexpr uint64_t kLoggedRejections = 20;
   static constexpr double kWaitNoteSeconds = 15;  // collect() logs how a longer wait stands
+  // How often collect() asks whether an awaited process's connection has closed, and how long one
+  // whose connection closed has to come back before its answer is no longer awaited.
+  static constexpr double kConnectionCheckSeconds = 0.25;
+  static constexpr double kReconnectSeconds = 2;
   static constexpr double kRejectionLogSeconds = 10;
   void log(const std::string& line) const;
   // After a round that asked the clients `asked` (of processes in the run) and heard nothing from
@@ -182,6 +187,18 @@ class Engine {
   // Why a parsed reply cannot be kept ("" when it can); fills r.key and r.process.
   std::string check(const CollectSpec& spec, const Collected& so_far, Reply& r) const;
   void throw_if_non_finite(const CollectSpec& spec, const Reply& r) const;
+  // collect()'s watch over awaited processes whose connection closed (ZeroMQ names no peer when
+  // a connection ends; the transport tells it from the socket of the peer's last message). Each
+  // is sent a PING, which goes out only over a connection: one that does has reconnected (a
+  // dropped connection; client processes ignore PING), one that has not for kReconnectSeconds is
+  // gone (the process died, or its network did).
+  struct ClosedWatch {
+    std::map<std::string, Clock::time_point> since;  // seen closed, no PING through yet
+    std::set<std::string> back;                      // a PING went through: reconnected
+  };
+  // Of `silent` processes (awaited, no answer yet), those gone.
+  std::vector<std::string> gone(const std::set<std::string>& silent, ClosedWatch& w);
+  bool ping(const std::string& id);  // whether a PING went out to `id`
   void add_peer(const Received& r, const HelloMsg& hello);
   // Emulated links are per process: says so when `clients`, one process's, have other profiles.
   void warn_of_shared_link(const std::vector<uint32_t>& clients) const;
@@ -192,7 +209,9 @@ class Engine {
   const RunSpec& s_;
   Transport& transport_;
   bool quiet_;
-  std::set<std::string> unreachable_;  // peers whose last send failed: not connected
+  // peers whose last send failed (not connected) or whose connection closed while they were
+  // awaited; a send that goes out takes a peer off
+  std::set<std::string> unreachable_;
   CodecSet uplink_;                    // what UPDATEs may be encoded with
   Downlink downlink_;                  // how TASKs carry the model
   std::vector<uint64_t> shard_sizes_;  // n_k of every virtual client, from the manifest

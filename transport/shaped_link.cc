@@ -105,6 +105,10 @@ std::optional<Clock::time_point> DelayQueue::next() const {
   return held_.begin()->first.first;
 }
 
+bool DelayQueue::holds_from(const std::string& peer) const {
+  return std::ranges::any_of(held_, [&](const auto& h) { return h.second.peer == peer; });
+}
+
 std::optional<Received> DelayQueue::pop_due(Clock::time_point now) {
   if (held_.empty() || held_.begin()->first.first > now) return std::nullopt;
   Received r = std::move(held_.begin()->second);

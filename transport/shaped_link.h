@@ -82,6 +82,7 @@ class DelayQueue {
   std::optional<Clock::time_point> next() const;
   std::optional<Received> pop_due(Clock::time_point now);  // the earliest, if it is due
   size_t size() const { return held_.size(); }
+  bool holds_from(const std::string& peer) const;
 
  private:
   std::map<std::pair<Clock::time_point, uint64_t>, Received> held_;
@@ -99,6 +100,10 @@ class ShapedTransport final : public Transport {
   }
   std::optional<Received> receive(Clock::time_point deadline) override;
   void assign(const std::string& peer, const std::vector<uint32_t>& clients) override;
+  // A message still on its emulated way is one more to come, whatever the socket says.
+  bool connected(const std::string& peer) const override {
+    return queue_.holds_from(peer) || inner_->connected(peer);
+  }
   // Shapes `peer`'s uplink with `p` from now on; `link` keys its jitter and loss draws.
   void shape(const std::string& peer, const LinkProfile& p, uint32_t link);
   uint64_t lost() const;  // messages dropped so far

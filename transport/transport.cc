@@ -2,10 +2,12 @@
 #include "transport/transport.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <csignal>
 #include <cstring>
+#include <map>
 #include <random>
 #include <zmq_addon.hpp>
 
@@ -100,14 +102,40 @@ class ZmqTransport final : public Transport {
       return std::nullopt;
     Received r;
     r.peer = parts[0].to_string();
+    note_connection(r.peer, parts);
     for (size_t i = 1; i < parts.size(); ++i) r.frames.push_back(std::move(parts[i]));
     return r;
   }
+  bool connected(const std::string& peer) const override {
+    const auto it = connections_.find(peer);
+    return it == connections_.end() || socket_inode(it->second.fd) == it->second.inode;
+  }
 
  private:
+  // A connection is the socket a message came on, told by its file descriptor and the inode
+  // behind it: libzmq closes the descriptor when the connection ends, and a descriptor reused by
+  // a later connection names another socket inode (tcp and ipc; inproc has no descriptor).
+  struct Connection {
+    int fd = -1;
+    ino_t inode = 0;  // 0: closed already
+  };
+  static ino_t socket_inode(int fd) {
+    struct stat st;
+    return ::fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) ? st.st_ino : 0;
+  }
+  // The descriptor a message came on, as its frames carry it (not always the routing id's).
+  void note_connection(const std::string& peer, std::vector<zmq::message_t>& parts) {
+    for (auto& p : parts)
+      if (const int fd = zmq_msg_get(p.handle(), ZMQ_SRCFD); fd >= 0) {
+        connections_[peer] = {fd, socket_inode(fd)};
+        return;
+      }
+  }
+
   ZmqSocket sock_;
   std::unique_ptr<CurveGuard> guard_;  // destroyed first: its thread uses sock_'s context
   std::string endpoint_;
+  std::map<std::string, Connection> connections_;  // by peer: its last message's
 };
 
 class ZmqChannel final : public Channel {

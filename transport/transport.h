@@ -66,6 +66,11 @@ class Transport {
   virtual std::optional<Received> receive(Clock::time_point deadline) = 0;
   // The virtual clients `peer` hosts, once dealt (a shaped transport picks its link from them).
   virtual void assign(const std::string& /*peer*/, const std::vector<uint32_t>& /*clients*/) {}
+  // False once the connection `peer`'s last message came on has closed (its process died, or
+  // the connection dropped and no message has come on a new one yet): no answer is on its way.
+  // A peer not heard from yet, or one whose connection cannot be told (inproc), counts as
+  // connected.
+  virtual bool connected(const std::string& /*peer*/) const { return true; }
 };
 
 // A client's connection to the server.

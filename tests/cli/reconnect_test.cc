@@ -27,8 +27,9 @@ const std::vector<std::string> kSets = {"regime=model", "rounds=4", "partition.c
                                         "stragglers.delay_seconds=0:2", "wait_seconds=10"};
 
 // Both connections are reset during round 3. Each client reconnects (the relay accepts 4
-// connections in all), the update queued meanwhile reaches the server as its process's, nobody
-// misses a deadline, and the run ends with the bytes of the same run without the relay.
+// connections in all), the update queued meanwhile reaches the server as its process's (which
+// the server, seeing its connection close, awaited once a PING found it back), nobody misses a
+// deadline, and the run ends with the model of the same run without the relay.
 TEST(DistributedFaults, AConnectionThatDropsAndComesBackKeepsItsProcessInTheRun) {
   TempDir tmp;
   const auto direct = testing::run_distributed(tmp, "direct", "tcp://127.0.0.1:*", 2, kSets);
@@ -52,6 +53,11 @@ TEST(DistributedFaults, AConnectionThatDropsAndComesBackKeepsItsProcessInTheRun)
   ASSERT_EQ(code, 0) << err;
   EXPECT_EQ(relay.accepted(), 4);
   EXPECT_EQ(err.find("no update from"), std::string::npos) << err;
+  // the server saw the computing process's connection close, and its PING then reach it again
+  EXPECT_NE(err.find("round 3: the process of virtual clients 0, 2 lost its connection and "
+                     "reconnected; its answer is awaited"),
+            std::string::npos)
+      << err;
   EXPECT_NE(err.find("round 4/4: 4 updates"), std::string::npos) << err;
   std::smatch hash;
   const std::string out = testing::slurp(tmp / "cut.out");

@@ -99,10 +99,10 @@ TEST(Protocol, EveryMalformedCaseIsRejectedWithItsReason) {
       has(with([](auto& f) { f[0].push_back(0); }), "header length field 48 with a 49-byte frame"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][0] = 'X'; }), "bad magic"));
   EXPECT_TRUE(
-      has(with([](auto& f) { f[0][4] = 2; }), "protocol version 2 is not supported, expected 3"));
+      has(with([](auto& f) { f[0][4] = 3; }), "protocol version 3 is not supported, expected 4"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][6] = 40; }), "header length field 40"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][8] = 0; }), "unknown message type 0"));
-  EXPECT_TRUE(has(with([](auto& f) { f[0][8] = 9; }), "unknown message type 9"));
+  EXPECT_TRUE(has(with([](auto& f) { f[0][8] = 10; }), "unknown message type 10"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][10] = 1; }), "flags 0x0001 are not defined"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][44] = 9; }), "unknown codec 9"));
   EXPECT_TRUE(

@@ -201,6 +201,16 @@ TEST(Messages, ReadyIsAHeaderOfItsRun) {
   EXPECT_NE(reason(decode_error(p)).find("expected ERROR, got READY"), std::string::npos);
 }
 
+// PING too: the server's question whether a process has a connection, which a client ignores.
+TEST(Messages, PingIsAHeaderOfItsRoundAndIsNoOtherMessage) {
+  const ParsedMessage p = wire(encode_ping({0, 42, 7}));
+  EXPECT_EQ(p.header.type, MessageType::kPing);
+  EXPECT_STREQ(message_type_name(p.header.type), "PING");
+  EXPECT_EQ(p.header.round, 7u);
+  EXPECT_TRUE(p.body.empty()) << p.body.dump();
+  EXPECT_NE(reason(decode_task(p)).find("expected TASK, got PING"), std::string::npos);
+}
+
 TEST(Messages, BadFieldsAreNamed) {
   auto raw = [](MessageType t, nlohmann::json body, std::vector<std::span<const float>> v = {}) {
     return wire(encode_message(t, 0, 0, 0, body, v));

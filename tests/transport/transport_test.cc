@@ -9,6 +9,7 @@
 #include <zmq_addon.hpp>
 
 #include "protocol/frames.h"
+#include "tests/util/test_util.h"
 
 namespace fedpar {
 namespace {
@@ -160,6 +161,46 @@ TEST(Transport, ASendToAPeerThatIsGoneThrowsPeerUnreachable) {
   EXPECT_TRUE(unreachable) << "sends to a closed peer still succeed after 10 s";
   EXPECT_NO_THROW(server->send(ids[1], stop));
   EXPECT_TRUE(stays->receive(deadline_after(10)).has_value());
+}
+
+// connected() follows the socket of a peer's last message: true while it is open, false once it
+// closes (a killed process's); a peer never heard from counts as connected. Over tcp and ipc;
+// inproc cannot tell.
+TEST(Transport, APeerIsConnectedUntilTheSocketOfItsLastMessageCloses) {
+  const testing::TempDir tmp;
+  for (const std::string& endpoint :
+       {std::string("tcp://127.0.0.1:*"), "ipc://" + (tmp / "s").string()}) {
+    SCOPED_TRACE(endpoint);
+    const auto server = bind_zmq_transport(endpoint);
+    auto gone = connect_zmq_channel(server->endpoint());
+    const auto stays = connect_zmq_channel(server->endpoint());
+    const WireMessage hello = encode_message(MessageType::kHello, 0, 0, 0, {{"slots", 1}});
+    std::vector<std::string> ids;
+    for (Channel* c : {gone.get(), stays.get()}) {
+      c->send(hello);
+      const auto r = server->receive(deadline_after(10));
+      ASSERT_TRUE(r.has_value());
+      ids.push_back(r->peer);
+    }
+    EXPECT_TRUE(server->connected(ids[0]));
+    EXPECT_TRUE(server->connected("a peer never heard from"));
+    gone.reset();  // its socket closes, as a killed process's does
+    bool closed = false;
+    for (const auto until = deadline_after(10); !closed && Clock::now() < until;) {
+      closed = !server->connected(ids[0]);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_TRUE(closed) << "a closed peer still counts as connected after 10 s";
+    EXPECT_TRUE(server->connected(ids[1]));
+  }
+  zmq::context_t ctx;
+  const auto server = bind_zmq_transport("inproc://connected-test", &ctx);
+  auto peer = connect_zmq_channel(server->endpoint(), &ctx);
+  peer->send(encode_message(MessageType::kHello, 0, 0, 0, {{"slots", 1}}));
+  const auto r = server->receive(deadline_after(10));
+  ASSERT_TRUE(r.has_value());
+  peer.reset();
+  EXPECT_TRUE(server->connected(r->peer));  // inproc has no socket to ask
 }
 
 TEST(Transport, BindErrorsNameTheEndpoint) {
