@@ -454,7 +454,10 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
               "bytes / all-reduce time x 2(N-1)/N.\n\n"
            << traffic << "\n";
   if (const std::string div = divergence_table(results); !div.empty())
-    report << "### Weight divergence between paired runs\n\n" << div << "\n";
+    report << "### Weight divergence between paired runs\n\nThe relative distance of each run's "
+              "weights from its reference run's at the same round; the median drift (where logged) "
+              "is over the run's rounds.\n\n"
+           << div << "\n";
   report << "### Memory and time per client and round\n\nMedians over rounds; memory is what the "
             "client's core allocated (parameters + gradient; activations, their gradients and "
             "layer scratch for its batch); client compute is the slowest process's (its clients "

@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/median.h"
 #include "experiments/plot.h"
 
 namespace fedpar {
@@ -237,16 +238,28 @@ std::string grid_table(const std::vector<SuiteRun>& runs, double target) {
 }
 
 std::string divergence_table(const std::vector<SuiteRun>& runs) {
+  const auto paired = [](const SuiteRun& r) {
+    return !r.reference.empty() && !r.divergence.round.empty();
+  };
+  const bool drift = std::ranges::any_of(
+      runs, [&](const SuiteRun& r) { return paired(r) && !r.curves.drift.empty(); });
   std::ostringstream t;
   for (const auto& r : runs) {
     const auto& d = r.divergence;
-    if (r.reference.empty() || d.round.empty()) continue;
+    if (!paired(r)) continue;
     if (t.tellp() == 0)
-      t << "| run | reference | first saved round | middle | last |\n|---|---|---|---|---|\n";
+      t << (drift ? "| run | reference | median drift | first saved round | middle | last |\n"
+                    "|---|---|---|---|---|---|\n"
+                  : "| run | reference | first saved round | middle | last |\n"
+                    "|---|---|---|---|---|\n");
     auto cell = [&](size_t i) {
       return fmt::format("{:.2e} (round {:.0f})", d.relative[i], d.round[i]);
     };
-    t << fmt::format("| {} | {} | {} | {} | {} |\n", r.label, r.reference, cell(0),
+    const std::string drift_cell = !drift ? ""
+                                   : r.curves.drift.empty()
+                                       ? "- | "
+                                       : fmt::format("{:.2e} | ", median(r.curves.drift));
+    t << fmt::format("| {} | {} | {}{} | {} | {} |\n", r.label, r.reference, drift_cell, cell(0),
                      cell(d.round.size() / 2), cell(d.round.size() - 1));
   }
   return t.str();

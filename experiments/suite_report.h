@@ -48,7 +48,8 @@ std::string grid_table(const std::vector<SuiteRun>& runs, double target);
 // worker's MB, all-reduce time and bus bandwidth. Empty unless a run used master, allreduce or
 // async.
 std::string traffic_table(const std::vector<SuiteRun>& runs);
-// Weight divergence from each pair's reference at the first, middle and last saved round.
+// Weight divergence from each pair's reference at the first, middle and last saved round, and,
+// where the runs logged it (diagnostics.drift), the median over rounds of their drift.
 std::string divergence_table(const std::vector<SuiteRun>& runs);
 
 // Draws the plots into dir/plots; returns the markdown that shows them (or says why not).

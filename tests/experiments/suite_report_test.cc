@@ -47,6 +47,32 @@ TEST(ResultsTable, ASecondsCellOnAnotherClockSaysWhich) {
             std::string::npos);
 }
 
+// Paired runs' weight divergence at the first, middle and last saved round, and the median of the
+// drift each run logged (a run without drift: "-"; no run with drift: no column).
+TEST(DivergenceTable, GivesEachPairedRunsDivergenceAndMedianDrift) {
+  SuiteRun k1 = run("iid-K1", "server"), k2 = run("iid-K2", "server");
+  for (SuiteRun* r : {&k1, &k2}) {
+    r->reference = "iid-gradient";
+    r->divergence.round = {1, 2, 3};
+  }
+  k1.divergence.relative = {1e-9, 2e-9, 3e-9};
+  k2.divergence.relative = {1e-3, 5e-2, 9e-2};
+  k2.curves.drift = {0.4, 0.1, 0.3, 0.2};                    // median 0.25
+  const SuiteRun reference = run("iid-gradient", "server");  // no reference: no row
+  const std::string t = divergence_table({reference, k1, k2});
+  EXPECT_EQ(std::ranges::count(t, '\n'), 4) << t;  // the header, its rule, 2 rows
+  EXPECT_EQ(row(t, "iid-K2"),
+            "| iid-K2 | iid-gradient | 2.50e-01 | 1.00e-03 (round 1) | 5.00e-02 (round 2) | "
+            "9.00e-02 (round 3) |")
+      << t;
+  EXPECT_EQ(row(t, "iid-K1"),
+            "| iid-K1 | iid-gradient | - | 1.00e-09 (round 1) | 2.00e-09 (round 2) | 3.00e-09 "
+            "(round 3) |")
+      << t;
+  k2.curves.drift.clear();
+  EXPECT_EQ(divergence_table({k1, k2}).find("drift"), std::string::npos);
+}
+
 // A run's seeds together: the final accuracy's mean, sample standard deviation and range, the best
 // accuracy's mean, and how many seeds reached the target in how many rounds on average; a run of
 // one seed alone makes no table.
