@@ -18,6 +18,7 @@
 #include "experiments/plot.h"
 #include "experiments/run_metrics.h"
 #include "partitioners/partition.h"
+#include "partitioners/stats.h"
 
 namespace fedpar {
 namespace {
@@ -26,7 +27,17 @@ struct Compared {
   std::string label;
   std::filesystem::path dir;
   std::vector<double> x, y, round;
+  std::optional<double> median_emd;  // how non-IID its partition was (none: no manifest.json)
 };
+
+// The median over clients of the distance of their label distribution to the whole's.
+std::optional<double> median_emd(const std::filesystem::path& dir) {
+  try {
+    return manifest_stats(dir / "manifest.json").emd.median;
+  } catch (const std::exception&) {  // an older run's, or none: the cell says "-"
+    return std::nullopt;
+  }
+}
 
 // The metric and x axis: their columns of a run's curves and how the report names them.
 struct Axis {
@@ -191,7 +202,8 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     if (c.round.empty())
       throw Error(fmt::format("{} has no evaluated round (its eval_every is above its rounds?)",
                               dirs[i].string()));
-    runs.push_back({labels[i], dirs[i], x.column(c), metric.column(c), c.round});
+    runs.push_back(
+        {labels[i], dirs[i], x.column(c), metric.column(c), c.round, median_emd(dirs[i])});
     clocks.push_back(c.clock);
   }
   // seconds of different clocks (a network's simulated time, the server's rounds) on one axis:
@@ -207,13 +219,23 @@ int run_compare(const CompareOptions& o, const std::string& command) {
       runs.size() > 1 ? differing_settings(dirs) : std::vector<std::string>(runs.size());
   const bool any_differ =
       std::any_of(differs.begin(), differs.end(), [](const std::string& d) { return !d.empty(); });
-  table << fmt::format("| run |{} evaluations | final {} | best {} (round) |",
-                       any_differ ? " settings that differ |" : "", o.metric, o.metric)
+  // partitions that differ in how non-IID they are say by how much (0: every client's labels
+  // as the whole's; 2: disjoint)
+  const auto emd_cell = [](const Compared& r) {
+    return r.median_emd ? fmt::format("{:.3f}", *r.median_emd) : std::string("-");
+  };
+  const bool emds_differ = std::any_of(runs.begin(), runs.end(), [&](const Compared& r) {
+    return emd_cell(r) != emd_cell(runs.front());
+  });
+  table << fmt::format("| run |{}{} evaluations | final {} | best {} (round) |",
+                       any_differ ? " settings that differ |" : "",
+                       emds_differ ? " median EMD |" : "", o.metric, o.metric)
         << (by_round ? "" : fmt::format(" {} at the end |", x.unit))
         << (o.target > 0 ? fmt::format(" first round {} {} |", reached, num(o.target)) : "")
         << (o.target > 0 && !by_round ? fmt::format(" {} then |", x.unit) : "")
-        << "\n|---|---|---|---|" << (any_differ ? "---|" : "") << (by_round ? "" : "---|")
-        << (o.target > 0 ? "---|" : "") << (o.target > 0 && !by_round ? "---|" : "") << "\n";
+        << "\n|---|---|---|---|" << (any_differ ? "---|" : "") << (emds_differ ? "---|" : "")
+        << (by_round ? "" : "---|") << (o.target > 0 ? "---|" : "")
+        << (o.target > 0 && !by_round ? "---|" : "") << "\n";
   nlohmann::json rows = nlohmann::json::array();
   for (size_t i = 0; i < runs.size(); ++i) {
     const Compared& r = runs[i];
@@ -227,8 +249,9 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     const auto value = [&](double v) {
       return higher_is_better ? fmt::format("{:.2f}%", v) : num(v);
     };
-    table << fmt::format("| {} |{} {} | {} | {} ({}) |", r.label,
-                         any_differ ? fmt::format(" `{}` |", differs[i]) : "", r.y.size(),
+    table << fmt::format("| {} |{}{} {} | {} | {} ({}) |", r.label,
+                         any_differ ? fmt::format(" `{}` |", differs[i]) : "",
+                         emds_differ ? fmt::format(" {} |", emd_cell(r)) : "", r.y.size(),
                          value(r.y.back()), value(*best), int(r.round[b]))
           << (by_round ? "" : fmt::format(" {} |", num(r.x.back())));
     if (o.target > 0)
@@ -240,6 +263,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     nlohmann::json row = {{"run", r.label}, {"folder", r.dir.string()}, {"final", r.y.back()},
                           {"best", *best},  {"best_round", r.round[b]}, {"x_at_end", r.x.back()}};
     if (any_differ) row["settings_that_differ"] = differs[i];
+    if (r.median_emd) row["median_emd"] = *r.median_emd;
     if (o.target > 0)
       row["target_round"] = hit ? nlohmann::json(r.round[*hit]) : nlohmann::json(nullptr);
     rows.push_back(std::move(row));
@@ -261,8 +285,12 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   for (size_t i = 0; i < runs.size(); ++i)
     report << (i ? ", " : "") << fmt::format("`{}` ({})", runs[i].dir.string(), runs[i].label);
   report << ".\n\n"
-         << (by_round ? "" : fmt::format("The x axis, {}: {}.\n\n", x.unit, x.name)) << table.str()
-         << "\n"
+         << (by_round ? "" : fmt::format("The x axis, {}: {}.\n\n", x.unit, x.name))
+         << (emds_differ ? "Median EMD: over each run's clients, the L1 distance of a client's "
+                           "label distribution to the whole's (0: IID; 2: disjoint labels; "
+                           "docs/partitioning.md).\n\n"
+                         : "")
+         << table.str() << "\n"
          << (drawn ? fmt::format("![{} per {}]({})\n", metric.name, o.x, svg)
                    : fmt::format("(no plot: {})\n", why));
   out.write_text("report.md", report.str());

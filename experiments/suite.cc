@@ -150,14 +150,6 @@ struct SuitePlan {
   std::string command;
 };
 
-PartitionStats manifest_stats(const std::filesystem::path& file) {
-  const auto j = nlohmann::json::parse(std::ifstream(file));
-  size_t bound = 0;  // the validation needs a dataset size; the largest index bounds it
-  for (const auto& cl : j["clients"])
-    for (const auto& ix : cl["indices"]) bound = std::max(bound, ix.get<size_t>() + 1);
-  return partition_stats(manifest_from_json(j, bound));
-}
-
 // "run reference" pairs, by run label; both must be runs of the suite.
 std::map<std::string, std::string> parse_pairs(const Config& cfg,
                                                const std::vector<RunSpec>& runs) {

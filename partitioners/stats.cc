@@ -5,10 +5,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
+#include "core/check.h"
 #include "core/median.h"
 
 namespace fedpar {
+
+PartitionStats manifest_stats(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw Error(fmt::format("cannot read {}", file.string()));
+  const auto j = nlohmann::json::parse(in);
+  size_t bound = 0;  // the validation needs a dataset size; the largest index bounds it
+  for (const auto& cl : j.at("clients"))
+    for (const auto& ix : cl.at("indices")) bound = std::max(bound, ix.get<size_t>() + 1);
+  return partition_stats(manifest_from_json(j, bound));
+}
 
 Summary summarize(std::vector<double> v) {
   if (v.empty()) return {};

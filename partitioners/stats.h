@@ -3,6 +3,7 @@
 // Zhao et al. 2018; KL(client || global) in nats). Definitions: docs/partitioning.md.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@ struct PartitionStats {
 };
 
 PartitionStats partition_stats(const Manifest& m);
+// The statistics of a manifest.json as a run writes it (its clients' indices bound the dataset).
+PartitionStats manifest_stats(const std::filesystem::path& file);
 Summary summarize(std::vector<double> values);
 // A readable table: the summary rows, then (up to `max_rows`) per-client rows.
 std::string format_stats(const Manifest& m, const PartitionStats& s, size_t max_rows = 10);

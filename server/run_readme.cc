@@ -12,6 +12,7 @@
 #include "core/executable.h"
 #include "core/results_dir.h"
 #include "core/run_records.h"
+#include "partitioners/stats.h"
 
 namespace fedpar {
 namespace {
@@ -116,6 +117,16 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
     if (f->emulated_time)
       md << fmt::format("- the emulated network's time by round {}: {:.1f} s (`[network]`)\n",
                         f->round, *f->emulated_time);
+  }
+  try {  // how non-IID the clients' data was, from the manifest the run wrote
+    const PartitionStats p = manifest_stats(dir / "manifest.json");
+    md << fmt::format(
+        "- the partition (`{}`): {} client(s) of {:.0f} to {:.0f} samples (median {:.0f}), "
+        "{:.0f} label(s) present in the median client, median EMD {:.3f} (0: every client's "
+        "labels as the whole's, 2: disjoint; docs/partitioning.md)\n",
+        s.partition.scheme, p.clients.size(), p.size.min, p.size.max, p.size.median,
+        p.labels_present.median, p.emd.median);
+  } catch (const std::exception&) {  // no manifest (model-parallel runs split no data)
   }
   try {  // a metrics line an older build wrote costs these lines only
     md << aggregation_notes(s, dir);

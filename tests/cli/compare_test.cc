@@ -120,8 +120,9 @@ TEST(Compare, SecondsOfDifferentClocksSayWhichEachIs) {
 
 // A setting a run never read does not tell it apart: an iid partition's alpha and the profile of
 // a run with the network off stay out of its row, while a dirichlet run's alpha (read there only,
-// away from its default) and the simulated run's profile show.
-TEST(Compare, SettingsARunNeverReadStayOutOfItsRow) {
+// away from its default) and the simulated run's profile show. The partitions differ, so a column
+// says how non-IID each was.
+TEST(Compare, SettingsARunNeverReadStayOutOfItsRowAndPartitionsSayHowNonIidTheyAre) {
   TempDir tmp;
   std::ofstream(tmp / "run.toml") << "rounds = 2\nprocesses = 2\n"
                                      "[data]\nname = 'synthetic'\niid = true\n"
@@ -141,6 +142,27 @@ TEST(Compare, SettingsARunNeverReadStayOutOfItsRow) {
                        "partition.scheme='iid'` |"),
             std::string::npos)
       << r.out;
+  // how non-IID each partition was: a column (the partitions differ), compare.json's
+  // median_emd, and a line of each run's README
+  EXPECT_NE(r.out.find("| median EMD |"), std::string::npos) << r.out;
+  const auto rows = nlohmann::json::parse(testing::slurp(tmp / "cmp" / "compare.json"))["runs"];
+  ASSERT_EQ(rows.size(), 3u);
+  const double iid = rows[0]["median_emd"], dir = rows[1]["median_emd"];
+  EXPECT_EQ(rows[2]["median_emd"], iid);  // the same partition
+  EXPECT_GT(dir, 4 * iid) << "alpha 0.3 is far from IID";
+  EXPECT_NE(r.out.find(fmt::format("| dir | `network.mode='off' partition.alpha=0.3 "
+                                   "partition.scheme='dirichlet-clients'` | {:.3f} |",
+                                   dir)),
+            std::string::npos)
+      << r.out;
+  const std::string readme = testing::slurp(tmp / "res" / "dir" / "README.md");
+  EXPECT_NE(readme.find("- the partition (`dirichlet-clients`): 4 client(s) of "),
+            std::string::npos)
+      << readme;
+  EXPECT_NE(
+      readme.find(fmt::format("median EMD {:.3f} (0: every client's labels as the whole's", dir)),
+      std::string::npos)
+      << readme;
 }
 
 TEST(Compare, RefusesWhatIsNotADistributedRunsFolder) {
