@@ -13,7 +13,7 @@ namespace fedpar {
 // What a polled loop throws once a stop signal arrived; commands exit 128 + signal.
 class Interrupted : public Error {
  public:
-  // kept: the run's checkpoint was kept for --resume (said already), not everything removed
+  // kept: the run's rounds were kept (said already, with how to resume it), not everything removed
   explicit Interrupted(int signal, bool kept = false);
   int signal() const { return signal_; }
   bool kept() const { return kept_; }

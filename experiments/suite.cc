@@ -363,8 +363,11 @@ std::optional<SuiteRun> run_instance(const Instance& in, const std::filesystem::
   const int rc = run_locally(c, {.quiet = true, .plots = false});    // the report has the plots
   if (const int sig = run_interrupted_by()) throw Interrupted(sig);  // the suite stops too
   if (rc != 0 && rc != kExitDiverged) {
-    fmt::print(stderr, "\nfedpar suite: run '{}' failed (exit {}); nothing is kept\n", in.label(),
-               rc);
+    const auto kept = runs_dir / (in.label() + ".incomplete");  // its rounds, if any ended
+    fmt::print(stderr, "\nfedpar suite: run '{}' failed (exit {}); {}\n", in.label(), rc,
+               std::filesystem::exists(kept)
+                   ? fmt::format("the rounds it ran are in {}", kept.string())
+                   : std::string("nothing is kept"));
     failed_rc = rc;
     return std::nullopt;
   }

@@ -54,6 +54,7 @@ bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const 
         params, {{"format", "fedpar"}, {"model", s.model.name}, {"round", std::to_string(r + 1)}});
   if ((r + 1) % s.eval_every == 0 || r + 1 == s.rounds) evaluate_into(rec);
   metrics.write(to_json(rec));
+  ++rounds_recorded_;
   const bool trained = !(rec.received && *rec.received == 0);  // no update: no training loss
   std::string network;                                         // what [network] did to the round
   if (rec.unavailable && !rec.unavailable->empty())
@@ -175,8 +176,9 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
   const auto file = dir / "checkpoint.bin";
   if (!std::filesystem::exists(file))
     throw Error(
-        fmt::format("{} holds no checkpoint.bin (a run writes one every checkpoint_every "
-                    "rounds)",
+        fmt::format("{} holds no checkpoint.bin, so there is nothing to resume from (a run "
+                    "writes one every checkpoint_every rounds; one stopped before its first "
+                    "keeps its metrics as a record only): run it again",
                     dir.string()));
   if (std::filesystem::exists(dir / "summary.json"))  // written when a run ends, with its model
     throw Error(
@@ -217,6 +219,7 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
       throw Error(fmt::format("{} has fewer than the checkpoint's {} rounds",
                               (dir / "metrics.jsonl").string(), round));
     metrics.write_line(line);
+    ++rounds_recorded_;
   }
   if (s.save_params_every > 0)  // the snapshots of the rounds already run
     for (int r = s.save_params_every; r <= round; r += s.save_params_every) {
@@ -240,12 +243,30 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
               .get<std::vector<std::pair<std::vector<uint32_t>, int>>>()};
 }
 
-std::filesystem::path RunContext::keep_for_resume() {
-  if (checkpoint_round_ == 0) return {};
-  // A resumed run that fails again holds every round its old folder held: that one goes first,
-  // so this one takes its name rather than <name>.incomplete-2 beside it.
+std::filesystem::path RunContext::keep_incomplete(const std::string& why) {
+  if (checkpoint_round_ == 0 && rounds_recorded_ == 0) return {};
+  // A resumed run that fails again holds every round its old folder held (and a checkpoint):
+  // that one goes first, so this one takes its name rather than <name>.incomplete-2 beside it.
   remove_superseded();
-  return out.commit(".incomplete");
+  const auto dir = out.commit(".incomplete");
+  std::string md = fmt::format(
+      "# {} (incomplete)\n\nThis run stopped after {} of its {} rounds: {}\n\n"
+      "- `metrics.jsonl`: its rounds, one line each (docs/metrics.md); `fedpar compare` draws "
+      "them when given this folder\n"
+      "- `config.resolved.toml`: every setting it ran with; `manifest.json`: its partition\n",
+      s.name, rounds_recorded_, s.rounds, why);
+  if (checkpoint_round_ > 0)
+    md += fmt::format(
+        "- `checkpoint.bin`: the model and state after round {}: continue with `fedpar run "
+        "{}/config.resolved.toml --resume {}`\n",
+        checkpoint_round_, dir.string(), dir.string());
+  else
+    md +=
+        "- no checkpoint (`checkpoint_every = 0`), so it cannot be continued: run it again; "
+        "with `checkpoint_every = N` a stopped run keeps a checkpoint every N rounds and "
+        "`--resume` continues it\n";
+  std::ofstream(dir / "README.md") << md;
+  return dir;
 }
 
 std::string RunContext::remove_superseded() {

@@ -65,10 +65,12 @@ class RunContext {
     std::vector<std::pair<std::vector<uint32_t>, int>> missed;
   };
   Resumed resume(const std::filesystem::path& dir, Plan& plan);
-  // A run that fails after a checkpoint keeps its folder as results/<name>.incomplete and
-  // returns that path (empty: no checkpoint yet, nothing kept).
+  // A run that fails or is stopped (`why`) after a round keeps its folder as
+  // results/<name>.incomplete, with a README.md that says why and how far it got, and returns
+  // that path (empty: no round ran, nothing kept). With a checkpoint (checkpoint.bin is there)
+  // --resume continues it; without, its metrics are kept as a record of the rounds that ran.
   // (A resumed run's old folder, kept for resuming, is removed: this one holds its rounds.)
-  std::filesystem::path keep_for_resume();
+  std::filesystem::path keep_incomplete(const std::string& why);
 
   const Config& cfg;
   const RunSpec& s;
@@ -89,6 +91,7 @@ class RunContext {
   int diverged_at_ = 0;  // the round whose update was not finite, if one was
   std::string diverged_;
   int checkpoint_round_ = 0;            // the round of the last checkpoint written, if any
+  int rounds_recorded_ = 0;             // metrics.jsonl's lines (a resumed run's included)
   std::filesystem::path resumed_from_;  // --resume's folder
   int resumed_after_ = 0;               // its checkpoint's round
   // the commits of the builds that ran the rounds before this process's (the checkpoint's

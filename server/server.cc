@@ -239,12 +239,20 @@ int run_server(Config cfg, const ServerOptions& opts) {
     run_rounds(engine, run, *plan, resumed.rounds);
   } catch (const std::exception& e) {
     engine.stop_all();
-    if (const auto kept = run.keep_for_resume(); !kept.empty()) {
-      const std::string note = fmt::format(
-          "the metrics and the last checkpoint are kept in {0}: continue with fedpar run {1} "
-          "--resume {0}",
-          kept.string(), (kept / "config.resolved.toml").string());
-      if (const auto* stop = dynamic_cast<const Interrupted*>(&e)) {  // still 128 + the signal
+    const auto* stop = dynamic_cast<const Interrupted*>(&e);
+    const std::string why = stop ? fmt::format("{}.", e.what()) : fmt::format("{}", e.what());
+    if (const auto kept = run.keep_incomplete(why); !kept.empty()) {
+      const std::string note =
+          std::filesystem::exists(kept / "checkpoint.bin")
+              ? fmt::format(
+                    "the metrics and the last checkpoint are kept in {0}: continue with fedpar "
+                    "run {1} --resume {0}",
+                    kept.string(), (kept / "config.resolved.toml").string())
+              : fmt::format(
+                    "the metrics of the rounds that ran are kept in {} (no checkpoint, so it "
+                    "cannot be resumed: with checkpoint_every = N it could)",
+                    kept.string());
+      if (stop) {  // still 128 + the signal
         fmt::print(stderr, "{}\n", note);
         throw Interrupted(stop->signal(), /*kept=*/true);
       }

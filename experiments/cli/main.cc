@@ -120,13 +120,12 @@ namespace fedpar {
 int run_action(const std::string& command, const Action& action) {
   try {
     return action();
-  } catch (const Interrupted& e) {  // the partial results folder is removed, or kept for --resume
-    // the server's process owns the run's folder: say what would have kept its rounds
+  } catch (const Interrupted& e) {  // the partial results folder is removed, or kept as incomplete
+    // the server's process owns the run's folder: it keeps the rounds that ended
     const bool server = command == "server" || command == "launch";
     fmt::print(stderr, "fedpar {}: {}; {}\n", command, e.what(),
-               e.kept() ? "its checkpoint is kept (above)"
-               : server ? "nothing was kept (with checkpoint_every = N a stopped run keeps its "
-                          "rounds from its first checkpoint on, and --resume continues it)"
+               e.kept() ? "its rounds are kept (above)"
+               : server ? "nothing was kept (no round had ended)"
                         : "nothing was kept");
     return 128 + e.signal();
   } catch (const RunFailed& e) {

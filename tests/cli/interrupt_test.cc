@@ -130,8 +130,9 @@ TEST(Interrupt, ASignalIgnoredAtStartDoesNotStopTheRun) {
 }
 
 // A process of the run that does not stop on the supervisor's SIGTERM (here: the run started
-// with SIGTERM ignored, which its children inherit) is killed 10 s later; before, the supervisor
-// waited for the server's own deadline (wait_seconds, 300 s here).
+// with SIGTERM ignored, which its children inherit, and the server hangs: SIGSTOP, or it would
+// see its client's connection end and stop by itself) is killed 10 s later; before, the
+// supervisor waited for the server's own deadline (wait_seconds, 300 s here).
 TEST(Interrupt, AProcessThatIgnoresTheStopSignalIsKilled) {
   TempDir tmp;
   std::ofstream(tmp / "run.toml") << "seed = 3\nrounds = 100000\nregime = 'gradient'\n"
@@ -149,8 +150,10 @@ TEST(Interrupt, AProcessThatIgnoresTheStopSignalIsKilled) {
        ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   const std::vector<pid_t> started = children(pid);
-  const pid_t client = child_running(pid, "client");
+  const pid_t client = child_running(pid, "client"), server = child_running(pid, "server");
   ASSERT_NE(client, 0) << testing::slurp(tmp / "err.txt");
+  ASSERT_NE(server, 0) << testing::slurp(tmp / "err.txt");
+  kill(server, SIGSTOP);
   kill(client, SIGKILL);  // the run fails, and the supervisor stops the server: SIGTERM
   EXPECT_EQ(testing::wait_exit(pid, 60).value_or(-99), 5) << testing::slurp(tmp / "err.txt");
   const std::string err = testing::slurp(tmp / "err.txt");

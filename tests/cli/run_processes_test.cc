@@ -296,7 +296,7 @@ TEST(FedparRun, StopsEverythingWhenAClientDiesOrOnInterrupt) {
   for (const bool interrupt : {false, true}) {
     SCOPED_TRACE(interrupt ? "interrupt" : "killed client");
     std::vector<pid_t> clients;  // the gradient regime needs every client
-    const pid_t run = supervised(tmp, {"rounds=100000", "regime=gradient"}, clients);
+    const pid_t run = supervised(tmp, {"rounds=100000", "regime=gradient", "name=run"}, clients);
     ASSERT_EQ(clients.size(), 2u);
     const std::vector<pid_t> all = children_with(run, "");        // the server and both clients
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // some rounds run
@@ -309,8 +309,7 @@ TEST(FedparRun, StopsEverythingWhenAClientDiesOrOnInterrupt) {
         << err;
     if (interrupt) {  // the server hears the same signal, and says so
       EXPECT_EQ(err.find("signal 15"), std::string::npos) << err;
-      EXPECT_NE(err.find("fedpar server: stopped by SIGINT; nothing was kept (with "
-                         "checkpoint_every = N a stopped run keeps its rounds"),
+      EXPECT_NE(err.find("fedpar server: stopped by SIGINT; its rounds are kept (above)"),
                 std::string::npos)
           << err;
     }
@@ -318,9 +317,31 @@ TEST(FedparRun, StopsEverythingWhenAClientDiesOrOnInterrupt) {
       EXPECT_NE(kill(p, 0), 0) << "process " << p << " outlived the run: "
                                << testing::slurp(fmt::format("/proc/{}/cmdline", p)) << "\n"
                                << err;
-    if (std::filesystem::exists(tmp / "res")) {  // nothing left from a stopped run, partial or not
-      EXPECT_TRUE(std::filesystem::is_empty(tmp / "res"));
-    }
+    // no partial folder is left: the rounds that ran are kept as <name>.incomplete, saying that
+    // without a checkpoint they cannot be continued
+    EXPECT_NE(err.find("the metrics of the rounds that ran are kept in " +
+                       (tmp / "res" / "run.incomplete").string() + (interrupt ? "-2" : "") +
+                       " (no checkpoint, so it cannot be resumed"),
+              std::string::npos)
+        << err;
+    std::set<std::string> left;
+    for (const auto& e : std::filesystem::directory_iterator(tmp / "res"))
+      left.insert(e.path().filename().string());
+    const std::set<std::string> kept =
+        interrupt ? std::set<std::string>{"run.incomplete", "run.incomplete-2"}
+                  : std::set<std::string>{"run.incomplete"};
+    EXPECT_EQ(left, kept);
+    const std::string readme = testing::slurp(tmp / "res" / "run.incomplete" / "README.md");
+    EXPECT_NE(readme.find("This run stopped after "), std::string::npos) << readme;
+    EXPECT_NE(readme.find("no checkpoint (`checkpoint_every = 0`), so it cannot be continued"),
+              std::string::npos)
+        << readme;
+    EXPECT_GT(testing::jsonl(tmp / "res" / "run.incomplete" / "metrics.jsonl").size(), 0u);
+    // a record, not a starting point
+    testing::expect_refused(fmt::format("run {} --resume {}", (tmp / "run.toml").string(),
+                                        (tmp / "res" / "run.incomplete").string()),
+                            tmp.path(), 2,
+                            "holds no checkpoint.bin, so there is nothing to resume");
   }
 }
 
@@ -928,7 +949,10 @@ TEST(DistributedFaults, KilledClientStopsGradientRegimeWithAClearError) {
   EXPECT_LT(g.server_exit_seconds, 4.0) << g.err;
   EXPECT_NE(g.err.find("no update from client(s)"), std::string::npos) << g.err;
   EXPECT_NE(g.err.find("continue_without_missing = true"), std::string::npos) << g.err;
+  // not finished, but the rounds before the kill are kept as a record
   EXPECT_FALSE(std::filesystem::exists(tmp / "res" / "gradient"));
+  EXPECT_GE(testing::jsonl(tmp / "res" / "gradient.incomplete" / "metrics.jsonl").size(), 2u);
+  EXPECT_FALSE(std::filesystem::exists(tmp / "res" / "gradient.incomplete" / "checkpoint.bin"));
 }
 
 // Your own CSV, partitioned one client per user: the log names what was read (a user id read as
