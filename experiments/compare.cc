@@ -101,7 +101,8 @@ std::vector<std::filesystem::path> runs_in(const std::filesystem::path& dir) {
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(folder, ec)) {
     const std::string name = e.path().filename().string();
-    const bool partial = name.starts_with(".") || name.ends_with(".incomplete");  // not finished
+    // not finished: a partial folder, or NAME.incomplete (-2, ...)
+    const bool partial = name.starts_with(".") || name.find(".incomplete") != std::string::npos;
     if (e.is_directory() && !partial && std::filesystem::exists(e.path() / "metrics.jsonl") &&
         !is_train_folder(e.path()))
       runs.push_back(e.path());

@@ -566,7 +566,9 @@ EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts
       vc.set("name", run_name);
       fmt::print(stderr, "  ({}) {} ...", v.id, v.what);
       t0 = std::chrono::steady_clock::now();
-      const int rc = run_locally(vc, opts);
+      LocalRunOptions variant = opts;
+      variant.keep_incomplete = false;  // the experiment's folder goes when a variant fails
+      const int rc = run_locally(vc, variant);
       if (const int sig = run_interrupted_by()) {
         fmt::print(stderr, "\n");
         throw Interrupted(sig);  // nothing is kept

@@ -366,6 +366,7 @@ int run_locally(Config cfg, const LocalRunOptions& opts) {
     client_flags = local_client_keys(s, dir);
     server_flags = {"--also-allow", (dir / "allowed").string()};
   }
+  if (!opts.keep_incomplete) server_flags.push_back("--no-incomplete");
   std::ofstream(config) << cfg.to_toml();
   struct Cleanup {
     std::filesystem::path dir;

@@ -26,6 +26,10 @@ struct LocalRunOptions {
   std::string resume;  // a run folder with checkpoint.bin: the server continues that run
   bool plots = true;   // the server draws the run's plots into its folder (experiments made of
                        // runs, which draw their own, turn it off)
+  // A run that fails or is stopped keeps its rounds as NAME.incomplete; experiments made of runs,
+  // whose own folder goes when one fails, turn it off (or the server would name a folder that
+  // is about to go).
+  bool keep_incomplete = true;
 };
 
 // Runs the (validated) run config `cfg`. Returns the server's exit code, 1 when a client process

@@ -360,14 +360,12 @@ std::optional<SuiteRun> run_instance(const Instance& in, const std::filesystem::
   Config c = in.config;
   c.set("results_dir", runs_dir.string());
   const auto ts = std::chrono::steady_clock::now();
-  const int rc = run_locally(c, {.quiet = true, .plots = false});    // the report has the plots
+  // the report has the plots; a failed run's folder goes with the suite's
+  const int rc = run_locally(c, {.quiet = true, .plots = false, .keep_incomplete = false});
   if (const int sig = run_interrupted_by()) throw Interrupted(sig);  // the suite stops too
   if (rc != 0 && rc != kExitDiverged) {
-    const auto kept = runs_dir / (in.label() + ".incomplete");  // its rounds, if any ended
-    fmt::print(stderr, "\nfedpar suite: run '{}' failed (exit {}); {}\n", in.label(), rc,
-               std::filesystem::exists(kept)
-                   ? fmt::format("the rounds it ran are in {}", kept.string())
-                   : std::string("nothing is kept"));
+    fmt::print(stderr, "\nfedpar suite: run '{}' failed (exit {}); nothing is kept\n", in.label(),
+               rc);
     failed_rc = rc;
     return std::nullopt;
   }

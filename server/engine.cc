@@ -388,7 +388,12 @@ Collected Engine::collect(const CollectSpec& spec) {
 std::vector<std::string> Engine::gone(const std::set<std::string>& silent, ClosedWatch& w) {
   std::vector<std::string> out;
   for (const std::string& id : silent) {
-    if (w.back.count(id) || transport_.connected(id)) continue;
+    if (transport_.connected(id)) {  // (again: a message came on a new connection)
+      w.since.erase(id);
+      w.back.erase(id);
+      continue;
+    }
+    if (w.back.count(id)) continue;  // reconnected; its next message shows the connection
     const auto [it, first] = w.since.emplace(id, Clock::now());
     // ZeroMQ may not have let go of the closed connection yet, and a PING would go into it
     if (first) continue;
@@ -407,8 +412,8 @@ std::vector<std::string> Engine::gone(const std::set<std::string>& silent, Close
 }
 
 bool Engine::ping(const std::string& id) {
-  try {
-    peers.at(id).bytes_sent += transport_.send(id, encode_ping(envelope()));
+  try {  // a diagnostic's bytes, left out of the run's traffic as the others are
+    transport_.send(id, encode_ping(envelope()));
     return true;
   } catch (const PeerUnreachable&) {
     return false;

@@ -260,6 +260,11 @@ std::filesystem::path RunContext::keep_incomplete(const std::string& why) {
         "- `checkpoint.bin`: the model and state after round {}: continue with `fedpar run "
         "{}/config.resolved.toml --resume {}`\n",
         checkpoint_round_, dir.string(), dir.string());
+  else if (s.checkpoint_every > 0)
+    md += fmt::format(
+        "- no checkpoint yet (the first was due after round {}), so it cannot be continued: run "
+        "it again\n",
+        s.checkpoint_every);
   else
     md +=
         "- no checkpoint (`checkpoint_every = 0`), so it cannot be continued: run it again; "

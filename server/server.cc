@@ -241,7 +241,8 @@ int run_server(Config cfg, const ServerOptions& opts) {
     engine.stop_all();
     const auto* stop = dynamic_cast<const Interrupted*>(&e);
     const std::string why = stop ? fmt::format("{}.", e.what()) : fmt::format("{}", e.what());
-    if (const auto kept = run.keep_incomplete(why); !kept.empty()) {
+    if (const auto kept = opts.keep_incomplete ? run.keep_incomplete(why) : std::filesystem::path();
+        !kept.empty()) {
       const std::string note =
           std::filesystem::exists(kept / "checkpoint.bin")
               ? fmt::format(
@@ -249,16 +250,19 @@ int run_server(Config cfg, const ServerOptions& opts) {
                     "run {1} --resume {0}",
                     kept.string(), (kept / "config.resolved.toml").string())
               : fmt::format(
-                    "the metrics of the rounds that ran are kept in {} (no checkpoint, so it "
-                    "cannot be resumed: with checkpoint_every = N it could)",
-                    kept.string());
+                    "the metrics of the rounds that ran are kept in {} (no checkpoint{}, so it "
+                    "cannot be resumed{})",
+                    kept.string(), s.checkpoint_every > 0 ? " yet" : "",
+                    s.checkpoint_every > 0 ? "" : ": with checkpoint_every = N it could");
       if (stop) {  // still 128 + the signal
         fmt::print(stderr, "{}\n", note);
         throw Interrupted(stop->signal(), /*kept=*/true);
       }
       const std::string what = fmt::format("{}\n{}", e.what(), note);
       if (dynamic_cast<const RunFailed*>(&e)) throw RunFailed(what);
-      throw Error(what);
+      if (dynamic_cast<const Error*>(&e)) throw Error(what);
+      fmt::print(stderr, "{}\n", note);  // not a failure fedpar knows: an internal error still
+      throw;
     }
     throw;
   }

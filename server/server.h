@@ -21,6 +21,8 @@ struct ServerOptions {
   // client processes, keyed for the one run): not part of the run's config, which keeps the
   // user's folder for a rerun.
   std::string also_allow;
+  // A run that fails or is stopped after a round keeps it as NAME.incomplete (else: nothing).
+  bool keep_incomplete = true;
   // Draws the finished run's plots into its folder (the folder, the run's name) and returns the
   // README's markdown showing them; unset: none (the fedpar command sets it: plotting lives above
   // the server).

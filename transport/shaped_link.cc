@@ -158,8 +158,9 @@ ShapedChannel::ShapedChannel(Channel& inner, const LinkProfile& p, JitterKind ki
 std::optional<Received> ShapedChannel::receive(Clock::time_point deadline) {
   return drain(
       queue_, deadline, [&](Clock::time_point t) { return inner_.receive(t); },
-      [&](const Received& r, Clock::time_point now) {
+      [&](const Received& r, Clock::time_point now) -> std::optional<Clock::time_point> {
         const auto head = peek(r);
+        if (head && head->type == MessageType::kPing) return now;  // no link draw: a diagnostic
         if (head && head->type == MessageType::kTask)
           return link_.admit(r, now, DrawKey{link_id_, head->round});
         return link_.admit(r, now, std::nullopt);

@@ -108,7 +108,8 @@ class ZmqTransport final : public Transport {
   }
   bool connected(const std::string& peer) const override {
     const auto it = connections_.find(peer);
-    return it == connections_.end() || socket_inode(it->second.fd) == it->second.inode;
+    return it == connections_.end() ||
+           (it->second.inode != 0 && socket_inode(it->second.fd) == it->second.inode);
   }
 
  private:

@@ -122,11 +122,11 @@ int run_action(const std::string& command, const Action& action) {
     return action();
   } catch (const Interrupted& e) {  // the partial results folder is removed, or kept as incomplete
     // the server's process owns the run's folder: it keeps the rounds that ended
-    const bool server = command == "server" || command == "launch";
     fmt::print(stderr, "fedpar {}: {}; {}\n", command, e.what(),
-               e.kept() ? "its rounds are kept (above)"
-               : server ? "nothing was kept (no round had ended)"
-                        : "nothing was kept");
+               e.kept()              ? "its rounds are kept (above)"
+               : command == "server" ? "nothing was kept (no round had ended)"
+               : command == "launch" ? "the server's rank says what it kept"
+                                     : "nothing was kept");
     return 128 + e.signal();
   } catch (const RunFailed& e) {
     fmt::print(stderr, "fedpar: error: {}\n", e.what());

@@ -37,13 +37,18 @@ Action add_server_command(CLI::App& app) {
                   "with [security]: a folder of further client .pub files to let in, kept out of "
                   "the run's config (fedpar run passes its own client processes' keys)")
       ->check(CLI::ExistingDirectory);
+  auto keep = std::make_shared<bool>(false);
+  cmd->add_flag("--no-incomplete", *keep,
+                "a run that fails or is stopped keeps nothing (not even its rounds as "
+                "NAME.incomplete): for experiments made of runs, whose own folder goes then");
   cmd->add_option("--resume", a->opts.resume,
                   "continue the run whose folder holds checkpoint.bin; the same config")
       ->check(CLI::ExistingDirectory);
   auto no_plots = std::make_shared<bool>(false);
   cmd->add_flag("--no-plots", *no_plots, kNoPlotsHelp);
-  return [a, no_plots] {
+  return [a, no_plots, keep] {
     if (!*no_plots) a->opts.draw_plots = draw_run_plots;
+    a->opts.keep_incomplete = !*keep;
     Config cfg = make_run_config();
     if (!a->config.empty()) cfg.merge_file(a->config);
     cfg.set_all(flags_then_sets(a->flag_sets, a->sets));

@@ -54,7 +54,11 @@ TEST(DelayQueue, ReleasesInArrivalOrderAndTiesInReadOrder) {
   }
   EXPECT_EQ(*q.next(), at(10));
   EXPECT_FALSE(q.pop_due(at(9)).has_value());
+  // a message still held is one more to come from its peer (ShapedTransport::connected)
+  EXPECT_TRUE(q.holds_from("a"));
+  EXPECT_FALSE(q.holds_from("d"));
   EXPECT_EQ(q.pop_due(at(10))->peer, "a");
+  EXPECT_FALSE(q.holds_from("a"));
   EXPECT_EQ(q.pop_due(at(15))->peer, "b");
   EXPECT_FALSE(q.pop_due(at(15)).has_value());
   EXPECT_EQ(q.pop_due(at(30))->peer, "c");
