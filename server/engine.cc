@@ -67,6 +67,7 @@ void Engine::send_all(const WireMessage& m) {
 
 void Engine::reject(const Received& r, const std::string& reason) {
   send(r.peer, encode(ErrorMsg{reason}, envelope()));
+  if (!peers.count(r.peer)) transport_.forget(r.peer);  // not one of the run's processes
   std::string line = rejections_.next(  // a flood of bad messages must not flood the log
       "dropped a message from a peer: " + reason, [&](uint64_t more, uint64_t all) {
         return fmt::format("dropped {} more message(s) from peers ({} in all); the last: {}", more,

@@ -104,6 +104,7 @@ class ShapedTransport final : public Transport {
   bool connected(const std::string& peer) const override {
     return queue_.holds_from(peer) || inner_->connected(peer);
   }
+  void forget(const std::string& peer) override { inner_->forget(peer); }
   // Shapes `peer`'s uplink with `p` from now on; `link` keys its jitter and loss draws.
   void shape(const std::string& peer, const LinkProfile& p, uint32_t link);
   uint64_t lost() const;  // messages dropped so far

@@ -106,6 +106,7 @@ class ZmqTransport final : public Transport {
     for (size_t i = 1; i < parts.size(); ++i) r.frames.push_back(std::move(parts[i]));
     return r;
   }
+  void forget(const std::string& peer) override { connections_.erase(peer); }
   bool connected(const std::string& peer) const override {
     const auto it = connections_.find(peer);
     return it == connections_.end() ||

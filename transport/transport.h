@@ -71,6 +71,9 @@ class Transport {
   // A peer not heard from yet, or one whose connection cannot be told (inproc), counts as
   // connected.
   virtual bool connected(const std::string& /*peer*/) const { return true; }
+  // Drops what the transport remembers of `peer` (not one of the run's: a stranger's connection
+  // is not worth keeping, however many come).
+  virtual void forget(const std::string& /*peer*/) {}
 };
 
 // A client's connection to the server.
