@@ -115,12 +115,17 @@ void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
   const auto deadline = deadline_after(s_.wait_seconds);
   while (int(peers.size()) < s_.processes) {
     auto in = receive(deadline);
-    if (!in)
+    if (!in) {
+      // a wildcard address is where the server listens, not one a client can reach
+      std::string reach = endpoint();
+      for (const std::string any : {"tcp://0.0.0.0:", "tcp://*:", "tcp://[::]:"})
+        if (reach.starts_with(any)) reach = "tcp://SERVER_HOST:" + reach.substr(any.size());
       throw RunFailed(
           fmt::format("only {} of {} client processes said HELLO within {} s (start them "
                       "with: fedpar client --server {}{})",
-                      peers.size(), s_.processes, s_.wait_seconds, endpoint(),
+                      peers.size(), s_.processes, s_.wait_seconds, reach,
                       s_.security.on() ? " --key NAME.key --server-key SERVER.pub" : ""));
+    }
     auto hello = decode_hello(in->parsed);
     if (auto* e = std::get_if<ProtocolError>(&hello)) {
       reject(in->msg, in->parsed.header.type == MessageType::kHello

@@ -243,7 +243,8 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
               .get<std::vector<std::pair<std::vector<uint32_t>, int>>>()};
 }
 
-std::filesystem::path RunContext::keep_incomplete(const std::string& why) {
+std::filesystem::path RunContext::keep_incomplete(const std::string& why,
+                                                  const std::string& resume_with) {
   if (checkpoint_round_ == 0 && rounds_recorded_ == 0) return {};
   // A resumed run that fails again holds every round its old folder held (and a checkpoint):
   // that one goes first, so this one takes its name rather than <name>.incomplete-2 beside it.
@@ -256,10 +257,9 @@ std::filesystem::path RunContext::keep_incomplete(const std::string& why) {
       "- `config.resolved.toml`: every setting it ran with; `manifest.json`: its partition\n",
       s.name, rounds_recorded_, s.rounds, why);
   if (checkpoint_round_ > 0)
-    md += fmt::format(
-        "- `checkpoint.bin`: the model and state after round {}: continue with `fedpar run "
-        "{}/config.resolved.toml --resume {}`\n",
-        checkpoint_round_, dir.string(), dir.string());
+    md +=
+        fmt::format("- `checkpoint.bin`: the model and state after round {}: continue with `{}`\n",
+                    checkpoint_round_, fmt::format(fmt::runtime(resume_with), dir.string()));
   else if (s.checkpoint_every > 0)
     md += fmt::format(
         "- no checkpoint yet (the first was due after round {}), so it cannot be continued: run "

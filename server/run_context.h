@@ -70,7 +70,8 @@ class RunContext {
   // that path (empty: no round ran, nothing kept). With a checkpoint (checkpoint.bin is there)
   // --resume continues it; without, its metrics are kept as a record of the rounds that ran.
   // (A resumed run's old folder, kept for resuming, is removed: this one holds its rounds.)
-  std::filesystem::path keep_incomplete(const std::string& why);
+  // `resume_with`: the command that continues a run from a folder, "{0}" standing for it.
+  std::filesystem::path keep_incomplete(const std::string& why, const std::string& resume_with);
 
   const Config& cfg;
   const RunSpec& s;

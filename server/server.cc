@@ -241,14 +241,19 @@ int run_server(Config cfg, const ServerOptions& opts) {
     engine.stop_all();
     const auto* stop = dynamic_cast<const Interrupted*>(&e);
     const std::string why = stop ? fmt::format("{}.", e.what()) : fmt::format("{}", e.what());
-    if (const auto kept = opts.keep_incomplete ? run.keep_incomplete(why) : std::filesystem::path();
+    // fedpar run starts the clients too; a server started by hand has its clients started anew
+    const std::string resume_with =
+        opts.under_fedpar_run
+            ? "fedpar run {0}/config.resolved.toml --resume {0}"
+            : "fedpar server --config {0}/config.resolved.toml --resume {0} (and its client "
+              "processes, as before)";
+    if (const auto kept =
+            opts.keep_incomplete ? run.keep_incomplete(why, resume_with) : std::filesystem::path();
         !kept.empty()) {
       const std::string note =
           std::filesystem::exists(kept / "checkpoint.bin")
-              ? fmt::format(
-                    "the metrics and the last checkpoint are kept in {0}: continue with fedpar "
-                    "run {1} --resume {0}",
-                    kept.string(), (kept / "config.resolved.toml").string())
+              ? fmt::format("the metrics and the last checkpoint are kept in {}: continue with {}",
+                            kept.string(), fmt::format(fmt::runtime(resume_with), kept.string()))
               : fmt::format(
                     "the metrics of the rounds that ran are kept in {} (no checkpoint{}, so it "
                     "cannot be resumed{})",

@@ -23,6 +23,9 @@ struct ServerOptions {
   std::string also_allow;
   // A run that fails or is stopped after a round keeps it as NAME.incomplete (else: nothing).
   bool keep_incomplete = true;
+  // Started by `fedpar run` (which starts the clients too): the command that resumes a kept run
+  // is fedpar run's, else fedpar server's (its clients started as before).
+  bool under_fedpar_run = false;
   // Draws the finished run's plots into its folder (the folder, the run's name) and returns the
   // README's markdown showing them; unset: none (the fedpar command sets it: plotting lives above
   // the server).

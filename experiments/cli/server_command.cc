@@ -9,6 +9,7 @@
 #include "core/run_spec.h"
 #include "experiments/cli/commands.h"
 #include "experiments/cli/data_flags.h"
+#include "experiments/local_run.h"
 #include "experiments/run_plots.h"
 #include "server/async_replay.h"
 #include "server/server.h"
@@ -49,6 +50,7 @@ Action add_server_command(CLI::App& app) {
   return [a, no_plots, keep] {
     if (!*no_plots) a->opts.draw_plots = draw_run_plots;
     a->opts.keep_incomplete = !*keep;
+    a->opts.under_fedpar_run = std::getenv(kSupervisorPidVariable) != nullptr;
     Config cfg = make_run_config();
     if (!a->config.empty()) cfg.merge_file(a->config);
     cfg.set_all(flags_then_sets(a->flag_sets, a->sets));

@@ -53,11 +53,24 @@ std::filesystem::path killed_run(const TempDir& tmp, const std::string& tag,
   if (client_only) {
     kill(clients[1], SIGKILL);
     EXPECT_EQ(testing::wait_exit(server, 60).value_or(-99), kExitRunFailed);
+    const auto kept = tmp / "res" / (tag + ".incomplete");
+    // a server started by hand is resumed by hand (fedpar run would start its clients here)
+    const std::string resume = fmt::format(
+        "continue with fedpar server --config {0}/config.resolved.toml --resume {0} (and its "
+        "client processes, as before)",
+        kept.string());
     EXPECT_NE(testing::slurp(tmp / (files + ".err")).find("last checkpoint are kept in"),
               std::string::npos);
+    EXPECT_NE(testing::slurp(tmp / (files + ".err")).find(resume), std::string::npos)
+        << testing::slurp(tmp / (files + ".err"));
+    EXPECT_NE(testing::slurp(kept / "README.md")
+                  .find(fmt::format("fedpar server --config {0}/config.resolved.toml --resume {0}",
+                                    kept.string())),
+              std::string::npos)
+        << testing::slurp(kept / "README.md");
     kill(clients[0], SIGKILL);
     for (pid_t p : clients) waitpid(p, nullptr, 0);
-    return tmp / "res" / (tag + ".incomplete");
+    return kept;
   }
   for (pid_t p : clients) kill(p, SIGKILL);
   kill(server, SIGKILL);

@@ -192,6 +192,12 @@ TEST(Curve, APlaintextBindBeyondLoopbackWarns) {
                       "machines and the run is in plaintext"),
             std::string::npos)
       << testing::slurp(tmp / "err");
+  // no client reaches 0.0.0.0: the hint names the server's host to fill in
+  EXPECT_NE(testing::slurp(tmp / "err")
+                .find("start them with: fedpar client --server "
+                      "tcp://SERVER_HOST:"),
+            std::string::npos)
+      << testing::slurp(tmp / "err");
 }
 
 }  // namespace
