@@ -280,10 +280,13 @@ Collected Engine::collect(const CollectSpec& spec) {
     return !std::binary_search(out.unreachable.begin(), out.unreachable.end(), k);
   };
   size_t want = std::min(spec.want, spec.expected.size() - out.unreachable.size());
-  const auto silent = [&] {  // the processes of awaited keys without an answer
+  const auto unanswered = [&](uint32_t k) {  // awaited, and no answer yet
+    return awaited_key(k) && !out.got.count(k) && !out.failed.count(k);
+  };
+  const auto silent = [&] {  // the processes of the unanswered keys
     std::set<std::string> ids;
     for (uint32_t k : spec.expected)
-      if (awaited_key(k) && !out.got.count(k) && !out.failed.count(k)) ids.insert(process_of(k));
+      if (unanswered(k)) ids.insert(process_of(k));
     return ids;
   };
   // Processes gone mid-round are not waited for either, under the same rule: not when that would
@@ -291,9 +294,7 @@ Collected Engine::collect(const CollectSpec& spec) {
   const auto stop_awaiting = [&](const std::vector<std::string>& gone) {
     std::vector<uint32_t> keys;
     for (uint32_t k : spec.expected)
-      if (awaited_key(k) && !out.got.count(k) && !out.failed.count(k) &&
-          std::ranges::count(gone, process_of(k)))
-        keys.push_back(k);
+      if (unanswered(k) && std::ranges::count(gone, process_of(k))) keys.push_back(k);
     if (out.unreachable.size() + keys.size() == spec.expected.size()) return;
     for (const std::string& id : gone)
       if (unreachable_.insert(id).second)

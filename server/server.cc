@@ -240,7 +240,7 @@ int run_server(Config cfg, const ServerOptions& opts) {
   } catch (const std::exception& e) {
     engine.stop_all();
     const auto* stop = dynamic_cast<const Interrupted*>(&e);
-    const std::string why = stop ? fmt::format("{}.", e.what()) : fmt::format("{}", e.what());
+    const std::string why = std::string(e.what()) + (stop ? "." : "");
     // fedpar run starts the clients too; a server started by hand has its clients started anew
     const std::string resume_with =
         opts.under_fedpar_run
