@@ -70,6 +70,15 @@ RunSpec local_run_spec(const ClientOptions& o, const WelcomeMsg& w) {
   return s;
 }
 
+// What a STOP means for the process's exit, said unless quiet.
+int stopped(const StopMsg& stop, bool quiet) {
+  if (stop.outcome == StopOutcome::kCompleted) return 0;
+  if (!quiet)
+    fmt::print(stderr, "client {}: the server ended the run ({}): {}\n", ::getpid(),
+               stop_outcome_name(stop.outcome), stop.reason);
+  return kExitEndedByServer;
+}
+
 // One client process after WELCOME: its run, data, model and the virtual clients it hosts.
 class ClientProcess {
  public:
@@ -149,7 +158,8 @@ class ClientProcess {
       channel_.send(encode_ready({0, run_, 0}));
   }
 
-  // Serves tasks until STOP (returns 0); throws Error when the server goes silent or a ring fails.
+  // Serves tasks until STOP (returns run_client's code); throws Error when the server goes silent
+  // or a ring fails.
   int serve() {
     while (true) {
       auto msg = next_message(deadline_after(o_.wait_seconds));
@@ -163,7 +173,7 @@ class ClientProcess {
       const ParsedMessage& m = std::get<ParsedMessage>(parsed);
       switch (m.header.type) {
         case MessageType::kStop:
-          return 0;
+          return stopped(checked(decode_stop(m), "STOP"), o_.quiet);
         case MessageType::kPing:  // the server asked whether this process is connected: it is
           break;
         case MessageType::kError:
@@ -627,6 +637,8 @@ int run_client(const ClientOptions& o) {
   const ParsedMessage& w = std::get<ParsedMessage>(parsed);
   if (w.header.type == MessageType::kError)
     throw Error("the server refused us: " + checked(decode_error(w), "ERROR").reason);
+  if (w.header.type == MessageType::kStop)  // the run ended before it started (or before we came)
+    return stopped(checked(decode_stop(w), "STOP"), o.quiet);
   const WelcomeMsg welcome = checked(decode_welcome(w), "WELCOME");
   // A TASK carries the model at up to 8 bytes a value (a sparse codec's index and value): a
   // limit below that would drop it unread, which would look like a silent server.

@@ -23,6 +23,8 @@ struct ClientOptions {
   int64_t max_frame_mib = 1024;
 };
 
+// 0 when the run completed; kExitEndedByServer when the server's STOP said it did not (its reason
+// printed unless quiet). Throws Error or RunFailed when this process cannot go on.
 int run_client(const ClientOptions& opts);
 
 }  // namespace fedpar

@@ -21,6 +21,9 @@ class RunFailed : public Error {
   using Error::Error;
 };
 constexpr int kExitRunFailed = 5;
+// A client process whose server ended the run before it completed (stopped, failed, or went on
+// without this process): the server's reason was printed, and the server's exit says the rest.
+constexpr int kExitEndedByServer = 6;
 
 namespace detail {
 // Collects the streamed message and throws from its destructor's caller via `raise()`.

@@ -220,6 +220,8 @@ class Supervisor {
       // The server told the clients to stop; give them a moment before stopping them (a short
       // one when it failed: clients still waiting for their WELCOME never hear STOP).
       finish(exit, exit == 0 || exit == kExitDiverged ? 5s : 500ms);
+    } else if (exit == kExitEndedByServer) {
+      return;  // the server ended the run, or went on without the process, and says so itself
     } else if (exit != 0) {
       const std::string what = WIFSIGNALED(status)
                                    ? fmt::format("was killed by signal {} ({})", WTERMSIG(status),

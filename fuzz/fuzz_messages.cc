@@ -40,6 +40,7 @@ void decode_all(const ParsedMessage& p) {
   run(MessageType::kTask, decode_task(p));
   run(MessageType::kUpdate, decode_update(p));
   run(MessageType::kError, decode_error(p));
+  run(MessageType::kStop, decode_stop(p));
 }
 
 }  // namespace
@@ -101,7 +102,7 @@ std::vector<std::string> fedpar_fuzz_seeds() {
       3, 3);
   add(encode(UpdateMsg{.num_samples = 10, .loss_sum = 2.5, .vectors = {small}}, e), 3, 3);
   add(encode(ErrorMsg{.reason = "no"}, e), 0, 0);
-  add(encode_stop(e), 0, 0);
+  add(encode(StopMsg{.outcome = StopOutcome::kFailed, .reason = "a ring failed"}, e), 0, 0);
   CodecParams p;
   p.shapes = kShapes;
   p.bucket = 64;

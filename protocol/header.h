@@ -31,7 +31,8 @@
 namespace fedpar {
 
 constexpr uint32_t kProtocolMagic = 0x52504446u;  // bytes 'F' 'D' 'P' 'R'
-constexpr uint16_t kProtocolVersion = 4;  // 2: typed message bodies (messages.h); 3: READY; 4: PING
+// 2: typed message bodies (messages.h); 3: READY; 4: PING; 5: STOP says how the run ended
+constexpr uint16_t kProtocolVersion = 5;
 constexpr size_t kHeaderBytes = 48;
 constexpr uint16_t kMaxPayloadFrames = 64;
 
@@ -40,7 +41,7 @@ enum class MessageType : uint16_t {
   kWelcome = 2,  // server -> client: your virtual client ids and manifest slices
   kTask = 3,     // server -> client: the model and what to compute this round
   kUpdate = 4,   // client -> server: gradient or model delta, n_k, loss, timings
-  kStop = 5,     // server -> client: the run is over
+  kStop = 5,     // server -> client: the run is over, and how it ended
   kError = 6,    // either way: what was wrong with the last message
   kRing = 7,     // allreduce topology: client -> server its ring endpoint; server -> client its
                  // rank, the ring size and the next rank's endpoint

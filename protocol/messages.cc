@@ -87,7 +87,20 @@ std::optional<ProtocolError> wrong_type(const ParsedMessage& p, MessageType t) {
       fmt::format("expected {}, got {}", message_type_name(t), message_type_name(p.header.type))};
 }
 
+constexpr std::pair<StopOutcome, const char*> kOutcomes[] = {
+    {StopOutcome::kCompleted, "completed"},
+    {StopOutcome::kStopped, "stopped"},
+    {StopOutcome::kFailed, "failed"},
+    {StopOutcome::kLeftOut, "left-out"},
+};
+
 }  // namespace
+
+const char* stop_outcome_name(StopOutcome o) {
+  for (const auto& [outcome, n] : kOutcomes)
+    if (outcome == o) return n;
+  return "unknown";
+}
 
 const char* task_kind_name(TaskKind k) {
   for (const auto& [kind, n] : kKinds)
@@ -206,8 +219,9 @@ WireMessage encode(const ErrorMsg& m, const Envelope& e) {
   return encode_message(MessageType::kError, e.client, e.run, e.round, {{"reason", m.reason}});
 }
 
-WireMessage encode_stop(const Envelope& e) {
-  return encode_message(MessageType::kStop, e.client, e.run, e.round, {});
+WireMessage encode(const StopMsg& m, const Envelope& e) {
+  return encode_message(MessageType::kStop, e.client, e.run, e.round,
+                        {{"outcome", stop_outcome_name(m.outcome)}, {"reason", m.reason}});
 }
 
 WireMessage encode_ready(const Envelope& e) {
@@ -422,6 +436,23 @@ Decoded<ErrorMsg> decode_error(const ParsedMessage& p) {
   ErrorMsg m;
   Reader r(p.body);
   r.get("reason", m.reason);
+  return r.result(std::move(m));
+}
+
+Decoded<StopMsg> decode_stop(const ParsedMessage& p) {
+  if (auto e = wrong_type(p, MessageType::kStop)) return *e;
+  StopMsg m;
+  Reader r(p.body);
+  std::string outcome;
+  r.get("outcome", outcome);
+  r.get("reason", m.reason);
+  const auto* it =
+      std::ranges::find_if(kOutcomes, [&](const auto& o) { return outcome == o.second; });
+  r.require(it != std::end(kOutcomes),
+            fmt::format("field 'outcome' names no outcome ('{}'; expected completed, stopped, "
+                        "failed or left-out)",
+                        outcome));
+  if (it != std::end(kOutcomes)) m.outcome = it->first;
   return r.result(std::move(m));
 }
 

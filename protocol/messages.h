@@ -4,7 +4,7 @@
 // views of the received frames (or of the sender's memory): nothing is copied here.
 //
 //   client -> server   HELLO, RING (endpoint), UPDATE (any task's answer), ERROR
-//   server -> client   WELCOME, RING (assignment), TASK, STOP, ERROR
+//   server -> client   WELCOME, RING (assignment), TASK, STOP (how the run ended), ERROR, PING
 #pragma once
 
 #include <cstdint>
@@ -140,6 +140,20 @@ struct ErrorMsg {
   std::string reason;
 };
 
+// STOP: how the run ended, so a client process run by hand can say so and exit accordingly.
+enum class StopOutcome : uint16_t {
+  kCompleted = 1,  // the run's rounds are done (or it ended on a diverged model, as it records)
+  kStopped = 2,    // the server was stopped (a signal) before the run completed
+  kFailed = 3,     // the run failed (a process missing at a deadline, a failed ring, ...)
+  kLeftOut = 4,    // the run goes on without this process (an elastic ring re-formed)
+};
+const char* stop_outcome_name(StopOutcome o);  // "completed", "stopped", "failed", "left-out"
+
+struct StopMsg {
+  StopOutcome outcome = StopOutcome::kCompleted;
+  std::string reason;  // "" when completed
+};
+
 // Header fields every message carries beside its body.
 struct Envelope {
   uint32_t client = 0;
@@ -154,7 +168,7 @@ WireMessage encode(const RingAssignmentMsg& m, const Envelope& e);
 WireMessage encode(TaskMsg m, const Envelope& e, std::shared_ptr<const void> owner = {});
 WireMessage encode(UpdateMsg m, const Envelope& e, std::shared_ptr<const void> owner = {});
 WireMessage encode(const ErrorMsg& m, const Envelope& e);
-WireMessage encode_stop(const Envelope& e);
+WireMessage encode(const StopMsg& m, const Envelope& e);
 WireMessage encode_ready(const Envelope& e);  // an empty body: the header says it
 WireMessage encode_ping(const Envelope& e);   // the same
 
@@ -171,5 +185,6 @@ Decoded<RingAssignmentMsg> decode_ring_assignment(const ParsedMessage& p);
 Decoded<TaskMsg> decode_task(const ParsedMessage& p);
 Decoded<UpdateMsg> decode_update(const ParsedMessage& p);
 Decoded<ErrorMsg> decode_error(const ParsedMessage& p);
+Decoded<StopMsg> decode_stop(const ParsedMessage& p);
 
 }  // namespace fedpar

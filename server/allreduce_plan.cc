@@ -138,7 +138,12 @@ class AllReducePlan final : public Plan {
   void reform_without(Engine& engine, const std::vector<uint32_t>& dead) {
     for (const uint32_t p : dead) {  // one merely late is told that it is out
       engine.lost.insert(engine.order[p]);
-      engine.send(engine.order[p], encode_stop(engine.envelope()));
+      engine.send(engine.order[p],
+                  encode(StopMsg{StopOutcome::kLeftOut,
+                                 fmt::format("round {}: this worker did not answer in time; the "
+                                             "ring re-formed without it",
+                                             engine.round + 1)},
+                         engine.envelope()));
     }
     std::erase_if(members_,
                   [&](uint32_t p) { return std::find(dead.begin(), dead.end(), p) != dead.end(); });

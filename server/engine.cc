@@ -103,8 +103,8 @@ void Engine::count_misses(std::span<const uint32_t> asked, std::span<const uint3
   }
 }
 
-void Engine::stop_all() {
-  for (const auto& [id, p] : peers) send(id, encode_stop(envelope()));
+void Engine::stop_all(StopOutcome outcome, const std::string& reason) {
+  for (const auto& [id, p] : peers) send(id, encode(StopMsg{outcome, reason}, envelope()));
 }
 
 void Engine::welcome_clients(const Manifest& manifest, size_t num_params,

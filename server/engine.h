@@ -148,7 +148,8 @@ class Engine {
   // each that answered for all its asked clients starts over, and one that reaches `limit`
   // misses is lost (logged). A miss need not be a death (a lost message, a slow round).
   void count_misses(std::span<const uint32_t> asked, std::span<const uint32_t> absent, int limit);
-  void stop_all();  // tells every process the run is over
+  // Tells every process the run is over, and how it ended (a client run by hand says so).
+  void stop_all(StopOutcome outcome = StopOutcome::kCompleted, const std::string& reason = "");
 
   // Accounting: per-process socket bytes since `before`, in HELLO order.
   using ByteSnapshot = std::map<std::string, std::pair<uint64_t, uint64_t>>;  // sent, received

@@ -238,8 +238,8 @@ int run_server(Config cfg, const ServerOptions& opts) {
     warn_of_always_late(engine, s, run.params.size());
     run_rounds(engine, run, *plan, resumed.rounds);
   } catch (const std::exception& e) {
-    engine.stop_all();
     const auto* stop = dynamic_cast<const Interrupted*>(&e);
+    engine.stop_all(stop ? StopOutcome::kStopped : StopOutcome::kFailed, e.what());
     const std::string why = std::string(e.what()) + (stop ? "." : "");
     // fedpar run starts the clients too; a server started by hand has its clients started anew
     const std::string resume_with =

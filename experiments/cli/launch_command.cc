@@ -65,7 +65,10 @@ Action add_launch_command(CLI::App& app) {
       fmt::print(stderr, "fedpar launch: rank {} of {} ({}): a client process of {}\n", env.rank,
                  env.world_size, env.launcher, o.server);
       // printed here, before ~MpiJob: a failed client then waits in MPI_Finalize for the server
-      return run_action("launch", [&] { return run_client(o); });
+      const int code = run_action("launch", [&] { return run_client(o); });
+      // a launcher may stop the whole job on a rank's failure: the server's rank, which ended
+      // the run and is still writing its results, is the one whose exit says how it ended
+      return code == kExitEndedByServer ? 0 : code;
     }
     Config cfg = make_run_config();
     cfg.merge_file(a->config);

@@ -60,6 +60,12 @@ Action add_server_command(CLI::App& app) {
 
 Action add_client_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("client", "host virtual clients for a fedpar server");
+  cmd->footer(fmt::format(
+      "Exit code: 0 when the run completed; {} when the server ended it otherwise (stopped, "
+      "failed, or went on\nwithout this process: the server's reason is printed); {} when this "
+      "process could not go on (a silent\nor vanished server, a failed ring); 2 for a bad flag or "
+      "when the server refused it.",
+      kExitEndedByServer, kExitRunFailed));
   auto o = std::make_shared<ClientOptions>();
   cmd->add_option("--server", o->server, "tcp://HOST:PORT or ipc://PATH")->required();
   cmd->add_option("--slots", o->slots,

@@ -697,8 +697,9 @@ KilledClientRun run_with_killed_client(const TempDir& tmp, const std::string& ta
   r.server_code = testing::wait_exit(run.server, 120).value_or(-99);
   r.server_exit_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
-  EXPECT_EQ(testing::wait_exit(run.clients[0], 30).value_or(-99), 0)
-      << "the surviving client failed";
+  EXPECT_EQ(testing::wait_exit(run.clients[0], 30).value_or(-99),
+            r.server_code == 0 ? 0 : kExitEndedByServer)
+      << "the surviving client did not exit as the run ended";
   r.out = testing::slurp(tmp / (tag + ".out"));
   r.err = testing::slurp(tmp / (tag + ".err"));
   return r;
@@ -753,6 +754,45 @@ TEST(DistributedFaults, AClientWithoutAServerSaysItWaitsAndABareHostPortSaysHowT
         "client --server " + endpoint, tmp.path(), 2,
         "cannot connect to " + endpoint +
             ": Invalid argument (an endpoint is tcp://HOST:PORT or ipc://PATH)");
+}
+
+// A client started by hand hears how the run ended when it did not complete, says it and exits
+// kExitEndedByServer: a server that gives up waiting for its processes before the run starts
+// (before: "bad WELCOME"), and one stopped mid-run (before: exit 0 without a word).
+TEST(DistributedFaults, AClientSaysWhyTheServerEndedTheRunAndExitsAccordingly) {
+  TempDir tmp;
+  const pid_t waiting = testing::spawn_fedpar(
+      testing::server_args(tmp, "few", "few", "tcp://127.0.0.1:*", 2, {"wait_seconds=2"}),
+      tmp / "few.out", tmp / "few.err");
+  const std::string ep = testing::wait_for_file(tmp / "few.ep", 20);
+  const pid_t alone = testing::spawn_fedpar({"client", "--wait", "20", "--server", ep},
+                                            tmp / "alone.out", tmp / "alone.err");
+  EXPECT_EQ(testing::wait_exit(waiting, 30).value_or(-99), kExitRunFailed);
+  EXPECT_EQ(testing::wait_exit(alone, 20).value_or(-99), kExitEndedByServer);
+  EXPECT_NE(testing::slurp(tmp / "alone.err")
+                .find("the server ended the run (failed): only 1 of 2 client processes said "
+                      "HELLO within 2 s"),
+            std::string::npos)
+      << testing::slurp(tmp / "alone.err");
+
+  const auto run =
+      testing::start_run(tmp, "stopped",
+                         testing::server_args(tmp, "stopped", "stopped", "tcp://127.0.0.1:*", 2,
+                                              {"rounds=1000", "stragglers.delay_seconds=0:0.05"}),
+                         1);
+  const pid_t told = testing::spawn_fedpar({"client", "--wait", "20", "--server", run.endpoint},
+                                           tmp / "told.out", tmp / "told.err");
+  testing::wait_for_round(tmp, "stopped", 2);
+  kill(run.server, SIGTERM);
+  EXPECT_EQ(testing::wait_exit(run.server, 30).value_or(-99), 128 + SIGTERM);
+  EXPECT_EQ(testing::wait_exit(told, 20).value_or(-99), kExitEndedByServer);
+  EXPECT_NE(testing::slurp(tmp / "told.err")
+                .find("the server ended the run (stopped): stopped by SIGTERM"),
+            std::string::npos)
+      << testing::slurp(tmp / "told.err");
+  EXPECT_EQ(testing::wait_exit(run.clients[0], 20).value_or(-99), kExitEndedByServer);
+  // --quiet (as under fedpar run): the server says it
+  EXPECT_EQ(testing::slurp(tmp / "stopped0.cerr").find("ended the run"), std::string::npos);
 }
 
 // A client process that cannot start after its WELCOME (here a device this build lacks) tells the

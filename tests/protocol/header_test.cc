@@ -99,7 +99,7 @@ TEST(Protocol, EveryMalformedCaseIsRejectedWithItsReason) {
       has(with([](auto& f) { f[0].push_back(0); }), "header length field 48 with a 49-byte frame"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][0] = 'X'; }), "bad magic"));
   EXPECT_TRUE(
-      has(with([](auto& f) { f[0][4] = 3; }), "protocol version 3 is not supported, expected 4"));
+      has(with([](auto& f) { f[0][4] = 4; }), "protocol version 4 is not supported, expected 5"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][6] = 40; }), "header length field 40"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][8] = 0; }), "unknown message type 0"));
   EXPECT_TRUE(has(with([](auto& f) { f[0][8] = 10; }), "unknown message type 10"));

@@ -210,6 +210,30 @@ TEST(Messages, ReadyAndPingAreAHeaderOfTheirRunAndRound) {
   }
 }
 
+// STOP says how the run ended and why, so a client process started by hand can say it and exit
+// accordingly; an outcome a peer made up is named, not taken for "completed".
+TEST(Messages, StopCarriesTheRunsOutcomeAndItsReason) {
+  for (const auto outcome : {StopOutcome::kCompleted, StopOutcome::kStopped, StopOutcome::kFailed,
+                             StopOutcome::kLeftOut}) {
+    const ParsedMessage p = wire(encode(StopMsg{outcome, "round 3: worker 1 failed"}, {0, 42, 2}));
+    EXPECT_EQ(p.header.type, MessageType::kStop);
+    EXPECT_EQ(p.header.round, 2u);
+    const auto d = decode_stop(p);
+    ASSERT_EQ(reason(d), "accepted");
+    EXPECT_EQ(std::get<StopMsg>(d).outcome, outcome) << stop_outcome_name(outcome);
+    EXPECT_EQ(std::get<StopMsg>(d).reason, "round 3: worker 1 failed");
+  }
+  EXPECT_STREQ(stop_outcome_name(StopOutcome::kLeftOut), "left-out");
+  const auto raw = [](nlohmann::json body) {
+    return wire(encode_message(MessageType::kStop, 0, 0, 0, body));
+  };
+  EXPECT_EQ(reason(decode_stop(raw({{"outcome", "exploded"}, {"reason", ""}}))),
+            "field 'outcome' names no outcome ('exploded'; expected completed, stopped, failed "
+            "or left-out)");
+  EXPECT_EQ(reason(decode_stop(raw({{"reason", "x"}}))), "missing field 'outcome'");
+  EXPECT_EQ(reason(decode_stop(wire(encode_ping({})))), "expected STOP, got PING");
+}
+
 TEST(Messages, BadFieldsAreNamed) {
   auto raw = [](MessageType t, nlohmann::json body, std::vector<std::span<const float>> v = {}) {
     return wire(encode_message(t, 0, 0, 0, body, v));
