@@ -113,8 +113,18 @@ void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
   for (const auto& c : manifest.clients) shard_sizes_.push_back(c.indices.size());
   log(fmt::format("listening on {}; waiting for {} client process(es)", endpoint(), s_.processes));
   const auto deadline = deadline_after(s_.wait_seconds);
+  ClosedWatch closed;
+  auto check_at = deadline_after(kConnectionCheckSeconds);
   while (int(peers.size()) < s_.processes) {
-    auto in = receive(deadline);
+    auto in = receive(std::min(deadline, check_at));
+    if (!in && Clock::now() < deadline) {  // a process that left before the run frees its place
+      check_at = deadline_after(kConnectionCheckSeconds);
+      std::vector<std::string> back;
+      for (const std::string& id :
+           gone(std::set<std::string>(order.begin(), order.end()), closed, back))
+        free_place(id);
+      continue;
+    }
     if (!in) {
       // a wildcard address is where the server listens, not one a client can reach
       std::string reach = endpoint();
@@ -167,14 +177,30 @@ void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
 void Engine::await_ready() {
   const auto t0 = Clock::now();
   const auto deadline = deadline_after(s_.wait_seconds);
-  std::set<std::string> ready;
-  while (ready.size() < order.size()) {
-    auto in = receive(deadline);
+  std::set<std::string> ready, waiting(order.begin(), order.end());
+  ClosedWatch closed;
+  auto check_at = deadline_after(kConnectionCheckSeconds);
+  while (!waiting.empty()) {
+    auto in = receive(std::min(deadline, check_at));
+    if (!in && Clock::now() < deadline) {  // one that died loading its data is not waited for
+      check_at = deadline_after(kConnectionCheckSeconds);
+      std::vector<std::string> back;
+      for (const std::string& id : gone(waiting, closed, back)) {
+        waiting.erase(id);
+        unreachable_.insert(id);  // round 1 does not wait for it either
+        log(fmt::format(
+            "the connection of the process of virtual clients {} closed before it was ready and "
+            "did not come back within {:g} s (the process died, or its network did): the rounds "
+            "begin without waiting for it",
+            fmt::join(peers.at(id).clients, ", "), kReconnectSeconds));
+      }
+      continue;
+    }
     if (!in) {  // the rounds' deadlines and missed-round counts take them from here
       std::vector<uint32_t> late;
-      for (const auto& id : order)
-        if (!ready.count(id))
-          late.insert(late.end(), peers[id].clients.begin(), peers[id].clients.end());
+      for (const auto& id : waiting)
+        late.insert(late.end(), peers[id].clients.begin(), peers[id].clients.end());
+      std::ranges::sort(late);
       log(fmt::format(
           "the process(es) of virtual clients {} are not ready (their data loaded) after {} "
           "s (wait_seconds): the rounds begin without waiting for them",
@@ -187,10 +213,13 @@ void Engine::await_ready() {
                                   message_type_name(in->parsed.header.type)));
       continue;
     }
-    ready.insert(in->msg.peer);
+    if (waiting.erase(in->msg.peer)) ready.insert(in->msg.peer);
   }
-  log(fmt::format("{} client process(es) ready, their data loaded, after {:.2f} s", order.size(),
-                  seconds_since(t0)));
+  log(fmt::format("{} client process(es) ready, their data loaded, after {:.2f} s{}", ready.size(),
+                  seconds_since(t0),
+                  ready.size() < order.size()
+                      ? fmt::format(" ({} gone before)", order.size() - ready.size())
+                      : ""));
 }
 
 void Engine::throw_if_failed_to_start(const Incoming& in) const {
@@ -218,10 +247,21 @@ void Engine::warn_of_shared_link(const std::vector<uint32_t>& clients) const {
 }
 
 void Engine::add_peer(const Received& r, const HelloMsg& hello) {
-  peers[r.peer] = Peer{r.peer, hello.slots, {}, 0, r.bytes()};
+  peers[r.peer] = Peer{r.peer, hello.slots, hello.pid, {}, 0, r.bytes()};
   order.push_back(r.peer);
   log(fmt::format("client process {} of {} connected ({} slot(s))", peers.size(), s_.processes,
                   hello.slots));
+}
+
+void Engine::free_place(const std::string& id) {
+  log(
+      fmt::format("the client process with pid {} closed its connection before the run started "
+                  "and did not come back within {:g} s: its place is free ({} of {} processes "
+                  "now)",
+                  peers.at(id).pid, kReconnectSeconds, peers.size() - 1, s_.processes));
+  peers.erase(id);
+  std::erase(order, id);
+  transport_.forget(id);
 }
 
 // Virtual clients are dealt in proportion to the processes' slots: each goes to the process with
@@ -326,7 +366,14 @@ Collected Engine::collect(const CollectSpec& spec) {
     if (!in && Clock::now() >= check_at) {
       check_at = deadline_after(kConnectionCheckSeconds);
       // gone first, then nothing left to read: what a process sent before it closed counts
-      if (const auto ids = gone(silent(), closed); !ids.empty()) {
+      std::vector<std::string> back;
+      const auto ids = gone(silent(), closed, back);
+      for (const std::string& id : back)
+        log(
+            fmt::format("round {}: the process of virtual clients {} lost its connection and "
+                        "reconnected; its answer is awaited",
+                        round + 1, fmt::join(peers.at(id).clients, ", ")));
+      if (!ids.empty()) {
         in = receive(Clock::now(), spec.floats);
         if (!in) {
           stop_awaiting(ids);
@@ -392,7 +439,8 @@ Collected Engine::collect(const CollectSpec& spec) {
   return out;
 }
 
-std::vector<std::string> Engine::gone(const std::set<std::string>& silent, ClosedWatch& w) {
+std::vector<std::string> Engine::gone(const std::set<std::string>& silent, ClosedWatch& w,
+                                      std::vector<std::string>& back) {
   std::vector<std::string> out;
   for (const std::string& id : silent) {
     if (transport_.connected(id)) {  // (again: a message came on a new connection)
@@ -407,10 +455,7 @@ std::vector<std::string> Engine::gone(const std::set<std::string>& silent, Close
     if (ping(id)) {
       w.since.erase(it);
       w.back.insert(id);
-      log(
-          fmt::format("round {}: the process of virtual clients {} lost its connection and "
-                      "reconnected; its answer is awaited",
-                      round + 1, fmt::join(peers.at(id).clients, ", ")));
+      back.push_back(id);
     } else if (seconds_since(it->second) >= kReconnectSeconds) {
       out.push_back(id);
     }

@@ -37,6 +37,7 @@ struct ClientState {
 struct Peer {
   std::string identity;
   int64_t slots = 1;
+  int64_t pid = 0;  // as its HELLO said (for the log: which process)
   std::vector<uint32_t> clients;
   uint64_t bytes_sent = 0, bytes_received = 0;
   uint64_t peak_rss_bytes = 0;  // the largest its updates reported
@@ -197,10 +198,14 @@ class Engine {
     std::map<std::string, Clock::time_point> since;  // seen closed, no PING through yet
     std::set<std::string> back;                      // a PING went through: reconnected
   };
-  // Of `silent` processes (awaited, no answer yet), those gone.
-  std::vector<std::string> gone(const std::set<std::string>& silent, ClosedWatch& w);
+  // Of `silent` processes (awaited, no answer yet), those gone; `back` gets those seen to have
+  // reconnected by this call.
+  std::vector<std::string> gone(const std::set<std::string>& silent, ClosedWatch& w,
+                                std::vector<std::string>& back);
   bool ping(const std::string& id);  // whether a PING went out to `id`
   void add_peer(const Received& r, const HelloMsg& hello);
+  // A process gone before the run started gives its place up (a new process may take it).
+  void free_place(const std::string& id);
   // Emulated links are per process: says so when `clients`, one process's, have other profiles.
   void warn_of_shared_link(const std::vector<uint32_t>& clients) const;
   void deal_clients();

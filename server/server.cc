@@ -217,10 +217,12 @@ int run_server(Config cfg, const ServerOptions& opts) {
   engine.run_id = hash_bytes(&s.seed, sizeof(s.seed), ::getpid());
   engine.bytes_carried = resumed.bytes;
   for (const auto& dir : run.out.stale_checkpoints())
-    engine.log(
-        fmt::format("{} holds the checkpoint of a run that was killed: continue it with "
-                    "--resume {}",
-                    dir.string(), dir.string()));
+    if (std::error_code ec;
+        opts.resume.empty() || !std::filesystem::equivalent(dir, opts.resume, ec))
+      engine.log(
+          fmt::format("{} holds the checkpoint of a run that was killed: continue it with "
+                      "--resume {}",
+                      dir.string(), dir.string()));
   if (resumed.rounds > 0)
     engine.log(fmt::format("resuming after round {} from {}", resumed.rounds, opts.resume));
   engine.log(

@@ -2,6 +2,7 @@
 #include "transport/transport.h"
 
 #include <fmt/format.h>
+#include <netdb.h>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -17,6 +18,25 @@
 
 namespace fedpar {
 namespace {
+
+// Why a tcp:// endpoint's host has no address ("" when it has one, or when the resolver could
+// not say: that is left to ZeroMQ's retries). ZeroMQ resolves a host at each connection attempt
+// and retries a name that does not exist as it would a server not there yet, so a mistyped host
+// would otherwise cost a client its whole --wait.
+std::string unknown_host(const std::string& endpoint) {
+  if (!endpoint.starts_with("tcp://")) return "";
+  std::string host = endpoint.substr(6);
+  if (const auto semi = host.find(';'); semi != std::string::npos) host.erase(0, semi + 1);
+  host = host.substr(0, host.rfind(':'));
+  if (host.starts_with('[') && host.ends_with(']')) host = host.substr(1, host.size() - 2);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (found) ::freeaddrinfo(found);
+  if (rc != EAI_NONAME && rc != EAI_NODATA && rc != EAI_FAIL) return "";
+  return fmt::format("no address for the host '{}' ({})", host, ::gai_strerror(rc));
+}
 
 // ZMTP heartbeats end a connection whose peer sent no whole message for this long (its host
 // vanished: no FIN, no RST). libzmq restarts the count only when a message completes, and a PONG
@@ -174,6 +194,9 @@ class ZmqChannel final : public Channel {
                       "ipc://PATH)",
                       endpoint, e.what()));
     }
+    if (const std::string why = unknown_host(endpoint); !why.empty())
+      throw Error(fmt::format("cannot connect to {}: {}; is the server's host name spelled right?",
+                              endpoint, why));
   }
   ~ZmqChannel() override {
     if (monitor_) zmq_socket_monitor(sock_.get().handle(), nullptr, 0);

@@ -100,6 +100,9 @@ void expect_resume_gives_the_same_bytes(
                                                 {}, {"--resume", left.string()});
   ASSERT_EQ(resumed.server_code, 0) << resumed.err;
   EXPECT_NE(resumed.err.find("resuming after round"), std::string::npos) << resumed.err;
+  // the killed run's folder is the one resumed: not named again as one to resume
+  EXPECT_EQ(resumed.err.find("holds the checkpoint of a run that was killed"), std::string::npos)
+      << resumed.err;
   EXPECT_EQ(resumed.hash, full.hash) << resumed.err;
   EXPECT_FALSE(std::filesystem::exists(left));
   std::ifstream in(tmp / "res" / tag / "metrics.jsonl");

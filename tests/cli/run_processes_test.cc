@@ -4,6 +4,7 @@
 // from the round in the model regime and stops the gradient regime with a clear error.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <netdb.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -471,6 +472,84 @@ void send_frames(zmq::socket_t& s, const WireMessage& m) {
   zmq::send_multipart(s, bufs);
 }
 
+// A peer that says HELLO, reads until its WELCOME when `after_welcome`, and closes its socket:
+// a process that died before the run started, or while it loaded its data.
+void hello_and_leave(const std::string& ep, bool after_welcome) {
+  zmq::context_t ctx;
+  zmq::socket_t s(ctx, zmq::socket_type::dealer);
+  s.set(zmq::sockopt::linger, 0);
+  s.set(zmq::sockopt::rcvtimeo, 20000);
+  s.connect(ep);
+  send_frames(s, encode(HelloMsg{.slots = 1, .pid = 424242}));
+  std::vector<zmq::message_t> frames;
+  if (!after_welcome) {  // until the server has its HELLO
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    return;
+  }
+  EXPECT_TRUE(zmq::recv_multipart(s, std::back_inserter(frames)));
+  std::vector<std::span<const uint8_t>> spans;
+  for (auto& f : frames) spans.emplace_back(static_cast<const uint8_t*>(f.data()), f.size());
+  const auto parsed = parse_message(spans);
+  ASSERT_TRUE(std::holds_alternative<ParsedMessage>(parsed));
+  EXPECT_EQ(std::get<ParsedMessage>(parsed).header.type, MessageType::kWelcome);
+}
+
+// A process that said HELLO and closed before the run started gives its place up: the server
+// sees its connection's end, and two processes that come later make the run (gradient regime,
+// which needs every client each round: before, the dead process kept its place, the run waited
+// wait_seconds for its READY and failed at round 1).
+TEST(DistributedFaults, AProcessThatLeavesBeforeTheRunStartsFreesItsPlace) {
+  TempDir tmp;
+  const pid_t server = testing::spawn_fedpar(
+      testing::server_args(tmp, "free", "free", "tcp://127.0.0.1:*", 2,
+                           {"regime=gradient", "rounds=3", "wait_seconds=60"}),
+      tmp / "free.out", tmp / "free.err");
+  const std::string ep = testing::wait_for_file(tmp / "free.ep", 20);
+  ASSERT_FALSE(ep.empty()) << testing::slurp(tmp / "free.err");
+  hello_and_leave(ep, false);
+  const std::string freed =
+      "the client process with pid 424242 closed its connection before the run started and did "
+      "not come back within 2 s: its place is free (0 of 2 processes now)";
+  for (int i = 0; i < 200 && testing::slurp(tmp / "free.err").find(freed) == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_NE(testing::slurp(tmp / "free.err").find(freed), std::string::npos)
+      << testing::slurp(tmp / "free.err");
+  std::vector<pid_t> clients;
+  for (int i = 0; i < 2; ++i)
+    clients.push_back(testing::spawn_fedpar({"client", "--quiet", "--wait", "60", "--server", ep},
+                                            tmp / fmt::format("c{}.out", i),
+                                            tmp / fmt::format("c{}.err", i)));
+  EXPECT_EQ(testing::wait_exit(server, 60).value_or(-99), 0) << testing::slurp(tmp / "free.err");
+  for (const pid_t c : clients) EXPECT_EQ(testing::wait_exit(c, 20).value_or(-99), 0);
+  const auto rows = testing::jsonl(tmp / "res" / "free" / "metrics.jsonl");
+  ASSERT_EQ(rows.size(), 3u);
+  for (const auto& row : rows) EXPECT_EQ(row["received"], 4) << row.dump();  // every client
+}
+
+// A process that dies after its WELCOME, loading its data, is not waited for: its connection's
+// end is seen within seconds, and the rounds begin without it (model averaging goes on without
+// its virtual clients) instead of after wait_seconds (60 s) without its READY.
+TEST(DistributedFaults, AProcessThatDiesBeforeItIsReadyIsNotWaitedFor) {
+  TempDir tmp;
+  std::thread peer;
+  const auto t0 = std::chrono::steady_clock::now();
+  const RunResult r = run_distributed(
+      tmp, "unready", "tcp://127.0.0.1:*", 1,
+      {"regime=model", "rounds=3", "partition.clients=4", "wait_seconds=60"},
+      [&](const std::string& ep) { peer = std::thread(hello_and_leave, ep, true); });
+  peer.join();
+  ASSERT_EQ(r.server_code, 0) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30)) << r.err;
+  EXPECT_NE(r.err.find("closed before it was ready and did not come back within 2 s (the process "
+                       "died, or its network did): the rounds begin without waiting for it"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("1 client process(es) ready, their data loaded, after"), std::string::npos)
+      << r.err;
+  for (const auto& row : testing::jsonl(tmp / "res" / "unready" / "metrics.jsonl"))
+    EXPECT_EQ(row["received"], 2) << row.dump();  // the living process's two clients
+}
+
 // A welcomed peer that lies: it floods the server with `garbage` bad messages, says HELLO, and
 // answers each TASK for its clients with zeros claiming 10^15 samples (such an update once set
 // the averaged model to zeros). Returns the reasons of the ERRORs it was sent.
@@ -754,6 +833,28 @@ TEST(DistributedFaults, AClientWithoutAServerSaysItWaitsAndABareHostPortSaysHowT
         "client --server " + endpoint, tmp.path(), 2,
         "cannot connect to " + endpoint +
             ": Invalid argument (an endpoint is tcp://HOST:PORT or ipc://PATH)");
+}
+
+// A mistyped server host is said at once, not after --wait (ZeroMQ would retry the name as it
+// does a server not there yet). Where this machine's resolver cannot answer for a name (no DNS
+// server reachable) the client waits as before, and the test has nothing to check.
+TEST(DistributedFaults, AServerHostWithNoAddressIsAnErrorAtOnce) {
+  TempDir tmp;
+  addrinfo* found = nullptr;
+  const int rc = ::getaddrinfo("no-such-host.invalid", nullptr, nullptr, &found);
+  if (found) ::freeaddrinfo(found);
+  if (rc != EAI_NONAME && rc != EAI_NODATA && rc != EAI_FAIL)
+    GTEST_SKIP() << "the resolver cannot say that no-such-host.invalid has no address: "
+                 << ::gai_strerror(rc);
+  testing::expect_refused(
+      "client --wait 60 --server tcp://no-such-host.invalid:5555", tmp.path(), 2,
+      "cannot connect to tcp://no-such-host.invalid:5555: no address for the host "
+      "'no-such-host.invalid'");
+  // an address, and a name that has one, still connect (and wait for their server)
+  for (const std::string host : {"127.0.0.1", "localhost"}) {
+    const auto r = testing::run_fedpar("client --wait 1 --server tcp://" + host + ":1", tmp.path());
+    EXPECT_EQ(r.code, kExitRunFailed) << r.err;
+  }
 }
 
 // A client started by hand hears how the run ended when it did not complete, says it and exits
