@@ -56,7 +56,7 @@ void ResultsDir::write_text(const std::string& file, const std::string& text) co
   if (!out) throw Error(fmt::format("cannot write {}", (partial_ / file).string()));
 }
 
-void ResultsDir::write_json(const std::string& file, const nlohmann::json& j) const {
+void ResultsDir::write_json(const std::string& file, const nlohmann::ordered_json& j) const {
   write_text(file, j.dump(2) + "\n");
 }
 
@@ -106,7 +106,7 @@ JsonlWriter::JsonlWriter(const fs::path& path) : path_(path), out_(path, std::io
   if (!out_) throw Error(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
 }
 
-void JsonlWriter::write(const nlohmann::json& record) { write_line(record.dump()); }
+void JsonlWriter::write(const nlohmann::ordered_json& record) { write_line(record.dump()); }
 
 void JsonlWriter::write_line(std::string_view line) {
   errno = 0;

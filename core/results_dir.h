@@ -31,7 +31,7 @@ class ResultsDir {
   // them).
   const std::vector<std::filesystem::path>& stale_checkpoints() const { return stale_checkpoints_; }
   void write_text(const std::string& file, const std::string& text) const;
-  void write_json(const std::string& file, const nlohmann::json& j) const;
+  void write_json(const std::string& file, const nlohmann::ordered_json& j) const;
   // Renames the partial folder to its final name (with `suffix`: a kept failed run's) and
   // returns that.
   std::filesystem::path commit(std::string_view suffix = "");
@@ -49,7 +49,7 @@ class JsonlWriter {
  public:
   explicit JsonlWriter(const std::filesystem::path& path);
   // Both throw Error naming the file and the cause (e.g. "No space left on device").
-  void write(const nlohmann::json& record);
+  void write(const nlohmann::ordered_json& record);
   void write_line(std::string_view line);  // a line already written once (a resumed run's)
 
  private:

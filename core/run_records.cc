@@ -45,13 +45,14 @@ class Writer {
   void operator()(const char* key, const std::optional<T>& v) {
     if (v) out[key] = encode(*v);
   }
-  nlohmann::json out = nlohmann::json::object();
+  // ordered: a line reads in the fields' order (round first), not alphabetically
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
 
  private:
   template <typename T>
-  static nlohmann::json encode(const T& v) {
+  static nlohmann::ordered_json encode(const T& v) {
     if constexpr (is_vector<T>::value) {
-      nlohmann::json a = nlohmann::json::array();
+      nlohmann::ordered_json a = nlohmann::ordered_json::array();
       for (const auto& e : v) a.push_back(encode(e));
       return a;
     } else if constexpr (is_record<T>) {
@@ -233,7 +234,7 @@ void fields(V& v, RunSummary& r) {
 
 // A top-level record: its fields plus `schema` (and `kind` for lines of a log).
 template <typename T>
-nlohmann::json write_top(const T& record, const char* kind) {
+nlohmann::ordered_json write_top(const T& record, const char* kind) {
   Writer w;
   fields(w, const_cast<T&>(record));
   w.out["schema"] = kResultsSchema;
@@ -282,8 +283,8 @@ std::vector<std::string> run_summary_keys() {
   return l.keys;
 }
 
-nlohmann::json to_json(const RoundRecord& r) { return write_top(r, "round"); }
-nlohmann::json to_json(const RunSummary& s) {
+nlohmann::ordered_json to_json(const RoundRecord& r) { return write_top(r, "round"); }
+nlohmann::ordered_json to_json(const RunSummary& s) {
   auto j = write_top(s, "summary");
   if (s.final) j["final"] = to_json(*s.final);  // a whole round record, with its schema
   return j;

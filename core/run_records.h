@@ -126,8 +126,9 @@ struct RunSummary {
   std::optional<std::vector<std::string>> earlier_commits;
 };
 
-nlohmann::json to_json(const RoundRecord& r);
-nlohmann::json to_json(const RunSummary& s);
+// In the order the fields are listed (round first), then schema and kind.
+nlohmann::ordered_json to_json(const RoundRecord& r);
+nlohmann::ordered_json to_json(const RunSummary& s);
 // Throw Error naming `where` (file and line) and the key on any departure from the schema.
 RoundRecord round_from_json(const nlohmann::json& j, const std::string& where);
 RunSummary summary_from_json(const nlohmann::json& j, const std::string& where);

@@ -135,7 +135,7 @@ void RunContext::checkpoint(int r, const Plan& plan, const Engine& engine) {
   c.meta["config"] = cfg.to_toml();
   c.meta["bytes_sent_total"] = sent;
   c.meta["bytes_received_total"] = received;
-  c.meta["last_eval"] = last_eval_ ? to_json(*last_eval_) : nlohmann::json();
+  c.meta["last_eval"] = last_eval_ ? to_json(*last_eval_) : nlohmann::ordered_json();
   nlohmann::json dropped = nlohmann::json::array();
   for (const auto& id : engine.order)
     if (engine.lost.count(id)) dropped.push_back(engine.peers.at(id).clients);
