@@ -369,7 +369,8 @@ void NetworkClock::end_round(RoundRecord& rec, uint64_t round, double wall_secon
   }
 }
 
-nlohmann::json network_json(const NetworkSpec& n) {
+nlohmann::json network_json(const NetworkSpec& n,
+                            std::span<const std::vector<uint32_t>> processes) {
   nlohmann::json profiles = nlohmann::json::array(), clients = nlohmann::json::array();
   for (const auto& p : n.profiles)
     profiles.push_back({{"name", p.name},
@@ -386,11 +387,19 @@ nlohmann::json network_json(const NetworkSpec& n) {
               {"up_bps", n.server->up_bps},
               {"down_bps", n.server->down_bps},
               {"latency_seconds", n.server->latency_s}};
-  return {{"mode", network_mode_name(n.mode)},
-          {"jitter", n.jitter == JitterKind::kUniform ? "uniform" : "normal"},
-          {"profiles", profiles},
-          {"clients", clients},
-          {"server", server}};
+  nlohmann::json out = {{"mode", network_mode_name(n.mode)},
+                        {"jitter", n.jitter == JitterKind::kUniform ? "uniform" : "normal"},
+                        {"profiles", profiles},
+                        {"clients", clients},
+                        {"server", server}};
+  if (n.mode == NetworkMode::kEmulated && !processes.empty()) {
+    nlohmann::json links = nlohmann::json::array();
+    for (const auto& hosted : processes)
+      links.push_back({{"clients", hosted},
+                       {"link", hosted.empty() ? nullptr : nlohmann::json(n.of(hosted[0]).name)}});
+    out["process_links"] = links;
+  }
+  return out;
 }
 
 }  // namespace fedpar

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -227,7 +228,10 @@ class NetworkClock {
 };
 
 // What network a run used (network.json in its results): the mode, the profiles' numbers, each
-// client's profile name and the server's link (null: none).
-nlohmann::json network_json(const NetworkSpec& n);
+// client's profile name and the server's link (null: none). Emulated links are per process (a
+// process's first client's profile, for all it hosts): given the clients each process hosts,
+// `process_links` says which link each has.
+nlohmann::json network_json(const NetworkSpec& n,
+                            std::span<const std::vector<uint32_t>> processes = {});
 
 }  // namespace fedpar

@@ -28,7 +28,9 @@ const std::map<std::string, std::string>& file_notes() {
       {"summary.json", "the final evaluation, the model hash, the hosts and their clients"},
       {"model.safetensors", "the final parameters"},
       {"updates.jsonl", "every asynchronous arrival, for `fedpar replay` (the same bytes again)"},
-      {"network.json", "the network's profiles ([network] mode), each client's, the server's link"},
+      {"network.json",
+       "the network's profiles ([network] mode), each client's, the server's link (emulated: "
+       "each process's link, `process_links`)"},
       {"checkpoint.bin", "the last checkpoint (`--resume` continues from it)"},
       {"params", "parameter snapshots every `diagnostics.save_params_every` rounds"},
       {"plots",

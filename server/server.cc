@@ -234,7 +234,12 @@ int run_server(Config cfg, const ServerOptions& opts) {
                            (run.out.path() / "checkpoint.bin").string()));
   try {
     engine.welcome_clients(run.manifest, run.params.size(), cfg.to_toml(),
-                           plan->client_state());  // those that came hear STOP on failure
+                           plan->client_state());    // those that came hear STOP on failure
+    if (s.network.mode == NetworkMode::kEmulated) {  // now that the processes' clients are dealt
+      std::vector<std::vector<uint32_t>> hosted;
+      for (const auto& id : engine.order) hosted.push_back(engine.peers.at(id).clients);
+      run.out.write_json("network.json", network_json(s.network, hosted));
+    }
     keep_misses(engine, resumed);
     warn_of_slow_links(engine, s, run.params.size());
     warn_of_always_late(engine, s, run.params.size());

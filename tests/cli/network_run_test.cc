@@ -107,6 +107,16 @@ TEST(NetworkRun, EmulatedRoundsLastAtLeastTheEmulatedTransfersAndTrainTheSameMod
   EXPECT_EQ(net.at("mode"), "emulated");
   EXPECT_EQ(net.at("clients"), json({"custom", "custom", "custom", "custom"}));
   EXPECT_EQ(net.at("profiles")[0].at("up_bps"), 1e6);
+  // emulated links are per process: which clients each one carries, over which link
+  ASSERT_TRUE(net.contains("process_links")) << net.dump();
+  std::vector<uint32_t> carried;
+  for (const auto& p : net.at("process_links")) {
+    EXPECT_EQ(p.at("link"), "custom");
+    for (const auto& c : p.at("clients")) carried.push_back(c.get<uint32_t>());
+  }
+  EXPECT_EQ(net.at("process_links").size(), 2u);  // processes = 2
+  std::ranges::sort(carried);
+  EXPECT_EQ(carried, (std::vector<uint32_t>{0, 1, 2, 3}));
 
   // the same over tcp with real processes
   std::ofstream(tmp / "run.toml") << kNetworkRun;
