@@ -448,13 +448,20 @@ std::vector<std::string> Engine::gone(const std::set<std::string>& silent, Close
       w.back.erase(id);
       continue;
     }
-    if (w.back.count(id)) continue;  // reconnected; its next message shows the connection
+    if (const auto b = w.back.find(id); b != w.back.end()) {  // reconnected: still there?
+      if (seconds_since(b->second) < kRecheckSeconds) continue;
+      if (ping(id)) {
+        b->second = Clock::now();
+        continue;
+      }
+      w.back.erase(b);  // that connection closed too: watched as any closed one from here
+    }
     const auto [it, first] = w.since.emplace(id, Clock::now());
     // ZeroMQ may not have let go of the closed connection yet, and a PING would go into it
     if (first) continue;
     if (ping(id)) {
       w.since.erase(it);
-      w.back.insert(id);
+      w.back[id] = Clock::now();
       back.push_back(id);
     } else if (seconds_since(it->second) >= kReconnectSeconds) {
       out.push_back(id);

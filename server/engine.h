@@ -193,11 +193,14 @@ class Engine {
   // a connection ends; the transport tells it from the socket of the peer's last message). Each
   // is sent a PING, which goes out only over a connection: one that does has reconnected (a
   // dropped connection; client processes ignore PING), one that has not for kReconnectSeconds is
-  // gone (the process died, or its network did).
+  // gone (the process died, or its network did). One that reconnected is sent a PING every
+  // kRecheckSeconds until its next message shows the new connection: a PING that no longer gets
+  // through means that connection closed too.
   struct ClosedWatch {
     std::map<std::string, Clock::time_point> since;  // seen closed, no PING through yet
-    std::set<std::string> back;                      // a PING went through: reconnected
+    std::map<std::string, Clock::time_point> back;   // reconnected: when a PING last got through
   };
+  static constexpr double kRecheckSeconds = 1;
   // Of `silent` processes (awaited, no answer yet), those gone; `back` gets those seen to have
   // reconnected by this call.
   std::vector<std::string> gone(const std::set<std::string>& silent, ClosedWatch& w,

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/check.h"
 #include "tests/util/distributed_run.h"
 #include "tests/util/process.h"
 #include "tests/util/tcp_proxy.h"
@@ -63,6 +64,52 @@ TEST(DistributedFaults, AConnectionThatDropsAndComesBackKeepsItsProcessInTheRun)
   const std::string out = testing::slurp(tmp / "cut.out");
   ASSERT_TRUE(std::regex_search(out, hash, std::regex("final model hash: ([0-9a-f]{16})"))) << out;
   EXPECT_EQ(hash[1], direct.hash);
+}
+
+// A process whose connection drops, comes back, and then dies before it sends anything over the
+// new one is still noticed within seconds: the server keeps PINGing a reconnected process until
+// its next message, and a PING that stops getting through starts the 2 s watch again (before, it
+// waited out the round's deadline, 30 s here). The process of clients 0, 2, 3 (3 slots; client 0
+// waits 3 s before its update) reaches the server through the relay, the other directly; the
+// gradient regime needs every client, so the server stops at once when it sees the death.
+TEST(DistributedFaults, AProcessThatReconnectsAndThenDiesIsNoticedWithinSeconds) {
+  TempDir tmp;
+  const pid_t server = testing::spawn_fedpar(
+      testing::server_args(tmp, "twice", "twice", "tcp://127.0.0.1:*", 2,
+                           {"regime=gradient", "rounds=50", "partition.clients=4", "max_slots=3",
+                            "stragglers.delay_seconds=0:3", "wait_seconds=30"}),
+      tmp / "twice.out", tmp / "twice.err");
+  const std::string endpoint = testing::wait_for_file(tmp / "twice.ep", 20);
+  std::smatch port;
+  ASSERT_TRUE(std::regex_search(endpoint, port, std::regex(":([0-9]+)$"))) << endpoint;
+  testing::TcpProxy relay(uint16_t(std::stoi(port[1])));
+  const pid_t relayed = testing::spawn_fedpar({"client", "--quiet", "--slots", "3", "--server",
+                                               "tcp://127.0.0.1:" + std::to_string(relay.port())},
+                                              tmp / "relayed.out", tmp / "relayed.err");
+  const pid_t direct = testing::spawn_fedpar({"client", "--quiet", "--server", endpoint},
+                                             tmp / "direct.out", tmp / "direct.err");
+  testing::wait_for_round(tmp, "twice", 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  relay.cut();  // during round 3, while client 0 waits
+  const std::string back =
+      "round 3: the process of virtual clients 0, 2, 3 lost its connection and reconnected";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (testing::slurp(tmp / "twice.err").find(back) == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_NE(testing::slurp(tmp / "twice.err").find(back), std::string::npos)
+      << testing::slurp(tmp / "twice.err");
+  kill(relayed, SIGKILL);  // before client 0's update: nothing came over the new connection
+  const auto killed = std::chrono::steady_clock::now();
+  waitpid(relayed, nullptr, 0);
+  EXPECT_EQ(testing::wait_exit(server, 60).value_or(-99), kExitRunFailed);
+  EXPECT_LT(std::chrono::steady_clock::now() - killed, std::chrono::seconds(10));
+  const std::string err = testing::slurp(tmp / "twice.err");
+  EXPECT_NE(err.find("round 3: the connection of the process of virtual clients 0, 2, 3 closed "
+                     "and did not come back within 2 s"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(testing::wait_exit(direct, 20).value_or(-99), kExitEndedByServer);
 }
 
 }  // namespace
