@@ -162,8 +162,14 @@ std::map<std::string, std::string> parse_pairs(const Config& cfg,
     std::istringstream is(p);
     std::string run, ref;
     is >> run >> ref;
-    if (!known(run) || !known(ref))
-      throw Error(fmt::format("suite.pairs: '{}' is not \"run reference\" of two runs", p));
+    if (!known(run) || !known(ref)) {
+      std::vector<std::string> labels;
+      for (const auto& r : runs) labels.push_back(r.label);
+      throw Error(fmt::format(
+          "suite.pairs: '{}' is not \"run reference\" of two runs of the suite; its runs are "
+          "{} (a swept run is labelled LABEL@VALUE, e.g. fedavg@0.1)",
+          p, fmt::join(labels, ", ")));
+    }
     reference[run] = ref;
   }
   return reference;
@@ -410,8 +416,24 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
   const double target = cfg.get_float("suite.target_accuracy");
   const std::string title = fill_run_keys(cfg.get_string("suite.title"), plan, "suite.title");
   std::ostringstream report;
+  if (smoke) {  // its description may state the full suite's sizes where it names no key
+    std::vector<std::string> sets;
+    for (const auto& s : cfg.get_string_list("suite.smoke"))
+      if (s.starts_with("suite.runs="))
+        sets.push_back("its own shorter list of runs (`suite.runs`)");
+      else if (!s.empty() && !s.starts_with("suite.what="))  // a smoke description says itself
+        sets.push_back("`" + s + "`");
+    report << fmt::format(
+        "# {} (smoke size)\n\n**A smoke run** (`--smoke`): a quick check that the suite runs, "
+        "not its results. It replaced the suite's sizes for every run with {}; a size the "
+        "description below states without it being filled in from the runs is the full "
+        "suite's.\n\n",
+        title, sets.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(sets, ", ")));
+  } else {
+    report << fmt::format("# {}\n\n", title);
+  }
   report << fmt::format(
-      "# {}{}\n\n{}\n\nCommand: `{}` ({:.0f} s; config.resolved.toml: the suite's config with "
+      "{}\n\nCommand: `{}` ({:.0f} s; config.resolved.toml: the suite's config with "
       "--smoke's and --set's values, which win over a run's own overrides; each run's results "
       "folder is under runs/). Accuracy is on the test set every {} round(s); MB counts "
       "every byte the server sent and received at its socket (diagnostic extras left out; the "
@@ -422,7 +444,6 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
       "aggregation (a cell on another clock than most runs says which); median "
       "EMD is the partition's label skew (docs/partitioning.md); round time is the mean round "
       "on the seconds' clock.\n\n",
-      title, smoke ? " (smoke size)" : "",
       fill_run_keys(cfg.get_string("suite.what"), plan, "suite.what"), plan.command, seconds,
       plan.eval_every);
   if (!failed.empty()) {  // the suite's own claims that did not hold, first (it exits 1)

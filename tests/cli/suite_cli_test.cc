@@ -58,6 +58,12 @@ TEST(Suite, IidVsNonIidSmokeShowsSkewCostsAccuracy) {
             std::string::npos)
       << report;
   EXPECT_EQ(report.find("100 clients"), std::string::npos) << report;
+  // and says at its top that it is a smoke run, and with which sizes
+  EXPECT_NE(report.find("**A smoke run** (`--smoke`): a quick check that the suite runs, not its "
+                        "results. It replaced the suite's sizes for every run with `rounds=8`, "
+                        "`data.train_limit=12000`"),
+            std::string::npos)
+      << report;
   EXPECT_NE(report.find("plots/accuracy-vs-round.svg"), std::string::npos) << report;
   EXPECT_NE(testing::slurp(tmp / "s/plots/accuracy-vs-bytes.svg").find("<svg"), std::string::npos);
   EXPECT_TRUE(std::filesystem::exists(tmp / "s/runs/labels-3/metrics.jsonl"));

@@ -48,5 +48,22 @@ TEST(SuitePlan, ATargetAccuracyGivenAsAFractionIsRefused) {
             1u);
 }
 
+// A pair that names no run (here: a sweep relabelled every run LABEL@VALUE) lists the runs there
+// are, so the pair can be written with their labels.
+TEST(SuitePlan, APairOfUnknownRunsListsTheSuitesRuns) {
+  try {
+    check_suite(
+        {.name = "grad-vs-model", .smoke = true, .sets = {"suite.sweep=optimizer.lr=0.1,0.2"}});
+    ADD_FAILURE() << "planned pairs of runs the sweep renamed";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("is not \"run reference\" of two runs of the suite; its runs are "),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("iid-gradient@0.1, "), std::string::npos) << what;
+    EXPECT_NE(what.find("labelled LABEL@VALUE"), std::string::npos) << what;
+  }
+}
+
 }  // namespace
 }  // namespace fedpar
