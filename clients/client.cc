@@ -615,23 +615,38 @@ int run_client(const ClientOptions& o) {
   channel->send(encode(HelloMsg{.slots = o.slots, .pid = ::getpid()}));
   // a server not there yet is waited for; after a few silent seconds the wait says so
   const auto deadline = deadline_after(o.wait_seconds);
-  auto first = channel->receive(std::min(deadline, deadline_after(kFirstAnswerNoteSeconds)));
+  const auto answer = [&](Clock::time_point until) {  // a PING (the server checking that this
+    while (true) {                                    // process is connected) is no answer
+      auto m = channel->receive(until);
+      const auto peek =
+          m && !m->frames.empty()
+              ? peek_header({static_cast<const uint8_t*>(m->frames[0].data()), m->frames[0].size()})
+              : std::nullopt;
+      if (!peek || peek->type != MessageType::kPing) return m;
+    }
+  };
+  auto first = answer(std::min(deadline, deadline_after(kFirstAnswerNoteSeconds)));
   if (!first && Clock::now() < deadline) {
-    if (!o.quiet)
+    if (!o.quiet) {
+      const std::string state = describe(channel->state());
       fmt::print(stderr,
-                 "client {}: no answer yet from the server at {}; waiting up to {} s (--wait)\n",
-                 ::getpid(), o.server, o.wait_seconds);
-    first = channel->receive(deadline);
+                 "client {}: no answer yet from the server at {}{}; waiting up to {} s (--wait)\n",
+                 ::getpid(), o.server, state.empty() ? "" : " (" + state + ")", o.wait_seconds);
+    }
+    first = answer(deadline);
   }
-  if (!first)
-    throw RunFailed(
-        fmt::format("no answer from the server at {} within {} s: is it running, at that "
-                    "host and port?{}",
-                    o.server, o.wait_seconds,
-                    curve ? " (with CURVE: is this key on the server's allow-list, and "
-                            "--server-key the server's public key?)"
-                          : " (a server with [security] keys answers only clients "
-                            "with --key and --server-key)"));
+  if (!first) {
+    const auto state = channel->state();
+    throw RunFailed(fmt::format(
+        "no answer from the server at {} within {} s: {}{}", o.server, o.wait_seconds,
+        state == Channel::State::kUnknown ? "is it running, at that host and port?"
+                                          : describe(state),
+        state != Channel::State::kUnknown ? ""  // (keys that do not match fail the handshake)
+        : curve ? " (with CURVE: is this key on the server's allow-list, and --server-key the "
+                  "server's public key?)"
+                : " (a server with [security] keys answers only clients with --key and "
+                  "--server-key)"));
+  }
   auto parsed = parse_message(first->spans());
   if (auto* e = std::get_if<ProtocolError>(&parsed)) throw Error("bad WELCOME: " + e->reason);
   const ParsedMessage& w = std::get<ParsedMessage>(parsed);

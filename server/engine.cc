@@ -123,6 +123,11 @@ void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
       for (const std::string& id :
            gone(std::set<std::string>(order.begin(), order.end()), closed, back))
         free_place(id);
+      for (const std::string& id : back)
+        log(
+            fmt::format("the client process with pid {} lost its connection before the run "
+                        "started and reconnected: it keeps its place",
+                        peers.at(id).pid));
       continue;
     }
     if (!in) {

@@ -180,7 +180,7 @@ class ZmqChannel final : public Channel {
     const std::string monitor = fmt::format("inproc://fedpar-channel-monitor-{}", channels++);
     if (zmq_socket_monitor(sock_.get().handle(), monitor.c_str(),
                            ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED | kHandshakeFailed |
-                               ZMQ_EVENT_HANDSHAKE_SUCCEEDED) == 0) {
+                               ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_CONNECT_RETRIED) == 0) {
       monitor_.emplace(sock_.context(), zmq::socket_type::pair);
       monitor_->set(zmq::sockopt::linger, 0);
       monitor_->connect(monitor);
@@ -202,6 +202,12 @@ class ZmqChannel final : public Channel {
     if (monitor_) zmq_socket_monitor(sock_.get().handle(), nullptr, 0);
   }
   size_t send(const WireMessage& m) override { return *send_message(sock_.get(), m); }
+  State state() const override {
+    return greeted_       ? State::kGreeted
+           : connected_   ? State::kNoHandshake
+           : retries_ > 0 ? State::kNoListener
+                          : State::kUnknown;
+  }
   std::optional<Received> receive(Clock::time_point deadline) override {
     while (true) {
       if (wait_readable(sock_.get(), std::min(deadline, deadline_after(0.2)))) {
@@ -225,9 +231,10 @@ class ZmqChannel final : public Channel {
       uint16_t id = 0;
       if (!ev.empty() && ev[0].size() >= sizeof id) std::memcpy(&id, ev[0].data(), sizeof id);
       if (id == ZMQ_EVENT_DISCONNECTED && !lost_since_) lost_since_ = Clock::now();
-      if (id == ZMQ_EVENT_CONNECTED) lost_since_.reset();
+      if (id == ZMQ_EVENT_CONNECTED) lost_since_.reset(), connected_ = true;
       if ((id & kHandshakeFailed) && !refused_since_) refused_since_ = Clock::now();
-      if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) refused_since_.reset();
+      if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) refused_since_.reset(), greeted_ = true;
+      if (id == ZMQ_EVENT_CONNECT_RETRIED) ++retries_;
       ev.clear();
     }
     // a server that keeps refusing the handshake is there, but will not take this client
@@ -253,9 +260,29 @@ class ZmqChannel final : public Channel {
   std::optional<zmq::socket_t> monitor_;
   std::optional<Clock::time_point> lost_since_;     // the connection is down since
   std::optional<Clock::time_point> refused_since_;  // the handshakes fail since
+  // for state(): a connection was made, a handshake completed, connection attempts failed
+  bool connected_ = false, greeted_ = false;
+  int retries_ = 0;
 };
 
 }  // namespace
+
+std::string describe(Channel::State s) {
+  switch (s) {
+    case Channel::State::kNoListener:
+      return "nothing accepts connections there yet: is the server running, at that host and "
+             "port?";
+    case Channel::State::kNoHandshake:
+      return "connected, but what listens there has not completed a ZeroMQ handshake: is it a "
+             "fedpar server's port?";
+    case Channel::State::kGreeted:
+      return "connected to the server, which starts the run once all its client processes have "
+             "said HELLO";
+    case Channel::State::kUnknown:
+      break;
+  }
+  return "";
+}
 
 std::vector<std::span<const uint8_t>> Received::spans() const {
   std::vector<std::span<const uint8_t>> s;

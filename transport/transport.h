@@ -82,7 +82,17 @@ class Channel {
   virtual ~Channel() = default;
   virtual size_t send(const WireMessage& m) = 0;
   virtual std::optional<Received> receive(Clock::time_point deadline) = 0;
+  // How the connection stands, for a client still waiting for the server's first answer.
+  enum class State {
+    kUnknown,      // the channel cannot tell (or nothing has happened yet)
+    kNoListener,   // connection attempts fail: nothing accepts connections there
+    kNoHandshake,  // connected, but no ZeroMQ handshake completed: not a ZeroMQ peer?
+    kGreeted,      // a handshake completed: a server is there
+  };
+  virtual State state() const { return State::kUnknown; }
 };
+// One line a waiting client prints for `s` ("" for kUnknown).
+std::string describe(Channel::State s);
 
 // ZeroMQ ROUTER / DEALER. `ctx` null: a context of its own; inproc endpoints need the peers'
 // context shared. Throws Error naming the endpoint when it cannot bind or connect. A peer that

@@ -66,6 +66,44 @@ TEST(DistributedFaults, AConnectionThatDropsAndComesBackKeepsItsProcessInTheRun)
   EXPECT_EQ(hash[1], direct.hash);
 }
 
+// A connection that drops while its process waits for the run to start comes back, and the
+// process keeps its place: the server's PING finds it (the client takes the PING for no answer,
+// not for a bad WELCOME), and the run starts when the second process comes.
+TEST(DistributedFaults, AConnectionThatDropsBeforeTheRunStartsKeepsItsPlace) {
+  TempDir tmp;
+  const pid_t server =
+      testing::spawn_fedpar(testing::server_args(tmp, "early", "early", "tcp://127.0.0.1:*", 2,
+                                                 {"rounds=3", "wait_seconds=30"}),
+                            tmp / "early.out", tmp / "early.err");
+  const std::string endpoint = testing::wait_for_file(tmp / "early.ep", 20);
+  std::smatch port;
+  ASSERT_TRUE(std::regex_search(endpoint, port, std::regex(":([0-9]+)$"))) << endpoint;
+  testing::TcpProxy relay(uint16_t(std::stoi(port[1])));
+  const pid_t relayed = testing::spawn_fedpar(
+      {"client", "--server", "tcp://127.0.0.1:" + std::to_string(relay.port())},
+      tmp / "relayed.out", tmp / "relayed.err");
+  const auto logged = [&](const std::string& line) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    while (testing::slurp(tmp / "early.err").find(line) == std::string::npos &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return testing::slurp(tmp / "early.err").find(line) != std::string::npos;
+  };
+  ASSERT_TRUE(logged("client process 1 of 2 connected")) << testing::slurp(tmp / "early.err");
+  relay.cut();
+  ASSERT_TRUE(
+      logged("lost its connection before the run started and reconnected: it keeps its "
+             "place"))
+      << testing::slurp(tmp / "early.err");
+  const pid_t direct = testing::spawn_fedpar({"client", "--quiet", "--server", endpoint},
+                                             tmp / "direct.out", tmp / "direct.err");
+  EXPECT_EQ(testing::wait_exit(server, 60).value_or(-99), 0) << testing::slurp(tmp / "early.err");
+  EXPECT_EQ(testing::wait_exit(relayed, 20).value_or(-99), 0)
+      << testing::slurp(tmp / "relayed.err");
+  EXPECT_EQ(testing::wait_exit(direct, 20).value_or(-99), 0);
+  EXPECT_EQ(relay.accepted(), 2);
+}
+
 // A process whose connection drops, comes back, and then dies before it sends anything over the
 // new one is still noticed within seconds: the server keeps PINGing a reconnected process until
 // its next message, and a PING that stops getting through starts the 2 s watch again (before, it

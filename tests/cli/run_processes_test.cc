@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -815,17 +817,19 @@ TEST(DistributedFaults, ClientsNoticeADeadServerWithinSeconds) {
 }
 
 // A client started before its server (here: none ever comes) says after a few seconds that it
-// waits, then gives up at --wait with the reason; an endpoint without its scheme says how to
-// write one.
+// waits and that nothing accepts its connections, then gives up at --wait with the reason; an
+// endpoint without its scheme says how to write one.
 TEST(DistributedFaults, AClientWithoutAServerSaysItWaitsAndABareHostPortSaysHowToWriteIt) {
   TempDir tmp;
   auto r = testing::run_fedpar("client --wait 4 --server tcp://127.0.0.1:1", tmp.path());
   EXPECT_EQ(r.code, kExitRunFailed) << r.err;
-  EXPECT_NE(r.err.find("no answer yet from the server at tcp://127.0.0.1:1; waiting up to 4 s "
-                       "(--wait)"),
+  EXPECT_NE(r.err.find("no answer yet from the server at tcp://127.0.0.1:1 (nothing accepts "
+                       "connections there yet: is the server running, at that host and port?); "
+                       "waiting up to 4 s (--wait)"),
             std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("no answer from the server at tcp://127.0.0.1:1 within 4 s"),
+  EXPECT_NE(r.err.find("no answer from the server at tcp://127.0.0.1:1 within 4 s: nothing "
+                       "accepts connections there yet"),
             std::string::npos)
       << r.err;
   for (const std::string endpoint : {"127.0.0.1:5999", "tcp://127.0.0.1"})  // no scheme, port
@@ -833,6 +837,50 @@ TEST(DistributedFaults, AClientWithoutAServerSaysItWaitsAndABareHostPortSaysHowT
         "client --server " + endpoint, tmp.path(), 2,
         "cannot connect to " + endpoint +
             ": Invalid argument (an endpoint is tcp://HOST:PORT or ipc://PATH)");
+}
+
+// While it waits for its WELCOME a client says how its connection stands: connected to a server
+// that waits for its other processes, or connected to a port where no ZeroMQ peer answers (here
+// a plain TCP listener), so a wrong port is told from a run that has not started.
+TEST(DistributedFaults, AWaitingClientSaysWhetherAServerOrSomethingElseIsThere) {
+  TempDir tmp;
+  const pid_t server = testing::spawn_fedpar(
+      testing::server_args(tmp, "wait", "wait", "tcp://127.0.0.1:*", 2, {"wait_seconds=30"}),
+      tmp / "wait.out", tmp / "wait.err");
+  const std::string ep = testing::wait_for_file(tmp / "wait.ep", 20);
+  const pid_t first = testing::spawn_fedpar({"client", "--wait", "30", "--server", ep},
+                                            tmp / "first.out", tmp / "first.err");
+  const std::string told =
+      "(connected to the server, which starts the run once all its client processes have said "
+      "HELLO); waiting up to 30 s";
+  for (int i = 0; i < 200 && testing::slurp(tmp / "first.err").find(told) == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_NE(testing::slurp(tmp / "first.err").find(told), std::string::npos)
+      << testing::slurp(tmp / "first.err");
+  const pid_t second = testing::spawn_fedpar({"client", "--quiet", "--server", ep},
+                                             tmp / "second.out", tmp / "second.err");
+  EXPECT_EQ(testing::wait_exit(server, 60).value_or(-99), 0) << testing::slurp(tmp / "wait.err");
+  EXPECT_EQ(testing::wait_exit(first, 20).value_or(-99), 0);
+  EXPECT_EQ(testing::wait_exit(second, 20).value_or(-99), 0);
+
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);  // accepts, and never speaks ZMTP
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const std::string other = fmt::format("tcp://127.0.0.1:{}", ntohs(a.sin_port));
+  const auto r = testing::run_fedpar("client --wait 4 --server " + other, tmp.path());
+  ::close(listener);
+  EXPECT_EQ(r.code, kExitRunFailed) << r.err;
+  EXPECT_NE(r.err.find(fmt::format("no answer from the server at {} within 4 s: connected, but "
+                                   "what listens there has not completed a ZeroMQ handshake: is "
+                                   "it a fedpar server's port?",
+                                   other)),
+            std::string::npos)
+      << r.err;
 }
 
 // A mistyped server host is said at once, not after --wait (ZeroMQ would retry the name as it

@@ -68,7 +68,7 @@ TEST(Protocol, RoundTripAndLittleEndianLayout) {
   const Frame& b = frames[0];
   ASSERT_EQ(b.size(), kHeaderBytes);
   EXPECT_EQ(std::string(b.begin(), b.begin() + 4), "FDPR");
-  EXPECT_EQ(b[4], 4);  // version 4, little-endian
+  EXPECT_EQ(b[4], 5);  // version 5, little-endian
   EXPECT_EQ(b[5], 0);
   EXPECT_EQ(b[8], 4);    // UPDATE
   EXPECT_EQ(b[24], 42);  // round
