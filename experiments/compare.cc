@@ -76,15 +76,39 @@ bool is_train_folder(const std::filesystem::path& dir) {
   return j.is_object() && j.value("command", "") == "train";
 }
 
+// A `fedpar train` folder beside the runs: the centralized baseline, drawn as a line at its final
+// value (it has epochs, not rounds, and sends no bytes).
+struct Reference {
+  std::string label;
+  std::filesystem::path dir;
+  std::vector<double> y;  // per epoch, in the metric's unit (accuracy in %)
+  size_t best = 0;        // the best epoch's index
+};
+
+Reference read_reference(const std::filesystem::path& dir, const std::string& metric) {
+  std::ifstream in(dir / "summary.json");
+  const auto j = nlohmann::json::parse(in, nullptr, false);
+  Reference r{.label = dir.filename().string(), .dir = dir};
+  if (j.is_object() && j.contains("epochs") && j["epochs"].is_array())
+    for (const auto& e : j["epochs"]) {
+      const char* key = metric == "accuracy" ? "test_accuracy" : "test_loss";
+      if (!e.is_object() || !e.contains(key) || !e[key].is_number())
+        throw Error(fmt::format("{}/summary.json: an epoch without its {}", dir.string(), key));
+      r.y.push_back(e[key].get<double>() * (metric == "accuracy" ? 100 : 1));
+    }
+  if (r.y.empty())
+    throw Error(fmt::format("{}/summary.json lists no evaluated epoch", dir.string()));
+  const bool higher_is_better = metric == "accuracy";
+  r.best = size_t((higher_is_better ? std::max_element(r.y.begin(), r.y.end())
+                                    : std::min_element(r.y.begin(), r.y.end())) -
+                  r.y.begin());
+  return r;
+}
+
 // A distributed run's folder, or an Error that says what the folder is instead.
 void check_run_folder(const std::filesystem::path& dir) {
   if (!std::filesystem::is_directory(dir))
     throw Error(fmt::format("{}: no such results folder", dir.string()));
-  if (is_train_folder(dir))
-    throw Error(fmt::format(
-        "{} is a `fedpar train` folder: compare reads the per-round metrics of distributed "
-        "runs (fedpar run, fedpar server, a suite's runs/)",
-        dir.string()));
   if (!std::filesystem::exists(dir / "metrics.jsonl"))
     throw Error(
         fmt::format("{} has no metrics.jsonl: not a run's results folder, nor a folder of runs "
@@ -187,14 +211,23 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   const Axis metric = metric_axis(o.metric), x = x_axis(o.x);
   const bool higher_is_better = o.metric == "accuracy";
   std::vector<std::filesystem::path> dirs;
+  std::vector<Reference> references;  // fedpar train folders named on the command line
   for (const auto& r : o.runs) {
     auto d = r;
     while (!d.empty() && d.filename().empty()) d = d.parent_path();  // "runs/a/" names "a"
     for (const auto& run : runs_in(d)) {
+      if (is_train_folder(run)) {
+        references.push_back(read_reference(run, o.metric));
+        continue;
+      }
       check_run_folder(run);
       dirs.push_back(run);
     }
   }
+  if (dirs.empty())
+    throw Error(
+        "fedpar compare needs a distributed run's folder (fedpar run, fedpar server, a suite's "
+        "runs/) beside a `fedpar train` folder, which it shows as the centralized baseline");
   const auto labels = labels_of(dirs);
   std::vector<Compared> runs;
   std::vector<std::string> clocks;
@@ -238,6 +271,10 @@ int run_compare(const CompareOptions& o, const std::string& command) {
         << (by_round ? "" : "---|") << (o.target > 0 ? "---|" : "")
         << (o.target > 0 && !by_round ? "---|" : "") << "\n";
   nlohmann::json rows = nlohmann::json::array();
+  // accuracies with two decimals, as the suites' tables write them
+  const auto value = [&](double v) {
+    return higher_is_better ? fmt::format("{:.2f}%", v) : num(v);
+  };
   for (size_t i = 0; i < runs.size(); ++i) {
     const Compared& r = runs[i];
     const auto best = higher_is_better ? std::max_element(r.y.begin(), r.y.end())
@@ -246,10 +283,6 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     std::optional<size_t> hit;
     for (size_t k = 0; k < r.y.size() && o.target > 0 && !hit; ++k)
       if (higher_is_better ? r.y[k] >= o.target : r.y[k] <= o.target) hit = k;
-    // accuracies with two decimals, as the suites' tables write them
-    const auto value = [&](double v) {
-      return higher_is_better ? fmt::format("{:.2f}%", v) : num(v);
-    };
     table << fmt::format("| {} |{}{} {} | {} | {} ({}) |", r.label,
                          any_differ ? fmt::format(" `{}` |", differs[i]) : "",
                          emds_differ ? fmt::format(" {} |", emd_cell(r)) : "", r.y.size(),
@@ -269,12 +302,40 @@ int run_compare(const CompareOptions& o, const std::string& command) {
       row["target_round"] = hit ? nlohmann::json(r.round[*hit]) : nlohmann::json(nullptr);
     rows.push_back(std::move(row));
   }
+  for (const Reference& r : references) {  // no rounds, bytes or simulated time: a line
+    table << fmt::format(
+                 "| {} (centralized, `fedpar train`) |{}{} {} epoch(s) | {} | {} (epoch "
+                 "{}) |",
+                 r.label, any_differ ? " - |" : "", emds_differ ? " - |" : "", r.y.size(),
+                 value(r.y.back()), value(r.y[r.best]), r.best + 1)
+          << (by_round ? "" : " - |");
+    if (o.target > 0) {  // the first epoch at the target
+      const auto hit = std::find_if(r.y.begin(), r.y.end(), [&](double v) {
+        return higher_is_better ? v >= o.target : v <= o.target;
+      });
+      table << (hit == r.y.end() ? std::string(" not reached |")
+                                 : fmt::format(" epoch {} |", hit - r.y.begin() + 1))
+            << (by_round ? "" : " - |");
+    }
+    table << "\n";
+    rows.push_back({{"run", r.label},
+                    {"folder", r.dir.string()},
+                    {"centralized", true},
+                    {"final", r.y.back()},
+                    {"best", r.y[r.best]},
+                    {"best_epoch", r.best + 1}});
+  }
 
   ResultsDir out(o.out.parent_path().empty() ? "." : o.out.parent_path(),
                  o.out.filename().string());
   LinePlot plot{
       .title = fmt::format("{} per {}", metric.name, o.x), .xlabel = x.name, .ylabel = metric.name};
   for (const auto& r : runs) plot.series.push_back({r.label, r.x, r.y, {}, {}});
+  double x_lo = runs[0].x.front(), x_hi = runs[0].x.back();
+  for (const auto& r : runs) x_lo = std::min(x_lo, r.x.front()), x_hi = std::max(x_hi, r.x.back());
+  for (const auto& r : references)
+    plot.series.push_back(
+        {r.label + " (centralized, final)", {x_lo, x_hi}, {r.y.back(), r.y.back()}, {}, {}});
   const std::string svg = fmt::format("{}-vs-{}.svg", o.metric, o.x);
   std::string why;
   const bool drawn = draw_line_plot(out.path() / svg, plot, &why);
@@ -285,7 +346,13 @@ int run_compare(const CompareOptions& o, const std::string& command) {
          << "Folders: ";
   for (size_t i = 0; i < runs.size(); ++i)
     report << (i ? ", " : "") << fmt::format("`{}` ({})", runs[i].dir.string(), runs[i].label);
+  for (const Reference& r : references)
+    report << fmt::format(", `{}` ({}, centralized)", r.dir.string(), r.label);
   report << ".\n\n"
+         << (references.empty()
+                 ? ""
+                 : "A `fedpar train` folder is the centralized baseline: trained by epochs, not "
+                   "rounds, and sending nothing, it is drawn as a line at its final value.\n\n")
          << (by_round ? "" : fmt::format("The x axis, {}: {}.\n\n", x.unit, x.name))
          << (emds_differ ? "Median EMD: over each run's clients, the L1 distance of a client's "
                            "label distribution to the whole's (0: IID; 2: disjoint labels; "

@@ -12,6 +12,7 @@ namespace fedpar {
 
 struct CompareOptions {
   std::vector<std::filesystem::path> runs;  // results folders of fedpar run / server / suite runs
+                                            // (and fedpar train: the centralized baseline)
   std::string metric = "accuracy";          // accuracy (test, %) | loss (test)
   std::string x = "round";                  // round | samples | bytes | seconds
   double target = 0;  // > 0: the first evaluation at or above it (accuracy, %) or below (loss)
@@ -19,7 +20,8 @@ struct CompareOptions {
 };
 
 // Prints the table, writes out/ (report.md, compare.json, the plot) and returns 0; throws Error
-// naming the folder for a missing or unreadable run and for a `fedpar train` folder.
+// naming the folder for a missing or unreadable run. A `fedpar train` folder among the runs is the
+// centralized baseline: a row of its own and a line at its final value.
 int run_compare(const CompareOptions& o, const std::string& command);
 
 }  // namespace fedpar

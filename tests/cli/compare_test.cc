@@ -165,6 +165,36 @@ TEST(Compare, SettingsARunNeverReadStayOutOfItsRowAndPartitionsSayHowNonIidTheyA
       << readme;
 }
 
+// A `fedpar train` folder beside the runs is their centralized baseline: a row with its epochs,
+// final and best value, and a line at its final value across the plot.
+TEST(Compare, ATrainFolderIsTheCentralizedBaseline) {
+  TempDir tmp;
+  two_runs(tmp);
+  auto r = testing::run_fedpar("train --quiet --dataset synthetic --model logreg --epochs 3 "
+                               "--results-dir " +
+                                   (tmp / "res").string() + " --name central",
+                               tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = compare(tmp, {"slow", "fast", "central"}, " --target 40 --out " + (tmp / "cmp").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto summary = nlohmann::json::parse(testing::slurp(tmp / "res/central/summary.json"));
+  const double final = 100 * summary["final"]["test_accuracy"].get<double>();
+  EXPECT_NE(r.out.find(fmt::format("| central (centralized, `fedpar train`) | - | 3 epoch(s) | "
+                                   "{:.2f}% |",
+                                   final)),
+            std::string::npos)
+      << r.out;
+  const auto rows = nlohmann::json::parse(testing::slurp(tmp / "cmp/compare.json"))["runs"];
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_TRUE(rows[2]["centralized"].get<bool>());
+  EXPECT_DOUBLE_EQ(rows[2]["final"].get<double>(), final);
+  EXPECT_GE(rows[2]["best"].get<double>(), final);
+  const std::string gp = testing::slurp(tmp / "cmp/accuracy-vs-round.svg.gp");
+  EXPECT_NE(gp.find("central (centralized, final)"), std::string::npos) << gp;
+  EXPECT_NE(testing::slurp(tmp / "cmp/report.md").find("is the centralized baseline"),
+            std::string::npos);
+}
+
 TEST(Compare, RefusesWhatIsNotADistributedRunsFolder) {
   TempDir tmp;
   auto r = testing::run_fedpar("compare " + (tmp / "missing").string(), tmp.path());
@@ -175,8 +205,11 @@ TEST(Compare, RefusesWhatIsNotADistributedRunsFolder) {
                           tmp.path());
   ASSERT_EQ(r.code, 0) << r.err;
   r = testing::run_fedpar("compare " + (tmp / "res/central").string(), tmp.path());
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("is a `fedpar train` folder"), std::string::npos) << r.err;
+  EXPECT_EQ(r.code, 2);  // a baseline alone has nothing to be the baseline of
+  EXPECT_NE(r.err.find("needs a distributed run's folder (fedpar run, fedpar server, a suite's "
+                       "runs/) beside a `fedpar train` folder"),
+            std::string::npos)
+      << r.err;
   std::filesystem::create_directories(tmp / "empty");
   r = testing::run_fedpar("compare " + (tmp / "empty").string(), tmp.path());
   EXPECT_EQ(r.code, 2);
