@@ -27,6 +27,13 @@ using testing::TempDir;
 const std::vector<std::string> kSets = {"regime=model", "rounds=4", "partition.clients=4",
                                         "stragglers.delay_seconds=0:2", "wait_seconds=10"};
 
+// The port of a tcp:// endpoint, for a relay in front of it.
+uint16_t port_of(const std::string& endpoint) {
+  std::smatch port;
+  EXPECT_TRUE(std::regex_search(endpoint, port, std::regex(":([0-9]+)$"))) << endpoint;
+  return port.empty() ? 0 : uint16_t(std::stoi(port[1]));
+}
+
 // Both connections are reset during round 3. Each client reconnects (the relay accepts 4
 // connections in all), the update queued meanwhile reaches the server as its process's (which
 // the server, seeing its connection close, awaited once a PING found it back), nobody misses a
@@ -36,19 +43,14 @@ TEST(DistributedFaults, AConnectionThatDropsAndComesBackKeepsItsProcessInTheRun)
   const auto direct = testing::run_distributed(tmp, "direct", "tcp://127.0.0.1:*", 2, kSets);
   ASSERT_EQ(direct.server_code, 0) << direct.err;
 
-  const pid_t server =
-      testing::spawn_fedpar(testing::server_args(tmp, "cut", "cut", "tcp://127.0.0.1:*", 2, kSets),
-                            tmp / "cut.out", tmp / "cut.err");
-  const std::string endpoint = testing::wait_for_file(tmp / "cut.ep", 20);
-  std::smatch port;
-  ASSERT_TRUE(std::regex_search(endpoint, port, std::regex(":([0-9]+)$"))) << endpoint;
-  testing::TcpProxy relay(uint16_t(std::stoi(port[1])));
+  const auto server = testing::spawn_server(tmp, "cut", 2, kSets);
+  testing::TcpProxy relay(port_of(server.endpoint));
   const auto clients =
       testing::spawn_clients(2, "tcp://127.0.0.1:" + std::to_string(relay.port()), tmp.path());
   testing::wait_for_round(tmp, "cut", 2);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   relay.cut();
-  const int code = testing::wait_exit(server, 60).value_or(-99);
+  const int code = testing::wait_exit(server.pid, 60).value_or(-99);
   for (pid_t c : clients) EXPECT_EQ(testing::wait_exit(c, 30).value_or(-99), 0);
   const std::string err = testing::slurp(tmp / "cut.err");
   ASSERT_EQ(code, 0) << err;
@@ -71,33 +73,21 @@ TEST(DistributedFaults, AConnectionThatDropsAndComesBackKeepsItsProcessInTheRun)
 // not for a bad WELCOME), and the run starts when the second process comes.
 TEST(DistributedFaults, AConnectionThatDropsBeforeTheRunStartsKeepsItsPlace) {
   TempDir tmp;
-  const pid_t server =
-      testing::spawn_fedpar(testing::server_args(tmp, "early", "early", "tcp://127.0.0.1:*", 2,
-                                                 {"rounds=3", "wait_seconds=30"}),
-                            tmp / "early.out", tmp / "early.err");
-  const std::string endpoint = testing::wait_for_file(tmp / "early.ep", 20);
-  std::smatch port;
-  ASSERT_TRUE(std::regex_search(endpoint, port, std::regex(":([0-9]+)$"))) << endpoint;
-  testing::TcpProxy relay(uint16_t(std::stoi(port[1])));
+  const auto server = testing::spawn_server(tmp, "early", 2, {"rounds=3", "wait_seconds=30"});
+  testing::TcpProxy relay(port_of(server.endpoint));
   const pid_t relayed = testing::spawn_fedpar(
       {"client", "--server", "tcp://127.0.0.1:" + std::to_string(relay.port())},
       tmp / "relayed.out", tmp / "relayed.err");
-  const auto logged = [&](const std::string& line) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-    while (testing::slurp(tmp / "early.err").find(line) == std::string::npos &&
-           std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    return testing::slurp(tmp / "early.err").find(line) != std::string::npos;
-  };
-  ASSERT_TRUE(logged("client process 1 of 2 connected")) << testing::slurp(tmp / "early.err");
+  const auto log = tmp / "early.err";
+  ASSERT_TRUE(testing::wait_for_text(log, "client process 1 of 2 connected", 15))
+      << testing::slurp(log);
   relay.cut();
-  ASSERT_TRUE(
-      logged("lost its connection before the run started and reconnected: it keeps its "
-             "place"))
-      << testing::slurp(tmp / "early.err");
-  const pid_t direct = testing::spawn_fedpar({"client", "--quiet", "--server", endpoint},
+  ASSERT_TRUE(testing::wait_for_text(
+      log, "lost its connection before the run started and reconnected: it keeps its place", 15))
+      << testing::slurp(log);
+  const pid_t direct = testing::spawn_fedpar({"client", "--quiet", "--server", server.endpoint},
                                              tmp / "direct.out", tmp / "direct.err");
-  EXPECT_EQ(testing::wait_exit(server, 60).value_or(-99), 0) << testing::slurp(tmp / "early.err");
+  EXPECT_EQ(testing::wait_exit(server.pid, 60).value_or(-99), 0) << testing::slurp(log);
   EXPECT_EQ(testing::wait_exit(relayed, 20).value_or(-99), 0)
       << testing::slurp(tmp / "relayed.err");
   EXPECT_EQ(testing::wait_exit(direct, 20).value_or(-99), 0);
@@ -112,15 +102,12 @@ TEST(DistributedFaults, AConnectionThatDropsBeforeTheRunStartsKeepsItsPlace) {
 // gradient regime needs every client, so the server stops at once when it sees the death.
 TEST(DistributedFaults, AProcessThatReconnectsAndThenDiesIsNoticedWithinSeconds) {
   TempDir tmp;
-  const pid_t server = testing::spawn_fedpar(
-      testing::server_args(tmp, "twice", "twice", "tcp://127.0.0.1:*", 2,
-                           {"regime=gradient", "rounds=50", "partition.clients=4", "max_slots=3",
-                            "stragglers.delay_seconds=0:3", "wait_seconds=30"}),
-      tmp / "twice.out", tmp / "twice.err");
-  const std::string endpoint = testing::wait_for_file(tmp / "twice.ep", 20);
-  std::smatch port;
-  ASSERT_TRUE(std::regex_search(endpoint, port, std::regex(":([0-9]+)$"))) << endpoint;
-  testing::TcpProxy relay(uint16_t(std::stoi(port[1])));
+  const auto server =
+      testing::spawn_server(tmp, "twice", 2,
+                            {"regime=gradient", "rounds=50", "partition.clients=4", "max_slots=3",
+                             "stragglers.delay_seconds=0:3", "wait_seconds=30"});
+  const std::string& endpoint = server.endpoint;
+  testing::TcpProxy relay(port_of(endpoint));
   const pid_t relayed = testing::spawn_fedpar({"client", "--quiet", "--slots", "3", "--server",
                                                "tcp://127.0.0.1:" + std::to_string(relay.port())},
                                               tmp / "relayed.out", tmp / "relayed.err");
@@ -129,18 +116,14 @@ TEST(DistributedFaults, AProcessThatReconnectsAndThenDiesIsNoticedWithinSeconds)
   testing::wait_for_round(tmp, "twice", 2);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   relay.cut();  // during round 3, while client 0 waits
-  const std::string back =
-      "round 3: the process of virtual clients 0, 2, 3 lost its connection and reconnected";
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (testing::slurp(tmp / "twice.err").find(back) == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_NE(testing::slurp(tmp / "twice.err").find(back), std::string::npos)
+  ASSERT_TRUE(testing::wait_for_text(
+      tmp / "twice.err",
+      "round 3: the process of virtual clients 0, 2, 3 lost its connection and reconnected", 10))
       << testing::slurp(tmp / "twice.err");
   kill(relayed, SIGKILL);  // before client 0's update: nothing came over the new connection
   const auto killed = std::chrono::steady_clock::now();
   waitpid(relayed, nullptr, 0);
-  EXPECT_EQ(testing::wait_exit(server, 60).value_or(-99), kExitRunFailed);
+  EXPECT_EQ(testing::wait_exit(server.pid, 60).value_or(-99), kExitRunFailed);
   EXPECT_LT(std::chrono::steady_clock::now() - killed, std::chrono::seconds(10));
   const std::string err = testing::slurp(tmp / "twice.err");
   EXPECT_NE(err.find("round 3: the connection of the process of virtual clients 0, 2, 3 closed "

@@ -502,26 +502,23 @@ void hello_and_leave(const std::string& ep, bool after_welcome) {
 // wait_seconds for its READY and failed at round 1).
 TEST(DistributedFaults, AProcessThatLeavesBeforeTheRunStartsFreesItsPlace) {
   TempDir tmp;
-  const pid_t server = testing::spawn_fedpar(
-      testing::server_args(tmp, "free", "free", "tcp://127.0.0.1:*", 2,
-                           {"regime=gradient", "rounds=3", "wait_seconds=60"}),
-      tmp / "free.out", tmp / "free.err");
-  const std::string ep = testing::wait_for_file(tmp / "free.ep", 20);
-  ASSERT_FALSE(ep.empty()) << testing::slurp(tmp / "free.err");
+  const auto server =
+      testing::spawn_server(tmp, "free", 2, {"regime=gradient", "rounds=3", "wait_seconds=60"});
+  const std::string& ep = server.endpoint;
   hello_and_leave(ep, false);
-  const std::string freed =
+  ASSERT_TRUE(testing::wait_for_text(
+      tmp / "free.err",
       "the client process with pid 424242 closed its connection before the run started and did "
-      "not come back within 2 s: its place is free (0 of 2 processes now)";
-  for (int i = 0; i < 200 && testing::slurp(tmp / "free.err").find(freed) == std::string::npos; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_NE(testing::slurp(tmp / "free.err").find(freed), std::string::npos)
+      "not come back within 2 s: its place is free (0 of 2 processes now)",
+      10))
       << testing::slurp(tmp / "free.err");
   std::vector<pid_t> clients;
   for (int i = 0; i < 2; ++i)
     clients.push_back(testing::spawn_fedpar({"client", "--quiet", "--wait", "60", "--server", ep},
                                             tmp / fmt::format("c{}.out", i),
                                             tmp / fmt::format("c{}.err", i)));
-  EXPECT_EQ(testing::wait_exit(server, 60).value_or(-99), 0) << testing::slurp(tmp / "free.err");
+  EXPECT_EQ(testing::wait_exit(server.pid, 60).value_or(-99), 0)
+      << testing::slurp(tmp / "free.err");
   for (const pid_t c : clients) EXPECT_EQ(testing::wait_exit(c, 20).value_or(-99), 0);
   const auto rows = testing::jsonl(tmp / "res" / "free" / "metrics.jsonl");
   ASSERT_EQ(rows.size(), 3u);
@@ -844,22 +841,20 @@ TEST(DistributedFaults, AClientWithoutAServerSaysItWaitsAndABareHostPortSaysHowT
 // a plain TCP listener), so a wrong port is told from a run that has not started.
 TEST(DistributedFaults, AWaitingClientSaysWhetherAServerOrSomethingElseIsThere) {
   TempDir tmp;
-  const pid_t server = testing::spawn_fedpar(
-      testing::server_args(tmp, "wait", "wait", "tcp://127.0.0.1:*", 2, {"wait_seconds=30"}),
-      tmp / "wait.out", tmp / "wait.err");
-  const std::string ep = testing::wait_for_file(tmp / "wait.ep", 20);
+  const auto server = testing::spawn_server(tmp, "wait", 2, {"wait_seconds=30"});
+  const std::string& ep = server.endpoint;
   const pid_t first = testing::spawn_fedpar({"client", "--wait", "30", "--server", ep},
                                             tmp / "first.out", tmp / "first.err");
-  const std::string told =
+  EXPECT_TRUE(testing::wait_for_text(
+      tmp / "first.err",
       "(connected to the server, which starts the run once all its client processes have said "
-      "HELLO); waiting up to 30 s";
-  for (int i = 0; i < 200 && testing::slurp(tmp / "first.err").find(told) == std::string::npos; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_NE(testing::slurp(tmp / "first.err").find(told), std::string::npos)
+      "HELLO); waiting up to 30 s",
+      10))
       << testing::slurp(tmp / "first.err");
   const pid_t second = testing::spawn_fedpar({"client", "--quiet", "--server", ep},
                                              tmp / "second.out", tmp / "second.err");
-  EXPECT_EQ(testing::wait_exit(server, 60).value_or(-99), 0) << testing::slurp(tmp / "wait.err");
+  EXPECT_EQ(testing::wait_exit(server.pid, 60).value_or(-99), 0)
+      << testing::slurp(tmp / "wait.err");
   EXPECT_EQ(testing::wait_exit(first, 20).value_or(-99), 0);
   EXPECT_EQ(testing::wait_exit(second, 20).value_or(-99), 0);
 
@@ -910,13 +905,11 @@ TEST(DistributedFaults, AServerHostWithNoAddressIsAnErrorAtOnce) {
 // (before: "bad WELCOME"), and one stopped mid-run (before: exit 0 without a word).
 TEST(DistributedFaults, AClientSaysWhyTheServerEndedTheRunAndExitsAccordingly) {
   TempDir tmp;
-  const pid_t waiting = testing::spawn_fedpar(
-      testing::server_args(tmp, "few", "few", "tcp://127.0.0.1:*", 2, {"wait_seconds=2"}),
-      tmp / "few.out", tmp / "few.err");
-  const std::string ep = testing::wait_for_file(tmp / "few.ep", 20);
-  const pid_t alone = testing::spawn_fedpar({"client", "--wait", "20", "--server", ep},
-                                            tmp / "alone.out", tmp / "alone.err");
-  EXPECT_EQ(testing::wait_exit(waiting, 30).value_or(-99), kExitRunFailed);
+  const auto waiting = testing::spawn_server(tmp, "few", 2, {"wait_seconds=2"});
+  const pid_t alone =
+      testing::spawn_fedpar({"client", "--wait", "20", "--server", waiting.endpoint},
+                            tmp / "alone.out", tmp / "alone.err");
+  EXPECT_EQ(testing::wait_exit(waiting.pid, 30).value_or(-99), kExitRunFailed);
   EXPECT_EQ(testing::wait_exit(alone, 20).value_or(-99), kExitEndedByServer);
   EXPECT_NE(testing::slurp(tmp / "alone.err")
                 .find("the server ended the run (failed): only 1 of 2 client processes said "

@@ -61,13 +61,37 @@ inline Started start_run(const TempDir& tmp, const std::string& files,
   return r;
 }
 
+// Whether `file` holds `text` within `seconds` (a log line a test waits for).
+inline bool wait_for_text(const std::filesystem::path& file, const std::string& text,
+                          double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (slurp(file).find(text) == std::string::npos) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
 // Waits (up to 60 s) until the server's stderr in FILES.err shows round `round`.
 inline void wait_for_round(const TempDir& tmp, const std::string& files, int round) {
-  const std::string mark = "round " + std::to_string(round) + "/";
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (slurp(tmp / (files + ".err")).find(mark) == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  wait_for_text(tmp / (files + ".err"), "round " + std::to_string(round) + "/", 60);
+}
+
+// A `fedpar server` of server_args(tmp, NAME, NAME, bind, processes, sets), its output in
+// NAME.out and NAME.err, and the endpoint it listens on ("" when it wrote none in 20 s).
+struct Listening {
+  pid_t pid = -1;
+  std::string endpoint;
+};
+inline Listening spawn_server(const TempDir& tmp, const std::string& name, int processes,
+                              const std::vector<std::string>& sets,
+                              const std::string& bind = "tcp://127.0.0.1:*") {
+  Listening l;
+  l.pid = spawn_fedpar(server_args(tmp, name, name, bind, processes, sets), tmp / (name + ".out"),
+                       tmp / (name + ".err"));
+  l.endpoint = wait_for_file(tmp / (name + ".ep"), 20);
+  EXPECT_FALSE(l.endpoint.empty()) << slurp(tmp / (name + ".err"));
+  return l;
 }
 
 // Starts a server with `sets` (and `server_flags`, e.g. --resume DIR), then `clients` client
