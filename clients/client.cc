@@ -615,13 +615,24 @@ int run_client(const ClientOptions& o) {
   channel->send(encode(HelloMsg{.slots = o.slots, .pid = ::getpid()}));
   // a server not there yet is waited for; after a few silent seconds the wait says so
   const auto deadline = deadline_after(o.wait_seconds);
-  const auto answer = [&](Clock::time_point until) {  // a PING (the server checking that this
-    while (true) {                                    // process is connected) is no answer
-      auto m = channel->receive(until);
-      const auto peek =
-          m && !m->frames.empty()
-              ? peek_header({static_cast<const uint8_t*>(m->frames[0].data()), m->frames[0].size()})
-              : std::nullopt;
+  // A PING (the server checking that this process is connected) is no answer; after a
+  // reconnection HELLO goes again: a server that saw the connection gone for long freed its place.
+  int sessions = 0;
+  const auto answer = [&](Clock::time_point until) -> std::optional<Received> {
+    while (true) {
+      auto m = channel->receive(std::min(until, deadline_after(0.5)));
+      if (!m) {
+        if (const int now = channel->sessions(); now > sessions) {
+          if (sessions > 0) channel->send(encode(HelloMsg{.slots = o.slots, .pid = ::getpid()}));
+          sessions = now;
+        }
+        if (Clock::now() >= until) return std::nullopt;
+        continue;
+      }
+      const auto peek = m->frames.empty()
+                            ? std::nullopt
+                            : peek_header({static_cast<const uint8_t*>(m->frames[0].data()),
+                                           m->frames[0].size()});
       if (!peek || peek->type != MessageType::kPing) return m;
     }
   };

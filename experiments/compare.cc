@@ -93,7 +93,10 @@ Reference read_reference(const std::filesystem::path& dir, const std::string& me
     for (const auto& e : j["epochs"]) {
       const char* key = metric == "accuracy" ? "test_accuracy" : "test_loss";
       if (!e.is_object() || !e.contains(key) || !e[key].is_number())
-        throw Error(fmt::format("{}/summary.json: an epoch without its {}", dir.string(), key));
+        throw Error(
+            fmt::format("{}/summary.json: an epoch without a finite {} (null: the "
+                        "training diverged)",
+                        dir.string(), key));
       r.y.push_back(e[key].get<double>() * (metric == "accuracy" ? 100 : 1));
     }
   if (r.y.empty())

@@ -218,7 +218,7 @@ class Supervisor {
     const int exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (name == "server") {
       // The server told the clients to stop; give them a moment before stopping them (a short
-      // one when it failed: clients still waiting for their WELCOME never hear STOP).
+      // one when it failed: a client that had not said HELLO yet never hears STOP).
       finish(exit, exit == 0 || exit == kExitDiverged ? 5s : 500ms);
     } else if (exit == kExitEndedByServer) {
       return;  // the server ended the run, or went on without the process, and says so itself

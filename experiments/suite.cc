@@ -148,6 +148,7 @@ struct SuitePlan {
   std::optional<Config> equivalence;  // the [equivalence] table's experiment, when there is one
   int64_t eval_every = 1;
   std::string command;
+  std::vector<std::string> smoke_settings;  // --smoke's "key=value" that --set did not replace
 };
 
 // "run reference" pairs, by run label; both must be runs of the suite.
@@ -261,6 +262,13 @@ SuitePlan plan_suite(const SuiteOptions& o) {
       cfg.set_all({s});
     else
       run_sets.push_back(s);
+  for (const auto& s : cfg.get_string_list("suite.smoke")) {  // what a smoke report lists
+    const std::string key = s.substr(0, s.find('='));
+    if (!s.empty() && o.smoke && std::none_of(o.sets.begin(), o.sets.end(), [&](const auto& set) {
+          return set.substr(0, set.find('=')) == key;
+        }))
+      plan.smoke_settings.push_back(s);
+  }
   {  // what the runs share, as they run it (each run's own overrides are in its own folder)
     Config shown = cfg;
     shown.set_all(smoke);
@@ -418,17 +426,25 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
   std::ostringstream report;
   if (smoke) {  // its description may state the full suite's sizes where it names no key
     std::vector<std::string> sets;
-    for (const auto& s : cfg.get_string_list("suite.smoke"))
+    for (const auto& s : plan.smoke_settings)
       if (s.starts_with("suite.runs="))
         sets.push_back("its own shorter list of runs (`suite.runs`)");
-      else if (!s.empty() && !s.starts_with("suite.what="))  // a smoke description says itself
+      else if (!s.starts_with("suite.what="))  // a smoke description says itself
         sets.push_back("`" + s + "`");
     report << fmt::format(
         "# {} (smoke size)\n\n**A smoke run** (`--smoke`): a quick check that the suite runs, "
-        "not its results. It replaced the suite's sizes for every run with {}; a size the "
-        "description below states without it being filled in from the runs is the full "
-        "suite's.\n\n",
-        title, sets.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(sets, ", ")));
+        "not its results. {}; a size the description below states without it being filled in "
+        "from the runs is the full suite's.\n\n",
+        title,
+        sets.empty() ? std::string("It changed none of the suite's settings")
+                     : fmt::format("It set {} ({})", fmt::join(sets, ", "),
+                                   std::any_of(sets.begin(), sets.end(),
+                                               [](const std::string& s) {
+                                                 return s.starts_with("`equivalence.");
+                                               })
+                                       ? "the `equivalence.*` ones for the equivalence table, "
+                                         "the others for every run"
+                                       : "for every run"));
   } else {
     report << fmt::format("# {}\n\n", title);
   }

@@ -58,6 +58,10 @@ void Engine::drop(const std::string& id, const std::string& why) {
   missed.erase(id);
   log(fmt::format("the process of virtual clients {} {}; it gets no more tasks in this run",
                   fmt::join(peers.at(id).clients, ", "), why));
+  // told now, so it exits saying why instead of idling until the run's end (if it can be reached)
+  send(id, encode(StopMsg{StopOutcome::kLeftOut,
+                          fmt::format("this process {}; the run goes on without it", why)},
+                  envelope()));
 }
 
 void Engine::send_all(const WireMessage& m) {
@@ -104,7 +108,11 @@ void Engine::count_misses(std::span<const uint32_t> asked, std::span<const uint3
 }
 
 void Engine::stop_all(StopOutcome outcome, const std::string& reason) {
-  for (const auto& [id, p] : peers) send(id, encode(StopMsg{outcome, reason}, envelope()));
+  for (const auto& [id, p] : peers)  // those dropped were told then (again: unreachable then?)
+    send(id, lost.count(id)
+                 ? encode(StopMsg{StopOutcome::kLeftOut, "the run went on without this process"},
+                          envelope())
+                 : encode(StopMsg{outcome, reason}, envelope()));
 }
 
 void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
@@ -190,7 +198,13 @@ void Engine::await_ready() {
     if (!in && Clock::now() < deadline) {  // one that died loading its data is not waited for
       check_at = deadline_after(kConnectionCheckSeconds);
       std::vector<std::string> back;
-      for (const std::string& id : gone(waiting, closed, back)) {
+      const auto ids = gone(waiting, closed, back);
+      for (const std::string& id : back)
+        log(
+            fmt::format("the process of virtual clients {} lost its connection while loading its "
+                        "data and reconnected; its READY is awaited",
+                        fmt::join(peers.at(id).clients, ", ")));
+      for (const std::string& id : ids) {
         waiting.erase(id);
         unreachable_.insert(id);  // round 1 does not wait for it either
         log(fmt::format(

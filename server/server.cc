@@ -66,12 +66,8 @@ void keep_misses(Engine& engine, const RunContext::Resumed& resumed) {
     return nullptr;
   };
   for (const auto& clients : resumed.dropped)
-    if (const std::string* id = find(clients, "dropped", "every process takes part")) {
-      engine.lost.insert(*id);
-      engine.log(fmt::format(
-          "the process of virtual clients {} was dropped before the checkpoint: it stays out",
-          fmt::join(clients, ", ")));
-    }
+    if (const std::string* id = find(clients, "dropped", "every process takes part"))
+      engine.drop(*id, "was dropped before the checkpoint");  // and is told so
   for (const auto& [clients, n] : resumed.missed)
     if (const std::string* id = find(clients, "counted missed rounds of", "its count starts over"))
       engine.missed[*id] = n;

@@ -20,9 +20,9 @@ namespace fedpar {
 namespace {
 
 // Why a tcp:// endpoint's host has no address ("" when it has one, or when the resolver could
-// not say: that is left to ZeroMQ's retries). ZeroMQ resolves a host at each connection attempt
-// and retries a name that does not exist as it would a server not there yet, so a mistyped host
-// would otherwise cost a client its whole --wait.
+// not say). ZeroMQ resolves a host at each connection attempt and retries a name that does not
+// exist as it would a server not there yet (right for a cluster's name that appears with its
+// server), so a waiting client says which it is.
 std::string unknown_host(const std::string& endpoint) {
   if (!endpoint.starts_with("tcp://")) return "";
   std::string host = endpoint.substr(6);
@@ -194,20 +194,19 @@ class ZmqChannel final : public Channel {
                       "ipc://PATH)",
                       endpoint, e.what()));
     }
-    if (const std::string why = unknown_host(endpoint); !why.empty())
-      throw Error(fmt::format("cannot connect to {}: {}; is the server's host name spelled right?",
-                              endpoint, why));
   }
   ~ZmqChannel() override {
     if (monitor_) zmq_socket_monitor(sock_.get().handle(), nullptr, 0);
   }
   size_t send(const WireMessage& m) override { return *send_message(sock_.get(), m); }
   State state() const override {
-    return greeted_       ? State::kGreeted
-           : connected_   ? State::kNoHandshake
-           : retries_ > 0 ? State::kNoListener
-                          : State::kUnknown;
+    if (greeted_) return State::kGreeted;
+    if (refused_since_) return State::kRefused;
+    if (connected_) return State::kNoHandshake;
+    if (!unknown_host(endpoint_).empty()) return State::kNoAddress;
+    return retries_ > 0 ? State::kNoListener : State::kUnknown;
   }
+  int sessions() const override { return sessions_; }
   std::optional<Received> receive(Clock::time_point deadline) override {
     while (true) {
       if (wait_readable(sock_.get(), std::min(deadline, deadline_after(0.2)))) {
@@ -233,7 +232,7 @@ class ZmqChannel final : public Channel {
       if (id == ZMQ_EVENT_DISCONNECTED && !lost_since_) lost_since_ = Clock::now();
       if (id == ZMQ_EVENT_CONNECTED) lost_since_.reset(), connected_ = true;
       if ((id & kHandshakeFailed) && !refused_since_) refused_since_ = Clock::now();
-      if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) refused_since_.reset(), greeted_ = true;
+      if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) refused_since_.reset(), greeted_ = true, ++sessions_;
       if (id == ZMQ_EVENT_CONNECT_RETRIED) ++retries_;
       ev.clear();
     }
@@ -262,7 +261,7 @@ class ZmqChannel final : public Channel {
   std::optional<Clock::time_point> refused_since_;  // the handshakes fail since
   // for state(): a connection was made, a handshake completed, connection attempts failed
   bool connected_ = false, greeted_ = false;
-  int retries_ = 0;
+  int retries_ = 0, sessions_ = 0;
 };
 
 }  // namespace
@@ -275,6 +274,12 @@ std::string describe(Channel::State s) {
     case Channel::State::kNoHandshake:
       return "connected, but what listens there has not completed a ZeroMQ handshake: is it a "
              "fedpar server's port?";
+    case Channel::State::kRefused:
+      return "the server refuses the handshake: a server with [security] keys lets in only "
+             "clients with --key and --server-key, and one without keys refuses a client with "
+             "them";
+    case Channel::State::kNoAddress:
+      return "the host name has no address (yet?): is it spelled right?";
     case Channel::State::kGreeted:
       return "connected to the server, which starts the run once all its client processes have "
              "said HELLO";

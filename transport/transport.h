@@ -88,8 +88,14 @@ class Channel {
     kNoListener,   // connection attempts fail: nothing accepts connections there
     kNoHandshake,  // connected, but no ZeroMQ handshake completed: not a ZeroMQ peer?
     kGreeted,      // a handshake completed: a server is there
+    kRefused,      // handshakes fail: [security] keys that do not match
+    kNoAddress,    // the host name has no address (yet, or a typo)
   };
   virtual State state() const { return State::kUnknown; }
+  // Connections made so far (handshakes completed; 0 where the channel cannot tell): one more
+  // than before is a reconnection, after which a client waiting for its WELCOME says HELLO again
+  // (the server may have given its place up meanwhile).
+  virtual int sessions() const { return 0; }
 };
 // One line a waiting client prints for `s` ("" for kUnknown).
 std::string describe(Channel::State s);

@@ -94,6 +94,34 @@ TEST(DistributedFaults, AConnectionThatDropsBeforeTheRunStartsKeepsItsPlace) {
   EXPECT_EQ(relay.accepted(), 2);
 }
 
+// A connection down for longer than the server waits (3 s against 2) while its process waits
+// for the run to start: the server frees the place, and the process, reconnected, says HELLO again
+// and takes it back (before, it waited out --wait for a WELCOME that could not come).
+TEST(DistributedFaults, AProcessWhosePlaceWasFreedTakesItBackWhenItReconnects) {
+  TempDir tmp;
+  const auto server = testing::spawn_server(tmp, "long", 2, {"rounds=3", "wait_seconds=30"});
+  testing::TcpProxy relay(port_of(server.endpoint));
+  const pid_t relayed = testing::spawn_fedpar(
+      {"client", "--quiet", "--server", "tcp://127.0.0.1:" + std::to_string(relay.port())},
+      tmp / "relayed.out", tmp / "relayed.err");
+  const auto log = tmp / "long.err";
+  ASSERT_TRUE(testing::wait_for_text(log, "client process 1 of 2 connected", 15))
+      << testing::slurp(log);
+  relay.cut(std::chrono::milliseconds(3000));
+  ASSERT_TRUE(testing::wait_for_text(log, "its place is free (0 of 2 processes now)", 15))
+      << testing::slurp(log);
+  // connected again: the second "1 of 2" is the same process's HELLO
+  ASSERT_TRUE(testing::wait_for_text(
+      log, "place is free (0 of 2 processes now)\nserver: client process 1 of 2 connected", 15))
+      << testing::slurp(log);
+  const pid_t direct = testing::spawn_fedpar({"client", "--quiet", "--server", server.endpoint},
+                                             tmp / "direct.out", tmp / "direct.err");
+  EXPECT_EQ(testing::wait_exit(server.pid, 60).value_or(-99), 0) << testing::slurp(log);
+  EXPECT_EQ(testing::wait_exit(relayed, 20).value_or(-99), 0)
+      << testing::slurp(tmp / "relayed.err");
+  EXPECT_EQ(testing::wait_exit(direct, 20).value_or(-99), 0);
+}
+
 // A process whose connection drops, comes back, and then dies before it sends anything over the
 // new one is still noticed within seconds: the server keeps PINGing a reconnected process until
 // its next message, and a PING that stops getting through starts the 2 s watch again (before, it

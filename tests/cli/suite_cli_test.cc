@@ -60,8 +60,7 @@ TEST(Suite, IidVsNonIidSmokeShowsSkewCostsAccuracy) {
   EXPECT_EQ(report.find("100 clients"), std::string::npos) << report;
   // and says at its top that it is a smoke run, and with which sizes
   EXPECT_NE(report.find("**A smoke run** (`--smoke`): a quick check that the suite runs, not its "
-                        "results. It replaced the suite's sizes for every run with `rounds=8`, "
-                        "`data.train_limit=12000`"),
+                        "results. It set `rounds=8`, `data.train_limit=12000`"),
             std::string::npos)
       << report;
   EXPECT_NE(report.find("plots/accuracy-vs-round.svg"), std::string::npos) << report;

@@ -45,8 +45,10 @@ class TcpProxy {
 
   uint16_t port() const { return port_; }
   int accepted() const { return accepted_; }
-  // Resets every connection relayed now; returns once they are closed.
-  void cut() {
+  // Resets every connection relayed now, and for `refuse` after it every new one (a link down
+  // for that long); returns once they are closed.
+  void cut(std::chrono::milliseconds refuse = std::chrono::milliseconds(0)) {
+    refuse_until_ = std::chrono::steady_clock::now() + refuse;
     cut_ = true;
     while (cut_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -83,6 +85,7 @@ class TcpProxy {
   void accept_one() {
     const int in = ::accept(listen_, nullptr, nullptr);
     if (in < 0) return;
+    if (std::chrono::steady_clock::now() < refuse_until_.load()) return reset(in);
     const int out = ::socket(AF_INET, SOCK_STREAM, 0);
     const sockaddr_in a = loopback(target_);
     if (out < 0 || ::connect(out, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
@@ -130,6 +133,7 @@ class TcpProxy {
   int listen_ = -1;
   std::vector<std::pair<int, int>> pairs_;  // (accepted, to the target); owned by the thread
   std::atomic<bool> stop_{false}, cut_{false};
+  std::atomic<std::chrono::steady_clock::time_point> refuse_until_{};
   std::atomic<int> accepted_{0};
   std::thread thread_;
 };
