@@ -170,10 +170,11 @@ TEST(Compare, SettingsARunNeverReadStayOutOfItsRowAndPartitionsSayHowNonIidTheyA
 TEST(Compare, ATrainFolderIsTheCentralizedBaseline) {
   TempDir tmp;
   two_runs(tmp);
-  auto r = testing::run_fedpar("train --quiet --dataset synthetic --model logreg --epochs 3 "
-                               "--results-dir " +
-                                   (tmp / "res").string() + " --name central",
-                               tmp.path());
+  auto r = testing::run_fedpar(
+      "train --quiet --dataset synthetic --model logreg --epochs 3 "
+      "--results-dir " +
+          (tmp / "res").string() + " --name central",
+      tmp.path());
   ASSERT_EQ(r.code, 0) << r.err;
   r = compare(tmp, {"slow", "fast", "central"}, " --target 40 --out " + (tmp / "cmp").string());
   ASSERT_EQ(r.code, 0) << r.err;
