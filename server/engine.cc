@@ -122,20 +122,17 @@ void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
   log(fmt::format("listening on {}; waiting for {} client process(es)", endpoint(), s_.processes));
   const auto deadline = deadline_after(s_.wait_seconds);
   ClosedWatch closed;
-  auto check_at = deadline_after(kConnectionCheckSeconds);
   while (int(peers.size()) < s_.processes) {
-    auto in = receive(std::min(deadline, check_at));
+    auto in = receive(std::min(deadline, closed.check_at));
     if (!in && Clock::now() < deadline) {  // a process that left before the run frees its place
-      check_at = deadline_after(kConnectionCheckSeconds);
-      std::vector<std::string> back;
       for (const std::string& id :
-           gone(std::set<std::string>(order.begin(), order.end()), closed, back))
+           gone(std::set<std::string>(order.begin(), order.end()), closed, [&](const auto& id) {
+             return fmt::format(
+                 "the client process with pid {} lost its connection before the "
+                 "run started and reconnected: it keeps its place",
+                 peers.at(id).pid);
+           }))
         free_place(id);
-      for (const std::string& id : back)
-        log(
-            fmt::format("the client process with pid {} lost its connection before the run "
-                        "started and reconnected: it keeps its place",
-                        peers.at(id).pid));
       continue;
     }
     if (!in) {
@@ -192,19 +189,15 @@ void Engine::await_ready() {
   const auto deadline = deadline_after(s_.wait_seconds);
   std::set<std::string> ready, waiting(order.begin(), order.end());
   ClosedWatch closed;
-  auto check_at = deadline_after(kConnectionCheckSeconds);
   while (!waiting.empty()) {
-    auto in = receive(std::min(deadline, check_at));
+    auto in = receive(std::min(deadline, closed.check_at));
     if (!in && Clock::now() < deadline) {  // one that died loading its data is not waited for
-      check_at = deadline_after(kConnectionCheckSeconds);
-      std::vector<std::string> back;
-      const auto ids = gone(waiting, closed, back);
-      for (const std::string& id : back)
-        log(
-            fmt::format("the process of virtual clients {} lost its connection while loading its "
-                        "data and reconnected; its READY is awaited",
-                        fmt::join(peers.at(id).clients, ", ")));
-      for (const std::string& id : ids) {
+      for (const std::string& id : gone(waiting, closed, [&](const auto& id) {
+             return fmt::format(
+                 "the process of virtual clients {} lost its connection while loading its data "
+                 "and reconnected; its READY is awaited",
+                 fmt::join(peers.at(id).clients, ", "));
+           })) {
         waiting.erase(id);
         unreachable_.insert(id);  // round 1 does not wait for it either
         log(fmt::format(
@@ -378,20 +371,17 @@ Collected Engine::collect(const CollectSpec& spec) {
   };
   const auto t0 = Clock::now();
   auto note_at = deadline_after(kWaitNoteSeconds);  // a long wait says how it stands
-  auto check_at = deadline_after(kConnectionCheckSeconds);
   // an answer of a key not awaited still counts toward spec.want (async takes the first)
   while (heard < want && out.got.size() + out.failed.size() < spec.want) {
-    auto in = receive(std::min({deadline, note_at, check_at}), spec.floats);
-    if (!in && Clock::now() >= check_at) {
-      check_at = deadline_after(kConnectionCheckSeconds);
+    auto in = receive(std::min({deadline, note_at, closed.check_at}), spec.floats);
+    if (!in) {
       // gone first, then nothing left to read: what a process sent before it closed counts
-      std::vector<std::string> back;
-      const auto ids = gone(silent(), closed, back);
-      for (const std::string& id : back)
-        log(
-            fmt::format("round {}: the process of virtual clients {} lost its connection and "
-                        "reconnected; its answer is awaited",
-                        round + 1, fmt::join(peers.at(id).clients, ", ")));
+      const auto ids = gone(silent(), closed, [&](const auto& id) {
+        return fmt::format(
+            "round {}: the process of virtual clients {} lost its connection and reconnected; "
+            "its answer is awaited",
+            round + 1, fmt::join(peers.at(id).clients, ", "));
+      });
       if (!ids.empty()) {
         in = receive(Clock::now(), spec.floats);
         if (!in) {
@@ -458,9 +448,12 @@ Collected Engine::collect(const CollectSpec& spec) {
   return out;
 }
 
-std::vector<std::string> Engine::gone(const std::set<std::string>& silent, ClosedWatch& w,
-                                      std::vector<std::string>& back) {
+std::vector<std::string> Engine::gone(
+    const std::set<std::string>& silent, ClosedWatch& w,
+    const std::function<std::string(const std::string&)>& back_line) {
   std::vector<std::string> out;
+  if (Clock::now() < w.check_at) return out;
+  w.check_at = deadline_after(kConnectionCheckSeconds);
   for (const std::string& id : silent) {
     if (transport_.connected(id)) {  // (again: a message came on a new connection)
       w.since.erase(id);
@@ -481,7 +474,7 @@ std::vector<std::string> Engine::gone(const std::set<std::string>& silent, Close
     if (ping(id)) {
       w.since.erase(it);
       w.back[id] = Clock::now();
-      back.push_back(id);
+      log(back_line(id));
     } else if (seconds_since(it->second) >= kReconnectSeconds) {
       out.push_back(id);
     }

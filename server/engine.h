@@ -199,12 +199,13 @@ class Engine {
   struct ClosedWatch {
     std::map<std::string, Clock::time_point> since;  // seen closed, no PING through yet
     std::map<std::string, Clock::time_point> back;   // reconnected: when a PING last got through
+    Clock::time_point check_at = deadline_after(kConnectionCheckSeconds);  // the next look
   };
   static constexpr double kRecheckSeconds = 1;
-  // Of `silent` processes (awaited, no answer yet), those gone; `back` gets those seen to have
-  // reconnected by this call.
+  // Once w.check_at has come (every kConnectionCheckSeconds), of the `silent` processes (awaited,
+  // no answer yet) those gone; each seen to have reconnected is logged with back_line(id).
   std::vector<std::string> gone(const std::set<std::string>& silent, ClosedWatch& w,
-                                std::vector<std::string>& back);
+                                const std::function<std::string(const std::string&)>& back_line);
   bool ping(const std::string& id);  // whether a PING went out to `id`
   void add_peer(const Received& r, const HelloMsg& hello);
   // A process gone before the run started gives its place up (a new process may take it).
