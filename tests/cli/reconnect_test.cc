@@ -68,58 +68,49 @@ TEST(DistributedFaults, AConnectionThatDropsAndComesBackKeepsItsProcessInTheRun)
   EXPECT_EQ(hash[1], direct.hash);
 }
 
-// A connection that drops while its process waits for the run to start comes back, and the
-// process keeps its place: the server's PING finds it (the client takes the PING for no answer,
-// not for a bad WELCOME), and the run starts when the second process comes.
-TEST(DistributedFaults, AConnectionThatDropsBeforeTheRunStartsKeepsItsPlace) {
+// Two processes; the first, behind the relay, has its connection cut (and every new one refused
+// for `down`) while it waits for the run to start. The second comes once the server has logged
+// each of `logged` in turn, and the run completes with both.
+void cut_while_waiting_to_start(const std::string& tag, std::chrono::milliseconds down,
+                                const std::vector<std::string>& logged) {
   TempDir tmp;
-  const auto server = testing::spawn_server(tmp, "early", 2, {"rounds=3", "wait_seconds=30"});
+  const auto server = testing::spawn_server(tmp, tag, 2, {"rounds=3", "wait_seconds=30"});
   testing::TcpProxy relay(port_of(server.endpoint));
   const pid_t relayed = testing::spawn_fedpar(
       {"client", "--server", "tcp://127.0.0.1:" + std::to_string(relay.port())},
       tmp / "relayed.out", tmp / "relayed.err");
-  const auto log = tmp / "early.err";
+  const auto log = tmp / (tag + ".err");
   ASSERT_TRUE(testing::wait_for_text(log, "client process 1 of 2 connected", 15))
       << testing::slurp(log);
-  relay.cut();
-  ASSERT_TRUE(testing::wait_for_text(
-      log, "lost its connection before the run started and reconnected: it keeps its place", 15))
-      << testing::slurp(log);
+  relay.cut(down);
+  for (const auto& line : logged)
+    ASSERT_TRUE(testing::wait_for_text(log, line, 15)) << line << "\n" << testing::slurp(log);
   const pid_t direct = testing::spawn_fedpar({"client", "--quiet", "--server", server.endpoint},
                                              tmp / "direct.out", tmp / "direct.err");
   EXPECT_EQ(testing::wait_exit(server.pid, 60).value_or(-99), 0) << testing::slurp(log);
   EXPECT_EQ(testing::wait_exit(relayed, 20).value_or(-99), 0)
       << testing::slurp(tmp / "relayed.err");
   EXPECT_EQ(testing::wait_exit(direct, 20).value_or(-99), 0);
-  EXPECT_EQ(relay.accepted(), 2);
+  EXPECT_EQ(relay.accepted(), 2);  // the first connection and the one that came back
+}
+
+// A connection that drops while its process waits for the run to start comes back, and the
+// process keeps its place: the server's PING finds it (the client takes the PING for no answer,
+// not for a bad WELCOME), and the run starts when the second process comes.
+TEST(DistributedFaults, AConnectionThatDropsBeforeTheRunStartsKeepsItsPlace) {
+  cut_while_waiting_to_start(
+      "early", std::chrono::milliseconds(0),
+      {"lost its connection before the run started and reconnected: it keeps its place"});
 }
 
 // A connection down for longer than the server waits (3 s against 2) while its process waits
 // for the run to start: the server frees the place, and the process, reconnected, says HELLO again
 // and takes it back (before, it waited out --wait for a WELCOME that could not come).
 TEST(DistributedFaults, AProcessWhosePlaceWasFreedTakesItBackWhenItReconnects) {
-  TempDir tmp;
-  const auto server = testing::spawn_server(tmp, "long", 2, {"rounds=3", "wait_seconds=30"});
-  testing::TcpProxy relay(port_of(server.endpoint));
-  const pid_t relayed = testing::spawn_fedpar(
-      {"client", "--quiet", "--server", "tcp://127.0.0.1:" + std::to_string(relay.port())},
-      tmp / "relayed.out", tmp / "relayed.err");
-  const auto log = tmp / "long.err";
-  ASSERT_TRUE(testing::wait_for_text(log, "client process 1 of 2 connected", 15))
-      << testing::slurp(log);
-  relay.cut(std::chrono::milliseconds(3000));
-  ASSERT_TRUE(testing::wait_for_text(log, "its place is free (0 of 2 processes now)", 15))
-      << testing::slurp(log);
-  // connected again: the second "1 of 2" is the same process's HELLO
-  ASSERT_TRUE(testing::wait_for_text(
-      log, "place is free (0 of 2 processes now)\nserver: client process 1 of 2 connected", 15))
-      << testing::slurp(log);
-  const pid_t direct = testing::spawn_fedpar({"client", "--quiet", "--server", server.endpoint},
-                                             tmp / "direct.out", tmp / "direct.err");
-  EXPECT_EQ(testing::wait_exit(server.pid, 60).value_or(-99), 0) << testing::slurp(log);
-  EXPECT_EQ(testing::wait_exit(relayed, 20).value_or(-99), 0)
-      << testing::slurp(tmp / "relayed.err");
-  EXPECT_EQ(testing::wait_exit(direct, 20).value_or(-99), 0);
+  cut_while_waiting_to_start(  // the second "1 of 2" is the same process's HELLO
+      "long", std::chrono::milliseconds(3000),
+      {"its place is free (0 of 2 processes now)",
+       "place is free (0 of 2 processes now)\nserver: client process 1 of 2 connected"});
 }
 
 // A process whose connection drops, comes back, and then dies before it sends anything over the
