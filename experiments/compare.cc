@@ -82,7 +82,6 @@ struct Reference {
   std::string label;
   std::filesystem::path dir;
   std::vector<double> y;  // per epoch, in the metric's unit (accuracy in %)
-  size_t best = 0;        // the best epoch's index
 };
 
 Reference read_reference(const std::filesystem::path& dir, const std::string& metric) {
@@ -101,11 +100,21 @@ Reference read_reference(const std::filesystem::path& dir, const std::string& me
     }
   if (r.y.empty())
     throw Error(fmt::format("{}/summary.json lists no evaluated epoch", dir.string()));
-  const bool higher_is_better = metric == "accuracy";
-  r.best = size_t((higher_is_better ? std::max_element(r.y.begin(), r.y.end())
-                                    : std::min_element(r.y.begin(), r.y.end())) -
-                  r.y.begin());
   return r;
+}
+
+// The index of the best of `y` (the highest accuracy, the lowest loss).
+size_t best_index(const std::vector<double>& y, bool higher_is_better) {
+  return size_t((higher_is_better ? std::max_element(y.begin(), y.end())
+                                  : std::min_element(y.begin(), y.end())) -
+                y.begin());
+}
+
+// The index of the first of `y` at or beyond `target`; none when never, or without a target.
+std::optional<size_t> first_at(const std::vector<double>& y, double target, bool higher_is_better) {
+  for (size_t k = 0; k < y.size() && target > 0; ++k)
+    if (higher_is_better ? y[k] >= target : y[k] <= target) return k;
+  return std::nullopt;
 }
 
 // A distributed run's folder, or an Error that says what the folder is instead.
@@ -280,12 +289,9 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   };
   for (size_t i = 0; i < runs.size(); ++i) {
     const Compared& r = runs[i];
-    const auto best = higher_is_better ? std::max_element(r.y.begin(), r.y.end())
-                                       : std::min_element(r.y.begin(), r.y.end());
-    const size_t b = size_t(best - r.y.begin());
-    std::optional<size_t> hit;
-    for (size_t k = 0; k < r.y.size() && o.target > 0 && !hit; ++k)
-      if (higher_is_better ? r.y[k] >= o.target : r.y[k] <= o.target) hit = k;
+    const size_t b = best_index(r.y, higher_is_better);
+    const auto best = r.y.begin() + std::ptrdiff_t(b);
+    const std::optional<size_t> hit = first_at(r.y, o.target, higher_is_better);
     table << fmt::format("| {} |{}{} {} | {} | {} ({}) |", r.label,
                          any_differ ? fmt::format(" `{}` |", differs[i]) : "",
                          emds_differ ? fmt::format(" {} |", emd_cell(r)) : "", r.y.size(),
@@ -306,18 +312,16 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     rows.push_back(std::move(row));
   }
   for (const Reference& r : references) {  // no rounds, bytes or simulated time: a line
+    const size_t b = best_index(r.y, higher_is_better);
     table << fmt::format(
                  "| {} (centralized, `fedpar train`) |{}{} {} epoch(s) | {} | {} (epoch "
                  "{}) |",
                  r.label, any_differ ? " - |" : "", emds_differ ? " - |" : "", r.y.size(),
-                 value(r.y.back()), value(r.y[r.best]), r.best + 1)
+                 value(r.y.back()), value(r.y[b]), b + 1)
           << (by_round ? "" : " - |");
     if (o.target > 0) {  // the first epoch at the target
-      const auto hit = std::find_if(r.y.begin(), r.y.end(), [&](double v) {
-        return higher_is_better ? v >= o.target : v <= o.target;
-      });
-      table << (hit == r.y.end() ? std::string(" not reached |")
-                                 : fmt::format(" epoch {} |", hit - r.y.begin() + 1))
+      const auto hit = first_at(r.y, o.target, higher_is_better);
+      table << (hit ? fmt::format(" epoch {} |", *hit + 1) : std::string(" not reached |"))
             << (by_round ? "" : " - |");
     }
     table << "\n";
@@ -325,8 +329,8 @@ int run_compare(const CompareOptions& o, const std::string& command) {
                     {"folder", r.dir.string()},
                     {"centralized", true},
                     {"final", r.y.back()},
-                    {"best", r.y[r.best]},
-                    {"best_epoch", r.best + 1}});
+                    {"best", r.y[b]},
+                    {"best_epoch", b + 1}});
   }
 
   ResultsDir out(o.out.parent_path().empty() ? "." : o.out.parent_path(),
