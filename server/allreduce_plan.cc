@@ -136,15 +136,10 @@ class AllReducePlan final : public Plan {
 
   // allreduce.elastic: the dead leave the run with their virtual clients; the ring re-forms.
   void reform_without(Engine& engine, const std::vector<uint32_t>& dead) {
-    for (const uint32_t p : dead) {  // one merely late is told that it is out
-      engine.lost.insert(engine.order[p]);
-      engine.send(engine.order[p],
-                  encode(StopMsg{StopOutcome::kLeftOut,
-                                 fmt::format("round {}: this worker did not answer in time; the "
-                                             "ring re-formed without it",
-                                             engine.round + 1)},
-                         engine.envelope()));
-    }
+    for (const uint32_t p : dead)  // one merely late is told that it is out
+      engine.drop(engine.order[p], fmt::format("did not answer round {} in time (the ring "
+                                               "re-forms without it)",
+                                               engine.round + 1));
     std::erase_if(members_,
                   [&](uint32_t p) { return std::find(dead.begin(), dead.end(), p) != dead.end(); });
     ++epoch_;
