@@ -129,7 +129,8 @@ void check_run_folder(const std::filesystem::path& dir) {
 }
 
 // A folder of runs (a suite's runs/, or the suite's folder that holds it) stands for its finished
-// distributed runs, in name order; any other folder for itself.
+// runs, in name order (a `fedpar train` folder among them the baseline); any other folder for
+// itself.
 std::vector<std::filesystem::path> runs_in(const std::filesystem::path& dir) {
   if (std::filesystem::exists(dir / "metrics.jsonl")) return {dir};
   const auto folder = std::filesystem::is_directory(dir / "runs") ? dir / "runs" : dir;
@@ -139,9 +140,8 @@ std::vector<std::filesystem::path> runs_in(const std::filesystem::path& dir) {
     const std::string name = e.path().filename().string();
     // not finished: a partial folder, or NAME.incomplete (-2, ...)
     const bool partial = name.starts_with(".") || name.find(".incomplete") != std::string::npos;
-    if (e.is_directory() && !partial && std::filesystem::exists(e.path() / "metrics.jsonl") &&
-        !is_train_folder(e.path()))
-      runs.push_back(e.path());
+    if (e.is_directory() && !partial && std::filesystem::exists(e.path() / "metrics.jsonl"))
+      runs.push_back(e.path());  // a `fedpar train` folder among them is their baseline
   }
   std::sort(runs.begin(), runs.end());
   return runs.empty() ? std::vector{dir} : runs;  // none: check_run_folder says why
@@ -240,7 +240,11 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     throw Error(
         "fedpar compare needs a distributed run's folder (fedpar run, fedpar server, a suite's "
         "runs/) beside a `fedpar train` folder, which it shows as the centralized baseline");
-  const auto labels = labels_of(dirs);
+  // labels unique over the runs and the baselines together
+  std::vector<std::filesystem::path> all = dirs;
+  for (const Reference& r : references) all.push_back(r.dir);
+  const auto labels = labels_of(all);
+  for (size_t i = 0; i < references.size(); ++i) references[i].label = labels[dirs.size() + i];
   std::vector<Compared> runs;
   std::vector<std::string> clocks;
   for (size_t i = 0; i < dirs.size(); ++i) {

@@ -194,6 +194,24 @@ TEST(Compare, ATrainFolderIsTheCentralizedBaseline) {
   EXPECT_NE(gp.find("central (centralized, final)"), std::string::npos) << gp;
   EXPECT_NE(testing::slurp(tmp / "cmp/report.md").find("is the centralized baseline"),
             std::string::npos);
+
+  // in a folder of runs it is their baseline too, not left out
+  r = testing::run_fedpar("compare " + (tmp / "res").string() + " --out " + (tmp / "all").string(),
+                          tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("| central (centralized, `fedpar train`) |"), std::string::npos) << r.out;
+  // a baseline named as a run is told apart by its parent folder, as two runs are
+  r = testing::run_fedpar(
+      "train --quiet --dataset synthetic --model logreg --epochs 1 --results-dir " +
+          (tmp / "base").string() + " --name slow",
+      tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = testing::run_fedpar("compare " + (tmp / "res/slow").string() + " " +
+                              (tmp / "base/slow").string() + " --out " + (tmp / "dup").string(),
+                          tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("| res/slow |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| base/slow (centralized, `fedpar train`) |"), std::string::npos) << r.out;
 }
 
 TEST(Compare, RefusesWhatIsNotADistributedRunsFolder) {

@@ -566,7 +566,9 @@ TEST(NetworkRun, LostMessagesMissTheDeadlineAsTheSeededDrawsSay) {
               fmt::format("drop_after_missed_rounds={}", k.limit)}));
     ASSERT_EQ(run.rounds.size(), size_t(rounds));
     // dropped at its first miss, the process is told so, and exits as left out
-    if (k.limit == 1) EXPECT_EQ(run.clients_left_out, 1) << "seed " << seed;
+    if (k.limit == 1) {
+      EXPECT_EQ(run.clients_left_out, 1) << "seed " << seed;
+    }
     std::string story;
     for (const auto& m : expected.missing) story += fmt::format(" [{}]", fmt::join(m, " "));
     RecordProperty(fmt::format("seed_{}_limit_{}_expected_missing", seed, k.limit), story);

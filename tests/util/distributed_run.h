@@ -121,11 +121,15 @@ inline RunResult run_distributed(const TempDir& tmp, const std::string& tag,
   for (pid_t p : started.clients) {
     const int code = wait_exit(p, 30).value_or(-99);
     told += code == kExitEndedByServer;
-    if (!completed) EXPECT_EQ(code, kExitEndedByServer) << "a client did not exit as told";
-    if (completed)
+    if (!completed) {
+      EXPECT_EQ(code, kExitEndedByServer) << "a client did not exit as told";
+    } else {
       EXPECT_TRUE(code == 0 || code == kExitEndedByServer) << "a client failed: " << code;
+    }
   }
-  if (completed) EXPECT_LE(told, dropped) << r.err;  // (a peer of the test may be the dropped one)
+  if (completed) {
+    EXPECT_LE(told, dropped) << r.err;  // (a peer of the test may be the dropped one)
+  }
   std::smatch m;
   if (std::regex_search(r.out, m, std::regex("final model hash: ([0-9a-f]{16})"))) r.hash = m[1];
   return r;
