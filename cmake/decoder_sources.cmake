@@ -26,6 +26,7 @@ set(FEDPAR_DECODER_CORE_SOURCES
   core/network.cc
   core/optimizer_config.cc
   core/params.cc
+  core/partition_params.cc
   core/pipeline_schedule.cc
   core/precision.cc
   core/rng.cc
@@ -33,6 +34,7 @@ set(FEDPAR_DECODER_CORE_SOURCES
   core/run_spec.cc
   core/safetensors.cc
   core/shared_link.cc
+  core/unread_settings.cc
   core/weighted_average.cc)
 # above the core: the wire protocol and the partition manifest
 set(FEDPAR_DECODER_UPPER_SOURCES

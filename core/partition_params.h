@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace fedpar {
 
@@ -19,5 +21,11 @@ struct PartitionParams {
   double sigma = 1.0;  // iid-quantity lognormal: std of log sizes; feature-noise: max std
   int min_size = 10;   // dirichlet-classes, iid-quantity: samples per client at least
 };
+
+// The [partition] keys p's scheme reads beside scheme and clients ("alpha" for dirichlet-clients,
+// none for iid), in the order a manifest's params list them.
+std::vector<std::string> partition_scheme_keys(const PartitionParams& p);
+// Whether `key` (without "partition.") is a parameter of some scheme.
+bool is_partition_scheme_key(std::string_view key);
 
 }  // namespace fedpar

@@ -117,7 +117,8 @@ void JsonlWriter::write_line(std::string_view line) {
                             errno ? std::strerror(errno) : "the stream failed"));
 }
 
-std::string settings_section(const Config& cfg, const Config& defaults) {
+std::string settings_section(const Config& cfg, const Config& defaults,
+                             const std::map<std::string, std::string>& unread) {
   auto changed = cfg.changed_from(defaults);
   // Where the server listened changes nothing the run computes, and fedpar run and launch pick it
   // themselves: a reader would take it for a choice. config.resolved.toml still holds it.
@@ -126,7 +127,11 @@ std::string settings_section(const Config& cfg, const Config& defaults) {
   std::string md =
       "## Settings\n\nThe keys this run set to other values than the defaults (all of them are "
       "in `config.resolved.toml`):\n\n| key | value |\n|---|---|\n";
-  for (const auto& [key, value] : changed) md += fmt::format("| `{}` | `{}` |\n", key, value);
+  for (const auto& [key, value] : changed) {
+    const auto it = unread.find(key);
+    md += fmt::format("| `{}` | `{}`{} |\n", key, value,
+                      it == unread.end() ? "" : fmt::format(" (not read: {})", it->second));
+  }
   return md + "\n";
 }
 

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -16,8 +17,10 @@
 namespace fedpar {
 
 // A results folder README's "## Settings" section: a table of the keys `cfg` sets to other values
-// than `defaults` (its command's), so the folder says what the run chose.
-std::string settings_section(const Config& cfg, const Config& defaults);
+// than `defaults` (its command's), so the folder says what the run chose; a key in `unread` (key:
+// why) is marked as one the run did not read.
+std::string settings_section(const Config& cfg, const Config& defaults,
+                             const std::map<std::string, std::string>& unread = {});
 
 class ResultsDir {
  public:

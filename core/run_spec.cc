@@ -15,6 +15,7 @@
 #include "core/check.h"
 #include "core/codec/powersgd.h"
 #include "core/model_data_config.h"
+#include "core/unread_settings.h"
 
 namespace fedpar {
 
@@ -596,22 +597,19 @@ int resolve_grid(const Config& c, const RunSpec& s) {
 
 namespace {
 
-bool regime_reads(const RunSpec& s, std::string_view key) {
-  const bool model = s.regime == Regime::kModel;
-  return !((!model && key.starts_with("local.")) || (model && key.starts_with("sgd.")));
+// The regime's and the network's unread settings are said together, with what the run reads
+// instead; the others one by one.
+bool said_by_table(std::string_view key) {
+  return key.starts_with("local.") || key.starts_with("sgd.") || key.starts_with("network.");
 }
 
 }  // namespace
 
-bool run_reads(const RunSpec& s, std::string_view key) {
-  return regime_reads(s, key) && !(s.network.mode == NetworkMode::kOff &&
-                                   key.starts_with("network.") && key != "network.mode");
-}
-
 std::vector<std::string> unused_by_regime(const Config& c, const RunSpec& s) {
   std::vector<std::string> unused;
-  for (const auto& [key, value] : c.changed_from(make_run_config()))
-    if (!regime_reads(s, key)) unused.push_back(fmt::format("{} = {}", key, value));
+  for (const UnreadSetting& u : unread_settings(c, s))
+    if (u.key.starts_with("local.") || u.key.starts_with("sgd."))
+      unused.push_back(fmt::format("{} = {}", u.key, u.value));
   return unused;
 }
 
@@ -642,6 +640,9 @@ std::vector<std::string> run_warnings(const Config& c, const RunSpec& s) {
           fmt::join(links, ", "),
           simulated_only ? "\"simulated\"" : "\"simulated\" or \"emulated\""));
   }
+  for (const UnreadSetting& u : unread_settings(c, s))
+    if (!said_by_table(u.key))
+      out.push_back(fmt::format("the run does not read {} = {}: {}", u.key, u.value, u.why));
   if (s.data.name == "csv" && s.data.csv_test.empty())
     out.push_back(
         "data.csv_test is not set: the run trains without a test evaluation (no test accuracy in "

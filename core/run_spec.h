@@ -149,11 +149,8 @@ RunSpec resolve_run_spec(const Config& c);
 // model regime, [sgd] in it; [server_optimizer] there is refused), as "key = value": a run warns
 // of them, since it would otherwise quietly train other than the config seems to ask.
 std::vector<std::string> unused_by_regime(const Config& c, const RunSpec& s);
-// Whether `s` reads `key` at all: not [local] outside the model regime nor [sgd] in it, and no
-// [network] key but network.mode when the network is off (a partition scheme's own keys:
-// partition_scheme_keys).
-bool run_reads(const RunSpec& s, std::string_view key);
-// What a run warns of before it starts, a sentence each: the settings above, a CSV run without a
+// What a run warns of before it starts, a sentence each: the settings above, every other setting
+// changed from its default that the run does not read (core/unread_settings.h), a CSV run without a
 // test file, and an adaptive server optimizer (adam, yogi) at FedAvg's server rate of 1 or more,
 // which moves every weight by about that much a round at first (measured:
 // docs/definitions.md#server-optimizers).

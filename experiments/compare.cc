@@ -15,9 +15,9 @@
 #include "core/check.h"
 #include "core/results_dir.h"
 #include "core/run_spec.h"
+#include "core/unread_settings.h"
 #include "experiments/plot.h"
 #include "experiments/run_metrics.h"
-#include "partitioners/partition.h"
 #include "partitioners/stats.h"
 
 namespace fedpar {
@@ -161,15 +161,6 @@ std::vector<std::string> labels_of(const std::vector<std::filesystem::path>& dir
 
 std::string num(double v) { return fmt::format("{:.4g}", v); }
 
-// Whether the run `s` reads `key` (an iid partition reads no alpha, a run with the network off
-// no network.profile): a setting it never read does not tell it apart.
-bool reads(const RunSpec& s, const std::string& key) {
-  static const std::set<std::string> scheme_keys = all_partition_scheme_keys();
-  if (key.starts_with("partition.") && scheme_keys.count(key.substr(10)))
-    return partition_scheme_keys(s.partition).count(key.substr(10)) > 0;
-  return run_reads(s, key);
-}
-
 // What tells the runs apart: for each run, "key=value" of every setting in its
 // config.resolved.toml that it read and whose value is not the same in all the runs that read it,
 // or, read by some runs only, is not at its default there (a dirichlet run's alpha beside an iid
@@ -186,7 +177,7 @@ std::vector<std::string> differing_settings(const std::vector<std::filesystem::p
       c.merge_file(dirs[i] / "config.resolved.toml");
       const RunSpec s = resolve_run_spec(c);
       for (const std::string& k : c.keys())
-        if (!ignored.count(k) && reads(s, k)) values[i][k] = c.value_text(k), keys.insert(k);
+        if (!ignored.count(k) && run_reads(c, s, k)) values[i][k] = c.value_text(k), keys.insert(k);
     } catch (const Error& e) {
       unread[i] = fmt::format("(config not read: {})", e.what());
     }

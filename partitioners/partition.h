@@ -23,11 +23,6 @@ struct PartitionInput {
 };
 
 std::vector<std::string> partition_schemes();
-// The [partition] keys p's scheme reads beside scheme and clients ("alpha" for
-// dirichlet-clients, none for iid): those the manifest's params record.
-std::set<std::string> partition_scheme_keys(const PartitionParams& p);
-// Every scheme-specific [partition] key of any scheme.
-std::set<std::string> all_partition_scheme_keys();
 Manifest partition(const PartitionInput& in, const PartitionParams& p);
 
 }  // namespace fedpar

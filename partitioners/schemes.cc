@@ -263,42 +263,22 @@ Clients natural(const std::vector<int32_t>& users, const PartitionParams& p) {
   return out;
 }
 
+// The manifest's params: clients and what the scheme reads (core/partition_params.h).
 nlohmann::json params_json(const PartitionParams& p, size_t clients) {
   nlohmann::json j = {{"clients", clients}};
-  const std::string& s = p.scheme;
-  if (s == "shards") j["shards_per_client"] = p.shards_per_client;
-  if (s == "labels-k") j["labels_per_client"] = p.labels_per_client;
-  if (s == "dirichlet-clients") j["alpha"] = p.alpha;
-  if (s == "dirichlet-classes") j["beta"] = p.beta, j["min_size"] = p.min_size;
-  if (s == "iid-quantity") {
-    j["sizes"] = p.sizes;
-    j["min_size"] = p.min_size;
-    if (p.sizes == "dirichlet")
-      j["beta"] = p.beta;
-    else
-      j["sigma"] = p.sigma;
+  for (const std::string& k : partition_scheme_keys(p)) {
+    if (k == "shards_per_client") j[k] = p.shards_per_client;
+    if (k == "labels_per_client") j[k] = p.labels_per_client;
+    if (k == "alpha") j[k] = p.alpha;
+    if (k == "beta") j[k] = p.beta;
+    if (k == "min_size") j[k] = p.min_size;
+    if (k == "sizes") j[k] = p.sizes;
+    if (k == "sigma") j[k] = p.sigma;
   }
-  if (s == "feature-noise") j["sigma"] = p.sigma;
   return j;
 }
 
 }  // namespace
-
-std::set<std::string> partition_scheme_keys(const PartitionParams& p) {
-  std::set<std::string> keys;
-  const nlohmann::json params = params_json(p, 0);  // items() of a temporary would dangle
-  for (const auto& [key, value] : params.items())
-    if (key != "clients") keys.insert(key);
-  return keys;
-}
-
-std::set<std::string> all_partition_scheme_keys() {
-  std::set<std::string> keys;
-  for (const std::string& scheme : partition_schemes())
-    for (const char* sizes : {"dirichlet", "lognormal"})  // iid-quantity's beta or sigma
-      keys.merge(partition_scheme_keys({.scheme = scheme, .sizes = sizes}));
-  return keys;
-}
 
 std::vector<std::string> partition_schemes() {
   return {"iid",

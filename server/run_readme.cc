@@ -12,6 +12,7 @@
 #include "core/executable.h"
 #include "core/results_dir.h"
 #include "core/run_records.h"
+#include "core/unread_settings.h"
 #include "partitioners/stats.h"
 
 namespace fedpar {
@@ -195,7 +196,9 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
       "`seconds`; `--metric loss`), beside other runs' folders given after it (a second run of "
       "this config writes the next free suffix: `-2`, ...).\n\n",
       plots, fedpar, dir.string());
-  md << settings_section(cfg, make_run_config());
+  std::map<std::string, std::string> unread;
+  for (const UnreadSetting& u : unread_settings(cfg, s)) unread[u.key] = u.why;
+  md << settings_section(cfg, make_run_config(), unread);
   md << "## Files\n\n";
   std::set<std::string> names = {"README.md"};
   std::error_code ec;

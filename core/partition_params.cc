@@ -1,0 +1,24 @@
+#include "core/partition_params.h"
+
+#include <algorithm>
+
+namespace fedpar {
+
+std::vector<std::string> partition_scheme_keys(const PartitionParams& p) {
+  const std::string& s = p.scheme;
+  if (s == "shards") return {"shards_per_client"};
+  if (s == "labels-k") return {"labels_per_client"};
+  if (s == "dirichlet-clients") return {"alpha"};
+  if (s == "dirichlet-classes") return {"beta", "min_size"};
+  if (s == "iid-quantity") return {"sizes", "min_size", p.sizes == "dirichlet" ? "beta" : "sigma"};
+  if (s == "feature-noise") return {"sigma"};
+  return {};  // iid, natural
+}
+
+bool is_partition_scheme_key(std::string_view key) {
+  static const std::vector<std::string_view> keys = {
+      "shards_per_client", "labels_per_client", "alpha", "beta", "min_size", "sizes", "sigma"};
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+}  // namespace fedpar
