@@ -94,8 +94,26 @@ int run(int argc, char** argv) {
   actions["keys"] = fedpar::add_keys_command(app);
   actions["compare"] = fedpar::add_compare_command(app);
   actions["launch"] = fedpar::add_launch_command(app);
+  // The first word names the command: CLI11 would skip an unknown one and complain about the
+  // next. `fedpar help [COMMAND]` is --help.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "help") {
+    args.erase(args.begin());
+    args.resize(std::min<size_t>(args.size(), 1));
+    args.push_back("--help");
+  }
+  if (args.empty() || (!args[0].starts_with("-") && !actions.count(args[0]))) {
+    std::vector<std::string> names;
+    for (const auto& [name, action] : actions) names.push_back(name);
+    fmt::print(stderr, "fedpar: error: {} (commands: {}; fedpar --help says what each does)\n",
+               args.empty() ? "which command?" : fmt::format("no command '{}'", args[0]),
+               fmt::join(names, ", "));
+    return 2;
+  }
+  app.name(argv[0]);  // what parse(argc, argv) would take for the usage lines
   try {
-    app.parse(argc, argv);
+    std::reverse(args.begin(), args.end());  // CLI11 takes them last first
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     const CLI::App* command = app.get_subcommands().empty() ? nullptr : app.get_subcommands()[0];

@@ -1,0 +1,41 @@
+// The first word on fedpar's line is its command: an unknown one is named with the commands there
+// are (CLI11 would skip it and complain about the next word), and `fedpar help [COMMAND]` is
+// --help.
+#include <gtest/gtest.h>
+
+#include "tests/util/run_fedpar.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using testing::TempDir;
+
+TEST(Commands, AnUnknownCommandIsNamedWithTheCommandsThereAre) {
+  TempDir tmp;
+  const std::string config = std::string(FEDPAR_SOURCE_DIR) + "/experiments/equivalence.toml";
+  for (const std::string& line : {"foo run " + config, std::string("help foo"), std::string("")}) {
+    SCOPED_TRACE(line);
+    const auto r = testing::run_fedpar(line, tmp.path());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find(line.empty() ? "which command?" : "no command 'foo'"), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("(commands: client, compare, keygen, "), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(tmp / "results"));
+}
+
+TEST(Commands, HelpIsHelpOfTheCommandNamed) {
+  TempDir tmp;
+  auto r = testing::run_fedpar("help run", tmp.path());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, testing::run_fedpar("run --help", tmp.path()).out);
+  EXPECT_NE(r.out.find("run [OPTIONS] config"), std::string::npos) << r.out;
+  r = testing::run_fedpar("help", tmp.path());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, testing::run_fedpar("--help", tmp.path()).out);
+  EXPECT_NE(r.out.find("SUBCOMMAND"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace fedpar
