@@ -161,48 +161,65 @@ std::vector<std::string> labels_of(const std::vector<std::filesystem::path>& dir
 
 std::string num(double v) { return fmt::format("{:.4g}", v); }
 
+// A run's config.resolved.toml, resolved; or why this fedpar cannot read it.
+struct RunConfig {
+  Config config = make_run_config();
+  std::optional<RunSpec> spec;
+  std::string error;
+};
+
+RunConfig read_run_config(const std::filesystem::path& dir) {
+  RunConfig r;
+  try {
+    r.config.merge_file(dir / "config.resolved.toml");
+    r.spec = resolve_run_spec(r.config);
+  } catch (const Error& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
 // What tells the runs apart: for each run, "key=value" of every setting in its
 // config.resolved.toml that it read and whose value is not the same in all the runs that read it,
 // or, read by some runs only, is not at its default there (a dirichlet run's alpha beside an iid
 // run's); the run's name and where it wrote left out; empty when they agree. A config this fedpar
 // cannot read says so in its cell.
-std::vector<std::string> differing_settings(const std::vector<std::filesystem::path>& dirs) {
+std::vector<std::string> differing_settings(const std::vector<RunConfig>& configs) {
   const std::set<std::string> ignored = {"name", "results_dir", "bind"};
-  std::vector<std::map<std::string, std::string>> values(dirs.size());
-  std::vector<std::string> unread(dirs.size());
+  std::vector<std::map<std::string, std::string>> values(configs.size());
+  std::vector<std::string> unread(configs.size());
   std::set<std::string> keys;
-  for (size_t i = 0; i < dirs.size(); ++i) {
-    try {
-      Config c = make_run_config();
-      c.merge_file(dirs[i] / "config.resolved.toml");
-      const RunSpec s = resolve_run_spec(c);
-      for (const std::string& k : c.keys())
-        if (!ignored.count(k) && run_reads(c, s, k)) values[i][k] = c.value_text(k), keys.insert(k);
-    } catch (const Error& e) {
-      unread[i] = fmt::format("(config not read: {})", e.what());
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const RunConfig& r = configs[i];
+    if (!r.spec) {
+      unread[i] = fmt::format("(config not read: {})", r.error);
+      continue;
     }
+    for (const std::string& k : r.config.keys())
+      if (!ignored.count(k) && run_reads(r.config, *r.spec, k))
+        values[i][k] = r.config.value_text(k), keys.insert(k);
   }
   const auto value = [&](size_t i, const std::string& k) -> std::optional<std::string> {
     const auto it = values[i].find(k);
     return it == values[i].end() ? std::nullopt : std::optional(it->second);
   };
   const Config defaults = make_run_config();
-  std::vector<std::string> out(dirs.size());
+  std::vector<std::string> out(configs.size());
   for (const std::string& k : keys) {
     std::set<std::string> read;  // the values of the runs that read k
     bool all_read = true;
-    for (size_t i = 0; i < dirs.size(); ++i)
+    for (size_t i = 0; i < configs.size(); ++i)
       if (const auto v = value(i, k))
         read.insert(*v);
       else
         all_read &= !unread[i].empty();  // a config not read says nothing either way
-    for (size_t i = 0; i < dirs.size(); ++i) {
+    for (size_t i = 0; i < configs.size(); ++i) {
       const auto v = value(i, k);
       if (v && (read.size() > 1 || (!all_read && *v != defaults.value_text(k))))
         out[i] += fmt::format("{}{}={}", out[i].empty() ? "" : " ", k, *v);
     }
   }
-  for (size_t i = 0; i < dirs.size(); ++i)
+  for (size_t i = 0; i < configs.size(); ++i)
     if (!unread[i].empty()) out[i] = unread[i];
   return out;
 }
@@ -256,8 +273,20 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   const std::string reached = higher_is_better ? "at or above" : "at or below";
   std::ostringstream table;
   const bool by_round = o.x == "round";  // the x columns would repeat the round columns
+  std::vector<RunConfig> configs;
+  for (const auto& d : dirs) configs.push_back(read_run_config(d));
   const std::vector<std::string> differs =
-      runs.size() > 1 ? differing_settings(dirs) : std::vector<std::string>(runs.size());
+      runs.size() > 1 ? differing_settings(configs) : std::vector<std::string>(runs.size());
+  // a gradient round is one step of the global batch, a model round the clients' local training:
+  // by round, such runs are not on one scale
+  const auto steps = [](const RunConfig& r) { return r.spec && r.spec->regime != Regime::kModel; };
+  const bool rounds_differ = by_round && std::any_of(configs.begin(), configs.end(), steps) &&
+                             !std::all_of(configs.begin(), configs.end(), steps);
+  const std::string rounds_note =
+      rounds_differ ? "These runs' rounds are not alike: a round of the gradient and async "
+                      "regimes is one step of the global batch, one of the model regime the "
+                      "clients' local training. `--x samples` puts them on one axis.\n"
+                    : "";
   const bool any_differ =
       std::any_of(differs.begin(), differs.end(), [](const std::string& d) { return !d.empty(); });
   // partitions that differ in how non-IID they are say by how much (0: every client's labels
@@ -361,6 +390,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
                            "docs/partitioning.md).\n\n"
                          : "")
          << table.str() << "\n"
+         << (rounds_note.empty() ? "" : rounds_note + "\n")
          << (drawn ? fmt::format("![{} per {}]({})\n", metric.name, o.x, svg)
                    : fmt::format("(no plot: {})\n", why));
   out.write_text("report.md", report.str());
@@ -370,7 +400,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
                                   {"target", o.target},
                                   {"runs", rows}});
   const auto path = out.commit();
-  fmt::print("{}\nreport: {}\n", table.str(), (path / "report.md").string());
+  fmt::print("{}\n{}report: {}\n", table.str(), rounds_note, (path / "report.md").string());
   return 0;
 }
 

@@ -118,6 +118,24 @@ TEST(Compare, SecondsOfDifferentClocksSayWhichEachIs) {
   EXPECT_NE(same.out.find("| slow |"), std::string::npos) << same.out;
 }
 
+// A gradient round is one step, a model round the clients' local training: compared by round,
+// such runs are said not to be alike, with the axis that puts them on one scale.
+TEST(Compare, RoundsOfTheGradientAndModelRegimesAreSaidNotToBeAlike) {
+  TempDir tmp;
+  two_runs(tmp);
+  one_run(tmp, "steps", " --set regime=gradient");
+  const std::string note = "These runs' rounds are not alike";
+  auto r = compare(tmp, {"slow", "steps"}, " --out " + (tmp / "mixed").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(note), std::string::npos) << r.out;
+  EXPECT_NE(testing::slurp(tmp / "mixed/report.md").find("`--x samples` puts them on one axis"),
+            std::string::npos);
+  r = compare(tmp, {"slow", "steps"}, " --x samples --out " + (tmp / "samples").string());
+  EXPECT_EQ(r.out.find(note), std::string::npos) << r.out;
+  r = compare(tmp, {"slow", "fast"}, " --out " + (tmp / "same").string());
+  EXPECT_EQ(r.out.find(note), std::string::npos) << r.out;
+}
+
 // A setting a run never read does not tell it apart: an iid partition's alpha and the profile of
 // a run with the network off stay out of its row, while a dirichlet run's alpha (read there only,
 // away from its default) and the simulated run's profile show. The partitions differ, so a column
