@@ -132,6 +132,19 @@ void Config::check_key(const std::string& key, std::string_view source) const {
   };
   const std::set<std::string> given = words(key);
   const std::string table = key.substr(0, key.find('.') == std::string::npos ? 0 : key.find('.'));
+  // a table no key is in, spelled close to one: the table is the slip, whatever its keys
+  if (!table.empty() && std::none_of(keys_.begin(), keys_.end(), [&](const std::string& k) {
+        return k.starts_with(table + ".");
+      })) {
+    std::set<std::string> tables, near_tables;
+    for (const auto& k : keys_)
+      if (k.find('.') != std::string::npos) tables.insert(k.substr(0, k.find('.')));
+    for (const auto& t : tables)
+      if (edit_distance(t, table) <= std::max<size_t>(2, table.size() / 4)) near_tables.insert(t);
+    if (!near_tables.empty())
+      throw Error(fmt::format("{}unknown config table [{}] (of key '{}'); did you mean [{}]?",
+                              source, table, key, fmt::join(near_tables, "] or [")));
+  }
   std::vector<std::pair<size_t, std::string>> near;
   for (const auto& k : keys_) {
     const size_t whole = edit_distance(k, key);
@@ -229,6 +242,35 @@ std::string Config::shown(const std::string& key, const toml::node& value) const
   return os.str();
 }
 
+namespace {
+
+// `key = "word"`, not `key = word`, from line `line` (1-based) of `text` when it reads so; else
+// the same with a key of the run config.
+std::string quoted_example(std::string_view text, size_t line) {
+  size_t start = 0;
+  for (size_t l = 1; l < line && start != std::string_view::npos; ++l) {
+    start = text.find('\n', start);
+    if (start != std::string_view::npos) ++start;
+  }
+  const auto trim = [](std::string_view v) {
+    const size_t a = v.find_first_not_of(" \t"), b = v.find_last_not_of(" \t\r");
+    return a == std::string_view::npos ? std::string_view() : v.substr(a, b - a + 1);
+  };
+  if (start != std::string_view::npos) {
+    std::string_view l = text.substr(start, text.find('\n', start) - start);
+    l = l.substr(0, l.find('#'));
+    const size_t eq = l.find('=');
+    if (eq != std::string_view::npos) {
+      const std::string_view key = trim(l.substr(0, eq)), word = trim(l.substr(eq + 1));
+      if (!key.empty() && !word.empty() && word.find_first_of(" \"'[{") == std::string_view::npos)
+        return fmt::format("{} = \"{}\", not {} = {}", key, word, key, word);
+    }
+  }
+  return "mode = \"simulated\", not mode = simulated";
+}
+
+}  // namespace
+
 void Config::merge_toml(std::string_view text, std::string_view source_name) {
   toml::table user;
   try {
@@ -238,8 +280,9 @@ void Config::merge_toml(std::string_view text, std::string_view source_name) {
     const bool bare = e.description().find("could not determine value type") != std::string::npos;
     throw Error(fmt::format("{}:{}:{}: {}{}", source_name, e.source().begin.line,
                             e.source().begin.column, e.description(),
-                            bare ? " (a string needs quotes: mode = \"simulated\", not mode = "
-                                   "simulated; numbers, true/false and [lists] do not)"
+                            bare ? fmt::format(" (a string needs quotes: {}; numbers, true/false "
+                                               "and [lists] do not)",
+                                               quoted_example(text, e.source().begin.line))
                                  : ""));
   }
   const std::string where = fmt::format("{}: ", source_name);

@@ -83,6 +83,22 @@ TEST(Config, NearMatchesByLastPartAndTheCommandThatListsAll) {
   EXPECT_NE(e.find("did you mean 'network.custom.latency_seconds'?"), std::string::npos) << e;
 }
 
+// A misspelled table is the slip whatever its keys: said as the table, not as one of its keys
+// beside others' keys of the same last part.
+TEST(Config, AMisspelledTableIsNamedAsTheTable) {
+  Config c("[train]\nepochs = 1\n[attack]\nclients = 0\n[partition]\nclients = 4\n");
+  std::string e = error_of([&] { c.merge_toml("[partiton]\nclients = 2\n", "r.toml"); });
+  EXPECT_NE(e.find("r.toml: unknown config table [partiton] (of key 'partiton.clients'); did you "
+                   "mean [partition]?"),
+            std::string::npos)
+      << e;
+  e = error_of([&] { c.set("trian.epochs", "2"); });
+  EXPECT_NE(e.find("did you mean [train]?"), std::string::npos) << e;
+  // a table far from every other: the key's own near matches
+  e = error_of([&] { c.set("optimizer.clients", "2"); });
+  EXPECT_NE(e.find("unknown config key 'optimizer.clients'; did you mean"), std::string::npos) << e;
+}
+
 // Errors about a value say where it came from: the file and the key, or the key (from --set or
 // a flag, or its default).
 TEST(Config, WhereNamesTheFileOrFlagThatSetTheKey) {
@@ -154,7 +170,8 @@ TEST(Config, SyntaxErrorsCarryFileAndLine) {
   // a string without its quotes: the parser cannot tell the value's type, the error says why
   const std::string bare = error_of([&] { c.merge_toml("[train]\nname = sgd\n", "q.toml"); });
   EXPECT_NE(bare.find("q.toml:2:"), std::string::npos) << bare;
-  EXPECT_NE(bare.find("(a string needs quotes"), std::string::npos) << bare;
+  EXPECT_NE(bare.find("(a string needs quotes: name = \"sgd\", not name = sgd;"), std::string::npos)
+      << bare;
 }
 
 TEST(Config, ResolvedTomlRoundTrips) {
