@@ -34,6 +34,7 @@ set(FEDPAR_DECODER_CORE_SOURCES
   core/run_spec.cc
   core/safetensors.cc
   core/shared_link.cc
+  core/spelling.cc
   core/unread_settings.cc
   core/weighted_average.cc)
 # above the core: the wire protocol and the partition manifest

@@ -9,6 +9,7 @@
 #include <numbers>
 
 #include "core/check.h"
+#include "core/spelling.h"
 
 namespace fedpar {
 
@@ -17,7 +18,8 @@ std::vector<std::string> lr_schedule_names() { return {"constant", "step", "cosi
 void LrSchedule::validate() const {
   const auto names = lr_schedule_names();
   if (std::find(names.begin(), names.end(), kind) == names.end())
-    throw Error(fmt::format("unknown lr schedule '{}' (valid: {})", kind, fmt::join(names, ", ")));
+    throw Error(fmt::format("unknown lr schedule '{}'{} (valid: {})", kind,
+                            did_you_mean(kind, names), fmt::join(names, ", ")));
   if (!(base_lr > 0.0f) || !std::isfinite(base_lr))
     throw Error(fmt::format("lr must be a positive number, got {}", base_lr));
   if (warmup_steps < 0) throw Error("warmup steps must be >= 0");

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/spelling.h"
 
 namespace fedpar {
 
@@ -39,8 +40,8 @@ ModelSpec resolve_model_spec(const Config& c) {
   }
   const auto models = model_names();
   if (std::find(models.begin(), models.end(), m.name) == models.end())
-    throw Error(fmt::format("{}: unknown model '{}' (valid models: {})", c.where("model.name"),
-                            m.name, fmt::join(models, ", ")));
+    throw Error(fmt::format("{}: unknown model '{}'{} (valid models: {})", c.where("model.name"),
+                            m.name, did_you_mean(m.name, models), fmt::join(models, ", ")));
   return m;
 }
 
@@ -55,8 +56,8 @@ DataOptions resolve_data_options(const Config& c, uint64_t seed) {
   d.name = c.get_string("data.name");
   const auto datasets = dataset_names();
   if (std::find(datasets.begin(), datasets.end(), d.name) == datasets.end())
-    throw Error(fmt::format("{}: unknown dataset '{}' (valid datasets: {})", c.where("data.name"),
-                            d.name, fmt::join(datasets, ", ")));
+    throw Error(fmt::format("{}: unknown dataset '{}'{} (valid datasets: {})", c.where("data.name"),
+                            d.name, did_you_mean(d.name, datasets), fmt::join(datasets, ", ")));
   d.data_dir = c.get_string("data.dir");
   if (c.get_int("data.train_limit") < 0 || c.get_int("data.test_limit") < 0)
     throw Error("data.train_limit and data.test_limit must be >= 0");

@@ -119,6 +119,9 @@ std::optional<size_t> first_at(const std::vector<double>& y, double target, bool
 
 // A distributed run's folder, or an Error that says what the folder is instead.
 void check_run_folder(const std::filesystem::path& dir) {
+  if (std::filesystem::is_regular_file(dir))
+    throw Error(fmt::format("{} is a file: fedpar compare takes the run's folder ({})", dir.string(),
+                            dir.parent_path().string()));
   if (!std::filesystem::is_directory(dir))
     throw Error(fmt::format("{}: no such results folder", dir.string()));
   if (!std::filesystem::exists(dir / "metrics.jsonl"))

@@ -20,6 +20,7 @@
 #include "core/results_dir.h"
 #include "core/run_records.h"
 #include "core/run_spec.h"
+#include "core/spelling.h"
 #include "core/stop_signal.h"
 #include "experiments/equivalence.h"
 #include "experiments/local_run.h"
@@ -65,7 +66,8 @@ std::filesystem::path find_suite(const std::string& name) {
     const auto p = root / kSuiteDir / (name + ".toml");
     if (std::filesystem::exists(p)) return p;
   }
-  throw Error(fmt::format("no suite '{}' (suites: {})", name, fmt::join(suite_names(), ", ")));
+  throw Error(fmt::format("no suite '{}'{} (suites: {})", name, did_you_mean(name, suite_names()),
+                          fmt::join(suite_names(), ", ")));
 }
 
 struct RunSpec {

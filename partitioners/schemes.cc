@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "core/feature_noise.h"
 #include "core/rng.h"
+#include "core/spelling.h"
 #include "partitioners/partition.h"
 
 namespace fedpar {
@@ -295,9 +296,9 @@ Manifest partition(const PartitionInput& in, const PartitionParams& p) {
   const size_t n = in.labels.size();
   const auto schemes = partition_schemes();
   require(std::find(schemes.begin(), schemes.end(), p.scheme) != schemes.end(),
-          fmt::format("unknown partition scheme '{}' (partition.scheme, or fedpar partition "
+          fmt::format("unknown partition scheme '{}'{} (partition.scheme, or fedpar partition "
                       "--scheme; valid schemes: {})",
-                      p.scheme, fmt::join(schemes, ", ")));
+                      p.scheme, did_you_mean(p.scheme, schemes), fmt::join(schemes, ", ")));
   if (p.scheme != "natural") {
     require(p.clients >= 1, fmt::format("clients must be >= 1, got {}", p.clients));
     require(size_t(p.clients) <= n, fmt::format("{} clients but only {} samples: every client "

@@ -14,6 +14,7 @@
 #include "core/codec/randk.h"
 #include "core/codec/sign.h"
 #include "core/codec/topk.h"
+#include "core/spelling.h"
 
 namespace fedpar {
 
@@ -56,8 +57,8 @@ CodecParams with_layout(CodecParams p, const ParamLayout& layout) {
 void check_codec_params(std::string_view name, const CodecParams& p) {
   const auto names = codec_names();
   if (std::find(names.begin(), names.end(), name) == names.end())
-    throw Error(
-        fmt::format("unknown codec '{}' (valid: {})", name, fmt::join(codec_names(), ", ")));
+    throw Error(fmt::format("unknown codec '{}'{} (valid: {})", name, did_you_mean(name, names),
+                            fmt::join(names, ", ")));
   if ((name == "topk" || name == "randk") && !(p.ratio > 0 && p.ratio <= 1))
     throw Error(fmt::format("compression.ratio must be in (0, 1] for {}, got {}", name, p.ratio));
   if (name == "qsgd" && (p.levels < 1 || p.levels > 127))

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 namespace fedpar {
 
 const std::vector<FlagKey>& data_flags() {
@@ -29,11 +31,25 @@ void add_flag_keys(CLI::App* cmd, const std::vector<FlagKey>& flags,
   }
 }
 
+CLI::Validator existing_config_file() {
+  return CLI::Validator(
+      [](const std::string& path) -> std::string {
+        if (std::filesystem::is_regular_file(path)) return "";
+        if (std::filesystem::is_directory(path))
+          return fmt::format("{} is a folder, not a config file", path);
+        return fmt::format("no config file {}{}", path,
+                           std::filesystem::is_regular_file(path + ".toml")
+                               ? fmt::format("; did you mean {}.toml?", path)
+                               : "");
+      },
+      "FILE");
+}
+
 void add_run_config_args(CLI::App* cmd, std::string& config, std::vector<std::string>& sets,
                          std::vector<std::string>& flag_sets) {
   cmd->add_option("config", config, "TOML run config (see experiments/)")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(existing_config_file());
   cmd->add_option("--set", sets, "override a config key: --set rounds=5");
   add_flag_keys(cmd, data_flags(), flag_sets);
 }

@@ -21,6 +21,10 @@ const std::vector<FlagKey>& data_flags();
 void add_flag_keys(CLI::App* cmd, const std::vector<FlagKey>& flags,
                    std::vector<std::string>& flag_sets);
 
+// A config file that exists (CLI11's ExistingFile), or an error that names a near one: NAME.toml
+// for NAME.
+CLI::Validator existing_config_file();
+
 // The positional run config, --set KEY=VALUE and the data flags: what `fedpar run` and `fedpar
 // launch` take alike.
 void add_run_config_args(CLI::App* cmd, std::string& config, std::vector<std::string>& sets,

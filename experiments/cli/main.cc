@@ -13,6 +13,7 @@
 #include "core/build_info.h"
 #include "core/check.h"
 #include "core/run_spec.h"
+#include "core/spelling.h"
 #include "core/stop_signal.h"
 #include "experiments/cli/commands.h"
 #include "experiments/cli/train_config.h"
@@ -106,7 +107,9 @@ int run(int argc, char** argv) {
     std::vector<std::string> names;
     for (const auto& [name, action] : actions) names.push_back(name);
     fmt::print(stderr, "fedpar: error: {} (commands: {}; fedpar --help says what each does)\n",
-               args.empty() ? "which command?" : fmt::format("no command '{}'", args[0]),
+               args.empty() ? "which command?"
+                            : fmt::format("no command '{}'{}", args[0],
+                                          fedpar::did_you_mean(args[0], names)),
                fmt::join(names, ", "));
     return 2;
   }

@@ -28,7 +28,7 @@ Action add_server_command(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--config", a->config, "TOML run config (see experiments/)")
-      ->check(CLI::ExistingFile);
+      ->check(existing_config_file());
   cmd->add_option("--set", a->sets, "override a config key: --set rounds=5");
   add_flag_keys(cmd, data_flags(), a->flag_sets);
   cmd->add_option("--endpoint-file", a->opts.endpoint_file,

@@ -173,7 +173,7 @@ Action add_train_command(CLI::App& app) {
                                  "is compared with)");
   auto args = std::make_shared<TrainArgs>();
   cmd->add_option("--config", args->config_path, "TOML config (see experiments/*.toml)")
-      ->check(CLI::ExistingFile);
+      ->check(existing_config_file());
   add_flag_keys(cmd, train_flags(), args->flag_sets);
   add_flag_keys(cmd, data_flags(), args->flag_sets);
   cmd->add_option("--set", args->sets, "override any config key: --set optimizer.momentum=0.9");

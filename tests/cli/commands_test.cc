@@ -25,6 +25,28 @@ TEST(Commands, AnUnknownCommandIsNamedWithTheCommandsThereAre) {
   EXPECT_FALSE(std::filesystem::exists(tmp / "results"));
 }
 
+// A config named without its .toml (tab completion stops there) is named with it; a suite or a
+// command spelled nearly right, with the right one.
+TEST(Commands, ANameSpelledNearlyRightIsNamedRight) {
+  TempDir tmp;
+  const std::string config = std::string(FEDPAR_SOURCE_DIR) + "/experiments/equivalence";
+  for (const std::string command : {"run ", "train --config ", "server --config "}) {
+    const auto r = testing::run_fedpar(command + config, tmp.path());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("no config file " + config + "; did you mean " + config + ".toml?"),
+              std::string::npos)
+        << command << r.err;
+  }
+  auto r = testing::run_fedpar("suite iid-vs-non-iid --smoke", tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no suite 'iid-vs-non-iid'; did you mean 'iid-vs-noniid'?"),
+            std::string::npos)
+      << r.err;
+  r = testing::run_fedpar("rnu " + config + ".toml", tmp.path());
+  EXPECT_NE(r.err.find("no command 'rnu'; did you mean 'run'?"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "results"));
+}
+
 TEST(Commands, HelpIsHelpOfTheCommandNamed) {
   TempDir tmp;
   auto r = testing::run_fedpar("help run", tmp.path());

@@ -247,6 +247,11 @@ TEST(Compare, RefusesWhatIsNotADistributedRunsFolder) {
                        "runs/) beside a `fedpar train` folder"),
             std::string::npos)
       << r.err;
+  r = testing::run_fedpar("compare " + (tmp / "res/central/summary.json").string(), tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("summary.json is a file: fedpar compare takes the run's folder ("),
+            std::string::npos)
+      << r.err;
   std::filesystem::create_directories(tmp / "empty");
   r = testing::run_fedpar("compare " + (tmp / "empty").string(), tmp.path());
   EXPECT_EQ(r.code, 2);

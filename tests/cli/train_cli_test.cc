@@ -137,8 +137,8 @@ TEST(TrainCli, CudaWithoutADeviceSaysWhatToUse) {
 INSTANTIATE_TEST_SUITE_P(
     BadInputs, TrainCliErrors,
     ::testing::Values(
-        BadInput{"--model resnet",
-                 "model.name: unknown model 'resnet' (valid models: logreg, linreg, mlp, "
+        BadInput{"--model transformer",
+                 "model.name: unknown model 'transformer' (valid models: logreg, linreg, mlp, "
                  "2nn, cnn, lenet)"},
         BadInput{"--dataset cifar",
                  "unknown dataset 'cifar' (valid datasets: mnist, synthetic, csv)"},
@@ -150,7 +150,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"--data-dir /nonexistent",
                  "missing dataset file /nonexistent/mnist/train-images-idx3-ubyte"},
         BadInput{"--dataset csv", "needs a training file"},
-        BadInput{"--config /nonexistent.toml", "File does not exist"}),
+        BadInput{"--config /nonexistent.toml", "no config file /nonexistent.toml"}),
     [](const auto& info) { return "case" + std::to_string(info.index); });
 
 // A config given to the other command says which command it is for, not which key was misspelt.
