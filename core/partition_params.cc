@@ -15,9 +15,14 @@ std::vector<std::string> partition_scheme_keys(const PartitionParams& p) {
   return {};  // iid, natural
 }
 
-bool is_partition_scheme_key(std::string_view key) {
-  static const std::vector<std::string_view> keys = {
+const std::vector<std::string>& partition_parameter_keys() {
+  static const std::vector<std::string> keys = {
       "shards_per_client", "labels_per_client", "alpha", "beta", "min_size", "sizes", "sigma"};
+  return keys;
+}
+
+bool is_partition_scheme_key(std::string_view key) {
+  const auto& keys = partition_parameter_keys();
   return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 

@@ -25,6 +25,8 @@ struct PartitionParams {
 // The [partition] keys p's scheme reads beside scheme and clients ("alpha" for dirichlet-clients,
 // none for iid), in the order a manifest's params list them.
 std::vector<std::string> partition_scheme_keys(const PartitionParams& p);
+// Every scheme's parameters: the [partition] keys but scheme and clients.
+const std::vector<std::string>& partition_parameter_keys();
 // Whether `key` (without "partition.") is a parameter of some scheme.
 bool is_partition_scheme_key(std::string_view key);
 

@@ -605,6 +605,25 @@ bool said_by_table(std::string_view key) {
 
 }  // namespace
 
+PartitionParams resolve_partition_params(const Config& c, uint64_t seed) {
+  PartitionParams p;
+  p.scheme = c.get_string("partition.scheme");
+  p.clients = c.get_int32("partition.clients");
+  require(p.clients >= 1 || (p.clients == 0 && p.scheme == "natural"),
+          fmt::format("partition.clients must be >= 1 (or 0 with scheme = \"natural\": one "
+                      "client per user), got {}",
+                      p.clients));
+  p.seed = seed;
+  p.shards_per_client = c.get_int32("partition.shards_per_client");
+  p.labels_per_client = c.get_int32("partition.labels_per_client");
+  p.alpha = c.get_float("partition.alpha");
+  p.beta = c.get_float("partition.beta");
+  p.min_size = c.get_int32("partition.min_size");
+  p.sizes = c.get_string("partition.sizes");
+  p.sigma = c.get_float("partition.sigma");
+  return p;
+}
+
 std::vector<std::string> unused_by_regime(const Config& c, const RunSpec& s) {
   std::vector<std::string> unused;
   for (const UnreadSetting& u : unread_settings(c, s))
@@ -729,21 +748,7 @@ RunSpec resolve_run_spec(const Config& c) {
   s.model = resolve_model_spec(c);
   s.data = resolve_data_options(c, s.seed);
 
-  PartitionParams& p = s.partition;
-  p.scheme = c.get_string("partition.scheme");
-  p.clients = c.get_int32("partition.clients");
-  require(p.clients >= 1 || (p.clients == 0 && p.scheme == "natural"),
-          fmt::format("partition.clients must be >= 1 (or 0 with scheme = \"natural\": one "
-                      "client per user), got {}",
-                      p.clients));
-  p.seed = s.seed;
-  p.shards_per_client = c.get_int32("partition.shards_per_client");
-  p.labels_per_client = c.get_int32("partition.labels_per_client");
-  p.alpha = c.get_float("partition.alpha");
-  p.beta = c.get_float("partition.beta");
-  p.min_size = c.get_int32("partition.min_size");
-  p.sizes = c.get_string("partition.sizes");
-  p.sigma = c.get_float("partition.sigma");
+  s.partition = resolve_partition_params(c, s.seed);
 
   s.local_steps = c.get_int32("local.steps");
   s.local_epochs = c.get_int32("local.epochs");

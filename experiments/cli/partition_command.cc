@@ -1,7 +1,9 @@
 // `fedpar partition`: split a dataset's training set among clients, print the statistics, and
 // write DIR/manifest.json, DIR/partition.svg and DIR/stats.json.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +12,7 @@
 
 #include "core/check.h"
 #include "core/dataset.h"
+#include "core/run_spec.h"
 #include "experiments/cli/commands.h"
 #include "partitioners/partition.h"
 #include "partitioners/plot_svg.h"
@@ -20,10 +23,16 @@ namespace {
 
 struct PartitionArgs {
   DataOptions data;
-  PartitionParams params;
+  PartitionParams params = resolve_partition_params(make_run_config(), 1);  // a run's defaults
   std::string out;
   size_t rows = 10;
 };
+
+// The flag of a [partition] key: "--min-size" for min_size.
+std::string flag_of(std::string key) {
+  std::replace(key.begin(), key.end(), '_', '-');
+  return "--" + key;
+}
 
 int run_partition(const PartitionArgs& a) {
   TrainTest tt = load_dataset(a.data);
@@ -34,6 +43,14 @@ int run_partition(const PartitionArgs& a) {
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const PartitionStats st = partition_stats(m);
+  fmt::print("{}", format_stats(m, st, a.rows));
+  if (a.out.empty()) {
+    fmt::print(
+        "\npartitioned {} samples in {:.1f} ms (--out DIR writes manifest.json, stats.json "
+        "and partition.svg)\n",
+        train.size(), ms);
+    return 0;
+  }
 
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -60,7 +77,6 @@ int run_partition(const PartitionArgs& a) {
   std::ofstream(fs::path(a.out) / "partition.svg") << partition_svg(
       m, fmt::format("{}: {} over {} clients", train.name, m.scheme, m.clients.size()));
 
-  fmt::print("{}", format_stats(m, st, a.rows));
   fmt::print(
       "\npartitioned {} samples in {:.1f} ms; wrote {}/manifest.json, stats.json, partition.svg\n",
       train.size(), ms, a.out);
@@ -103,11 +119,22 @@ Action add_partition_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--min-size", a->params.min_size, "samples per client at least")
       ->capture_default_str();
-  cmd->add_option("--out", a->out, "folder for manifest.json, stats.json, partition.svg")
-      ->required();
+  cmd->add_option("--out", a->out,
+                  "folder for manifest.json, stats.json, partition.svg (none: the table only)");
   cmd->add_option("--rows", a->rows, "per-client rows to print")->capture_default_str();
-  return [a] {
+  return [a, cmd] {
     a->data.seed = a->params.seed;
+    // a parameter the scheme does not read would split otherwise than the line seems to ask
+    const std::vector<std::string> read = partition_scheme_keys(a->params);
+    std::vector<std::string> read_flags;
+    for (const std::string& k : read) read_flags.push_back(flag_of(k));
+    for (const std::string& key : partition_parameter_keys())
+      if (cmd->count(flag_of(key)) > 0 && std::find(read.begin(), read.end(), key) == read.end())
+        fmt::print(stderr,
+                   "fedpar partition: warning: --scheme {} does not read {} (it reads {})\n",
+                   a->params.scheme, flag_of(key),
+                   read_flags.empty() ? "no parameter of its own"
+                                      : fmt::format("{}", fmt::join(read_flags, ", ")));
     return run_partition(*a);
   };
 }

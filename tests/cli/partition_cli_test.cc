@@ -50,6 +50,27 @@ TEST(PartitionCli, NaturalOnSyntheticUsers) {
   EXPECT_NE(r.out.find("scheme natural | 30 clients"), std::string::npos) << r.out;
 }
 
+// Without --out the table alone; the defaults are a run's (4 clients); a parameter the scheme
+// does not read is warned of, with those it reads.
+TEST(PartitionCli, TheTableAloneARunsDefaultsAndParametersTheSchemeDoesNotRead) {
+  testing::TempDir tmp;
+  auto r = run_fedpar("partition --dataset synthetic --scheme dirichlet-classes --alpha 0.1",
+                      tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("scheme dirichlet-classes | 4 clients"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(--out DIR writes manifest.json"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("warning: --scheme dirichlet-classes does not read --alpha (it reads "
+                       "--beta, --min-size)"),
+            std::string::npos)
+      << r.err;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(tmp.path()))
+    EXPECT_TRUE(e.path().extension() == ".txt") << "written: " << e.path();  // (run_fedpar's)
+  r = run_fedpar("partition --dataset synthetic --scheme dirichlet-clients --alpha 0.1",
+                 tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+}
+
 TEST(PartitionCli, BadRequestsExitTwoWithTheConstraint) {
   testing::TempDir tmp;
   const std::string out = " --out " + (tmp / "x").string();
