@@ -120,8 +120,8 @@ std::optional<size_t> first_at(const std::vector<double>& y, double target, bool
 // A distributed run's folder, or an Error that says what the folder is instead.
 void check_run_folder(const std::filesystem::path& dir) {
   if (std::filesystem::is_regular_file(dir))
-    throw Error(fmt::format("{} is a file: fedpar compare takes the run's folder ({})", dir.string(),
-                            dir.parent_path().string()));
+    throw Error(fmt::format("{} is a file: fedpar compare takes the run's folder ({})",
+                            dir.string(), dir.parent_path().string()));
   if (!std::filesystem::is_directory(dir))
     throw Error(fmt::format("{}: no such results folder", dir.string()));
   if (!std::filesystem::exists(dir / "metrics.jsonl"))
@@ -182,48 +182,72 @@ RunConfig read_run_config(const std::filesystem::path& dir) {
   return r;
 }
 
-// What tells the runs apart: for each run, "key=value" of every setting in its
-// config.resolved.toml that it read and whose value is not the same in all the runs that read it,
-// or, read by some runs only, is not at its default there (a dirichlet run's alpha beside an iid
-// run's); the run's name and where it wrote left out; empty when they agree. A config this fedpar
-// cannot read says so in its cell.
-std::vector<std::string> differing_settings(const std::vector<RunConfig>& configs) {
+// What tells the runs apart: for each run, every setting in its config.resolved.toml that it read
+// and whose value is not the same in all the runs that read it, or, read by some runs only, is
+// not at its default there (a dirichlet run's alpha beside an iid run's), key to value; the run's
+// name and where it wrote left out; none when they agree. A config this fedpar cannot read says
+// so in `unread`.
+struct DifferingSettings {
+  std::vector<std::map<std::string, std::string>> rows;
+  std::vector<std::string> unread;  // "(config not read: ...)", or ""
+  // The values most runs share (more than half of those reading the key, and at least 3 of
+  // them): a row shows only where it departs from these.
+  std::map<std::string, std::string> common;
+
+  std::string text(const std::map<std::string, std::string>& kv) const {
+    std::string out;
+    for (const auto& [k, v] : kv) out += fmt::format("{}{}={}", out.empty() ? "" : " ", k, v);
+    return out;
+  }
+  std::string full(size_t i) const { return unread[i].empty() ? text(rows[i]) : unread[i]; }
+  std::string departures(size_t i) const {
+    if (!unread[i].empty()) return unread[i];
+    std::map<std::string, std::string> own;
+    for (const auto& [k, v] : rows[i])
+      if (!common.count(k) || common.at(k) != v) own[k] = v;
+    return text(own);
+  }
+  bool any() const {
+    return std::any_of(rows.begin(), rows.end(), [](const auto& r) { return !r.empty(); }) ||
+           std::any_of(unread.begin(), unread.end(), [](const auto& u) { return !u.empty(); });
+  }
+};
+
+DifferingSettings differing_settings(const std::vector<RunConfig>& configs) {
   const std::set<std::string> ignored = {"name", "results_dir", "bind"};
-  std::vector<std::map<std::string, std::string>> values(configs.size());
-  std::vector<std::string> unread(configs.size());
+  const size_t n = configs.size();
+  std::vector<std::map<std::string, std::string>> values(n);
+  DifferingSettings out{.rows = std::vector<std::map<std::string, std::string>>(n),
+                        .unread = std::vector<std::string>(n)};
   std::set<std::string> keys;
-  for (size_t i = 0; i < configs.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     const RunConfig& r = configs[i];
     if (!r.spec) {
-      unread[i] = fmt::format("(config not read: {})", r.error);
+      out.unread[i] = fmt::format("(config not read: {})", r.error);
       continue;
     }
     for (const std::string& k : r.config.keys())
       if (!ignored.count(k) && run_reads(r.config, *r.spec, k))
         values[i][k] = r.config.value_text(k), keys.insert(k);
   }
-  const auto value = [&](size_t i, const std::string& k) -> std::optional<std::string> {
-    const auto it = values[i].find(k);
-    return it == values[i].end() ? std::nullopt : std::optional(it->second);
-  };
   const Config defaults = make_run_config();
-  std::vector<std::string> out(configs.size());
   for (const std::string& k : keys) {
-    std::set<std::string> read;  // the values of the runs that read k
+    std::map<std::string, size_t> read;  // the values of the runs that read k, and how many
+    size_t readers = 0;
     bool all_read = true;
-    for (size_t i = 0; i < configs.size(); ++i)
-      if (const auto v = value(i, k))
-        read.insert(*v);
+    for (size_t i = 0; i < n; ++i)
+      if (const auto it = values[i].find(k); it != values[i].end())
+        ++read[it->second], ++readers;
       else
-        all_read &= !unread[i].empty();  // a config not read says nothing either way
-    for (size_t i = 0; i < configs.size(); ++i) {
-      const auto v = value(i, k);
-      if (v && (read.size() > 1 || (!all_read && *v != defaults.value_text(k))))
-        out[i] += fmt::format("{}{}={}", out[i].empty() ? "" : " ", k, *v);
-    }
+        all_read &= !out.unread[i].empty();  // a config not read says nothing either way
+    bool shown = false;
+    for (size_t i = 0; i < n; ++i)
+      if (const auto it = values[i].find(k); it != values[i].end())
+        if (read.size() > 1 || (!all_read && it->second != defaults.value_text(k)))
+          out.rows[i][k] = it->second, shown = true;
+    for (const auto& [v, count] : read)
+      if (shown && readers >= 3 && 2 * count > readers) out.common[k] = v;
   }
-  for (size_t i = 0; i < configs.size(); ++i)
-    if (!unread[i].empty()) out[i] = unread[i];
   return out;
 }
 
@@ -278,8 +302,9 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   const bool by_round = o.x == "round";  // the x columns would repeat the round columns
   std::vector<RunConfig> configs;
   for (const auto& d : dirs) configs.push_back(read_run_config(d));
-  const std::vector<std::string> differs =
-      runs.size() > 1 ? differing_settings(configs) : std::vector<std::string>(runs.size());
+  const DifferingSettings differs = runs.size() > 1
+                                        ? differing_settings(configs)
+                                        : DifferingSettings{.rows = {{}}, .unread = {""}};
   // a gradient round is one step of the global batch, a model round the clients' local training:
   // by round, such runs are not on one scale
   const auto steps = [](const RunConfig& r) { return r.spec && r.spec->regime != Regime::kModel; };
@@ -290,8 +315,14 @@ int run_compare(const CompareOptions& o, const std::string& command) {
                       "regimes is one step of the global batch, one of the model regime the "
                       "clients' local training. `--x samples` puts them on one axis.\n"
                     : "";
-  const bool any_differ =
-      std::any_of(differs.begin(), differs.end(), [](const std::string& d) { return !d.empty(); });
+  const std::string common_note =
+      differs.common.empty()
+          ? ""
+          : fmt::format(
+                "Most runs have `{}`: a row's settings show where its run departs from "
+                "them (compare.json lists each run's in full).\n\n",
+                differs.text(differs.common));
+  const bool any_differ = differs.any();
   // partitions that differ in how non-IID they are say by how much (0: every client's labels
   // as the whole's; 2: disjoint)
   const auto emd_cell = [](const Compared& r) {
@@ -320,7 +351,10 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     const auto best = r.y.begin() + std::ptrdiff_t(b);
     const std::optional<size_t> hit = first_at(r.y, o.target, higher_is_better);
     table << fmt::format("| {} |{}{} {} | {} | {} ({}) |", r.label,
-                         any_differ ? fmt::format(" `{}` |", differs[i]) : "",
+                         !any_differ ? ""
+                         : differs.departures(i).empty()
+                             ? std::string(" as most |")
+                             : fmt::format(" `{}` |", differs.departures(i)),
                          emds_differ ? fmt::format(" {} |", emd_cell(r)) : "", r.y.size(),
                          value(r.y.back()), value(*best), int(r.round[b]))
           << (by_round ? "" : fmt::format(" {} |", num(r.x.back())));
@@ -332,7 +366,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     table << "\n";
     nlohmann::json row = {{"run", r.label}, {"folder", r.dir.string()}, {"final", r.y.back()},
                           {"best", *best},  {"best_round", r.round[b]}, {"x_at_end", r.x.back()}};
-    if (any_differ) row["settings_that_differ"] = differs[i];
+    if (any_differ) row["settings_that_differ"] = differs.full(i);
     if (r.median_emd) row["median_emd"] = *r.median_emd;
     if (o.target > 0)
       row["target_round"] = hit ? nlohmann::json(r.round[*hit]) : nlohmann::json(nullptr);
@@ -392,7 +426,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
                            "label distribution to the whole's (0: IID; 2: disjoint labels; "
                            "docs/partitioning.md).\n\n"
                          : "")
-         << table.str() << "\n"
+         << common_note << table.str() << "\n"
          << (rounds_note.empty() ? "" : rounds_note + "\n")
          << (drawn ? fmt::format("![{} per {}]({})\n", metric.name, o.x, svg)
                    : fmt::format("(no plot: {})\n", why));
@@ -403,7 +437,8 @@ int run_compare(const CompareOptions& o, const std::string& command) {
                                   {"target", o.target},
                                   {"runs", rows}});
   const auto path = out.commit();
-  fmt::print("{}\n{}report: {}\n", table.str(), rounds_note, (path / "report.md").string());
+  fmt::print("{}{}\n{}report: {}\n", common_note, table.str(), rounds_note,
+             (path / "report.md").string());
   return 0;
 }
 

@@ -150,14 +150,16 @@ TEST(Compare, SettingsARunNeverReadStayOutOfItsRowAndPartitionsSayHowNonIidTheyA
   one_run(tmp, "sim", " --set network.mode=simulated --set network.profile=lte");
   const auto r = compare(tmp, {"iid", "dir", "sim"}, " --out " + (tmp / "cmp").string());
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("| iid | `network.mode='off' partition.scheme='iid'` |"), std::string::npos)
-      << r.out;
-  EXPECT_NE(r.out.find("| dir | `network.mode='off' partition.alpha=0.3 "
-                       "partition.scheme='dirichlet-clients'` |"),
+  // what most runs share is said once; each row shows where it departs from that
+  EXPECT_NE(r.out.find("Most runs have `network.mode='off' partition.scheme='iid'`: a row's "
+                       "settings show where its run departs from them"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("| sim | `network.mode='simulated' network.profile='lte' "
-                       "partition.scheme='iid'` |"),
+  EXPECT_NE(r.out.find("| iid | as most |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| dir | `partition.alpha=0.3 partition.scheme='dirichlet-clients'` |"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("| sim | `network.mode='simulated' network.profile='lte'` |"),
             std::string::npos)
       << r.out;
   // how non-IID each partition was: a column (the partitions differ), compare.json's
@@ -168,11 +170,14 @@ TEST(Compare, SettingsARunNeverReadStayOutOfItsRowAndPartitionsSayHowNonIidTheyA
   const double iid = rows[0]["median_emd"], dir = rows[1]["median_emd"];
   EXPECT_EQ(rows[2]["median_emd"], iid);  // the same partition
   EXPECT_GT(dir, 4 * iid) << "alpha 0.3 is far from IID";
-  EXPECT_NE(r.out.find(fmt::format("| dir | `network.mode='off' partition.alpha=0.3 "
-                                   "partition.scheme='dirichlet-clients'` | {:.3f} |",
-                                   dir)),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find(fmt::format(
+          "| dir | `partition.alpha=0.3 partition.scheme='dirichlet-clients'` | {:.3f} |", dir)),
+      std::string::npos)
       << r.out;
+  // compare.json keeps each run's settings in full
+  EXPECT_EQ(rows[1]["settings_that_differ"],
+            "network.mode='off' partition.alpha=0.3 partition.scheme='dirichlet-clients'");
   const std::string readme = testing::slurp(tmp / "res" / "dir" / "README.md");
   EXPECT_NE(readme.find("- the partition (`dirichlet-clients`): 4 client(s) of "),
             std::string::npos)
