@@ -53,6 +53,12 @@ bool draw_line_plot(const std::filesystem::path& svg, const LinePlot& plot, std:
     << "set xlabel " << quoted(plot.xlabel) << " noenhanced\n"
     << "set ylabel " << quoted(plot.ylabel) << " noenhanced\n"
     << "set grid\nset key outside right top noenhanced\n";
+  // colour-blind-safe colours that show on white (gnuplot's fifth default is a pale yellow)
+  const char* colours[] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7",
+                           "#e69f00", "#56b4e9", "#000000", "#8c564b"};
+  for (int i = 0; i < 8; ++i)
+    g << "set linetype " << i + 1 << " lc rgb '" << colours[i] << "' lw 1.5\n";
+  g << "set linetype cycle 8\n";
   if (plot.log_x) g << "set logscale x\n";
   // whole x values (rounds, steps) over a short range: gnuplot would tick at 1.5, 2.5, ...
   double lo = 0, hi = 0;
