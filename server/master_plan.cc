@@ -76,7 +76,7 @@ class MasterPlan final : public Plan {
     if (s_.network.mode == NetworkMode::kSimulated)
       clock_.end_master_round(rec, engine.round,
                               simulated_slices(model.bytes(), dlogits_bytes, logits, grads));
-    return fmt::format("batch of {} over {} workers", total_, engine.num_clients);
+    return fmt::format("batch of {} over {} clients", total_, engine.num_clients);
   }
 
  private:
