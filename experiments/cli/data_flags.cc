@@ -34,9 +34,9 @@ void add_flag_keys(CLI::App* cmd, const std::vector<FlagKey>& flags,
 CLI::Validator existing_config_file() {
   return CLI::Validator(
       [](const std::string& path) -> std::string {
-        if (std::filesystem::is_regular_file(path)) return "";
         if (std::filesystem::is_directory(path))
           return fmt::format("{} is a folder, not a config file", path);
+        if (std::filesystem::exists(path)) return "";  // (a pipe too: fedpar run /dev/stdin)
         return fmt::format("no config file {}{}", path,
                            std::filesystem::is_regular_file(path + ".toml")
                                ? fmt::format("; did you mean {}.toml?", path)
