@@ -43,7 +43,8 @@ Action add_server_command(CLI::App& app) {
                 "a run that fails or is stopped keeps nothing (not even its rounds as "
                 "NAME.incomplete): for experiments made of runs, whose own folder goes then");
   cmd->add_option("--resume", a->opts.resume,
-                  "continue the run whose folder holds checkpoint.bin; the same config")
+                  "continue the run whose folder holds checkpoint.bin; the same config (without "
+                  "--config: the folder's config.resolved.toml)")
       ->check(CLI::ExistingDirectory);
   auto no_plots = std::make_shared<bool>(false);
   cmd->add_flag("--no-plots", *no_plots, kNoPlotsHelp);
@@ -52,6 +53,10 @@ Action add_server_command(CLI::App& app) {
     a->opts.keep_incomplete = !*keep;
     a->opts.under_fedpar_run = std::getenv(kSupervisorPidVariable) != nullptr;
     Config cfg = make_run_config();
+    // a run resumed by hand continues with the config it was made with
+    const auto saved = std::filesystem::path(a->opts.resume) / "config.resolved.toml";
+    if (a->config.empty() && !a->opts.resume.empty() && std::filesystem::exists(saved))
+      a->config = saved.string();
     if (!a->config.empty()) cfg.merge_file(a->config);
     cfg.set_all(flags_then_sets(a->flag_sets, a->sets));
     return run_server(std::move(cfg), a->opts);

@@ -185,6 +185,22 @@ TEST(Resume, AFailedRunKeepsItsCheckpointAndFinishesWhenResumed) {
       "failed", with(kLong, {"regime=gradient", "sgd.batch=16", "wait_seconds=3"}), true);
 }
 
+// A server resumed by hand without --config continues with the config in the folder (a config
+// left at the defaults would be refused as another run's).
+TEST(Resume, AServerResumedByHandTakesTheFoldersConfig) {
+  TempDir tmp;
+  const auto left = killed_run(
+      tmp, "byhand", with(kLong, {"regime=gradient", "sgd.batch=16", "wait_seconds=3"}), 7, true);
+  const pid_t server =
+      testing::spawn_fedpar({"server", "--endpoint-file", (tmp / "b.ep").string(), "--resume",
+                             left.string(), "--set", "bind=ipc://" + (tmp / "b.sock").string()},
+                            tmp / "b.out", tmp / "b.err");
+  EXPECT_TRUE(testing::wait_for_text(tmp / "b.err", "resuming after round", 30))
+      << testing::slurp(tmp / "b.err");
+  kill(server, SIGTERM);
+  testing::wait_exit(server, 30);
+}
+
 // Emulated lossy links draw by round, and the checkpoint names the processes dropped before it
 // and those that had missed the rounds just before it: the resumed run (from round 6) loses the
 // messages the uninterrupted run lost in the rounds after the checkpoint, leaves out the process
