@@ -599,8 +599,9 @@ namespace {
 
 // The regime's and the network's unread settings are said together, with what the run reads
 // instead; the others one by one.
-bool said_by_table(std::string_view key) {
-  return key.starts_with("local.") || key.starts_with("sgd.") || key.starts_with("network.");
+bool said_by_table(const RunSpec& s, std::string_view key) {
+  return key.starts_with("local.") || key.starts_with("sgd.") ||
+         (key.starts_with("network.") && s.network.mode == NetworkMode::kOff);
 }
 
 }  // namespace
@@ -660,7 +661,7 @@ std::vector<std::string> run_warnings(const Config& c, const RunSpec& s) {
           simulated_only ? "\"simulated\"" : "\"simulated\" or \"emulated\""));
   }
   for (const UnreadSetting& u : unread_settings(c, s))
-    if (!said_by_table(u.key))
+    if (!said_by_table(s, u.key))
       out.push_back(fmt::format("the run does not read {} = {}: {}", u.key, u.value, u.why));
   if (s.data.name == "csv" && s.data.csv_test.empty())
     out.push_back(

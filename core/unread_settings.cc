@@ -53,6 +53,8 @@ std::string why_unread(const Config& c, const RunSpec& s, std::string_view key) 
   if (table == "sgd" && model) return "the model regime does not read [sgd]";
   if (table == "network" && name != "mode" && s.network.mode == NetworkMode::kOff)
     return "network.mode = \"off\"";
+  if (key == "network.profile" && !c.get_string("network.heterogeneous").empty())
+    return "network.heterogeneous draws every client's profile in its place";
   if (table == "partition" && is_partition_scheme_key(name)) return partition_why(s, name);
   if (table == "server_optimizer" && name != "name") {
     const FedOptKind k = s.server_optimizer.kind;

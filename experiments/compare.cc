@@ -262,6 +262,13 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   for (const auto& r : o.runs) {
     auto d = r;
     while (!d.empty() && d.filename().empty()) d = d.parent_path();  // "runs/a/" names "a"
+    // a comparison among the runs (`compare results/*` after a compare into results/compare)
+    if (o.runs.size() > 1 && std::filesystem::exists(d / "compare.json") &&
+        !std::filesystem::exists(d / "metrics.jsonl")) {
+      fmt::print(stderr, "fedpar compare: leaving out {}: a comparison's folder, not a run's\n",
+                 d.string());
+      continue;
+    }
     for (const auto& run : runs_in(d)) {
       if (is_train_folder(run)) {
         references.push_back(read_reference(run, o.metric));
@@ -319,8 +326,8 @@ int run_compare(const CompareOptions& o, const std::string& command) {
       differs.common.empty()
           ? ""
           : fmt::format(
-                "Most runs have `{}`: a row's settings show where its run departs from "
-                "them (compare.json lists each run's in full).\n\n",
+                "Most of the runs that read them have `{}`: a row's settings show where its "
+                "run departs from these (compare.json lists each run's in full).\n\n",
                 differs.text(differs.common));
   const bool any_differ = differs.any();
   // partitions that differ in how non-IID they are say by how much (0: every client's labels

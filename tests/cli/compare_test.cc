@@ -85,6 +85,15 @@ TEST(Compare, TabulatesAndPlotsWhatEachRunRecorded) {
   ASSERT_EQ(all.code, 0) << all.err;
   const auto ja = nlohmann::json::parse(testing::slurp(tmp / "cmpall/compare.json"));
   ASSERT_EQ(ja["runs"].size(), 2u);
+  // the runs named one by one beside a comparison's folder (a glob over results/): it is left out
+  const auto glob = testing::run_fedpar(
+      "compare " + (tmp / "res/slow").string() + " " + (tmp / "cmpall").string() + " " +
+          (tmp / "res/fast").string() + " --out " + (tmp / "cmpglob").string(),
+      tmp.path());
+  ASSERT_EQ(glob.code, 0) << glob.err;
+  EXPECT_NE(glob.err.find("leaving out " + (tmp / "cmpall").string() + ": a comparison's folder"),
+            std::string::npos)
+      << glob.err;
   EXPECT_EQ(ja["runs"][0]["run"], "fast");
   EXPECT_EQ(ja["runs"][1]["run"], "slow");
   // against bytes the columns say their unit, MB (what the values are), not "bytes"
@@ -151,8 +160,8 @@ TEST(Compare, SettingsARunNeverReadStayOutOfItsRowAndPartitionsSayHowNonIidTheyA
   const auto r = compare(tmp, {"iid", "dir", "sim"}, " --out " + (tmp / "cmp").string());
   ASSERT_EQ(r.code, 0) << r.err;
   // what most runs share is said once; each row shows where it departs from that
-  EXPECT_NE(r.out.find("Most runs have `network.mode='off' partition.scheme='iid'`: a row's "
-                       "settings show where its run departs from them"),
+  EXPECT_NE(r.out.find("Most of the runs that read them have `network.mode='off' "
+                       "partition.scheme='iid'`: a row's settings show where its run departs"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("| iid | as most |"), std::string::npos) << r.out;

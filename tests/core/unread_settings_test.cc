@@ -85,6 +85,11 @@ TEST(UnreadSettings, TablesOfAnotherTopologyOrRegime) {
   EXPECT_EQ(unread({"regime=gradient", "local.epochs=2"}),
             Lines{"local.epochs: the gradient regime does not read [local]"});
   EXPECT_EQ(unread({"network.profile=lte"}), Lines{"network.profile: network.mode = \"off\""});
+  EXPECT_EQ(unread({"network.mode=simulated", "network.profile=lte",
+                    "network.heterogeneous=wifi:0.5,3g:0.5"}),
+            Lines{"network.profile: network.heterogeneous draws every client's profile in its "
+                  "place"});
+  EXPECT_TRUE(unread({"network.mode=simulated", "network.profile=lte"}).empty());
 }
 
 // The run warns of each, with the regime's and the network's still one sentence each.
@@ -101,6 +106,15 @@ TEST(UnreadSettings, TheRunWarnsOfEachAndItsReadmeMarksIt) {
             "partition.beta)");
   EXPECT_EQ(w[2],
             "the run does not read robust.trim = 0.2: robust.rule = \"mean\" does not use it");
+  {  // a network setting with the network on is said on its own
+    Config net = make_run_config();
+    net.set_all({"network.mode=simulated", "network.profile=lte", "network.heterogeneous=wifi:1"});
+    const auto n = run_warnings(net, resolve_run_spec(net));
+    EXPECT_NE(std::find(n.begin(), n.end(),
+                        "the run does not read network.profile = 'lte': network.heterogeneous "
+                        "draws every client's profile in its place"),
+              n.end());
+  }
   std::map<std::string, std::string> marks;
   for (const UnreadSetting& u : unread_settings(c, s)) marks[u.key] = u.why;
   const std::string md = settings_section(c, make_run_config(), marks);
