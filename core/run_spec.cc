@@ -663,6 +663,14 @@ std::vector<std::string> run_warnings(const Config& c, const RunSpec& s) {
   for (const UnreadSetting& u : unread_settings(c, s))
     if (!said_by_table(s, u.key))
       out.push_back(fmt::format("the run does not read {} = {}: {}", u.key, u.value, u.why));
+  if ((!s.slowdown.empty() || !s.delay_seconds.empty()) && s.processes < s.partition.clients &&
+      s.regime != Regime::kAsync)
+    out.push_back(fmt::format(
+        "[stragglers] slows clients that share a process with others ({} clients on {} "
+        "processes): a process computes its clients one after another, so they wait for the "
+        "straggler, miss the deadlines it misses, and are dropped with it after "
+        "drop_after_missed_rounds = {} misses in a row (processes = {} gives each client its own)",
+        s.partition.clients, s.processes, s.drop_after_missed_rounds, s.partition.clients));
   if (s.data.name == "csv" && s.data.csv_test.empty())
     out.push_back(
         "data.csv_test is not set: the run trains without a test evaluation (no test accuracy in "

@@ -152,7 +152,8 @@ PartitionParams resolve_partition_params(const Config& c, uint64_t seed);
 // of them, since it would otherwise quietly train other than the config seems to ask.
 std::vector<std::string> unused_by_regime(const Config& c, const RunSpec& s);
 // What a run warns of before it starts, a sentence each: the settings above, every other setting
-// changed from its default that the run does not read (core/unread_settings.h), a CSV run without a
+// changed from its default that the run does not read (core/unread_settings.h), stragglers among
+// clients that share a process (the others wait for them), a CSV run without a
 // test file, and an adaptive server optimizer (adam, yogi) at FedAvg's server rate of 1 or more,
 // which moves every weight by about that much a round at first (measured:
 // docs/definitions.md#server-optimizers).

@@ -239,6 +239,28 @@ TEST(RunSpecValues, AnAdaptiveServerOptimizerAtFedAvgsRateIsWarnedOf) {
             "1) or local.epochs (now 0) of local.batch (now 50) samples");
 }
 
+// A straggler holds up the clients on its process (they compute after it): a synchronous run
+// with more clients than processes says so; one client per process, or async, does not.
+TEST(RunSpecValues, StragglersSharingAProcessAreWarnedOf) {
+  const auto warnings = [](const std::vector<std::string>& sets) {
+    Config c = make_run_config();
+    c.set_all(sets);
+    return run_warnings(c, resolve_run_spec(c));
+  };
+  const auto w = warnings({"partition.clients=10", "processes=2", "stragglers.slowdown=0:30"});
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("[stragglers] slows clients that share a process with others (10 clients on "
+                      "2 processes)"),
+            std::string::npos)
+      << w[0];
+  EXPECT_NE(w[0].find("(processes = 10 gives each client its own)"), std::string::npos) << w[0];
+  EXPECT_EQ(
+      warnings({"partition.clients=10", "processes=2", "stragglers.delay_seconds=1:0.5"}).size(),
+      1u);
+  EXPECT_TRUE(warnings({"partition.clients=2", "processes=2", "stragglers.slowdown=0:30"}).empty());
+  EXPECT_TRUE(warnings({"partition.clients=10", "processes=2"}).empty());
+}
+
 // Network settings with network.mode = "off" do nothing: the run says which it does not read.
 TEST(RunSpecValues, NetworkSettingsWithTheNetworkOffAreWarnedOf) {
   const auto warnings = [](const std::vector<std::string>& sets) {
