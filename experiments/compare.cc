@@ -51,6 +51,8 @@ const std::vector<double>& loss_of(const RunCurves& c) { return c.test_loss; }
 const std::vector<double>& round_of(const RunCurves& c) { return c.round; }
 const std::vector<double>& samples_of(const RunCurves& c) { return c.samples; }
 const std::vector<double>& mb_of(const RunCurves& c) { return c.mb; }
+const std::vector<double>& mb_up_of(const RunCurves& c) { return c.mb_up; }
+const std::vector<double>& mb_down_of(const RunCurves& c) { return c.mb_down; }
 const std::vector<double>& seconds_of(const RunCurves& c) { return c.seconds; }
 
 Axis metric_axis(const std::string& m) {
@@ -63,10 +65,14 @@ Axis x_axis(const std::string& x) {
   if (x == "round") return {"round", round_of, "round"};
   if (x == "samples") return {"samples processed by all clients", samples_of, "samples"};
   if (x == "bytes") return {"MB sent + received at the server, and between workers", mb_of, "MB"};
+  if (x == "bytes-up") return {"MB the server received (the clients' uplink)", mb_up_of, "MB up"};
+  if (x == "bytes-down")
+    return {"MB the server sent (the clients' downlink)", mb_down_of, "MB down"};
   if (x == "seconds")
     return {"seconds of training (the server's rounds, or the network's time)", seconds_of,
             "seconds"};
-  throw Error(fmt::format("--x must be round, samples, bytes or seconds, got '{}'", x));
+  throw Error(fmt::format(
+      "--x must be round, samples, bytes, bytes-up, bytes-down or seconds, got '{}'", x));
 }
 
 // A `fedpar train` folder (its summary.json says so).

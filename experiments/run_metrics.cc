@@ -79,6 +79,8 @@ RunCurves read_curves(const std::filesystem::path& dir) {
     c.accuracy.push_back(100 * *j.test_accuracy);
     c.test_loss.push_back(need(j.test_loss, "test_loss", j, dir));
     c.mb.push_back((double(j.bytes_sent_total + j.bytes_received_total) - diagnostic + peer) / 1e6);
+    c.mb_up.push_back((double(j.bytes_received_total) - diagnostic) / 1e6);
+    c.mb_down.push_back(double(j.bytes_sent_total) / 1e6);
     c.samples.push_back(samples);
     c.cosine.push_back(
         j.mean_pairwise_cosine.value_or(0));  // 0 where no client updates are compared

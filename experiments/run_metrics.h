@@ -18,6 +18,8 @@ struct RunCurves {
   // MB sent + received at the server, plus what workers sent each other (a ring's, a pipeline's
   // or a tensor grid's links), cumulative, diagnostics left out
   std::vector<double> mb;
+  // of it, what the server received (clients -> server; diagnostics left out) and sent
+  std::vector<double> mb_up, mb_down;
   std::vector<double> samples;  // samples processed by all clients (forward/backward), cumulative
   std::vector<double> cosine;   // mean pairwise cosine of the round's client updates
   std::vector<double> drift;    // update_drift, when the run logged it (diagnostics.drift)

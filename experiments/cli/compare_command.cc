@@ -21,8 +21,10 @@ Action add_compare_command(CLI::App& app) {
   cmd->add_option("--metric", o->metric, "accuracy (test, %) or loss (test)")
       ->check(CLI::IsMember({"accuracy", "loss"}))
       ->capture_default_str();
-  cmd->add_option("--x", o->x, "round, samples, bytes or seconds")
-      ->check(CLI::IsMember({"round", "samples", "bytes", "seconds"}))
+  cmd->add_option("--x", o->x,
+                  "round, samples, bytes (at the server and between workers), bytes-up (received "
+                  "at the server), bytes-down (sent by it) or seconds")
+      ->check(CLI::IsMember({"round", "samples", "bytes", "bytes-up", "bytes-down", "seconds"}))
       ->capture_default_str();
   cmd->add_option("--target", o->target,
                   "when each run first reached it (accuracy in %, or a loss)");

@@ -109,6 +109,18 @@ TEST(Compare, TabulatesAndPlotsWhatEachRunRecorded) {
       double(last["bytes_sent_total"].get<uint64_t>() +
              last["bytes_received_total"].get<uint64_t>()) /
           1e6);
+  // each direction alone: what the server received (the uplink a codec shrinks), and sent
+  for (const auto& [axis, key] : {std::pair{"bytes-up", "bytes_received_total"},
+                                  std::pair{"bytes-down", "bytes_sent_total"}}) {
+    const auto d =
+        compare(tmp, {"slow"}, fmt::format(" --x {} --out {}", axis, (tmp / axis).string()));
+    ASSERT_EQ(d.code, 0) << d.err;
+    EXPECT_DOUBLE_EQ(
+        nlohmann::json::parse(testing::slurp(tmp / axis / "compare.json"))["runs"][0]["x_at_end"]
+            .get<double>(),
+        double(last[key].get<uint64_t>()) / 1e6)
+        << axis;
+  }
 }
 
 // Seconds of different clocks on one axis (a simulated network's time, the server's rounds): each
