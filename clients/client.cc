@@ -72,7 +72,10 @@ RunSpec local_run_spec(const ClientOptions& o, const WelcomeMsg& w) {
 
 // What a STOP means for the process's exit, said unless quiet.
 int stopped(const StopMsg& stop, bool quiet) {
-  if (stop.outcome == StopOutcome::kCompleted) return 0;
+  if (stop.outcome == StopOutcome::kCompleted) {
+    if (!quiet) fmt::print(stderr, "client {}: the run completed\n", ::getpid());
+    return 0;
+  }
   if (!quiet)
     fmt::print(stderr, "client {}: the server ended the run ({}): {}\n", ::getpid(),
                stop_outcome_name(stop.outcome), stop.reason);

@@ -31,6 +31,9 @@ class Interrupted : public Error {
 // the inherited one.
 std::vector<int> stop_signals();
 void install_stop_handlers();
+// For a process that needs no unwinding (a client: the server keeps the run): on a stop signal,
+// write "WHO: stopped by SIGTERM" to stderr and die of the signal, exit code 128 + it as before.
+void install_last_words(const std::string& who);
 void throw_if_stopped();
 std::string signal_name(int signal);  // "SIGINT", or "signal 42"
 

@@ -1,5 +1,6 @@
 // `fedpar server` and `fedpar client`: the two processes of a distributed run.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <memory>
@@ -7,6 +8,7 @@
 #include "clients/client.h"
 #include "core/check.h"
 #include "core/run_spec.h"
+#include "core/stop_signal.h"
 #include "experiments/cli/commands.h"
 #include "experiments/cli/data_flags.h"
 #include "experiments/local_run.h"
@@ -92,7 +94,10 @@ Action add_client_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--server-key", o->server_key_file, "CURVE: the server's public key (.pub)")
       ->check(CLI::ExistingFile);
-  return [o] { return run_client(*o); };
+  return [o] {
+    if (!o->quiet) install_last_words(fmt::format("client {}", ::getpid()));
+    return run_client(*o);
+  };
 }
 
 Action add_keygen_command(CLI::App& app) {

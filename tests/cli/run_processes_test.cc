@@ -938,6 +938,31 @@ TEST(DistributedFaults, AClientSaysWhyTheServerEndedTheRunAndExitsAccordingly) {
   EXPECT_EQ(testing::slurp(tmp / "stopped0.cerr").find("ended the run"), std::string::npos);
 }
 
+// A client started by hand says how it ended on its side too: that the run completed, or that a
+// stop signal ended it (exit 128 + it, as before).
+TEST(DistributedFaults, AClientSaysItCompletedOrWasStopped) {
+  TempDir tmp;
+  auto server = testing::spawn_server(tmp, "done", 1, {"rounds=2"});
+  pid_t client = testing::spawn_fedpar({"client", "--wait", "20", "--server", server.endpoint},
+                                       tmp / "done.cout", tmp / "done.cerr");
+  EXPECT_EQ(testing::wait_exit(server.pid, 30).value_or(-99), 0);
+  EXPECT_EQ(testing::wait_exit(client, 20).value_or(-99), 0);
+  EXPECT_NE(testing::slurp(tmp / "done.cerr").find(": the run completed"), std::string::npos)
+      << testing::slurp(tmp / "done.cerr");
+
+  server = testing::spawn_server(
+      tmp, "long", 1, {"rounds=1000", "stragglers.delay_seconds=0:0.05", "wait_seconds=2"});
+  client = testing::spawn_fedpar({"client", "--wait", "20", "--server", server.endpoint},
+                                 tmp / "long.cout", tmp / "long.cerr");
+  testing::wait_for_round(tmp, "long", 2);
+  kill(client, SIGTERM);
+  EXPECT_EQ(testing::wait_exit(client, 20).value_or(-99), -1);  // died of it: a shell's 143
+  EXPECT_NE(testing::slurp(tmp / "long.cerr").find(": stopped by SIGTERM"), std::string::npos)
+      << testing::slurp(tmp / "long.cerr");
+  kill(server.pid, SIGTERM);
+  testing::wait_exit(server.pid, 30);
+}
+
 // A client process that cannot start after its WELCOME (here a device this build lacks) tells the
 // server why, and the server's run fails at once with that reason, naming the process's clients,
 // instead of waiting out round 1's deadline (wait_seconds = 60) for an update that never comes;
