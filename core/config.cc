@@ -126,7 +126,7 @@ void Config::check_key(const std::string& key, std::string_view source) const {
     for (const auto& k : keys_)
       if (k.find('.') != std::string::npos) tables.insert(k.substr(0, k.find('.')));
     for (const auto& t : tables)
-      if (edit_distance(t, table) <= std::max<size_t>(2, table.size() / 4)) near_tables.insert(t);
+      if (edit_distance(t, table) <= std::max<size_t>(1, table.size() / 4)) near_tables.insert(t);
     if (!near_tables.empty())
       throw Error(fmt::format("{}unknown config table [{}] (of key '{}'); did you mean [{}]?",
                               source, table, key, fmt::join(near_tables, "] or [")));

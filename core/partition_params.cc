@@ -4,6 +4,17 @@
 
 namespace fedpar {
 
+std::vector<std::string> partition_schemes() {
+  return {"iid",
+          "iid-quantity",
+          "shards",
+          "labels-k",
+          "dirichlet-clients",
+          "dirichlet-classes",
+          "feature-noise",
+          "natural"};
+}
+
 std::vector<std::string> partition_scheme_keys(const PartitionParams& p) {
   const std::string& s = p.scheme;
   if (s == "shards") return {"shards_per_client"};

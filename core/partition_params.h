@@ -22,8 +22,10 @@ struct PartitionParams {
   int min_size = 10;   // dirichlet-classes, iid-quantity: samples per client at least
 };
 
+// The schemes partitioners/ implements (partition.h).
+std::vector<std::string> partition_schemes();
 // The [partition] keys p's scheme reads beside scheme and clients ("alpha" for dirichlet-clients,
-// none for iid), in the order a manifest's params list them.
+// none for iid).
 std::vector<std::string> partition_scheme_keys(const PartitionParams& p);
 // Every scheme's parameters: the [partition] keys but scheme and clients.
 const std::vector<std::string>& partition_parameter_keys();

@@ -8,10 +8,11 @@
 
 namespace fedpar {
 
-// Levenshtein distance: insertions, deletions and substitutions, one each.
+// Edits from a to b: insertions, deletions, substitutions and swaps of neighbours, one each
+// (optimal string alignment).
 size_t edit_distance(std::string_view a, std::string_view b);
 
-// "; did you mean 'x'?" for the choices closest to `given` within a few edits (2, or a quarter of
+// "; did you mean 'x'?" for the choices closest to `given` within a few edits (1, or a quarter of
 // its length when longer) or that begin with it, closest first, at most two; "" when none is
 // near.
 std::string did_you_mean(std::string_view given, const std::vector<std::string>& choices);

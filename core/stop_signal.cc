@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 
 namespace fedpar {
@@ -15,12 +16,13 @@ void on_stop_signal(int sig) {
 }
 
 // The lines a process says as it dies of a stop signal, made before any arrives: a handler may
-// only write(2) what is ready.
-std::string g_last_words[3];  // SIGINT, SIGTERM, SIGHUP
+// only write(2) what is ready, in storage that outlives every destructor.
+char g_last_words[3][128];  // SIGINT, SIGTERM, SIGHUP
+size_t g_last_words_size[3];
 int last_words_slot(int sig) { return sig == SIGINT ? 0 : sig == SIGTERM ? 1 : 2; }
 void say_and_die(int sig) {
-  const std::string& line = g_last_words[last_words_slot(sig)];
-  [[maybe_unused]] const auto n = ::write(2, line.data(), line.size());
+  const int k = last_words_slot(sig);
+  [[maybe_unused]] const auto n = ::write(2, g_last_words[k], g_last_words_size[k]);
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }
@@ -48,7 +50,11 @@ void install_stop_handlers() {
 
 void install_last_words(const std::string& who) {
   for (int sig : stop_signals()) {
-    g_last_words[last_words_slot(sig)] = fmt::format("{}: stopped by {}\n", who, signal_name(sig));
+    const int k = last_words_slot(sig);
+    g_last_words_size[k] = fmt::format_to_n(g_last_words[k], sizeof g_last_words[k],
+                                            "{}: stopped by {}\n", who, signal_name(sig))
+                               .size;
+    g_last_words_size[k] = std::min(g_last_words_size[k], sizeof g_last_words[k]);
     std::signal(sig, say_and_die);
   }
 }

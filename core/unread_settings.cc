@@ -16,7 +16,10 @@ bool in(std::string_view v, std::initializer_list<std::string_view> set) {
 // their concentration by different names, which the reason says.
 std::string partition_why(const RunSpec& s, std::string_view key) {
   const auto keys = partition_scheme_keys(s.partition);
-  if (std::find(keys.begin(), keys.end(), key) != keys.end()) return "";
+  const auto schemes = partition_schemes();  // an unknown one is refused with its own error
+  if (std::find(keys.begin(), keys.end(), key) != keys.end() ||
+      std::find(schemes.begin(), schemes.end(), s.partition.scheme) == schemes.end())
+    return "";
   std::string why =
       fmt::format("partition.scheme = \"{}\" reads {}", s.partition.scheme,
                   keys.empty() ? "no parameter of its own"
@@ -86,10 +89,20 @@ std::string why_unread(const Config& c, const RunSpec& s, std::string_view key) 
     return fmt::format("{} (only the async regime reads [async])", quoted("regime"));
   if (table == "pipeline" && s.topology != Topology::kPipeline)
     return fmt::format("{} has no pipeline", quoted("topology"));
-  // the ring of workers: allreduce's, tensor's, and a [grid]'s replicas'
-  if (table == "allreduce" && s.grid_data == 1 &&
-      !in(c.get_string("topology"), {"allreduce", "tensor"}))
-    return fmt::format("{} has no ring of workers", quoted("topology"));
+  if (table == "allreduce") {
+    // the ring of workers: allreduce's, tensor's, and a [grid]'s replicas'; the fault that tests
+    // the replicas' check is injected by any model-parallel process, which checks only replicas
+    const bool ring =
+        s.topology == Topology::kAllReduce || s.topology == Topology::kTensor || s.grid_data > 1;
+    const bool reads =
+        name == "fault_flip_rank" ? s.topology == Topology::kAllReduce || s.model_parallel()
+        : name == "hash_every"    ? s.topology == Topology::kAllReduce || s.grid_data > 1
+                                  : ring;
+    if (!reads)
+      return fmt::format("{}{} has no {}", quoted("topology"),
+                         s.model_parallel() ? " with grid.data = 1" : "",
+                         name == "hash_every" ? "replicas to check" : "ring of workers");
+  }
   return "";
 }
 

@@ -320,14 +320,16 @@ int run_compare(const CompareOptions& o, const std::string& command) {
                                         : DifferingSettings{.rows = {{}}, .unread = {""}};
   // a gradient round is one step of the global batch, a model round the clients' local training:
   // by round, such runs are not on one scale
-  const auto steps = [](const RunConfig& r) { return r.spec && r.spec->regime != Regime::kModel; };
-  const bool rounds_differ = by_round && std::any_of(configs.begin(), configs.end(), steps) &&
-                             !std::all_of(configs.begin(), configs.end(), steps);
+  std::set<Regime> regimes;
+  for (const RunConfig& r : configs)
+    if (r.spec) regimes.insert(r.spec->regime);
   const std::string rounds_note =
-      rounds_differ ? "These runs' rounds are not alike: a round of the gradient and async "
-                      "regimes is one step of the global batch, one of the model regime the "
-                      "clients' local training. `--x samples` puts them on one axis.\n"
-                    : "";
+      by_round && regimes.size() > 1
+          ? "These runs' rounds are not alike: a round of the gradient regime is one step of the "
+            "global batch, one of the async regime an update from each client applied as it "
+            "comes, one of the model regime the clients' local training. `--x samples` puts them "
+            "on one axis.\n"
+          : "";
   const std::string common_note =
       differs.common.empty()
           ? ""

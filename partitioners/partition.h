@@ -22,7 +22,6 @@ struct PartitionInput {
   int num_classes;
 };
 
-std::vector<std::string> partition_schemes();
 Manifest partition(const PartitionInput& in, const PartitionParams& p);
 
 }  // namespace fedpar

@@ -281,17 +281,6 @@ nlohmann::json params_json(const PartitionParams& p, size_t clients) {
 
 }  // namespace
 
-std::vector<std::string> partition_schemes() {
-  return {"iid",
-          "iid-quantity",
-          "shards",
-          "labels-k",
-          "dirichlet-clients",
-          "dirichlet-classes",
-          "feature-noise",
-          "natural"};
-}
-
 Manifest partition(const PartitionInput& in, const PartitionParams& p) {
   const size_t n = in.labels.size();
   const auto schemes = partition_schemes();

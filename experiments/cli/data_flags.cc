@@ -34,11 +34,12 @@ void add_flag_keys(CLI::App* cmd, const std::vector<FlagKey>& flags,
 CLI::Validator existing_config_file() {
   return CLI::Validator(
       [](const std::string& path) -> std::string {
-        if (std::filesystem::is_directory(path))
+        std::error_code ec;  // (a path too long or unreadable is "no config file", not a throw)
+        if (std::filesystem::is_directory(path, ec))
           return fmt::format("{} is a folder, not a config file", path);
-        if (std::filesystem::exists(path)) return "";  // (a pipe too: fedpar run /dev/stdin)
+        if (std::filesystem::exists(path, ec)) return "";  // (a pipe too: fedpar run /dev/stdin)
         return fmt::format("no config file {}{}", path,
-                           std::filesystem::is_regular_file(path + ".toml")
+                           std::filesystem::is_regular_file(path + ".toml", ec)
                                ? fmt::format("; did you mean {}.toml?", path)
                                : "");
       },

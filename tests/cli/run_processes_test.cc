@@ -956,7 +956,9 @@ TEST(DistributedFaults, AClientSaysItCompletedOrWasStopped) {
                                  tmp / "long.cout", tmp / "long.cerr");
   testing::wait_for_round(tmp, "long", 2);
   kill(client, SIGTERM);
-  EXPECT_EQ(testing::wait_exit(client, 20).value_or(-99), -1);  // died of it: a shell's 143
+  int status = 0;
+  ASSERT_EQ(waitpid(client, &status, 0), client);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;  // a shell's 143
   EXPECT_NE(testing::slurp(tmp / "long.cerr").find(": stopped by SIGTERM"), std::string::npos)
       << testing::slurp(tmp / "long.cerr");
   kill(server.pid, SIGTERM);

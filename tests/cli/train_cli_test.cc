@@ -137,8 +137,8 @@ TEST(TrainCli, CudaWithoutADeviceSaysWhatToUse) {
 INSTANTIATE_TEST_SUITE_P(
     BadInputs, TrainCliErrors,
     ::testing::Values(
-        BadInput{"--model transformer",
-                 "model.name: unknown model 'transformer' (valid models: logreg, linreg, mlp, "
+        BadInput{"--model resnet",
+                 "model.name: unknown model 'resnet' (valid models: logreg, linreg, mlp, "
                  "2nn, cnn, lenet)"},
         BadInput{"--dataset cifar",
                  "unknown dataset 'cifar' (valid datasets: mnist, synthetic, csv)"},

@@ -78,6 +78,17 @@ TEST(UnreadSettings, TablesOfAnotherTopologyOrRegime) {
   EXPECT_TRUE(unread({"regime=gradient", "topology=tensor", "processes=2", "partition.clients=1",
                       "allreduce.bucket_floats=1000"})
                   .empty());
+  // a pipeline without replicas has none to check, but still injects the check's test fault
+  const std::vector<std::string> pipeline = {"regime=gradient", "topology=pipeline", "processes=2",
+                                             "partition.clients=1", "model.name=mlp"};
+  auto with = [&](std::vector<std::string> v, const std::string& more) {
+    v.push_back(more);
+    return v;
+  };
+  EXPECT_EQ(unread(with(pipeline, "allreduce.hash_every=2")),
+            Lines{"allreduce.hash_every: topology = \"pipeline\" with grid.data = 1 has no "
+                  "replicas to check"});
+  EXPECT_TRUE(unread(with(pipeline, "allreduce.fault_flip_rank=1")).empty());
   EXPECT_EQ(unread({"regime=model", "async.staleness_lr=true"}),
             Lines{"async.staleness_lr: regime = \"model\" (only the async regime reads [async])"});
   EXPECT_TRUE(unread({"regime=async", "async.staleness_lr=true"}).empty());
