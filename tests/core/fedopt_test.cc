@@ -79,8 +79,10 @@ TEST(FedOpt, NamesAndRangesAreChecked) {
     parse_fedopt("adamw");
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(),
-                 "unknown server optimizer 'adamw' (valid: sgd, avgm, adagrad, adam, yogi)");
+    EXPECT_STREQ(
+        e.what(),
+        "unknown server optimizer 'adamw'; did you mean 'adam'? (valid: sgd, avgm, adagrad, "
+        "adam, yogi)");
   }
   EXPECT_THROW(FedOpt({.kind = FedOptKind::kAdam, .beta2 = 1.0}), Error);
   EXPECT_THROW(FedOpt({.kind = FedOptKind::kAdam, .tau = 0}), Error);
