@@ -26,6 +26,12 @@ std::vector<std::string> partition_scheme_keys(const PartitionParams& p) {
   return {};  // iid, natural
 }
 
+bool scheme_reads(const PartitionParams& p, std::string_view key) {
+  const auto keys = partition_scheme_keys(p), schemes = partition_schemes();
+  return std::find(keys.begin(), keys.end(), key) != keys.end() ||
+         std::find(schemes.begin(), schemes.end(), p.scheme) == schemes.end();
+}
+
 const std::vector<std::string>& partition_parameter_keys() {
   static const std::vector<std::string> keys = {
       "shards_per_client", "labels_per_client", "alpha", "beta", "min_size", "sizes", "sigma"};

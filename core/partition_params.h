@@ -27,6 +27,9 @@ std::vector<std::string> partition_schemes();
 // The [partition] keys p's scheme reads beside scheme and clients ("alpha" for dirichlet-clients,
 // none for iid).
 std::vector<std::string> partition_scheme_keys(const PartitionParams& p);
+// Whether p's scheme reads the parameter `key`; an unknown scheme reads them all, so that it
+// is refused with its own error (partition()) rather than warned of first.
+bool scheme_reads(const PartitionParams& p, std::string_view key);
 // Every scheme's parameters: the [partition] keys but scheme and clients.
 const std::vector<std::string>& partition_parameter_keys();
 // Whether `key` (without "partition.") is a parameter of some scheme.

@@ -597,11 +597,10 @@ int resolve_grid(const Config& c, const RunSpec& s) {
 
 namespace {
 
-// The regime's and the network's unread settings are said together, with what the run reads
-// instead; the others one by one.
-bool said_by_table(const RunSpec& s, std::string_view key) {
-  return key.starts_with("local.") || key.starts_with("sgd.") ||
-         (key.starts_with("network.") && s.network.mode == NetworkMode::kOff);
+// The regime's unread settings ([local] or [sgd]) are said together, with what the run reads
+// instead, and so are the network's when it is off; the others one by one.
+bool regime_table(std::string_view key) {
+  return key.starts_with("local.") || key.starts_with("sgd.");
 }
 
 }  // namespace
@@ -628,8 +627,7 @@ PartitionParams resolve_partition_params(const Config& c, uint64_t seed) {
 std::vector<std::string> unused_by_regime(const Config& c, const RunSpec& s) {
   std::vector<std::string> unused;
   for (const UnreadSetting& u : unread_settings(c, s))
-    if (u.key.starts_with("local.") || u.key.starts_with("sgd."))
-      unused.push_back(fmt::format("{} = {}", u.key, u.value));
+    if (regime_table(u.key)) unused.push_back(fmt::format("{} = {}", u.key, u.value));
   return unused;
 }
 
@@ -644,25 +642,25 @@ std::vector<std::string> run_warnings(const Config& c, const RunSpec& s) {
                           "local.batch (now {}) samples",
                           s.local_steps, s.local_epochs, batch(s.local_batch))
             : fmt::format("each gradient is sgd.batch samples (now {})", batch(s.sgd_batch))));
-  if (s.network.mode == NetworkMode::kOff) {  // a link set up but switched off: say so once
-    std::vector<std::string> links;
-    // the server's shared link exists on the clock only (drop_late with the network off is refused)
-    bool simulated_only = false;
-    for (const auto& [key, value] : c.changed_from(make_run_config()))
-      if (key.starts_with("network.") && key != "network.mode") {
-        links.push_back(fmt::format("{} = {}", key, value));
-        simulated_only |= key == "network.server";
-      }
-    if (!links.empty())
-      out.push_back(fmt::format(
-          "network.mode = \"off\": the run has no network conditions and does not read {} (set "
-          "network.mode = {} to use them)",
-          fmt::join(links, ", "),
-          simulated_only ? "\"simulated\"" : "\"simulated\" or \"emulated\""));
-  }
+  // a link set up but switched off: said once, before the settings said one by one
+  const bool network_off = s.network.mode == NetworkMode::kOff;
+  std::vector<std::string> links, each;
+  // the server's shared link exists on the clock only (drop_late with the network off is refused)
+  bool simulated_only = false;
   for (const UnreadSetting& u : unread_settings(c, s))
-    if (!said_by_table(s, u.key))
-      out.push_back(fmt::format("the run does not read {} = {}: {}", u.key, u.value, u.why));
+    if (network_off && u.key.starts_with("network.")) {
+      links.push_back(fmt::format("{} = {}", u.key, u.value));
+      simulated_only |= u.key == "network.server";
+    } else if (!regime_table(u.key)) {
+      each.push_back(fmt::format("the run does not read {} = {}: {}", u.key, u.value, u.why));
+    }
+  if (!links.empty())
+    out.push_back(fmt::format(
+        "network.mode = \"off\": the run has no network conditions and does not read {} (set "
+        "network.mode = {} to use them)",
+        fmt::join(links, ", "),
+        simulated_only ? "\"simulated\"" : "\"simulated\" or \"emulated\""));
+  out.insert(out.end(), each.begin(), each.end());
   if ((!s.slowdown.empty() || !s.delay_seconds.empty()) && s.processes < s.partition.clients &&
       s.regime != Regime::kAsync)
     out.push_back(fmt::format(

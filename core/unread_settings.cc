@@ -15,11 +15,8 @@ bool in(std::string_view v, std::initializer_list<std::string_view> set) {
 // A partition scheme's parameter: read when the scheme reads it; the two Dirichlet schemes call
 // their concentration by different names, which the reason says.
 std::string partition_why(const RunSpec& s, std::string_view key) {
+  if (scheme_reads(s.partition, key)) return "";
   const auto keys = partition_scheme_keys(s.partition);
-  const auto schemes = partition_schemes();  // an unknown one is refused with its own error
-  if (std::find(keys.begin(), keys.end(), key) != keys.end() ||
-      std::find(schemes.begin(), schemes.end(), s.partition.scheme) == schemes.end())
-    return "";
   std::string why =
       fmt::format("partition.scheme = \"{}\" reads {}", s.partition.scheme,
                   keys.empty() ? "no parameter of its own"

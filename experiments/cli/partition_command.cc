@@ -125,14 +125,10 @@ Action add_partition_command(CLI::App& app) {
   return [a, cmd] {
     a->data.seed = a->params.seed;
     // a parameter the scheme does not read would split otherwise than the line seems to ask
-    const std::vector<std::string> read = partition_scheme_keys(a->params);
-    const auto schemes = partition_schemes();  // an unknown one is refused with its own error
-    const bool known = std::find(schemes.begin(), schemes.end(), a->params.scheme) != schemes.end();
     std::vector<std::string> read_flags;
-    for (const std::string& k : read) read_flags.push_back(flag_of(k));
+    for (const std::string& k : partition_scheme_keys(a->params)) read_flags.push_back(flag_of(k));
     for (const std::string& key : partition_parameter_keys())
-      if (known && cmd->count(flag_of(key)) > 0 &&
-          std::find(read.begin(), read.end(), key) == read.end())
+      if (cmd->count(flag_of(key)) > 0 && !scheme_reads(a->params, key))
         fmt::print(stderr,
                    "fedpar partition: warning: --scheme {} does not read {} (it reads {})\n",
                    a->params.scheme, flag_of(key),
