@@ -17,6 +17,7 @@ enum class LossKind { kSoftmaxCrossEntropy, kSquaredError };
 struct ModelSpec {
   std::string name = "2nn";  // one of model_names()
   std::vector<int> hidden;   // mlp only: hidden layer widths
+  std::string init_from;     // saved parameters to start from (core/init_from.h); empty: seed
 };
 
 // Valid preset names, for help texts and error messages (inline: resolving a config, as the fuzzed

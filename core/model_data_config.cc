@@ -15,6 +15,8 @@ const char* const kModelDataDefaults = R"(
 [model]
 name = "2nn"            # logreg | linreg | mlp | 2nn | cnn | lenet
 hidden = []             # mlp only: hidden widths, e.g. [200, 200]
+init_from = ""          # start from saved parameters: a .safetensors, or a results folder
+                        # holding model.safetensors; empty: a random init from the seed
 
 [data]
 name = "mnist"          # mnist | synthetic | csv
@@ -33,6 +35,7 @@ csv_user_column = false
 ModelSpec resolve_model_spec(const Config& c) {
   ModelSpec m;
   m.name = c.get_string("model.name");
+  m.init_from = c.get_string("model.init_from");
   for (int64_t h : c.get_int_list("model.hidden")) {
     if (h <= 0 || h >= (1 << 24))
       throw Error(fmt::format("model.hidden: width {} is out of range", h));

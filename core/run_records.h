@@ -124,6 +124,8 @@ struct RunSummary {
   // builds that ran the rounds before it (absent where the checkpoint did not record them)
   std::optional<int64_t> resumed_after_round;
   std::optional<std::vector<std::string>> earlier_commits;
+  // model.init_from: the hash of the parameters the run started from (absent: a random init)
+  std::optional<std::string> init_hash;
 };
 
 // In the order the fields are listed (round first), then schema and kind.

@@ -17,6 +17,7 @@
 #include "core/check.h"
 #include "core/dataset.h"
 #include "core/float64_reference.h"
+#include "core/init_from.h"
 #include "core/median.h"
 #include "core/model.h"
 #include "core/results_dir.h"
@@ -513,7 +514,7 @@ EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts
                c.title, orders);
     auto t0 = std::chrono::steady_clock::now();
     Model m(*be, s.model, data.train.shape, data.train.num_classes);
-    m.init(s.seed);
+    init_model(m, s.model, s.seed);
     const std::vector<float> init = m.params_host();
     const std::vector<float> a = centralized(m, data.train, s, lr, 1);
     const BatchStats a_test = evaluate(m, data.test);

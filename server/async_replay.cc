@@ -12,6 +12,7 @@
 #include "core/codec/codec.h"
 #include "core/codec/error_feedback.h"
 #include "core/hash.h"
+#include "core/init_from.h"
 #include "core/local_update.h"
 #include "core/optimizer.h"
 #include "core/run_records.h"
@@ -43,7 +44,7 @@ ReplayResult replay_async_run(const std::filesystem::path& results) {
   const TrainTest data = load_dataset(s.data);
   const Manifest manifest = partition_dataset(data.train, data.train.content_hash(), s.partition);
   Model model(*be, s.model, data.train.shape, data.train.num_classes);
-  model.init(s.seed);
+  init_model(model, s.model, s.seed);
   std::vector<float> params = model.params_host();
   BatchBuffer buffer(*be, data.train.dim());
   HostSgd sgd(s.optimizer.sgd);  // as the server applied them

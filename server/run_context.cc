@@ -10,6 +10,7 @@
 #include "core/build_info.h"
 #include "core/checkpoint.h"
 #include "core/hash.h"
+#include "core/init_from.h"
 #include "core/peak_memory.h"
 #include "core/run_spec.h"
 #include "core/safetensors.h"
@@ -39,8 +40,10 @@ RunContext::RunContext(const Config& c, const RunSpec& setup)
       model(*backend, s.model, data.train.shape, data.train.num_classes),
       out(s.results_dir, s.name),
       metrics(out.path() / "metrics.jsonl") {
-  model.init(s.seed);
+  init_model(model, s.model, s.seed);
   params = model.params_host();
+  if (!s.model.init_from.empty())
+    init_hash_ = hash_hex(hash_bytes(params.data(), params.size() * sizeof(float)));
   out.write_text("config.resolved.toml", cfg.to_toml());
   write_manifest(out.path() / "manifest.json", manifest);
   if (s.save_params_every > 0) std::filesystem::create_directories(out.path() / "params");
@@ -123,6 +126,22 @@ bool kept_for_resume(const std::filesystem::path& dir) {
          n.find(".incomplete") != std::string::npos;
 }
 
+// A resume with another `rounds` (more, to extend a finished run) is the run of that many rounds
+// only if the rounds already run had the rates they would have had in it: a schedule that spans
+// the run (cosine) would have given them others.
+void check_rounds_change(const RunSpec& before, const RunSpec& now, int done,
+                         const std::filesystem::path& file) {
+  for (int r = 0; r < done; ++r)
+    if (before.optimizer.lr.at(r) != now.optimizer.lr.at(r))
+      throw Error(fmt::format(
+          "{}: rounds = {} there, {} here would change the learning rate of round {}, which "
+          "has run ({:.6g} there, {:.6g} here: optimizer.schedule = \"{}\" depends on the "
+          "rounds), so the resumed run would not be a run of {} rounds; start a new run from "
+          "its model instead (--set model.init_from={})",
+          file.string(), before.rounds, now.rounds, r + 1, before.optimizer.lr.at(r),
+          now.optimizer.lr.at(r), now.optimizer.lr.kind, now.rounds, file.parent_path().string()));
+}
+
 }  // namespace
 
 void RunContext::checkpoint(int r, const Plan& plan, const Engine& engine) {
@@ -180,11 +199,6 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
                     "writes one every checkpoint_every rounds; one stopped before its first "
                     "keeps its metrics as a record only): run it again",
                     dir.string()));
-  if (std::filesystem::exists(dir / "summary.json"))  // written when a run ends, with its model
-    throw Error(
-        fmt::format("{} holds a run that finished (its summary.json says how): nothing "
-                    "is left to resume",
-                    dir.string()));
   const Checkpoint c = read_checkpoint(file);
   const auto meta = [&](const char* key) {
     if (!c.meta.contains(key)) throw Error(fmt::format("{} lacks '{}'", file.string(), key));
@@ -192,9 +206,21 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
   };
   Config before = make_run_config();
   before.merge_toml(meta("config").get<std::string>(), file.string());
+  const RunSpec earlier = resolve_run_spec(before);
+  // A finished run (summary.json is written when a run ends) goes on only with more rounds.
+  if (std::filesystem::exists(dir / "summary.json")) {
+    if (const auto d = read_run_summary(dir).diverged_at_round)
+      throw Error(fmt::format("{} holds a run that diverged at round {}: nothing is left to resume",
+                              dir.string(), *d));
+    if (s.rounds <= earlier.rounds)
+      throw Error(fmt::format(
+          "{} holds a run that finished (its summary.json says how): nothing is left to "
+          "resume; to give it more rounds, resume it with --set rounds=N above its {}",
+          dir.string(), earlier.rounds));
+  }
   std::vector<std::string> differ;
   for (const auto& key : cfg.keys())
-    if (!operational_key(key) && before.value_text(key) != cfg.value_text(key))
+    if (!operational_key(key) && key != "rounds" && before.value_text(key) != cfg.value_text(key))
       differ.push_back(
           fmt::format("{} = {} there, {} here", key, before.value_text(key), cfg.value_text(key)));
   if (!differ.empty())
@@ -204,9 +230,13 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
                     file.string(), fmt::join(differ, "; ")));
   const int round = meta("round").get<int>();
   const std::vector<float>& saved = c.floats("params");
-  if (saved.size() != params.size() || round < 1 || round > s.rounds)
+  if (saved.size() != params.size() || round < 1)
     throw Error(fmt::format("{} does not fit this run ({} parameters of round {})", file.string(),
                             saved.size(), round));
+  if (round > s.rounds)
+    throw Error(fmt::format("{} is of round {}, past this run's rounds = {}", file.string(), round,
+                            s.rounds));
+  check_rounds_change(earlier, s, round, file);
   params = saved;
   params_round = meta("params_round").get<int>();
   if (!meta("last_eval").is_null())
@@ -306,7 +336,8 @@ int RunContext::finish(const Engine& engine,
       .blas_kernels = blas_kernels(),
       .machine = machine_description(),
       .resumed_after_round = resumed_after_ ? std::optional<int64_t>(resumed_after_) : std::nullopt,
-      .earlier_commits = earlier_commits_};
+      .earlier_commits = earlier_commits_,
+      .init_hash = init_hash_};
   out.write_json("summary.json", to_json(summary));
   // A plot that cannot be drawn costs the run nothing: the README says why there is none.
   std::string plots =

@@ -32,7 +32,9 @@ const std::map<std::string, std::string>& file_notes() {
       {"network.json",
        "the network's profiles ([network] mode), each client's, the server's link (emulated: "
        "each process's link, `process_links`)"},
-      {"checkpoint.bin", "the last checkpoint (`--resume` continues from it)"},
+      {"checkpoint.bin",
+       "the last checkpoint (`--resume` continues from it; a finished run's, with `--set "
+       "rounds=N` above its rounds, gives the run more)"},
       {"params", "parameter snapshots every `diagnostics.save_params_every` rounds"},
       {"plots",
        "the test accuracy and loss by round (SVG, with their data and gnuplot script: without "
@@ -148,6 +150,11 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
     }
     md << "\n";
   }
+  if (summary.init_hash)
+    md << fmt::format(
+        "- started from the parameters in `{}` (`model.init_from`, hash {}), not from a random "
+        "init: its rounds, learning-rate schedule and optimizer state begin anew\n",
+        s.model.init_from, *summary.init_hash);
   std::vector<uint32_t> lost;  // the clients of the processes dropped during the run
   for (const HostRecord& h : summary.hosts)
     if (h.lost) lost.insert(lost.end(), h.clients.begin(), h.clients.end());

@@ -11,6 +11,8 @@
 #include "core/build_info.h"
 #include "core/check.h"
 #include "core/executable.h"
+#include "core/hash.h"
+#include "core/init_from.h"
 #include "core/results_dir.h"
 #include "core/safetensors.h"
 #include "core/stop_signal.h"
@@ -51,6 +53,15 @@ int run_train(const TrainArgs& args) {
   const auto t_load = std::chrono::steady_clock::now();
   TrainTest data = load_dataset(s.data);
   Model model(*backend, s.model, data.train.shape, data.train.num_classes);
+  init_model(model, s.model, s.train.seed);
+  std::string started_from;  // model.init_from: the README's line naming the parameters' hash
+  if (!s.model.init_from.empty()) {
+    const auto init = model.params_host();
+    started_from = fmt::format(
+        "- started from the parameters in `{}` (`model.init_from`, hash {}), not from a random "
+        "init\n",
+        s.model.init_from, hash_hex(hash_bytes(init.data(), init.size() * sizeof(float))));
+  }
   progress.line(fmt::format(
       "fedpar train: {} on {} ({} train / {} test samples, loaded in {:.1f}s)", s.model.name,
       data.train.name, data.train.size(), data.test.size(),
@@ -109,7 +120,7 @@ int run_train(const TrainArgs& args) {
         ep.epoch, s.train.epochs, mean_loss(ep.train), pct(ep.train), mean_loss(ep.test),
         pct(ep.test), ep.seconds, double(ep.train.samples) / ep.seconds));
   };
-  train(model, data.train, data.test, s.train, cb);
+  train(model, data.train, data.test, s.train, cb, /*init=*/false);
   throw_if_stopped();  // one that came after the last step
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -147,13 +158,13 @@ int run_train(const TrainArgs& args) {
                   "{} steps) or `eval` (every epoch)\n"
                   "- fedpar built from commit `{}` for {} with {}, run on {}\n"
                   "- `summary.json`: the final numbers and the machine's backend\n"
-                  "- `model.safetensors`: the final parameters ({} floats)\n\n{}",
+                  "- `model.safetensors`: the final parameters ({} floats)\n{}\n{}",
                   s.name, s.model.name, data.train.name,
                   100.0 * last["test_accuracy"].get<double>(), last["test_loss"].get<double>(),
                   s.train.epochs, seconds, this_executable(),
                   (out.path() / "config.resolved.toml").string(), s.log_every, source_commit(),
                   build_vector_units(), blas_kernels(), machine_description(), model.num_params(),
-                  settings_section(cfg, make_train_config())));
+                  started_from, settings_section(cfg, make_train_config())));
   const auto final_path = out.commit();
   progress.line(fmt::format("results: {}", final_path.string()));
   if (diverged) progress.line("warning: the training loss became NaN or infinite (lr too high?)");

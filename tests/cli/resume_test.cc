@@ -20,6 +20,7 @@
 #include "tests/util/distributed_run.h"
 #include "tests/util/network_draws.h"
 #include "tests/util/process.h"
+#include "tests/util/run_results.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
@@ -282,12 +283,16 @@ TEST(Resume, ACheckpointWithWrongEntriesIsRefusedNamingTheFile) {
   }
 }
 
-// A finished run's folder keeps its last checkpoint: resuming it is refused, saying why, and
-// makes no new folder (it once trained no round and wrote a copy of the results). Its last
-// checkpoint is of round 4 of 5, so the refusal cannot rest on the checkpoint's round.
-TEST(Resume, AFinishedRunIsNotResumedAgain) {
+// A finished run's folder keeps its last checkpoint: resuming it with its own rounds is refused,
+// saying why, and makes no new folder (it once trained no round and wrote a copy of the results).
+// Its last checkpoint is of round 4 of 5, so the refusal cannot rest on the checkpoint's round.
+// With more rounds it goes on from that checkpoint, server momentum and all, to the bytes of the
+// run that had those rounds from the start, and the finished folder stays; a cosine schedule,
+// whose rates span the rounds, is refused with the round whose rate would change.
+TEST(Resume, AFinishedRunIsNotResumedAgainButGoesOnWithMoreRounds) {
   TempDir tmp;
-  const auto sets = with(kLong, {"regime=model", "rounds=5", "checkpoint_every=2"});
+  const auto sets =
+      with(kLong, {"regime=model", "rounds=5", "checkpoint_every=2", "server_optimizer.name=avgm"});
   const auto done = testing::run_distributed(tmp, "done", "ipc://" + (tmp / "d").string(), 2, sets);
   ASSERT_EQ(done.server_code, 0) << done.err;
   const auto dir = tmp / "res" / "done";
@@ -295,13 +300,35 @@ TEST(Resume, AFinishedRunIsNotResumedAgain) {
   const auto [code, err] = refused(tmp, "again", sets, {"--resume", dir.string()});
   EXPECT_EQ(code, 2);
   EXPECT_NE(err.find("holds a run that finished (its summary.json says how): nothing is left to "
-                     "resume"),
+                     "resume; to give it more rounds, resume it with --set rounds=N above its 5"),
             std::string::npos)
       << err;
   size_t folders = 0;
   for (const auto& e : std::filesystem::directory_iterator(tmp / "res"))
     folders += e.is_directory();
   EXPECT_EQ(folders, 1u);
+
+  const auto cosine = testing::run_distributed(tmp, "cosine", "ipc://" + (tmp / "c").string(), 2,
+                                               with(sets, {"optimizer.schedule=cosine"}));
+  ASSERT_EQ(cosine.server_code, 0) << cosine.err;
+  const auto [longer_code, longer_err] =
+      refused(tmp, "cosine-more", with(sets, {"optimizer.schedule=cosine", "rounds=9"}),
+              {"--resume", (tmp / "res" / "cosine").string()});
+  EXPECT_EQ(longer_code, 2);
+  EXPECT_NE(longer_err.find("rounds = 5 there, 9 here would change the learning rate of round 2"),
+            std::string::npos)
+      << longer_err;
+
+  const auto nine = with(sets, {"rounds=9"});
+  const auto full = testing::run_distributed(tmp, "nine", "ipc://" + (tmp / "n").string(), 2, nine);
+  ASSERT_EQ(full.server_code, 0) << full.err;
+  const auto more = testing::run_distributed(tmp, "more", "ipc://" + (tmp / "m").string(), 2, nine,
+                                             {}, {"--resume", dir.string()});
+  ASSERT_EQ(more.server_code, 0) << more.err;
+  EXPECT_NE(more.hash, done.hash);
+  EXPECT_EQ(more.hash, full.hash) << more.err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "summary.json"));  // the finished run stays as it was
+  EXPECT_EQ(testing::jsonl(tmp / "res" / "more" / "metrics.jsonl").size(), 9u);
 }
 
 // A resumed run that fails again (no client comes) keeps its folder under the old one's name:

@@ -82,6 +82,33 @@ TEST(TrainCli, TrainsOnMnistAndWritesResults) {
             load_params(dir / "model.safetensors", model.layout()));
 }
 
+// Full-batch gradient descent in a fixed order depends on the parameters alone: 2 epochs and 2 more
+// from the saved model (model.init_from) are the 4-epoch training, bit for bit. (Shuffled, each
+// epoch would sum its one batch in another order.)
+TEST(TrainCli, GoesOnFromASavedModel) {
+  testing::TempDir tmp;
+  const std::string common =
+      "train --quiet --model logreg --dataset synthetic --set data.iid=true --batch full --lr 0.5 "
+      "--set train.shuffle=false "
+      "--results-dir " +
+      (tmp / "res").string();
+  ASSERT_EQ(run_fedpar(common + " --epochs 4 --name whole", tmp.path()).code, 0);
+  ASSERT_EQ(run_fedpar(common + " --epochs 2 --name first", tmp.path()).code, 0);
+  const CliRun then = run_fedpar(common + " --epochs 2 --name then --set model.init_from=" +
+                                     (tmp / "res" / "first" / "model.safetensors").string(),
+                                 tmp.path());
+  ASSERT_EQ(then.code, 0) << then.err;
+  auto be = make_backend("cpu");
+  Model model(*be, {"logreg"}, {60}, 10);
+  const auto params = [&](const char* name) {
+    return load_params(tmp / "res" / name / "model.safetensors", model.layout());
+  };
+  EXPECT_NE(params("first"), params("whole"));
+  EXPECT_EQ(params("then"), params("whole"));
+  EXPECT_NE(testing::slurp(tmp / "res" / "then" / "README.md").find("started from the parameters"),
+            std::string::npos);
+}
+
 TEST(TrainCli, SyntheticDatasetNeedsNoFiles) {
   testing::TempDir tmp;
   CliRun r = run_fedpar(
