@@ -197,6 +197,7 @@ void fields(V& v, RoundRecord& r) {
   v("bytes_sent_total", r.bytes_sent_total), v("bytes_received_total", r.bytes_received_total);
   v("server_bytes_sent", r.server_bytes_sent), v("server_bytes_received", r.server_bytes_received);
   v("processes", r.processes), v("test_loss", r.test_loss), v("test_accuracy", r.test_accuracy);
+  v("global_train_loss", r.global_train_loss), v("global_train_accuracy", r.global_train_accuracy);
   v("participants", r.participants), v("received", r.received),
       v("aggregate_seconds", r.aggregate_seconds);
   v("samples_processed", r.samples_processed), v("missing", r.missing),

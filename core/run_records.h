@@ -61,6 +61,8 @@ struct RoundRecord {
   uint64_t server_bytes_sent = 0, server_bytes_received = 0;  // this round
   std::vector<ProcessRecord> processes;
   std::optional<double> test_loss, test_accuracy;  // evaluated rounds
+  // eval_train: the server's model on the whole training set (train_loss is the clients' steps')
+  std::optional<double> global_train_loss, global_train_accuracy;
   // the synchronous topologies
   std::optional<uint64_t> participants, received;
   std::optional<double> aggregate_seconds;

@@ -39,6 +39,8 @@ processes = 1            # client processes to wait for
 max_slots = 1            # the most slots a process may ask for (fedpar client --slots): a weight, clients are dealt in proportion
 wait_seconds = 60.0      # for the processes to say HELLO, and for each round's updates
 eval_every = 1           # rounds between test-set evaluations
+eval_train = false       # evaluated rounds also score the server's model on the whole training set
+                         # (global_train_loss; train_loss is what the clients' steps saw)
 checkpoint_every = 0     # > 0: checkpoint.bin in the results folder every r rounds (fedpar run --resume)
 stop_at_accuracy = 0.0   # end the run once test accuracy (0..1) reaches this; 0 = all rounds
 weighting = "samples"    # samples (n_k / n) | uniform (1 / K)
@@ -729,6 +731,7 @@ RunSpec resolve_run_spec(const Config& c) {
   require(s.checkpoint_every >= 0, "checkpoint_every must be >= 0 (0 = never)");
   s.eval_every = c.get_int32("eval_every");
   require(s.eval_every >= 1, "eval_every must be >= 1");
+  s.eval_train = c.get_bool("eval_train");
   s.stop_at_accuracy = c.get_float("stop_at_accuracy");
   require(s.stop_at_accuracy >= 0 && s.stop_at_accuracy <= 1,
           "stop_at_accuracy must be in [0, 1] (a fraction: 0.9 stops at 90%)");

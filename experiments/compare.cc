@@ -48,6 +48,7 @@ struct Axis {
 
 const std::vector<double>& accuracy_of(const RunCurves& c) { return c.accuracy; }
 const std::vector<double>& loss_of(const RunCurves& c) { return c.test_loss; }
+const std::vector<double>& train_loss_of(const RunCurves& c) { return c.global_train_loss; }
 const std::vector<double>& round_of(const RunCurves& c) { return c.round; }
 const std::vector<double>& samples_of(const RunCurves& c) { return c.samples; }
 const std::vector<double>& mb_of(const RunCurves& c) { return c.mb; }
@@ -58,7 +59,9 @@ const std::vector<double>& seconds_of(const RunCurves& c) { return c.seconds; }
 Axis metric_axis(const std::string& m) {
   if (m == "accuracy") return {"test accuracy (%)", accuracy_of};
   if (m == "loss") return {"test loss", loss_of};
-  throw Error(fmt::format("--metric must be accuracy or loss, got '{}'", m));
+  if (m == "train-loss")
+    return {"global train loss (the model on the training set)", train_loss_of};
+  throw Error(fmt::format("--metric must be accuracy, loss or train-loss, got '{}'", m));
 }
 
 Axis x_axis(const std::string& x) {
@@ -277,7 +280,13 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     }
     for (const auto& run : runs_in(d)) {
       if (is_train_folder(run)) {
-        references.push_back(read_reference(run, o.metric));
+        if (o.metric == "train-loss")  // its epochs' train_loss is the steps', not the model's
+          fmt::print(stderr,
+                     "fedpar compare: leaving out {}: fedpar train records the loss of its steps "
+                     "along each epoch, not its model's on the training set\n",
+                     run.string());
+        else
+          references.push_back(read_reference(run, o.metric));
         continue;
       }
       check_run_folder(run);
@@ -300,6 +309,11 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     if (c.round.empty())
       throw Error(fmt::format("{} has no evaluated round (its eval_every is above its rounds?)",
                               dirs[i].string()));
+    if (o.metric == "train-loss" && c.global_train_loss.size() != c.round.size())
+      throw Error(fmt::format(
+          "{} has no global train loss: --metric train-loss needs runs with eval_train = true "
+          "(its train_loss is the clients' steps', not the model's)",
+          dirs[i].string()));
     runs.push_back(
         {labels[i], dirs[i], x.column(c), metric.column(c), c.round, median_emd(dirs[i])});
     clocks.push_back(c.clock);

@@ -13,8 +13,8 @@ namespace fedpar {
 struct CompareOptions {
   std::vector<std::filesystem::path> runs;  // results folders of fedpar run / server / suite runs
                                             // (and fedpar train: the centralized baseline)
-  std::string metric = "accuracy";          // accuracy (test, %) | loss (test)
-  std::string x = "round";                  // round | samples | bytes | seconds
+  std::string metric = "accuracy";  // accuracy (test, %) | loss (test) | train-loss (global)
+  std::string x = "round";          // round | samples | bytes | seconds
   double target = 0;  // > 0: the first evaluation at or above it (accuracy, %) or below (loss)
   std::filesystem::path out = "results/compare";  // a new folder (-2, -3... when it exists)
 };

@@ -20,13 +20,18 @@ std::string draw_run_plots(const std::filesystem::path& run_dir, const std::stri
     const char* file;
     const char* name;
     const std::vector<double>& y;
+    bool log_y = false;
   };
   std::string md;
-  for (const Drawn& d : {Drawn{"accuracy-vs-round.svg", "test accuracy (%)", c.accuracy},
-                         Drawn{"loss-vs-round.svg", "test loss", c.test_loss}}) {
+  std::vector<Drawn> drawn = {Drawn{"accuracy-vs-round.svg", "test accuracy (%)", c.accuracy},
+                              Drawn{"loss-vs-round.svg", "test loss", c.test_loss}};
+  if (c.global_train_loss.size() == c.round.size())  // eval_train
+    drawn.push_back({"train-loss-vs-round.svg", "global train loss", c.global_train_loss, true});
+  for (const Drawn& d : drawn) {
     const LinePlot plot{.title = fmt::format("{} by round: {}", d.name, name),
                         .xlabel = "round",
                         .ylabel = d.name,
+                        .log_y = d.log_y,
                         .series = {{name, c.round, d.y, {}, {}}}};
     std::string why;  // the data and script stay: gnuplot, once installed, draws them there
     md +=

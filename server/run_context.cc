@@ -31,11 +31,24 @@ Manifest partition_dataset(const Dataset& train, const std::string& train_hash,
   return m;
 }
 
+namespace {
+
+// The server partitions and evaluates but never trains: it keeps the training set's labels alone,
+// unless eval_train scores its model on the training set.
+TrainTest load_server_data(const RunSpec& s, std::string& train_hash) {
+  if (!s.eval_train) return load_without_training_features(s.data, train_hash);
+  TrainTest tt = load_dataset(s.data);
+  train_hash = tt.train.content_hash();
+  return tt;
+}
+
+}  // namespace
+
 RunContext::RunContext(const Config& c, const RunSpec& setup)
     : cfg(c),
       s(setup),
       backend(make_backend("cpu", s.threads)),
-      data(load_without_training_features(s.data, train_hash)),
+      data(load_server_data(s, train_hash)),
       manifest(partition_dataset(data.train, train_hash, s.partition)),
       model(*backend, s.model, data.train.shape, data.train.num_classes),
       out(s.results_dir, s.name),
@@ -72,8 +85,12 @@ bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const 
     network += fmt::format(", {} s simulated", secs(*rec.simulated_seconds));
   if (rec.emulated_seconds) network += fmt::format(", {} s emulated", secs(*rec.emulated_seconds));
   engine.log(fmt::format(
-      "round {}/{}: {}{}{}{}", r + 1, s.rounds, what, network,
-      trained ? fmt::format(", train loss {:.4f}", rec.train_loss) : "",
+      "round {}/{}: {}{}{}{}{}", r + 1, s.rounds, what, network,
+      trained ? fmt::format(", {} {:.4f}", s.regime == Regime::kModel ? "local loss" : "train loss",
+                            rec.train_loss)
+              : "",
+      rec.global_train_loss ? fmt::format(", global train loss {:.4f}", *rec.global_train_loss)
+                            : "",
       rec.test_accuracy ? fmt::format(", test accuracy {:.2f}%", 100 * *rec.test_accuracy) : ""));
   if (s.stop_at_accuracy > 0 && rec.test_accuracy && *rec.test_accuracy >= s.stop_at_accuracy) {
     engine.log(
@@ -87,11 +104,18 @@ bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const 
 }
 
 void RunContext::evaluate_into(RoundRecord& rec) {
-  if (data.test.size() == 0) return;  // no test set: no evaluation (not 0%)
+  if (data.test.size() == 0 && !s.eval_train) return;  // no test set: no evaluation (not 0%)
   model.set_params_host(params);
-  const BatchStats st = evaluate(model, data.test);
-  rec.test_loss = st.samples ? st.loss_sum / double(st.samples) : 0.0;
-  rec.test_accuracy = st.samples ? double(st.correct) / double(st.samples) : 0.0;
+  if (data.test.size() > 0) {
+    const BatchStats st = evaluate(model, data.test);
+    rec.test_loss = st.loss_sum / double(st.samples);
+    rec.test_accuracy = double(st.correct) / double(st.samples);
+  }
+  if (s.eval_train) {
+    const BatchStats tr = evaluate(model, data.train);
+    rec.global_train_loss = tr.loss_sum / double(std::max<int64_t>(1, tr.samples));
+    rec.global_train_accuracy = double(tr.correct) / double(std::max<int64_t>(1, tr.samples));
+  }
   last_eval_ = rec;
 }
 

@@ -18,8 +18,10 @@ Action add_compare_command(CLI::App& app) {
                   "results folders of fedpar run or server (a run of a name already taken got "
                   "the folder NAME-2, NAME-3, ...), or a suite's folder: all its runs")
       ->required();
-  cmd->add_option("--metric", o->metric, "accuracy (test, %) or loss (test)")
-      ->check(CLI::IsMember({"accuracy", "loss"}))
+  cmd->add_option("--metric", o->metric,
+                  "accuracy (test, %), loss (test) or train-loss (the model on the training set: "
+                  "runs with eval_train = true)")
+      ->check(CLI::IsMember({"accuracy", "loss", "train-loss"}))
       ->capture_default_str();
   cmd->add_option("--x", o->x,
                   "round, samples, bytes (at the server and between workers), bytes-up (received "

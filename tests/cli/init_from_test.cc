@@ -19,7 +19,8 @@ namespace {
 using testing::TempDir;
 
 // `fedpar run` of a small synthetic-data run named `name` with `sets`, in tmp/res/<name>.
-testing::CliRun run(const TempDir& tmp, const std::string& name, const std::string& sets) {
+testing::CliRun init_from_run(const TempDir& tmp, const std::string& name,
+                              const std::string& sets) {
   std::ofstream(tmp / "run.toml") << "seed = 5\nprocesses = 2\n[partition]\nclients = 4\n"
                                      "[data]\nname = 'synthetic'\niid = true\n"
                                      "[model]\nname = 'mlp'\nhidden = [16]\n";
@@ -28,7 +29,7 @@ testing::CliRun run(const TempDir& tmp, const std::string& name, const std::stri
                              tmp.path());
 }
 
-nlohmann::json summary(const TempDir& tmp, const std::string& name) {
+nlohmann::json init_from_summary(const TempDir& tmp, const std::string& name) {
   return nlohmann::json::parse(std::ifstream(tmp / "res" / name / "summary.json"));
 }
 
@@ -40,23 +41,24 @@ TEST(InitFrom, TwoRoundsThenTwoMoreFromTheSavedModelAreOneFourRoundRun) {
         "--set regime=model --set local.batch=full --set local.steps=3"}) {
     SCOPED_TRACE(how);
     const std::string common = how + " --set optimizer.lr=0.3 ";
-    ASSERT_EQ(run(tmp, "whole", common + "--set rounds=4").code, 0);
-    ASSERT_EQ(run(tmp, "first", common + "--set rounds=2").code, 0);
+    ASSERT_EQ(init_from_run(tmp, "whole", common + "--set rounds=4").code, 0);
+    ASSERT_EQ(init_from_run(tmp, "first", common + "--set rounds=2").code, 0);
     // the folder names its model.safetensors; a params/ snapshot or the file itself serve too
-    const auto then =
-        run(tmp, "then",
-            common + "--set rounds=2 --set model.init_from=" + (tmp / "res" / "first").string());
+    const auto then = init_from_run(
+        tmp, "then",
+        common + "--set rounds=2 --set model.init_from=" + (tmp / "res" / "first").string());
     ASSERT_EQ(then.code, 0) << then.err;
-    const std::string whole = summary(tmp, "whole")["model_hash"];
-    EXPECT_NE(summary(tmp, "first")["model_hash"].get<std::string>(), whole);
-    EXPECT_EQ(summary(tmp, "then")["model_hash"].get<std::string>(), whole);
+    const std::string whole = init_from_summary(tmp, "whole")["model_hash"];
+    EXPECT_NE(init_from_summary(tmp, "first")["model_hash"].get<std::string>(), whole);
+    EXPECT_EQ(init_from_summary(tmp, "then")["model_hash"].get<std::string>(), whole);
     // what it started from, said by hash beside the path
-    EXPECT_EQ(summary(tmp, "then")["init_hash"], summary(tmp, "first")["model_hash"]);
-    EXPECT_FALSE(summary(tmp, "whole").contains("init_hash"));
+    EXPECT_EQ(init_from_summary(tmp, "then")["init_hash"],
+              init_from_summary(tmp, "first")["model_hash"]);
+    EXPECT_FALSE(init_from_summary(tmp, "whole").contains("init_hash"));
     const std::string readme = testing::slurp(tmp / "res" / "then" / "README.md");
     EXPECT_NE(readme.find("started from the parameters in `" + (tmp / "res" / "first").string() +
                           "` (`model.init_from`, hash " +
-                          summary(tmp, "first")["model_hash"].get<std::string>()),
+                          init_from_summary(tmp, "first")["model_hash"].get<std::string>()),
               std::string::npos)
         << readme;
     for (const char* n : {"whole", "first", "then"}) std::filesystem::remove_all(tmp / "res" / n);
@@ -65,17 +67,19 @@ TEST(InitFrom, TwoRoundsThenTwoMoreFromTheSavedModelAreOneFourRoundRun) {
 
 TEST(InitFrom, AMissingOrForeignModelIsRefusedBeforeTheRunStarts) {
   TempDir tmp;
-  ASSERT_EQ(run(tmp, "logreg", "--set rounds=1 --set model.name=logreg --set model.hidden=[]").code,
-            0);
-  const auto missing = run(tmp, "x", "--set model.init_from=" + (tmp / "nope").string());
+  ASSERT_EQ(
+      init_from_run(tmp, "logreg", "--set rounds=1 --set model.name=logreg --set model.hidden=[]")
+          .code,
+      0);
+  const auto missing = init_from_run(tmp, "x", "--set model.init_from=" + (tmp / "nope").string());
   EXPECT_EQ(missing.code, 2) << missing.err;
   EXPECT_NE(missing.err.find((tmp / "nope").string() + " does not exist"), std::string::npos)
       << missing.err;
   std::filesystem::create_directories(tmp / "empty");
-  const auto empty = run(tmp, "x", "--set model.init_from=" + (tmp / "empty").string());
+  const auto empty = init_from_run(tmp, "x", "--set model.init_from=" + (tmp / "empty").string());
   EXPECT_EQ(empty.code, 2);
   EXPECT_NE(empty.err.find("holds no model.safetensors"), std::string::npos) << empty.err;
-  const auto foreign = run(
+  const auto foreign = init_from_run(
       tmp, "x", "--set model.init_from=" + (tmp / "res" / "logreg" / "model.safetensors").string());
   EXPECT_EQ(foreign.code, 2);
   EXPECT_NE(foreign.err.find("holds a 'logreg' model; this one is 'mlp'"), std::string::npos)

@@ -1,0 +1,91 @@
+// eval_train with real processes: the server scores its model on the whole training set at the
+// evaluated rounds, as the model itself scores there (the final model, loaded again and evaluated
+// here, gives the last round's numbers); on labels split two per client the clients' own loss
+// (train_loss) lies far below it; compare draws it, and refuses runs that did not record it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/backend.h"
+#include "core/dataset.h"
+#include "core/model.h"
+#include "core/safetensors.h"
+#include "core/trainer.h"
+#include "tests/util/run_fedpar.h"
+#include "tests/util/run_results.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using testing::TempDir;
+
+testing::CliRun eval_train_run(const TempDir& tmp, const std::string& name,
+                               const std::string& sets) {
+  std::ofstream(tmp / "run.toml") << "seed = 2\nprocesses = 2\nrounds = 10\neval_every = 2\n"
+                                     "[partition]\nclients = 4\n"
+                                     "[data]\nname = 'synthetic'\niid = true\n"
+                                     "[model]\nname = 'logreg'\n";
+  return testing::run_fedpar("run " + (tmp / "run.toml").string() + " --set results_dir=" +
+                                 (tmp / "res").string() + " --set name=" + name + " " + sets,
+                             tmp.path());
+}
+
+TEST(EvalTrain, TheServerScoresItsModelOnTheTrainingSetAtEvaluatedRounds) {
+  TempDir tmp;
+  const auto r = eval_train_run(
+      tmp, "labels",
+      "--set eval_train=true --set partition.scheme=labels-k "
+      "--set partition.labels_per_client=2 --set local.steps=20 --set local.batch=10");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("local loss"), std::string::npos) << r.err;  // the clients' steps'
+  EXPECT_NE(r.err.find("global train loss"), std::string::npos) << r.err;
+  const auto rounds = testing::jsonl(tmp / "res" / "labels" / "metrics.jsonl");
+  ASSERT_EQ(rounds.size(), 10u);
+  for (const auto& rec : rounds) {
+    const bool evaluated = rec["round"].get<int>() % 2 == 0;
+    EXPECT_EQ(rec.contains("global_train_loss"), evaluated) << rec.dump();
+    EXPECT_EQ(rec.contains("global_train_accuracy"), evaluated) << rec.dump();
+    // each client fits its two labels: its loss says nothing of the model's on all ten
+    if (evaluated)
+      EXPECT_GT(rec["global_train_loss"].get<double>(), 1.4 * rec["train_loss"].get<double>())
+          << rec.dump();
+  }
+  DataOptions d;
+  d.name = "synthetic", d.iid = true, d.seed = 2;
+  const TrainTest data = load_dataset(d);
+  auto be = make_backend("cpu");
+  Model model(*be, {"logreg"}, data.train.shape, data.train.num_classes);
+  model.set_params_host(load_params(tmp / "res" / "labels" / "model.safetensors", model.layout()));
+  const BatchStats st = evaluate(model, data.train);
+  EXPECT_NEAR(rounds.back()["global_train_loss"].get<double>(), st.loss_sum / double(st.samples),
+              1e-9);
+  EXPECT_DOUBLE_EQ(rounds.back()["global_train_accuracy"].get<double>(),
+                   double(st.correct) / double(st.samples));
+  EXPECT_TRUE(
+      std::filesystem::exists(tmp / "res" / "labels" / "plots" / "train-loss-vs-round.svg.dat"));
+
+  ASSERT_EQ(eval_train_run(tmp, "plain", "").code, 0);
+  EXPECT_FALSE(
+      testing::jsonl(tmp / "res" / "plain" / "metrics.jsonl").back().contains("global_train_loss"));
+  const auto refused = testing::run_fedpar(
+      "compare --metric train-loss --out " + (tmp / "cmp").string() + " " +
+          (tmp / "res" / "labels").string() + " " + (tmp / "res" / "plain").string(),
+      tmp.path());
+  EXPECT_NE(refused.code, 0);
+  EXPECT_NE(refused.err.find("has no global train loss: --metric train-loss needs runs with "
+                             "eval_train = true"),
+            std::string::npos)
+      << refused.err;
+  const auto drawn =
+      testing::run_fedpar("compare --metric train-loss --out " + (tmp / "cmp").string() + " " +
+                              (tmp / "res" / "labels").string(),
+                          tmp.path());
+  ASSERT_EQ(drawn.code, 0) << drawn.err;
+  EXPECT_TRUE(std::filesystem::exists(tmp / "cmp" / "train-loss-vs-round.svg.dat"));
+}
+
+}  // namespace
+}  // namespace fedpar
