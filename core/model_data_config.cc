@@ -22,7 +22,7 @@ init_from = ""          # start from saved parameters: a .safetensors, or a resu
 name = "mnist"          # mnist | synthetic | csv
 dir = ""                # folder holding mnist/; empty: $FEDPAR_DATA_DIR, ./data, source tree data/
 train_limit = 0         # keep the first n training samples (0 = all)
-test_limit = 0
+test_limit = 0          # the first n test samples (MNIST's first ones score below the whole set's)
 alpha = 0.0             # synthetic: model heterogeneity
 beta = 0.0              # synthetic: feature heterogeneity
 iid = false             # synthetic: the IID variant

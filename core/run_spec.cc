@@ -44,7 +44,7 @@ eval_train = false       # evaluated rounds also score the server's model on the
 checkpoint_every = 0     # > 0: checkpoint.bin in the results folder every r rounds (fedpar run --resume)
 stop_at_accuracy = 0.0   # end the run once test accuracy (0..1) reaches this; 0 = all rounds
 weighting = "samples"    # samples (n_k / n) | uniform (1 / K)
-fraction = 1.0           # C: share of clients sampled per round (at least one)
+fraction = 1.0           # C: share of clients sampled per round: max(1, round(C x clients))
 continue_without_missing = false  # gradient regime: go on when a client misses a round
 drop_after_missed_rounds = 3  # a client process that misses this many rounds in a row gets no more tasks
 threads = 1              # CPU threads per process for products; another count, other bits

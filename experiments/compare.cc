@@ -364,7 +364,9 @@ int run_compare(const CompareOptions& o, const std::string& command) {
                        any_differ ? " settings that differ |" : "",
                        emds_differ ? " median EMD |" : "", o.metric, o.metric)
         << (by_round ? "" : fmt::format(" {} at the end |", x.unit))
-        << (o.target > 0 ? fmt::format(" first round {} {} |", reached, num(o.target)) : "")
+        << (o.target > 0 ? fmt::format(" first round {} {}{} |", reached, num(o.target),
+                                       o.metric == "accuracy" ? "%" : "")
+                         : "")
         << (o.target > 0 && !by_round ? fmt::format(" {} then |", x.unit) : "")
         << "\n|---|---|---|---|" << (any_differ ? "---|" : "") << (emds_differ ? "---|" : "")
         << (by_round ? "" : "---|") << (o.target > 0 ? "---|" : "")

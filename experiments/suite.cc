@@ -248,7 +248,14 @@ SuitePlan plan_suite(const SuiteOptions& o) {
   // --smoke overrides: "suite.*" change the suite (its runs too), "equivalence.*" its
   // equivalence table, the rest every run (and the equivalence table's runs).
   std::vector<std::string> smoke, smoke_equivalence;
-  for (const auto& s : cfg.get_string_list("suite.smoke")) {
+  const auto smoke_list = cfg.get_string_list("suite.smoke");
+  if (o.smoke && std::all_of(smoke_list.begin(), smoke_list.end(),
+                             [](const std::string& s) { return s.empty(); }))
+    fmt::print(stderr,
+               "fedpar suite: warning: {} lists no smoke sizes ([suite] smoke), so --smoke runs "
+               "it at its full size\n",
+               plan.file.string());
+  for (const auto& s : smoke_list) {
     if (s.empty() || !o.smoke) continue;
     if (s.starts_with("suite."))
       cfg.set_all({s});
@@ -293,6 +300,19 @@ SuitePlan plan_suite(const SuiteOptions& o) {
   const auto seeds = cfg.get_int_list("suite.seeds");
   plan.eval_every = cfg.get_int("suite.eval_every");
   if (plan.eval_every < 1) throw Error("suite.eval_every must be >= 1");
+  {  // the runs' eval_every is the suite's; one set for the runs (the file's base, --set) says it
+    Config runs_base = config_without(cfg, {"suite", "equivalence"});
+    runs_base.set_all(smoke);
+    runs_base.set_all(run_sets);
+    if (const int64_t e = runs_base.get_int("eval_every"); e != 1) {
+      if (plan.eval_every != 1 && plan.eval_every != e)
+        throw Error(fmt::format(
+            "{}: eval_every = {} and suite.eval_every = {}: a suite evaluates every run every "
+            "suite.eval_every rounds; set that one alone",
+            plan.file.string(), e, plan.eval_every));
+      plan.eval_every = e;
+    }
+  }
   // a percent, unlike stop_at_accuracy's fraction: 0.9 would ask for 0.9%
   if (const double t = cfg.get_float("suite.target_accuracy");
       t < 0 || t > 100 || (t > 0 && t <= 1))

@@ -179,18 +179,26 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
   // may have a suffix: another run of the same name came first).
   const std::string config = (dir / "config.resolved.toml").string();
   const std::string fedpar = this_executable();
+  // A suite gives its runs an absolute results_dir, its runs/ folder: a rerun written there would
+  // stand among the suite's runs (and in every compare of the suite).
+  const bool absolute = std::filesystem::path(s.results_dir).is_absolute();
   md << fmt::format(
-      "\n## Run it again\n\nFrom the folder this run was started in (`results_dir` and "
-      "`data.dir` in the config are relative to it; the new run's folder gets the next free "
-      "suffix, `-2`, `-3`, ...):\n\n"
-      "```sh\n{1} run {0}   # a server and the config's client processes here\n```\n\n"
+      "\n## Run it again\n\nFrom the folder this run was started in (a relative `results_dir` "
+      "or `data.dir` in the config is relative to it; the new run's folder gets the next free "
+      "suffix, `-2`, `-3`, ...){4}:\n\n"
+      "```sh\n{1} run {0}{5}   # a server and the config's client processes here\n```\n\n"
       "Across machines: `{1} server --config {0} --set bind=tcp://0.0.0.0:PORT` here, and "
       "`fedpar client --server tcp://HOST:PORT{2}` on each client host{3}.\n\n",
       config, fedpar, s.security.on() ? " --key NAME.key --server-key SERVER.pub" : "",
       s.security.on() ? fmt::format(" (NAME.key its key pair, whose NAME.pub is in {}; "
                                     "SERVER.pub the server's public key: docs/distributed.md)",
                                     s.security.clients)
-                      : "");
+                      : "",
+      absolute ? fmt::format("; this run's `results_dir` is the absolute {}, so the command "
+                             "writes the new run to ./results instead, not beside this one",
+                             s.results_dir)
+               : "",
+      absolute ? " --set results_dir=results" : "");
   md << (s.regime == Regime::kAsync
              ? "An asynchronous run applies updates in their arrival order, which no seed fixes: "
                "a new run ends elsewhere, and `fedpar replay` recomputes this one's bytes from "

@@ -99,7 +99,7 @@ TEST(Compare, TabulatesAndPlotsWhatEachRunRecorded) {
   // against bytes the columns say their unit, MB (what the values are), not "bytes"
   const auto b = compare(tmp, {"slow"}, " --x bytes --target 40 --out " + (tmp / "cmpb").string());
   ASSERT_EQ(b.code, 0) << b.err;
-  EXPECT_NE(b.out.find("| MB at the end | first round at or above 40 | MB then |"),
+  EXPECT_NE(b.out.find("| MB at the end | first round at or above 40% | MB then |"),
             std::string::npos)
       << b.out;
   const auto last = testing::jsonl(tmp / "res/slow/metrics.jsonl").back();

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "tests/util/run_fedpar.h"
+#include "tests/util/run_results.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
@@ -498,6 +499,41 @@ TEST(Suite, SmokeAndSetWinOverARunsOwnValueAndTheReportSaysWhatRan) {
   EXPECT_NE(shared.find("lr = 0.3"), std::string::npos) << shared;
   EXPECT_NE(testing::slurp(tmp / "out/runs/a/config.resolved.toml").find("rounds = 1\n"),
             std::string::npos);
+}
+
+// A suite evaluates its runs every suite.eval_every rounds; an eval_every in the suite file's base
+// (or by --set) says the same, and the two differing are refused. A --smoke of a suite with no
+// smoke sizes says it runs at full size.
+TEST(Suite, ATopLevelEvalEveryIsTheSuitesAndASmokeWithoutSizesSaysSo) {
+  TempDir tmp;
+  std::ofstream(tmp / "s.toml") << "regime = 'gradient'\nrounds = 4\neval_every = 2\n"
+                                   "[data]\nname = 'synthetic'\niid = true\n[sgd]\nbatch = 8\n"
+                                   "[suite]\nruns = ['a | optimizer.lr=0.2']\n";
+  const auto r = testing::run_fedpar(
+      "suite " + (tmp / "s.toml").string() + " --smoke --out " + (tmp / "out").string(),
+      tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("lists no smoke sizes ([suite] smoke), so --smoke runs it at its full size"),
+            std::string::npos)
+      << r.err;
+  std::vector<int> evaluated;
+  for (const auto& rec : testing::jsonl(tmp / "out/runs/a/metrics.jsonl"))
+    if (rec.contains("test_accuracy")) evaluated.push_back(rec["round"].get<int>());
+  EXPECT_EQ(evaluated, (std::vector<int>{2, 4}));
+  // its rerun goes to ./results, not among the suite's runs (whose folder its config names)
+  const std::string readme = testing::slurp(tmp / "out/runs/a/README.md");
+  EXPECT_NE(readme.find("runs/a/config.resolved.toml --set results_dir=results   #"),
+            std::string::npos)
+      << readme;
+  const auto both =
+      testing::run_fedpar("suite " + (tmp / "s.toml").string() +
+                              " --set suite.eval_every=4 --out " + (tmp / "out2").string(),
+                          tmp.path());
+  EXPECT_EQ(both.code, 2);
+  EXPECT_NE(both.err.find("eval_every = 2 and suite.eval_every = 4: a suite evaluates every run "
+                          "every suite.eval_every rounds; set that one alone"),
+            std::string::npos)
+      << both.err;
 }
 
 TEST(Suite, UnknownSuiteNamesTheShippedOnes) {
