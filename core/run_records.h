@@ -101,6 +101,9 @@ struct HostRecord {
   int64_t slots = 1;
   std::vector<uint32_t> clients;
   bool lost = false;
+  // it was started during the run and took the place of a process the run had lost, after this
+  // round (absent: it was there from the start)
+  std::optional<int64_t> joined_after_round;
 };
 // fedpar run's (and the server's) exit code when the training diverged: an update held NaN or
 // Inf. The results folder is kept; its summary says at which round and why.

@@ -24,10 +24,26 @@ std::optional<Incoming> Engine::receive(Clock::time_point deadline,
     if (it != peers.end()) {
       it->second.bytes_received += r->bytes();
     } else if (int(order.size()) >= s_.processes) {  // every process is in: a latecomer
+      // a HELLO may take a lost process's place, between rounds (admit_newcomers); a few are
+      // kept, a flood is not
+      auto parsed = parse_message(r->spans(), {}, /*require_finite=*/false, &uplink_);
+      if (auto* m = std::get_if<ParsedMessage>(&parsed);
+          m && m->header.type == MessageType::kHello && int(newcomers_.size()) < s_.processes) {
+        if (auto hello = decode_hello(*m); std::holds_alternative<HelloMsg>(hello)) {
+          newcomers_.push_back({std::move(*r), std::get<HelloMsg>(hello)});
+          continue;
+        }
+      }
       reject(*r, stranger_refusal());
       continue;
     }
     auto parsed = parse_message(r->spans(), floats, /*require_finite=*/false, &uplink_);
+    if (std::holds_alternative<ProtocolError>(parsed) && !floats.empty()) {
+      // `floats` are an UPDATE's vectors: a control message (a late READY) carries none
+      auto bare = parse_message(r->spans(), {}, /*require_finite=*/false, &uplink_);
+      if (auto* m = std::get_if<ParsedMessage>(&bare); m && m->header.type != MessageType::kUpdate)
+        parsed = std::move(bare);
+    }
     if (auto* e = std::get_if<ProtocolError>(&parsed)) {
       reject(*r, e->reason);
       continue;
@@ -108,6 +124,9 @@ void Engine::count_misses(std::span<const uint32_t> asked, std::span<const uint3
 }
 
 void Engine::stop_all(StopOutcome outcome, const std::string& reason) {
+  for (Newcomer& n : newcomers_)  // HELLOs that came after the last round began
+    if (!peers.count(n.msg.peer)) reject(n.msg, "the run is over");
+  newcomers_.clear();
   for (const auto& [id, p] : peers)  // those dropped were told then (again: unreachable then?)
     send(id, lost.count(id)
                  ? encode(StopMsg{StopOutcome::kLeftOut, "the run went on without this process"},
@@ -164,23 +183,88 @@ void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
     if (!peers.count(in->msg.peer)) add_peer(in->msg, h);  // else a repeated HELLO
   }
   deal_clients();
+  welcome_ = {config_toml, num_params, manifest.dataset_hash, {}};
+  for (const auto& c : manifest.clients) welcome_.shards.push_back(c.indices);
   for (const auto& id : order) {
     transport_.assign(id, peers[id].clients);  // [network] emulated: its uplink is shaped now
     warn_of_shared_link(peers[id].clients);
-    WelcomeMsg w{config_toml, peers[id].clients, {}, num_params, manifest.dataset_hash};
-    for (uint32_t c : peers[id].clients) {
-      w.shards.push_back(manifest.clients[c].indices);
-      if (const auto it = state.controls.find(c); it != state.controls.end()) {
-        w.control_clients.push_back(c);
-        w.controls.emplace_back(it->second);
-      }
-      if (const auto it = state.residuals.find(c); it != state.residuals.end()) {
-        w.residual_clients.push_back(c);
-        w.residuals.emplace_back(it->second.e);
-        w.residual_lrs.push_back(it->second.lr);
-      }
+    send(id, encode(welcome_for(peers[id].clients, state), envelope()));
+  }
+}
+
+WelcomeMsg Engine::welcome_for(const std::vector<uint32_t>& clients,
+                               const ClientState& state) const {
+  WelcomeMsg w{welcome_.config_toml, clients, {}, welcome_.num_params, welcome_.dataset_hash};
+  for (uint32_t c : clients) {
+    w.shards.push_back(welcome_.shards.at(c));
+    if (const auto it = state.controls.find(c); it != state.controls.end()) {
+      w.control_clients.push_back(c);
+      w.controls.emplace_back(it->second);
     }
-    send(id, encode(w, envelope()));
+    if (const auto it = state.residuals.find(c); it != state.residuals.end()) {
+      w.residual_clients.push_back(c);
+      w.residuals.emplace_back(it->second.e);
+      w.residual_lrs.push_back(it->second.lr);
+    }
+  }
+  return w;
+}
+
+std::string Engine::replacement_refusal() const {
+  if (s_.regime == Regime::kAsync)
+    return "the async regime has no rounds between which a process could take the place";
+  if (s_.topology != Topology::kParameterServer)
+    return "only the parameter-server topology deals clients to processes; the others keep "
+           "their processes in fixed places (a ring's, a master's workers', a model's parts)";
+  if (downlink_delta() || s_.compression.downlink != "none")
+    return "the clients hold copies of the model for the compressed downlink, which a new "
+           "process lacks";
+  if (s_.compression.error_feedback && s_.compression.uplink != "none")
+    return "its clients' error-feedback residuals went with the lost process";
+  return "";
+}
+
+std::string Engine::free_place_to_take() const {
+  for (const auto& id : order)
+    if (lost.count(id) || !transport_.connected(id)) return id;
+  return "";
+}
+
+void Engine::admit_newcomers(const std::function<ClientState()>& state) {
+  std::vector<Newcomer> arrived = std::move(newcomers_);
+  newcomers_.clear();
+  for (Newcomer& n : arrived) {
+    if (peers.count(n.msg.peer)) continue;  // a repeated HELLO of one already admitted
+    const std::string place = free_place_to_take();
+    const std::string why = replacement_refusal();
+    if (place.empty() || !why.empty()) {
+      reject(n.msg, place.empty() ? stranger_refusal()
+                                  : fmt::format("a process cannot take a lost one's place in "
+                                                "this run: {}",
+                                                why));
+      continue;
+    }
+    if (n.hello.slots > s_.max_slots) {
+      reject(n.msg, fmt::format("this run grants at most {} slot(s) per process (max_slots)",
+                                s_.max_slots));
+      continue;
+    }
+    // the lost process stays a record (its bytes; its late messages are refused as a dropped
+    // one's), and the newcomer takes its index, its clients and their tasks
+    Peer& old = peers.at(place);
+    if (lost.insert(place).second) missed.erase(place);
+    Peer p{n.msg.peer, n.hello.slots, n.hello.pid, old.clients, 0, n.msg.bytes()};
+    p.joined_after_round = int64_t(round);
+    peers[n.msg.peer] = p;
+    *std::find(order.begin(), order.end(), place) = n.msg.peer;
+    for (uint32_t c : p.clients) owner[c] = n.msg.peer;
+    lost.erase(n.msg.peer);
+    log(fmt::format(
+        "a client process (pid {}) took the place of the lost one (pid {}): virtual clients {} "
+        "from round {} on",
+        p.pid, old.pid, fmt::join(p.clients, ", "), round + 1));
+    transport_.assign(n.msg.peer, p.clients);
+    send(n.msg.peer, encode(welcome_for(p.clients, state()), envelope()));
   }
 }
 
@@ -576,7 +660,7 @@ int Engine::process_index(const std::string& identity) const {
 std::string Engine::stranger_refusal() const {
   return fmt::format(
       "this run already has its {} client process(es) (processes = {}), all there when it "
-      "started; a process cannot join a run under way",
+      "started; a process joins a run under way only to take the place of one the run lost",
       order.size(), s_.processes);
 }
 
@@ -606,7 +690,8 @@ std::vector<uint32_t> Engine::all_ranks() const {
 std::vector<HostRecord> Engine::host_records() const {
   std::vector<HostRecord> hosts;
   for (const auto& id : order)
-    hosts.push_back({peers.at(id).slots, peers.at(id).clients, lost.count(id) > 0});
+    hosts.push_back({peers.at(id).slots, peers.at(id).clients, lost.count(id) > 0,
+                     peers.at(id).joined_after_round});
   return hosts;
 }
 

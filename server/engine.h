@@ -40,7 +40,8 @@ struct Peer {
   int64_t pid = 0;  // as its HELLO said (for the log: which process)
   std::vector<uint32_t> clients;
   uint64_t bytes_sent = 0, bytes_received = 0;
-  uint64_t peak_rss_bytes = 0;  // the largest its updates reported
+  uint64_t peak_rss_bytes = 0;                // the largest its updates reported
+  std::optional<int64_t> joined_after_round;  // it took a lost process's place (admit_newcomers)
 };
 
 // An asked client's reply holds NaN or Inf: the training diverged (or the client is faulty), and
@@ -149,6 +150,16 @@ class Engine {
   // each that answered for all its asked clients starts over, and one that reaches `limit`
   // misses is lost (logged). A miss need not be a death (a lost message, a slow round).
   void count_misses(std::span<const uint32_t> asked, std::span<const uint32_t> absent, int limit);
+  // A process started during the run (`fedpar client`, as at the start) takes the place of one
+  // the run lost: dropped for missed rounds, or whose connection is closed. receive() keeps its
+  // HELLO; between rounds this answers it with the lost process's WELCOME (its clients, their
+  // shards, and from `state` what the server holds for them: SCAFFOLD's c_i), and from the next
+  // round its clients' tasks go to the newcomer. Without a place to take, or where the run's
+  // clients hold state the server cannot give (replacement_refusal), the newcomer gets an ERROR
+  // saying why.
+  void admit_newcomers(const std::function<ClientState()>& state);
+  // Why no process can take a lost one's place in this run ("" where one can).
+  std::string replacement_refusal() const;
   // Tells every process the run is over, and how it ended (a client run by hand says so).
   void stop_all(StopOutcome outcome = StopOutcome::kCompleted, const std::string& reason = "");
 
@@ -213,6 +224,16 @@ class Engine {
   // Emulated links are per process: says so when `clients`, one process's, have other profiles.
   void warn_of_shared_link(const std::vector<uint32_t>& clients) const;
   void deal_clients();
+  // The lost process whose place a newcomer may take (HELLO order), or "" when none is.
+  std::string free_place_to_take() const;
+  // What WELCOME told each process at the start, for a newcomer taking a place.
+  struct Welcome {
+    std::string config_toml;
+    size_t num_params = 0;
+    std::string dataset_hash;
+    std::vector<std::vector<uint32_t>> shards;  // of every virtual client
+  };
+  WelcomeMsg welcome_for(const std::vector<uint32_t>& clients, const ClientState& state) const;
   // The samples behind client c's answer to a task of this kind and batch (the manifest's count).
   uint64_t expected_samples(uint32_t c, TaskKind kind, int64_t batch) const;
 
@@ -225,6 +246,12 @@ class Engine {
   CodecSet uplink_;                    // what UPDATEs may be encoded with
   Downlink downlink_;                  // how TASKs carry the model
   std::vector<uint64_t> shard_sizes_;  // n_k of every virtual client, from the manifest
+  Welcome welcome_;
+  struct Newcomer {
+    Received msg;
+    HelloMsg hello;
+  };
+  std::vector<Newcomer> newcomers_;  // HELLOs heard during the rounds, for admit_newcomers
   LogThrottle rejections_{kLoggedRejections, kRejectionLogSeconds};  // peers' dropped messages
 };
 

@@ -155,6 +155,13 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
         "- started from the parameters in `{}` (`model.init_from`, hash {}), not from a random "
         "init: its rounds, learning-rate schedule and optimizer state begin anew\n",
         s.model.init_from, *summary.init_hash);
+  for (const HostRecord& h : summary.hosts)
+    if (h.joined_after_round)
+      md << fmt::format(
+          "- a client process started during the run took the place of a lost one after round "
+          "{}: virtual client(s) {} had no updates in the rounds between (each round's "
+          "`missing`), and theirs again after\n",
+          *h.joined_after_round, fmt::join(h.clients, ", "));
   std::vector<uint32_t> lost;  // the clients of the processes dropped during the run
   for (const HostRecord& h : summary.hosts)
     if (h.lost) lost.insert(lost.end(), h.clients.begin(), h.clients.end());

@@ -51,6 +51,7 @@ void run_rounds(Engine& engine, RunContext& run, Plan& plan, int first) {
   plan.begin(engine);
   for (int r = first; r < run.s.rounds; ++r) {
     engine.round = uint64_t(r);
+    engine.admit_newcomers([&] { return plan.client_state(); });
     const auto bytes_before = engine.bytes_snapshot();
     RoundRecord rec{.round = r + 1, .topology = plan.topology()};
     std::string summary;

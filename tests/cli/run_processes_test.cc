@@ -999,7 +999,8 @@ TEST(DistributedFaults, AProcessThatComesLateIsTurnedAwayWithTheReason) {
   EXPECT_EQ(testing::wait_exit(late, 30).value_or(-99), 2);
   const std::string why =
       "this run already has its 1 client process(es) (processes = 1), all "
-      "there when it started; a process cannot join a run under way";
+      "there when it started; a process joins a run under way only to take the place of one the "
+      "run lost";
   EXPECT_NE(testing::slurp(tmp / "late.cerr").find("the server refused us: " + why),
             std::string::npos)
       << testing::slurp(tmp / "late.cerr");
@@ -1007,6 +1008,76 @@ TEST(DistributedFaults, AProcessThatComesLateIsTurnedAwayWithTheReason) {
   EXPECT_EQ(testing::wait_exit(run.clients[0], 30).value_or(-99), 0);
   EXPECT_NE(testing::slurp(tmp / "late.err").find("dropped a message from a peer: " + why),
             std::string::npos);
+}
+
+// A client process started during the run takes the place of one that died: the dead one's
+// clients, their shards and their tasks from the next round, so the rounds after it have every
+// update again; summary.json says after which round it joined. Where the clients hold state the
+// server cannot give a newcomer (error-feedback residuals), it is refused with the reason.
+TEST(DistributedFaults, AProcessStartedDuringTheRunTakesADeadOnesPlace) {
+  TempDir tmp;
+  const std::vector<std::string> sets = {
+      "partition.clients=4", "wait_seconds=5", "regime=model", "rounds=16",
+      R"(stragglers.delay_seconds=["0:0.2", "1:0.2", "2:0.2", "3:0.2"])"};
+  const auto run = testing::start_run(
+      tmp, "swap",
+      testing::server_args(tmp, "swap", "swap", "ipc://" + (tmp / "swap.sock").string(), 2, sets),
+      2);
+  testing::wait_for_round(tmp, "swap", 3);
+  kill(run.clients[1], SIGKILL);
+  waitpid(run.clients[1], nullptr, 0);
+  const pid_t newcomer = testing::spawn_fedpar({"client", "--wait", "30", "--server", run.endpoint},
+                                               tmp / "new.cout", tmp / "new.cerr");
+  ASSERT_EQ(testing::wait_exit(run.server, 90).value_or(-99), 0)
+      << testing::slurp(tmp / "swap.err");
+  EXPECT_EQ(testing::wait_exit(newcomer, 30).value_or(-99), 0) << testing::slurp(tmp / "new.cerr");
+  EXPECT_EQ(testing::wait_exit(run.clients[0], 30).value_or(-99), 0);
+  const std::string log = testing::slurp(tmp / "swap.err");
+  EXPECT_NE(log.find("took the place of the lost one"), std::string::npos) << log;
+  const auto summary = nlohmann::json::parse(testing::slurp(tmp / "res" / "swap" / "summary.json"));
+  ASSERT_EQ(summary["hosts"].size(), 2u);
+  // the newcomer holds the dead process's place in HELLO order, whichever that was
+  const bool second = summary["hosts"][1].contains("joined_after_round");
+  const auto& took = summary["hosts"][second ? 1 : 0];
+  ASSERT_TRUE(took.contains("joined_after_round")) << summary.dump();
+  EXPECT_FALSE(summary["hosts"][second ? 0 : 1].contains("joined_after_round"));
+  const int joined = took["joined_after_round"].get<int>();
+  for (const auto& h : summary["hosts"]) EXPECT_FALSE(h["lost"].get<bool>());
+  EXPECT_GE(joined, 3);
+  EXPECT_LT(joined, 13) << "joined too late to show its rounds";
+  const auto rounds = testing::jsonl(tmp / "res" / "swap" / "metrics.jsonl");
+  ASSERT_EQ(rounds.size(), 16u);
+  int short_of_updates = 0;
+  for (const auto& rec : rounds) short_of_updates += rec["received"].get<int>() < 4;
+  EXPECT_GE(short_of_updates, 1);                              // the dead process's rounds
+  for (size_t r = size_t(joined) + 2; r < rounds.size(); ++r)  // its data loaded by then
+    EXPECT_EQ(rounds[r]["received"].get<int>(), 4) << rounds[r].dump();
+  EXPECT_NE(log.find("is ready after the rounds began"), std::string::npos) << log;
+  EXPECT_EQ(log.find("READY carries 0 vectors"), std::string::npos) << log;
+  EXPECT_NE(testing::slurp(tmp / "res" / "swap" / "README.md")
+                .find(fmt::format("took the place of a lost one after round {}", joined)),
+            std::string::npos);
+
+  const auto kept = testing::start_run(
+      tmp, "ef",
+      testing::server_args(tmp, "ef", "ef", "ipc://" + (tmp / "ef.sock").string(), 2,
+                           {"partition.clients=4", "wait_seconds=5", "regime=model", "rounds=30",
+                            "compression.uplink=topk", "compression.error_feedback=true",
+                            "stragglers.delay_seconds=0:0.1"}),
+      2);
+  testing::wait_for_round(tmp, "ef", 2);
+  kill(kept.clients[1], SIGKILL);
+  waitpid(kept.clients[1], nullptr, 0);
+  const pid_t refused = testing::spawn_fedpar({"client", "--wait", "30", "--server", kept.endpoint},
+                                              tmp / "ef-new.cout", tmp / "ef-new.cerr");
+  EXPECT_EQ(testing::wait_exit(refused, 30).value_or(-99), 2);
+  EXPECT_NE(testing::slurp(tmp / "ef-new.cerr")
+                .find("a process cannot take a lost one's place in this run: its clients' "
+                      "error-feedback residuals went with the lost process"),
+            std::string::npos)
+      << testing::slurp(tmp / "ef-new.cerr");
+  EXPECT_EQ(testing::wait_exit(kept.server, 90).value_or(-99), 0);
+  EXPECT_EQ(testing::wait_exit(kept.clients[0], 30).value_or(-99), 0);
 }
 
 // Resident memory of a running process, in MiB.
