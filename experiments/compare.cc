@@ -209,12 +209,20 @@ struct DifferingSettings {
     return out;
   }
   std::string full(size_t i) const { return unread[i].empty() ? text(rows[i]) : unread[i]; }
+  // Where run i departs from `common`: its own values, and the common keys it does not read (a
+  // shown key is in the row of every run that reads it).
   std::string departures(size_t i) const {
     if (!unread[i].empty()) return unread[i];
     std::map<std::string, std::string> own;
     for (const auto& [k, v] : rows[i])
       if (!common.count(k) || common.at(k) != v) own[k] = v;
-    return text(own);
+    std::vector<std::string> not_read;
+    for (const auto& [k, v] : common)
+      if (!rows[i].count(k)) not_read.push_back(k);
+    std::string out = text(own);
+    if (!not_read.empty())
+      out += fmt::format("{}not read: {}", out.empty() ? "" : " ", fmt::join(not_read, ", "));
+    return out;
   }
   bool any() const {
     return std::any_of(rows.begin(), rows.end(), [](const auto& r) { return !r.empty(); }) ||

@@ -155,6 +155,17 @@ TEST(Compare, RoundsOfTheGradientAndModelRegimesAreSaidNotToBeAlike) {
   EXPECT_EQ(r.out.find(note), std::string::npos) << r.out;
   r = compare(tmp, {"slow", "fast"}, " --out " + (tmp / "same").string());
   EXPECT_EQ(r.out.find(note), std::string::npos) << r.out;
+  // most runs have local.steps = 1; the gradient run, which reads no local.steps, is not "as
+  // most" there: its row says it does not read it
+  one_run(tmp, "two", " --set local.steps=2");
+  r = compare(tmp, {"slow", "fast", "two", "steps"}, " --out " + (tmp / "most").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("have `local.steps=1"), std::string::npos) << r.out;
+  const size_t row = r.out.find("| steps | `");
+  ASSERT_NE(row, std::string::npos) << r.out;
+  EXPECT_NE(r.out.substr(row, r.out.find('\n', row) - row).find("not read: local.steps`"),
+            std::string::npos)
+      << r.out;
 }
 
 // A setting a run never read does not tell it apart: an iid partition's alpha and the profile of
