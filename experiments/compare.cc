@@ -140,9 +140,22 @@ void check_run_folder(const std::filesystem::path& dir) {
                     dir.string()));
 }
 
+// A suite's runs in the order its suite.json lists them (its report's), from the folder holding
+// runs/; empty when there is none.
+std::vector<std::string> suite_order(const std::filesystem::path& suite_dir) {
+  std::ifstream in(suite_dir / "suite.json");
+  const auto j = nlohmann::json::parse(in, nullptr, false);
+  std::vector<std::string> labels;
+  if (j.is_object() && j.contains("runs") && j["runs"].is_array())
+    for (const auto& r : j["runs"])
+      if (r.is_object() && r.contains("label") && r["label"].is_string())
+        labels.push_back(r["label"]);
+  return labels;
+}
+
 // A folder of runs (a suite's runs/, or the suite's folder that holds it) stands for its finished
-// runs, in name order (a `fedpar train` folder among them the baseline); any other folder for
-// itself.
+// runs, a suite's in its own order and any other in name order (a `fedpar train` folder among
+// them the baseline); any other folder for itself.
 std::vector<std::filesystem::path> runs_in(const std::filesystem::path& dir) {
   if (std::filesystem::exists(dir / "metrics.jsonl")) return {dir};
   const auto folder = std::filesystem::is_directory(dir / "runs") ? dir / "runs" : dir;
@@ -156,6 +169,12 @@ std::vector<std::filesystem::path> runs_in(const std::filesystem::path& dir) {
       runs.push_back(e.path());  // a `fedpar train` folder among them is their baseline
   }
   std::sort(runs.begin(), runs.end());
+  const auto order = suite_order(folder.parent_path());  // runs the suite lists first, as listed
+  const auto rank = [&](const std::filesystem::path& p) {
+    return size_t(std::find(order.begin(), order.end(), p.filename().string()) - order.begin());
+  };
+  std::stable_sort(runs.begin(), runs.end(),
+                   [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
   return runs.empty() ? std::vector{dir} : runs;  // none: check_run_folder says why
 }
 

@@ -506,9 +506,10 @@ TEST(Suite, SmokeAndSetWinOverARunsOwnValueAndTheReportSaysWhatRan) {
 // smoke sizes says it runs at full size.
 TEST(Suite, ATopLevelEvalEveryIsTheSuitesAndASmokeWithoutSizesSaysSo) {
   TempDir tmp;
-  std::ofstream(tmp / "s.toml") << "regime = 'gradient'\nrounds = 4\neval_every = 2\n"
-                                   "[data]\nname = 'synthetic'\niid = true\n[sgd]\nbatch = 8\n"
-                                   "[suite]\nruns = ['a | optimizer.lr=0.2']\n";
+  std::ofstream(tmp / "s.toml")
+      << "regime = 'gradient'\nrounds = 4\neval_every = 2\n"
+         "[data]\nname = 'synthetic'\niid = true\n[sgd]\nbatch = 8\n"
+         "[suite]\nruns = ['b | optimizer.lr=0.3', 'a | optimizer.lr=0.2']\n";
   const auto r = testing::run_fedpar(
       "suite " + (tmp / "s.toml").string() + " --smoke --out " + (tmp / "out").string(),
       tmp.path());
@@ -525,6 +526,11 @@ TEST(Suite, ATopLevelEvalEveryIsTheSuitesAndASmokeWithoutSizesSaysSo) {
   EXPECT_NE(readme.find("runs/a/config.resolved.toml --set results_dir=results   #"),
             std::string::npos)
       << readme;
+  // compare lists a suite's runs in the suite's order, not by name
+  const auto cmp = testing::run_fedpar(
+      "compare " + (tmp / "out").string() + " --out " + (tmp / "cmp").string(), tmp.path());
+  ASSERT_EQ(cmp.code, 0) << cmp.err;
+  EXPECT_LT(cmp.out.find("| b |"), cmp.out.find("| a |")) << cmp.out;
   const auto both =
       testing::run_fedpar("suite " + (tmp / "s.toml").string() +
                               " --set suite.eval_every=4 --out " + (tmp / "out2").string(),
