@@ -91,6 +91,7 @@ struct Reference {
   std::string label;
   std::filesystem::path dir;
   std::vector<double> y;  // per epoch, in the metric's unit (accuracy in %)
+  double train_samples = 0;  // an epoch's samples (its summary's train_samples; 0: not said)
 };
 
 Reference read_reference(const std::filesystem::path& dir, const std::string& metric) {
@@ -109,6 +110,8 @@ Reference read_reference(const std::filesystem::path& dir, const std::string& me
     }
   if (r.y.empty())
     throw Error(fmt::format("{}/summary.json lists no evaluated epoch", dir.string()));
+  if (j.contains("train_samples") && j["train_samples"].is_number())
+    r.train_samples = j["train_samples"].get<double>();
   return r;
 }
 
@@ -430,18 +433,24 @@ int run_compare(const CompareOptions& o, const std::string& command) {
       row["target_round"] = hit ? nlohmann::json(r.round[*hit]) : nlohmann::json(nullptr);
     rows.push_back(std::move(row));
   }
-  for (const Reference& r : references) {  // no rounds, bytes or simulated time: a line
+  // no rounds, bytes or simulated time: a line; by samples, its epochs' curve
+  const auto samples_after = [&](const Reference& r, size_t epoch) {
+    return o.x == "samples" && r.train_samples > 0
+               ? fmt::format(" {} |", num(double(epoch + 1) * r.train_samples))
+               : std::string(" - |");
+  };
+  for (const Reference& r : references) {
     const size_t b = best_index(r.y, higher_is_better);
     table << fmt::format(
                  "| {} (centralized, `fedpar train`) |{}{} {} epoch(s) | {} | {} (epoch "
                  "{}) |",
                  r.label, any_differ ? " - |" : "", emds_differ ? " - |" : "", r.y.size(),
                  value(r.y.back()), value(r.y[b]), b + 1)
-          << (by_round ? "" : " - |");
+          << (by_round ? "" : samples_after(r, r.y.size() - 1));
     if (o.target > 0) {  // the first epoch at the target
       const auto hit = first_at(r.y, o.target, higher_is_better);
       table << (hit ? fmt::format(" epoch {} |", *hit + 1) : std::string(" not reached |"))
-            << (by_round ? "" : " - |");
+            << (by_round ? "" : hit ? samples_after(r, *hit) : std::string(" - |"));
     }
     table << "\n";
     rows.push_back({{"run", r.label},
@@ -459,9 +468,16 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   for (const auto& r : runs) plot.series.push_back({r.label, r.x, r.y, {}, {}});
   double x_lo = runs[0].x.front(), x_hi = runs[0].x.back();
   for (const auto& r : runs) x_lo = std::min(x_lo, r.x.front()), x_hi = std::max(x_hi, r.x.back());
-  for (const auto& r : references)
+  for (const auto& r : references) {
+    if (o.x == "samples" && r.train_samples > 0) {  // its epochs' samples: a curve of its own
+      std::vector<double> xs;
+      for (size_t k = 0; k < r.y.size(); ++k) xs.push_back(double(k + 1) * r.train_samples);
+      plot.series.push_back({r.label + " (centralized, by epoch)", xs, r.y, {}, {}});
+      continue;
+    }
     plot.series.push_back(
         {r.label + " (centralized, final)", {x_lo, x_hi}, {r.y.back(), r.y.back()}, {}, {}});
+  }
   const std::string svg = fmt::format("{}-vs-{}.svg", o.metric, o.x);
   std::string why;
   const bool drawn = draw_line_plot(out.path() / svg, plot, &why);
@@ -477,8 +493,12 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   report << ".\n\n"
          << (references.empty()
                  ? ""
-                 : "A `fedpar train` folder is the centralized baseline: trained by epochs, not "
-                   "rounds, and sending nothing, it is drawn as a line at its final value.\n\n")
+                 : o.x == "samples"
+                     ? "A `fedpar train` folder is the centralized baseline, drawn by the samples "
+                       "of its epochs (each epoch its training set's).\n\n"
+                     : "A `fedpar train` folder is the centralized baseline: trained by epochs, "
+                       "not rounds, and sending nothing, it is drawn as a line at its final "
+                       "value.\n\n")
          << (by_round ? "" : fmt::format("The x axis, {}: {}.\n\n", x.unit, x.name))
          << (emds_differ ? "Median EMD: over each run's clients, the L1 distance of a client's "
                            "label distribution to the whole's (0: IID; 2: disjoint labels; "

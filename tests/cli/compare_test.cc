@@ -249,6 +249,19 @@ TEST(Compare, ATrainFolderIsTheCentralizedBaseline) {
   EXPECT_NE(gp.find("central (centralized, final)"), std::string::npos) << gp;
   EXPECT_NE(testing::slurp(tmp / "cmp/report.md").find("is the centralized baseline"),
             std::string::npos);
+  // by samples it is a curve of its epochs, each its training set's samples
+  r = compare(tmp, {"slow", "central"}, " --x samples --out " + (tmp / "by-samples").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const double n = summary["train_samples"].get<double>();
+  const size_t central = r.out.find("| central (centralized");
+  ASSERT_NE(central, std::string::npos) << r.out;
+  EXPECT_NE(r.out.substr(central, r.out.find('\n', central) - central)
+                .find(fmt::format(" {:.4g} |", 3 * n)),
+            std::string::npos)
+      << r.out;
+  std::ifstream dat(tmp / "by-samples/accuracy-vs-samples.svg.dat");
+  std::string all((std::istreambuf_iterator<char>(dat)), {});
+  EXPECT_NE(all.find(fmt::format("{}", 2 * n)), std::string::npos) << all;
 
   // in a folder of runs it is their baseline too, not left out
   r = testing::run_fedpar("compare " + (tmp / "res").string() + " --out " + (tmp / "all").string(),
