@@ -24,13 +24,23 @@ std::optional<Incoming> Engine::receive(Clock::time_point deadline,
     if (it != peers.end()) {
       it->second.bytes_received += r->bytes();
     } else if (int(order.size()) >= s_.processes) {  // every process is in: a latecomer
-      // a HELLO may take a lost process's place, between rounds (admit_newcomers); a few are
-      // kept, a flood is not
+      // a HELLO may take a lost process's place, between rounds (admit_newcomers): one per peer,
+      // and a few peers, are kept; a flood is not
       auto parsed = parse_message(r->spans(), {}, /*require_finite=*/false, &uplink_);
-      if (auto* m = std::get_if<ParsedMessage>(&parsed);
-          m && m->header.type == MessageType::kHello && int(newcomers_.size()) < s_.processes) {
-        if (auto hello = decode_hello(*m); std::holds_alternative<HelloMsg>(hello)) {
-          newcomers_.push_back({std::move(*r), std::get<HelloMsg>(hello)});
+      auto* m = std::get_if<ParsedMessage>(&parsed);
+      if (m && m->header.type == MessageType::kHello && replacement_refusal_.empty()) {
+        auto hello = decode_hello(*m);
+        auto* h = std::get_if<HelloMsg>(&hello);
+        const auto same = std::find_if(newcomers_.begin(), newcomers_.end(),
+                                       [&](const Newcomer& n) { return n.msg.peer == r->peer; });
+        if (h && h->slots > s_.max_slots) {
+          reject(*r, fmt::format("this run grants at most {} slot(s) per process (max_slots)",
+                                 s_.max_slots));
+          continue;
+        }
+        if (h && (same != newcomers_.end() || int(newcomers_.size()) < s_.processes)) {
+          if (same != newcomers_.end()) newcomers_.erase(same);
+          newcomers_.push_back({std::move(*r), *h, Clock::now()});
           continue;
         }
       }
@@ -210,62 +220,74 @@ WelcomeMsg Engine::welcome_for(const std::vector<uint32_t>& clients,
   return w;
 }
 
-std::string Engine::replacement_refusal() const {
-  if (s_.regime == Regime::kAsync)
-    return "the async regime has no rounds between which a process could take the place";
-  if (s_.topology != Topology::kParameterServer)
-    return "only the parameter-server topology deals clients to processes; the others keep "
-           "their processes in fixed places (a ring's, a master's workers', a model's parts)";
-  if (downlink_delta() || s_.compression.downlink != "none")
-    return "the clients hold copies of the model for the compressed downlink, which a new "
-           "process lacks";
-  if (s_.compression.error_feedback && s_.compression.uplink != "none")
-    return "its clients' error-feedback residuals went with the lost process";
+std::string Engine::free_place_to_take() {
+  for (const auto& id : order)  // a closed connection a PING cannot get through is a lost process
+    if (lost.count(id) || (!transport_.connected(id) && !ping(id))) return id;
   return "";
 }
 
-std::string Engine::free_place_to_take() const {
-  for (const auto& id : order)
-    if (lost.count(id) || !transport_.connected(id)) return id;
-  return "";
+bool Engine::all_lost() const {
+  return std::all_of(order.begin(), order.end(), [&](const auto& id) { return lost.count(id); });
 }
 
 void Engine::admit_newcomers(const std::function<ClientState()>& state) {
   std::vector<Newcomer> arrived = std::move(newcomers_);
   newcomers_.clear();
+  // a process that missed the last round may be dying (a host gone without closing its
+  // connections is dropped only after its misses): a newcomer waits for its place that long
+  const double patience = double(s_.drop_after_missed_rounds + 1) * s_.wait_seconds;
   for (Newcomer& n : arrived) {
     if (peers.count(n.msg.peer)) continue;  // a repeated HELLO of one already admitted
     const std::string place = free_place_to_take();
-    const std::string why = replacement_refusal();
-    if (place.empty() || !why.empty()) {
-      reject(n.msg, place.empty() ? stranger_refusal()
-                                  : fmt::format("a process cannot take a lost one's place in "
-                                                "this run: {}",
-                                                why));
+    if (place.empty()) {
+      if (!missed.empty() && seconds_since(n.heard) < patience)
+        newcomers_.push_back(std::move(n));
+      else
+        reject(n.msg, stranger_refusal());
       continue;
     }
-    if (n.hello.slots > s_.max_slots) {
-      reject(n.msg, fmt::format("this run grants at most {} slot(s) per process (max_slots)",
-                                s_.max_slots));
-      continue;
-    }
-    // the lost process stays a record (its bytes; its late messages are refused as a dropped
-    // one's), and the newcomer takes its index, its clients and their tasks
-    Peer& old = peers.at(place);
-    if (lost.insert(place).second) missed.erase(place);
+    // the lost process keeps its bytes in the totals; its late messages are refused as a
+    // dropped one's, and the newcomer takes its index, its clients and their tasks
+    drop(place, "was replaced by a process started during the run");
+    const Peer& old = peers.at(place);
     Peer p{n.msg.peer, n.hello.slots, n.hello.pid, old.clients, 0, n.msg.bytes()};
     p.joined_after_round = int64_t(round);
+    log(fmt::format(
+        "a client process (pid {}) takes the place of the lost one (pid {}): virtual clients {} "
+        "from round {} on",
+        p.pid, old.pid, fmt::join(p.clients, ", "), round + 1));
     peers[n.msg.peer] = p;
     *std::find(order.begin(), order.end(), place) = n.msg.peer;
     for (uint32_t c : p.clients) owner[c] = n.msg.peer;
-    lost.erase(n.msg.peer);
-    log(fmt::format(
-        "a client process (pid {}) took the place of the lost one (pid {}): virtual clients {} "
-        "from round {} on",
-        p.pid, old.pid, fmt::join(p.clients, ", "), round + 1));
     transport_.assign(n.msg.peer, p.clients);
     send(n.msg.peer, encode(welcome_for(p.clients, state()), envelope()));
+    await_newcomer(n.msg.peer);
   }
+}
+
+// Its data load is no round's: the round waits until it is ready (or wait_seconds), so its first
+// task's deadline, and its misses, start from there.
+void Engine::await_newcomer(const std::string& id) {
+  const auto t0 = Clock::now();
+  const auto deadline = deadline_after(s_.wait_seconds);
+  while (auto in = receive(deadline)) {
+    if (in->msg.peer != id) continue;  // late answers of rounds the server has ended
+    if (in->parsed.header.type == MessageType::kReady) {
+      log(fmt::format("the new process is ready, its data loaded, after {:.2f} s",
+                      seconds_since(t0)));
+      return;
+    }
+    if (in->parsed.header.type == MessageType::kError) {
+      const auto e = decode_error(in->parsed);
+      drop(id, "could not start: " + (e.index() == 0 ? std::get<ErrorMsg>(e).reason
+                                                     : std::string("(no reason given)")));
+      return;
+    }
+  }
+  log(
+      fmt::format("the new process is not ready after {} s (wait_seconds); the rounds go on, "
+                  "and it misses them until it is",
+                  s_.wait_seconds));
 }
 
 void Engine::await_ready() {
@@ -660,8 +682,9 @@ int Engine::process_index(const std::string& identity) const {
 std::string Engine::stranger_refusal() const {
   return fmt::format(
       "this run already has its {} client process(es) (processes = {}), all there when it "
-      "started; a process joins a run under way only to take the place of one the run lost",
-      order.size(), s_.processes);
+      "started; a process joins a run under way only to take the place of one the run lost{}",
+      order.size(), s_.processes,
+      replacement_refusal_.empty() ? "" : ", which this run cannot do: " + replacement_refusal_);
 }
 
 bool Engine::hosts(const std::string& identity, uint32_t client) const {

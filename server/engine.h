@@ -155,11 +155,15 @@ class Engine {
   // HELLO; between rounds this answers it with the lost process's WELCOME (its clients, their
   // shards, and from `state` what the server holds for them: SCAFFOLD's c_i), and from the next
   // round its clients' tasks go to the newcomer. Without a place to take, or where the run's
-  // clients hold state the server cannot give (replacement_refusal), the newcomer gets an ERROR
-  // saying why.
+  // clients hold state the server cannot give (refuse_replacements), the newcomer gets an ERROR
+  // saying why. One that comes while a process is missing rounds (it may be dying without
+  // closing its connection) waits for that place up to (drop_after_missed_rounds + 1) x
+  // wait_seconds; the round after its WELCOME waits for its READY.
   void admit_newcomers(const std::function<ClientState()>& state);
-  // Why no process can take a lost one's place in this run ("" where one can).
-  std::string replacement_refusal() const;
+  // Why no process can take a lost one's place in this run (the plan's; "" where one can).
+  void refuse_replacements(std::string why) { replacement_refusal_ = std::move(why); }
+  // Every process in the run has been dropped.
+  bool all_lost() const;
   // Tells every process the run is over, and how it ended (a client run by hand says so).
   void stop_all(StopOutcome outcome = StopOutcome::kCompleted, const std::string& reason = "");
 
@@ -194,8 +198,9 @@ class Engine {
   std::pair<uint64_t, uint64_t> bytes_carried{0, 0};  // a resumed run's totals at its checkpoint
 
  private:
-  // Why a process that was not among the run's at its start is turned away (a late client):
-  // receive() says so before parsing, so no later step meets a stranger.
+  // Why a process that was not among the run's at its start is turned away (a late client with
+  // no place to take): receive() keeps only a stranger's HELLO, so no later step meets its other
+  // messages.
   std::string stranger_refusal() const;
   // Why a parsed reply cannot be kept ("" when it can); fills r.key and r.process.
   std::string check(const CollectSpec& spec, const Collected& so_far, Reply& r) const;
@@ -225,7 +230,8 @@ class Engine {
   void warn_of_shared_link(const std::vector<uint32_t>& clients) const;
   void deal_clients();
   // The lost process whose place a newcomer may take (HELLO order), or "" when none is.
-  std::string free_place_to_take() const;
+  std::string free_place_to_take();
+  void await_newcomer(const std::string& id);
   // What WELCOME told each process at the start, for a newcomer taking a place.
   struct Welcome {
     std::string config_toml;
@@ -250,7 +256,9 @@ class Engine {
   struct Newcomer {
     Received msg;
     HelloMsg hello;
+    Clock::time_point heard;
   };
+  std::string replacement_refusal_;
   std::vector<Newcomer> newcomers_;  // HELLOs heard during the rounds, for admit_newcomers
   LogThrottle rejections_{kLoggedRejections, kRejectionLogSeconds};  // peers' dropped messages
 };

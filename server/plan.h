@@ -37,6 +37,11 @@ class Plan {
   // what it must fetch from the clients first (pull_state: error-feedback residuals); its state
   // beyond run.params into a checkpoint and back; and, resuming, the per-client state that goes
   // to the client processes in their WELCOME (SCAFFOLD's c_i, residuals).
+  // Why a process started during the run cannot take a lost one's place ("" where it can:
+  // Engine::admit_newcomers).
+  virtual std::string replacement_refusal() const {
+    return std::string("the ") + topology() + " topology keeps its processes in fixed places";
+  }
   virtual std::string checkpoint_refusal() const {
     return std::string("the ") + topology() + " topology keeps state in its workers";
   }

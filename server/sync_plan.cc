@@ -59,6 +59,15 @@ class SyncPlan final : public Plan {
     return per_peer_;
   }
 
+  std::string replacement_refusal() const override {
+    const CompressionSpec& c = s_.compression;
+    if (c.downlink_delta) return "a delta downlink keeps the clients' copies of the model";
+    if (c.uplink == "powersgd") return "powersgd keeps each client's warm-started factors in it";
+    if (c.error_feedback && c.uplink != "none")
+      return "its clients' error-feedback residuals went with the lost process";
+    return "";
+  }
+
   std::string checkpoint_refusal() const override {
     const CompressionSpec& c = s_.compression;
     if (c.uplink == "powersgd") return "powersgd keeps each client's warm-started factors in it";
@@ -145,7 +154,7 @@ class SyncPlan final : public Plan {
     if (participants.empty()) return idle_round(rec, engine.round, "no client available");
     if (std::ranges::all_of(participants,
                             [&](uint32_t c) { return engine.lost.count(engine.owner[c]) > 0; })) {
-      if (engine.lost.size() == engine.order.size())
+      if (engine.all_lost())
         throw RunFailed(
             "every client process has been dropped from the run: none is left to train");
       engine.log(
@@ -361,7 +370,7 @@ class SyncPlan final : public Plan {
       engine.log(what + (c.got.empty() ? "; the model stays" : "; continuing with the rest"));
     }
     engine.count_misses(asked, absent, limit);
-    if (engine.lost.size() == engine.order.size())
+    if (engine.all_lost())
       throw RunFailed(fmt::format(
           "round {}: every client process has been dropped from the run "
           "(drop_after_missed_rounds = {}): none is left to train. If they were alive but their "
