@@ -44,7 +44,7 @@ TrainTest load_server_data(const RunSpec& s, std::string& train_hash) {
 
 }  // namespace
 
-RunContext::RunContext(const Config& c, const RunSpec& setup)
+RunContext::RunContext(const Config& c, const RunSpec& setup, bool resuming)
     : cfg(c),
       s(setup),
       backend(make_backend("cpu", s.threads)),
@@ -53,9 +53,12 @@ RunContext::RunContext(const Config& c, const RunSpec& setup)
       model(*backend, s.model, data.train.shape, data.train.num_classes),
       out(s.results_dir, s.name),
       metrics(out.path() / "metrics.jsonl") {
-  init_model(model, s.model, s.seed);
+  if (resuming)
+    model.init(s.seed);  // the checkpoint's parameters replace these
+  else
+    init_model(model, s.model, s.seed);
   params = model.params_host();
-  if (!s.model.init_from.empty())
+  if (!s.model.init_from.empty() && !resuming)
     init_hash_ = hash_hex(hash_bytes(params.data(), params.size() * sizeof(float)));
   out.write_text("config.resolved.toml", cfg.to_toml());
   write_manifest(out.path() / "manifest.json", manifest);
@@ -160,10 +163,13 @@ void check_rounds_change(const RunSpec& before, const RunSpec& now, int done,
       throw Error(fmt::format(
           "{}: rounds = {} there, {} here would change the learning rate of round {}, which "
           "has run ({:.6g} there, {:.6g} here: optimizer.schedule = \"{}\" depends on the "
-          "rounds), so the resumed run would not be a run of {} rounds; start a new run from "
-          "its model instead (--set model.init_from={})",
+          "rounds), so the resumed run would not be a run of {} rounds{}",
           file.string(), before.rounds, now.rounds, r + 1, before.optimizer.lr.at(r),
-          now.optimizer.lr.at(r), now.optimizer.lr.kind, now.rounds, file.parent_path().string()));
+          now.optimizer.lr.at(r), now.optimizer.lr.kind, now.rounds,
+          std::filesystem::exists(file.parent_path() / "model.safetensors")
+              ? fmt::format("; start a new run from its model instead (--set model.init_from={})",
+                            file.parent_path().string())
+              : ""));
 }
 
 }  // namespace
@@ -179,6 +185,7 @@ void RunContext::checkpoint(int r, const Plan& plan, const Engine& engine) {
   c.meta["bytes_sent_total"] = sent;
   c.meta["bytes_received_total"] = received;
   c.meta["last_eval"] = last_eval_ ? to_json(*last_eval_) : nlohmann::ordered_json();
+  if (init_hash_) c.meta["init_hash"] = *init_hash_;  // a resumed run need not read the file
   nlohmann::json dropped = nlohmann::json::array();
   for (const auto& id : engine.order)
     if (engine.lost.count(id)) dropped.push_back(engine.peers.at(id).clients);
@@ -230,12 +237,24 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
   };
   Config before = make_run_config();
   before.merge_toml(meta("config").get<std::string>(), file.string());
-  const RunSpec earlier = resolve_run_spec(before);
+  const RunSpec earlier = [&] {
+    try {
+      return resolve_run_spec(before);
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: its config: {}", file.string(), e.what()));
+    }
+  }();
   // A finished run (summary.json is written when a run ends) goes on only with more rounds.
   if (std::filesystem::exists(dir / "summary.json")) {
-    if (const auto d = read_run_summary(dir).diverged_at_round)
+    const RunSummary done = read_run_summary(dir);
+    if (done.diverged_at_round)
       throw Error(fmt::format("{} holds a run that diverged at round {}: nothing is left to resume",
-                              dir.string(), *d));
+                              dir.string(), *done.diverged_at_round));
+    if (done.stopped_at_accuracy)
+      throw Error(fmt::format(
+          "{} holds a run that stopped at stop_at_accuracy after round {}: more rounds would "
+          "stop there again",
+          dir.string(), done.rounds_run));
     if (s.rounds <= earlier.rounds)
       throw Error(fmt::format(
           "{} holds a run that finished (its summary.json says how): nothing is left to "
@@ -285,6 +304,7 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
   std::filesystem::copy_file(file, out.path() / "checkpoint.bin");  // kept if this run fails too
   resumed_from_ = dir;
   resumed_after_ = round;
+  if (c.meta.contains("init_hash")) init_hash_ = c.meta["init_hash"].get<std::string>();
   if (c.meta.contains("commits"))  // older checkpoints do not say
     earlier_commits_ = c.meta["commits"].get<std::vector<std::string>>();
   checkpoint_round_ = round;

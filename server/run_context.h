@@ -31,7 +31,9 @@ Manifest partition_dataset(const Dataset& train, const std::string& train_hash,
 
 class RunContext {
  public:
-  RunContext(const Config& cfg, const RunSpec& s);
+  // `resuming`: the parameters come from a checkpoint, so model.init_from's file is not read
+  // (its hash comes from the checkpoint too).
+  RunContext(const Config& cfg, const RunSpec& s, bool resuming = false);
 
   // Ends round r (0-based) with its record `rec`: parameter snapshot when due, test evaluation
   // every eval_every rounds and at the last, the metrics line, the log line. True when

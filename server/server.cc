@@ -169,7 +169,7 @@ int run_server(Config cfg, const ServerOptions& opts) {
     for (const std::string& w : run_warnings(cfg, s))
       fmt::print(stderr, "server: warning: {}\n", w);
   cfg.set("name", s.name);
-  RunContext run(cfg, s);
+  RunContext run(cfg, s, /*resuming=*/!opts.resume.empty());
   if (!opts.quiet) {
     fmt::print(stderr, "server: data: {}\n", describe(run.data));
     for (const std::string& w : limits_above_the_data(s.data, run.data))

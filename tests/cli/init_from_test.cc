@@ -65,6 +65,26 @@ TEST(InitFrom, TwoRoundsThenTwoMoreFromTheSavedModelAreOneFourRoundRun) {
   }
 }
 
+// A run started from a file is resumed from its checkpoint without the file (moved since), and
+// still names what its round 1 started from.
+TEST(InitFrom, AResumedRunNeedsNotTheFileItStartedFrom) {
+  TempDir tmp;
+  const std::string common = "--set regime=gradient --set sgd.batch=full ";
+  ASSERT_EQ(init_from_run(tmp, "first", common + "--set rounds=2").code, 0);
+  std::filesystem::copy(tmp / "res" / "first" / "model.safetensors", tmp / "start.safetensors");
+  const std::string from = " --set model.init_from=" + (tmp / "start.safetensors").string();
+  ASSERT_EQ(
+      init_from_run(tmp, "then", common + "--set rounds=4 --set checkpoint_every=2" + from).code,
+      0);
+  std::filesystem::remove(tmp / "start.safetensors");
+  const auto more = init_from_run(tmp, "more",
+                                  common + "--set rounds=6 --set checkpoint_every=2" + from +
+                                      " --resume " + (tmp / "res" / "then").string());
+  ASSERT_EQ(more.code, 0) << more.err;
+  EXPECT_EQ(init_from_summary(tmp, "more")["init_hash"],
+            init_from_summary(tmp, "first")["model_hash"]);
+}
+
 TEST(InitFrom, AMissingOrForeignModelIsRefusedBeforeTheRunStarts) {
   TempDir tmp;
   ASSERT_EQ(
