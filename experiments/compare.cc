@@ -90,7 +90,7 @@ bool is_train_folder(const std::filesystem::path& dir) {
 struct Reference {
   std::string label;
   std::filesystem::path dir;
-  std::vector<double> y;  // per epoch, in the metric's unit (accuracy in %)
+  std::vector<double> y;     // per epoch, in the metric's unit (accuracy in %)
   double train_samples = 0;  // an epoch's samples (its summary's train_samples; 0: not said)
 };
 
@@ -450,7 +450,9 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     if (o.target > 0) {  // the first epoch at the target
       const auto hit = first_at(r.y, o.target, higher_is_better);
       table << (hit ? fmt::format(" epoch {} |", *hit + 1) : std::string(" not reached |"))
-            << (by_round ? "" : hit ? samples_after(r, *hit) : std::string(" - |"));
+            << (by_round ? ""
+                : hit    ? samples_after(r, *hit)
+                         : std::string(" - |"));
     }
     table << "\n";
     rows.push_back({{"run", r.label},
@@ -491,14 +493,13 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   for (const Reference& r : references)
     report << fmt::format(", `{}` ({}, centralized)", r.dir.string(), r.label);
   report << ".\n\n"
-         << (references.empty()
-                 ? ""
-                 : o.x == "samples"
-                     ? "A `fedpar train` folder is the centralized baseline, drawn by the samples "
-                       "of its epochs (each epoch its training set's).\n\n"
-                     : "A `fedpar train` folder is the centralized baseline: trained by epochs, "
-                       "not rounds, and sending nothing, it is drawn as a line at its final "
-                       "value.\n\n")
+         << (references.empty() ? ""
+             : o.x == "samples"
+                 ? "A `fedpar train` folder is the centralized baseline, drawn by the samples "
+                   "of its epochs (each epoch its training set's).\n\n"
+                 : "A `fedpar train` folder is the centralized baseline: trained by epochs, "
+                   "not rounds, and sending nothing, it is drawn as a line at its final "
+                   "value.\n\n")
          << (by_round ? "" : fmt::format("The x axis, {}: {}.\n\n", x.unit, x.name))
          << (emds_differ ? "Median EMD: over each run's clients, the L1 distance of a client's "
                            "label distribution to the whole's (0: IID; 2: disjoint labels; "
