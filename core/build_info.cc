@@ -76,4 +76,11 @@ std::string machine_description() {
                      cpu_has_avx512f() ? "avx512f" : "no AVX-512", os.empty() ? "unknown OS" : os);
 }
 
+std::optional<double> load_average() {
+  std::ifstream in("/proc/loadavg");
+  double one = 0;
+  if (in >> one) return one;
+  return std::nullopt;
+}
+
 }  // namespace fedpar

@@ -3,6 +3,7 @@
 // kernels OpenBLAS picks for the CPU), so its results folder records them.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -26,5 +27,9 @@ std::string blas_kernels();
 // scripts/provenance.sh's machine() writes, read from /proc/cpuinfo and /etc/os-release ("unknown"
 // where they are absent).
 std::string machine_description();
+
+// The machine's load average over the last minute (/proc/loadavg; none where it is absent): other
+// work on the machine slows what a run times, so results record it beside the times.
+std::optional<double> load_average();
 
 }  // namespace fedpar

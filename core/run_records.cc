@@ -230,7 +230,7 @@ void fields(V& v, RunSummary& r) {
   v("clients", r.clients), v("processes", r.processes), v("hosts", r.hosts);  // `final`: to_json
   v("server_peak_rss_mib", r.server_peak_rss_mib), v("source_commit", r.source_commit),
       v("build_vector_units", r.build_vector_units), v("blas_kernels", r.blas_kernels),
-      v("machine", r.machine);
+      v("machine", r.machine), v("load_average", r.load_average);
   v("resumed_after_round", r.resumed_after_round), v("earlier_commits", r.earlier_commits);
   v("init_hash", r.init_hash);
 }

@@ -125,6 +125,7 @@ struct RunSummary {
   std::optional<std::string> build_vector_units;  // what it was compiled for: "AVX-512", ...
   std::optional<std::string> blas_kernels;        // OpenBLAS's pick for the server's CPU
   std::optional<std::string> machine;             // the server's cores, CPU and OS
+  std::optional<double> load_average;  // the server machine's 1-minute load average at the end
   // A resumed run: the round of the checkpoint it went on from, and the commits of the fedpar
   // builds that ran the rounds before it (absent where the checkpoint did not record them)
   std::optional<int64_t> resumed_after_round;

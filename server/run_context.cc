@@ -379,6 +379,7 @@ int RunContext::finish(const Engine& engine,
       .build_vector_units = build_vector_units(),
       .blas_kernels = blas_kernels(),
       .machine = machine_description(),
+      .load_average = load_average(),
       .resumed_after_round = resumed_after_ ? std::optional<int64_t>(resumed_after_) : std::nullopt,
       .earlier_commits = earlier_commits_,
       .init_hash = init_hash_};

@@ -12,7 +12,9 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <thread>
 
+#include "core/build_info.h"
 #include "core/client_list.h"
 #include "core/count_users.h"
 #include "core/hash.h"
@@ -171,6 +173,12 @@ int run_server(Config cfg, const ServerOptions& opts) {
   cfg.set("name", s.name);
   RunContext run(cfg, s, /*resuming=*/!opts.resume.empty());
   if (!opts.quiet) {
+    if (const auto load = load_average();
+        load && *load >= double(std::thread::hardware_concurrency()))
+      fmt::print(stderr,
+                 "server: warning: the machine is busy (load average {:.2f} on {} cores): the "
+                 "times this run measures will show it\n",
+                 *load, std::thread::hardware_concurrency());
     fmt::print(stderr, "server: data: {}\n", describe(run.data));
     for (const std::string& w : limits_above_the_data(s.data, run.data))
       fmt::print(stderr, "server: warning: {}\n", w);

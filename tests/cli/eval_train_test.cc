@@ -2,10 +2,12 @@
 // evaluated rounds, as the model itself scores there (the final model, loaded again and evaluated
 // here, gives the last round's numbers); on labels split two per client the clients' own loss
 // (train_loss) lies far below it; compare draws it, and refuses runs that did not record it.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/backend.h"
@@ -68,6 +70,14 @@ TEST(EvalTrain, TheServerScoresItsModelOnTheTrainingSetAtEvaluatedRounds) {
       std::filesystem::exists(tmp / "res" / "labels" / "plots" / "train-loss-vs-round.svg.dat"));
 
   ASSERT_EQ(eval_train_run(tmp, "plain", "").code, 0);
+  // the machine's load beside the times it measured (this box runs other tests meanwhile)
+  const auto plain = nlohmann::json::parse(testing::slurp(tmp / "res" / "plain" / "summary.json"));
+  ASSERT_TRUE(plain.contains("load_average")) << plain.dump();
+  EXPECT_GE(plain["load_average"].get<double>(), 0.0);
+  EXPECT_NE(testing::slurp(tmp / "res" / "plain" / "README.md")
+                .find(fmt::format("load average was {:.2f} as the run ended",
+                                  plain["load_average"].get<double>())),
+            std::string::npos);
   EXPECT_FALSE(
       testing::jsonl(tmp / "res" / "plain" / "metrics.jsonl").back().contains("global_train_loss"));
   const auto refused = testing::run_fedpar(
