@@ -26,13 +26,12 @@ using testing::TempDir;
 
 testing::CliRun eval_train_run(const TempDir& tmp, const std::string& name,
                                const std::string& sets) {
-  std::ofstream(tmp / "run.toml") << "seed = 2\nprocesses = 2\nrounds = 10\neval_every = 2\n"
-                                     "[partition]\nclients = 4\n"
-                                     "[data]\nname = 'synthetic'\niid = true\n"
-                                     "[model]\nname = 'logreg'\n";
-  return testing::run_fedpar("run " + (tmp / "run.toml").string() + " --set results_dir=" +
-                                 (tmp / "res").string() + " --set name=" + name + " " + sets,
-                             tmp.path());
+  return testing::run_config(tmp.path(),
+                             "seed = 2\nprocesses = 2\nrounds = 10\neval_every = 2\n"
+                             "[partition]\nclients = 4\n"
+                             "[data]\nname = 'synthetic'\niid = true\n"
+                             "[model]\nname = 'logreg'\n",
+                             name, sets);
 }
 
 TEST(EvalTrain, TheServerScoresItsModelOnTheTrainingSetAtEvaluatedRounds) {

@@ -21,12 +21,11 @@ using testing::TempDir;
 // `fedpar run` of a small synthetic-data run named `name` with `sets`, in tmp/res/<name>.
 testing::CliRun init_from_run(const TempDir& tmp, const std::string& name,
                               const std::string& sets) {
-  std::ofstream(tmp / "run.toml") << "seed = 5\nprocesses = 2\n[partition]\nclients = 4\n"
-                                     "[data]\nname = 'synthetic'\niid = true\n"
-                                     "[model]\nname = 'mlp'\nhidden = [16]\n";
-  return testing::run_fedpar("run " + (tmp / "run.toml").string() + " --set results_dir=" +
-                                 (tmp / "res").string() + " --set name=" + name + " " + sets,
-                             tmp.path());
+  return testing::run_config(tmp.path(),
+                             "seed = 5\nprocesses = 2\n[partition]\nclients = 4\n"
+                             "[data]\nname = 'synthetic'\niid = true\n"
+                             "[model]\nname = 'mlp'\nhidden = [16]\n",
+                             name, sets);
 }
 
 nlohmann::json init_from_summary(const TempDir& tmp, const std::string& name) {

@@ -28,6 +28,16 @@ inline CliRun run_fedpar(const std::string& args, const std::filesystem::path& t
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
 }
 
+// `fedpar run` of the config `toml` (written to tmp/run.toml) as the run `name`, whose folder is
+// tmp/res/<name>, then `sets` (" --set KEY=VALUE ...").
+inline CliRun run_config(const std::filesystem::path& tmp, const std::string& toml,
+                         const std::string& name, const std::string& sets) {
+  std::ofstream(tmp / "run.toml") << toml;
+  return run_fedpar("run " + (tmp / "run.toml").string() + " --set results_dir=" +
+                        (tmp / "res").string() + " --set name=" + name + " " + sets,
+                    tmp);
+}
+
 // `fedpar args` refused: it exits with `code` and its stderr holds `message`. Returns the run, for
 // what else a caller checks.
 inline CliRun expect_refused(const std::string& args, const std::filesystem::path& tmp, int code,
