@@ -27,6 +27,13 @@ std::filesystem::path init_from_file(const std::string& init_from) {
   return p;
 }
 
+std::string started_from_line(const std::string& init_from, const std::string& hash) {
+  return fmt::format(
+      "- started from the parameters in `{}` (`model.init_from`, hash {}), not from a random "
+      "init: its steps, learning-rate schedule and optimizer state begin anew\n",
+      init_from, hash);
+}
+
 void init_model(Model& model, const ModelSpec& spec, uint64_t seed) {
   if (spec.init_from.empty()) {
     model.init(seed);

@@ -18,4 +18,7 @@ std::filesystem::path init_from_file(const std::string& init_from);
 // (every name and shape checked against the model; a file saved for another model is named).
 void init_model(Model& model, const ModelSpec& spec, uint64_t seed);
 
+// A results README's line naming what a run or training started from, and its parameters' hash.
+std::string started_from_line(const std::string& init_from, const std::string& hash);
+
 }  // namespace fedpar

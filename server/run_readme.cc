@@ -10,6 +10,7 @@
 
 #include "core/client_list.h"
 #include "core/executable.h"
+#include "core/init_from.h"
 #include "core/results_dir.h"
 #include "core/run_records.h"
 #include "core/unread_settings.h"
@@ -155,11 +156,7 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
     }
     md << "\n";
   }
-  if (summary.init_hash)
-    md << fmt::format(
-        "- started from the parameters in `{}` (`model.init_from`, hash {}), not from a random "
-        "init: its rounds, learning-rate schedule and optimizer state begin anew\n",
-        s.model.init_from, *summary.init_hash);
+  if (summary.init_hash) md << started_from_line(s.model.init_from, *summary.init_hash);
   for (const HostRecord& h : summary.hosts)
     if (h.joined_after_round)
       md << fmt::format(

@@ -57,9 +57,7 @@ int run_train(const TrainArgs& args) {
   std::string started_from;  // model.init_from: the README's line naming the parameters' hash
   if (!s.model.init_from.empty()) {
     const auto init = model.params_host();
-    started_from = fmt::format(
-        "- started from the parameters in `{}` (`model.init_from`, hash {}), not from a random "
-        "init\n",
+    started_from = started_from_line(
         s.model.init_from, hash_hex(hash_bytes(init.data(), init.size() * sizeof(float))));
   }
   progress.line(fmt::format(
