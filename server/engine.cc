@@ -34,8 +34,10 @@ std::optional<Incoming> Engine::receive(Clock::time_point deadline,
         const auto same = std::find_if(newcomers_.begin(), newcomers_.end(),
                                        [&](const Newcomer& n) { return n.msg.peer == r->peer; });
         if (h && h->slots > s_.max_slots) {
-          reject(*r, fmt::format("this run grants at most {} slot(s) per process (max_slots)",
-                                 s_.max_slots));
+          reject(*r,
+                 fmt::format("this run grants at most {} slot(s) per process (max_slots)",
+                             s_.max_slots),
+                 kRefusedNewcomer);
           continue;
         }
         if (h && (same != newcomers_.end() || int(newcomers_.size()) < s_.processes)) {
@@ -44,7 +46,8 @@ std::optional<Incoming> Engine::receive(Clock::time_point deadline,
           continue;
         }
       }
-      reject(*r, stranger_refusal());
+      const bool hello = m && m->header.type == MessageType::kHello;
+      reject(*r, stranger_refusal(), hello ? kRefusedNewcomer : kDroppedMessage);
       continue;
     }
     auto parsed = parse_message(r->spans(), floats, /*require_finite=*/false, &uplink_);
@@ -95,11 +98,11 @@ void Engine::send_all(const WireMessage& m) {
     if (!lost.count(id)) send(id, m);
 }
 
-void Engine::reject(const Received& r, const std::string& reason) {
+void Engine::reject(const Received& r, const std::string& reason, const char* what) {
   send(r.peer, encode(ErrorMsg{reason}, envelope()));
   if (!peers.count(r.peer)) transport_.forget(r.peer);  // not one of the run's processes
   std::string line = rejections_.next(  // a flood of bad messages must not flood the log
-      "dropped a message from a peer: " + reason, [&](uint64_t more, uint64_t all) {
+      std::string(what) + ": " + reason, [&](uint64_t more, uint64_t all) {
         return fmt::format("dropped {} more message(s) from peers ({} in all); the last: {}", more,
                            all, reason);
       });
@@ -135,7 +138,7 @@ void Engine::count_misses(std::span<const uint32_t> asked, std::span<const uint3
 
 void Engine::stop_all(StopOutcome outcome, const std::string& reason) {
   for (Newcomer& n : newcomers_)  // HELLOs that came after the last round began
-    if (!peers.count(n.msg.peer)) reject(n.msg, "the run is over");
+    if (!peers.count(n.msg.peer)) reject(n.msg, "the run is over", kRefusedNewcomer);
   newcomers_.clear();
   for (const auto& [id, p] : peers)  // those dropped were told then (again: unreachable then?)
     send(id, lost.count(id)
@@ -243,7 +246,7 @@ void Engine::admit_newcomers(const std::function<ClientState()>& state) {
       if (!missed.empty() && seconds_since(n.heard) < patience)
         newcomers_.push_back(std::move(n));
       else
-        reject(n.msg, stranger_refusal());
+        reject(n.msg, stranger_refusal(), kRefusedNewcomer);
       continue;
     }
     // the lost process keeps its bytes in the totals; its late messages are refused as a

@@ -136,7 +136,10 @@ class Engine {
   Collected collect(const CollectSpec& spec);
   // Answers a peer's bad message with ERROR and logs it (the first kLoggedRejections in full,
   // then one line a kRejectionLogSeconds with the count); nothing else changes.
-  void reject(const Received& r, const std::string& reason);
+  // `what` opens the log line: a bad message, or a process that came during the run turned away.
+  static constexpr const char* kDroppedMessage = "dropped a message from a peer";
+  static constexpr const char* kRefusedNewcomer = "refused a client process started during the run";
+  void reject(const Received& r, const std::string& reason, const char* what = kDroppedMessage);
   static constexpr uint64_t kLoggedRejections = 20;
   static constexpr double kWaitNoteSeconds = 15;  // collect() logs how a longer wait stands
   // How often collect() asks whether an awaited process's connection has closed, and how long one

@@ -73,7 +73,8 @@ std::unique_ptr<Plan> make_plan(RunContext& run);
 // Whether the server needs the model after round r (0-based): it evaluates or saves it then. The
 // topologies whose model lives in the workers (allreduce, pipeline, tensor) ask for it back.
 bool model_due(const RunSpec& s, int r);  // evaluated, saved or checkpointed after round r
-// Whether a checkpoint is written after round r (0-based): every checkpoint_every rounds.
+// Whether a checkpoint is written after round r (0-based): every checkpoint_every rounds, and
+// after the last.
 bool checkpoint_due(const RunSpec& s, int r);
 
 // Whether the replicas' hashes are compared after round r (0-based): every allreduce.hash_every

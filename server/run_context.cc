@@ -269,8 +269,8 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
   if (!differ.empty())
     throw Error(
         fmt::format("{} was made by another run ({}): resume with the config the run "
-                    "started with",
-                    file.string(), fmt::join(differ, "; ")));
+                    "started with, its folder's: fedpar run {}/config.resolved.toml --resume {}",
+                    file.string(), fmt::join(differ, "; "), dir.string(), dir.string()));
   const int round = meta("round").get<int>();
   const std::vector<float>& saved = c.floats("params");
   if (saved.size() != params.size() || round < 1)

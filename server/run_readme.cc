@@ -34,12 +34,12 @@ const std::map<std::string, std::string>& file_notes() {
        "the network's profiles ([network] mode), each client's, the server's link (emulated: "
        "each process's link, `process_links`)"},
       {"checkpoint.bin",
-       "the last checkpoint (`--resume` continues from it; a finished run's, with `--set "
-       "rounds=N` above its rounds, gives the run more)"},
+       "the last checkpoint (`--resume` continues from it; a finished run's is of its last "
+       "round, and with `--set rounds=N` above its rounds gives the run more)"},
       {"params", "parameter snapshots every `diagnostics.save_params_every` rounds"},
       {"plots",
-       "the test accuracy and loss by round (SVG, with their data and gnuplot script: without "
-       "gnuplot, only those)"},
+       "the test accuracy and loss by round, and with `eval_train` the global train loss (SVG, "
+       "with their data and gnuplot script: without gnuplot, only those)"},
       {"README.md", "this file"}};
   return notes;
 }
@@ -161,8 +161,8 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
     if (h.joined_after_round)
       md << fmt::format(
           "- a client process started during the run took the place of a lost one after round "
-          "{}: virtual client(s) {} had no updates in the rounds between (each round's "
-          "`missing`), and theirs again after\n",
+          "{}: virtual client(s) {}, whose updates the rounds before it may lack (each round's "
+          "`missing` says)\n",
           *h.joined_after_round, fmt::join(h.clients, ", "));
   std::vector<uint32_t> lost;  // the clients of the processes dropped during the run
   for (const HostRecord& h : summary.hosts)

@@ -30,7 +30,8 @@ bool model_due(const RunSpec& s, int r) {
 }
 
 bool checkpoint_due(const RunSpec& s, int r) {
-  return s.checkpoint_every > 0 && (r + 1) % s.checkpoint_every == 0;
+  // the last round's too: a finished run resumed with more rounds goes on from its end
+  return s.checkpoint_every > 0 && ((r + 1) % s.checkpoint_every == 0 || r + 1 == s.rounds);
 }
 
 bool hash_due(const RunSpec& s, int r) { return (r + 1) % s.hash_every == 0 || r + 1 == s.rounds; }

@@ -54,11 +54,11 @@ int run_train(const TrainArgs& args) {
   TrainTest data = load_dataset(s.data);
   Model model(*backend, s.model, data.train.shape, data.train.num_classes);
   init_model(model, s.model, s.train.seed);
-  std::string started_from;  // model.init_from: the README's line naming the parameters' hash
+  std::string init_hash, started_from;  // model.init_from: its parameters' hash, the README's line
   if (!s.model.init_from.empty()) {
     const auto init = model.params_host();
-    started_from = started_from_line(
-        s.model.init_from, hash_hex(hash_bytes(init.data(), init.size() * sizeof(float))));
+    init_hash = hash_hex(hash_bytes(init.data(), init.size() * sizeof(float)));
+    started_from = started_from_line(s.model.init_from, init_hash);
   }
   progress.line(fmt::format(
       "fedpar train: {} on {} ({} train / {} test samples, loaded in {:.1f}s)", s.model.name,
@@ -145,6 +145,8 @@ int run_train(const TrainArgs& args) {
                             {"diverged", diverged},
                             {"final", last},
                             {"epochs", epochs}};
+  summary["model_hash"] = hash_hex(hash_bytes(params.data(), params.size() * sizeof(float)));
+  if (!init_hash.empty()) summary["init_hash"] = init_hash;  // model.init_from's parameters
   out.write_json("summary.json", summary);
   out.write_text(
       "README.md",

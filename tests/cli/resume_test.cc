@@ -285,7 +285,7 @@ TEST(Resume, ACheckpointWithWrongEntriesIsRefusedNamingTheFile) {
 
 // A finished run's folder keeps its last checkpoint: resuming it with its own rounds is refused,
 // saying why, and makes no new folder (it once trained no round and wrote a copy of the results).
-// Its last checkpoint is of round 4 of 5, so the refusal cannot rest on the checkpoint's round.
+// Its last checkpoint is of its last round (5; checkpoint_every = 2 gives 2 and 4 as well).
 // With more rounds it goes on from that checkpoint, server momentum and all, to the bytes of the
 // run that had those rounds from the start, and the finished folder stays; a cosine schedule,
 // whose rates span the rounds, is refused with the round whose rate would change.
@@ -325,6 +325,7 @@ TEST(Resume, AFinishedRunIsNotResumedAgainButGoesOnWithMoreRounds) {
   const auto more = testing::run_distributed(tmp, "more", "ipc://" + (tmp / "m").string(), 2, nine,
                                              {}, {"--resume", dir.string()});
   ASSERT_EQ(more.server_code, 0) << more.err;
+  EXPECT_NE(more.err.find("resuming after round 5"), std::string::npos) << more.err;
   EXPECT_NE(more.hash, done.hash);
   EXPECT_EQ(more.hash, full.hash) << more.err;
   EXPECT_TRUE(std::filesystem::exists(dir / "summary.json"));  // the finished run stays as it was

@@ -107,6 +107,12 @@ TEST(TrainCli, GoesOnFromASavedModel) {
   EXPECT_EQ(params("then"), params("whole"));
   EXPECT_NE(testing::slurp(tmp / "res" / "then" / "README.md").find("started from the parameters"),
             std::string::npos);
+  // its summary names what it started from by the hash the pretraining's summary gives its model
+  const auto summary = [&](const char* name) {
+    return nlohmann::json::parse(testing::slurp(tmp / "res" / name / "summary.json"));
+  };
+  EXPECT_EQ(summary("then")["init_hash"], summary("first")["model_hash"]);
+  EXPECT_EQ(summary("then")["model_hash"], summary("whole")["model_hash"]);
 }
 
 TEST(TrainCli, SyntheticDatasetNeedsNoFiles) {
