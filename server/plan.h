@@ -33,15 +33,15 @@ class Plan {
     return engine.hosted();
   }
 
-  // Checkpoints (checkpoint_every, --resume): why this plan cannot make one ("" when it can);
-  // what it must fetch from the clients first (pull_state: error-feedback residuals); its state
-  // beyond run.params into a checkpoint and back; and, resuming, the per-client state that goes
-  // to the client processes in their WELCOME (SCAFFOLD's c_i, residuals).
   // Why a process started during the run cannot take a lost one's place ("" where it can:
   // Engine::admit_newcomers).
   virtual std::string replacement_refusal() const {
     return std::string("the ") + topology() + " topology keeps its processes in fixed places";
   }
+  // Checkpoints (checkpoint_every, --resume): why this plan cannot make one ("" when it can);
+  // what it must fetch from the clients first (pull_state: error-feedback residuals); its state
+  // beyond run.params into a checkpoint and back; and, resuming, the per-client state that goes
+  // to the client processes in their WELCOME (SCAFFOLD's c_i, residuals).
   virtual std::string checkpoint_refusal() const {
     return std::string("the ") + topology() + " topology keeps state in its workers";
   }
