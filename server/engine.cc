@@ -34,10 +34,7 @@ std::optional<Incoming> Engine::receive(Clock::time_point deadline,
         const auto same = std::find_if(newcomers_.begin(), newcomers_.end(),
                                        [&](const Newcomer& n) { return n.msg.peer == r->peer; });
         if (h && h->slots > s_.max_slots) {
-          reject(*r,
-                 fmt::format("this run grants at most {} slot(s) per process (max_slots)",
-                             s_.max_slots),
-                 kRefusedNewcomer);
+          reject(*r, slots_refusal(), kRefusedNewcomer);
           continue;
         }
         if (h && (same != newcomers_.end() || int(newcomers_.size()) < s_.processes)) {
@@ -50,13 +47,12 @@ std::optional<Incoming> Engine::receive(Clock::time_point deadline,
       reject(*r, stranger_refusal(), hello ? kRefusedNewcomer : kDroppedMessage);
       continue;
     }
-    auto parsed = parse_message(r->spans(), floats, /*require_finite=*/false, &uplink_);
-    if (std::holds_alternative<ProtocolError>(parsed) && !floats.empty()) {
-      // `floats` are an UPDATE's vectors: a control message (a late READY) carries none
-      auto bare = parse_message(r->spans(), {}, /*require_finite=*/false, &uplink_);
-      if (auto* m = std::get_if<ParsedMessage>(&bare); m && m->header.type != MessageType::kUpdate)
-        parsed = std::move(bare);
-    }
+    // `floats` are an UPDATE's vectors: a control message (a late READY) carries none
+    const auto spans = r->spans();
+    const auto peek = spans.empty() ? std::nullopt : peek_header(spans[0]);
+    const bool update = peek && peek->type == MessageType::kUpdate;
+    auto parsed = parse_message(spans, update ? floats : std::span<const size_t>{},
+                                /*require_finite=*/false, &uplink_);
     if (auto* e = std::get_if<ProtocolError>(&parsed)) {
       reject(*r, e->reason);
       continue;
@@ -188,9 +184,7 @@ void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
     }
     const auto& h = std::get<HelloMsg>(hello);
     if (h.slots > s_.max_slots) {  // the config grants slots; a peer may not take more
-      reject(in->msg, fmt::format("this run grants at most {} slot(s) per process (max_slots); "
-                                  "start the client with --slots {} or raise max_slots",
-                                  s_.max_slots, s_.max_slots));
+      reject(in->msg, slots_refusal());
       continue;
     }
     if (!peers.count(in->msg.peer)) add_peer(in->msg, h);  // else a repeated HELLO
@@ -680,6 +674,13 @@ std::pair<uint64_t, uint64_t> Engine::total_bytes() const {
 int Engine::process_index(const std::string& identity) const {
   const auto it = std::find(order.begin(), order.end(), identity);
   return it == order.end() ? -1 : int(it - order.begin());
+}
+
+std::string Engine::slots_refusal() const {
+  return fmt::format(
+      "this run grants at most {} slot(s) per process (max_slots); start the client with --slots "
+      "{} or raise max_slots",
+      s_.max_slots, s_.max_slots);
 }
 
 std::string Engine::stranger_refusal() const {

@@ -205,6 +205,8 @@ class Engine {
   // no place to take): receive() keeps only a stranger's HELLO, so no later step meets its other
   // messages.
   std::string stranger_refusal() const;
+  // Why a HELLO asking for more slots than max_slots is refused (the config grants slots).
+  std::string slots_refusal() const;
   // Why a parsed reply cannot be kept ("" when it can); fills r.key and r.process.
   std::string check(const CollectSpec& spec, const Collected& so_far, Reply& r) const;
   void throw_if_non_finite(const CollectSpec& spec, const Reply& r) const;
