@@ -47,7 +47,7 @@ void init_model(Model& model, const ModelSpec& spec, uint64_t seed) {
       it != saved.metadata.end() && it->second != spec.name)
     throw Error(fmt::format("model.init_from: {} holds a '{}' model; this one is '{}'",
                             file.string(), it->second, spec.name));
-  model.set_params_host(load_params(file, model.layout()));
+  model.set_params_host(load_params(saved, file, model.layout()));
 }
 
 }  // namespace fedpar

@@ -105,7 +105,11 @@ TensorFile load_safetensors(const fs::path& path) {
 }
 
 std::vector<float> load_params(const fs::path& path, const ParamLayout& layout) {
-  TensorFile file = load_safetensors(path);
+  return load_params(load_safetensors(path), path, layout);
+}
+
+std::vector<float> load_params(const TensorFile& file, const fs::path& path,
+                               const ParamLayout& layout) {
   std::vector<float> flat(layout.total());
   for (const auto& v : layout.views()) {
     auto it = file.tensors.find(v.name);

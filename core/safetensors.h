@@ -33,5 +33,8 @@ TensorFile load_safetensors(const std::filesystem::path& path);
 
 // Fills the flat vector for `layout` from a file; every name and shape must match.
 std::vector<float> load_params(const std::filesystem::path& path, const ParamLayout& layout);
+// The same for a file already read (`path` names it in errors).
+std::vector<float> load_params(const TensorFile& file, const std::filesystem::path& path,
+                               const ParamLayout& layout);
 
 }  // namespace fedpar
