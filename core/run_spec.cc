@@ -674,7 +674,8 @@ std::vector<std::string> run_warnings(const Config& c, const RunSpec& s) {
   if (s.data.name == "csv" && s.data.csv_test.empty())
     out.push_back(
         "data.csv_test is not set: the run trains without a test evaluation (no test accuracy in "
-        "its log or summary; stop_at_accuracy never stops it)");
+        "its log or summary; stop_at_accuracy never stops it; eval_train = true follows the "
+        "model's loss on the training set instead)");
   const std::string fedopt = c.get_string("server_optimizer.name");
   if ((fedopt == "adam" || fedopt == "yogi") && s.server_optimizer.lr >= 1)
     out.push_back(fmt::format(

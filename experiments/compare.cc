@@ -339,7 +339,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     if (c.round.empty())
       throw Error(fmt::format("{} has no evaluated round (its eval_every is above its rounds?)",
                               dirs[i].string()));
-    if (o.metric == "train-loss" && c.global_train_loss.size() != c.round.size())
+    if (o.metric == "train-loss" && c.train_round != c.round)
       throw Error(fmt::format(
           "{} has no global train loss: --metric train-loss needs runs with eval_train = true "
           "(its train_loss is the clients' steps', not the model's)",

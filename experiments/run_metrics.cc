@@ -73,12 +73,15 @@ RunCurves read_curves(const std::filesystem::path& dir) {
                     : j.emulated_time   ? *j.emulated_time
                     : j.elapsed_seconds ? *j.elapsed_seconds
                                         : seconds;
+    if (j.global_train_loss) {
+      c.train_round.push_back(double(j.round));
+      c.global_train_loss.push_back(*j.global_train_loss);
+    }
     if (!j.test_accuracy) continue;
     c.seconds.push_back(clock_seconds);
     c.round.push_back(double(j.round));
     c.accuracy.push_back(100 * *j.test_accuracy);
     c.test_loss.push_back(need(j.test_loss, "test_loss", j, dir));
-    if (j.global_train_loss) c.global_train_loss.push_back(*j.global_train_loss);
     c.mb.push_back((double(j.bytes_sent_total + j.bytes_received_total) - diagnostic + peer) / 1e6);
     c.mb_up.push_back((double(j.bytes_received_total) - diagnostic) / 1e6);
     c.mb_down.push_back(double(j.bytes_sent_total) / 1e6);

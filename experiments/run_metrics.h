@@ -15,7 +15,9 @@ struct RunCurves {
   std::vector<double> round;
   std::vector<double> accuracy;  // test accuracy, percent
   std::vector<double> test_loss;
-  std::vector<double> global_train_loss;  // eval_train: the model on the training set (else empty)
+  // eval_train: the model on the training set at the rounds in train_round (else both empty);
+  // they are the rounds above unless the run has no test set
+  std::vector<double> global_train_loss, train_round;
   // MB sent + received at the server, plus what workers sent each other (a ring's, a pipeline's
   // or a tensor grid's links), cumulative, diagnostics left out
   std::vector<double> mb;

@@ -104,6 +104,12 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
                       summary.final->round);
   else
     md << "- no test evaluation (no test set, or no evaluated round)\n";
+  if (summary.final && summary.final->global_train_loss)  // eval_train
+    md << fmt::format(
+        "- the model on the whole training set: loss {:.4f}, accuracy {:.2f}% at round {} "
+        "(`eval_train`)\n",
+        *summary.final->global_train_loss, 100 * summary.final->global_train_accuracy.value_or(0),
+        summary.final->round);
   md << fmt::format("- final model hash `{}` (of `model.safetensors`' float32 bytes)\n",
                     summary.model_hash);
   md << fmt::format("- fedpar built from commit `{}` for {} with {}, the server on {}\n",

@@ -1275,7 +1275,8 @@ TEST(DistributedFaults, KilledClientStopsGradientRegimeWithAClearError) {
 
 // Your own CSV, partitioned one client per user: the log names what was read (a user id read as
 // the label would show as its count of classes and "no user column"), and without a test file the
-// run records no test accuracy (it once printed and summarised 0.00%).
+// run records no test accuracy (it once printed and summarised 0.00%); with eval_train it
+// follows the model's loss on the training set, in its metrics, README and a plot.
 TEST(CsvRun, ARunSaysWhatItReadAndRecordsNoAccuracyWithoutATestFile) {
   TempDir tmp;
   {
@@ -1301,6 +1302,32 @@ TEST(CsvRun, ARunSaysWhatItReadAndRecordsNoAccuracyWithoutATestFile) {
   EXPECT_EQ(r.out.find("test accuracy"), std::string::npos) << r.out;
   for (const auto& round : testing::jsonl(tmp / "res" / "csv" / "metrics.jsonl"))
     EXPECT_FALSE(round.contains("test_accuracy")) << round.dump();
+
+  // with eval_train the model's loss on the training set is followed instead, and drawn
+  const auto tr = testing::run_fedpar(
+      fmt::format("run {}/experiments/fedavg-mnist-2nn.toml --set data.name=csv --set "
+                  "data.csv_train={} --set partition.scheme=natural --set partition.clients=0 "
+                  "--set model.name=logreg --set rounds=5 --set local.batch=10 --set "
+                  "eval_train=true --set results_dir={} --set name=train",
+                  FEDPAR_SOURCE_DIR, (tmp / "train.csv").string(), (tmp / "res").string()),
+      tmp.path());
+  ASSERT_EQ(tr.code, 0) << tr.err;
+  const auto rounds = testing::jsonl(tmp / "res" / "train" / "metrics.jsonl");
+  ASSERT_EQ(rounds.size(), 5u);
+  for (const auto& round : rounds) {
+    EXPECT_FALSE(round.contains("test_accuracy")) << round.dump();
+    EXPECT_TRUE(round.contains("global_train_loss")) << round.dump();
+  }
+  EXPECT_TRUE(
+      std::filesystem::exists(tmp / "res" / "train" / "plots" / "train-loss-vs-round.svg.dat"));
+  EXPECT_FALSE(
+      std::filesystem::exists(tmp / "res" / "train" / "plots" / "accuracy-vs-round.svg.dat"));
+  const std::string readme = testing::slurp(tmp / "res" / "train" / "README.md");
+  EXPECT_NE(readme.find(fmt::format("the model on the whole training set: loss {:.4f}",
+                                    rounds.back()["global_train_loss"].get<double>())),
+            std::string::npos)
+      << readme;
+  EXPECT_NE(readme.find("plots/train-loss-vs-round.svg"), std::string::npos) << readme;
 }
 
 }  // namespace
