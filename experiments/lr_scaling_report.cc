@@ -191,13 +191,15 @@ std::string draw(const std::filesystem::path& dir, const std::string& file, cons
 
 }  // namespace
 
+std::optional<std::string> lr_run_refusal(const RunSpec& s) {
+  if (s.regime != Regime::kModel) return std::nullopt;
+  return "the lr-scaling section (suite.lr_scaling = true) compares data-parallel steps "
+         "(regime = \"gradient\")";
+}
+
 LrRun read_lr_run(const std::filesystem::path& dir, const std::string& label) {
   const RunSpec s = read_run_spec(dir);
-  if (s.regime == Regime::kModel)
-    throw Error(
-        fmt::format("run '{}': the lr-scaling section compares data-parallel steps "
-                    "(regime = \"gradient\")",
-                    label));
+  if (const auto why = lr_run_refusal(s)) throw Error(fmt::format("run '{}': {}", label, *why));
   const RunSummary summary = read_run_summary(dir);
   if (!summary.final || !summary.final->test_accuracy)
     throw Error(fmt::format("run '{}' has no final test accuracy in summary.json", label));

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,12 @@ struct LrRun {
 };
 
 // One run's point from its results folder (config.resolved.toml and summary.json).
+struct RunSpec;
+
+// Why the section cannot compare this run (it takes data-parallel steps), or nullopt: a suite
+// asks before its first run starts.
+std::optional<std::string> lr_run_refusal(const RunSpec& s);
+
 LrRun read_lr_run(const std::filesystem::path& run_dir, const std::string& label);
 
 struct LrScalingSection {

@@ -60,6 +60,15 @@ double idle_floor(const SplitRun& r, int cores) {
   return std::max(0.0, 1.0 - double(cores) / double(r.processes));
 }
 
+// The claims a section checked (each named once, in the order first checked) and those that
+// failed: "every claim held" lists only what these runs could show.
+struct Claims {
+  std::vector<std::string> checked, failed;
+  void check(const std::string& what) {
+    if (std::find(checked.begin(), checked.end(), what) == checked.end()) checked.push_back(what);
+  }
+};
+
 std::string mb(double v) { return v >= 10 ? fmt::format("{:.1f}", v) : fmt::format("{:.3f}", v); }
 
 std::string way_name(const SplitRun& r) {
@@ -72,8 +81,7 @@ std::string way_name(const SplitRun& r) {
 // On the simulated links: every way's step, data parallelism's against the fastest pipeline
 // (which sends activations, not the model), and GPipe's step from one micro-batch to its best.
 void simulated_claims(const std::string& model, const std::vector<const SplitRun*>& rs,
-                      const SplitRun& ref, std::ostringstream& md,
-                      std::vector<std::string>& failed) {
+                      const SplitRun& ref, std::ostringstream& md, Claims& claims) {
   std::vector<const SplitRun*> timed;
   for (const SplitRun* r : rs)
     if (r->simulated_ms >= 0) timed.push_back(r);
@@ -103,8 +111,9 @@ void simulated_claims(const std::string& model, const std::vector<const SplitRun
         std::max(ref.simulated_ms, pipe->simulated_ms) /
             std::min(ref.simulated_ms, pipe->simulated_ms),
         pipe->simulated_ms < ref.simulated_ms ? "faster" : "slower");
+    claims.check("on the simulated links, a pipeline's step shorter than data parallelism's");
     if (pipe->simulated_ms >= ref.simulated_ms)
-      failed.push_back(fmt::format(
+      claims.failed.push_back(fmt::format(
           "{}: on the simulated links the fastest pipeline ({}, {:.1f} ms) is not faster than "
           "data parallelism ({:.1f} ms)",
           model, pipe->label, pipe->simulated_ms, ref.simulated_ms));
@@ -114,8 +123,11 @@ void simulated_claims(const std::string& model, const std::vector<const SplitRun
         "- **{}, GPipe on the links**: {:.1f} ms with one micro-batch, {:.1f} ms with {} (the "
         "stages' compute and messages overlap).\n",
         model, gpipe1->simulated_ms, gpipe_best->simulated_ms, gpipe_best->micro_batches);
+    claims.check(
+        "on the simulated links, GPipe's step shorter with several micro-batches than "
+        "with one");
     if (gpipe_best->simulated_ms >= gpipe1->simulated_ms)
-      failed.push_back(fmt::format(
+      claims.failed.push_back(fmt::format(
           "{}: on the simulated links GPipe with {} micro-batches ({:.1f} ms) is not faster than "
           "with one ({:.1f} ms)",
           model, gpipe_best->micro_batches, gpipe_best->simulated_ms, gpipe1->simulated_ms));
@@ -124,20 +136,23 @@ void simulated_claims(const std::string& model, const std::vector<const SplitRun
 
 }  // namespace
 
+std::optional<std::string> split_run_refusal(const RunSpec& s) {
+  if (s.topology == Topology::kPipeline || s.topology == Topology::kTensor ||
+      s.topology == Topology::kAllReduce)
+    return std::nullopt;
+  return "the parallelism section (suite.parallelism = true) compares allreduce, pipeline and "
+         "tensor runs";
+}
+
 SplitRun read_split_run(const std::filesystem::path& dir, const std::string& label) {
   const RunSpec s = read_run_spec(dir);
+  if (const auto why = split_run_refusal(s)) throw Error(fmt::format("run '{}': {}", label, *why));
   SplitRun r;
   r.label = label;
   r.model = model_key(s.model);
-  if (s.topology == Topology::kPipeline)
-    r.way = "pipeline";
-  else if (s.topology == Topology::kTensor)
-    r.way = "tensor";
-  else if (s.topology == Topology::kAllReduce)
-    r.way = "dp";
-  else
-    throw Error(fmt::format(
-        "run '{}': the parallelism section compares allreduce, pipeline and tensor runs", label));
+  r.way = s.topology == Topology::kPipeline ? "pipeline"
+          : s.topology == Topology::kTensor ? "tensor"
+                                            : "dp";
   r.processes = s.processes;
   r.data = s.model_parallel() ? s.grid_data : s.processes;
   r.parts = s.model_parallel() ? s.model_parts() : 1;
@@ -180,6 +195,7 @@ SplitRun read_split_run(const std::filesystem::path& dir, const std::string& lab
 
 ParallelismSection parallelism_section(const std::vector<SplitRun>& runs, int cores) {
   ParallelismSection out;
+  Claims claims;
   std::ostringstream md;
   md << "### Splitting the model against replicating it\n\n"
         "Per step, medians over rounds. Memory is the most any process holds, as its core "
@@ -207,9 +223,10 @@ ParallelismSection parallelism_section(const std::vector<SplitRun>& runs, int co
         r.bubble >= 0 ? fmt::format("{:.2f}", r.bubble) : "-",
         r.bubble_formula >= 0 ? fmt::format("{:.2f}", r.bubble_formula) : "-");
     const double ratio = r.formula_mb > 0 ? r.mb_per_step / r.formula_mb : 0;
+    claims.check("bytes within 1% above the formulas' payload (the rest is tags)");
     if (ratio < 1 || ratio > 1.01)
-      out.failed.push_back(fmt::format("{}: sent {} MB per step, the formula says {} ({:.4f}x)",
-                                       r.label, mb(r.mb_per_step), mb(r.formula_mb), ratio));
+      claims.failed.push_back(fmt::format("{}: sent {} MB per step, the formula says {} ({:.4f}x)",
+                                          r.label, mb(r.mb_per_step), mb(r.formula_mb), ratio));
     out.json.push_back({{"label", r.label},
                         {"model", r.model},
                         {"way", r.way},
@@ -241,8 +258,9 @@ ParallelismSection parallelism_section(const std::vector<SplitRun>& runs, int co
     const SplitRun* leanest = nullptr;
     for (const SplitRun* r : rs) {
       if (r->way == "dp") continue;
+      claims.check("every split's largest process below a replica");
       if (r->parameter_mb >= ref.parameter_mb)
-        out.failed.push_back(
+        claims.failed.push_back(
             fmt::format("{}: its largest process holds {} MB of parameters, "
                         "not less than a replica's {}",
                         r->label, mb(r->parameter_mb), mb(ref.parameter_mb)));
@@ -282,7 +300,7 @@ ParallelismSection parallelism_section(const std::vector<SplitRun>& runs, int co
         model, by_time[0]->label, by_time[0]->step_ms, by_time.size() > 1 ? by_time[1]->label : "-",
         by_time.size() > 1 ? by_time[1]->step_ms : 0.0, by_time.back()->label,
         by_time.back()->step_ms, ref.step_ms);
-    if (ref.simulated_ms >= 0) simulated_claims(model, rs, ref, md, out.failed);
+    if (ref.simulated_ms >= 0) simulated_claims(model, rs, ref, md, claims);
     // Pipelines: the bubble against micro-batches, and what each schedule holds.
     std::map<std::pair<std::string, int>, const SplitRun*> pipe;
     for (const SplitRun* r : rs)
@@ -299,15 +317,24 @@ ParallelismSection parallelism_section(const std::vector<SplitRun>& runs, int co
         }
       if (!fewest || fewest == most) continue;
       const bool shrank = most->bubble < fewest->bubble;
+      // Processes that share cores wait for one as much as for their neighbours: there the
+      // measured idle follows the machine's load, and is shown but not checked.
+      const bool shared = most->processes > cores;
       md << fmt::format(
           "- **{}, {} bubble**, measured idle (expected: the formula, or {:.2f} where {} "
-          "processes share {} cores): {}; from m={} to m={} it {}.\n",
+          "processes share {} cores): {}; from m={} to m={} it {}{}.\n",
           model, sched, idle_floor(*most, cores), most->processes, cores, fmt::join(steps, ", "),
           fewest->micro_batches, most->micro_batches,
-          shrank ? "shrank" : "did not shrink (each micro-batch adds messages and waits)");
+          shrank ? "shrank" : "did not shrink (each micro-batch adds messages and waits)",
+          shared ? " (not checked here: with processes sharing cores, the idle share measures "
+                   "waiting for a core as much as the schedule; the simulated links' step is "
+                   "the schedule's)"
+                 : "");
       // GPipe's stages run m forwards back to back: more micro-batches must keep them busier.
-      if (std::string(sched) == "gpipe" && !shrank)
-        out.failed.push_back(fmt::format(
+      if (std::string(sched) == "gpipe" && !shared)
+        claims.check("GPipe's idle share shrinking with micro-batches");
+      if (std::string(sched) == "gpipe" && !shared && !shrank)
+        claims.failed.push_back(fmt::format(
             "{} {}: the idle share did not shrink from m={} ({:.2f}) to m={} ({:.2f})", model,
             sched, fewest->micro_batches, fewest->bubble, most->micro_batches, most->bubble));
     }
@@ -321,22 +348,21 @@ ParallelismSection parallelism_section(const std::vector<SplitRun>& runs, int co
           "micro-batches) and {} MB under 1F1B (at most {} in flight).\n",
           model, key.second, mb(g->first_activation_mb), key.second, mb(o->first_activation_mb),
           g->parts);
+      claims.check("1F1B holding fewer activations than GPipe");
       if (o->first_activation_mb >= g->first_activation_mb)
-        out.failed.push_back(
+        claims.failed.push_back(
             fmt::format("{} m={}: 1F1B's first stage holds {} MB, not less than "
                         "GPipe's {}",
                         model, key.second, mb(o->first_activation_mb), mb(g->first_activation_mb)));
     }
   }
+  out.failed = claims.failed;
   if (!out.failed.empty()) {
     md << "\n**Claims that failed:**\n\n";
     for (const auto& f : out.failed) md << "- " << f << "\n";
-  } else {
-    md << "\nEvery claim held: bytes within 1% above the formulas' payload (the rest is tags), "
-          "every split's largest process below a replica, GPipe's idle share shrinking with "
-          "micro-batches, 1F1B holding fewer activations than GPipe (and on simulated links, "
-          "where the runs had them: a pipeline's step shorter than data parallelism's, GPipe's "
-          "shorter with several micro-batches than with one).\n";
+  } else if (!claims.checked.empty()) {
+    md << fmt::format("\nEvery claim these runs could check held: {}.\n",
+                      fmt::join(claims.checked, "; "));
   }
   out.markdown = md.str();
   return out;

@@ -5,12 +5,15 @@
 // have them), and for pipelines the measured bubble beside (p - 1) / (m + p - 1); then, computed
 // from those numbers, when each way wins. Its claims (bytes as the formulas say, every split holds
 // less than a replica, 1F1B holds fewer activations than GPipe, GPipe's bubble shrinks with
-// micro-batches; on simulated links, a pipeline's step shorter than data parallelism's and
-// GPipe's shrinking from one micro-batch to several) are checked: a failed one fails the suite.
+// micro-batches where each process has a core of its own; on simulated links, a pipeline's step
+// shorter than data parallelism's and GPipe's shrinking from one micro-batch to several) are
+// checked where the runs allow: a failed one fails the suite, and the report names the ones that
+// held.
 #pragma once
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +34,12 @@ struct SplitRun {
   double simulated_ms = -1;                 // the step on the simulated links (-1: none)
   double bubble = -1, bubble_formula = -1;  // pipelines: mean idle share of a stage
 };
+
+struct RunSpec;
+
+// Why the section cannot compare this run (it takes allreduce, pipeline and tensor runs), or
+// nullopt: a suite asks before its first run starts.
+std::optional<std::string> split_run_refusal(const RunSpec& s);
 
 // One run's numbers from its results folder (medians over rounds).
 SplitRun read_split_run(const std::filesystem::path& run_dir, const std::string& label);

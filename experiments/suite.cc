@@ -70,17 +70,18 @@ std::filesystem::path find_suite(const std::string& name) {
                           fmt::join(suite_names(), ", ")));
 }
 
-struct RunSpec {
+// One line of suite.runs: "label | key=value ...".
+struct SuiteEntry {
   std::string label;
   std::vector<std::string> sets;
   std::string swept;  // suite.sweep's "key=value" (also in sets): set again after --smoke's
 };
 
-RunSpec parse_run(const std::string& text) {
+SuiteEntry parse_run(const std::string& text) {
   const size_t bar = text.find('|');
   if (bar == std::string::npos)
     throw Error(fmt::format("suite.runs: '{}' is not \"label | key=value ...\"", text));
-  RunSpec r;
+  SuiteEntry r;
   std::istringstream label(text.substr(0, bar)), sets(text.substr(bar + 1));
   label >> r.label;
   for (std::string kv; sets >> kv;) r.sets.push_back(kv);
@@ -92,13 +93,13 @@ RunSpec parse_run(const std::string& text) {
 }
 
 // suite.only: the runs with these labels, in the suite's order; each must name a run.
-std::vector<RunSpec> keep_only(std::vector<RunSpec> runs, std::vector<std::string> only) {
+std::vector<SuiteEntry> keep_only(std::vector<SuiteEntry> runs, std::vector<std::string> only) {
   std::erase(only, "");
   if (only.empty()) return runs;
   for (const auto& label : only)
-    if (std::none_of(runs.begin(), runs.end(), [&](const RunSpec& r) { return r.label == label; }))
+    if (std::none_of(runs.begin(), runs.end(), [&](const SuiteEntry& r) { return r.label == label; }))
       throw Error(fmt::format("suite.only: no run '{}' in this suite", label));
-  std::erase_if(runs, [&](const RunSpec& r) {
+  std::erase_if(runs, [&](const SuiteEntry& r) {
     return std::find(only.begin(), only.end(), r.label) == only.end();
   });
   return runs;
@@ -106,13 +107,13 @@ std::vector<RunSpec> keep_only(std::vector<RunSpec> runs, std::vector<std::strin
 
 // suite.sweep = "key=v1,v2,...": each run once per value, the value set after the run's own
 // overrides and labelled <label>@<value> (the grid convention of suite_report.h).
-std::vector<RunSpec> sweep_runs(std::vector<RunSpec> runs, const std::string& sweep) {
+std::vector<SuiteEntry> sweep_runs(std::vector<SuiteEntry> runs, const std::string& sweep) {
   if (sweep.empty()) return runs;
   const size_t eq = sweep.find('=');
   if (eq == 0 || eq == std::string::npos || eq + 1 == sweep.size())
     throw Error(fmt::format("suite.sweep: '{}' is not \"key=v1,v2,...\"", sweep));
   const std::string key = sweep.substr(0, eq);
-  std::vector<RunSpec> swept;
+  std::vector<SuiteEntry> swept;
   for (const auto& r : runs) {
     if (r.label.find('@') != std::string::npos)
       throw Error(fmt::format("suite.sweep: run '{}' is already one value of a grid", r.label));
@@ -121,7 +122,7 @@ std::vector<RunSpec> sweep_runs(std::vector<RunSpec> runs, const std::string& sw
       v.erase(0, v.find_first_not_of(' '));
       v.erase(v.find_last_not_of(' ') + 1);
       if (v.empty()) continue;
-      RunSpec one = r;
+      SuiteEntry one = r;
       one.label += "@" + v;
       one.swept = key + "=" + v;
       one.sets.push_back(one.swept);
@@ -133,7 +134,7 @@ std::vector<RunSpec> sweep_runs(std::vector<RunSpec> runs, const std::string& sw
 
 // The suite's runs: each listed run once per seed (seeds empty: once, with the config's seed).
 struct Instance {
-  RunSpec spec;
+  SuiteEntry spec;
   std::string suffix;  // "-s<seed>" when the suite has seeds
   Config config;
   std::string reference;  // the run it is paired with (label, with the same suffix), if any
@@ -155,9 +156,9 @@ struct SuitePlan {
 
 // "run reference" pairs, by run label; both must be runs of the suite.
 std::map<std::string, std::string> parse_pairs(const Config& cfg,
-                                               const std::vector<RunSpec>& runs) {
+                                               const std::vector<SuiteEntry>& runs) {
   auto known = [&](const std::string& l) {
-    return std::any_of(runs.begin(), runs.end(), [&](const RunSpec& r) { return r.label == l; });
+    return std::any_of(runs.begin(), runs.end(), [&](const SuiteEntry& r) { return r.label == l; });
   };
   std::map<std::string, std::string> reference;
   for (const auto& p : cfg.get_string_list("suite.pairs")) {
@@ -285,7 +286,7 @@ SuitePlan plan_suite(const SuiteOptions& o) {
     shown.set_all(run_sets);
     plan.resolved_toml = shown.to_toml();
   }
-  std::vector<RunSpec> runs;
+  std::vector<SuiteEntry> runs;
   for (const auto& r : cfg.get_string_list("suite.runs"))
     if (!r.empty()) runs.push_back(parse_run(r));
   runs = keep_only(std::move(runs), cfg.get_string_list("suite.only"));
@@ -338,7 +339,12 @@ SuitePlan plan_suite(const SuiteOptions& o) {
         c.set("name", in.label());
         c.set("eval_every", std::to_string(plan.eval_every));
         if (paired) c.set("diagnostics.save_params_every", std::to_string(plan.eval_every));
-        resolve_run_spec(c);
+        const RunSpec spec = resolve_run_spec(c);
+        // the suite's own sections take only the runs they compare
+        for (const auto& refusal :
+             {cfg.get_bool("suite.parallelism") ? split_run_refusal(spec) : std::nullopt,
+              cfg.get_bool("suite.lr_scaling") ? lr_run_refusal(spec) : std::nullopt})
+          if (refusal) throw Error(*refusal);
       } catch (const Error& e) {
         throw Error(fmt::format("{}, run '{}': {}", plan.file.string(), in.label(), e.what()));
       }

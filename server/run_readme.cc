@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "core/client_list.h"
 #include "core/executable.h"
@@ -117,11 +118,16 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
                     summary.build_vector_units.value_or("unknown vector units"),
                     summary.blas_kernels.value_or("unknown matrix kernels"),
                     summary.machine.value_or("unknown"));
-  if (summary.load_average)  // times are the machine's, shared with whatever else ran on it
-    md << fmt::format(
-        "- the machine's load average was {:.2f} as the run ended (above its cores, other work "
-        "slowed the times this run measured)\n",
-        *summary.load_average);
+  if (summary.load_average) {  // times are the machine's, shared with whatever else ran on it
+    const unsigned cores = std::thread::hardware_concurrency();
+    md << fmt::format("- the machine's load average was {:.2f} as the run ended ({})\n",
+                      *summary.load_average,
+                      *summary.load_average >= double(cores)
+                          ? fmt::format("at or above its {} cores: other work slowed the times "
+                                        "this run measured",
+                                        cores)
+                          : fmt::format("below its {} cores", cores));
+  }
   if (const auto& f = summary.final) {  // the last evaluated round: the last round, as a rule
     md << fmt::format(
         "- {} sent and {} received at the server's socket by round {} ({}; docs/metrics.md)\n",

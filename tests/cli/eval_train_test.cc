@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "core/backend.h"
 #include "core/dataset.h"
@@ -73,10 +74,14 @@ TEST(EvalTrain, TheServerScoresItsModelOnTheTrainingSetAtEvaluatedRounds) {
   const auto plain = nlohmann::json::parse(testing::slurp(tmp / "res" / "plain" / "summary.json"));
   ASSERT_TRUE(plain.contains("load_average")) << plain.dump();
   EXPECT_GE(plain["load_average"].get<double>(), 0.0);
-  EXPECT_NE(testing::slurp(tmp / "res" / "plain" / "README.md")
-                .find(fmt::format("load average was {:.2f} as the run ended",
-                                  plain["load_average"].get<double>())),
-            std::string::npos);
+  // it says the times were slowed only where the load reached the cores (it once always did)
+  const double load = plain["load_average"].get<double>();
+  const unsigned cores = std::thread::hardware_concurrency();
+  const std::string readme = testing::slurp(tmp / "res" / "plain" / "README.md");
+  EXPECT_NE(readme.find(fmt::format("load average was {:.2f} as the run ended ({} its {} cores",
+                                    load, load >= double(cores) ? "at or above" : "below", cores)),
+            std::string::npos)
+      << readme;
   EXPECT_FALSE(
       testing::jsonl(tmp / "res" / "plain" / "metrics.jsonl").back().contains("global_train_loss"));
   const auto refused = testing::run_fedpar(

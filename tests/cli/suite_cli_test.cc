@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <sstream>
+#include <thread>
 
 #include "tests/util/run_fedpar.h"
 #include "tests/util/run_results.h"
@@ -324,8 +325,9 @@ TEST(Suite, ParallelismSmokeShowsWhatSplittingTheModelSavesAndCosts) {
   if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
   TempDir tmp;
   // exit 0: the suite's own claims held (bytes as the formulas say, splits hold less than a
-  // replica, GPipe's bubble shrinks with m, 1F1B holds fewer activations; on the simulated links
-  // a pipeline beats data parallelism and GPipe gains from micro-batches)
+  // replica, 1F1B holds fewer activations; on the simulated links a pipeline beats data
+  // parallelism and GPipe gains from micro-batches; GPipe's measured idle share shrinking with m
+  // is checked only where each process has a core, not on a 2-core machine's 4 processes)
   auto runs = smoke_runs("parallelism", tmp);
   ASSERT_EQ(runs.size(), 24u);
   const auto suite = nlohmann::json::parse(testing::slurp(tmp / "s/suite.json"));
@@ -365,7 +367,17 @@ TEST(Suite, ParallelismSmokeShowsWhatSplittingTheModelSavesAndCosts) {
   }
   const std::string report = testing::slurp(tmp / "s/report.md");
   EXPECT_NE(report.find("### Splitting the model against replicating it"), std::string::npos);
-  EXPECT_NE(report.find("Every claim held"), std::string::npos) << report;
+  EXPECT_NE(report.find("Every claim these runs could check held: bytes within 1% above the "
+                        "formulas' payload"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("1F1B holding fewer activations than GPipe"), std::string::npos);
+  EXPECT_NE(report.find("on the simulated links, a pipeline's step shorter than data "
+                        "parallelism's"),
+            std::string::npos);
+  EXPECT_EQ(report.find("GPipe's idle share shrinking") == std::string::npos,
+            std::thread::hardware_concurrency() < 4)
+      << report;
   EXPECT_NE(report.find("communication-bound"), std::string::npos);
   EXPECT_NE(report.find("time per step on the simulated links"), std::string::npos);
 }

@@ -65,5 +65,29 @@ TEST(SuitePlan, APairOfUnknownRunsListsTheSuitesRuns) {
   }
 }
 
+// A run the suite's own section cannot compare is named before any run starts (the parallelism
+// section's once failed the suite after all its runs had trained).
+TEST(SuitePlan, ARunItsSectionCannotCompareIsRefusedBeforeAnythingRuns) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"parallelism",
+       "the parallelism section (suite.parallelism = true) compares allreduce, "
+       "pipeline and tensor runs"},
+      {"lr-scaling",
+       "the lr-scaling section (suite.lr_scaling = true) compares data-parallel "
+       "steps"}};
+  for (const auto& [suite, message] : cases) {
+    SCOPED_TRACE(suite);
+    const std::string set =
+        std::string(suite) == "parallelism" ? "topology=parameter-server" : "regime=model";
+    try {
+      check_suite({.name = suite, .smoke = true, .sets = {set}});
+      ADD_FAILURE() << "planned runs the suite's section cannot compare";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(".toml, run '"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fedpar
