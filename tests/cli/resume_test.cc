@@ -179,6 +179,15 @@ TEST(Resume, ErrorFeedbackResidualsComeBackAfterASigkill) {
                    "compression.ratio=0.05", "compression.error_feedback=true"}));
 }
 
+// A downlink codec that encodes each TASK's model afresh, and QSGD's draws (from the seed and
+// round), keep no state: such a run is checkpointed and resumed with its bytes (a bf16 downlink
+// was once refused for holding the clients' copies, which only a delta downlink does).
+TEST(Resume, ACompressedDownlinkAndQsgdAfterASigkillEndWithTheUninterruptedBytes) {
+  expect_resume_gives_the_same_bytes(
+      "downlink", with(kLong, {"regime=model", "local.steps=5", "compression.downlink=bf16",
+                               "compression.uplink=qsgd"}));
+}
+
 // A killed client stops the gradient regime: the run keeps its folder as <name>.incomplete and
 // says so, and --resume with new clients finishes it with the uninterrupted bytes.
 TEST(Resume, AFailedRunKeepsItsCheckpointAndFinishesWhenResumed) {
@@ -387,6 +396,15 @@ TEST(Resume, AnotherConfigOrAStatefulTopologyIsRefusedWithTheReason) {
   EXPECT_NE(psgd_code, 0);
   EXPECT_NE(psgd_err.find("powersgd keeps each client's warm-started factors"), std::string::npos)
       << psgd_err;
+  const auto [delta_code, delta_err] =
+      refused(tmp, "delta",
+              {"regime=model", "compression.downlink=fp16", "compression.downlink_delta=true",
+               "checkpoint_every=1"},
+              {});
+  EXPECT_NE(delta_code, 0);
+  EXPECT_NE(delta_err.find("a delta downlink keeps the clients' copies of the model"),
+            std::string::npos)
+      << delta_err;
 }
 
 }  // namespace
