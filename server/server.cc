@@ -12,10 +12,12 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <span>
 #include <thread>
 
 #include "core/build_info.h"
 #include "core/client_list.h"
+#include "core/codec/codec.h"
 #include "core/count_users.h"
 #include "core/hash.h"
 #include "core/stop_signal.h"
@@ -75,19 +77,46 @@ void keep_misses(Engine& engine, const RunContext::Resumed& resumed) {
       engine.missed[*id] = n;
 }
 
-// Emulated links too slow for wait_seconds miss every round's deadline: say so, with the numbers,
-// before the first round rather than after the deadlines. The slowest live process's link, raw
-// float32 models and updates only (a codec's sizes are known once encoded); SCAFFOLD sends the
-// server's control with the model and a control change with each update, drift a linear part.
-void warn_of_slow_links(const Engine& engine, const RunSpec& s, size_t params) {
-  if (s.network.mode != NetworkMode::kEmulated || s.regime == Regime::kAsync ||
-      s.topology != Topology::kParameterServer || s.compression.uplink != "none" ||
-      s.compression.downlink != "none")
-    return;
+// The bytes of one model download and one update on the wire, before the first round: `codec`'s
+// encoding of the initial model (a codec's size barely depends on the values: top-k's index gaps,
+// QSGD's levels); SCAFFOLD sends the server's control with the model and a control change with
+// each update, drift a linear part, both as float32.
+struct WireSizes {
+  uint64_t down = 0, up = 0;
+};
+
+WireSizes wire_sizes(const RunSpec& s, const Model& model, std::span<const float> params) {
+  const auto encoded = [&](const std::string& name) -> uint64_t {
+    const auto codec = make_codec(name, with_layout(s.compression.params, model.layout()));
+    if (!codec) return params.size() * sizeof(float);
+    std::vector<uint8_t> bytes;
+    codec->encode(params, {}, bytes);
+    return bytes.size();
+  };
   const bool scaffold = s.regime == Regime::kModel && s.algorithm == FlAlgorithm::kScaffold;
   const bool drift = s.regime == Regime::kModel && s.drift;
-  const uint64_t model = params * sizeof(float), down = model * (1 + scaffold),
-                 up = model * (1 + scaffold + drift);
+  const uint64_t raw = params.size() * sizeof(float);
+  return {.down = encoded(s.compression.downlink) + raw * scaffold,
+          .up = encoded(s.compression.uplink) + raw * (scaffold + drift)};
+}
+
+// Compress the larger of the two ("the updates" or "the model's download"), or further where it is.
+std::string compress_hint(const RunSpec& s, WireSizes wire) {
+  const bool up = wire.up >= wire.down;
+  const std::string& codec = up ? s.compression.uplink : s.compression.downlink;
+  return fmt::format("compress {} ({}compression.{}, docs/compression.md)",
+                     up ? "the updates" : "the model's download",
+                     codec == "none" ? "" : fmt::format("further than {}: ", codec),
+                     up ? "uplink" : "downlink");
+}
+
+// Emulated links too slow for wait_seconds miss every round's deadline: say so, with the numbers,
+// before the first round rather than after the deadlines. The slowest live process's link.
+void warn_of_slow_links(const Engine& engine, const RunSpec& s, WireSizes wire) {
+  if (s.network.mode != NetworkMode::kEmulated || s.regime == Regime::kAsync ||
+      s.topology != Topology::kParameterServer)
+    return;
+  const uint64_t down = wire.down, up = wire.up;
   double least = 0;
   const std::string* slowest = nullptr;
   size_t asked = 0, too_slow = 0;
@@ -109,29 +138,27 @@ void warn_of_slow_links(const Engine& engine, const RunSpec& s, size_t params) {
   engine.log(fmt::format(
       "warning: the process of virtual clients {} sends {} update(s) of {:.2f} MB a round up its "
       "emulated {} link ({:g} Mbit/s): at least {:.0f} s, more than wait_seconds = {:g}, so it "
-      "would miss every deadline{}. Raise wait_seconds (to {:.0f} or more){}, or compress the "
-      "updates (compression.uplink, docs/compression.md)",
+      "would miss every deadline{}. Raise wait_seconds (to {:.0f} or more, a margin for "
+      "compute){}, "
+      "or {}",
       fmt::join(clients, ", "), asked, double(up) / 1e6, p.name, p.up_bps / 1e6, least,
-      s.wait_seconds, others, std::ceil(1.5 * least), split));
+      s.wait_seconds, others, std::ceil(1.5 * least), split, compress_hint(s, wire)));
 }
 
 // Simulated mode with network.drop_late: clients whose link cannot bring the model down and their
 // update up within wait_seconds, even with no compute, are left out. Said before round 1 (by
 // profile, with the time on round 1's links: with every client asked, through the server's shared
 // link too), not found out from the round lines.
-void warn_of_always_late(const Engine& engine, const RunSpec& s, size_t params) {
-  if (s.network.mode != NetworkMode::kSimulated || !s.network.drop_late ||
-      s.compression.uplink != "none" || s.compression.downlink != "none")
-    return;
-  const uint64_t model = params * sizeof(float);
+void warn_of_always_late(const Engine& engine, const RunSpec& s, WireSizes wire) {
+  if (s.network.mode != NetworkMode::kSimulated || !s.network.drop_late) return;
   std::vector<SimulatedClient> everyone;
-  for (uint32_t c : engine.all_clients()) everyone.push_back({c, model, model, 0.0});
+  for (uint32_t c : engine.all_clients()) everyone.push_back({c, wire.down, wire.up, 0.0});
   std::vector<double> at;  // fewer asked share the server's link less: each on its own link then
   if (s.fraction >= 1)
     at = simulated_reply_seconds(s.network, s.seed, 0, everyone);
   else
     for (const SimulatedClient& c : everyone)
-      at.push_back(least_round_seconds(s.network.of(c.client), model, model, 1));
+      at.push_back(least_round_seconds(s.network.of(c.client), wire.down, wire.up, 1));
   std::map<std::string, std::pair<double, std::vector<uint32_t>>> late;  // by profile
   size_t count = 0;
   for (size_t i = 0; i < everyone.size(); ++i) {
@@ -150,16 +177,16 @@ void warn_of_always_late(const Engine& engine, const RunSpec& s, size_t params) 
     slowest = std::max(slowest, t.first);
   }
   engine.log(fmt::format(
-      "warning: on round 1's simulated links, {} of {} clients would bring the {:.2f} MB model "
-      "down and their update up after wait_seconds = {:g} even with no compute{}, so "
-      "network.drop_late would leave them out{}: {}. Raise wait_seconds (to {:.0f} or more) or "
-      "compress the updates (compression.uplink, docs/compression.md)",
-      count, engine.num_clients, double(model) / 1e6, s.wait_seconds,
+      "warning: on round 1's simulated links, {} of {} clients would bring the model down ({:.2f} "
+      "MB) and their update up ({:.2f} MB) after wait_seconds = {:g} even with no compute{}, so "
+      "network.drop_late would leave them out{}: {}. Raise wait_seconds (to {:.0f} or more, a "
+      "margin for compute) or {}",
+      count, engine.num_clients, double(wire.down) / 1e6, double(wire.up) / 1e6, s.wait_seconds,
       s.fraction >= 1 && s.network.server
           ? " and every client's messages through the server's link at once"
           : "",
       count == engine.num_clients ? " (all of them: the model stays)" : "", fmt::join(parts, "; "),
-      std::ceil(1.5 * slowest)));
+      std::ceil(1.5 * slowest), compress_hint(s, wire)));
 }
 
 }  // namespace
@@ -246,8 +273,9 @@ int run_server(Config cfg, const ServerOptions& opts) {
       run.out.write_json("network.json", network_json(s.network, hosted));
     }
     keep_misses(engine, resumed);
-    warn_of_slow_links(engine, s, run.params.size());
-    warn_of_always_late(engine, s, run.params.size());
+    const WireSizes wire = wire_sizes(s, run.model, run.params);
+    warn_of_slow_links(engine, s, wire);
+    warn_of_always_late(engine, s, wire);
     run_rounds(engine, run, *plan, resumed.rounds);
   } catch (const std::exception& e) {
     const auto* stop = dynamic_cast<const Interrupted*>(&e);
