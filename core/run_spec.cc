@@ -667,9 +667,10 @@ std::vector<std::string> run_warnings(const Config& c, const RunSpec& s) {
       s.regime != Regime::kAsync)
     out.push_back(fmt::format(
         "[stragglers] slows clients that share a process with others ({} clients on {} "
-        "processes): a process computes its clients one after another, so they wait for the "
-        "straggler, miss the deadlines it misses, and are dropped with it after "
-        "drop_after_missed_rounds = {} misses in a row (processes = {} gives each client its own)",
+        "processes): a process computes its clients one after another, so those after the "
+        "straggler wait for it and miss the deadlines it misses, and a process none of whose "
+        "updates comes in time is dropped after drop_after_missed_rounds = {} such rounds in a "
+        "row (processes = {} gives each client its own)",
         s.partition.clients, s.processes, s.drop_after_missed_rounds, s.partition.clients));
   if (s.data.name == "csv" && s.data.csv_test.empty())
     out.push_back(

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "core/check.h"
@@ -113,12 +114,20 @@ void Engine::log(const std::string& line) const {
 }
 
 void Engine::count_misses(std::span<const uint32_t> asked, std::span<const uint32_t> absent,
-                          int limit) {
-  std::set<std::string> answered, missing;
-  for (uint32_t c : asked) answered.insert(owner.at(c));
+                          int limit, bool any_absent) {
+  std::map<std::string, size_t> asked_of, absent_of;  // clients, by process
+  for (uint32_t c : asked) ++asked_of[owner.at(c)];
   for (uint32_t c : absent)
-    if (answered.erase(owner.at(c))) missing.insert(owner.at(c));
-  for (const auto& id : answered) missed.erase(id);
+    if (asked_of.count(owner.at(c))) ++absent_of[owner.at(c)];
+  std::vector<std::string> missing;
+  for (const auto& [id, n] : asked_of) {
+    const auto it = absent_of.find(id);
+    const size_t gone = it == absent_of.end() ? 0 : it->second;
+    if (any_absent ? gone > 0 : gone == n)
+      missing.push_back(id);
+    else
+      missed.erase(id);
+  }
   for (const auto& id : missing) {
     const int n = ++missed[id];
     if (n >= limit) {

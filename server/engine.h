@@ -149,10 +149,13 @@ class Engine {
   static constexpr double kRejectionLogSeconds = 10;
   void log(const std::string& line) const;
   // After a round that asked the clients `asked` (of processes in the run) and heard nothing from
-  // those in `absent`: each process with an absent client has missed one more round in a row,
-  // each that answered for all its asked clients starts over, and one that reaches `limit`
-  // misses is lost (logged). A miss need not be a death (a lost message, a slow round).
-  void count_misses(std::span<const uint32_t> asked, std::span<const uint32_t> absent, int limit);
+  // those in `absent`: each process that sent none of its asked clients' updates (with
+  // `any_absent`, each with an absent client: where a lost update leaves state out of step) has
+  // missed one more round in a row, each other starts over, and one that reaches `limit` misses
+  // is lost (logged). A process that answered for some of its clients is alive: a lost message
+  // or a straggler among its clients is not its death.
+  void count_misses(std::span<const uint32_t> asked, std::span<const uint32_t> absent, int limit,
+                    bool any_absent);
   // A process started during the run (`fedpar client`, as at the start) takes the place of one
   // the run lost: dropped for missed rounds, or whose connection is closed. receive() keeps its
   // HELLO; between rounds this answers it with the lost process's WELCOME (its clients, their

@@ -336,9 +336,10 @@ class SyncPlan final : public Plan {
   }
 
   // A participant without an update stops the gradient regime (unless configured to go on);
-  // otherwise the round goes on with the rest, and its process is dropped after
-  // drop_after_missed_rounds misses in a row. SCAFFOLD and a delta downlink drop it at the first:
-  // a lost message leaves its control variate or its model replica out of step with the server's.
+  // otherwise the round goes on with the rest, and a process none of whose updates came is
+  // dropped after drop_after_missed_rounds such rounds in a row. SCAFFOLD and a delta downlink
+  // drop a process at its first absent update: a lost message leaves its control variate or its
+  // model replica out of step with the server's.
   // network.drop_late: the updates in `c` that the simulated clock brings in after wait_seconds
   // (the same inputs as the round's clock: the TASK's bytes, the update's bytes less a drift
   // diagnostic's, and compute) are taken out of it, and returned. Not a miss: the process stays
@@ -361,7 +362,8 @@ class SyncPlan final : public Plan {
     std::vector<uint32_t> asked;
     for (const auto& [id, clients] : per_peer_)
       asked.insert(asked.end(), clients.begin(), clients.end());
-    const int limit = scaffold_ || engine.downlink_delta() ? 1 : s_.drop_after_missed_rounds;
+    const bool strict = scaffold_ || engine.downlink_delta();
+    const int limit = strict ? 1 : s_.drop_after_missed_rounds;
     if (!absent.empty()) {
       const std::string what =
           fmt::format("round {}: no update from client(s) {}{}", engine.round + 1,
@@ -371,7 +373,7 @@ class SyncPlan final : public Plan {
                         " (gradient regime stops; set continue_without_missing = true to go on)");
       engine.log(what + (c.got.empty() ? "; the model stays" : "; continuing with the rest"));
     }
-    engine.count_misses(asked, absent, limit);
+    engine.count_misses(asked, absent, limit, /*any_absent=*/strict);
     if (engine.all_lost())
       throw RunFailed(fmt::format(
           "round {}: every client process has been dropped from the run "

@@ -19,8 +19,9 @@ struct PredictedLosses {
   std::array<int, 2> dropped_in{-1, -1};  // the round (0-based) each process was dropped; -1: never
 };
 
-// A run of `rounds` in which a process that misses `limit` rounds in a row (a lost TASK, or a
-// lost UPDATE of one of its clients) gets no more tasks (drop_after_missed_rounds).
+// A run of `rounds` in which a process that misses `limit` rounds in a row (a lost TASK, or the
+// lost UPDATEs of both its clients: one of them coming is a sign of life) gets no more tasks
+// (drop_after_missed_rounds).
 inline PredictedLosses predict_losses(uint64_t seed, double loss, int rounds, int limit) {
   PredictedLosses out;
   std::array<int, 2> in_a_row{0, 0};
@@ -37,8 +38,10 @@ inline PredictedLosses predict_losses(uint64_t seed, double loss, int rounds, in
         missed = true;
         ++out.tasks_lost;
       } else {
+        int lost = 0;
         for (uint32_t c : {p, p + 2})
-          if (message_lost(loss, seed, "up", c, uint32_t(r))) missing.insert(c), missed = true;
+          if (message_lost(loss, seed, "up", c, uint32_t(r))) missing.insert(c), ++lost;
+        missed = lost == 2;
       }
       in_a_row[p] = missed ? in_a_row[p] + 1 : 0;
       if (in_a_row[p] == limit) out.dropped_in[p] = r;
