@@ -16,6 +16,7 @@ Model::Model(Backend& be, const ModelSpec& spec, Shape input, int classes)
   for (size_t i = 0; i < s.layers.size(); ++i)
     if (!s.names[i].empty()) s.layers[i]->declare(layout_, s.names[i]);
   layers_ = std::move(s.layers);
+  names_ = std::move(s.names);
   params_ = DeviceArray<float>(be_, layout_.total());
   grads_ = DeviceArray<float>(be_, layout_.total());
   be_.fill(params_.data(), 0.0f, layout_.total());
@@ -25,9 +26,10 @@ Model::Model(Backend& be, const ModelSpec& spec, Shape input, int classes)
 std::string Model::summary() const {
   std::string out;
   Shape at = input_;
-  for (const auto& l : layers_) {
-    at = l->output_shape();
-    out += fmt::format("  {:<28} -> {}x{}x{}\n", l->describe(), at.h, at.w, at.c);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    at = layers_[i]->output_shape();
+    out += fmt::format("  {:<6} {:<28} -> {}x{}x{}\n", names_[i], layers_[i]->describe(), at.h,
+                       at.w, at.c);
   }
   for (const auto& v : layout_.views())
     out += fmt::format("  {:<28} {:>10} params\n", v.name, v.size);

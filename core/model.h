@@ -83,6 +83,7 @@ class Model {
   int classes_;
   LossKind loss_;
   std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<std::string> names_;  // each layer's parameter prefix ("" for parameter-free ones)
   ParamLayout layout_;
   DeviceArray<float> params_, grads_;
   std::vector<DeviceArray<float>> acts_;  // output of each layer

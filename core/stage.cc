@@ -35,6 +35,19 @@ std::vector<size_t> stage_starts(const LayerStack& stack) {
   return starts;
 }
 
+std::string describe_stages(const ModelSpec& spec, Shape input, int classes,
+                            const std::vector<LayerRange>& ranges) {
+  const LayerStack stack = build_layer_stack(spec, input, classes);
+  std::vector<std::string> stages;
+  for (const LayerRange& r : ranges) {
+    std::vector<std::string> named;
+    for (size_t i = r.first; i < r.last; ++i)
+      if (!stack.names[i].empty()) named.push_back(stack.names[i]);
+    stages.push_back(fmt::format("{}", fmt::join(named, " ")));
+  }
+  return fmt::format("{}", fmt::join(stages, " | "));
+}
+
 std::vector<LayerRange> split_by_params(const ModelSpec& spec, Shape input, int classes,
                                         int stages) {
   LayerStack stack = build_layer_stack(spec, input, classes);

@@ -40,6 +40,10 @@ std::vector<LayerRange> split_at(const ModelSpec& spec, Shape input, int classes
 std::vector<LayerRange> pipeline_split(const ModelSpec& spec, Shape input, int classes, int stages,
                                        const std::vector<std::string>& split);
 
+// The layers with parameters each stage holds, stages split by " | ": "conv1 | conv2 | fc1 | fc2".
+std::string describe_stages(const ModelSpec& spec, Shape input, int classes,
+                            const std::vector<LayerRange>& ranges);
+
 // Where each stage's parameters sit in the whole model's flat vector.
 struct ParamSlice {
   size_t offset = 0, size = 0;

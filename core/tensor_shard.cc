@@ -48,21 +48,27 @@ std::string roles(const ModelSpec& spec, const LayerStack& s, int ways) {
 }  // namespace
 
 std::string tensor_split_summary(const ModelSpec& spec, Shape input, int classes, int ways) {
+  std::string out;
+  for (const std::string& line : tensor_split(spec, input, classes, ways)) out += line + "\n";
+  return out;
+}
+
+std::vector<std::string> tensor_split(const ModelSpec& spec, Shape input, int classes, int ways) {
   const LayerStack s = build_layer_stack(spec, input, classes);
   const std::string role = roles(spec, s, ways);
-  std::string out;
+  std::vector<std::string> out;
   for (size_t i = 0; i < s.layers.size(); ++i) {
     const std::string& name = s.names[i].empty() ? s.layers[i]->describe() : s.names[i];
     const int in = int(s.inputs[i].size()), o = int(s.layers[i]->output_shape().size());
     if (role[i] == 'c')
-      out += fmt::format("{} column-parallel {}->{} of {}\n", name, in, o / ways, o);
+      out.push_back(fmt::format("{} column-parallel {}->{} of {}", name, in, o / ways, o));
     else if (role[i] == 'r')
-      out += fmt::format("{} row-parallel {}->{} of {} inputs, then all-reduce\n", name, in / ways,
-                         o, in);
+      out.push_back(fmt::format("{} row-parallel {}->{} of {} inputs, then all-reduce", name,
+                                in / ways, o, in));
     else if (role[i] == 'l')
-      out += fmt::format("{} on the local {} of {}\n", name, o / ways, o);
+      out.push_back(fmt::format("{} on the local {} of {}", name, o / ways, o));
     else
-      out += fmt::format("{} replicated\n", name);
+      out.push_back(fmt::format("{} replicated", name));
   }
   return out;
 }

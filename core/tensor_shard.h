@@ -22,8 +22,10 @@ namespace fedpar {
 // Sums `v` across the t ranks in place, leaving the same bits on every rank.
 using AllReduceFn = std::function<void(std::span<float> v)>;
 
-// How a preset splits t ways, one line per layer ("fc1 column 784->100 of 200"); throws Error
-// when it cannot (a pair's width not a multiple of t, no dense pair).
+// How a preset splits t ways, one entry per layer ("fc1 column-parallel 784->100 of 200"); throws
+// Error when it cannot (a pair's width not a multiple of t, no dense pair).
+std::vector<std::string> tensor_split(const ModelSpec& spec, Shape input, int classes, int ways);
+// The same as one line per layer.
 std::string tensor_split_summary(const ModelSpec& spec, Shape input, int classes, int ways);
 
 class TensorShard {

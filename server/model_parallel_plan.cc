@@ -36,13 +36,15 @@ class ModelParallelPlan final : public Plan {
     const Shape in = run.data.train.shape;
     const int classes = run.data.train.num_classes;
     if (pipeline_) {
-      slices_ = stage_slices(s_.model, in, classes,
-                             pipeline_split(s_.model, in, classes, parts_, s_.pipeline.split));
+      const auto ranges = pipeline_split(s_.model, in, classes, parts_, s_.pipeline.split);
+      slices_ = stage_slices(s_.model, in, classes, ranges);
+      split_ = describe_stages(s_.model, in, classes, ranges);
     } else {  // each rank's layout, to place its slices in the model (on the host)
       layout_backend_ = make_backend("cpu");
       for (int r = 0; r < parts_; ++r)
         shards_.push_back(
             std::make_unique<TensorShard>(*layout_backend_, s_.model, in, classes, r, parts_));
+      split_ = fmt::format("{}", fmt::join(tensor_split(s_.model, in, classes, parts_), "; "));
     }
     size_t smallest = SIZE_MAX, largest = 0;
     for (const auto& c : run_.manifest.clients) {
@@ -111,13 +113,14 @@ class ModelParallelPlan final : public Plan {
         d > 1 ? fmt::format(" x {} data-parallel replicas (a ring across each part's)", d) : "";
     if (pipeline_)
       engine.log(fmt::format(
-          "pipeline of {} stages ({} parameters each){}, {} schedule, {} micro-batch(es) of a "
+          "pipeline of {} stages ({}: {} parameters){}, {} schedule, {} micro-batch(es) of a "
           "batch of {}",
-          p, fmt::join(sizes, " + "), grid, pipe_schedule_name(s_.pipeline.schedule),
+          p, split_, fmt::join(sizes, " + "), grid, pipe_schedule_name(s_.pipeline.schedule),
           s_.pipeline.micro_batches, batch_));
     else
-      engine.log(fmt::format("tensor parallelism {} ways ({} parameters per rank){}, batch {}", p,
-                             fmt::join(sizes, ", "), grid, batch_));
+      engine.log(fmt::format(
+          "tensor parallelism {} ways ({} parameters per rank){}, batch {}; per rank: {}", p,
+          fmt::join(sizes, ", "), grid, batch_, split_));
   }
 
   std::string round(Engine& engine, RoundRecord& rec) override {
@@ -310,6 +313,7 @@ class ModelParallelPlan final : public Plan {
   std::vector<ParamSlice> slices_;                    // pipeline: each stage's
   std::unique_ptr<Backend> layout_backend_;           // tensor: holds shards_
   std::vector<std::unique_ptr<TensorShard>> shards_;  // tensor: each rank's layout
+  std::string split_;  // which layers each stage holds, or how each tensor rank splits them
   int64_t batch_ = 0;
   WorkerVelocity velocity_{"parts.velocity"};                 // replica 0's parts', put together
   NetworkClock clock_{s_.network, s_.seed, s_.wait_seconds};  // [network] simulated: the steps'

@@ -25,6 +25,24 @@ TEST(Commands, AnUnknownCommandIsNamedWithTheCommandsThereAre) {
   EXPECT_FALSE(std::filesystem::exists(tmp / "results"));
 }
 
+// `fedpar models` names each layer's parameters and says where a pipeline stage may start and how
+// tensor parallelism splits the model (or why it cannot), so pipeline.split's names are not
+// guessed.
+TEST(Commands, ModelsSayHowEachPresetSplits) {
+  TempDir tmp;
+  const auto r = testing::run_fedpar("models", tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* line :
+       {"  conv2  conv5x5 32->64 (14x14)",
+        "pipeline: a stage may start at conv1, conv2, fc1, fc2 "
+        "(pipeline.split names the starts after the first; 1 "
+        "to 4 stages)",
+        "tensor, 2 ways: fc1 column-parallel 784->100 of 200; relu on the local 100 of 200; fc2 "
+        "row-parallel 100->200 of 200 inputs, then all-reduce; relu replicated; fc3 replicated",
+        "tensor: model 'logreg' has no pair of dense layers"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+}
+
 // A config named without its .toml (tab completion stops there) is named with it; a suite or a
 // command spelled nearly right, with the right one.
 TEST(Commands, ANameSpelledNearlyRightIsNamedRight) {

@@ -58,6 +58,10 @@ TEST(Pipeline, TrainsTheParameterServersModel) {
   for (const char* sched : {"gpipe", "1f1b"}) {
     r = pipeline(tmp, fmt::format("{}-m1", sched), sched, 1);
     ASSERT_EQ(r.code, 0) << r.err;
+    // the server names the layers each stage holds
+    EXPECT_NE(r.err.find("pipeline of 3 stages (fc1 | fc2 | fc3: 1952 + 792 + 250 parameters)"),
+              std::string::npos)
+        << r.err;
     // One micro-batch through three stages is the whole model's forward and backward, and SGD
     // steps each slice as the server steps the whole: the same bits.
     EXPECT_EQ(final_params(tmp, fmt::format("{}-m1", sched)), ps) << sched;
@@ -270,6 +274,12 @@ TEST(Tensor, TrainsWithinRoundingOfTheParameterServerOneAllReducePerPair) {
     const std::string name = fmt::format("t{}", t);
     r = run(tmp, name, fmt::format("--set topology=tensor --set processes={}", t));
     ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find(fmt::format("per rank: fc1 column-parallel 60->{0} of 32; relu on the "
+                                     "local {0} of 32; fc2 row-parallel {0}->24 of 32 inputs, "
+                                     "then all-reduce; relu replicated; fc3 replicated",
+                                     32 / t)),
+              std::string::npos)
+        << r.err;
     // fc2's partial outputs summed across ranks instead of one dot product: rounding apart (a
     // missing or doubled partial sum moves the model by 1e-1).
     EXPECT_LT(testing::relative_distance(final_params(tmp, name), ps), 1e-5) << t;
