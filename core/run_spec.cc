@@ -434,7 +434,7 @@ PipelineSpec resolve_pipeline(const Config& c, const RunSpec& s) {
                       p.micro_batches));
   require(p.split.empty() || p.split.size() + 1 == size_t(s.model_parts()),
           fmt::format("pipeline.split names where stages 2.. start: {} name(s) for {} stages, "
-                      "expected {}",
+                      "expected {} (`fedpar models` lists where a stage may start)",
                       p.split.size(), s.model_parts(), s.model_parts() - 1));
   return p;
 }
@@ -814,11 +814,15 @@ RunSpec resolve_run_spec(const Config& c) {
     s.topology = Topology::kTensor;
   else
     throw Error(fmt::format(
-        "topology must be parameter-server, master, allreduce, pipeline or tensor, got '{}'",
-        topology));
-  require(
-      s.topology == Topology::kParameterServer || s.regime == Regime::kGradient,
-      fmt::format("topology '{}' trains data-parallel: it needs regime = \"gradient\"", topology));
+        "topology must be parameter-server, master, allreduce, pipeline or tensor, got '{}'{}",
+        topology,
+        topology == "ring" || topology == "all-reduce" || topology == "ddp"
+            ? " (the ring all-reduce among the workers is 'allreduce')"
+            : ""));
+  require(s.topology == Topology::kParameterServer || s.regime == Regime::kGradient,
+          fmt::format("topology '{}' takes one synchronous gradient step a round: it needs regime "
+                      "= \"gradient\" (model averaging runs on the parameter server)",
+                      topology));
   require(s.topology == Topology::kParameterServer || s.fraction == 1.0,
           fmt::format("topology '{}' uses every worker every step: fraction must be 1", topology));
   require(s.topology != Topology::kMaster || s.weighting == Weighting::kBySamples,

@@ -2,6 +2,7 @@
 #include "core/tensor_shard.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -35,11 +36,17 @@ std::string roles(const ModelSpec& spec, const LayerStack& s, int ways) {
       role[i] = 'l';
     }
     const int width = s.layers[c]->output_shape().c;
-    if (width % ways != 0)
+    if (width % ways != 0) {
+      std::vector<int> fit;  // the ways this pair takes, up to 16
+      for (int w = 2; w <= std::min(width, 16); ++w)
+        if (width % w == 0) fit.push_back(w);
       throw Error(
           fmt::format("tensor parallelism splits {}'s {} outputs {} ways: it needs a "
-                      "multiple of {}",
-                      s.names[c], width, ways, ways));
+                      "multiple of {} (the ways are processes / grid.data; {})",
+                      s.names[c], width, ways, ways,
+                      fit.empty() ? fmt::format("no number of ways from 2 to 16 divides {}", width)
+                                  : fmt::format("{} ways divide it", fmt::join(fit, ", "))));
+    }
     role[c] = 'c', role[r] = 'r';
   }
   return role;

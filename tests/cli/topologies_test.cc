@@ -318,7 +318,7 @@ TEST(Topologies, ConfigErrorsNameTheFix) {
   auto r = run(tmp, "x", "--set topology=ring");
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("topology must be parameter-server, master, allreduce, pipeline or tensor, "
-                       "got 'ring'"),
+                       "got 'ring' (the ring all-reduce among the workers is 'allreduce')"),
             std::string::npos)
       << r.err;
   r = run(tmp, "x", "--set topology=master --set regime=model");

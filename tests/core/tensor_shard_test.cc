@@ -242,9 +242,9 @@ TEST(TensorShard, SlicesCoverTheModelOnceAndShrinkWithTheWays) {
 TEST(TensorShard, RefusesSplitsThatDoNotDivide) {
   const Shape mnist{28, 28, 1};
   auto be = make_backend("cpu");
-  EXPECT_NE(error_of([&] {
-              TensorShard(*be, {"2nn"}, mnist, 10, 0, 3);
-            }).find("splits fc1's 200 outputs 3 ways: it needs a multiple of 3"),
+  EXPECT_NE(error_of([&] { TensorShard(*be, {"2nn"}, mnist, 10, 0, 3); })
+                .find("splits fc1's 200 outputs 3 ways: it needs a multiple of 3 (the ways are "
+                      "processes / grid.data; 2, 4, 5, 8, 10 ways divide it)"),
             std::string::npos);
   EXPECT_NE(error_of([&] {
               TensorShard(*be, {"logreg"}, mnist, 10, 0, 2);
