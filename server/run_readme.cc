@@ -51,32 +51,66 @@ std::string megabytes(uint64_t bytes) {
                          : fmt::format("{:.1f} MB", double(bytes) / 1e6);
 }
 
-// What the rounds left out of or changed in their aggregation: how many updates network.drop_late's
-// simulated deadline left out, and whose, by link profile; in how many rounds Krum had too few
-// updates and the median aggregated them ("" when neither happened).
-std::string aggregation_notes(const RunSpec& s, const std::filesystem::path& dir) {
-  size_t late = 0, aggregated = 0;
-  std::vector<int64_t> median_rounds;
+// Clients a round's record lists (unavailable, lost, late, missing), counted over the run, with
+// who they were by link profile.
+struct LeftOut {
+  size_t count = 0;
   std::map<std::string, std::set<uint32_t>> who;  // profile -> clients
-  const auto rounds = read_round_records(dir);
-  for (const RoundRecord& r : rounds) {
-    aggregated += r.clients ? r.clients->size() : 0;
-    for (uint32_t c : r.simulated_late.value_or(std::vector<uint32_t>{})) {
-      ++late;
-      who[s.network.of(c).name].insert(c);
+  void add(const RunSpec& s, const std::optional<std::vector<uint32_t>>& ids) {
+    for (uint32_t c : ids.value_or(std::vector<uint32_t>{})) {
+      ++count;
+      who[s.network.on() ? s.network.of(c).name : "clients"].insert(c);
     }
-    if (r.robust_fallback) median_rounds.push_back(r.round);
   }
-  std::string md;
-  if (late > 0) {
+  std::string whom() const {
     std::vector<std::string> parts;
     for (const auto& [profile, clients] : who)
       parts.push_back(fmt::format("{}: {}", profile, client_list(clients)));
+    return fmt::format("{}", fmt::join(parts, "; "));
+  }
+};
+
+// What the rounds left out of or changed in their aggregation: how many sampled clients were
+// unavailable or had a message lost on the simulated links, how many updates network.drop_late's
+// simulated deadline left out or never came, and whose, by link profile; in how many rounds Krum
+// had too few updates and the median aggregated them ("" when none of it happened).
+std::string aggregation_notes(const RunSpec& s, const std::filesystem::path& dir) {
+  size_t aggregated = 0, sampled = 0, asked = 0;
+  LeftOut late, unavailable, lost, missing;
+  std::vector<int64_t> median_rounds;
+  const auto rounds = read_round_records(dir);
+  for (const RoundRecord& r : rounds) {
+    aggregated += r.clients ? r.clients->size() : 0;
+    late.add(s, r.simulated_late);
+    unavailable.add(s, r.unavailable);
+    lost.add(s, r.simulated_lost);
+    missing.add(s, r.missing);
+    asked += r.participants.value_or(0);
+    sampled += r.participants.value_or(0) + r.unavailable.value_or(std::vector<uint32_t>{}).size() +
+               r.simulated_lost.value_or(std::vector<uint32_t>{}).size();
+    if (r.robust_fallback) median_rounds.push_back(r.round);
+  }
+  std::string md;
+  if (unavailable.count > 0)
+    md += fmt::format(
+        "- {} of {} sampled clients were unavailable and not asked (the profiles' "
+        "`availability`; each round's in metrics.jsonl's `unavailable`): {}\n",
+        unavailable.count, sampled, unavailable.whom());
+  if (lost.count > 0)
+    md += fmt::format(
+        "- {} of {} sampled clients had their TASK or UPDATE lost on the simulated links (the "
+        "profiles' `loss`; `simulated_lost`): {}\n",
+        lost.count, sampled, lost.whom());
+  if (late.count > 0)
     md += fmt::format(
         "- {} of {} updates came after wait_seconds = {:g} on the simulated clock and were left "
         "out (`network.drop_late`; each round's in metrics.jsonl's `simulated_late`): {}\n",
-        late, late + aggregated, s.wait_seconds, fmt::join(parts, "; "));
-  }
+        late.count, late.count + aggregated, s.wait_seconds, late.whom());
+  if (missing.count > 0)
+    md += fmt::format(
+        "- {} of {} asked clients' updates never came (a lost message, a missed deadline, a "
+        "process gone; `missing`): {}\n",
+        missing.count, asked, missing.whom());
   if (!median_rounds.empty())
     md += fmt::format(
         "- **{} of {} rounds were aggregated by the median, not {}**: they had {} updates or "

@@ -442,8 +442,25 @@ TEST(NetworkRun, UnavailableClientsAreNotAskedAndTheRecordSaysWho) {
   }
   EXPECT_GT(left_out, 0u);
   EXPECT_LT(left_out, 24u);
+  // the run's README counts them over the run
+  const std::string readme = testing::slurp(run.dir / "README.md");
+  EXPECT_NE(readme.find(
+                fmt::format("- {} of 24 sampled clients were unavailable and not asked", left_out)),
+            std::string::npos)
+      << readme;
   EXPECT_NE(run.hash, run_on_threads(tmp, "everyone", with(kModel, {"rounds=6"})).hash);
   EXPECT_EQ(run.hash, run_on_threads(tmp, "again", sets).hash);
+  // no client ever available is refused: nothing would train
+  const auto never = testing::run_fedpar(
+      "run " + std::string(FEDPAR_SOURCE_DIR) +
+          "/experiments/fedavg-mnist-2nn.toml --set network.mode=simulated --set "
+          "network.profile=custom --set network.custom.availability=0",
+      tmp.path());
+  EXPECT_EQ(never.code, 2);
+  EXPECT_NE(never.err.find("every client's profile has availability = 0, so no client would "
+                           "ever take part"),
+            std::string::npos)
+      << never.err;
 }
 
 // network.drop_late: client 0 on a 10 kbit/s link (its 9,128-byte TASK and UPDATE take 7.3 s
