@@ -337,8 +337,13 @@ SuitePlan plan_suite(const SuiteOptions& o) {
         c.set_all(run_sets);
         if (!seeds.empty()) c.set("seed", std::to_string(seeds[k]));
         c.set("name", in.label());
-        c.set("eval_every", std::to_string(plan.eval_every));
-        if (paired) c.set("diagnostics.save_params_every", std::to_string(plan.eval_every));
+        // a run shorter than suite.eval_every would be evaluated once, at its end: its curve gets
+        // 5 points instead
+        const int64_t rounds = c.get_int("rounds");
+        const int64_t every =
+            rounds < plan.eval_every ? std::max<int64_t>(1, rounds / 5) : plan.eval_every;
+        c.set("eval_every", std::to_string(every));
+        if (paired) c.set("diagnostics.save_params_every", std::to_string(every));
         const RunSpec spec = resolve_run_spec(c);
         // the suite's own sections take only the runs they compare
         for (const auto& refusal :

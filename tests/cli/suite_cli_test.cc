@@ -305,6 +305,10 @@ TEST(Suite, CommunicationSmokeShowsErrorFeedbackRecoversWhatCompressionDrops) {
   EXPECT_GT(fl["simulated_seconds"].get<double>(), 0.32);
   EXPECT_LT(dp["simulated_seconds"].get<double>(), 0.2);
   EXPECT_GT(fl["simulated_time"].get<double>(), 30 * 0.32);
+  // fl-wifi's 30 rounds are fewer than the smoke's suite.eval_every = 50: it is evaluated every
+  // 6 rounds (its curve once had one point), the 300-round runs every 50
+  EXPECT_EQ(runs["fl-wifi"]["mb_communicated"].size(), 5u);
+  EXPECT_EQ(runs["dp-none"]["mb_communicated"].size(), 6u);
   EXPECT_NE(testing::slurp(tmp / "s/report.md").find("| MB to 85% |"), std::string::npos);
   const auto ring = last_round(tmp, "dp-allreduce-fp16");
   EXPECT_TRUE(ring["replicas_checked"].get<bool>());
