@@ -90,6 +90,10 @@ RunCurves read_curves(const std::filesystem::path& dir) {
         j.mean_pairwise_cosine.value_or(0));  // 0 where no client updates are compared
     if (j.update_drift) c.drift.push_back(*j.update_drift);
   }
+  // no round compared client updates (a ring, a pipeline, a tensor group): no curve, not zeros
+  if (std::none_of(rounds.begin(), rounds.end(),
+                   [](const RoundRecord& j) { return j.mean_pairwise_cosine.has_value(); }))
+    c.cosine.clear();
   c.round_seconds = rounds.empty() ? 0 : clock_seconds / double(rounds.size());
   return c;
 }

@@ -24,7 +24,8 @@ struct RunCurves {
   // of it, what the server received (clients -> server; diagnostics left out) and sent
   std::vector<double> mb_up, mb_down;
   std::vector<double> samples;  // samples processed by all clients (forward/backward), cumulative
-  std::vector<double> cosine;   // mean pairwise cosine of the round's client updates
+  std::vector<double> cosine;   // mean pairwise cosine of the round's client updates (empty
+                                // where no round compared any: a ring, a pipeline)
   std::vector<double> drift;    // update_drift, when the run logged it (diagnostics.drift)
   std::vector<double> seconds;  // time of the rounds so far: the server's wait + aggregation, or
                                 // the network's simulated / emulated time when the run had one

@@ -97,7 +97,8 @@ std::vector<SuiteEntry> keep_only(std::vector<SuiteEntry> runs, std::vector<std:
   std::erase(only, "");
   if (only.empty()) return runs;
   for (const auto& label : only)
-    if (std::none_of(runs.begin(), runs.end(), [&](const SuiteEntry& r) { return r.label == label; }))
+    if (std::none_of(runs.begin(), runs.end(),
+                     [&](const SuiteEntry& r) { return r.label == label; }))
       throw Error(fmt::format("suite.only: no run '{}' in this suite", label));
   std::erase_if(runs, [&](const SuiteEntry& r) {
     return std::find(only.begin(), only.end(), r.label) == only.end();
@@ -521,12 +522,14 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
               "weights from its reference run's at the same round; the median drift (where logged) "
               "is over the run's rounds.\n\n"
            << div << "\n";
-  report << "### Memory and time per client and round\n\nMedians over rounds; memory is what the "
-            "client's core allocated (parameters + gradient; activations, their gradients and "
-            "layer scratch for its batch); client compute is the slowest process's (its clients "
-            "one after another); exchange is the rest of the server's wait (transfers, decoding, "
-            "queueing).\n\n"
-         << accounting_table(results) << "\n";
+  if (const std::string accounting = accounting_table(results); !accounting.empty())
+    report << "### Memory and time per client and round\n\nMedians over rounds, for the runs "
+              "whose clients send the server updates (the parameter server); memory is what the "
+              "client's core allocated (parameters + gradient; activations, their gradients and "
+              "layer scratch for its batch); client compute is the slowest process's (its "
+              "clients one after another); exchange is the rest of the server's wait "
+              "(transfers, decoding, queueing).\n\n"
+           << accounting << "\n";
   if (cfg.get_bool("suite.delay_model"))
     report << "### Delay model\n\n"
            << delay_model_markdown(delay_rounds(results), cores(), dir, title, load_average());

@@ -160,6 +160,9 @@ std::string seed_means_table(const std::vector<SuiteRun>& runs, double target) {
 }
 
 std::string accounting_table(const std::vector<SuiteRun>& runs) {
+  if (std::none_of(runs.begin(), runs.end(),
+                   [](const SuiteRun& r) { return r.accounting.clients > 0; }))
+    return "";  // no run with per-client updates: no rows
   std::ostringstream t;
   t << "| run | clients per round | parameters per client (MB) | activations per client (MB) | "
        "down per client (MB) | up per client (MB) | client compute (ms) | broadcast (ms) | "

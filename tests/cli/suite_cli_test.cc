@@ -384,6 +384,9 @@ TEST(Suite, ParallelismSmokeShowsWhatSplittingTheModelSavesAndCosts) {
       << report;
   EXPECT_NE(report.find("communication-bound"), std::string::npos);
   EXPECT_NE(report.find("time per step on the simulated links"), std::string::npos);
+  // no run sends the server per-client updates: no empty per-client table, no cosine curve of 0s
+  EXPECT_EQ(report.find("### Memory and time per client and round"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(tmp / "s/plots/update-cosine-vs-round.svg.dat"));
 }
 
 TEST(Suite, RobustSmokeShowsTheRulesHoldWhereTheMeanFalls) {
