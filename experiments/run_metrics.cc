@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -134,7 +135,14 @@ RunTraffic read_traffic(const std::filesystem::path& dir) {
   RunTraffic t;
   std::vector<double> step, server_sent, server_received, worker_sent, worker_received, allreduce,
       busbw;
-  for (const RoundRecord& j : read_round_records(dir)) {
+  // A step's traffic: the rounds after the first (whose TASKs bring a ring its model) and without
+  // an evaluation (which brings a ring's model to the server), where there are such rounds.
+  auto rounds = read_round_records(dir);
+  for (const auto& one_off : std::vector<std::function<bool(const RoundRecord&)>>{
+           [](const RoundRecord& j) { return j.round == 1; },
+           [](const RoundRecord& j) { return j.test_accuracy.has_value(); }})
+    if (!std::all_of(rounds.begin(), rounds.end(), one_off)) std::erase_if(rounds, one_off);
+  for (const RoundRecord& j : rounds) {
     t.topology = j.topology;
     step.push_back(1e3 * (j.wait_seconds + j.aggregate_seconds.value_or(0)));
     // Per process: what the server sent it and got from it, plus (allreduce) its ring traffic.

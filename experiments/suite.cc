@@ -513,7 +513,10 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
     report << "### Best of each learning-rate grid\n\n" << grid << "\n";
   report << section_md;
   if (const std::string traffic = traffic_table(results); !traffic.empty())
-    report << "### Traffic and time per node and step\n\nMedians over rounds. The server's columns "
+    report << "### Traffic and time per node and step\n\nMedians over the rounds after the first "
+              "and without an evaluation, where there are such (a ring gets its model in the "
+              "first round's TASKs, and an evaluation brings it to the server). The server's "
+              "columns "
               "count its socket; a worker's add its ring traffic (allreduce). busbw = model "
               "bytes / all-reduce time x 2(N-1)/N.\n\n"
            << traffic << "\n";
