@@ -347,6 +347,13 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     runs.push_back(
         {labels[i], dirs[i], x.column(c), metric.column(c), c.round, median_emd(dirs[i])});
     clocks.push_back(c.clock);
+    // the server's link alone leaves out what a ring's (a pipeline's) workers send each other
+    const double peer_mb = c.mb.back() - c.mb_up.back() - c.mb_down.back();
+    if ((o.x == "bytes-up" || o.x == "bytes-down") && peer_mb > 0.01 * c.mb.back())
+      runs.back().label += fmt::format(
+          " (server link only: its workers sent each other {:.1f} MB; "
+          "--x bytes counts them)",
+          peer_mb);
   }
   // seconds of different clocks (a network's simulated time, the server's rounds) on one axis:
   // each run's label says which it is

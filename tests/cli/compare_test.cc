@@ -139,6 +139,23 @@ TEST(Compare, SecondsOfDifferentClocksSayWhichEachIs) {
   EXPECT_NE(same.out.find("| slow |"), std::string::npos) << same.out;
 }
 
+// The server's link alone (--x bytes-up, bytes-down) leaves out a ring's links: the label of a run
+// whose workers sent each other says so, with their MB; the parameter server's does not.
+TEST(Compare, BytesUpOfARingSayItsWorkersLinksAreLeftOut) {
+  TempDir tmp;
+  two_runs(tmp);
+  one_run(tmp, "ring", " --set regime=gradient --set topology=allreduce");
+  const auto up = compare(tmp, {"slow", "ring"}, " --x bytes-up --out " + (tmp / "up").string());
+  ASSERT_EQ(up.code, 0) << up.err;
+  EXPECT_NE(up.out.find("| ring (server link only: its workers sent each other "),
+            std::string::npos)
+      << up.out;
+  EXPECT_NE(up.out.find("| slow |"), std::string::npos) << up.out;
+  const auto all = compare(tmp, {"slow", "ring"}, " --x bytes --out " + (tmp / "all").string());
+  ASSERT_EQ(all.code, 0) << all.err;
+  EXPECT_NE(all.out.find("| ring |"), std::string::npos) << all.out;
+}
+
 // A gradient round is one step, a model round the clients' local training: compared by round,
 // such runs are said not to be alike, with the axis that puts them on one scale.
 TEST(Compare, RoundsOfTheGradientAndModelRegimesAreSaidNotToBeAlike) {
