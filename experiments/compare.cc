@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -193,7 +194,10 @@ std::vector<std::string> labels_of(const std::vector<std::filesystem::path>& dir
   return out;
 }
 
-std::string num(double v) { return fmt::format("{:.4g}", v); }
+// four digits, and whole numbers from 1000 on (10000 samples, not 1e+04)
+std::string num(double v) {
+  return std::abs(v) >= 1000 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v);
+}
 
 // A run's config.resolved.toml, resolved; or why this fedpar cannot read it.
 struct RunConfig {
@@ -385,8 +389,9 @@ int run_compare(const CompareOptions& o, const std::string& command) {
       differs.common.empty()
           ? ""
           : fmt::format(
-                "Most of the runs that read them have `{}`: a row's settings show where its "
-                "run departs from these (compare.json lists each run's in full).\n\n",
+                "The settings most runs share (of the runs that read each one): `{}`. A row's "
+                "settings show where its run departs from these (compare.json lists each run's "
+                "in full).\n\n",
                 differs.text(differs.common));
   const bool any_differ = differs.any();
   // partitions that differ in how non-IID they are say by how much (0: every client's labels
