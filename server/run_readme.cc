@@ -12,6 +12,7 @@
 #include "core/client_list.h"
 #include "core/executable.h"
 #include "core/init_from.h"
+#include "core/median.h"
 #include "core/results_dir.h"
 #include "core/run_records.h"
 #include "core/unread_settings.h"
@@ -49,6 +50,33 @@ const std::map<std::string, std::string>& file_notes() {
 std::string megabytes(uint64_t bytes) {
   return bytes < 100'000 ? fmt::format("{:.1f} kB", double(bytes) / 1e3)
                          : fmt::format("{:.1f} MB", double(bytes) / 1e6);
+}
+
+// A codec run's sizes on the wire beside float32's, from the round `f` (its clients' UPDATEs and
+// the TASK's model; float32 is half a client's parameters + gradient): "" without a codec or
+// per-client records.
+std::string compression_line(const RunSpec& s, const RoundRecord& f) {
+  const CompressionSpec& c = s.compression;
+  if ((c.uplink == "none" && c.downlink == "none") || !f.clients || f.clients->empty()) return "";
+  std::vector<double> up;
+  for (const ClientRecord& cl : *f.clients) up.push_back(double(cl.bytes_up));
+  const double raw = double(f.clients->front().parameter_bytes) / 2;
+  if (raw <= 0) return "";
+  std::vector<std::string> parts;
+  if (c.uplink != "none")
+    parts.push_back(
+        fmt::format("an UPDATE {} (`compression.uplink = {}`, the round's median; "
+                    "{:.1f}x less)",
+                    megabytes(uint64_t(median(up))), c.uplink, raw / median(up)));
+  if (c.downlink != "none" && f.bytes_down_per_task)
+    parts.push_back(fmt::format("a TASK's model{} {} (`compression.downlink = {}`; {:.1f}x less)",
+                                c.downlink_delta ? " change" : "",
+                                megabytes(*f.bytes_down_per_task), c.downlink,
+                                raw / double(*f.bytes_down_per_task)));
+  return fmt::format(
+      "- on the wire in round {}, against the model's {} of float32: {} (message "
+      "headers included)\n",
+      f.round, megabytes(uint64_t(raw)), fmt::join(parts, ", "));
 }
 
 // Clients a round's record lists (unavailable, lost, late, missing), counted over the run, with
@@ -168,6 +196,7 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
         megabytes(f->bytes_sent_total), megabytes(f->bytes_received_total), f->round,
         f->workers ? "what the workers send each other is in metrics.jsonl's `workers`"
                    : "the server's TASKs go to client processes, not to each client");
+    md << compression_line(s, *f);
     if (f->simulated_time)
       md << fmt::format("- the simulated network's time by round {}: {:.1f} s (`[network]`)\n",
                         f->round, *f->simulated_time);

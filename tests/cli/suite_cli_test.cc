@@ -1,6 +1,7 @@
 // `fedpar suite iid-vs-noniid --smoke` as a user runs it (real processes, real MNIST): the report,
 // the plots and the suite's qualitative claim: label skew lowers accuracy after the same rounds.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/median.h"
 #include "tests/util/run_fedpar.h"
 #include "tests/util/run_results.h"
 #include "tests/util/test_util.h"
@@ -294,11 +296,26 @@ TEST(Suite, CommunicationSmokeShowsErrorFeedbackRecoversWhatCompressionDrops) {
   // and body): top-k keeps k = 1% of the 2NN's d values, 4 bytes each and 1-3 bytes of index gap;
   // scaled sign 4 + ceil(d / 8)
   const uint64_t d = 199210, k = 1992;
-  for (const auto& c : last_round(tmp, "dp-topk1-ef")["clients"]) {
+  std::vector<double> topk_up;
+  // (each record held by name: a range-for over a temporary's member would read freed memory)
+  const nlohmann::json topk_last = last_round(tmp, "dp-topk1-ef");
+  ASSERT_EQ(topk_last["clients"].size(), 4u);
+  for (const auto& c : topk_last["clients"]) {
     EXPECT_GE(c["bytes_up"].get<uint64_t>(), 5 * k + 1);
     EXPECT_LT(c["bytes_up"].get<uint64_t>(), 7 * k + 3 + 512);
+    topk_up.push_back(c["bytes_up"].get<double>());
   }
-  for (const auto& c : last_round(tmp, "dp-scaled-sign-ef")["clients"]) {
+  // the run's README gives that size beside float32's (4d bytes)
+  const std::string topk_readme = testing::slurp(tmp / "s/runs/dp-topk1-ef/README.md");
+  EXPECT_NE(topk_readme.find(fmt::format(
+                "against the model's 0.8 MB of float32: an UPDATE {:.1f} kB (`compression.uplink "
+                "= topk`, the round's median; {:.1f}x less)",
+                median(topk_up) / 1e3, 4.0 * double(d) / median(topk_up))),
+            std::string::npos)
+      << topk_readme;
+  const nlohmann::json sign_last = last_round(tmp, "dp-scaled-sign-ef");
+  ASSERT_EQ(sign_last["clients"].size(), 4u);
+  for (const auto& c : sign_last["clients"]) {
     EXPECT_GE(c["bytes_up"].get<uint64_t>(), 4 + (d + 7) / 8);
     EXPECT_LT(c["bytes_up"].get<uint64_t>(), 4 + (d + 7) / 8 + 512);
   }
