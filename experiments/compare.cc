@@ -55,6 +55,7 @@ const std::vector<double>& samples_of(const RunCurves& c) { return c.samples; }
 const std::vector<double>& mb_of(const RunCurves& c) { return c.mb; }
 const std::vector<double>& mb_up_of(const RunCurves& c) { return c.mb_up; }
 const std::vector<double>& mb_down_of(const RunCurves& c) { return c.mb_down; }
+const std::vector<double>& mb_device_of(const RunCurves& c) { return c.mb_device; }
 const std::vector<double>& seconds_of(const RunCurves& c) { return c.seconds; }
 
 Axis metric_axis(const std::string& m) {
@@ -72,11 +73,15 @@ Axis x_axis(const std::string& x) {
   if (x == "bytes-up") return {"MB the server received (the clients' uplink)", mb_up_of, "MB up"};
   if (x == "bytes-down")
     return {"MB the server sent (the clients' downlink)", mb_down_of, "MB down"};
+  if (x == "device-bytes")
+    return {"MB with one device per client (each asked client's model download and update)",
+            mb_device_of, "device MB"};
   if (x == "seconds")
     return {"seconds of training (the server's rounds, or the network's time)", seconds_of,
             "seconds"};
   throw Error(fmt::format(
-      "--x must be round, samples, bytes, bytes-up, bytes-down or seconds, got '{}'", x));
+      "--x must be round, samples, bytes, bytes-up, bytes-down, device-bytes or seconds, got '{}'",
+      x));
 }
 
 // A `fedpar train` folder (its summary.json says so).

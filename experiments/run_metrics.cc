@@ -53,9 +53,21 @@ RunSpec read_run_spec(const std::filesystem::path& dir) {
 
 RunCurves read_curves(const std::filesystem::path& dir) {
   RunCurves c;
-  double samples = 0, diagnostic = 0, peer = 0, seconds = 0, clock_seconds = 0;
+  double samples = 0, diagnostic = 0, peer = 0, seconds = 0, clock_seconds = 0, device = 0;
   const auto rounds = read_round_records(dir);
   for (const RoundRecord& j : rounds) {
+    double round_peer = 0;
+    for (const WorkerRecord& w : j.workers.value_or(std::vector<WorkerRecord>{}))
+      round_peer += double(w.ring_bytes_sent + w.replica_bytes_sent.value_or(0));
+    const double round_diagnostic = double(j.diagnostic_bytes_up.value_or(0));
+    if (j.bytes_down_per_task && j.clients) {
+      device += double(j.participants.value_or(j.clients->size())) * double(*j.bytes_down_per_task);
+      for (const ClientRecord& cl : *j.clients) device += double(cl.bytes_up);
+      device -= round_diagnostic;
+    } else {
+      device +=
+          double(j.server_bytes_sent + j.server_bytes_received) - round_diagnostic + round_peer;
+    }
     if (j.samples_processed)
       samples += *j.samples_processed;  // topologies and async log the round's total
     for (const ClientRecord& cl : j.clients.value_or(std::vector<ClientRecord>{}))
@@ -86,6 +98,7 @@ RunCurves read_curves(const std::filesystem::path& dir) {
     c.mb.push_back((double(j.bytes_sent_total + j.bytes_received_total) - diagnostic + peer) / 1e6);
     c.mb_up.push_back((double(j.bytes_received_total) - diagnostic) / 1e6);
     c.mb_down.push_back(double(j.bytes_sent_total) / 1e6);
+    c.mb_device.push_back(device / 1e6);
     c.samples.push_back(samples);
     c.cosine.push_back(
         j.mean_pairwise_cosine.value_or(0));  // 0 where no client updates are compared

@@ -23,6 +23,11 @@ struct RunCurves {
   std::vector<double> mb;
   // of it, what the server received (clients -> server; diagnostics left out) and sent
   std::vector<double> mb_up, mb_down;
+  // What a deployment with one device per client would move, cumulative: each asked client's own
+  // download of the model (bytes_down_per_task) and its update; without per-client records (a
+  // ring, a split model, the master) the round's bytes at the server and between the workers.
+  // Unlike mb, it does not depend on how many processes host the clients.
+  std::vector<double> mb_device;
   std::vector<double> samples;  // samples processed by all clients (forward/backward), cumulative
   std::vector<double> cosine;   // mean pairwise cosine of the round's client updates (empty
                                 // where no round compared any: a ring, a pipeline)

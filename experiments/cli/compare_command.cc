@@ -25,8 +25,10 @@ Action add_compare_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--x", o->x,
                   "round, samples, bytes (at the server and between workers), bytes-up (received "
-                  "at the server), bytes-down (sent by it) or seconds")
-      ->check(CLI::IsMember({"round", "samples", "bytes", "bytes-up", "bytes-down", "seconds"}))
+                  "at the server), bytes-down (sent by it), device-bytes (each asked client "
+                  "downloading the model itself: not tied to the process count) or seconds")
+      ->check(CLI::IsMember(
+          {"round", "samples", "bytes", "bytes-up", "bytes-down", "device-bytes", "seconds"}))
       ->capture_default_str();
   cmd->add_option("--target", o->target,
                   "when each run first reached it (accuracy in %, or a loss)");

@@ -139,6 +139,37 @@ TEST(Compare, SecondsOfDifferentClocksSayWhichEachIs) {
   EXPECT_NE(same.out.find("| slow |"), std::string::npos) << same.out;
 }
 
+// --x device-bytes counts each asked client's own model download and its update, as a deployment
+// with one device per client would: the same run on 2 or 4 processes (the same model) moves the
+// same device bytes, while the server's socket sends a TASK per process.
+TEST(Compare, DeviceBytesDoNotDependOnTheProcessCount) {
+  TempDir tmp;
+  two_runs(tmp);
+  one_run(tmp, "four", " --set optimizer.lr=0.01 --set processes=4");
+  const auto x_at_end = [&](const std::string& axis) {
+    const auto r = compare(tmp, {"slow", "four"},
+                           fmt::format(" --x {} --out {}", axis, (tmp / axis).string()));
+    EXPECT_EQ(r.code, 0) << r.err;
+    const auto j = nlohmann::json::parse(testing::slurp(tmp / axis / "compare.json"));
+    return std::pair{j["runs"][0]["x_at_end"].get<double>(),
+                     j["runs"][1]["x_at_end"].get<double>()};
+  };
+  const auto hash = [&](const char* run) {
+    return nlohmann::json::parse(testing::slurp(tmp / "res" / run / "summary.json"))["model_hash"];
+  };
+  EXPECT_EQ(hash("slow"), hash("four"));
+  const auto [two, four] = x_at_end("device-bytes");
+  double expected = 0;  // the records' own numbers, summed
+  for (const auto& rec : testing::jsonl(tmp / "res/slow/metrics.jsonl")) {
+    expected += rec["participants"].get<double>() * rec["bytes_down_per_task"].get<double>();
+    for (const auto& c : rec["clients"]) expected += c["bytes_up"].get<double>();
+  }
+  EXPECT_DOUBLE_EQ(two, expected / 1e6);
+  EXPECT_NEAR(four, two, 0.01 * two);  // UPDATE bodies' numbers differ in their digits
+  const auto [two_socket, four_socket] = x_at_end("bytes");
+  EXPECT_GT(four_socket, 1.05 * two_socket);
+}
+
 // The server's link alone (--x bytes-up, bytes-down) leaves out a ring's links: the label of a run
 // whose workers sent each other says so, with their MB; the parameter server's does not.
 TEST(Compare, BytesUpOfARingSayItsWorkersLinksAreLeftOut) {
