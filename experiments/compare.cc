@@ -383,13 +383,28 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   std::set<Regime> regimes;
   for (const RunConfig& r : configs)
     if (r.spec) regimes.insert(r.spec->regime);
-  const std::string rounds_note =
+  std::string rounds_note =
       by_round && regimes.size() > 1
           ? "These runs' rounds are not alike: a round of the gradient regime is one step of the "
             "global batch, one of the async regime an update from each client applied as it "
             "comes, one of the model regime the clients' local training. `--x samples` puts them "
             "on one axis.\n"
           : "";
+  if (o.x == "seconds" &&
+      std::adjacent_find(clocks.begin(), clocks.end(), std::not_equal_to<>()) != clocks.end()) {
+    const std::map<std::string, const char*> meaning = {
+        {"simulated", "the simulated network's computed seconds, round by round"},
+        {"emulated", "the rounds' wall time on the emulated links"},
+        {"elapsed", "an async run's wall time since it started"},
+        {"server", "the server's wait and aggregation, round by round, on this machine"}};
+    std::vector<std::string> said;
+    for (const auto& clock : std::set<std::string>(clocks.begin(), clocks.end()))
+      said.push_back(fmt::format("{} s: {}", clock, meaning.at(clock)));
+    rounds_note += fmt::format(
+        "These runs' seconds are on different clocks ({}): compare times only between runs on "
+        "the same one.\n",
+        fmt::join(said, "; "));
+  }
   const std::string common_note =
       differs.common.empty()
           ? ""

@@ -133,6 +133,11 @@ TEST(Compare, SecondsOfDifferentClocksSayWhichEachIs) {
       compare(tmp, {"slow", "sim"}, " --x seconds --out " + (tmp / "mixed").string());
   ASSERT_EQ(mixed.code, 0) << mixed.err;
   EXPECT_NE(mixed.out.find("| slow (server s) |"), std::string::npos) << mixed.out;
+  EXPECT_NE(mixed.out.find("These runs' seconds are on different clocks (server s: the server's "
+                           "wait and aggregation, round by round, on this machine; simulated s: "
+                           "the simulated network's computed seconds, round by round)"),
+            std::string::npos)
+      << mixed.out;
   EXPECT_NE(mixed.out.find("| sim (simulated s) |"), std::string::npos) << mixed.out;
   const auto same = compare(tmp, {"slow", "fast"}, " --x seconds --out " + (tmp / "same").string());
   ASSERT_EQ(same.code, 0) << same.err;
