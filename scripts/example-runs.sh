@@ -10,12 +10,13 @@
 #       one section into <date>-SECTION.md: thousand-clients (the simulated runs of docs/network.md)
 #       or async-slow-link (asynchronous against synchronous SGD, one client on lte, docs/topologies.md)
 #       or deadline (FedAvg waiting for its 3g clients or leaving their late updates out,
-#       docs/network.md)
+#       docs/network.md) or topologies (the three data-parallel topology configs and the tensor
+#       split of the pipeline config, README.md and docs/topologies.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 only=""
 if [[ ${1:-} == --only ]]; then only=$2 && shift 2; fi
-case $only in "" | thousand-clients | async-slow-link | deadline) ;; *) echo "example-runs: no section '$only'" >&2 && exit 2 ;; esac
+case $only in "" | thousand-clients | async-slow-link | deadline | topologies) ;; *) echo "example-runs: no section '$only'" >&2 && exit 2 ;; esac
 FEDPAR=${1:-./build/fedpar}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -58,6 +59,15 @@ row() {  # row "args as the docs write them" [a run: its folder name]
   printf '| `%s./build/fedpar %s` | %d.%d | %s | %s | %s |\n' "${LAUNCH:+$LAUNCH }" "$args" \
     $((tenths / 10)) $((tenths % 10)) \
     "${acc:--}" "${hash:--}" "${rounds:--}"
+}
+
+# The data-parallel topologies' configs (one step a round through a parameter server, a master, a
+# ring) and the pipeline config split 2 ways by tensor parallelism, on this machine's clock.
+topologies() {
+  row "run experiments/topology-parameter-server.toml" topo-ps
+  row "run experiments/topology-master.toml" topo-master
+  row "run experiments/topology-allreduce.toml" topo-ring
+  row "run experiments/pipeline-2nn.toml --set topology=tensor --set processes=2 --set name=tensor-2nn" tensor-2nn
 }
 
 # A thousand clients on simulated links, 100 a round: without a server link (each client's messages
@@ -131,7 +141,11 @@ if [[ -n $only ]]; then
     echo
     echo "Made by \`bash scripts/example-runs.sh --only $only\`: commit $commit,"
     echo "$(date -u +%Y-%m-%dT%H:%MZ), $(machine). One run each; round seconds: rounds 2 to the"
-    echo "last, simulated; the final simulated time is in each run's last round record."
+    if [[ $only == topologies ]]; then
+      echo "last, the server's wait; wall seconds include loading MNIST."
+    else
+      echo "last, simulated; the final simulated time is in each run's last round record."
+    fi
     echo
     echo "| command | wall (s) | test accuracy | final model hash | round seconds |"
     echo "|---|---:|---:|---|---|"
@@ -139,6 +153,7 @@ if [[ -n $only ]]; then
       thousand-clients) thousand_clients ;;
       async-slow-link) async_slow_link ;;
       deadline) deadline ;;
+      topologies) topologies ;;
     esac
   } >"$work/table.md"
   mv "$work/table.md" "$dest"
