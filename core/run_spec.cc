@@ -359,15 +359,16 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
   if (n.mode == NetworkMode::kSimulated && (ring || master || async || parts))
     require(std::ranges::none_of(
                 n.profiles, [](const LinkProfile& l) { return l.loss > 0 || l.availability < 1; }),
-            fmt::format("a simulated {} carries time, not loss: it {}, so its links need loss = 0 "
-                        "and availability = 1 (3g loses 1% of messages; for its speeds without loss use "
-                        "\"custom\" with network.custom.loss = 0)",
-                        ring     ? "ring"
-                        : master ? "master"
-                        : parts  ? "model-parallel step"
-                                 : "asynchronous run",
-                        async ? "would wait for a lost update forever"
-                              : "cannot go on without a worker's message"));
+            fmt::format(
+                "a simulated {} carries time, not loss: it {}, so its links need loss = 0 "
+                "and availability = 1 (3g loses 1% of messages; for its speeds without loss use "
+                "\"custom\" with network.custom.loss = 0)",
+                ring     ? "ring"
+                : master ? "master"
+                : parts  ? "model-parallel step"
+                         : "asynchronous run",
+                async ? "would wait for a lost update forever"
+                      : "cannot go on without a worker's message"));
   if (const std::string server = c.get_string("network.server"); !server.empty()) {
     require(n.mode != NetworkMode::kEmulated,
             "network.server is the simulated server's shared link: emulated mode shapes each "
@@ -416,12 +417,12 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
   require(!n.on() || n.all_available() || sync_ps,
           "network: a profile with availability < 1 needs the parameter-server topology with "
           "regime = \"gradient\" or \"model\" (clients are left out of synchronous rounds)");
-  require(!n.on() || n.profiles.empty() ||
-              std::ranges::any_of(n.profiles,
-                                  [](const LinkProfile& l) { return l.availability > 0; }),
-          "network: every client's profile has availability = 0, so no client would ever take "
-          "part and the model would stay as it starts (availability is the chance a client takes "
-          "part in a round)");
+  require(
+      !n.on() || n.profiles.empty() ||
+          std::ranges::any_of(n.profiles, [](const LinkProfile& l) { return l.availability > 0; }),
+      "network: every client's profile has availability = 0, so no client would ever take "
+      "part and the model would stay as it starts (availability is the chance a client takes "
+      "part in a round)");
   return n;
 }
 

@@ -1285,13 +1285,18 @@ TEST(CsvRun, ARunSaysWhatItReadAndRecordsNoAccuracyWithoutATestFile) {
     for (int i = 0; i < 60; ++i)
       csv << fmt::format("{},{},{},{}\n", (i % 7) * 0.1, (i % 5) * 0.2, i % 2, i % 3);
   }
-  const auto r = testing::run_fedpar(
-      fmt::format("run {}/experiments/fedavg-mnist-2nn.toml --set data.name=csv --set "
-                  "data.csv_train={} --set partition.scheme=natural --set partition.clients=0 "
-                  "--set model.name=logreg --set rounds=2 --set local.batch=10 --set "
-                  "results_dir={} --set name=csv",
-                  FEDPAR_SOURCE_DIR, (tmp / "train.csv").string(), (tmp / "res").string()),
-      tmp.path());
+  // the CSV, one client per user, into res/NAME
+  const auto csv_run = [&](const std::string& name, const std::string& sets) {
+    return testing::run_fedpar(
+        fmt::format("run {}/experiments/fedavg-mnist-2nn.toml --set data.name=csv --set "
+                    "data.csv_train={} --set partition.scheme=natural --set partition.clients=0 "
+                    "--set model.name=logreg --set local.batch=10 --set results_dir={} --set "
+                    "name={} {}",
+                    FEDPAR_SOURCE_DIR, (tmp / "train.csv").string(), (tmp / "res").string(), name,
+                    sets),
+        tmp.path());
+  };
+  const auto r = csv_run("csv", "--set rounds=2");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("server: data: csv:train.csv: 60 training samples of 2 features, 2 "
                        "classes, 3 users; no test set"),
@@ -1304,13 +1309,7 @@ TEST(CsvRun, ARunSaysWhatItReadAndRecordsNoAccuracyWithoutATestFile) {
     EXPECT_FALSE(round.contains("test_accuracy")) << round.dump();
 
   // with eval_train the model's loss on the training set is followed instead, and drawn
-  const auto tr = testing::run_fedpar(
-      fmt::format("run {}/experiments/fedavg-mnist-2nn.toml --set data.name=csv --set "
-                  "data.csv_train={} --set partition.scheme=natural --set partition.clients=0 "
-                  "--set model.name=logreg --set rounds=5 --set local.batch=10 --set "
-                  "eval_train=true --set results_dir={} --set name=train",
-                  FEDPAR_SOURCE_DIR, (tmp / "train.csv").string(), (tmp / "res").string()),
-      tmp.path());
+  const auto tr = csv_run("train", "--set rounds=5 --set eval_train=true");
   ASSERT_EQ(tr.code, 0) << tr.err;
   const auto rounds = testing::jsonl(tmp / "res" / "train" / "metrics.jsonl");
   ASSERT_EQ(rounds.size(), 5u);
