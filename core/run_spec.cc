@@ -357,18 +357,19 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
             "allreduce.elastic = false");
   }
   if (n.mode == NetworkMode::kSimulated && (ring || master || async || parts))
-    require(std::ranges::none_of(
-                n.profiles, [](const LinkProfile& l) { return l.loss > 0 || l.availability < 1; }),
-            fmt::format(
-                "a simulated {} carries time, not loss: it {}, so its links need loss = 0 "
-                "and availability = 1 (3g loses 1% of messages; for its speeds without loss use "
-                "\"custom\" with network.custom.loss = 0)",
-                ring     ? "ring"
-                : master ? "master"
-                : parts  ? "model-parallel step"
-                         : "asynchronous run",
-                async ? "would wait for a lost update forever"
-                      : "cannot go on without a worker's message"));
+    require(
+        std::ranges::none_of(n.profiles,
+                             [](const LinkProfile& l) { return l.loss > 0 || l.availability < 1; }),
+        fmt::format("a simulated {} carries time, not loss: it {}, so its links need loss = 0 "
+                    "and availability = 1 (3g loses 1% of messages; for its links without loss set "
+                    "network.profile = \"custom\" and network.custom.down_bps = 2e6, up_bps = 5e5, "
+                    "latency_seconds = 0.15, jitter_seconds = 0.03)",
+                    ring     ? "ring"
+                    : master ? "master"
+                    : parts  ? "model-parallel step"
+                             : "asynchronous run",
+                    async ? "would wait for a lost update forever"
+                          : "cannot go on without a worker's message"));
   if (const std::string server = c.get_string("network.server"); !server.empty()) {
     require(n.mode != NetworkMode::kEmulated,
             "network.server is the simulated server's shared link: emulated mode shapes each "

@@ -346,8 +346,11 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   for (size_t i = 0; i < dirs.size(); ++i) {
     const RunCurves c = read_curves(dirs[i]);
     if (c.round.empty())
-      throw Error(fmt::format("{} has no evaluated round (its eval_every is above its rounds?)",
-                              dirs[i].string()));
+      throw Error(fmt::format(
+          "{} has no evaluated test round (its eval_every is above its rounds, or it had no test "
+          "set: compare keys its curves on the test evaluations; its README and plots give an "
+          "eval_train run's training loss)",
+          dirs[i].string()));
     if (o.metric == "train-loss" && c.train_round != c.round)
       throw Error(fmt::format(
           "{} has no global train loss: --metric train-loss needs runs with eval_train = true "
@@ -366,8 +369,10 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   }
   // seconds of different clocks (a network's simulated time, the server's rounds) on one axis:
   // each run's label says which it is
-  if (o.x == "seconds" &&
-      std::adjacent_find(clocks.begin(), clocks.end(), std::not_equal_to<>()) != clocks.end())
+  const bool mixed_clocks =
+      o.x == "seconds" &&
+      std::adjacent_find(clocks.begin(), clocks.end(), std::not_equal_to<>()) != clocks.end();
+  if (mixed_clocks)
     for (size_t i = 0; i < runs.size(); ++i) runs[i].label += fmt::format(" ({} s)", clocks[i]);
 
   const std::string reached = higher_is_better ? "at or above" : "at or below";
@@ -390,8 +395,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
             "comes, one of the model regime the clients' local training. `--x samples` puts them "
             "on one axis.\n"
           : "";
-  if (o.x == "seconds" &&
-      std::adjacent_find(clocks.begin(), clocks.end(), std::not_equal_to<>()) != clocks.end()) {
+  if (mixed_clocks) {
     const std::map<std::string, const char*> meaning = {
         {"simulated", "the simulated network's computed seconds, round by round"},
         {"emulated", "the rounds' wall time on the emulated links"},

@@ -29,13 +29,13 @@ struct LrRun {
   std::string model_hash;      // the final model's
 };
 
-// One run's point from its results folder (config.resolved.toml and summary.json).
 struct RunSpec;
 
 // Why the section cannot compare this run (it takes data-parallel steps), or nullopt: a suite
 // asks before its first run starts.
 std::optional<std::string> lr_run_refusal(const RunSpec& s);
 
+// One run's point from its results folder (config.resolved.toml and summary.json).
 LrRun read_lr_run(const std::filesystem::path& run_dir, const std::string& label);
 
 struct LrScalingSection {

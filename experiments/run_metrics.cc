@@ -59,9 +59,12 @@ RunCurves read_curves(const std::filesystem::path& dir) {
     double round_peer = 0;
     for (const WorkerRecord& w : j.workers.value_or(std::vector<WorkerRecord>{}))
       round_peer += double(w.ring_bytes_sent + w.replica_bytes_sent.value_or(0));
-    const double round_diagnostic = double(j.diagnostic_bytes_up.value_or(0));
+    const double round_diagnostic =
+        double(j.diagnostic_bytes_up.value_or(0));  // drift, simulated timings
     if (j.bytes_down_per_task && j.clients) {
-      device += double(j.participants.value_or(j.clients->size())) * double(*j.bytes_down_per_task);
+      uint64_t asked = 0;  // the clients whose process got a TASK (not those of lost processes)
+      for (const ProcessRecord& p : j.processes) asked += p.tasks;
+      device += double(asked) * double(*j.bytes_down_per_task);
       for (const ClientRecord& cl : *j.clients) device += double(cl.bytes_up);
       device -= round_diagnostic;
     } else {
@@ -72,9 +75,8 @@ RunCurves read_curves(const std::filesystem::path& dir) {
       samples += *j.samples_processed;  // topologies and async log the round's total
     for (const ClientRecord& cl : j.clients.value_or(std::vector<ClientRecord>{}))
       samples += double(cl.samples_processed);
-    diagnostic += double(j.diagnostic_bytes_up.value_or(0));  // drift, simulated timings
-    for (const WorkerRecord& w : j.workers.value_or(std::vector<WorkerRecord>{}))
-      peer += double(w.ring_bytes_sent + w.replica_bytes_sent.value_or(0));
+    diagnostic += round_diagnostic;
+    peer += round_peer;
     seconds +=
         j.wait_seconds + j.aggregate_seconds.value_or(0);  // async and allreduce: all in the wait
     // a run with network conditions counts its links' time: simulated, or emulated in real time

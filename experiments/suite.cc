@@ -338,11 +338,12 @@ SuitePlan plan_suite(const SuiteOptions& o) {
         c.set_all(run_sets);
         if (!seeds.empty()) c.set("seed", std::to_string(seeds[k]));
         c.set("name", in.label());
-        // a run shorter than suite.eval_every would be evaluated once, at its end: its curve gets
-        // 5 points instead
+        // a run shorter than suite.eval_every would be evaluated once, at its end: it is
+        // evaluated every rounds / 5 instead (a paired run keeps the suite's, which its pair's
+        // snapshots are compared at)
         const int64_t rounds = c.get_int("rounds");
-        const int64_t every =
-            rounds < plan.eval_every ? std::max<int64_t>(1, rounds / 5) : plan.eval_every;
+        const int64_t every = rounds < plan.eval_every && !paired ? std::max<int64_t>(1, rounds / 5)
+                                                                  : plan.eval_every;
         c.set("eval_every", std::to_string(every));
         if (paired) c.set("diagnostics.save_params_every", std::to_string(every));
         const RunSpec spec = resolve_run_spec(c);
@@ -485,7 +486,8 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
   report << fmt::format(
       "{}\n\nCommand: `{}` ({:.0f} s; config.resolved.toml: the suite's config with "
       "--smoke's and --set's values, which win over a run's own overrides; each run's results "
-      "folder is under runs/). Accuracy is on the test set every {} round(s); MB counts "
+      "folder is under runs/). Accuracy is on the test set every {} round(s) (a run with fewer "
+      "rounds every fifth of them); MB counts "
       "every byte the server sent and received at its socket (diagnostic extras left out; the "
       "parameter server sends one TASK a round to each client process it asks, however many "
       "clients it hosts) and every byte workers sent each other (a ring's, a pipeline's or a "

@@ -73,6 +73,7 @@ std::string compression_line(const RunSpec& s, const RoundRecord& f) {
                                 c.downlink_delta ? " change" : "",
                                 megabytes(*f.bytes_down_per_task), c.downlink,
                                 raw / double(*f.bytes_down_per_task)));
+  if (parts.empty()) return "";
   return fmt::format(
       "- on the wire in round {}, against the model's {} of float32: {} (message "
       "headers included)\n",
@@ -244,8 +245,9 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
     if (h.lost) lost.insert(lost.end(), h.clients.begin(), h.clients.end());
   if (!lost.empty())
     md << fmt::format(
-        "- **virtual client(s) {} were on a client process the run lost** (it missed "
-        "`drop_after_missed_rounds` rounds in a row, or left the ring) and got no tasks after; "
+        "- **virtual client(s) {} were on a client process the run lost** (none of its updates "
+        "came in `drop_after_missed_rounds` rounds in a row, or one was absent under SCAFFOLD or "
+        "a delta downlink, or it left the ring) and got no tasks after; "
         "each round's `missing` in metrics.jsonl names the updates it went without\n",
         fmt::join(lost, ", "));
   if (summary.stopped_at_accuracy)

@@ -83,9 +83,11 @@ void keep_misses(Engine& engine, const RunContext::Resumed& resumed) {
 // each update, drift a linear part, both as float32.
 struct WireSizes {
   uint64_t down = 0, up = 0;
+  uint64_t drift = 0;  // the drift's linear part beside each update: sent, but off the clock
 };
 
 WireSizes wire_sizes(const RunSpec& s, const Model& model, std::span<const float> params) {
+  if (s.network.mode == NetworkMode::kOff) return {};  // no warning reads them
   const auto encoded = [&](const std::string& name) -> uint64_t {
     const auto codec = make_codec(name, with_layout(s.compression.params, model.layout()));
     if (!codec) return params.size() * sizeof(float);
@@ -96,18 +98,22 @@ WireSizes wire_sizes(const RunSpec& s, const Model& model, std::span<const float
   const bool scaffold = s.regime == Regime::kModel && s.algorithm == FlAlgorithm::kScaffold;
   const bool drift = s.regime == Regime::kModel && s.drift;
   const uint64_t raw = params.size() * sizeof(float);
-  return {.down = encoded(s.compression.downlink) + raw * scaffold,
-          .up = encoded(s.compression.uplink) + raw * (scaffold + drift)};
+  // round 1's TASK carries the whole model in delta mode
+  return {.down = (s.compression.downlink_delta ? raw : encoded(s.compression.downlink)) +
+                  raw * scaffold,
+          .up = encoded(s.compression.uplink) + raw * scaffold,
+          .drift = raw * drift};
 }
 
-// Compress the larger of the two ("the updates" or "the model's download"), or further where it is.
-std::string compress_hint(const RunSpec& s, WireSizes wire) {
-  const bool up = wire.up >= wire.down;
-  const std::string& codec = up ? s.compression.uplink : s.compression.downlink;
-  return fmt::format("compress {} ({}compression.{}, docs/compression.md)",
-                     up ? "the updates" : "the model's download",
-                     codec == "none" ? "" : fmt::format("further than {}: ", codec),
-                     up ? "uplink" : "downlink");
+// Compress the updates or the model's download (further than their codecs, where they have one).
+std::string compress_hint(const RunSpec& s) {
+  const auto link = [](const std::string& codec, const char* key) {
+    return codec == "none" ? fmt::format("compression.{}", key)
+                           : fmt::format("compression.{}, now {}", key, codec);
+  };
+  return fmt::format("compress the updates ({}) or the model's download ({}; docs/compression.md)",
+                     link(s.compression.uplink, "uplink"),
+                     link(s.compression.downlink, "downlink"));
 }
 
 // Emulated links too slow for wait_seconds miss every round's deadline: say so, with the numbers,
@@ -116,7 +122,7 @@ void warn_of_slow_links(const Engine& engine, const RunSpec& s, WireSizes wire) 
   if (s.network.mode != NetworkMode::kEmulated || s.regime == Regime::kAsync ||
       s.topology != Topology::kParameterServer)
     return;
-  const uint64_t down = wire.down, up = wire.up;
+  const uint64_t down = wire.down, up = wire.up + wire.drift;  // emulated: every byte takes time
   double least = 0;
   const std::string* slowest = nullptr;
   size_t asked = 0, too_slow = 0;
@@ -142,7 +148,7 @@ void warn_of_slow_links(const Engine& engine, const RunSpec& s, WireSizes wire) 
       "compute){}, "
       "or {}",
       fmt::join(clients, ", "), asked, double(up) / 1e6, p.name, p.up_bps / 1e6, least,
-      s.wait_seconds, others, std::ceil(1.5 * least), split, compress_hint(s, wire)));
+      s.wait_seconds, others, std::ceil(1.5 * least), split, compress_hint(s)));
 }
 
 // Simulated mode with network.drop_late: clients whose link cannot bring the model down and their
@@ -186,7 +192,7 @@ void warn_of_always_late(const Engine& engine, const RunSpec& s, WireSizes wire)
           ? " and every client's messages through the server's link at once"
           : "",
       count == engine.num_clients ? " (all of them: the model stays)" : "", fmt::join(parts, "; "),
-      std::ceil(1.5 * slowest), compress_hint(s, wire)));
+      std::ceil(1.5 * slowest), compress_hint(s)));
 }
 
 }  // namespace

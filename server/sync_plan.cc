@@ -71,10 +71,8 @@ class SyncPlan final : public Plan {
   std::string checkpoint_refusal() const override {
     const CompressionSpec& c = s_.compression;
     if (c.uplink == "powersgd") return "powersgd keeps each client's warm-started factors in it";
-    // other codecs encode each TASK's model afresh (their draws come from the seed and round)
+    // without delta only the casts fp16 and bf16 may carry the model: they keep nothing
     if (c.downlink_delta) return "a delta downlink keeps the clients' copies of the model";
-    if (c.downlink == "powersgd")
-      return "a powersgd downlink keeps its warm-started factors in the server's downlink";
     if (s_.optimizer.precision == Precision::kF16) return "fp16's loss scale lives in the clients";
     return "";
   }

@@ -166,6 +166,7 @@ TEST(Compare, DeviceBytesDoNotDependOnTheProcessCount) {
   const auto [two, four] = x_at_end("device-bytes");
   double expected = 0;  // the records' own numbers, summed
   for (const auto& rec : testing::jsonl(tmp / "res/slow/metrics.jsonl")) {
+    EXPECT_EQ(rec["participants"], 4);  // each asked (no process lost), each with its download
     expected += rec["participants"].get<double>() * rec["bytes_down_per_task"].get<double>();
     for (const auto& c : rec["clients"]) expected += c["bytes_up"].get<double>();
   }
