@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "core/check.h"
 
@@ -27,6 +28,12 @@ std::string roles(const ModelSpec& spec, const LayerStack& s, int ways) {
         fmt::format("model '{}' has no pair of dense layers for tensor parallelism to "
                     "split (it splits a column-parallel layer and the row-parallel next)",
                     spec.name));
+  int every = 0;  // the gcd of the pairs' widths: the ways that split all of them divide it
+  for (size_t k = 0; k + 1 < dense.size(); k += 2)
+    every = std::gcd(every, s.layers[dense[k]]->output_shape().c);
+  std::vector<int> fit;  // those ways, up to 16
+  for (int w = 2; w <= std::min(every, 16); ++w)
+    if (every % w == 0) fit.push_back(w);
   for (size_t k = 0; k + 1 < dense.size(); k += 2) {
     const size_t c = dense[k], r = dense[k + 1];
     for (size_t i = c + 1; i < r; ++i) {
@@ -36,17 +43,13 @@ std::string roles(const ModelSpec& spec, const LayerStack& s, int ways) {
       role[i] = 'l';
     }
     const int width = s.layers[c]->output_shape().c;
-    if (width % ways != 0) {
-      std::vector<int> fit;  // the ways this pair takes, up to 16
-      for (int w = 2; w <= std::min(width, 16); ++w)
-        if (width % w == 0) fit.push_back(w);
-      throw Error(
-          fmt::format("tensor parallelism splits {}'s {} outputs {} ways: it needs a "
-                      "multiple of {} (the ways are processes / grid.data; {})",
-                      s.names[c], width, ways, ways,
-                      fit.empty() ? fmt::format("no number of ways from 2 to 16 divides {}", width)
-                                  : fmt::format("{} ways divide it", fmt::join(fit, ", "))));
-    }
+    if (width % ways != 0)
+      throw Error(fmt::format(
+          "tensor parallelism splits {}'s {} outputs {} ways: it needs a multiple of {} (the "
+          "ways are processes / grid.data; {})",
+          s.names[c], width, ways, ways,
+          fit.empty() ? std::string("no number of ways from 2 to 16 splits every pair")
+                      : fmt::format("ways that split every pair: {}", fmt::join(fit, ", "))));
     role[c] = 'c', role[r] = 'r';
   }
   return role;

@@ -244,7 +244,14 @@ TEST(TensorShard, RefusesSplitsThatDoNotDivide) {
   auto be = make_backend("cpu");
   EXPECT_NE(error_of([&] { TensorShard(*be, {"2nn"}, mnist, 10, 0, 3); })
                 .find("splits fc1's 200 outputs 3 ways: it needs a multiple of 3 (the ways are "
-                      "processes / grid.data; 2, 4, 5, 8, 10 ways divide it)"),
+                      "processes / grid.data; ways that split every pair: 2, 4, 5, 8, 10)"),
+            std::string::npos);
+  // two pairs, 200 and 150 wide: 4 splits the first, not the second; the ways named split both
+  EXPECT_NE(error_of([&] {
+              TensorShard(*be, {"mlp", {200, 64, 150}}, mnist, 10, 0, 4);
+            })
+                .find("splits fc3's 150 outputs 4 ways: it needs a multiple of 4 (the ways are "
+                      "processes / grid.data; ways that split every pair: 2, 5, 10)"),
             std::string::npos);
   EXPECT_NE(error_of([&] {
               TensorShard(*be, {"logreg"}, mnist, 10, 0, 2);
