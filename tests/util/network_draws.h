@@ -21,8 +21,10 @@ struct PredictedLosses {
 
 // A run of `rounds` in which a process that misses `limit` rounds in a row (a lost TASK, or the
 // lost UPDATEs of both its clients: one of them coming is a sign of life) gets no more tasks
-// (drop_after_missed_rounds).
-inline PredictedLosses predict_losses(uint64_t seed, double loss, int rounds, int limit) {
+// (drop_after_missed_rounds). With `any_absent` (SCAFFOLD, a delta downlink: state that a lost
+// update leaves out of step) one lost UPDATE is a miss.
+inline PredictedLosses predict_losses(uint64_t seed, double loss, int rounds, int limit,
+                                      bool any_absent = false) {
   PredictedLosses out;
   std::array<int, 2> in_a_row{0, 0};
   for (int r = 0; r < rounds; ++r) {
@@ -41,7 +43,7 @@ inline PredictedLosses predict_losses(uint64_t seed, double loss, int rounds, in
         int lost = 0;
         for (uint32_t c : {p, p + 2})
           if (message_lost(loss, seed, "up", c, uint32_t(r))) missing.insert(c), ++lost;
-        missed = lost == 2;
+        missed = any_absent ? lost > 0 : lost == 2;
       }
       in_a_row[p] = missed ? in_a_row[p] + 1 : 0;
       if (in_a_row[p] == limit) out.dropped_in[p] = r;
