@@ -364,6 +364,7 @@ int RunContext::finish(const Engine& engine,
   const std::string hash = hash_hex(hash_bytes(params.data(), params.size() * sizeof(float)));
   const RunSummary summary{
       .model_hash = hash,
+      .parameters = params.size(),
       .rounds_run = diverged_at_  ? diverged_at_ - 1
                     : stopped_at_ ? stopped_at_
                                   : s.rounds,

@@ -52,15 +52,14 @@ std::string megabytes(uint64_t bytes) {
                          : fmt::format("{:.1f} MB", double(bytes) / 1e6);
 }
 
-// A codec run's sizes on the wire beside float32's, from the round `f` (its clients' UPDATEs and
-// the TASK's model; float32 is half a client's parameters + gradient): "" without a codec or
-// per-client records.
-std::string compression_line(const RunSpec& s, const RoundRecord& f) {
+// A codec run's sizes on the wire beside the model's `parameters` in float32, from the round `f`
+// (its clients' UPDATEs and the TASK's model): "" without a codec or per-client records.
+std::string compression_line(const RunSpec& s, const RoundRecord& f, uint64_t parameters) {
   const CompressionSpec& c = s.compression;
   if ((c.uplink == "none" && c.downlink == "none") || !f.clients || f.clients->empty()) return "";
   std::vector<double> up;
   for (const ClientRecord& cl : *f.clients) up.push_back(double(cl.bytes_up));
-  const double raw = double(f.clients->front().parameter_bytes) / 2;
+  const double raw = double(parameters) * sizeof(float);
   if (raw <= 0) return "";
   std::vector<std::string> parts;
   if (c.uplink != "none")
@@ -197,7 +196,7 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
         megabytes(f->bytes_sent_total), megabytes(f->bytes_received_total), f->round,
         f->workers ? "what the workers send each other is in metrics.jsonl's `workers`"
                    : "the server's TASKs go to client processes, not to each client");
-    md << compression_line(s, *f);
+    md << compression_line(s, *f, summary.parameters.value_or(0));
     if (f->simulated_time)
       md << fmt::format("- the simulated network's time by round {}: {:.1f} s (`[network]`)\n",
                         f->round, *f->simulated_time);

@@ -305,7 +305,10 @@ TEST(Suite, CommunicationSmokeShowsErrorFeedbackRecoversWhatCompressionDrops) {
     EXPECT_LT(c["bytes_up"].get<uint64_t>(), 7 * k + 3 + 512);
     topk_up.push_back(c["bytes_up"].get<double>());
   }
-  // the run's README gives that size beside float32's (4d bytes)
+  // the run's README gives that size beside float32's (4d bytes; summary.json counts d)
+  EXPECT_EQ(nlohmann::json::parse(testing::slurp(tmp / "s/runs/dp-topk1-ef/summary.json"))
+                .at("parameters"),
+            d);
   const std::string topk_readme = testing::slurp(tmp / "s/runs/dp-topk1-ef/README.md");
   EXPECT_NE(topk_readme.find(fmt::format(
                 "against the model's 0.8 MB of float32: an UPDATE {:.1f} kB (`compression.uplink "

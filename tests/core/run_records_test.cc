@@ -57,11 +57,13 @@ TEST(RunRecords, RoundRoundTripsFieldForField) {
 }
 
 TEST(RunRecords, SummaryCarriesItsFinalRound) {
-  RunSummary s{.model_hash = "abc", .rounds_run = 3, .clients = 4, .processes = 2};
+  RunSummary s{
+      .model_hash = "abc", .parameters = 199210, .rounds_run = 3, .clients = 4, .processes = 2};
   s.hosts = {{1, {0, 1}, false}, {2, {2, 3}, false}};
   s.final = sample_round();
   const RunSummary b = summary_from_json(to_json(s), "summary.json");
   EXPECT_EQ(b.model_hash, "abc");
+  EXPECT_EQ(b.parameters, std::optional<uint64_t>(199210));
   EXPECT_EQ(b.hosts[1].clients, (std::vector<uint32_t>{2, 3}));
   ASSERT_TRUE(b.final.has_value());
   EXPECT_EQ(b.final->test_accuracy, std::optional<double>(0.875));
