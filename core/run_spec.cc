@@ -608,10 +608,11 @@ int resolve_grid(const Config& c, const RunSpec& s) {
 
 namespace {
 
-// The regime's unread settings ([local] or [sgd]) are said together, with what the run reads
-// instead, and so are the network's when it is off; the others one by one.
-bool regime_table(std::string_view key) {
-  return key.starts_with("local.") || key.starts_with("sgd.");
+// The regime's unread settings ([local] outside the model regime, [sgd] in it) are said together,
+// with what the run reads instead, and so are the network's when it is off; the others (a
+// [local] key the model regime does not read among them) one by one.
+bool regime_table(std::string_view key, const RunSpec& s) {
+  return s.regime == Regime::kModel ? key.starts_with("sgd.") : key.starts_with("local.");
 }
 
 }  // namespace
@@ -638,13 +639,13 @@ PartitionParams resolve_partition_params(const Config& c, uint64_t seed) {
 std::vector<std::string> unused_by_regime(const Config& c, const RunSpec& s) {
   std::vector<std::string> unused;
   for (const UnreadSetting& u : unread_settings(c, s))
-    if (regime_table(u.key)) unused.push_back(fmt::format("{} = {}", u.key, u.value));
+    if (regime_table(u.key, s)) unused.push_back(fmt::format("{} = {}", u.key, u.value));
   return unused;
 }
 
 std::vector<std::string> run_warnings(const Config& c, const RunSpec& s) {
   std::vector<std::string> out;
-  const auto batch = [](int64_t b) { return b ? std::to_string(b) : "0, the whole shard"; };
+  const auto batch = [](int64_t b) { return b ? std::to_string(b) : "full, the whole shard"; };
   if (const auto unused = unused_by_regime(c, s); !unused.empty())  // and what it reads instead
     out.push_back(fmt::format(
         "the {} regime does not read {}: {}", c.get_string("regime"), fmt::join(unused, ", "),
@@ -662,7 +663,7 @@ std::vector<std::string> run_warnings(const Config& c, const RunSpec& s) {
     if (network_off && u.key.starts_with("network.")) {
       links.push_back(fmt::format("{} = {}", u.key, u.value));
       simulated_only |= u.key == "network.server";
-    } else if (!regime_table(u.key)) {
+    } else if (!regime_table(u.key, s)) {
       each.push_back(fmt::format("the run does not read {} = {}: {}", u.key, u.value, u.why));
     }
   if (!links.empty())
@@ -805,7 +806,7 @@ RunSpec resolve_run_spec(const Config& c) {
   (void)FedOpt(s.server_optimizer);  // checks the ranges now, not at the first round
   require(s.server_optimizer.kind == FedOptKind::kSgd || s.regime == Regime::kModel,
           "server_optimizer applies the clients' mean model delta: it needs regime = \"model\" "
-          "(the gradient regime's server steps with [sgd])");
+          "(the gradient regime's server steps with [optimizer] on the averaged gradient)");
   s.sgd_batch = c.is_word("sgd.batch", "full") ? 0 : c.get_int("sgd.batch");
   require(s.sgd_batch >= 0, "sgd.batch must be >= 0 (0 = full) or \"full\"");
   require(s.server_lr > 0, "local.server_lr must be > 0");

@@ -51,6 +51,20 @@ std::string why_unread(const Config& c, const RunSpec& s, std::string_view key) 
   if (table == "local" && !model)
     return fmt::format("the {} regime does not read [local]", c.get_string("regime"));
   if (table == "sgd" && model) return "the model regime does not read [sgd]";
+  if (key == "local.steps" && s.local_epochs > 0)
+    return fmt::format("local.epochs = {} replaces it (set local.epochs = 0 to train local.steps)",
+                       s.local_epochs);
+  if (table == "optimizer") {  // the schedule's parameters, and the batch scaling's reference
+    const std::string schedule = c.get_string("optimizer.schedule");
+    const bool reads = in(name, {"step_size", "gamma"}) ? schedule == "step"
+                       : name == "min_lr"               ? schedule == "cosine"
+                       : name == "reference_batch" ? c.get_string("optimizer.scaling") != "none"
+                                                   : true;
+    if (!reads)
+      return fmt::format(
+          "{} does not use it",
+          quoted(name == "reference_batch" ? "optimizer.scaling" : "optimizer.schedule"));
+  }
   if (table == "network" && name != "mode" && s.network.mode == NetworkMode::kOff)
     return "network.mode = \"off\"";
   if (key == "network.profile" && !c.get_string("network.heterogeneous").empty())

@@ -15,7 +15,8 @@
 namespace fedpar {
 
 // Why the run `s` (resolved from `c`) does not read `key`, "" when it does: [local] outside the
-// model regime and [sgd] in it; [network] but network.mode with the network off, and
+// model regime and [sgd] in it; local.steps beside local.epochs; the [optimizer] schedule's
+// parameters but its own, and reference_batch without scaling; [network] but network.mode with the network off, and
 // network.profile beside network.heterogeneous; a partition
 // scheme's parameters but its own; [server_optimizer], [robust], [attack] and [compression]
 // parameters their optimizer, rule, kind or codecs do not use; [pipeline], [async] and

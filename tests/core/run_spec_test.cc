@@ -204,6 +204,30 @@ TEST(RunSpecValues, SettingsTheRegimeDoesNotReadAreNamed) {
   EXPECT_TRUE(unused({"regime=gradient"}).empty());
 }
 
+// Settings their own table's choices leave unread are named one by one, with the choice: a run
+// once trained local.epochs with local.steps = 5 in its README's settings, without a word.
+TEST(RunSpecValues, SettingsAnotherSettingReplacesAreNamed) {
+  const auto warnings = [](const std::vector<std::string>& sets) {
+    Config c = make_run_config();
+    c.set_all(sets);
+    return run_warnings(c, resolve_run_spec(c));
+  };
+  EXPECT_EQ(warnings({"regime=model", "local.epochs=1", "local.steps=5"}),
+            (std::vector<std::string>{
+                "the run does not read local.steps = 5: local.epochs = 1 replaces it (set "
+                "local.epochs = 0 to train local.steps)"}));
+  EXPECT_TRUE(warnings({"regime=model", "local.steps=5"}).empty());
+  EXPECT_EQ(warnings({"optimizer.gamma=0.5", "optimizer.min_lr=0.001"}),
+            (std::vector<std::string>{
+                "the run does not read optimizer.gamma = 0.5: optimizer.schedule = \"constant\" "
+                "does not use it",
+                "the run does not read optimizer.min_lr = 0.001: optimizer.schedule = "
+                "\"constant\" does not use it"}));
+  EXPECT_TRUE(warnings({"optimizer.schedule=step", "optimizer.gamma=0.5"}).empty());
+  EXPECT_TRUE(warnings({"optimizer.schedule=cosine", "optimizer.min_lr=0.001"}).empty());
+  EXPECT_EQ(warnings({"optimizer.reference_batch=64"}).size(), 1u);
+}
+
 // FedAdam and FedYogi at FedAvg's server rate of 1 end at chance accuracy on the 2NN: a run at 1
 // or more is warned of; one at a smaller rate, or another server optimizer, is not.
 TEST(RunSpecValues, AnAdaptiveServerOptimizerAtFedAvgsRateIsWarnedOf) {
@@ -232,7 +256,7 @@ TEST(RunSpecValues, AnAdaptiveServerOptimizerAtFedAvgsRateIsWarnedOf) {
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0],
             "the gradient regime does not read local.epochs = 2: each gradient is sgd.batch "
-            "samples (now 0, the whole shard)");
+            "samples (now full, the whole shard)");
   // each says what the regime reads instead, with its value
   EXPECT_EQ(warnings({"regime=model", "sgd.batch=16", "local.batch=50"}).at(0),
             "the model regime does not read sgd.batch = 16: its clients train local.steps (now "
