@@ -863,6 +863,11 @@ RunSpec resolve_run_spec(const Config& c) {
   s.network = resolve_network_section(c, s);
   s.robust = resolve_robust(c, s);
   s.security = {c.get_string("security.key"), c.get_string("security.clients")};
+  // an allow-list without the server's key would let anyone in over plaintext while the config
+  // reads as secured
+  require(s.security.on() || s.security.clients.empty(),
+          "security.clients needs security.key: without the server's secret key the links are "
+          "plaintext and the allow-list is not checked (make one with fedpar keygen)");
   if (s.security.on()) {
     require(!s.security.clients.empty(),
             "security.key needs security.clients: the folder of the client .pub files to let in");

@@ -129,6 +129,11 @@ TEST(RunSpecAllReduceBackend, TheZmqRingByDefaultMpiWhereItCanSum) {
   EXPECT_NE(refusal(with({"allreduce.backend=nccl", "security.key=k", "security.clients=c"}))
                 .find("MPI's and NCCL's traffic it cannot"),
             std::string::npos);
+  // each half of [security] needs the other: an allow-list alone once ran plaintext, open to all
+  EXPECT_NE(refusal({"security.key=k"}).find("security.key needs security.clients"),
+            std::string::npos);
+  EXPECT_NE(refusal({"security.clients=c"}).find("security.clients needs security.key"),
+            std::string::npos);
   EXPECT_NE(refusal(with({"allreduce.backend=mpi", "allreduce.elastic=true"}))
                 .find("cannot re-form without a dead rank"),
             std::string::npos);
