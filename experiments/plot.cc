@@ -37,6 +37,7 @@ bool draw_line_plot(const std::filesystem::path& svg, const LinePlot& plot, std:
       d << "# " << s.label << "\n";
       const bool band = s.lo.size() == s.y.size() && s.hi.size() == s.y.size();
       for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+        if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;  // a value not measured
         d << s.x[i] << " " << s.y[i];
         if (band) d << " " << s.lo[i] << " " << s.hi[i];
         d << "\n";

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -102,8 +103,8 @@ RunCurves read_curves(const std::filesystem::path& dir) {
     c.mb_down.push_back(double(j.bytes_sent_total) / 1e6);
     c.mb_device.push_back(device / 1e6);
     c.samples.push_back(samples);
-    c.cosine.push_back(
-        j.mean_pairwise_cosine.value_or(0));  // 0 where no client updates are compared
+    // NaN (no point drawn) where the round had no pair of client updates to compare
+    c.cosine.push_back(j.mean_pairwise_cosine.value_or(std::nan("")));
     if (j.update_drift) c.drift.push_back(*j.update_drift);
   }
   // no round compared client updates (a ring, a pipeline, a tensor group): no curve, not zeros

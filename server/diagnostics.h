@@ -6,6 +6,7 @@
 // Accumulated in double; zero-norm updates are left out of the cosine.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -14,9 +15,10 @@
 namespace fedpar {
 
 struct UpdateDiagnostics {
-  std::vector<double> norms;          // per update, in the order given
-  double mean_pairwise_cosine = 0.0;  // 0 with fewer than two non-zero updates
-  double gradient_diversity = 0.0;    // 0 when the sum is zero
+  std::vector<double> norms;  // per update, in the order given
+  // none with fewer than two non-zero updates (no pair to compare; 0 would read "orthogonal")
+  std::optional<double> mean_pairwise_cosine;
+  double gradient_diversity = 0.0;  // 0 when the sum is zero
 };
 
 UpdateDiagnostics diagnose_updates(std::span<const ClientUpdate> updates);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <string>
 
@@ -127,6 +128,31 @@ TEST(ReadCurves, TheRoundTimeCountsTheSecondsClock) {
   EXPECT_EQ(c.clock, "server");
   EXPECT_NEAR(c.seconds.back(), 0.048, 1e-12);
   EXPECT_NEAR(c.round_seconds, 0.012, 1e-12);
+}
+
+// A round with one client update has no cosine (a round of fraction 0.05 once recorded 0, read as
+// "orthogonal"): its curve holds NaN there, and the plot draws no point for it.
+TEST(ReadCurves, ARoundWithoutACosineIsNotDrawnAtZero) {
+  testing::TempDir tmp;
+  {
+    std::ofstream out(tmp / "metrics.jsonl");
+    for (int64_t k = 1; k <= 3; ++k) {
+      RoundRecord r{.round = k, .topology = "parameter-server", .test_accuracy = 0.5};
+      r.test_loss = 1.0;
+      if (k != 2) r.mean_pairwise_cosine = 0.25 * double(k);
+      out << to_json(r).dump() << "\n";
+    }
+  }
+  const RunCurves c = read_curves(tmp.path());
+  ASSERT_EQ(c.cosine.size(), 3u);
+  EXPECT_EQ(c.cosine[0], 0.25);
+  EXPECT_TRUE(std::isnan(c.cosine[1]));
+  const LinePlot p{.title = "t",
+                   .xlabel = "round",
+                   .ylabel = "cosine",
+                   .series = {{"a", c.round, c.cosine, {}, {}}}};
+  draw_line_plot(tmp / "p.svg", p, nullptr);
+  EXPECT_EQ(testing::slurp(tmp / "p.svg.dat"), "# a\n1 0.25\n3 0.75\n\n\n");
 }
 
 // A few rounds on the x axis are ticked at each round, not at 1.5, 2.5, ...; a long run, or an
