@@ -25,22 +25,77 @@ ResultsDir::ResultsDir(const fs::path& parent, const std::string& name)
   fs::remove_all(partial_, ec);
   fs::create_directory(partial_, ec);
   if (ec) throw Error(fmt::format("cannot create {}: {}", partial_.string(), ec.message()));
+  lock_ = FolderLock::try_lock(partial_);
 }
+
+namespace {
+
+// Whether the process that named a partial folder `pid` still writes it: its lock says, on any
+// host; a folder without one (an older fedpar's) is judged by the pid, on this host only.
+bool writer_alive(const fs::path& dir, pid_t pid) {
+  if (const auto held = FolderLock::held(dir)) return *held;
+  return pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH;
+}
+
+// Rounds a dead writer logged (a run's metrics.jsonl, a suite's finished runs): worth keeping.
+bool holds_rounds(const fs::path& dir) {
+  std::error_code ec;
+  const auto size = fs::file_size(dir / "metrics.jsonl", ec);  // (uintmax_t)-1 on an error
+  if (!ec && size > 0) return true;
+  return fs::is_directory(dir / "runs", ec) && !fs::is_empty(dir / "runs", ec);
+}
+
+void repoint_nested_runs(const std::string& old_path, const std::string& new_path,
+                         const fs::path& to);
+
+// parent/name, or name-2, name-3, ... when taken.
+fs::path free_name(const fs::path& parent, const std::string& name) {
+  fs::path p = parent / name;
+  for (int i = 2; fs::exists(p); ++i) p = parent / fmt::format("{}-{}", name, i);
+  return p;
+}
+
+}  // namespace
 
 void ResultsDir::sweep_stale_partials() {
   std::error_code ec;
+  std::vector<std::pair<fs::path, pid_t>> dead;  // renamed after the listing, not during it
   for (const auto& e : fs::directory_iterator(parent_, ec)) {
     const std::string n = e.path().filename().string();
     const auto at = n.rfind(".partial-");
-    if (!n.starts_with(".") || at == std::string::npos) continue;
+    if (!n.starts_with(".") || at == std::string::npos || at == 0) continue;
     const std::string digits = n.substr(at + 9);
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
     const auto pid = pid_t(std::stol(digits));
-    if (pid <= 0 || pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
-    if (fs::exists(e.path() / "checkpoint.bin"))
-      stale_checkpoints_.push_back(e.path());  // a killed run to resume, not debris
-    else
-      fs::remove_all(e.path(), ec);
+    if (pid > 0 && !writer_alive(e.path(), pid)) dead.emplace_back(e.path(), pid);
+  }
+  for (const auto& [dir, pid] : dead) {
+    if (fs::exists(dir / "checkpoint.bin")) {
+      stale_checkpoints_.push_back(dir);  // a killed run to resume, not debris
+    } else if (holds_rounds(dir)) {
+      const std::string n = dir.filename().string();
+      const std::string name = n.substr(1, n.rfind(".partial-") - 1);
+      const fs::path to = free_name(parent_, name + ".incomplete");
+      if (!fs::exists(dir / "README.md"))
+        std::ofstream(dir / "README.md") << fmt::format(
+            "# {} (died unfinished)\n\nThe process that wrote this folder (pid {}) ended "
+            "without finishing it and without a word: killed (SIGKILL, out of memory) or "
+            "its machine stopped. What it logged is here ({}); it wrote no checkpoint, so "
+            "`--resume` cannot continue it (`checkpoint_every = N` writes them). The next "
+            "fedpar run in {} found it as {} and renamed it.\n",
+            name, pid,
+            fs::exists(dir / "metrics.jsonl") ? "metrics.jsonl: a line per round"
+                                              : "runs/: the runs that finished",
+            parent_.string(), n);
+      fs::rename(dir, to, ec);
+      if (ec) continue;  // another process took it first
+      rescued_.emplace_back(dir, to);
+      repoint_nested_runs(fs::absolute(dir, ec).string(), fs::absolute(to, ec).string(), to);
+    } else {
+      fs::remove_all(dir, ec);
+    }
   }
 }
 
@@ -89,12 +144,13 @@ void repoint_nested_runs(const std::string& old_path, const std::string& new_pat
 }  // namespace
 
 fs::path ResultsDir::commit(std::string_view suffix) {
-  const std::string name = name_ + std::string(suffix);
-  fs::path final_path = parent_ / name;
-  for (int i = 2; fs::exists(final_path); ++i) final_path = parent_ / fmt::format("{}-{}", name, i);
+  const fs::path final_path = free_name(parent_, name_ + std::string(suffix));
+  std::error_code ec;
+  fs::remove(partial_ / ".lock", ec);  // a finished folder has no writer to ask after
   fs::rename(partial_, final_path);
   committed_ = true;
-  std::error_code ec;  // the runs write absolute paths, or the one they were given
+  lock_.reset();
+  // the runs write absolute paths, or the one they were given
   repoint_nested_runs(fs::absolute(partial_, ec).string(), fs::absolute(final_path, ec).string(),
                       final_path);
   if (partial_.is_relative())

@@ -1,18 +1,23 @@
 // A results folder that is either complete or absent: files are written into a hidden partial
 // folder which commit() renames to results/<name> (adding -2, -3... rather than overwriting).
-// Partial folders left by processes that died (SIGKILL, power loss) are swept when the next one
-// is made in the same place, except those holding a checkpoint (kept for --resume).
+// Partial folders whose writer died (SIGKILL, out of memory, power loss: none holds its lock) are
+// dealt with when the next one is made in the same place: those holding a checkpoint are kept for
+// --resume, those holding rounds (metrics.jsonl, a suite's runs) become NAME.incomplete with a
+// README saying what happened, and the rest (debris of a start) are removed.
 #pragma once
 
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/config.h"
+#include "core/folder_lock.h"
 
 namespace fedpar {
 
@@ -33,6 +38,10 @@ class ResultsDir {
   // Partial folders of dead processes that hold checkpoint.bin (fedpar run --resume continues
   // them).
   const std::vector<std::filesystem::path>& stale_checkpoints() const { return stale_checkpoints_; }
+  // Partial folders of dead processes that held rounds but no checkpoint, renamed: from, to.
+  const std::vector<std::pair<std::filesystem::path, std::filesystem::path>>& rescued() const {
+    return rescued_;
+  }
   void write_text(const std::string& file, const std::string& text) const;
   void write_json(const std::string& file, const nlohmann::ordered_json& j) const;
   // Renames the partial folder to its final name (with `suffix`: a kept failed run's) and
@@ -44,7 +53,9 @@ class ResultsDir {
   std::filesystem::path parent_, partial_;
   std::string name_;
   bool committed_ = false;
+  std::optional<FolderLock> lock_;  // held while this process writes partial_
   std::vector<std::filesystem::path> stale_checkpoints_;
+  std::vector<std::pair<std::filesystem::path, std::filesystem::path>> rescued_;
 };
 
 // Appends one JSON object per line, flushed, so a long run can be watched with `tail -f`.

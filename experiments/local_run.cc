@@ -152,6 +152,7 @@ class Supervisor {
     // the child asks the kernel for SIGTERM when this process dies (experiments/cli/main.cc)
     auto env = boost::this_process::environment();
     env[kSupervisorPidVariable] = std::to_string(::getpid());
+    if (name == "server") env[kStopReasonVariable] = stop_reason_.string();
     try {
       if (name == "server" && quiet_)
         c = bp::child(exe_, bp::args(args), env, bp::std_out > bp::null, program_name_);
@@ -173,7 +174,7 @@ class Supervisor {
         if (it == alive_.end()) continue;
         const std::string name = it->second;
         alive_.erase(it);
-        exited(name, status);
+        exited(name, pid, status);
       }
       if (!(done_ && alive_.empty())) wait_for_children();
     });
@@ -210,13 +211,36 @@ class Supervisor {
     });
   }
 
-  void exited(const std::string& name, int status) {
+  // A server killed outright (SIGKILL, out of memory) said nothing and kept its hidden partial
+  // folder: where it is, and whether --resume can continue it.
+  void say_where_a_killed_server_left_its_rounds(pid_t pid, int status) {
+    const auto partial =
+        std::filesystem::path(s_.results_dir) / fmt::format(".{}.partial-{}", s_.name, pid);
+    const std::string what = fmt::format("the server was killed by signal {} ({})",
+                                         WTERMSIG(status), strsignal(WTERMSIG(status)));
+    if (!std::filesystem::exists(partial))
+      fmt::print(stderr, "fedpar run: {}; stopping the clients\n", what);
+    else if (std::filesystem::exists(partial / "checkpoint.bin"))
+      fmt::print(stderr,
+                 "fedpar run: {}; stopping the clients. Its folder {} holds a checkpoint: "
+                 "continue with fedpar run {}/config.resolved.toml --resume {}\n",
+                 what, partial.string(), partial.string(), partial.string());
+    else
+      fmt::print(stderr,
+                 "fedpar run: {}; stopping the clients. Its folder {} holds no checkpoint "
+                 "(checkpoint_every = N writes them): the next run in {} keeps its rounds as "
+                 "{}.incomplete\n",
+                 what, partial.string(), s_.results_dir, s_.name);
+  }
+
+  void exited(const std::string& name, pid_t pid, int status) {
     if (done_) {
       if (alive_.empty()) stop_io();
       return;
     }
     const int exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (name == "server") {
+      if (WIFSIGNALED(status)) say_where_a_killed_server_left_its_rounds(pid, status);
       // The server told the clients to stop; give them a moment before stopping them (a short
       // one when it failed: a client that had not said HELLO yet never hears STOP).
       finish(exit, exit == 0 || exit == kExitDiverged ? 5s : 500ms);
@@ -235,6 +259,7 @@ class Supervisor {
         return;
       }
       fmt::print(stderr, "fedpar run: {} {}; stopping the run\n", name, what);
+      std::ofstream(stop_reason_) << fmt::format("{} {}", name, what);  // before the SIGTERM
       finish(kExitRunFailed);
     }
   }
@@ -279,6 +304,7 @@ class Supervisor {
 
   const RunSpec& s_;
   std::filesystem::path config_, endpoint_;
+  std::filesystem::path stop_reason_ = endpoint_.parent_path() / "stop-reason";
   bool quiet_;
   bool plots_;
   std::string resume_;

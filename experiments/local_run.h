@@ -17,6 +17,9 @@ namespace fedpar {
 // finds it asks the kernel for SIGTERM when that process dies, so a killed supervisor leaves no
 // server or client behind.
 inline constexpr const char* kSupervisorPidVariable = "FEDPAR_SUPERVISOR_PID";
+// The file in which the supervisor writes why it stops the server (a client process died), read
+// by the server it stops so that its kept folder says that, not the SIGTERM it was sent.
+inline constexpr const char* kStopReasonVariable = "FEDPAR_STOP_REASON_FILE";
 // Called first in every fedpar process: honours kSupervisorPidVariable.
 void follow_supervisor();
 

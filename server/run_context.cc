@@ -223,6 +223,14 @@ RunContext::Resumed RunContext::resume(const std::filesystem::path& dir, Plan& p
 }
 
 RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Plan& plan) {
+  // a run still writing the folder (hung, or on another host), or another --resume of it: going
+  // on from it would remove the folder under that run
+  resumed_lock_ = FolderLock::try_lock(dir);
+  if (!resumed_lock_ && FolderLock::held(dir).value_or(false))
+    throw Error(fmt::format(
+        "{} is in use by another fedpar process (the run that writes it, or another --resume of "
+        "it): wait for that one to end, or stop it, then resume",
+        dir.string()));
   const auto file = dir / "checkpoint.bin";
   if (!std::filesystem::exists(file))
     throw Error(

@@ -13,6 +13,7 @@
 
 #include "core/config.h"
 #include "core/dataset.h"
+#include "core/folder_lock.h"
 #include "core/model.h"
 #include "core/results_dir.h"
 #include "core/run_records.h"
@@ -100,7 +101,8 @@ class RunContext {
   // the commits of the builds that ran the rounds before this process's (the checkpoint's
   // record, with this build's added when this run writes one); nullopt: an older checkpoint
   std::optional<std::vector<std::string>> earlier_commits_;
-  std::optional<std::string> init_hash_;  // model.init_from: the parameters' hash
+  std::optional<std::string> init_hash_;    // model.init_from: the parameters' hash
+  std::optional<FolderLock> resumed_lock_;  // the folder resumed from: one run continues it
   void evaluate_into(RoundRecord& rec);
   // Removes --resume's folder if only a run kept it for resuming (this run holds its rounds);
   // returns the line that says so, "" when nothing was removed.

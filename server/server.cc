@@ -261,6 +261,11 @@ int run_server(Config cfg, const ServerOptions& opts) {
           fmt::format("{} holds the checkpoint of a run that was killed: continue it with "
                       "--resume {}",
                       dir.string(), dir.string()));
+  for (const auto& [from, to] : run.out.rescued())
+    engine.log(
+        fmt::format("{} held the rounds of a run that died unfinished (no checkpoint): "
+                    "kept as {}",
+                    from.string(), to.string()));
   if (resumed.rounds > 0)
     engine.log(fmt::format("resuming after round {} from {}", resumed.rounds, opts.resume));
   engine.log(
@@ -285,8 +290,12 @@ int run_server(Config cfg, const ServerOptions& opts) {
     run_rounds(engine, run, *plan, resumed.rounds);
   } catch (const std::exception& e) {
     const auto* stop = dynamic_cast<const Interrupted*>(&e);
-    engine.stop_all(stop ? StopOutcome::kStopped : StopOutcome::kFailed, e.what());
-    const std::string why = std::string(e.what()) + (stop ? "." : "");
+    std::string why = e.what();
+    if (std::string by; stop && !opts.stop_reason_file.empty() &&
+                        std::getline(std::ifstream(opts.stop_reason_file), by) && !by.empty())
+      why = fmt::format("stopped by fedpar run: {}", by);  // the cause, not its SIGTERM
+    engine.stop_all(stop ? StopOutcome::kStopped : StopOutcome::kFailed, why);
+    if (stop) why += ".";
     // fedpar run starts the clients too; a server started by hand has its clients started anew
     const std::string resume_with =
         opts.under_fedpar_run

@@ -26,6 +26,9 @@ struct ServerOptions {
   // Started by `fedpar run` (which starts the clients too): the command that resumes a kept run
   // is fedpar run's, else fedpar server's (its clients started as before).
   bool under_fedpar_run = false;
+  // Where `fedpar run` writes why it stopped this server (a client process died), "" when not
+  // under it: the kept folder's README gives that reason, not the signal it was stopped with.
+  std::string stop_reason_file;
   // Draws the finished run's plots into its folder (the folder, the run's name) and returns the
   // README's markdown showing them; unset: none (the fedpar command sets it: plotting lives above
   // the server).

@@ -54,6 +54,7 @@ Action add_server_command(CLI::App& app) {
     if (!*no_plots) a->opts.draw_plots = draw_run_plots;
     a->opts.keep_incomplete = !*keep;
     a->opts.under_fedpar_run = std::getenv(kSupervisorPidVariable) != nullptr;
+    if (const char* f = std::getenv(kStopReasonVariable)) a->opts.stop_reason_file = f;
     Config cfg = make_run_config();
     // a run resumed by hand continues with the config it was made with
     const auto saved = std::filesystem::path(a->opts.resume) / "config.resolved.toml";

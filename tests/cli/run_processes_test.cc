@@ -336,6 +336,13 @@ TEST(FedparRun, StopsEverythingWhenAClientDiesOrOnInterrupt) {
     EXPECT_EQ(left, kept);
     const std::string readme = testing::slurp(tmp / "res" / "run.incomplete" / "README.md");
     EXPECT_NE(readme.find("This run stopped after "), std::string::npos) << readme;
+    // the cause, not the SIGTERM fedpar run stopped the server with (it said so once)
+    const std::string own = testing::slurp(
+        tmp / "res" / (interrupt ? "run.incomplete-2" : "run.incomplete") / "README.md");
+    EXPECT_NE(own.find(interrupt ? "stopped by SIGINT" : "stopped by fedpar run: client process "),
+              std::string::npos)
+        << own;
+    EXPECT_EQ(own.find("SIGTERM"), std::string::npos) << own;
     EXPECT_NE(readme.find("no checkpoint (`checkpoint_every = 0`), so it cannot be continued"),
               std::string::npos)
         << readme;
@@ -404,6 +411,62 @@ TEST(FedparRun, AKilledSupervisorLeavesNoProcessBehind) {
     EXPECT_FALSE(alive(p)) << "process " << p << " outlived its supervisor: "
                            << testing::slurp(fmt::format("/proc/{}/cmdline", p));
   }
+}
+
+// A server killed outright under fedpar run (SIGKILL, the OOM killer) says nothing itself, and
+// fedpar run once exited 137 without a word: it now says where the server's rounds are. With a
+// checkpoint it names the --resume (and a --resume of the folder while its server still writes
+// it is refused: it removed the folder under that run); without, the next run in the results
+// folder keeps them as NAME.incomplete (it removed them without a word).
+TEST(FedparRun, AKilledServersRoundsAreNamedAndKept) {
+  TempDir tmp;
+  const auto res = tmp / "res";
+  for (const bool checkpoints : {true, false}) {
+    SCOPED_TRACE(checkpoints ? "checkpoints" : "none");
+    std::vector<pid_t> clients;
+    const std::string name = checkpoints ? "ck" : "run";
+    const pid_t run = supervised(
+        tmp,
+        {"rounds=100000", "name=" + name, fmt::format("checkpoint_every={}", checkpoints ? 1 : 0)},
+        clients);
+    ASSERT_EQ(clients.size(), 2u);
+    const auto servers = children_with(run, " server ");
+    ASSERT_EQ(servers.size(), 1u);
+    ASSERT_TRUE(testing::wait_for_text(tmp / "run.err", "round 2/", 60));
+    const auto partial = res / fmt::format(".{}.partial-{}", name, servers[0]);
+    ASSERT_TRUE(std::filesystem::exists(partial));
+    if (checkpoints)
+      testing::expect_refused(
+          fmt::format("run {} --resume {}", (partial / "config.resolved.toml").string(),
+                      partial.string()),
+          tmp.path(), 2, "is in use by another fedpar process");
+    kill(servers[0], SIGKILL);
+    EXPECT_EQ(testing::wait_exit(run, 30).value_or(-99), 128 + SIGKILL);
+    const std::string err = testing::slurp(tmp / "run.err");
+    EXPECT_NE(err.find("fedpar run: the server was killed by signal 9"), std::string::npos) << err;
+    EXPECT_NE(err.find(checkpoints
+                           ? fmt::format("holds a checkpoint: continue with fedpar run "
+                                         "{0}/config.resolved.toml --resume {0}",
+                                         partial.string())
+                           : fmt::format("holds no checkpoint (checkpoint_every = N writes them): "
+                                         "the next run in {} keeps its rounds as run.incomplete",
+                                         res.string())),
+              std::string::npos)
+        << err;
+  }
+  const auto next =
+      testing::run_config(tmp.path(), "[data]\nname = 'synthetic'\n", "next", "--set rounds=1");
+  ASSERT_EQ(next.code, 0) << next.err;
+  EXPECT_NE(
+      next.err.find("held the rounds of a run that died unfinished (no checkpoint): kept as " +
+                    (res / "run.incomplete").string()),
+      std::string::npos)
+      << next.err;
+  EXPECT_NE(next.err.find("holds the checkpoint of a run that was killed"), std::string::npos)
+      << next.err;
+  EXPECT_GE(testing::jsonl(res / "run.incomplete" / "metrics.jsonl").size(), 2u);
+  EXPECT_NE(testing::slurp(res / "run.incomplete" / "README.md").find("# run (died unfinished)"),
+            std::string::npos);
 }
 
 // A DEALER that says HELLO with garbage first, then a valid HELLO, then never answers a TASK.

@@ -73,22 +73,65 @@ TEST(ResultsDir, RunsInsideAPartialFolderNameTheFinalOneAfterTheCommit) {
   EXPECT_EQ(testing::slurp(final_path / "runs" / "a" / "metrics.jsonl"), partial + "\n");
 }
 
-TEST(ResultsDir, SweepsTheDeadsPartialFoldersButKeepsCheckpoints) {
+// Partial folders of dead writers: debris is removed, a checkpoint kept for --resume, and rounds
+// without one (a server killed with checkpoint_every = 0) kept as NAME.incomplete with a README
+// (they were removed without a word). Whether the writer lives is asked of its lock, which holds
+// across hosts: a folder locked under a pid dead here is another host's live run, and one
+// unlocked under a pid alive here is a dead run whose pid was reused. A folder without a lock
+// (an older fedpar's) is judged by its pid.
+TEST(ResultsDir, SweepsTheDeadsPartialFoldersButKeepsCheckpointsAndRounds) {
   TempDir tmp;
   const pid_t dead = ::fork();
   if (dead == 0) ::_exit(0);
   ::waitpid(dead, nullptr, 0);  // its pid now names no process
   const auto debris = tmp / fmt::format(".old.partial-{}", dead);
   const auto killed = tmp / fmt::format(".big.partial-{}", dead);
+  const auto rounds = tmp / fmt::format(".logged.partial-{}", dead);
   const auto live = tmp / fmt::format(".other.partial-{}", ::getppid());
-  for (const auto& d : {debris, killed, live}) std::filesystem::create_directories(d);
+  const auto elsewhere = tmp / fmt::format(".remote.partial-{}", dead);
+  const auto reused = tmp / fmt::format(".reused.partial-{}", ::getppid());
+  for (const auto& d : {debris, killed, rounds, live, elsewhere, reused})
+    std::filesystem::create_directories(d);
   std::ofstream(killed / "checkpoint.bin") << "x";
+  std::ofstream(rounds / "metrics.jsonl") << "{\"round\":1}\n";
+  std::ofstream(reused / "metrics.jsonl") << "{\"round\":1}\n";
+  const auto held = FolderLock::try_lock(elsewhere);
+  ASSERT_TRUE(held);
+  std::ofstream(reused / ".lock");  // its writer's lock, released as it died
+  std::filesystem::create_directories(tmp / "logged.incomplete");  // taken: -2
   ResultsDir r(tmp.path(), "new");
   EXPECT_FALSE(std::filesystem::exists(debris));
   EXPECT_TRUE(std::filesystem::exists(killed));
   EXPECT_TRUE(std::filesystem::exists(live));
+  EXPECT_TRUE(std::filesystem::exists(elsewhere));
+  EXPECT_FALSE(std::filesystem::exists(reused));
   ASSERT_EQ(r.stale_checkpoints().size(), 1u);
   EXPECT_EQ(r.stale_checkpoints()[0], killed);
+  EXPECT_FALSE(std::filesystem::exists(rounds));
+  EXPECT_EQ(testing::slurp(tmp / "logged.incomplete-2" / "metrics.jsonl"), "{\"round\":1}\n");
+  EXPECT_NE(testing::slurp(tmp / "logged.incomplete-2" / "README.md")
+                .find(fmt::format("# logged (died unfinished)\n\nThe process that wrote this "
+                                  "folder (pid {}) ended without finishing it",
+                                  dead)),
+            std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(tmp / "reused.incomplete" / "metrics.jsonl"));
+  EXPECT_EQ(r.rescued().size(), 2u);
+}
+
+// The folder's lock is held while it is written, by one writer; a committed folder carries none.
+TEST(ResultsDir, APartialFolderIsLockedWhileWrittenAndACommittedOneIsNot) {
+  TempDir tmp;
+  ResultsDir r(tmp.path(), "run");
+  EXPECT_EQ(FolderLock::held(r.path()), std::optional<bool>(true));
+  EXPECT_FALSE(FolderLock::try_lock(r.path()));
+  const auto done = r.commit();
+  EXPECT_FALSE(std::filesystem::exists(done / ".lock"));
+  EXPECT_EQ(FolderLock::held(done), std::nullopt);
+  auto mine = FolderLock::try_lock(done);
+  ASSERT_TRUE(mine);
+  EXPECT_EQ(FolderLock::held(done), std::optional<bool>(true));
+  mine.reset();
+  EXPECT_EQ(FolderLock::held(done), std::optional<bool>(false));
 }
 
 TEST(JsonlWriter, AFullDiskIsAnErrorAtTheLineThatDidNotFit) {

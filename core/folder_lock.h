@@ -1,0 +1,32 @@
+// Whether a results folder's writer is alive, asked of the folder itself: its writer holds an
+// advisory lock (flock) on FOLDER/.lock for as long as it writes there. A pid in the folder's name
+// says nothing on another host sharing the folder (NFS, a cluster's scratch) and can be reused;
+// the lock goes with its holder however it dies.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+
+namespace fedpar {
+
+class FolderLock {
+ public:
+  // Locks dir/.lock (made if absent); nullopt when another process (or another lock in this one)
+  // holds it.
+  static std::optional<FolderLock> try_lock(const std::filesystem::path& dir);
+  // Whether a process holds dir's lock now; nullopt where dir has no .lock (a folder written by
+  // a fedpar before the lock, or by none).
+  static std::optional<bool> held(const std::filesystem::path& dir);
+
+  FolderLock(FolderLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  FolderLock& operator=(FolderLock&& o) noexcept;
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+  ~FolderLock();  // releases the lock (the file stays)
+
+ private:
+  explicit FolderLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+}  // namespace fedpar
