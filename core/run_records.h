@@ -112,7 +112,8 @@ constexpr int kExitDiverged = 4;
 struct RunSummary {
   std::string command = "server";
   std::string model_hash;
-  std::optional<uint64_t> parameters;  // the model's parameter count (absent in older records)
+  std::optional<uint64_t> parameters;     // the model's parameter count (absent in older records)
+  std::optional<uint64_t> train_samples;  // the training set's samples (after data.train_limit)
   int64_t rounds_run = 0;
   bool stopped_at_accuracy = false;
   std::optional<int64_t> diverged_at_round;  // the round whose update held NaN or Inf

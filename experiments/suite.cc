@@ -153,6 +153,7 @@ struct SuitePlan {
   int64_t eval_every = 1;
   std::string command;
   std::vector<std::string> smoke_settings;  // --smoke's "key=value" that --set did not replace
+  size_t listed_runs = 0;                   // suite.runs before suite.only kept some
 };
 
 // "run reference" pairs, by run label; both must be runs of the suite.
@@ -247,6 +248,7 @@ SuitePlan plan_suite(const SuiteOptions& o) {
                              o.name.ends_with(".toml") ? o.name : plan.file.stem().string(),
                              o.smoke ? " --smoke" : "");
   for (const auto& s : o.sets) plan.command += " --set " + s;
+  if (!o.out.empty()) plan.command += " --out " + o.out.string();
   // --smoke overrides: "suite.*" change the suite (its runs too), "equivalence.*" its
   // equivalence table, the rest every run (and the equivalence table's runs).
   std::vector<std::string> smoke, smoke_equivalence;
@@ -290,6 +292,7 @@ SuitePlan plan_suite(const SuiteOptions& o) {
   std::vector<SuiteEntry> runs;
   for (const auto& r : cfg.get_string_list("suite.runs"))
     if (!r.empty()) runs.push_back(parse_run(r));
+  plan.listed_runs = runs.size();
   runs = keep_only(std::move(runs), cfg.get_string_list("suite.only"));
   runs = sweep_runs(std::move(runs), cfg.get_string("suite.sweep"));
   if (runs.empty())
@@ -483,6 +486,12 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
   } else {
     report << fmt::format("# {}\n\n", title);
   }
+  if (const auto only = cfg.get_string_list("suite.only");
+      !only.empty() && !(only.size() == 1 && only[0].empty()))
+    report << fmt::format(
+        "**Part of the suite** (`suite.only`): {} of its {} runs ({}). The description below is "
+        "the whole suite's, and so is any sentence in it that no run's numbers fill in.\n\n",
+        only.size(), plan.listed_runs, fmt::join(only, ", "));
   report << fmt::format(
       "{}\n\nCommand: `{}` ({:.0f} s; config.resolved.toml: the suite's config with "
       "--smoke's and --set's values, which win over a run's own overrides; each run's results "

@@ -27,6 +27,9 @@ struct Manifest {
   std::string dataset_name, dataset_hash;
   std::vector<ClientShard> clients;
   std::string hash;  // 16 hex digits over everything above; set by finalize()
+  // What the scheme did beyond its parameters (dirichlet-classes' top-up), for the user to hear:
+  // neither hashed nor written (a manifest read back has none).
+  std::vector<std::string> notes;
 
   size_t assigned() const;  // total samples held by all clients
   // Sorts each client's indices, fills histograms from `labels`, and computes the hash.

@@ -204,9 +204,10 @@ Clients dirichlet_clients(const std::vector<int32_t>& labels, int classes,
 
 // NIID-Bench (Li et al. 2022): per class, proportions over clients ~ Dir(beta); clients already
 // holding n/N samples get none of the class (balancing); retry while some client has fewer than
-// min_size samples. Bounded: after 100 draws the smallest clients are topped up from the largest.
-Clients dirichlet_classes(const std::vector<int32_t>& labels, int classes,
-                          const PartitionParams& p) {
+// min_size samples. Bounded: after 100 draws the smallest clients are topped up from the largest,
+// which `note` says (their labels are then the largest clients', not the draw's).
+Clients dirichlet_classes(const std::vector<int32_t>& labels, int classes, const PartitionParams& p,
+                          std::string& note) {
   const size_t n = labels.size(), N = size_t(p.clients);
   require(p.beta > 0, fmt::format("dirichlet-classes: beta must be > 0, got {}", p.beta));
   require(p.min_size >= 0 && size_t(p.min_size) * N <= n,
@@ -239,14 +240,24 @@ Clients dirichlet_classes(const std::vector<int32_t>& labels, int classes,
     if (smallest >= size_t(p.min_size)) return out;
   }
   // Top-up: move samples from the currently largest client to each client below min_size.
-  for (size_t c = 0; c < N; ++c)
+  size_t topped = 0, moved = 0;
+  for (size_t c = 0; c < N; ++c) {
+    topped += out[c].size() < size_t(p.min_size);
     while (out[c].size() < size_t(p.min_size)) {
       size_t big = 0;
       for (size_t d = 1; d < N; ++d)
         if (out[d].size() > out[big].size()) big = d;
       out[c].push_back(out[big].back());
       out[big].pop_back();
+      ++moved;
     }
+  }
+  note = fmt::format(
+      "dirichlet-classes: none of 100 draws gave every client min_size = {} samples, so {} of {} "
+      "clients were topped up with {} samples from the largest: their labels are those clients', "
+      "not the draw's, and the split is less skewed than beta = {:g} draws (lower min_size, or "
+      "raise beta or the samples per client, for the skew asked)",
+      p.min_size, topped, N, moved, p.beta);
   return out;
 }
 
@@ -295,6 +306,7 @@ Manifest partition(const PartitionInput& in, const PartitionParams& p) {
                                                 p.clients, n));
   }
   Clients clients;
+  std::string note;
   const std::string& s = p.scheme;
   if (s == "iid" || s == "feature-noise")
     clients = iid(n, p);
@@ -307,7 +319,7 @@ Manifest partition(const PartitionInput& in, const PartitionParams& p) {
   else if (s == "dirichlet-clients")
     clients = dirichlet_clients(in.labels, in.num_classes, p);
   else if (s == "dirichlet-classes")
-    clients = dirichlet_classes(in.labels, in.num_classes, p);
+    clients = dirichlet_classes(in.labels, in.num_classes, p, note);
   else
     clients = natural(in.users, p);
   if (s == "feature-noise") require(p.sigma >= 0, "feature-noise: sigma must be >= 0");
@@ -324,6 +336,7 @@ Manifest partition(const PartitionInput& in, const PartitionParams& p) {
     m.clients.push_back(std::move(shard));
   }
   m.finalize(in.labels, in.num_classes);
+  if (!note.empty()) m.notes.push_back(note);
   return m;
 }
 

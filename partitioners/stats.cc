@@ -2,6 +2,7 @@
 #include "partitioners/stats.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -29,6 +30,16 @@ Summary summarize(std::vector<double> v) {
   for (double x : v) sum += x;
   const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
   return {*lo, median(v), *hi, sum / double(v.size())};
+}
+
+std::string unassigned_note(const PartitionStats& s, size_t dataset_size) {
+  if (s.assigned >= dataset_size) return "";
+  std::vector<size_t> none;  // labels no client holds
+  for (size_t l = 0; l < s.global_distribution.size(); ++l)
+    if (s.global_distribution[l] == 0) none.push_back(l);
+  return fmt::format(
+      "{} of {} training samples go to no client{}", dataset_size - s.assigned, dataset_size,
+      none.empty() ? "" : fmt::format(" (no client holds label {})", fmt::join(none, ", ")));
 }
 
 PartitionStats partition_stats(const Manifest& m) {

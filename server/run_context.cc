@@ -373,6 +373,7 @@ int RunContext::finish(const Engine& engine,
   const RunSummary summary{
       .model_hash = hash,
       .parameters = params.size(),
+      .train_samples = data.train.size(),
       .rounds_run = diverged_at_  ? diverged_at_ - 1
                     : stopped_at_ ? stopped_at_
                                   : s.rounds,

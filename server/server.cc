@@ -21,6 +21,7 @@
 #include "core/count_users.h"
 #include "core/hash.h"
 #include "core/stop_signal.h"
+#include "partitioners/stats.h"
 #include "server/engine.h"
 #include "server/plan.h"
 #include "server/run_context.h"
@@ -215,6 +216,14 @@ int run_server(Config cfg, const ServerOptions& opts) {
     fmt::print(stderr, "server: data: {}\n", describe(run.data));
     for (const std::string& w : limits_above_the_data(s.data, run.data))
       fmt::print(stderr, "server: warning: {}\n", w);
+    if (const std::string out =
+            unassigned_note(partition_stats(run.manifest), run.data.train.size());
+        !out.empty())
+      fmt::print(stderr,
+                 "server: warning: the partition (partition.scheme = \"{}\") leaves samples out: "
+                 "{}\n",
+                 s.partition.scheme, out);
+    for (const std::string& n : run.manifest.notes) fmt::print(stderr, "server: warning: {}\n", n);
   }
   const auto plan = make_plan(run);  // its refusals (a split that does not divide) come first
   if (s.checkpoint_every > 0 || !opts.resume.empty())

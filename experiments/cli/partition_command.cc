@@ -44,11 +44,16 @@ int run_partition(const PartitionArgs& a) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const PartitionStats st = partition_stats(m);
   fmt::print("{}", format_stats(m, st, a.rows));
+  const std::string left_out = unassigned_note(st, train.size());
+  if (!left_out.empty()) fmt::print(stderr, "fedpar partition: warning: {}\n", left_out);
+  for (const std::string& n : m.notes) fmt::print(stderr, "fedpar partition: warning: {}\n", n);
+  // how many of the training samples the clients hold, beside the table's "assigned"
+  const std::string split =
+      fmt::format("split {} training samples{}", train.size(),
+                  left_out.empty() ? "" : fmt::format(" ({} assigned)", st.assigned));
   if (a.out.empty()) {
-    fmt::print(
-        "\npartitioned {} samples in {:.1f} ms (--out DIR writes manifest.json, stats.json "
-        "and partition.svg)\n",
-        train.size(), ms);
+    fmt::print("\n{} in {:.1f} ms (--out DIR writes manifest.json, stats.json and partition.svg)\n",
+               split, ms);
     return 0;
   }
 
@@ -77,9 +82,8 @@ int run_partition(const PartitionArgs& a) {
   std::ofstream(fs::path(a.out) / "partition.svg") << partition_svg(
       m, fmt::format("{}: {} over {} clients", train.name, m.scheme, m.clients.size()));
 
-  fmt::print(
-      "\npartitioned {} samples in {:.1f} ms; wrote {}/manifest.json, stats.json, partition.svg\n",
-      train.size(), ms, a.out);
+  fmt::print("\n{} in {:.1f} ms; wrote {}/manifest.json, stats.json, partition.svg\n", split, ms,
+             a.out);
   return 0;
 }
 
@@ -109,9 +113,15 @@ Action add_partition_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--labels-per-client,-k", a->params.labels_per_client, "labels-k")
       ->capture_default_str();
-  cmd->add_option("--alpha", a->params.alpha, "dirichlet-clients concentration")
+  cmd->add_option("--alpha", a->params.alpha,
+                  "dirichlet-clients: each client's labels ~ Dir(alpha p), p the global label "
+                  "distribution (Hsu et al.): the total concentration, about alpha / L per label "
+                  "(MNIST: --alpha 0.1 is 0.01 per label)")
       ->capture_default_str();
-  cmd->add_option("--beta", a->params.beta, "dirichlet-classes / iid-quantity concentration")
+  cmd->add_option("--beta", a->params.beta,
+                  "dirichlet-classes: each label's split over clients ~ Dir(beta, ..., beta) "
+                  "(NIID-Bench, and most papers' 'Dir(beta)'); iid-quantity: the sizes' "
+                  "concentration")
       ->capture_default_str();
   cmd->add_option("--sizes", a->params.sizes, "iid-quantity: dirichlet | lognormal")
       ->capture_default_str();

@@ -51,9 +51,10 @@ TEST(EvalTrain, TheServerScoresItsModelOnTheTrainingSetAtEvaluatedRounds) {
     EXPECT_EQ(rec.contains("global_train_loss"), evaluated) << rec.dump();
     EXPECT_EQ(rec.contains("global_train_accuracy"), evaluated) << rec.dump();
     // each client fits its two labels: its loss says nothing of the model's on all ten
-    if (evaluated)
+    if (evaluated) {
       EXPECT_GT(rec["global_train_loss"].get<double>(), 1.4 * rec["train_loss"].get<double>())
           << rec.dump();
+    }
   }
   DataOptions d;
   d.name = "synthetic", d.iid = true, d.seed = 2;

@@ -1,5 +1,9 @@
 // `fedpar partition` as a user runs it: the summary table, the three files, and clear errors.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <regex>
 
 #include "core/dataset.h"
 #include "partitioners/manifest.h"
@@ -69,6 +73,44 @@ TEST(PartitionCli, TheTableAloneARunsDefaultsAndParametersTheSchemeDoesNotRead) 
                  tmp.path());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+}
+
+// labels-k with fewer clients than labels gives some labels to no client: said, with which, by
+// `fedpar partition` and by a run (its log, README and summary.json's train_samples). It once
+// trained on half of MNIST without a word.
+TEST(PartitionCli, SamplesNoClientHoldsAreSaid) {
+  testing::TempDir tmp;
+  const std::string k1 = "--scheme labels-k --labels-per-client 1 --clients 5";
+  auto r = run_fedpar("partition --dataset synthetic --synthetic-iid " + k1, tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::regex said(
+      "warning: (\\d+) of (\\d+) training samples go to no client \\(no client "
+      "holds label 5, 6, 7, 8, 9\\)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, said)) << r.err;
+  EXPECT_NE(r.out.find(fmt::format("split {} training samples ({} assigned)", m[2].str(),
+                                   std::stoi(m[2].str()) - std::stoi(m[1].str()))),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(run_fedpar("partition --dataset synthetic --synthetic-iid --scheme labels-k "
+                       "--labels-per-client 1 --clients 10",
+                       tmp.path())
+                .err.find("go to no client"),
+            std::string::npos);
+  const auto run =
+      testing::run_config(tmp.path(), "[data]\nname = 'synthetic'\niid = true\n", "k1",
+                          "--set processes=1 --set rounds=1 --set partition.scheme=labels-k --set "
+                          "partition.clients=5 --set partition.labels_per_client=1");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.err.find("server: warning: the partition (partition.scheme = \"labels-k\") leaves "
+                         "samples out: " +
+                         m[0].str().substr(9)),
+            std::string::npos)
+      << run.err;
+  EXPECT_NE(testing::slurp(tmp / "res/k1/README.md").find("; " + m[0].str().substr(9)),
+            std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(testing::slurp(tmp / "res/k1/summary.json")).at("train_samples"),
+            std::stoi(m[2].str()));
 }
 
 TEST(PartitionCli, BadRequestsExitTwoWithTheConstraint) {

@@ -457,6 +457,12 @@ TEST(Suite, LrScalingSmokeShowsTheLinearRuleCarriesTheRateAcrossWorkers) {
   EXPECT_NE(report.find("a rule only sets the rate, so such runs end with the same model bytes: "
                         "**holds**"),
             std::string::npos);
+  // the report says it ran a part of the suite, whose description is the whole's, and its
+  // command names the folder it wrote
+  EXPECT_NE(report.find("**Part of the suite** (`suite.only`): 3 of its 20 runs (N1-none, "),
+            std::string::npos)
+      << report.substr(0, 600);
+  EXPECT_NE(report.find(" --out " + (tmp / "s").string() + "` ("), std::string::npos);
   EXPECT_TRUE(std::filesystem::exists(tmp / "s/plots/lr-scaling-rate.svg"));
 }
 

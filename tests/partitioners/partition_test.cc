@@ -116,6 +116,13 @@ TEST(Partition, DirichletClassesTerminatesAtTinyBetaWithMinSize) {
   for (const auto& c : m.clients) EXPECT_GE(c.indices.size(), 10u);
   EXPECT_EQ(check_disjoint(m, y.size()), y.size());
   EXPECT_LE(partition_stats(m).labels_present.median, 2.0);
+  // the top-up is said (it made the split less skewed than beta draws, without a word)
+  ASSERT_EQ(m.notes.size(), 1u);
+  EXPECT_NE(m.notes[0].find("dirichlet-classes: none of 100 draws gave every client min_size = "
+                            "10 samples, so "),
+            std::string::npos)
+      << m.notes[0];
+  EXPECT_TRUE(run(y, {.scheme = "dirichlet-classes", .clients = 10, .beta = 0.5}).notes.empty());
 }
 
 TEST(Partition, IidQuantitySizesRespectMinimum) {
