@@ -609,7 +609,14 @@ int run_client(const ClientOptions& o) {
     if (o.key_file.empty() || o.server_key_file.empty())
       throw Error(
           "CURVE needs both --key (this client's .key) and --server-key (the server's .pub)");
-    curve = CurveClient{read_curve_keys(o.key_file), read_curve_keys(o.server_key_file).public_key};
+    const CurveKeyPair server = read_curve_keys(o.server_key_file);
+    // a secret there works, and invites copying the server's secret to every client host
+    if (!server.secret_key.empty())
+      throw Error(fmt::format(
+          "--server-key {} holds the server's secret key: give the client its .pub, and keep "
+          "the .key on the server alone",
+          o.server_key_file));
+    curve = CurveClient{read_curve_keys(o.key_file), server.public_key};
     if (curve->keys.secret_key.empty())
       throw Error(fmt::format("--key {} holds only a public key; give the .key file", o.key_file));
   }

@@ -37,7 +37,9 @@ topology = "parameter-server"  # parameter-server (both regimes) | gradient regi
 bind = "tcp://127.0.0.1:5555"  # also ipc://PATH; tcp port * picks a free one
 processes = 1            # client processes to wait for
 max_slots = 1            # the most slots a process may ask for (fedpar client --slots): a weight, clients are dealt in proportion
-wait_seconds = 60.0      # for the processes to say HELLO, and for each round's updates
+wait_seconds = 60.0      # for each round's updates (and, with start_wait_seconds = 0, the start)
+start_wait_seconds = 0.0 # for the processes to say HELLO and load their data; 0: wait_seconds
+                         # (a tight round deadline with processes started by hand needs both)
 eval_every = 1           # rounds between test-set evaluations
 eval_train = false       # evaluated rounds also score the server's model on the whole training set
                          # (global_train_loss; train_loss is what the clients' steps saw)
@@ -739,6 +741,9 @@ RunSpec resolve_run_spec(const Config& c) {
   require(s.max_slots >= 1, "max_slots must be >= 1");
   s.wait_seconds = c.get_float("wait_seconds");
   require(s.wait_seconds > 0, "wait_seconds must be > 0");
+  const double start_wait = c.get_float("start_wait_seconds");
+  require(start_wait >= 0, "start_wait_seconds must be >= 0 (0: wait_seconds)");
+  s.start_wait_seconds = start_wait > 0 ? start_wait : s.wait_seconds;
   s.checkpoint_every = c.get_int32("checkpoint_every");
   require(s.checkpoint_every >= 0, "checkpoint_every must be >= 0 (0 = never)");
   s.eval_every = c.get_int32("eval_every");
@@ -895,6 +900,11 @@ RunSpec resolve_run_spec(const Config& c) {
   require(s.save_params_every >= 0, "diagnostics.save_params_every must be >= 0 (0 = never)");
 
   s.name = c.get_string("name");
+  // the results folder's name, under results_dir: a path would write elsewhere, or nowhere
+  require(s.name.find('/') == std::string::npos && s.name != "." && s.name != "..",
+          fmt::format("name = \"{}\" names the run's folder under results_dir: a name without "
+                      "'/' (set results_dir for where it goes)",
+                      s.name));
   if (s.name.empty())
     s.name = fmt::format("{}-{}-{}-s{}", regime, s.model.name, s.data.name, s.seed);
   return s;

@@ -109,6 +109,13 @@ void Engine::reject(const Received& r, const std::string& reason, const char* wh
                     kRejectionLogSeconds));
 }
 
+// The key that set the start's wait: start_wait_seconds, or wait_seconds in its place.
+std::string Engine::start_wait_key() const {
+  return s_.start_wait_seconds == s_.wait_seconds
+             ? "wait_seconds; start_wait_seconds sets the start's alone"
+             : "start_wait_seconds";
+}
+
 void Engine::log(const std::string& line) const {
   if (!quiet_) fmt::print(stderr, "server: {}\n", line);
 }
@@ -157,7 +164,7 @@ void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
   num_clients = manifest.clients.size();
   for (const auto& c : manifest.clients) shard_sizes_.push_back(c.indices.size());
   log(fmt::format("listening on {}; waiting for {} client process(es)", endpoint(), s_.processes));
-  const auto deadline = deadline_after(s_.wait_seconds);
+  const auto deadline = deadline_after(s_.start_wait_seconds);
   ClosedWatch closed;
   while (int(peers.size()) < s_.processes) {
     auto in = receive(std::min(deadline, closed.check_at));
@@ -178,9 +185,9 @@ void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
       for (const std::string any : {"tcp://0.0.0.0:", "tcp://*:", "tcp://[::]:"})
         if (reach.starts_with(any)) reach = "tcp://SERVER_HOST:" + reach.substr(any.size());
       throw RunFailed(
-          fmt::format("only {} of {} client processes said HELLO within {} s (start them "
+          fmt::format("only {} of {} client processes said HELLO within {} s ({}; start them "
                       "with: fedpar client --server {}{})",
-                      peers.size(), s_.processes, s_.wait_seconds, reach,
+                      peers.size(), s_.processes, s_.start_wait_seconds, start_wait_key(), reach,
                       s_.security.on() ? " --key NAME.key --server-key SERVER.pub" : ""));
     }
     auto hello = decode_hello(in->parsed);
@@ -275,7 +282,7 @@ void Engine::admit_newcomers(const std::function<ClientState()>& state) {
 // task's deadline, and its misses, start from there.
 void Engine::await_newcomer(const std::string& id) {
   const auto t0 = Clock::now();
-  const auto deadline = deadline_after(s_.wait_seconds);
+  const auto deadline = deadline_after(s_.start_wait_seconds);
   while (auto in = receive(deadline)) {
     if (in->msg.peer != id) continue;  // late answers of rounds the server has ended
     if (in->parsed.header.type == MessageType::kReady) {
@@ -291,14 +298,14 @@ void Engine::await_newcomer(const std::string& id) {
     }
   }
   log(
-      fmt::format("the new process is not ready after {} s (wait_seconds); the rounds go on, "
+      fmt::format("the new process is not ready after {} s ({}); the rounds go on, "
                   "and it misses them until it is",
-                  s_.wait_seconds));
+                  s_.start_wait_seconds, start_wait_key()));
 }
 
 void Engine::await_ready() {
   const auto t0 = Clock::now();
-  const auto deadline = deadline_after(s_.wait_seconds);
+  const auto deadline = deadline_after(s_.start_wait_seconds);
   std::set<std::string> ready, waiting(order.begin(), order.end());
   ClosedWatch closed;
   while (!waiting.empty()) {
@@ -327,8 +334,8 @@ void Engine::await_ready() {
       std::ranges::sort(late);
       log(fmt::format(
           "the process(es) of virtual clients {} are not ready (their data loaded) after {} "
-          "s (wait_seconds): the rounds begin without waiting for them",
-          fmt::join(late, ", "), s_.wait_seconds));
+          "s ({}): the rounds begin without waiting for them",
+          fmt::join(late, ", "), s_.start_wait_seconds, start_wait_key()));
       return;
     }
     throw_if_failed_to_start(*in);

@@ -141,8 +141,8 @@ namespace {
 // change them (any other difference would make it a different run).
 bool operational_key(const std::string& key) {
   return key == "name" || key == "results_dir" || key == "bind" || key == "processes" ||
-         key == "max_slots" || key == "wait_seconds" || key == "checkpoint_every" ||
-         key.starts_with("security.");
+         key == "max_slots" || key == "wait_seconds" || key == "start_wait_seconds" ||
+         key == "checkpoint_every" || key.starts_with("security.");
 }
 
 // Folders that only a run kept for resuming: a killed run's hidden partial folder, or a failed

@@ -247,9 +247,10 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
     if (h.lost) lost.insert(lost.end(), h.clients.begin(), h.clients.end());
   if (!lost.empty())
     md << fmt::format(
-        "- **virtual client(s) {} were on a client process the run lost** (none of its updates "
-        "came in `drop_after_missed_rounds` rounds in a row, or one was absent under SCAFFOLD or "
-        "a delta downlink, or it left the ring) and got no tasks after; "
+        "- **virtual client(s) {} were on a client process the run dropped** (slow or gone: none "
+        "of its updates came within `wait_seconds` in `drop_after_missed_rounds` rounds in a "
+        "row, or one was absent under SCAFFOLD or a delta downlink, or it left the ring) and got "
+        "no tasks after; "
         "each round's `missing` in metrics.jsonl names the updates it went without\n",
         fmt::join(lost, ", "));
   if (summary.stopped_at_accuracy)

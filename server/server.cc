@@ -249,9 +249,13 @@ int run_server(Config cfg, const ServerOptions& opts) {
   } else if (!opts.quiet && reachable_from_outside(s.bind)) {
     fmt::print(stderr,
                "server: WARNING: {} is reachable from other machines and the run is in "
-               "plaintext: anyone who reaches it can join and read the model. Set [security] "
-               "key and clients (fedpar keygen; docs/distributed.md).\n",
-               s.bind);
+               "plaintext: anyone who reaches it can join and read the model. {}\n",
+               s.bind,
+               opts.under_launch
+                   ? "fedpar launch has no [security] (a key pair per client process): keep the "
+                     "job on a network only it reaches, or start fedpar server and fedpar client "
+                     "--key yourself (docs/distributed.md)."
+                   : "Set [security] key and clients (fedpar keygen; docs/distributed.md).");
   }
   const auto transport =
       shape_transport(bind_zmq_transport(s.bind, opts.context, max_frame_bytes(run),

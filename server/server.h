@@ -29,6 +29,8 @@ struct ServerOptions {
   // Where `fedpar run` writes why it stopped this server (a client process died), "" when not
   // under it: the kept folder's README gives that reason, not the signal it was stopped with.
   std::string stop_reason_file;
+  // Started by `fedpar launch`, which has no [security]: the plaintext warning says what does.
+  bool under_launch = false;
   // Draws the finished run's plots into its folder (the folder, the run's name) and returns the
   // README's markdown showing them; unset: none (the fedpar command sets it: plotting lives above
   // the server).

@@ -234,8 +234,9 @@ void CurveGuard::serve(zmq::socket_t& zap, zmq::socket_t* monitor) {
       if (!zmq::recv_multipart(*monitor, std::back_inserter(ev), zmq::recv_flags::dontwait))
         continue;
       note(
-          fmt::format("a peer failed the CURVE handshake at {} (no key, or not this server's "
-                      "public key)",
+          fmt::format("a peer failed the CURVE handshake on this server's {} (no key, or "
+                      "another server's public key as its --server-key; ZeroMQ does not say "
+                      "which peer)",
                       ev.size() > 1 ? ev[1].to_string() : "?"));
     }
   }

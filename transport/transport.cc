@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <map>
@@ -99,7 +100,13 @@ class ZmqTransport final : public Transport {
     try {
       sock_.get().bind(endpoint);
     } catch (const zmq::error_t& e) {
-      throw Error(fmt::format("cannot bind {}: {}", endpoint, e.what()));
+      throw Error(fmt::format(
+          "cannot bind {}: {} ({})", endpoint, e.what(),
+          e.num() == EADDRINUSE
+              ? "another process listens there: pick another port, or port * for a free one"
+              : "bind takes tcp://ADDRESS:PORT with an address of this host (tcp://0.0.0.0:PORT "
+                "for every interface, tcp://127.0.0.1:PORT for this machine alone: a host name "
+                "is not looked up), or ipc://PATH"));
     }
     endpoint_ = sock_.get().get(zmq::sockopt::last_endpoint);
   }

@@ -91,6 +91,7 @@ Action add_launch_command(CLI::App& app) {
                mpi ? "; MPI joined on every rank" : "");
     ServerOptions opts;
     opts.quiet = a->quiet;
+    opts.under_launch = true;
     if (!a->no_plots) opts.draw_plots = draw_run_plots;
     const int code = run_action("launch", [&] { return run_server(std::move(cfg), opts); });
     // a failed run ends the MPI job (client ranks may be blocked in a sum), its reason printed

@@ -71,8 +71,9 @@ Action add_client_command(CLI::App& app) {
   cmd->footer(fmt::format(
       "Exit code: 0 when the run completed; {} when the server ended it otherwise (stopped, "
       "failed, or went on\nwithout this process: the server's reason is printed); {} when this "
-      "process could not go on (a silent\nor vanished server, a failed ring); 2 for a bad flag, a "
-      "refusal by the server, or a message from it\nthat this fedpar cannot use.",
+      "process could not go on (a silent\nor vanished server, a failed ring, CURVE handshakes the "
+      "server's keys refuse); 2 for a bad flag,\na refusal the server sends (ERROR), or a message "
+      "from it that this fedpar cannot use.",
       kExitEndedByServer, kExitRunFailed));
   auto o = std::make_shared<ClientOptions>();
   cmd->add_option("--server", o->server, "tcp://HOST:PORT or ipc://PATH")->required();

@@ -506,7 +506,8 @@ TEST(DistributedFaults, SilentClientIsDroppedInModelRegimeAndStopsGradientRegime
   peer.join();
   EXPECT_EQ(m.server_code, 0) << m.err;
   // it said HELLO but never READY: the rounds begin without it after wait_seconds
-  EXPECT_NE(m.err.find("not ready (their data loaded) after 1 s (wait_seconds): the rounds begin "
+  EXPECT_NE(m.err.find("not ready (their data loaded) after 1 s (wait_seconds; "
+                       "start_wait_seconds sets the start's alone): the rounds begin "
                        "without waiting for them"),
             std::string::npos)
       << m.err;
@@ -1001,6 +1002,29 @@ TEST(DistributedFaults, AClientSaysWhyTheServerEndedTheRunAndExitsAccordingly) {
   EXPECT_EQ(testing::slurp(tmp / "stopped0.cerr").find("ended the run"), std::string::npos);
 }
 
+// A tight round deadline (wait_seconds = 1, a straggler study) with processes started by hand:
+// start_wait_seconds gives the start its own wait (one setting held both, so the run failed
+// before its first round when the client came 3 s after the server).
+TEST(DistributedFaults, TheStartWaitsStartWaitSecondsNotTheRoundsDeadline) {
+  TempDir tmp;
+  const auto server = testing::spawn_server(
+      tmp, "late", 1, {"rounds=2", "wait_seconds=1", "start_wait_seconds=30"});
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const pid_t client = testing::spawn_fedpar({"client", "--server", server.endpoint},
+                                             tmp / "late.cout", tmp / "late.cerr");
+  EXPECT_EQ(testing::wait_exit(server.pid, 60).value_or(-99), 0)
+      << testing::slurp(tmp / "late.err");
+  EXPECT_EQ(testing::wait_exit(client, 20).value_or(-99), 0);
+  // without it, the round deadline is the start's, and the message names both keys
+  const auto alone = testing::spawn_server(tmp, "alone", 1, {"wait_seconds=1"});
+  EXPECT_EQ(testing::wait_exit(alone.pid, 30).value_or(-99), kExitRunFailed);
+  EXPECT_NE(testing::slurp(tmp / "alone.err")
+                .find("only 0 of 1 client processes said HELLO within 1 s (wait_seconds; "
+                      "start_wait_seconds sets the start's alone; start them with"),
+            std::string::npos)
+      << testing::slurp(tmp / "alone.err");
+}
+
 // A client started by hand says how it ended on its side too: that the run completed, or that a
 // stop signal ended it (exit 128 + it, as before).
 TEST(DistributedFaults, AClientSaysItCompletedOrWasStopped) {
@@ -1309,7 +1333,7 @@ TEST(DistributedFaults, KilledClientModelRegimeFinishesWithTheRest) {
     if (h["lost"].get<bool>()) lost = h["clients"].get<std::vector<uint32_t>>();
   ASSERT_EQ(lost.size(), 2u) << summary.dump();
   EXPECT_NE(testing::slurp(tmp / "res" / "model" / "README.md")
-                .find(fmt::format("virtual client(s) {}, {} were on a client process the run lost",
+                .find(fmt::format("virtual client(s) {}, {} were on a client process the run dropped",
                                   lost[0], lost[1])),
             std::string::npos)
       << testing::slurp(tmp / "res" / "model" / "README.md");

@@ -177,6 +177,11 @@ TEST(Curve, KeyFilesAreNeverOverwrittenAndBadOnesAreNamed) {
   }
   std::filesystem::create_directories(tmp / "empty");
   EXPECT_THROW(read_allowed_keys(tmp / "empty"), Error);
+  // the server's secret given to a client as --server-key is refused (it would work, and
+  // spread the secret)
+  testing::expect_refused(fmt::format("client --server tcp://127.0.0.1:1 --key {} --server-key {}",
+                                      k.string(), k.string()),
+                          tmp.path(), 2, "holds the server's secret key: give the client its .pub");
 }
 
 TEST(Curve, APlaintextBindBeyondLoopbackWarns) {

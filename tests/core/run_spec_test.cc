@@ -129,6 +129,9 @@ TEST(RunSpecAllReduceBackend, TheZmqRingByDefaultMpiWhereItCanSum) {
   EXPECT_NE(refusal(with({"allreduce.backend=nccl", "security.key=k", "security.clients=c"}))
                 .find("MPI's and NCCL's traffic it cannot"),
             std::string::npos);
+  // a run's name is a folder name, not a path
+  for (const char* name : {"name=../escaped", "name=a/b", "name=.."})
+    EXPECT_NE(refusal({name}).find("a name without '/'"), std::string::npos) << name;
   // each half of [security] needs the other: an allow-list alone once ran plaintext, open to all
   EXPECT_NE(refusal({"security.key=k"}).find("security.key needs security.clients"),
             std::string::npos);
