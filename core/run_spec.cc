@@ -37,9 +37,9 @@ topology = "parameter-server"  # parameter-server (both regimes) | gradient regi
 bind = "tcp://127.0.0.1:5555"  # also ipc://PATH; tcp port * picks a free one
 processes = 1            # client processes to wait for
 max_slots = 1            # the most slots a process may ask for (fedpar client --slots): a weight, clients are dealt in proportion
-wait_seconds = 60.0      # for each round's updates (and, with start_wait_seconds = 0, the start)
-start_wait_seconds = 0.0 # for the processes to say HELLO and load their data; 0: wait_seconds
-                         # (a tight round deadline with processes started by hand needs both)
+wait_seconds = 60.0      # for each round's updates
+start_wait_seconds = 0.0 # for the processes to say HELLO and load their data; 0: the larger of
+                         # wait_seconds and 60 (a round deadline of 0.5 s is no data load's)
 eval_every = 1           # rounds between test-set evaluations
 eval_train = false       # evaluated rounds also score the server's model on the whole training set
                          # (global_train_loss; train_loss is what the clients' steps saw)
@@ -742,8 +742,9 @@ RunSpec resolve_run_spec(const Config& c) {
   s.wait_seconds = c.get_float("wait_seconds");
   require(s.wait_seconds > 0, "wait_seconds must be > 0");
   const double start_wait = c.get_float("start_wait_seconds");
-  require(start_wait >= 0, "start_wait_seconds must be >= 0 (0: wait_seconds)");
-  s.start_wait_seconds = start_wait > 0 ? start_wait : s.wait_seconds;
+  require(start_wait >= 0,
+          "start_wait_seconds must be >= 0 (0: the larger of wait_seconds and 60)");
+  s.start_wait_seconds = start_wait > 0 ? start_wait : std::max(s.wait_seconds, 60.0);
   s.checkpoint_every = c.get_int32("checkpoint_every");
   require(s.checkpoint_every >= 0, "checkpoint_every must be >= 0 (0 = never)");
   s.eval_every = c.get_int32("eval_every");

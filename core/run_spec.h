@@ -82,7 +82,7 @@ struct RunSpec {
   int rounds = 1, processes = 1, eval_every = 1, threads = 1;
   std::string device = "cpu";  // the clients' backend
   double wait_seconds = 60, fraction = 1.0;
-  double start_wait_seconds = 60;  // for HELLO and READY: start_wait_seconds, or wait_seconds
+  double start_wait_seconds = 60;  // for HELLO and READY: start_wait_seconds, or max(wait, 60)
   int64_t max_slots = 1;  // a HELLO may ask for 1 .. max_slots: the config grants, not the peer
   double stop_at_accuracy = 0;  // > 0: stop after the first evaluation at or above it
   bool eval_train = false;      // evaluated rounds also score the model on the training set

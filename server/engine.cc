@@ -109,13 +109,6 @@ void Engine::reject(const Received& r, const std::string& reason, const char* wh
                     kRejectionLogSeconds));
 }
 
-// The key that set the start's wait: start_wait_seconds, or wait_seconds in its place.
-std::string Engine::start_wait_key() const {
-  return s_.start_wait_seconds == s_.wait_seconds
-             ? "wait_seconds; start_wait_seconds sets the start's alone"
-             : "start_wait_seconds";
-}
-
 void Engine::log(const std::string& line) const {
   if (!quiet_) fmt::print(stderr, "server: {}\n", line);
 }
@@ -184,11 +177,11 @@ void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
       std::string reach = endpoint();
       for (const std::string any : {"tcp://0.0.0.0:", "tcp://*:", "tcp://[::]:"})
         if (reach.starts_with(any)) reach = "tcp://SERVER_HOST:" + reach.substr(any.size());
-      throw RunFailed(
-          fmt::format("only {} of {} client processes said HELLO within {} s ({}; start them "
-                      "with: fedpar client --server {}{})",
-                      peers.size(), s_.processes, s_.start_wait_seconds, start_wait_key(), reach,
-                      s_.security.on() ? " --key NAME.key --server-key SERVER.pub" : ""));
+      throw RunFailed(fmt::format(
+          "only {} of {} client processes said HELLO within {} s (start_wait_seconds; start them "
+          "with: fedpar client --server {}{})",
+          peers.size(), s_.processes, s_.start_wait_seconds, reach,
+          s_.security.on() ? " --key NAME.key --server-key SERVER.pub" : ""));
     }
     auto hello = decode_hello(in->parsed);
     if (auto* e = std::get_if<ProtocolError>(&hello)) {
@@ -298,9 +291,9 @@ void Engine::await_newcomer(const std::string& id) {
     }
   }
   log(
-      fmt::format("the new process is not ready after {} s ({}); the rounds go on, "
+      fmt::format("the new process is not ready after {} s (start_wait_seconds); the rounds go on, "
                   "and it misses them until it is",
-                  s_.start_wait_seconds, start_wait_key()));
+                  s_.start_wait_seconds));
 }
 
 void Engine::await_ready() {
@@ -334,8 +327,8 @@ void Engine::await_ready() {
       std::ranges::sort(late);
       log(fmt::format(
           "the process(es) of virtual clients {} are not ready (their data loaded) after {} "
-          "s ({}): the rounds begin without waiting for them",
-          fmt::join(late, ", "), s_.start_wait_seconds, start_wait_key()));
+          "s (start_wait_seconds): the rounds begin without waiting for them",
+          fmt::join(late, ", "), s_.start_wait_seconds));
       return;
     }
     throw_if_failed_to_start(*in);

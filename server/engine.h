@@ -148,7 +148,6 @@ class Engine {
   static constexpr double kReconnectSeconds = 2;
   static constexpr double kRejectionLogSeconds = 10;
   void log(const std::string& line) const;
-  std::string start_wait_key() const;  // the key that set the start's wait, for its messages
   // After a round that asked the clients `asked` (of processes in the run) and heard nothing from
   // those in `absent`: each process that sent none of its asked clients' updates (with
   // `any_absent`, each with an absent client: where a lost update leaves state out of step) has

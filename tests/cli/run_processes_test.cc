@@ -15,6 +15,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "core/run_spec.h"
 #include "protocol/frames.h"
 #include "protocol/messages.h"
 #include "tests/util/distributed_run.h"
@@ -499,16 +500,15 @@ void silent_peer(const std::string& ep, bool garbage) {
 TEST(DistributedFaults, SilentClientIsDroppedInModelRegimeAndStopsGradientRegime) {
   TempDir tmp;
   std::thread peer;
-  const RunResult m =
-      run_distributed(tmp, "model", "tcp://127.0.0.1:*", 1,
-                      {"regime=model", "rounds=3", "partition.clients=4", "wait_seconds=1"},
-                      [&](const std::string& ep) { peer = std::thread(silent_peer, ep, true); });
+  const RunResult m = run_distributed(
+      tmp, "model", "tcp://127.0.0.1:*", 1,
+      {"regime=model", "rounds=3", "partition.clients=4", "wait_seconds=1", "start_wait_seconds=1"},
+      [&](const std::string& ep) { peer = std::thread(silent_peer, ep, true); });
   peer.join();
   EXPECT_EQ(m.server_code, 0) << m.err;
   // it said HELLO but never READY: the rounds begin without it after wait_seconds
-  EXPECT_NE(m.err.find("not ready (their data loaded) after 1 s (wait_seconds; "
-                       "start_wait_seconds sets the start's alone): the rounds begin "
-                       "without waiting for them"),
+  EXPECT_NE(m.err.find("not ready (their data loaded) after 1 s (start_wait_seconds): the "
+                       "rounds begin without waiting for them"),
             std::string::npos)
       << m.err;
   EXPECT_NE(m.err.find("dropped a message from a peer: bad magic"), std::string::npos) << m.err;
@@ -970,7 +970,7 @@ TEST(DistributedFaults, AServerHostWithNoAddressIsSaidWhileTheClientWaits) {
 // (before: "bad WELCOME"), and one stopped mid-run (before: exit 0 without a word).
 TEST(DistributedFaults, AClientSaysWhyTheServerEndedTheRunAndExitsAccordingly) {
   TempDir tmp;
-  const auto waiting = testing::spawn_server(tmp, "few", 2, {"wait_seconds=2"});
+  const auto waiting = testing::spawn_server(tmp, "few", 2, {"start_wait_seconds=2"});
   const pid_t alone =
       testing::spawn_fedpar({"client", "--wait", "20", "--server", waiting.endpoint},
                             tmp / "alone.out", tmp / "alone.err");
@@ -1015,12 +1015,18 @@ TEST(DistributedFaults, TheStartWaitsStartWaitSecondsNotTheRoundsDeadline) {
   EXPECT_EQ(testing::wait_exit(server.pid, 60).value_or(-99), 0)
       << testing::slurp(tmp / "late.err");
   EXPECT_EQ(testing::wait_exit(client, 20).value_or(-99), 0);
-  // without it, the round deadline is the start's, and the message names both keys
-  const auto alone = testing::spawn_server(tmp, "alone", 1, {"wait_seconds=1"});
+  // its default is the larger of wait_seconds and 60 s, not the round deadline
+  Config c = make_run_config();
+  c.set_all({"wait_seconds=1"});
+  EXPECT_EQ(resolve_run_spec(c).start_wait_seconds, 60.0);
+  c.set_all({"wait_seconds=90"});
+  EXPECT_EQ(resolve_run_spec(c).start_wait_seconds, 90.0);
+  // and the failure names the key
+  const auto alone = testing::spawn_server(tmp, "alone", 1, {"start_wait_seconds=1"});
   EXPECT_EQ(testing::wait_exit(alone.pid, 30).value_or(-99), kExitRunFailed);
   EXPECT_NE(testing::slurp(tmp / "alone.err")
-                .find("only 0 of 1 client processes said HELLO within 1 s (wait_seconds; "
-                      "start_wait_seconds sets the start's alone; start them with"),
+                .find("only 0 of 1 client processes said HELLO within 1 s (start_wait_seconds; "
+                      "start them with"),
             std::string::npos)
       << testing::slurp(tmp / "alone.err");
 }
@@ -1332,10 +1338,11 @@ TEST(DistributedFaults, KilledClientModelRegimeFinishesWithTheRest) {
   for (const auto& h : summary["hosts"])
     if (h["lost"].get<bool>()) lost = h["clients"].get<std::vector<uint32_t>>();
   ASSERT_EQ(lost.size(), 2u) << summary.dump();
-  EXPECT_NE(testing::slurp(tmp / "res" / "model" / "README.md")
-                .find(fmt::format("virtual client(s) {}, {} were on a client process the run dropped",
-                                  lost[0], lost[1])),
-            std::string::npos)
+  EXPECT_NE(
+      testing::slurp(tmp / "res" / "model" / "README.md")
+          .find(fmt::format("virtual client(s) {}, {} were on a client process the run dropped",
+                            lost[0], lost[1])),
+      std::string::npos)
       << testing::slurp(tmp / "res" / "model" / "README.md");
 }
 
