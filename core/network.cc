@@ -343,7 +343,8 @@ void NetworkClock::end_master_round(RoundRecord& rec, uint64_t round,
                                       rec.aggregate_seconds.value_or(0)));
 }
 
-void NetworkClock::end_round(RoundRecord& rec, uint64_t round, double wall_seconds) {
+void NetworkClock::end_round(RoundRecord& rec, uint64_t round, double wall_seconds,
+                             bool waited_for_missing) {
   if (n_.mode == NetworkMode::kEmulated) {
     total_ += wall_seconds;
     rec.emulated_seconds = wall_seconds;
@@ -359,7 +360,7 @@ void NetworkClock::end_round(RoundRecord& rec, uint64_t round, double wall_secon
         clients.push_back({c.client, rec.bytes_down_per_task.value_or(0),
                            c.bytes_up - diagnostic_each, c.compute_seconds});
     const bool deadline_hit = (rec.simulated_lost && !rec.simulated_lost->empty()) ||
-                              (rec.missing && !rec.missing->empty()) ||
+                              (waited_for_missing && rec.missing && !rec.missing->empty()) ||
                               (rec.simulated_late && !rec.simulated_late->empty());
     const double slowest = simulated_exchange_seconds(n_, seed_, round, clients);
     over_deadline_.reset();

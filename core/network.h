@@ -204,7 +204,10 @@ class NetworkClock {
  public:
   NetworkClock(const NetworkSpec& n, uint64_t seed, double deadline)
       : n_(n), seed_(seed), deadline_(deadline) {}
-  void end_round(RoundRecord& rec, uint64_t round, double wall_seconds);
+  // `waited_for_missing`: a client in rec.missing was asked (a dropped process's clients are
+  // sampled but not asked, so the round did not wait out its deadline for them).
+  void end_round(RoundRecord& rec, uint64_t round, double wall_seconds,
+                 bool waited_for_missing = true);
   // A ring all-reduce round (simulated mode; the other modes do not apply to the ring).
   void end_ring_round(RoundRecord& rec, uint64_t round,
                       const std::vector<SimulatedWorker>& workers);

@@ -51,6 +51,11 @@ std::string why_unread(const Config& c, const RunSpec& s, std::string_view key) 
   if (table == "local" && !model)
     return fmt::format("the {} regime does not read [local]", c.get_string("regime"));
   if (table == "sgd" && model) return "the model regime does not read [sgd]";
+  if (key == "diagnostics.drift" && !model)
+    return fmt::format(
+        "{} has no local steps to drift from its gradient (drift needs regime = "
+        "\"model\")",
+        quoted("regime"));
   if (key == "local.steps" && s.local_epochs > 0)
     return fmt::format("local.epochs = {} replaces it (set local.epochs = 0 to train local.steps)",
                        s.local_epochs);

@@ -16,11 +16,11 @@ namespace fedpar {
 
 // Why the run `s` (resolved from `c`) does not read `key`, "" when it does: [local] outside the
 // model regime and [sgd] in it; local.steps beside local.epochs; the [optimizer] schedule's
-// parameters but its own, and reference_batch without scaling; [network] but network.mode with the network off, and
-// network.profile beside network.heterogeneous; a partition
-// scheme's parameters but its own; [server_optimizer], [robust], [attack] and [compression]
-// parameters their optimizer, rule, kind or codecs do not use; [pipeline], [async] and
-// [allreduce] outside their topology or regime.
+// parameters but its own, and reference_batch without scaling; [network] but network.mode with the
+// network off, and network.profile beside network.heterogeneous; a partition scheme's parameters
+// but its own; [server_optimizer], [robust], [attack] and [compression] parameters their optimizer,
+// rule, kind or codecs do not use; [pipeline], [async] and [allreduce] outside their topology or
+// regime.
 std::string why_unread(const Config& c, const RunSpec& s, std::string_view key);
 
 inline bool run_reads(const Config& c, const RunSpec& s, std::string_view key) {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -22,6 +23,7 @@
 #include "core/run_spec.h"
 #include "core/spelling.h"
 #include "core/stop_signal.h"
+#include "core/unread_settings.h"
 #include "experiments/equivalence.h"
 #include "experiments/local_run.h"
 #include "experiments/lr_scaling_report.h"
@@ -327,6 +329,9 @@ SuitePlan plan_suite(const SuiteOptions& o) {
         t));
 
   const Config base = config_without(cfg, {"suite", "equivalence"});
+  // "key = value: why" -> the runs that set it (their own settings, the sweep's, --set's) and do
+  // not read it: a K sweep under local.epochs once measured one run five times without a word
+  std::map<std::string, std::set<std::string>> unread_by_runs;
   for (const auto& r : runs) {
     const bool paired = reference.count(r.label) ||
                         std::any_of(reference.begin(), reference.end(),
@@ -355,6 +360,14 @@ SuitePlan plan_suite(const SuiteOptions& o) {
              {cfg.get_bool("suite.parallelism") ? split_run_refusal(spec) : std::nullopt,
               cfg.get_bool("suite.lr_scaling") ? lr_run_refusal(spec) : std::nullopt})
           if (refusal) throw Error(*refusal);
+        std::vector<std::string> own = r.sets;
+        own.insert(own.end(), run_sets.begin(), run_sets.end());
+        if (!r.swept.empty()) own.push_back(r.swept);
+        for (const std::string& set : own) {
+          const std::string key = set.substr(0, set.find('='));
+          if (const std::string why = why_unread(c, spec, key); !why.empty())
+            unread_by_runs[fmt::format("{} = {}: {}", key, c.value_text(key), why)].insert(r.label);
+        }
       } catch (const Error& e) {
         throw Error(fmt::format("{}, run '{}': {}", plan.file.string(), in.label(), e.what()));
       }
@@ -362,6 +375,9 @@ SuitePlan plan_suite(const SuiteOptions& o) {
       plan.instances.push_back(std::move(in));
     }
   }
+  for (const auto& [what, labels] : unread_by_runs)
+    fmt::print(stderr, "fedpar suite: warning: run(s) {} do not read {}\n", fmt::join(labels, ", "),
+               what);
   for (const char* key : {"suite.title", "suite.what"})  // an unknown {key} fails before any run
     fill_run_keys(cfg.get_string(key), plan, key);
   if (with_equivalence) {

@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -98,6 +101,46 @@ struct LeftOut {
   }
 };
 
+// An async run's staleness, from updates.jsonl: the updates applied and rejected, and the clients
+// whose updates came stalest (a straggler's rejected updates leave the rounds' staleness, which
+// counts applied ones) ("" for another regime, or without the file).
+std::string staleness_notes(const RunSpec& s, const std::filesystem::path& dir) {
+  std::ifstream in(dir / "updates.jsonl");
+  if (s.regime != Regime::kAsync || !in) return "";
+  struct Client {
+    uint64_t applied = 0, rejected = 0, max = 0;
+  };
+  std::map<uint32_t, Client> by;
+  std::vector<double> taus;
+  uint64_t applied = 0, rejected = 0;
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    Client& c = by[j.at("client").get<uint32_t>()];
+    const uint64_t tau = j.at("staleness").get<uint64_t>();
+    (j.at("applied").get<bool>() ? c.applied : c.rejected) += 1;
+    (j.at("applied").get<bool>() ? applied : rejected) += 1;
+    c.max = std::max(c.max, tau);
+    taus.push_back(double(tau));
+  }
+  if (taus.empty()) return "";
+  std::vector<std::pair<uint32_t, Client>> stalest(by.begin(), by.end());
+  std::ranges::stable_sort(
+      stalest, [](const auto& a, const auto& b) { return a.second.max > b.second.max; });
+  std::vector<std::string> who;
+  for (size_t i = 0; i < std::min<size_t>(3, stalest.size()); ++i)
+    who.push_back(fmt::format("client {}: {} applied, {} rejected, at most {}", stalest[i].first,
+                              stalest[i].second.applied, stalest[i].second.rejected,
+                              stalest[i].second.max));
+  return fmt::format(
+      "- asynchronous updates: {} applied, {} rejected{}; staleness median {:g}, at most {:g} "
+      "(every arrival, rejected ones too: the rounds' `staleness_mean` and `staleness_max` count "
+      "the applied); stalest: {} (`updates.jsonl` has each)\n",
+      applied, rejected,
+      s.staleness_bound > 0 ? fmt::format(" (`async.staleness_bound = {}`)", s.staleness_bound)
+                            : "",
+      median(taus), *std::ranges::max_element(taus), fmt::join(who, "; "));
+}
+
 // What the rounds left out of or changed in their aggregation: how many sampled clients were
 // unavailable or had a message lost on the simulated links, how many updates network.drop_late's
 // simulated deadline left out or never came, and whose, by link profile; in how many rounds Krum
@@ -136,8 +179,8 @@ std::string aggregation_notes(const RunSpec& s, const std::filesystem::path& dir
         late.count, late.count + aggregated, s.wait_seconds, late.whom());
   if (missing.count > 0)
     md += fmt::format(
-        "- {} of {} asked clients' updates never came (a lost message, a missed deadline, a "
-        "process gone; `missing`): {}\n",
+        "- {} of {} participants' updates never came (a lost message, a missed deadline, a "
+        "process gone, or dropped and no longer asked; `missing`): {}\n",
         missing.count, asked, missing.whom());
   if (!median_rounds.empty())
     md += fmt::format(
@@ -218,7 +261,7 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
   } catch (const std::exception&) {  // no manifest (model-parallel runs split no data)
   }
   try {  // a metrics line an older build wrote costs these lines only
-    md << aggregation_notes(s, dir);
+    md << aggregation_notes(s, dir) << staleness_notes(s, dir);
   } catch (const std::exception& e) {
     md << fmt::format("- left-out updates and Krum's rounds not counted: {}\n", e.what());
   }

@@ -171,13 +171,17 @@ class SyncPlan final : public Plan {
       if (!c.got.count(client)) absent.push_back(client);
     const std::vector<uint32_t> late = leave_out_late(engine.round, c);
     rec.simulated_late = s_.network.drop_late ? std::optional(late) : std::nullopt;
+    // a process dropped before the round was not asked: the simulated clock does not wait out
+    // the deadline for its clients
+    const bool waited = std::ranges::any_of(
+        absent, [&](uint32_t client) { return per_peer_.count(engine.owner[client]) > 0; });
     count_misses(engine, c, absent);
     if (c.got.empty()) {  // every asked client missed the deadline: the model stays
       record(rec, c, absent, {}, {}, participants.size());
       rec.broadcast_seconds = broadcast_seconds;
       rec.wait_seconds = std::chrono::duration<double>(t_wait - t0).count();
       rec.aggregate_seconds = 0;
-      clock_.end_round(rec, engine.round, rec.wait_seconds);
+      clock_.end_round(rec, engine.round, rec.wait_seconds, waited);
       return late.empty() ? "no update came; the model stays"
                           : "every update came late on the simulated clock; the model stays";
     }
@@ -213,7 +217,7 @@ class SyncPlan final : public Plan {
     rec.broadcast_seconds = broadcast_seconds;
     rec.wait_seconds = std::chrono::duration<double>(t_wait - t0).count();
     rec.aggregate_seconds = std::chrono::duration<double>(t_done - t_wait).count();
-    clock_.end_round(rec, engine.round, std::chrono::duration<double>(t_done - t0).count());
+    clock_.end_round(rec, engine.round, std::chrono::duration<double>(t_done - t0).count(), waited);
     if (const auto over = clock_.over_deadline(); over && !said_over_deadline_) {
       said_over_deadline_ = true;
       engine.log(fmt::format(

@@ -11,9 +11,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/count_users.h"
 #include "core/dataset.h"
 #include "core/run_spec.h"
 #include "experiments/cli/commands.h"
+#include "experiments/cli/data_flags.h"
 #include "partitioners/partition.h"
 #include "partitioners/plot_svg.h"
 #include "partitioners/stats.h"
@@ -26,6 +28,8 @@ struct PartitionArgs {
   PartitionParams params = resolve_partition_params(make_run_config(), 1);  // a run's defaults
   std::string out;
   size_t rows = 10;
+  std::string config;             // a run config: its data and partition, as its run splits
+  std::vector<std::string> sets;  // --set KEY=VALUE on it
 };
 
 // The flag of a [partition] key: "--min-size" for min_size.
@@ -132,7 +136,28 @@ Action add_partition_command(CLI::App& app) {
   cmd->add_option("--out", a->out,
                   "folder for manifest.json, stats.json, partition.svg (none: the table only)");
   cmd->add_option("--rows", a->rows, "per-client rows to print")->capture_default_str();
+  cmd->add_option("--config", a->config,
+                  "a run config: split its data (train_limit too) as its run would")
+      ->check(existing_config_file());
+  cmd->add_option("--set", a->sets,
+                  "with or without --config, a run key: --set data.train_limit=12000");
   return [a, cmd] {
+    if (!a->config.empty() || !a->sets.empty()) {  // the run's own split, its seed and limits
+      for (const CLI::Option* o : cmd->get_options())
+        if (o->count() > 0 && o->get_name() != "--config" && o->get_name() != "--set" &&
+            o->get_name() != "--out" && o->get_name() != "--rows" && o->get_name() != "--help")
+          throw Error(fmt::format(
+              "{} with --config or --set: give it as --set KEY=VALUE (fedpar keys run lists "
+              "them), so the split is the run's",
+              o->get_name()));
+      Config cfg = make_run_config();
+      if (!a->config.empty()) cfg.merge_file(a->config);
+      cfg.set_all(a->sets);
+      const RunSpec s = resolve_run_spec_counting_users(cfg);
+      a->data = s.data;
+      a->params = s.partition;
+      return run_partition(*a);
+    }
     a->data.seed = a->params.seed;
     // a parameter the scheme does not read would split otherwise than the line seems to ask
     std::vector<std::string> read_flags;

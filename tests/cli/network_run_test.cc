@@ -24,6 +24,7 @@
 #include "tests/util/inproc_run.h"
 #include "tests/util/network_draws.h"
 #include "tests/util/run_fedpar.h"
+#include "tests/util/run_results.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
@@ -626,6 +627,28 @@ TEST(NetworkRun, LostMessagesMissTheDeadlineAsTheSeededDrawsSay) {
           << "round " << r + 1 << " (seed " << seed << ", limit " << k.limit << ")";
     }
   }
+}
+
+// A straggler's process dropped at its first miss is asked no more: the simulated clock charges
+// round 1 its deadline, not the rounds after, which wait for the rest alone (it charged every
+// round the deadline, as if the dropped process's clients were still awaited).
+TEST(NetworkRun, TheSimulatedClockDoesNotWaitForADroppedProcess) {
+  TempDir tmp;
+  std::string sets;
+  for (const auto& k :
+       with(kModel, {"wait_seconds=1", "drop_after_missed_rounds=1", "stragglers.delay_seconds=0:2",
+                     "network.mode=simulated", "network.profile=datacenter"}))
+    sets += " --set " + k;
+  const auto r = testing::run_config(tmp.path(), kNetworkRun, "dropped", sets);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto rounds = testing::jsonl(tmp / "res" / "dropped" / "metrics.jsonl");
+  ASSERT_EQ(rounds.size(), 3u);
+  // the process of clients 0 and 2 (client 0 sleeps past the deadline) is dropped in round 1
+  for (const auto& rec : rounds)
+    EXPECT_EQ(rec.at("missing").get<std::vector<uint32_t>>(), (std::vector<uint32_t>{0, 2}));
+  EXPECT_GE(rounds[0].at("simulated_seconds").get<double>(), 1.0);
+  for (size_t k = 1; k < 3; ++k)
+    EXPECT_LT(rounds[k].at("simulated_seconds").get<double>(), 0.5) << "round " << k + 1;
 }
 
 // A process that misses a round is asked again (drop_after_missed_rounds large), so with one

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -111,6 +112,24 @@ TEST(PartitionCli, SamplesNoClientHoldsAreSaid) {
             std::string::npos);
   EXPECT_EQ(nlohmann::json::parse(testing::slurp(tmp / "res/k1/summary.json")).at("train_samples"),
             std::stoi(m[2].str()));
+}
+
+// A run's own split, previewed: --config and --set read the run's keys (its data limits, seed and
+// partition); the scheme flags beside them are refused, so the split shown is the run's.
+TEST(PartitionCli, ARunConfigsSplitIsPreviewed) {
+  testing::TempDir tmp;
+  std::ofstream(tmp / "run.toml") << "seed = 3\n[data]\nname = 'synthetic'\niid = true\n"
+                                     "train_limit = 1000\n[partition]\nclients = 10\n";
+  const auto r =
+      run_fedpar("partition --config " + (tmp / "run.toml").string() +
+                     " --set partition.scheme=labels-k --set partition.labels_per_client=2",
+                 tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("scheme labels-k | 10 clients | 1000 samples assigned | seed 3"),
+            std::string::npos)
+      << r.out;
+  testing::expect_refused("partition --config " + (tmp / "run.toml").string() + " --scheme shards",
+                          tmp.path(), 2, "--scheme with --config or --set: give it as --set");
 }
 
 TEST(PartitionCli, BadRequestsExitTwoWithTheConstraint) {

@@ -355,7 +355,7 @@ TEST(Resume, ARunThatFailsAgainAfterItsResumeKeepsOneFolder) {
   const auto left = killed_run(tmp, "twice", sets, 7, /*client_only=*/true);
   ASSERT_TRUE(std::filesystem::exists(left / "checkpoint.bin")) << left;
   const auto [code, err] =
-      refused(tmp, "twice", with(sets, {"wait_seconds=1"}), {"--resume", left.string()});
+      refused(tmp, "twice", with(sets, {"start_wait_seconds=1"}), {"--resume", left.string()});
   EXPECT_EQ(code, kExitRunFailed) << err;
   EXPECT_NE(err.find("kept in " + left.string()), std::string::npos) << err;
   std::set<std::string> folders;

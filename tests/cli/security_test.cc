@@ -186,11 +186,11 @@ TEST(Curve, KeyFilesAreNeverOverwrittenAndBadOnesAreNamed) {
 
 TEST(Curve, APlaintextBindBeyondLoopbackWarns) {
   TempDir tmp;
-  const pid_t server =
-      testing::spawn_fedpar({"server", "--set", "bind=tcp://0.0.0.0:*", "--set",
-                             "data.name=synthetic", "--set", "model.name=logreg", "--set",
-                             "wait_seconds=0.5", "--set", "results_dir=" + (tmp / "res").string()},
-                            tmp / "out", tmp / "err");
+  const pid_t server = testing::spawn_fedpar(
+      {"server", "--set", "bind=tcp://0.0.0.0:*", "--set", "data.name=synthetic", "--set",
+       "model.name=logreg", "--set", "start_wait_seconds=0.5", "--set",
+       "results_dir=" + (tmp / "res").string()},
+      tmp / "out", tmp / "err");
   testing::wait_exit(server, 30);
   EXPECT_NE(testing::slurp(tmp / "err")
                 .find("WARNING: tcp://0.0.0.0:* is reachable from other "

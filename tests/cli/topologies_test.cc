@@ -246,9 +246,12 @@ TEST(Async, StalenessBoundRejectsAndLogsStaleUpdates) {
           "--set sgd.batch=20 --set async.staleness_bound=1 --set async.staleness_lr=true "
           "--set stragglers.delay_seconds=0:0.1,1:0.01,2:0.01 --set stragglers.slowdown=0:5");
   ASSERT_EQ(r.code, 0) << r.err;
-  int rejected = 0;
+  int rejected = 0, applied = 0;
+  uint64_t client0_max = 0;
   for (const auto& e : jsonl(tmp / "res" / "bounded" / "updates.jsonl")) {
     const uint64_t tau = e["staleness"].get<uint64_t>();
+    applied += e["applied"].get<bool>();
+    if (e["client"] == 0) client0_max = std::max(client0_max, tau);
     EXPECT_EQ(e["applied"].get<bool>(), tau <= 1) << e.dump();
     if (e["applied"].get<bool>()) {
       EXPECT_FLOAT_EQ(e["lr"].get<float>(), 0.1f / float(std::max<uint64_t>(1, tau)));
@@ -257,6 +260,16 @@ TEST(Async, StalenessBoundRejectsAndLogsStaleUpdates) {
   }
   EXPECT_GT(rejected, 0);
   EXPECT_NE(r.err.find("rejected client 0's update: staleness"), std::string::npos) << r.err;
+  // the README counts them, and names the straggler among the stalest (the rounds' staleness
+  // counts applied updates, so its rejected ones showed nowhere but the log)
+  const std::string readme = testing::slurp(tmp / "res" / "bounded" / "README.md");
+  EXPECT_NE(readme.find(fmt::format("- asynchronous updates: {} applied, {} rejected "
+                                    "(`async.staleness_bound = 1`)",
+                                    applied, rejected)),
+            std::string::npos)
+      << readme;
+  EXPECT_NE(readme.find(fmt::format("stalest: client 0: ")), std::string::npos) << readme;
+  EXPECT_NE(readme.find(fmt::format("at most {} (", client0_max)), std::string::npos) << readme;
   const auto replay =
       testing::run_fedpar("replay " + (tmp / "res" / "bounded").string(), tmp.path());
   EXPECT_EQ(replay.code, 0) << replay.out << replay.err;

@@ -234,6 +234,12 @@ TEST(RunSpecValues, SettingsAnotherSettingReplacesAreNamed) {
   EXPECT_TRUE(warnings({"optimizer.schedule=step", "optimizer.gamma=0.5"}).empty());
   EXPECT_TRUE(warnings({"optimizer.schedule=cosine", "optimizer.min_lr=0.001"}).empty());
   EXPECT_EQ(warnings({"optimizer.reference_batch=64"}).size(), 1u);
+  EXPECT_EQ(
+      warnings({"regime=gradient", "diagnostics.drift=true"}),
+      (std::vector<std::string>{
+          "the run does not read diagnostics.drift = true: regime = \"gradient\" has no local "
+          "steps to drift from its gradient (drift needs regime = \"model\")"}));
+  EXPECT_TRUE(warnings({"regime=model", "diagnostics.drift=true"}).empty());
 }
 
 // FedAdam and FedYogi at FedAvg's server rate of 1 end at chance accuracy on the 2NN: a run at 1

@@ -15,12 +15,28 @@ TEST(SuitePlan, EveryShippedSuiteResolvesEveryRunAtBothSizes) {
   for (const auto& name : names)
     for (const bool smoke : {false, true}) {
       SCOPED_TRACE(name + (smoke ? " --smoke" : ""));
+      ::testing::internal::CaptureStderr();
       try {
         EXPECT_GE(check_suite({.name = name, .smoke = smoke}), 1u);
       } catch (const Error& e) {
         ADD_FAILURE() << e.what();
       }
+      // and no run sets what it does not read
+      const std::string err = ::testing::internal::GetCapturedStderr();
+      EXPECT_EQ(err.find("do not read"), std::string::npos) << err;
     }
+}
+
+// A run that sets what it does not read is named at the plan: a K sweep run with local.epochs
+// trained every K alike, its report's rows still saying local.steps = K.
+TEST(SuitePlan, RunsThatSetWhatTheyDoNotReadAreNamed) {
+  ::testing::internal::CaptureStderr();
+  check_suite({.name = "grad-vs-model", .smoke = true, .sets = {"local.epochs=2"}});
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("fedpar suite: warning: run(s) iid-K5, shards-K5 do not read local.steps = "
+                     "5: local.epochs = 2 replaces it"),
+            std::string::npos)
+      << err;
 }
 
 TEST(SuitePlan, ABadRunIsNamedBeforeAnythingRuns) {
