@@ -1,7 +1,9 @@
 // Whether a results folder's writer is alive, asked of the folder itself: its writer holds an
 // advisory lock (flock) on FOLDER/.lock for as long as it writes there. A pid in the folder's name
 // says nothing on another host sharing the folder (NFS, a cluster's scratch) and can be reused;
-// the lock goes with its holder however it dies.
+// the lock goes with its holder however it dies. Across hosts it holds where the filesystem
+// shares flock locks (NFSv4 does; NFS mounted with local_lock=flock, or Lustre with localflock,
+// do not).
 #pragma once
 
 #include <filesystem>

@@ -21,11 +21,24 @@ ResultsDir::ResultsDir(const fs::path& parent, const std::string& name)
   if (ec)
     throw Error(fmt::format("cannot create results folder {}: {}", parent_.string(), ec.message()));
   sweep_stale_partials();
-  partial_ = parent_ / fmt::format(".{}.partial-{}", name_, ::getpid());
-  fs::remove_all(partial_, ec);
-  fs::create_directory(partial_, ec);
-  if (ec) throw Error(fmt::format("cannot create {}: {}", partial_.string(), ec.message()));
-  lock_ = FolderLock::try_lock(partial_);
+  // Made under a name no sweep reads and locked there, then renamed: a sweep never sees the
+  // folder without its lock held. A folder already under this pid's name (a live run on another
+  // host, a dead one's checkpoint: pids repeat across hosts and container restarts) is left alone,
+  // and this one takes the next free name.
+  const fs::path making = parent_ / fmt::format(".{}.making-{}", name_, ::getpid());
+  fs::remove_all(making, ec);
+  fs::create_directory(making, ec);
+  if (ec) throw Error(fmt::format("cannot create {}: {}", making.string(), ec.message()));
+  lock_ = FolderLock::try_lock(making);
+  if (!lock_) throw Error(fmt::format("cannot lock {}/.lock", making.string()));
+  for (int i = 1;; ++i) {
+    partial_ = parent_ / fmt::format(".{}{}.partial-{}", name_, i == 1 ? "" : fmt::format("-{}", i),
+                                     ::getpid());
+    if (fs::exists(partial_)) continue;
+    fs::rename(making, partial_, ec);
+    if (!ec) break;
+    if (i > 100) throw Error(fmt::format("cannot create {}: {}", partial_.string(), ec.message()));
+  }
 }
 
 namespace {
@@ -146,9 +159,9 @@ void repoint_nested_runs(const std::string& old_path, const std::string& new_pat
 fs::path ResultsDir::commit(std::string_view suffix) {
   const fs::path final_path = free_name(parent_, name_ + std::string(suffix));
   std::error_code ec;
-  fs::remove(partial_ / ".lock", ec);  // a finished folder has no writer to ask after
   fs::rename(partial_, final_path);
   committed_ = true;
+  fs::remove(final_path / ".lock", ec);  // a finished folder has no writer to ask after
   lock_.reset();
   // the runs write absolute paths, or the one they were given
   repoint_nested_runs(fs::absolute(partial_, ec).string(), fs::absolute(final_path, ec).string(),

@@ -225,12 +225,15 @@ class Supervisor {
                  "fedpar run: {}; stopping the clients. Its folder {} holds a checkpoint: "
                  "continue with fedpar run {}/config.resolved.toml --resume {}\n",
                  what, partial.string(), partial.string(), partial.string());
-    else
+    else if (std::error_code ec;
+             std::filesystem::file_size(partial / "metrics.jsonl", ec) > 0 && !ec)
       fmt::print(stderr,
                  "fedpar run: {}; stopping the clients. Its folder {} holds no checkpoint "
                  "(checkpoint_every = N writes them): the next run in {} keeps its rounds as "
                  "{}.incomplete\n",
                  what, partial.string(), s_.results_dir, s_.name);
+    else
+      fmt::print(stderr, "fedpar run: {} before its first round; stopping the clients\n", what);
   }
 
   void exited(const std::string& name, pid_t pid, int status) {

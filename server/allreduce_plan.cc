@@ -55,7 +55,7 @@ class AllReducePlan final : public Plan {
   // The ring: every process sends RING with the endpoint it listens on; each then hears its rank
   // (HELLO order), the ring size and its next neighbour's endpoint.
   void begin(Engine& engine) override {
-    at_ = collect_endpoints(engine, s_.wait_seconds, s_.security.on());
+    at_ = collect_endpoints(engine, s_.start_wait_seconds, s_.security.on());
     members_ = engine.all_ranks();  // without those dropped before a resumed run's checkpoint
     std::erase_if(members_, [&](uint32_t p) { return engine.lost.count(engine.order[p]) > 0; });
     form_ring(engine);

@@ -271,8 +271,8 @@ void Engine::admit_newcomers(const std::function<ClientState()>& state) {
   }
 }
 
-// Its data load is no round's: the round waits until it is ready (or wait_seconds), so its first
-// task's deadline, and its misses, start from there.
+// Its data load is no round's: the round waits until it is ready (or start_wait_seconds), so its
+// first task's deadline, and its misses, start from there.
 void Engine::await_newcomer(const std::string& id) {
   const auto t0 = Clock::now();
   const auto deadline = deadline_after(s_.start_wait_seconds);

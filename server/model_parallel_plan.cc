@@ -84,7 +84,7 @@ class ModelParallelPlan final : public Plan {
 
   void begin(Engine& engine) override {
     const std::vector<WorkerEndpoints> at =
-        collect_endpoints(engine, s_.wait_seconds, s_.security.on(), replicas_ > 1);
+        collect_endpoints(engine, s_.start_wait_seconds, s_.security.on(), replicas_ > 1);
     const int64_t p = parts_, d = replicas_;
     auto process = [p](int64_t replica, int64_t part) { return size_t(replica * p + part); };
     for (int64_t i = 0; i < int64_t(engine.order.size()); ++i) {

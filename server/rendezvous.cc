@@ -38,8 +38,10 @@ std::vector<WorkerEndpoints> collect_endpoints(Engine& engine, double seconds, b
   while (endpoints.size() < engine.order.size()) {
     auto in = engine.receive(deadline);
     if (!in)
-      throw RunFailed(fmt::format("only {} of {} workers sent their endpoint within {} s",
-                                  endpoints.size(), engine.order.size(), seconds));
+      throw RunFailed(
+          fmt::format("only {} of {} workers sent their endpoint within {} s "
+                      "(start_wait_seconds)",
+                      endpoints.size(), engine.order.size(), seconds));
     engine.throw_if_failed_to_start(*in);
     const auto ring = decode_ring_endpoint(in->parsed);
     const auto* m = std::get_if<RingEndpointMsg>(&ring);
