@@ -156,6 +156,7 @@ struct SuitePlan {
   std::string command;
   std::vector<std::string> smoke_settings;  // --smoke's "key=value" that --set did not replace
   size_t listed_runs = 0;                   // suite.runs before suite.only kept some
+  std::vector<std::string> only;            // suite.only's labels; empty: every run
 };
 
 // "run reference" pairs, by run label; both must be runs of the suite.
@@ -295,7 +296,9 @@ SuitePlan plan_suite(const SuiteOptions& o) {
   for (const auto& r : cfg.get_string_list("suite.runs"))
     if (!r.empty()) runs.push_back(parse_run(r));
   plan.listed_runs = runs.size();
-  runs = keep_only(std::move(runs), cfg.get_string_list("suite.only"));
+  plan.only = cfg.get_string_list("suite.only");
+  std::erase(plan.only, "");
+  runs = keep_only(std::move(runs), plan.only);
   runs = sweep_runs(std::move(runs), cfg.get_string("suite.sweep"));
   if (runs.empty())
     throw Error(fmt::format(
@@ -502,12 +505,11 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
   } else {
     report << fmt::format("# {}\n\n", title);
   }
-  if (const auto only = cfg.get_string_list("suite.only");
-      !only.empty() && !(only.size() == 1 && only[0].empty()))
+  if (!plan.only.empty())
     report << fmt::format(
         "**Part of the suite** (`suite.only`): {} of its {} runs ({}). The description below is "
         "the whole suite's, and so is any sentence in it that no run's numbers fill in.\n\n",
-        only.size(), plan.listed_runs, fmt::join(only, ", "));
+        plan.only.size(), plan.listed_runs, fmt::join(plan.only, ", "));
   report << fmt::format(
       "{}\n\nCommand: `{}` ({:.0f} s; config.resolved.toml: the suite's config with "
       "--smoke's and --set's values, which win over a run's own overrides; each run's results "

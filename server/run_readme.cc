@@ -249,15 +249,14 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
   }
   try {  // how non-IID the clients' data was, from the manifest the run wrote
     const PartitionStats p = manifest_stats(dir / "manifest.json");
+    const std::string left_out =
+        summary.train_samples ? unassigned_note(p, *summary.train_samples) : "";
     md << fmt::format(
         "- the partition (`{}`): {} client(s) of {:.0f} to {:.0f} samples (median {:.0f}), "
         "{:.0f} label(s) present in the median client, median EMD {:.3f} (0: every client's "
         "labels as the whole's, 2: disjoint; docs/partitioning.md){}\n",
         s.partition.scheme, p.clients.size(), p.size.min, p.size.max, p.size.median,
-        p.labels_present.median, p.emd.median,
-        summary.train_samples ? [&](std::string note) { return note.empty() ? note : "; " + note; }(
-                                    unassigned_note(p, *summary.train_samples))
-                              : "");
+        p.labels_present.median, p.emd.median, left_out.empty() ? "" : "; " + left_out);
   } catch (const std::exception&) {  // no manifest (model-parallel runs split no data)
   }
   try {  // a metrics line an older build wrote costs these lines only
