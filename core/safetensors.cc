@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/json_integer.h"
 
 namespace fedpar {
 
@@ -74,18 +75,20 @@ TensorFile load_safetensors(const fs::path& path) {
           if (v.is_string()) out.metadata[k] = v.get<std::string>();
         continue;
       }
-      auto bad = [&](const std::string& why) {
-        return Error(fmt::format("{}: tensor '{}': {}", path.string(), name, why));
+      auto where = [&](const std::string& what) {
+        return fmt::format("{}: tensor '{}': {}", path.string(), name, what);
       };
+      auto bad = [&](const std::string& why) { return Error(where(why)); };
       if (!entry.is_object() || entry.value("dtype", "") != "F32")
         throw bad("only F32 is supported");
       const auto& offs = entry.at("data_offsets");
-      const uint64_t begin = offs.at(0).get<uint64_t>(), end = offs.at(1).get<uint64_t>();
+      const uint64_t begin = json_integer<uint64_t>(offs.at(0), where("data_offsets")),
+                     end = json_integer<uint64_t>(offs.at(1), where("data_offsets"));
       Tensor t;
       uint64_t count = 1;
       bool overflow = false;  // [2^62, 4] must not wrap to a size that passes
       for (const auto& d : entry.at("shape")) {
-        t.shape.push_back(d.get<int64_t>());
+        t.shape.push_back(json_integer<int64_t>(d, where("a dimension")));
         if (t.shape.back() < 0) throw bad("negative dimension");
         overflow |= __builtin_mul_overflow(count, uint64_t(t.shape.back()), &count);
       }

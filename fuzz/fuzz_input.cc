@@ -52,7 +52,11 @@ const std::filesystem::path& input_file(std::span<const uint8_t> data) {
     std::error_code ec;
     const auto dir =
         std::filesystem::is_directory(shm, ec) ? shm : std::filesystem::temp_directory_path();
-    return dir / ("fedpar-fuzz-" + std::to_string(getpid()));
+    // A fixed-width name: the path goes into error messages, and a pid of another length would
+    // steer the coverage, and so a seeded run's inputs, down another course.
+    char name[32];
+    std::snprintf(name, sizeof name, "fedpar-fuzz-%010d", int(getpid()));
+    return dir / name;
   }()};
   std::ofstream(file.path, std::ios::binary | std::ios::trunc)
       .write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size()));

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/check.h"
+#include "core/json_integer.h"
 #include "core/rng.h"
 
 namespace fedpar {
@@ -64,48 +65,23 @@ nlohmann::json to_json(const Manifest& m) {
           {"clients", clients}};
 }
 
-namespace {
-
-// nlohmann turns a JSON float into an integer with a cast, undefined out of range: a manifest's
-// integers must be integers, within T's range.
-template <typename T>
-T integer(const nlohmann::json& v, const char* what) {
-  const bool fits =
-      std::is_unsigned_v<T>
-          ? v.is_number_unsigned() && v.get<uint64_t>() <= std::numeric_limits<T>::max()
-          : v.is_number_integer() &&
-                (!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(INT64_MAX));
-  if (!fits) throw Error(fmt::format("{} must be an integer in range, got {}", what, v.dump()));
-  return v.get<T>();
-}
-
-template <typename T>
-std::vector<T> integers(const nlohmann::json& v, const char* what) {
-  if (!v.is_array()) throw Error(fmt::format("{} must be a list of integers", what));
-  std::vector<T> out;
-  out.reserve(v.size());
-  for (const auto& e : v) out.push_back(integer<T>(e, what));
-  return out;
-}
-
-}  // namespace
-
 Manifest manifest_from_json(const nlohmann::json& j, size_t dataset_size) {
   Manifest m;
   try {
-    if (j.value("format", "") != "fedpar-manifest" || j.value("version", 0) != 1)
+    if (j.value("format", "") != "fedpar-manifest" ||
+        j.value("version", nlohmann::json()) != 1)  // a float here must not be cast
       throw Error("not a fedpar manifest of version 1");
     m.scheme = j.at("scheme").get<std::string>();
     m.params = j.at("params");
-    m.seed = integer<uint64_t>(j.at("seed"), "seed");
+    m.seed = json_integer<uint64_t>(j.at("seed"), "seed");
     m.dataset_name = j.at("dataset").at("name").get<std::string>();
     m.dataset_hash = j.at("dataset").at("hash").get<std::string>();
     std::vector<bool> seen(dataset_size, false);
     for (const auto& jc : j.at("clients")) {
       ClientShard c;
-      c.id = integer<uint32_t>(jc.at("id"), "a client's id");
-      c.indices = integers<uint32_t>(jc.at("indices"), "a client's indices");
-      c.label_histogram = integers<int64_t>(jc.at("label_histogram"), "a label histogram");
+      c.id = json_integer<uint32_t>(jc.at("id"), "a client's id");
+      c.indices = json_integers<uint32_t>(jc.at("indices"), "a client's indices");
+      c.label_histogram = json_integers<int64_t>(jc.at("label_histogram"), "a label histogram");
       c.noise = jc.value("noise", 0.0);
       for (uint32_t i : c.indices) {
         if (i >= dataset_size)

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/json_integer.h"
 #include "core/median.h"
 
 namespace fedpar {
@@ -20,7 +21,8 @@ PartitionStats manifest_stats(const std::filesystem::path& file) {
   const auto j = nlohmann::json::parse(in);
   size_t bound = 0;  // the validation needs a dataset size; the largest index bounds it
   for (const auto& cl : j.at("clients"))
-    for (const auto& ix : cl.at("indices")) bound = std::max(bound, ix.get<size_t>() + 1);
+    for (const auto& ix : cl.at("indices"))
+      bound = std::max(bound, size_t(json_integer<uint32_t>(ix, file.string() + ": an index")) + 1);
   return partition_stats(manifest_from_json(j, bound));
 }
 

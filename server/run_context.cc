@@ -11,6 +11,7 @@
 #include "core/checkpoint.h"
 #include "core/hash.h"
 #include "core/init_from.h"
+#include "core/json_integer.h"
 #include "core/peak_memory.h"
 #include "core/run_spec.h"
 #include "core/safetensors.h"
@@ -279,7 +280,7 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
         fmt::format("{} was made by another run ({}): resume with the config the run "
                     "started with, its folder's: fedpar run {}/config.resolved.toml --resume {}",
                     file.string(), fmt::join(differ, "; "), dir.string(), dir.string()));
-  const int round = meta("round").get<int>();
+  const int round = json_integer<int>(meta("round"), file.string() + " (round)");
   const std::vector<float>& saved = c.floats("params");
   if (saved.size() != params.size() || round < 1)
     throw Error(fmt::format("{} does not fit this run ({} parameters of round {})", file.string(),
@@ -289,7 +290,7 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
                             s.rounds));
   check_rounds_change(earlier, s, round, file);
   params = saved;
-  params_round = meta("params_round").get<int>();
+  params_round = json_integer<int>(meta("params_round"), file.string() + " (params_round)");
   if (!meta("last_eval").is_null())
     last_eval_ = round_from_json(meta("last_eval"), file.string() + " (last_eval)");
   plan.load_state(c);

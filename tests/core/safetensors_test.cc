@@ -82,5 +82,37 @@ TEST(Safetensors, CorruptOrMismatchedFilesAreErrors) {
   EXPECT_THROW(load_safetensors(d / "absent.safetensors"), Error);
 }
 
+// nlohmann casts a float to an integer, undefined out of range (the fuzzer found 4.6e20 as a
+// dimension): every size and offset must be a JSON integer in range, or the file is refused.
+TEST(Safetensors, SizesThatAreNotIntegersInRangeAreErrors) {
+  testing::TempDir d;
+  auto file = [&](const std::string& shape, const std::string& offsets) {
+    const std::string header =
+        R"({"w":{"dtype":"F32","shape":)" + shape + R"(,"data_offsets":)" + offsets + "}}";
+    const auto path = d / "f.safetensors";
+    std::ofstream out(path, std::ios::binary);
+    const uint64_t n = header.size();
+    out.write(reinterpret_cast<const char*>(&n), 8);
+    out << header << std::string(16, '\x01');
+    return path;
+  };
+  EXPECT_EQ(load_safetensors(file("[4]", "[0,16]")).tensors.at("w").values.size(), 4u);
+  for (const auto& [shape, offsets, says] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"[4.61169e+20]", "[0,16]", "a dimension must be an integer in range, got 4.61"},
+           {"[4.0]", "[0,16]", "a dimension must be an integer in range, got 4.0"},
+           {"[4]", "[0,16.5]", "data_offsets must be an integer in range, got 16.5"},
+           {"[4]", "[-1,16]", "data_offsets must be an integer in range, got -1"},
+           {"[4]", "[0,1e30]", "data_offsets must be an integer in range"},
+           {"[99999999999999999999]", "[0,16]", "a dimension must be an integer in range"}}) {
+    try {
+      load_safetensors(file(shape, offsets));
+      ADD_FAILURE() << shape << " " << offsets << " was read";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("tensor 'w': " + says), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fedpar

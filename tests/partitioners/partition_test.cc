@@ -198,6 +198,16 @@ TEST(Partition, ManifestRoundTripAndValidation) {
   j = to_json(m);
   j.erase("clients");
   EXPECT_THROW(manifest_from_json(j, y.size()), Error);
+  // numbers that are not integers in range: refused, never cast (a cast is undefined)
+  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"version", 4.6e20}, {"version", 1.5}, {"seed", 4.6e20}, {"seed", -1}}) {
+    j = to_json(m);
+    j[key] = value;
+    EXPECT_THROW(manifest_from_json(j, y.size()), Error) << key << " = " << value;
+  }
+  j = to_json(m);
+  j["clients"][0]["indices"][0] = 1e30;
+  EXPECT_THROW(manifest_from_json(j, y.size()), Error);
 }
 
 TEST(Partition, ImpossibleRequestsNameTheConstraint) {
