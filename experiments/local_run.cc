@@ -388,9 +388,10 @@ int run_locally(Config cfg, const LocalRunOptions& opts) {
 
   const auto dir =
       std::filesystem::temp_directory_path() / fmt::format("fedpar-run-{}", ::getpid());
+  // a folder of this pid's name was left by a dead process (its endpoint, its stop reason)
+  std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const auto config = dir / "run.toml", endpoint = dir / "endpoint";
-  std::filesystem::remove(endpoint);
   std::vector<std::vector<std::string>> client_flags;
   std::vector<std::string> server_flags;
   if (s.security.on()) {

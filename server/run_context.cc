@@ -226,7 +226,7 @@ RunContext::Resumed RunContext::resume(const std::filesystem::path& dir, Plan& p
 RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Plan& plan) {
   // a run still writing the folder (hung, or on another host), or another --resume of it: going
   // on from it would remove the folder under that run
-  resumed_lock_ = FolderLock::try_lock(dir);
+  resumed_lock_ = FolderLock::try_lock(dir, /*tidy=*/true);  // a finished run keeps no .lock
   if (!resumed_lock_ && FolderLock::held(dir).value_or(false))
     throw Error(fmt::format(
         "{} is in use by another fedpar process (the run that writes it, or another --resume of "

@@ -38,7 +38,8 @@ std::string flag_of(std::string key) {
   return "--" + key;
 }
 
-int run_partition(const PartitionArgs& a) {
+// `through_config`: the split is a run config's, whose keys the advice names.
+int run_partition(const PartitionArgs& a, bool through_config = false) {
   TrainTest tt = load_dataset(a.data);
   const Dataset& train = tt.train;
   const auto t0 = std::chrono::steady_clock::now();
@@ -51,6 +52,18 @@ int run_partition(const PartitionArgs& a) {
   const std::string left_out = unassigned_note(st, train.size());
   if (!left_out.empty()) fmt::print(stderr, "fedpar partition: warning: {}\n", left_out);
   for (const std::string& n : m.notes) fmt::print(stderr, "fedpar partition: warning: {}\n", n);
+  std::vector<uint32_t> empty;  // a run refuses the split: such a client has nothing to train on
+  for (const auto& c : st.clients)
+    if (c.size == 0) empty.push_back(c.id);
+  if (!empty.empty())
+    fmt::print(stderr,
+               "fedpar partition: warning: {} client(s) get no samples (client {}{}): a run "
+               "refuses this split; raise {}, lower {} or choose another scheme\n",
+               empty.size(),
+               fmt::join(empty.begin(), empty.begin() + std::min<size_t>(empty.size(), 10), ", "),
+               empty.size() > 10 ? ", ..." : "",
+               through_config ? "partition.min_size" : "--min-size",
+               through_config ? "partition.clients" : "--clients");
   // how many of the training samples the clients hold, beside the table's "assigned"
   const std::string split =
       fmt::format("split {} training samples{}", train.size(),
@@ -156,7 +169,7 @@ Action add_partition_command(CLI::App& app) {
       const RunSpec s = resolve_run_spec_counting_users(cfg);
       a->data = s.data;
       a->params = s.partition;
-      return run_partition(*a);
+      return run_partition(*a, /*through_config=*/true);
     }
     a->data.seed = a->params.seed;
     // a parameter the scheme does not read would split otherwise than the line seems to ask

@@ -130,6 +130,27 @@ TEST(PartitionCli, ARunConfigsSplitIsPreviewed) {
       << r.out;
   testing::expect_refused("partition --config " + (tmp / "run.toml").string() + " --scheme shards",
                           tmp.path(), 2, "--scheme with --config or --set: give it as --set");
+  // a split with empty clients, which the run would refuse, is shown with the warning
+  const auto empty =
+      run_fedpar("partition --config " + (tmp / "run.toml").string() +
+                     " --set data.train_limit=30 --set partition.scheme=iid-quantity "
+                     "--set partition.min_size=0 --set partition.clients=25",
+                 tmp.path());
+  ASSERT_EQ(empty.code, 0) << empty.err;
+  const std::regex said(
+      "warning: (\\d+) client\\(s\\) get no samples \\(client [0-9, .]+\\): "
+      "a run refuses this split; raise partition.min_size, lower "
+      "partition.clients or choose another scheme");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(empty.err, m, said)) << empty.err;
+  EXPECT_GT(std::stoi(m[1].str()), 0);
+  const auto refused = testing::run_config(
+      tmp.path(), testing::slurp(tmp / "run.toml"), "empty",
+      "--set processes=1 --set rounds=1 --set data.train_limit=30 --set "
+      "partition.scheme=iid-quantity --set partition.min_size=0 --set partition.clients=25");
+  EXPECT_NE(refused.code, 0);
+  EXPECT_NE(refused.err.find("no samples: raise partition.min_size"), std::string::npos)
+      << refused.err;
 }
 
 TEST(PartitionCli, BadRequestsExitTwoWithTheConstraint) {

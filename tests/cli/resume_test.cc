@@ -338,6 +338,7 @@ TEST(Resume, AFinishedRunIsNotResumedAgainButGoesOnWithMoreRounds) {
   EXPECT_NE(more.hash, done.hash);
   EXPECT_EQ(more.hash, full.hash) << more.err;
   EXPECT_TRUE(std::filesystem::exists(dir / "summary.json"));  // the finished run stays as it was
+  EXPECT_FALSE(std::filesystem::exists(dir / ".lock"));        // with no lock file left in it
   EXPECT_EQ(testing::jsonl(tmp / "res" / "more" / "metrics.jsonl").size(), 9u);
 }
 

@@ -252,14 +252,24 @@ std::vector<pid_t> children_with(pid_t pid, const std::string& word) {
 
 // `fedpar run` of a config on synthetic data with 2 client processes and `sets`; returns its
 // pid once both clients run, with their pids in `clients`.
+// `stale_reason`: the run starts with a stop-reason file in its pid's temp folder, as a dead
+// fedpar run of the same pid would have left it (the run must not take it for its own).
 pid_t supervised(const TempDir& tmp, const std::vector<std::string>& sets,
-                 std::vector<pid_t>& clients) {
+                 std::vector<pid_t>& clients, bool stale_reason = false) {
   std::ofstream(tmp / "run.toml") << "processes = 2\n[data]\nname = 'synthetic'\n"
                                      "iid = true\n[model]\nname = 'logreg'\n";
   std::vector<std::string> args = {"run", (tmp / "run.toml").string(), "--set",
                                    "results_dir=" + (tmp / "res").string()};
   for (const auto& s : sets) args.insert(args.end(), {"--set", s});
-  const pid_t run = testing::spawn_fedpar(args, tmp / "run.out", tmp / "run.err");
+  if (stale_reason) {  // sh writes it, then becomes fedpar run (exec keeps its pid)
+    args.insert(args.begin(), {"-c",
+                               "d=${TMPDIR:-/tmp}/fedpar-run-$$; mkdir -p $d; echo 'client "
+                               "process 7 was stale' > $d/stop-reason; exec \"$0\" \"$@\"",
+                               FEDPAR_BIN});
+  }
+  const pid_t run = stale_reason
+                        ? testing::spawn_program("/bin/sh", args, tmp / "run.out", tmp / "run.err")
+                        : testing::spawn_fedpar(args, tmp / "run.out", tmp / "run.err");
   clients.clear();
   for (int i = 0; i < 500 && clients.size() < 2; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -300,7 +310,8 @@ TEST(FedparRun, StopsEverythingWhenAClientDiesOrOnInterrupt) {
   for (const bool interrupt : {false, true}) {
     SCOPED_TRACE(interrupt ? "interrupt" : "killed client");
     std::vector<pid_t> clients;  // the gradient regime needs every client
-    const pid_t run = supervised(tmp, {"rounds=100000", "regime=gradient", "name=run"}, clients);
+    const pid_t run =
+        supervised(tmp, {"rounds=100000", "regime=gradient", "name=run"}, clients, interrupt);
     ASSERT_EQ(clients.size(), 2u);
     const std::vector<pid_t> all = children_with(run, "");        // the server and both clients
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // some rounds run
@@ -344,6 +355,7 @@ TEST(FedparRun, StopsEverythingWhenAClientDiesOrOnInterrupt) {
               std::string::npos)
         << own;
     EXPECT_EQ(own.find("SIGTERM"), std::string::npos) << own;
+    EXPECT_EQ(own.find("stale"), std::string::npos) << own;  // an earlier pid's reason is not its
     EXPECT_NE(readme.find("no checkpoint (`checkpoint_every = 0`), so it cannot be continued"),
               std::string::npos)
         << readme;

@@ -132,6 +132,20 @@ TEST(ResultsDir, APartialFolderIsLockedWhileWrittenAndACommittedOneIsNot) {
   EXPECT_EQ(FolderLock::held(done), std::optional<bool>(true));
   mine.reset();
   EXPECT_EQ(FolderLock::held(done), std::optional<bool>(false));
+  // a tidy lock (--resume's of a finished run) removes only the .lock it made
+  std::filesystem::remove(done / ".lock");
+  {
+    auto tidy = FolderLock::try_lock(done, /*tidy=*/true);
+    ASSERT_TRUE(tidy);
+    EXPECT_EQ(FolderLock::held(done), std::optional<bool>(true));
+    EXPECT_FALSE(FolderLock::try_lock(done, true));  // a second one is refused, and removes nothing
+    EXPECT_TRUE(std::filesystem::exists(done / ".lock"));
+    auto moved = std::move(*tidy);  // released once, by the lock it moved to
+  }
+  EXPECT_FALSE(std::filesystem::exists(done / ".lock"));
+  std::ofstream(done / ".lock").put('\n');
+  FolderLock::try_lock(done, true).reset();
+  EXPECT_TRUE(std::filesystem::exists(done / ".lock"));  // there before: left
 }
 
 TEST(JsonlWriter, AFullDiskIsAnErrorAtTheLineThatDidNotFit) {

@@ -21,22 +21,28 @@ extern char** environ;
 
 namespace fedpar::testing {
 
-// Starts FEDPAR_BIN with `args`, stdout and stderr to the given files.
-inline pid_t spawn_fedpar(const std::vector<std::string>& args, const std::filesystem::path& out,
-                          const std::filesystem::path& err) {
+// Starts `program` with `args`, stdout and stderr to the given files.
+inline pid_t spawn_program(const std::string& program, const std::vector<std::string>& args,
+                           const std::filesystem::path& out, const std::filesystem::path& err) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<std::string> all = {FEDPAR_BIN};
+  std::vector<std::string> all = {program};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = -1;
-  posix_spawn(&pid, FEDPAR_BIN, &fa, nullptr, argv.data(), environ);
+  posix_spawn(&pid, program.c_str(), &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   return pid;
+}
+
+// Starts FEDPAR_BIN with `args`, stdout and stderr to the given files.
+inline pid_t spawn_fedpar(const std::vector<std::string>& args, const std::filesystem::path& out,
+                          const std::filesystem::path& err) {
+  return spawn_program(FEDPAR_BIN, args, out, err);
 }
 
 // Exit code, or nullopt if it had to be killed after `seconds`.
