@@ -149,6 +149,44 @@ void check_run_folder(const std::filesystem::path& dir) {
                     dir.string()));
 }
 
+// A run's config.resolved.toml, resolved; or why this fedpar cannot read it.
+struct RunConfig {
+  Config config = make_run_config();
+  std::optional<RunSpec> spec;
+  std::string error;
+};
+
+RunConfig read_run_config(const std::filesystem::path& dir) {
+  RunConfig r;
+  try {
+    r.config.merge_file(dir / "config.resolved.toml");
+    r.spec = resolve_run_spec(r.config);
+  } catch (const Error& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+// How a run's folder ended when not as its config planned: "diverged at round N", "unfinished:
+// R of N rounds" (a live or killed run's partial folder, NAME.incomplete); "" for a finished run
+// (a stop_at_accuracy run's is finished: it reached what it asked for).
+std::string how_it_ended(const std::filesystem::path& dir) {
+  std::ifstream in(dir / "summary.json");
+  const auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_object()) {
+    const auto at = j.find("diverged_at_round");
+    return at != j.end() && at->is_number_integer()
+               ? fmt::format("diverged at round {}", at->get<int64_t>())
+               : "";
+  }
+  size_t lines = 0;
+  std::ifstream metrics(dir / "metrics.jsonl");
+  for (std::string line; std::getline(metrics, line);) lines += !line.empty();
+  const RunConfig config = read_run_config(dir);
+  return config.spec ? fmt::format("unfinished: {} of {} rounds", lines, config.spec->rounds)
+                     : fmt::format("unfinished: {} rounds", lines);
+}
+
 // A suite's runs in the order its suite.json lists them (its report's), from the folder holding
 // runs/; empty when there is none.
 std::vector<std::string> suite_order(const std::filesystem::path& suite_dir) {
@@ -169,14 +207,23 @@ std::vector<std::filesystem::path> runs_in(const std::filesystem::path& dir) {
   if (std::filesystem::exists(dir / "metrics.jsonl")) return {dir};
   const auto folder = std::filesystem::is_directory(dir / "runs") ? dir / "runs" : dir;
   std::vector<std::filesystem::path> runs;
+  std::vector<std::string> unfinished;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(folder, ec)) {
+    if (!e.is_directory() || !std::filesystem::exists(e.path() / "metrics.jsonl")) continue;
     const std::string name = e.path().filename().string();
     // not finished: a partial folder, or NAME.incomplete (-2, ...)
-    const bool partial = name.starts_with(".") || name.find(".incomplete") != std::string::npos;
-    if (e.is_directory() && !partial && std::filesystem::exists(e.path() / "metrics.jsonl"))
+    if (name.starts_with(".") || name.find(".incomplete") != std::string::npos)
+      unfinished.push_back(fmt::format("{} ({})", name, how_it_ended(e.path())));
+    else
       runs.push_back(e.path());  // a `fedpar train` folder among them is their baseline
   }
+  std::sort(unfinished.begin(), unfinished.end());
+  if (!unfinished.empty())
+    fmt::print(stderr,
+               "fedpar compare: leaving out the unfinished run(s) in {}: {} (name a folder to "
+               "compare it as far as it got)\n",
+               folder.string(), fmt::join(unfinished, ", "));
   std::sort(runs.begin(), runs.end());
   const auto order = suite_order(folder.parent_path());  // runs the suite lists first, as listed
   const auto rank = [&](const std::filesystem::path& p) {
@@ -199,27 +246,11 @@ std::vector<std::string> labels_of(const std::vector<std::filesystem::path>& dir
   return out;
 }
 
-// four digits, and whole numbers from 1000 on (10000 samples, not 1e+04)
+// four digits, whole numbers from 1000 on (10000 samples, not 1e+04), and an exponent from 1e9 on
+// (a diverging run's loss, 1.683e+16, not seventeen digits)
 std::string num(double v) {
+  if (std::abs(v) >= 1e9) return fmt::format("{:.4g}", v);
   return std::abs(v) >= 1000 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v);
-}
-
-// A run's config.resolved.toml, resolved; or why this fedpar cannot read it.
-struct RunConfig {
-  Config config = make_run_config();
-  std::optional<RunSpec> spec;
-  std::string error;
-};
-
-RunConfig read_run_config(const std::filesystem::path& dir) {
-  RunConfig r;
-  try {
-    r.config.merge_file(dir / "config.resolved.toml");
-    r.spec = resolve_run_spec(r.config);
-  } catch (const Error& e) {
-    r.error = e.what();
-  }
-  return r;
 }
 
 // What tells the runs apart: for each run, every setting in its config.resolved.toml that it read
@@ -329,6 +360,12 @@ int run_compare(const CompareOptions& o, const std::string& command) {
         continue;
       }
       check_run_folder(run);
+      if (read_curves(run).round.empty())
+        if (const std::string ended = how_it_ended(run); !ended.empty()) {
+          fmt::print(stderr, "fedpar compare: leaving out {}: {}, before any test evaluation\n",
+                     run.string(), ended);
+          continue;
+        }
       dirs.push_back(run);
     }
   }
@@ -356,8 +393,9 @@ int run_compare(const CompareOptions& o, const std::string& command) {
           "{} has no global train loss: --metric train-loss needs runs with eval_train = true "
           "(its train_loss is the clients' steps', not the model's)",
           dirs[i].string()));
-    runs.push_back(
-        {labels[i], dirs[i], x.column(c), metric.column(c), c.round, median_emd(dirs[i])});
+    const std::string ended = how_it_ended(dirs[i]);  // its "final" is where it stopped
+    runs.push_back({ended.empty() ? labels[i] : fmt::format("{} ({})", labels[i], ended), dirs[i],
+                    x.column(c), metric.column(c), c.round, median_emd(dirs[i])});
     clocks.push_back(c.clock);
     // the server's link alone leaves out what a ring's (a pipeline's) workers send each other
     const double peer_mb = c.mb.back() - c.mb_up.back() - c.mb_down.back();

@@ -75,6 +75,7 @@ bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const 
   if ((r + 1) % s.eval_every == 0 || r + 1 == s.rounds) evaluate_into(rec);
   metrics.write(to_json(rec));
   ++rounds_recorded_;
+  last_round_ = rec;
   const bool trained = !(rec.received && *rec.received == 0);  // no update: no training loss
   std::string network;                                         // what [network] did to the round
   if (rec.unavailable && !rec.unavailable->empty())
@@ -131,8 +132,14 @@ void RunContext::end_diverged(int r, RoundRecord& rec, const Engine& engine,
       fmt::format("the training diverged: {}; the run ends here with the model of round {} "
                   "(lower optimizer.lr, or add warm-up)",
                   why, params_round));
-  rec = RoundRecord{.round = params_round, .topology = rec.topology};
-  if (s.regime != Regime::kAsync && params_round > 0) rec.lr = s.optimizer.lr.at(params_round - 1);
+  // the record of the round whose model is kept (its bytes, its loss), evaluated now
+  if (last_round_ && last_round_->round == params_round) {
+    rec = *last_round_;
+  } else {
+    rec = RoundRecord{.round = params_round, .topology = rec.topology};
+    if (s.regime != Regime::kAsync && params_round > 0)
+      rec.lr = s.optimizer.lr.at(params_round - 1);
+  }
   evaluate_into(rec);
 }
 

@@ -91,6 +91,7 @@ class RunContext {
  private:
   Resumed resume_from(const std::filesystem::path& dir, Plan& plan);  // resume(), unguarded
   std::optional<RoundRecord> last_eval_;
+  std::optional<RoundRecord> last_round_;  // metrics.jsonl's last line, as written
   int stopped_at_ = 0;   // the round stop_at_accuracy ended the run after, if it did
   int diverged_at_ = 0;  // the round whose update was not finite, if one was
   std::string diverged_;

@@ -349,7 +349,8 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
   std::set<std::string> names = {"README.md"};
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
-    names.insert(entry.path().filename().string());
+    if (!entry.path().filename().string().starts_with("."))  // the writer's .lock, gone at commit
+      names.insert(entry.path().filename().string());
   for (const std::string& name : names) {
     const auto it = file_notes().find(name);
     md << fmt::format("- `{}`{}\n", name, it == file_notes().end() ? "" : ": " + it->second);

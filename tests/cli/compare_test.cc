@@ -83,6 +83,11 @@ TEST(Compare, TabulatesAndPlotsWhatEachRunRecorded) {
   const auto all = testing::run_fedpar(
       "compare " + (tmp / "res").string() + " --out " + (tmp / "cmpall").string(), tmp.path());
   ASSERT_EQ(all.code, 0) << all.err;
+  EXPECT_NE(all.err.find("leaving out the unfinished run(s) in " + (tmp / "res").string() +
+                         ": .x.partial-1 (unfinished: 10 rounds), y.incomplete (unfinished: 10 "
+                         "rounds) (name a folder"),
+            std::string::npos)
+      << all.err;
   const auto ja = nlohmann::json::parse(testing::slurp(tmp / "cmpall/compare.json"));
   ASSERT_EQ(ja["runs"].size(), 2u);
   // the runs named one by one beside a comparison's folder (a glob over results/): it is left out
@@ -121,6 +126,62 @@ TEST(Compare, TabulatesAndPlotsWhatEachRunRecorded) {
         double(last[key].get<uint64_t>()) / 1e6)
         << axis;
   }
+}
+
+// A run's "final" value is where it stopped: a diverged run's row says at which round, an
+// unfinished one's how far it got; a run that diverged before any evaluation has no curve and is
+// left out, said (a folder of runs holding one is compared all the same).
+TEST(Compare, RunsThatDivergedOrStoppedEarlySaySo) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << "rounds = 10\nprocesses = 2\n[data]\nname = 'synthetic'\n"
+                                     "iid = true\n[model]\nname = '2nn'\n";
+  one_run(tmp, "ok", "");
+  for (const auto& [name, sets] :
+       {std::pair{"late", " --set optimizer.lr=1000"},
+        std::pair{"early", " --set optimizer.lr=1e38 --set local.steps=5"}}) {
+    const auto r = testing::run_fedpar(
+        "run " + (tmp / "run.toml").string() + " --set results_dir=" + (tmp / "res").string() +
+            " --set name=" + name + " --set optimizer.warmup_steps=0" + sets,
+        tmp.path());
+    ASSERT_EQ(r.code, 4) << r.err;
+  }
+  const auto at = [&](const char* name) {
+    return nlohmann::json::parse(testing::slurp(tmp / "res" / name / "summary.json"))
+        .at("diverged_at_round")
+        .get<int>();
+  };
+  ASSERT_EQ(at("early"), 1);
+  ASSERT_GT(at("late"), 1);
+  // ok.incomplete: a run stopped after 4 of its 10 rounds
+  std::filesystem::create_directories(tmp / "res/ok.incomplete");
+  std::filesystem::copy_file(tmp / "res/ok/config.resolved.toml",
+                             tmp / "res/ok.incomplete/config.resolved.toml");
+  {
+    std::ofstream out(tmp / "res/ok.incomplete/metrics.jsonl");
+    const auto lines = testing::jsonl(tmp / "res/ok/metrics.jsonl");
+    for (int r = 0; r < 4; ++r) out << lines.at(r).dump() << "\n";
+  }
+  const auto named = compare(tmp, {"ok", "late", "early", "ok.incomplete"}, "");
+  ASSERT_EQ(named.code, 0) << named.err;
+  EXPECT_NE(named.out.find(fmt::format("| late (diverged at round {}) |", at("late"))),
+            std::string::npos)
+      << named.out;
+  EXPECT_NE(named.out.find("| ok.incomplete (unfinished: 4 of 10 rounds) |"), std::string::npos)
+      << named.out;
+  EXPECT_NE(named.err.find("leaving out " + (tmp / "res/early").string() +
+                           ": diverged at round 1, before any test evaluation"),
+            std::string::npos)
+      << named.err;
+  EXPECT_EQ(named.out.find("| early"), std::string::npos) << named.out;
+  EXPECT_NE(named.out.find("| ok |"), std::string::npos) << named.out;
+  const auto folder = testing::run_fedpar("compare " + (tmp / "res").string(), tmp.path());
+  ASSERT_EQ(folder.code, 0) << folder.err;
+  EXPECT_NE(folder.err.find("ok.incomplete (unfinished: 4 of 10 rounds)"), std::string::npos)
+      << folder.err;
+  // a loss far above any other reads as a number, not a string of digits
+  const auto loss = compare(tmp, {"ok", "late"}, " --metric loss");
+  ASSERT_EQ(loss.code, 0) << loss.err;
+  EXPECT_EQ(loss.out.find("00000000"), std::string::npos) << loss.out;
 }
 
 // Seconds of different clocks on one axis (a simulated network's time, the server's rounds): each

@@ -84,6 +84,12 @@ int64_t diverged_at_keeping_the_last_finite_model(const std::filesystem::path& r
   EXPECT_EQ(summary["rounds_run"].get<int64_t>(), at - 1);
   EXPECT_EQ(summary["final"]["round"].get<int64_t>(), at - 1) << "the last finite model, evaluated";
   for (const float w : testing::final_params(run)) EXPECT_TRUE(std::isfinite(w));
+  if (at >= 2) {  // that round's record as metrics.jsonl has it (its bytes, its loss), not zeros
+    const auto line = testing::jsonl(run / "metrics.jsonl").at(size_t(at - 2));
+    for (const char* key : {"bytes_sent_total", "bytes_received_total", "train_loss", "lr"})
+      EXPECT_EQ(summary["final"][key], line[key]) << key;
+    EXPECT_GT(summary["final"]["bytes_sent_total"].get<double>(), 0);
+  }
   // the run's README says where and why, naming the round once
   const std::string readme = testing::slurp(run / "README.md");
   EXPECT_NE(readme.find(fmt::format("- **diverged** at round {}: ", at)), std::string::npos)

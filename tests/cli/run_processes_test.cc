@@ -110,6 +110,7 @@ TEST(FedparRun, SupervisesServerAndClientsAndGivesTheSameBytes) {
   for (const char* file : {"`metrics.jsonl`: one JSON", "`summary.json`: the final",
                            "`model.safetensors`: the final parameters", "`README.md`: this file"})
     EXPECT_NE(readme.find(file), std::string::npos) << file << "\n" << readme;
+  EXPECT_EQ(readme.find("`.lock`"), std::string::npos) << "the writer's lock, gone once committed";
   for (const char* setting : {"| `partition.clients` | `5` |", "| `local.steps` | `2` |",
                               "| `name` | `'viarun'` |"})  // what the file and --set chose
     EXPECT_NE(readme.find(setting), std::string::npos) << setting << "\n" << readme;
