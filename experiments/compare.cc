@@ -107,6 +107,9 @@ Reference read_reference(const std::filesystem::path& dir, const std::string& me
   if (j.is_object() && j.contains("epochs") && j["epochs"].is_array())
     for (const auto& e : j["epochs"]) {
       const char* key = metric == "accuracy" ? "test_accuracy" : "test_loss";
+      if (e.is_object() && !e.contains(key) && j.value("test_samples", nlohmann::json(1)) == 0)
+        throw Error(fmt::format("{} had no test set: there is no test {} to draw as the baseline",
+                                dir.string(), metric));
       if (!e.is_object() || !e.contains(key) || !e[key].is_number())
         throw Error(
             fmt::format("{}/summary.json: an epoch without a finite {} (null: the "

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/backend.h"
 #include "core/build_info.h"
@@ -14,6 +15,7 @@
 #include "core/hash.h"
 #include "core/init_from.h"
 #include "core/results_dir.h"
+#include "core/run_records.h"
 #include "core/safetensors.h"
 #include "core/stop_signal.h"
 #include "experiments/cli/commands.h"
@@ -67,6 +69,11 @@ int run_train(const TrainArgs& args) {
   progress.line(fmt::format("model {} with {} parameters; {}", s.model.name, model.num_params(),
                             backend->describe()));
   for (const std::string& w : limits_above_the_data(s.data, data)) progress.line("warning: " + w);
+  const bool tested = data.test.size() > 0;
+  if (!tested)
+    progress.line(
+        "warning: no test set (data.csv_test): no test accuracy is recorded, only the training "
+        "set's");
 
   ResultsDir out(s.results_dir, s.name);
   out.write_text("config.resolved.toml", cfg.to_toml());
@@ -75,7 +82,15 @@ int run_train(const TrainArgs& args) {
   BatchStats window, shown;  // since the last metrics line / the last progress print
   std::vector<nlohmann::json> epochs;
   const auto t0 = std::chrono::steady_clock::now();
-  bool diverged = false;
+  // The first step whose loss is not finite ends the training: the model it leaves is not, so the
+  // run keeps the last epoch's (or the initial one), as fedpar run keeps its last finite round.
+  struct Diverged {
+    int64_t step;
+    int epoch;
+  };
+  std::optional<Diverged> diverged;
+  std::vector<float> kept = model.params_host();
+  int kept_epoch = 0;
 
   TrainCallbacks cb;
   install_stop_handlers();  // a stopped run unwinds: its partial folder is removed
@@ -83,7 +98,7 @@ int run_train(const TrainArgs& args) {
     throw_if_stopped();
     window += st.batch;
     shown += st.batch;
-    if (!std::isfinite(st.batch.loss_sum)) diverged = true;
+    if (!std::isfinite(st.batch.loss_sum)) throw Diverged{st.step, st.epoch};
     if (st.step % s.log_every == 0 || st.step == st.steps_total) {
       metrics.write({{"kind", "train"},
                      {"epoch", st.epoch},
@@ -106,23 +121,47 @@ int run_train(const TrainArgs& args) {
                           {"step", ep.step},
                           {"train_loss", mean_loss(ep.train)},
                           {"train_accuracy", pct(ep.train) / 100.0},
-                          {"test_loss", mean_loss(ep.test)},
-                          {"test_accuracy", pct(ep.test) / 100.0},
                           {"epoch_seconds", ep.seconds},
                           {"samples_per_second", double(ep.train.samples) / ep.seconds}};
+    if (tested)  // without a test set there is none (0% would read as a measured accuracy)
+      rec["test_loss"] = mean_loss(ep.test), rec["test_accuracy"] = pct(ep.test) / 100.0;
     metrics.write(rec);
     epochs.push_back(rec);
+    kept = model.params_host(), kept_epoch = ep.epoch;
     progress.line(fmt::format(
-        "epoch {}/{}: train loss {:.4f} acc {:.2f}% | test loss {:.4f} acc "
-        "{:.2f}% | {:.1f}s, {:.0f} samples/s",
-        ep.epoch, s.train.epochs, mean_loss(ep.train), pct(ep.train), mean_loss(ep.test),
-        pct(ep.test), ep.seconds, double(ep.train.samples) / ep.seconds));
+        "epoch {}/{}: train loss {:.4f} acc {:.2f}% | {} | {:.1f}s, {:.0f} samples/s", ep.epoch,
+        s.train.epochs, mean_loss(ep.train), pct(ep.train),
+        tested ? fmt::format("test loss {:.4f} acc {:.2f}%", mean_loss(ep.test), pct(ep.test))
+               : "no test set",
+        ep.seconds, double(ep.train.samples) / ep.seconds));
   };
-  train(model, data.train, data.test, s.train, cb, /*init=*/false);
+  try {
+    train(model, data.train, data.test, s.train, cb, /*init=*/false);
+  } catch (const Diverged& d) {
+    diverged = d;
+    progress.line(fmt::format(
+        "the training diverged: the loss of step {} (epoch {}) is not finite; the run ends here "
+        "with the model of {} (lower the learning rate, or add warm-up)",
+        d.step, d.epoch,
+        kept_epoch > 0 ? fmt::format("epoch {}", kept_epoch) : "its start, untrained"));
+  }
   throw_if_stopped();  // one that came after the last step
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
+  if (diverged) model.set_params_host(kept);  // its epoch's record is the last in `epochs`
+  if (diverged && kept_epoch == 0) {          // none: the initial model's, evaluated
+    const BatchStats tr = evaluate(model, data.train);
+    nlohmann::json rec = {{"kind", "eval"},
+                          {"epoch", 0},
+                          {"train_loss", mean_loss(tr)},
+                          {"train_accuracy", pct(tr) / 100.0}};
+    if (tested) {
+      const BatchStats te = evaluate(model, data.test);
+      rec["test_loss"] = mean_loss(te), rec["test_accuracy"] = pct(te) / 100.0;
+    }
+    epochs.push_back(rec);
+  }
   const auto params = model.params_host();
   save_safetensors(out.path() / "model.safetensors", model.layout(), params,
                    {{"format", "fedpar"},
@@ -142,16 +181,19 @@ int run_train(const TrainArgs& args) {
                             {"blas_kernels", blas_kernels()},
                             {"machine", machine_description()},
                             {"seconds", seconds},
-                            {"diverged", diverged},
+                            {"diverged", diverged.has_value()},
                             {"final", last},
                             {"epochs", epochs}};
+  if (diverged)
+    summary["diverged_at"] = {{"epoch", diverged->epoch}, {"step", diverged->step}},
+    summary["epochs_run"] = kept_epoch;
   summary["model_hash"] = hash_hex(hash_bytes(params.data(), params.size() * sizeof(float)));
   if (!init_hash.empty()) summary["init_hash"] = init_hash;  // model.init_from's parameters
   out.write_json("summary.json", summary);
   out.write_text(
       "README.md",
       fmt::format("# {}\n\nCentralized training of `{}` on {} by `fedpar train`.\n\n"
-                  "- final test accuracy: {:.2f}% (loss {:.4f}) after {} epoch(s), {:.1f} s\n"
+                  "- final {} after {} epoch(s), {:.1f} s{}\n{}"
                   "- `config.resolved.toml`: every setting of the run; rerun from the folder "
                   "this run was started in with `{} train --config {}`\n"
                   "- `metrics.jsonl`: one JSON object per line; `kind` is `train` (every "
@@ -160,19 +202,34 @@ int run_train(const TrainArgs& args) {
                   "- `summary.json`: the final numbers and the machine's backend\n"
                   "- `model.safetensors`: the final parameters ({} floats)\n{}\n{}",
                   s.name, s.model.name, data.train.name,
-                  100.0 * last["test_accuracy"].get<double>(), last["test_loss"].get<double>(),
-                  s.train.epochs, seconds, this_executable(),
-                  (out.path() / "config.resolved.toml").string(), s.log_every, source_commit(),
-                  build_vector_units(), blas_kernels(), machine_description(), model.num_params(),
-                  started_from, settings_section(cfg, make_train_config())));
+                  tested ? fmt::format("test accuracy: {:.2f}% (loss {:.4f})",
+                                       100.0 * last["test_accuracy"].get<double>(),
+                                       last["test_loss"].get<double>())
+                         : fmt::format("training accuracy: {:.2f}% (loss {:.4f})",
+                                       100.0 * last["train_accuracy"].get<double>(),
+                                       last["train_loss"].get<double>()),
+                  diverged ? kept_epoch : s.train.epochs, seconds,
+                  tested ? "" : "; no test set, so no test accuracy",
+                  diverged ? fmt::format("- **diverged** at step {} (epoch {}): its loss was not "
+                                         "finite; the model kept is that of {}\n",
+                                         diverged->step, diverged->epoch,
+                                         kept_epoch > 0 ? fmt::format("epoch {}", kept_epoch)
+                                                        : "its start, untrained")
+                           : "",
+                  this_executable(), (out.path() / "config.resolved.toml").string(), s.log_every,
+                  source_commit(), build_vector_units(), blas_kernels(), machine_description(),
+                  model.num_params(), started_from, settings_section(cfg, make_train_config())));
   const auto final_path = out.commit();
   progress.line(fmt::format("results: {}", final_path.string()));
-  if (diverged) progress.line("warning: the training loss became NaN or infinite (lr too high?)");
-  if (data.test.size() > 0)
+  if (tested)
     fmt::print("test accuracy: {:.2f}%\n", 100.0 * last["test_accuracy"].get<double>());
   else
     fmt::print("test accuracy: n/a (no test set; train accuracy {:.2f}%)\n",
                100.0 * last["train_accuracy"].get<double>());
+  if (diverged) {
+    fmt::print(stderr, "fedpar: the training diverged at step {}\n", diverged->step);
+    return kExitDiverged;
+  }
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -125,6 +126,54 @@ TEST(TrainCli, SyntheticDatasetNeedsNoFiles) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("test accuracy: "), std::string::npos);
   EXPECT_TRUE(std::filesystem::exists(tmp / "res" / "logreg-synthetic-e1-b10-s1" / "summary.json"));
+}
+
+// Without a test file there is no test accuracy: none is recorded (0% would read as measured),
+// the README gives the training set's, and compare refuses it as a baseline with the reason.
+TEST(TrainCli, WithoutATestSetNoTestAccuracyIsRecorded) {
+  testing::TempDir tmp;
+  {
+    std::ofstream csv(tmp / "train.csv");
+    for (int i = 0; i < 60; ++i) csv << i % 3 << "," << (i * 7) % 5 << "," << i % 3 << "\n";
+  }
+  const CliRun r = run_fedpar("train --dataset csv --csv-train " + (tmp / "train.csv").string() +
+                                  " --model logreg --epochs 2 --results-dir " +
+                                  (tmp / "res").string() + " --name notest",
+                              tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: no test set (data.csv_test): no test accuracy is recorded"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("test accuracy: n/a (no test set; train accuracy "), std::string::npos);
+  const auto summary = nlohmann::json::parse(testing::slurp(tmp / "res/notest/summary.json"));
+  EXPECT_FALSE(summary["final"].contains("test_accuracy")) << summary["final"];
+  EXPECT_TRUE(summary["final"].contains("train_accuracy"));
+  const std::string readme = testing::slurp(tmp / "res/notest/README.md");
+  EXPECT_NE(readme.find("- final training accuracy: "), std::string::npos) << readme;
+  EXPECT_NE(readme.find("; no test set, so no test accuracy"), std::string::npos) << readme;
+  EXPECT_EQ(readme.find("test accuracy: 0.00%"), std::string::npos) << readme;
+}
+
+// A loss that is no longer finite ends the training (exit 4) with the last epoch's model kept,
+// finite, and the README says where it diverged; before, it ran on and saved a NaN model.
+TEST(TrainCli, ADivergedTrainingKeepsTheLastFiniteModelAndExitsFour) {
+  testing::TempDir tmp;
+  const CliRun r = run_fedpar(
+      "train --quiet --dataset synthetic --model 2nn --lr 1e6 --epochs 3 "
+      "--results-dir " +
+          (tmp / "res").string() + " --name div",
+      tmp.path());
+  ASSERT_EQ(r.code, 4) << r.err;
+  EXPECT_NE(r.err.find("fedpar: the training diverged at step "), std::string::npos) << r.err;
+  const auto summary = nlohmann::json::parse(testing::slurp(tmp / "res/div/summary.json"));
+  EXPECT_TRUE(summary["diverged"].get<bool>());
+  EXPECT_GE(summary["diverged_at"]["step"].get<int>(), 1);
+  EXPECT_EQ(summary["final"]["epoch"], summary["epochs_run"]);
+  EXPECT_TRUE(std::isfinite(summary["final"]["test_loss"].get<double>()));
+  for (const auto& [name, t] : load_safetensors(tmp / "res/div/model.safetensors").tensors)
+    for (const float w : t.values) ASSERT_TRUE(std::isfinite(w)) << name;
+  EXPECT_NE(testing::slurp(tmp / "res/div/README.md").find("- **diverged** at step "),
+            std::string::npos);
 }
 
 struct BadInput {
