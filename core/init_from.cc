@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "core/check.h"
 #include "core/safetensors.h"
 
@@ -47,7 +49,17 @@ void init_model(Model& model, const ModelSpec& spec, uint64_t seed) {
       it != saved.metadata.end() && it->second != spec.name)
     throw Error(fmt::format("model.init_from: {} holds a '{}' model; this one is '{}'",
                             file.string(), it->second, spec.name));
-  model.set_params_host(load_params(saved, file, model.layout()));
+  const std::vector<float> params = load_params(saved, file, model.layout());
+  // a diverged model (fedpar train before it stopped at the first NaN saved one) would fail the
+  // first round with a cause far from here
+  for (const auto& v : model.layout().views())
+    for (size_t i = 0; i < v.size; ++i)
+      if (!std::isfinite(params[v.offset + i]))
+        throw Error(fmt::format(
+            "model.init_from: {} holds a value that is not finite ({}) in tensor '{}' at index "
+            "{}: a diverged model cannot be trained on; start from another",
+            file.string(), params[v.offset + i], v.name, i));
+  model.set_params_host(params);
 }
 
 }  // namespace fedpar

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -103,6 +104,22 @@ TEST(InitFrom, AMissingOrForeignModelIsRefusedBeforeTheRunStarts) {
   EXPECT_EQ(foreign.code, 2);
   EXPECT_NE(foreign.err.find("holds a 'logreg' model; this one is 'mlp'"), std::string::npos)
       << foreign.err;
+  // a model holding a NaN (its last float, the end of the file)
+  const auto nan_file = tmp / "nan.safetensors";
+  std::filesystem::copy_file(tmp / "res" / "logreg" / "model.safetensors", nan_file);
+  {
+    std::fstream f(nan_file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-4, std::ios::end);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    f.write(reinterpret_cast<const char*>(&nan), 4);
+  }
+  const auto diverged = init_from_run(
+      tmp, "x",
+      "--set model.name=logreg --set model.hidden=[] --set model.init_from=" + nan_file.string());
+  EXPECT_EQ(diverged.code, 2);
+  EXPECT_NE(diverged.err.find("holds a value that is not finite (nan) in tensor '"),
+            std::string::npos)
+      << diverged.err;
   EXPECT_FALSE(std::filesystem::exists(tmp / "res" / "x"));
 }
 
