@@ -3,9 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <fstream>
+#include <utility>
 
 #include "core/check.h"
 
@@ -44,18 +47,29 @@ constexpr int32_t kMaxClasses = 1 << 16;  // a label is a class: the model has o
 
 Dataset read_csv_dataset(const std::filesystem::path& path, bool user_column) {
   std::ifstream in(path);
-  if (!in) throw Error(fmt::format("cannot open CSV file {}", path.string()));
+  if (!in)  // a relative path is read from where fedpar runs, not from the config's folder
+    throw Error(fmt::format("cannot open CSV file {}: {}{}", path.string(), std::strerror(errno),
+                            path.is_relative()
+                                ? fmt::format(" (a relative path is read from the "
+                                              "current folder, {})",
+                                              std::filesystem::current_path().string())
+                                : ""));
   Dataset d;
   d.name = "csv:" + path.filename().string();
   std::string line;
   size_t line_no = 0, width = 0;
   int32_t max_label = -1;
+  bool first = true;  // the first line that is not blank: the only one that may be a header
   while (std::getline(in, line)) {
     ++line_no;
+    if (line_no == 1 && line.starts_with("\xEF\xBB\xBF")) line.erase(0, 3);  // a UTF-8 BOM
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const auto fields = split_commas(line);
+    if (fields.size() == 1 && line.find(';') != std::string::npos)  // a European spreadsheet's
+      throw Error(fmt::format("{}:{}: fields are separated by commas, and this line has ';'",
+                              path.string(), line_no));
     float probe = 0.0f;
-    if (d.size() == 0 && width == 0 && !parse_float(fields[0], probe)) {  // a header line
+    if (std::exchange(first, false) && !parse_float(fields[0], probe)) {  // a header line
       if (fields.back() == "user") user_column = true;
       continue;
     }

@@ -29,6 +29,22 @@ TEST(CsvDataset, HeaderWithUserColumn) {
   EXPECT_EQ(ds.user, (std::vector<int32_t>{7, 7, 9}));
 }
 
+// A UTF-8 byte-order mark (spreadsheets write one) is not a header: the first row is data.
+TEST(CsvDataset, AByteOrderMarkIsSkipped) {
+  testing::TempDir d;
+  Dataset ds = read_csv_dataset(write(d, "bom.csv",
+                                      "\xEF\xBB\xBF"
+                                      "1,2,1\n3,4,0\n"),
+                                false);
+  EXPECT_EQ(ds.size(), 2u);
+  EXPECT_EQ(ds.x, (std::vector<float>{1, 2, 3, 4}));
+  Dataset dh = read_csv_dataset(write(d, "bomh.csv",
+                                      "\xEF\xBB\xBF"
+                                      "a,label,user\n1,1,5\n"),
+                                false);
+  EXPECT_EQ(dh.user, (std::vector<int32_t>{5}));
+}
+
 TEST(CsvDataset, NoHeaderNoUser) {
   testing::TempDir d;
   Dataset ds = read_csv_dataset(write(d, "b.csv", "1,2,3,1\n4,5,6,0\n"), false);
@@ -60,7 +76,27 @@ TEST(CsvDataset, ErrorsNameFileAndLine) {
   EXPECT_NE(msg("1,2,0.5\n").find("label must be an integer"), std::string::npos);
   EXPECT_NE(msg("1,nan,1\n").find("not a finite number"), std::string::npos);
   EXPECT_NE(msg("a,b\n").find("no data rows"), std::string::npos);
+  // only the first line may be a header: a row whose first field is not a number is an error,
+  // not another header skipped without a word (an id column, an NA)
+  EXPECT_NE(
+      msg("f,g,label\nNA,1,0\n2,3,1\n").find("e.csv:2: column 1 is not a finite number: 'NA'"),
+      std::string::npos);
+  EXPECT_NE(msg("s0,1.5,0\ns1,2.5,1\n").find("e.csv:2: column 1 is not a finite number: 's1'"),
+            std::string::npos);
+  EXPECT_NE(msg("1.5;2;0\n").find("e.csv:1: fields are separated by commas, and this line has ';'"),
+            std::string::npos);
   EXPECT_THROW(read_csv_dataset(d / "missing.csv", false), Error);
+  try {
+    read_csv_dataset("missing-here.csv", false);
+    ADD_FAILURE() << "a missing file was read";
+  } catch (const Error& e) {  // why, and where a relative path was looked for
+    EXPECT_NE(std::string(e.what()).find(
+                  "cannot open CSV file missing-here.csv: No such file or directory (a relative "
+                  "path is read from the current folder, " +
+                  std::filesystem::current_path().string() + ")"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
