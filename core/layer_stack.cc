@@ -49,7 +49,10 @@ LayerStack build_layer_stack(const ModelSpec& spec, Shape input, int classes) {
     build_mlp(s, {}, classes);
     stack.loss = LossKind::kSquaredError;
   } else if (n == "mlp") {
-    if (spec.hidden.empty()) throw Error("model 'mlp' needs hidden sizes, e.g. --hidden 200,200");
+    if (spec.hidden.empty())
+      throw Error(
+          "model 'mlp' needs hidden sizes: --set model.hidden=[200,200] (fedpar train: "
+          "--hidden 200,200)");
     build_mlp(s, spec.hidden, classes);
   } else if (n == "2nn") {
     build_mlp(s, {200, 200}, classes);

@@ -22,8 +22,9 @@ Action add_models_command(CLI::App& app) {
       ModelSpec spec{name, name == "mlp" ? std::vector<int>{100} : std::vector<int>{}};
       Model m(*be, spec, {28, 28, 1}, 10);
       fmt::print("{}{}:\n{}\n", name,
-                 name == "mlp" ? " (hidden 100; set with --set model.hidden=[200,200], or fedpar "
-                                 "train --hidden 200,200)"
+                 name == "mlp" ? " (shown with one hidden layer of 100; it has no default widths: "
+                                 "give them, --set model.hidden=[200,200] or fedpar train "
+                                 "--hidden 200,200)"
                                : "",
                  m.summary());
       // how the model-parallel topologies may split it (docs/pipeline.md)

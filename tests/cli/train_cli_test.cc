@@ -232,7 +232,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"--data-dir /nonexistent",
                  "missing dataset file /nonexistent/mnist/train-images-idx3-ubyte"},
         BadInput{"--dataset csv", "needs a training file"},
-        BadInput{"--config /nonexistent.toml", "no config file /nonexistent.toml"}),
+        BadInput{"--config /nonexistent.toml", "no config file /nonexistent.toml"},
+        BadInput{"--model mlp --dataset synthetic",
+                 "model 'mlp' needs hidden sizes: --set model.hidden=[200,200] (fedpar train: "
+                 "--hidden 200,200)"}),
     [](const auto& info) { return "case" + std::to_string(info.index); });
 
 // A config given to the other command says which command it is for, not which key was misspelt.
