@@ -58,7 +58,10 @@ void train(Model& model, const Dataset& train_set, const Dataset& test_set, Trai
   for (int epoch = 1; epoch <= opts.epochs; ++epoch) {
     const auto t0 = std::chrono::steady_clock::now();
     std::iota(order.begin(), order.end(), 0u);
-    if (opts.shuffle) Rng(opts.seed, "shuffle", 0, uint32_t(epoch)).shuffle(std::span(order));
+    // A full batch is the same gradient in any order: shuffled, it would only be summed in
+    // another order, and differ in the last bits from a run's full batch (its shard's order).
+    if (opts.shuffle && batch < n)
+      Rng(opts.seed, "shuffle", 0, uint32_t(epoch)).shuffle(std::span(order));
     EpochInfo ep{.epoch = epoch};
     for (size_t start = 0; start < n; start += batch) {
       const size_t b = std::min(batch, n - start);

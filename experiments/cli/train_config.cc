@@ -28,7 +28,7 @@ constexpr const char* kTrainSection = R"(
 [train]
 epochs = 1
 batch = 10              # samples per step, or "full"
-shuffle = true
+shuffle = true          # a new sample order each epoch (a full batch keeps the file's)
 eval_batch = 1000
 log_every = 100         # steps between train lines in metrics.jsonl
 )";

@@ -39,7 +39,7 @@ TEST(Optimizer, TheScheduleCountsGlobalStepsAsCentralizedTrainingDoes) {
   ASSERT_EQ(r.code, 0) << r.err;
   std::ofstream(tmp / "train.toml")
       << "seed = 3\n"
-      << kData << "[train]\nepochs = 12\nbatch = 'full'\nshuffle = false\n";
+      << kData << "[train]\nepochs = 12\nbatch = 'full'\n";  // shuffle = true: a full batch is not
   r = testing::run_fedpar("train --config " + (tmp / "train.toml").string() +
                               " --set results_dir=" + (tmp / "res").string() + " --set name=train",
                           tmp.path());
