@@ -63,8 +63,10 @@ int run_train(const TrainArgs& args) {
     started_from = started_from_line(s.model.init_from, init_hash);
   }
   progress.line(fmt::format(
-      "fedpar train: {} on {} ({} train / {} test samples, loaded in {:.1f}s)", s.model.name,
-      data.train.name, data.train.size(), data.test.size(),
+      "fedpar train: {} on {} ({} train / {} test samples of {} features, {} classes; loaded "
+      "in {:.1f}s)",
+      s.model.name, data.train.name, data.train.size(), data.test.size(), data.train.dim(),
+      data.train.num_classes,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count()));
   progress.line(fmt::format("model {} with {} parameters; {}", s.model.name, model.num_params(),
                             backend->describe()));

@@ -145,6 +145,9 @@ TEST(TrainCli, WithoutATestSetNoTestAccuracyIsRecorded) {
             std::string::npos)
       << r.err;
   EXPECT_NE(r.out.find("test accuracy: n/a (no test set; train accuracy "), std::string::npos);
+  // what it read: a label column misread shows as the wrong count
+  EXPECT_NE(r.err.find("(60 train / 0 test samples of 2 features, 3 classes;"), std::string::npos)
+      << r.err;
   const auto summary = nlohmann::json::parse(testing::slurp(tmp / "res/notest/summary.json"));
   EXPECT_FALSE(summary["final"].contains("test_accuracy")) << summary["final"];
   EXPECT_TRUE(summary["final"].contains("train_accuracy"));
