@@ -70,7 +70,7 @@ bool Engine::send(const std::string& peer, const WireMessage& m) {
     if (it != peers.end()) it->second.bytes_sent += bytes, unreachable_.erase(peer);
     return true;
   } catch (const PeerUnreachable& e) {
-    if (it != peers.end() && unreachable_.insert(peer).second)
+    if (it != peers.end() && unreachable_.insert(peer).second && !stopping_)
       log(
           fmt::format("the process of virtual clients {} cannot be reached ({}): what is sent to "
                       "it is lost until it can",
@@ -145,6 +145,7 @@ void Engine::stop_all(StopOutcome outcome, const std::string& reason) {
   for (Newcomer& n : newcomers_)  // HELLOs that came after the last round began
     if (!peers.count(n.msg.peer)) reject(n.msg, "the run is over", kRefusedNewcomer);
   newcomers_.clear();
+  stopping_ = true;
   for (const auto& [id, p] : peers)  // those dropped were told then (again: unreachable then?)
     send(id, lost.count(id)
                  ? encode(StopMsg{StopOutcome::kLeftOut, "the run went on without this process"},
