@@ -590,9 +590,13 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   out.write_json("compare.json", {{"command", command},
                                   {"metric", o.metric},
                                   {"x", o.x},
-                                  {"target", o.target},
+                                  {"target", o.target > 0 ? nlohmann::json(o.target)
+                                                          : nlohmann::json()},  // none asked
                                   {"runs", rows}});
   const auto path = out.commit();
+  if (path.filename() != o.out.filename())  // the command line names the folder it did not get
+    fmt::print(stderr, "fedpar compare: {} exists, so the report went to {}\n", o.out.string(),
+               path.string());
   fmt::print("{}{}\n{}report: {}\n", common_note, table.str(), rounds_note,
              (path / "report.md").string());
   return 0;

@@ -1,6 +1,7 @@
 // `fedpar compare RESULTS... [--metric M] [--x X] [--target T] [--out DIR]`.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <memory>
 
 #include "core/check.h"
@@ -39,6 +40,13 @@ Action add_compare_command(CLI::App& app) {
         o->target <= 1)  // a fraction, as stop_at_accuracy
       throw Error(fmt::format("--target {0} is a percent for accuracy: --target {1:g} for {1:g}%",
                               o->target, 100 * o->target));
+    if (o->metric == "accuracy" && o->target > 100)
+      throw Error(fmt::format("--target {} is above 100%: no run can reach it", o->target));
+    if (std::filesystem::exists(o->out / "metrics.jsonl") ||
+        std::filesystem::exists(o->out / "summary.json"))  // its report would read as a rerun
+      throw Error(
+          fmt::format("--out {} is a run's results folder: give the report a folder of its own",
+                      o->out.string()));
     for (const auto& r : o->runs) *command += " " + r.string();
     for (const char* flag : {"--metric", "--x", "--target", "--out"})
       if (cmd->count(flag))

@@ -83,6 +83,19 @@ TEST(Compare, TabulatesAndPlotsWhatEachRunRecorded) {
   const auto all = testing::run_fedpar(
       "compare " + (tmp / "res").string() + " --out " + (tmp / "cmpall").string(), tmp.path());
   ASSERT_EQ(all.code, 0) << all.err;
+  EXPECT_TRUE(nlohmann::json::parse(testing::slurp(tmp / "cmpall/compare.json"))["target"]
+                  .is_null());  // none was asked
+  // a report never goes into (or beside, as NAME-2) a run's own folder
+  testing::expect_refused(
+      "compare " + (tmp / "res/slow").string() + " --out " + (tmp / "res/slow").string(),
+      tmp.path(), 2, "is a run's results folder: give the report a folder");
+  const auto again = testing::run_fedpar(
+      "compare " + (tmp / "res").string() + " --out " + (tmp / "cmpall").string(), tmp.path());
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.err.find((tmp / "cmpall").string() + " exists, so the report went to " +
+                           (tmp / "cmpall-2").string()),
+            std::string::npos)
+      << again.err;
   EXPECT_NE(all.err.find("leaving out the unfinished run(s) in " + (tmp / "res").string() +
                          ": .x.partial-1 (unfinished: 10 rounds), y.incomplete (unfinished: 10 "
                          "rounds) (name a folder"),
@@ -434,6 +447,9 @@ TEST(Compare, RefusesWhatIsNotADistributedRunsFolder) {
   EXPECT_NE(r.err.find("--target 0.5 is a percent for accuracy: --target 50 for 50%"),
             std::string::npos)
       << r.err;
+  r = testing::run_fedpar("compare " + tmp.path().string() + " --target 150", tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--target 150 is above 100%"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(tmp / "results")) << "nothing written";
 }
 
