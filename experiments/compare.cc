@@ -333,6 +333,53 @@ DifferingSettings differing_settings(const std::vector<RunConfig>& configs) {
   return out;
 }
 
+// What decides a run's test set: runs whose keys differ are scored on different samples, so
+// their accuracies are not on one scale.
+std::map<std::string, std::string> test_set_keys(const DataOptions& d) {
+  std::map<std::string, std::string> k = {{"data.name", d.name},
+                                          {"data.test_limit", std::to_string(d.test_limit)}};
+  if (d.name == "synthetic")
+    k["data.alpha, beta, iid, devices, seed"] =
+        fmt::format("{} {} {} {} {}", d.alpha, d.beta, d.iid, d.devices, d.seed);
+  if (d.name == "csv") k["data.csv_test"] = d.csv_test.string();
+  return k;
+}
+
+// "These runs are tested on different test sets (data.test_limit): ..." when their configs say
+// so; "" when they share one (or a config could not be read).
+std::string test_set_note(const std::vector<std::optional<RunSpec>>& specs) {
+  std::set<std::string> differ;
+  for (const auto& a : specs)
+    for (const auto& b : specs)
+      if (a && b)
+        for (const auto& [key, value] : test_set_keys(a->data))
+          if (test_set_keys(b->data).at(key) != value) differ.insert(key);
+  return differ.empty() ? ""
+                        : fmt::format(
+                              "These runs are tested on different test sets ({} differ): their "
+                              "accuracies and losses are not on one scale.\n",
+                              fmt::join(differ, "; "));
+}
+
+// "Runs a and b ended with the same model (hash h)." for each hash two or more runs share: the
+// same run twice, or settings that change nothing.
+std::string same_model_note(const std::vector<std::filesystem::path>& dirs,
+                            const std::vector<std::string>& labels) {
+  std::map<std::string, std::vector<std::string>> by_hash;
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    std::ifstream in(dirs[i] / "summary.json");
+    const auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_object() && j.contains("model_hash") && j["model_hash"].is_string())
+      by_hash[j["model_hash"].get<std::string>()].push_back(labels[i]);
+  }
+  std::string out;
+  for (const auto& [hash, runs] : by_hash)
+    if (runs.size() > 1)
+      out += fmt::format("Runs {} ended with the same model (hash {}): bit for bit alike.\n",
+                         fmt::join(runs, ", "), hash);
+  return out;
+}
+
 }  // namespace
 
 int run_compare(const CompareOptions& o, const std::string& command) {
@@ -429,7 +476,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   std::set<Regime> regimes;
   for (const RunConfig& r : configs)
     if (r.spec) regimes.insert(r.spec->regime);
-  std::string rounds_note =
+  std::string notes =
       by_round && regimes.size() > 1
           ? "These runs' rounds are not alike: a round of the gradient regime is one step of the "
             "global batch, one of the async regime an update from each client applied as it "
@@ -445,11 +492,14 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     std::vector<std::string> said;
     for (const auto& clock : std::set<std::string>(clocks.begin(), clocks.end()))
       said.push_back(fmt::format("{} s: {}", clock, meaning.at(clock)));
-    rounds_note += fmt::format(
+    notes += fmt::format(
         "These runs' seconds are on different clocks ({}): compare times only between runs on "
         "the same one.\n",
         fmt::join(said, "; "));
   }
+  std::vector<std::optional<RunSpec>> specs;
+  for (const RunConfig& r : configs) specs.push_back(r.spec);
+  notes += test_set_note(specs) + same_model_note(dirs, labels);
   const std::string common_note =
       differs.common.empty()
           ? ""
@@ -545,6 +595,13 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   LinePlot plot{
       .title = fmt::format("{} per {}", metric.name, o.x), .xlabel = x.name, .ylabel = metric.name};
   for (const auto& r : runs) plot.series.push_back({r.label, r.x, r.y, {}, {}});
+  {  // a loss that spans orders of magnitude (a diverging run's) flattens the rest on a linear axis
+    double lo = INFINITY, hi = 0;
+    for (const auto& r : runs)
+      for (double v : r.y)
+        if (std::isfinite(v) && v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+    plot.log_y = !higher_is_better && hi > 100 * lo;
+  }
   double x_lo = runs[0].x.front(), x_hi = runs[0].x.back();
   for (const auto& r : runs) x_lo = std::min(x_lo, r.x.front()), x_hi = std::max(x_hi, r.x.back());
   for (const auto& r : references) {
@@ -583,7 +640,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
                            "docs/partitioning.md).\n\n"
                          : "")
          << common_note << table.str() << "\n"
-         << (rounds_note.empty() ? "" : rounds_note + "\n")
+         << (notes.empty() ? "" : notes + "\n")
          << (drawn ? fmt::format("![{} per {}]({})\n", metric.name, o.x, svg)
                    : fmt::format("(no plot: {})\n", why));
   out.write_text("report.md", report.str());
@@ -597,7 +654,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   if (path.filename() != o.out.filename())  // the command line names the folder it did not get
     fmt::print(stderr, "fedpar compare: {} exists, so the report went to {}\n", o.out.string(),
                path.string());
-  fmt::print("{}{}\n{}report: {}\n", common_note, table.str(), rounds_note,
+  fmt::print("{}{}\n{}report: {}\n", common_note, table.str(), notes,
              (path / "report.md").string());
   return 0;
 }

@@ -197,6 +197,33 @@ TEST(Compare, RunsThatDivergedOrStoppedEarlySaySo) {
   EXPECT_EQ(loss.out.find("00000000"), std::string::npos) << loss.out;
 }
 
+// Runs scored on different test sets, and runs that ended with the very same model, are said:
+// neither shows in the table's numbers.
+TEST(Compare, DifferentTestSetsAndIdenticalModelsAreSaid) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << "rounds = 3\nprocesses = 1\n[data]\nname = 'synthetic'\n"
+                                     "iid = true\n[model]\nname = 'logreg'\n";
+  one_run(tmp, "a", "");
+  one_run(tmp, "b", " --set checkpoint_every=2");  // where and how it ran: the same model
+  one_run(tmp, "c", " --set data.test_limit=100");
+  const auto r = compare(tmp, {"a", "b", "c"}, "");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto hash = [&](const char* run) {
+    return nlohmann::json::parse(testing::slurp(tmp / "res" / run / "summary.json"))["model_hash"]
+        .get<std::string>();
+  };
+  ASSERT_EQ(hash("a"), hash("b"));
+  // the test set is not the training: c's model is a's too
+  EXPECT_NE(r.out.find(fmt::format("Runs a, b, c ended with the same model (hash {})", hash("a"))),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("These runs are tested on different test sets (data.test_limit differ)"),
+            std::string::npos)
+      << r.out;
+  const auto same = compare(tmp, {"a", "b"}, "");
+  EXPECT_EQ(same.out.find("different test sets"), std::string::npos) << same.out;
+}
+
 // Seconds of different clocks on one axis (a simulated network's time, the server's rounds): each
 // run's label says which; runs on the same clock keep their names.
 TEST(Compare, SecondsOfDifferentClocksSayWhichEachIs) {
