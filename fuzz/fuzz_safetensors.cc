@@ -1,4 +1,4 @@
-// Fuzzes the safetensors reader (model files given to --init or written by runs).
+// Fuzzes the safetensors reader (model files given to model.init_from or written by runs).
 #include "core/safetensors.h"
 #include "fuzz/fuzz_files.h"
 

@@ -76,6 +76,9 @@ class RunContext {
   // `resume_with`: the command that continues a run from a folder, "{0}" standing for it.
   std::filesystem::path keep_incomplete(const std::string& why, const std::string& resume_with);
 
+  // model.init_from: the hash of the parameters it read (nullopt: a random init)
+  const std::optional<std::string>& init_hash() const { return init_hash_; }
+
   const Config& cfg;
   const RunSpec& s;
   int params_round = 0;  // the round whose model `params` holds (0: the initial model)

@@ -214,6 +214,9 @@ int run_server(Config cfg, const ServerOptions& opts) {
                  "times this run measures will show it\n",
                  *load, std::thread::hardware_concurrency());
     fmt::print(stderr, "server: data: {}\n", describe(run.data));
+    if (run.init_hash() && opts.resume.empty())
+      fmt::print(stderr, "server: model: starts from the parameters in {} (hash {})\n",
+                 s.model.init_from, *run.init_hash());
     for (const std::string& w : limits_above_the_data(s.data, run.data))
       fmt::print(stderr, "server: warning: {}\n", w);
     if (const std::string out =

@@ -55,6 +55,11 @@ TEST(InitFrom, TwoRoundsThenTwoMoreFromTheSavedModelAreOneFourRoundRun) {
     EXPECT_EQ(init_from_summary(tmp, "then")["init_hash"],
               init_from_summary(tmp, "first")["model_hash"]);
     EXPECT_FALSE(init_from_summary(tmp, "whole").contains("init_hash"));
+    EXPECT_NE(then.err.find("server: model: starts from the parameters in " +
+                            (tmp / "res" / "first").string() + " (hash " +
+                            init_from_summary(tmp, "first")["model_hash"].get<std::string>()),
+              std::string::npos)
+        << then.err;
     const std::string readme = testing::slurp(tmp / "res" / "then" / "README.md");
     EXPECT_NE(readme.find("started from the parameters in `" + (tmp / "res" / "first").string() +
                           "` (`model.init_from`, hash " +
