@@ -114,6 +114,7 @@ struct RunSummary {
   std::string model_hash;
   std::optional<uint64_t> parameters;     // the model's parameter count (absent in older records)
   std::optional<uint64_t> train_samples;  // the training set's samples (after data.train_limit)
+  std::optional<std::string> dataset;     // its name: "mnist", "csv:a.csv", "synthetic-iid"
   int64_t rounds_run = 0;
   bool stopped_at_accuracy = false;
   std::optional<int64_t> diverged_at_round;  // the round whose update held NaN or Inf

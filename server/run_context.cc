@@ -376,12 +376,16 @@ int RunContext::finish(const Engine& engine,
                        const std::function<std::string(const std::filesystem::path&,
                                                        const std::string&)>& draw_plots) {
   save_safetensors(out.path() / "model.safetensors", model.layout(), params,
-                   {{"format", "fedpar"}, {"model", s.model.name}});
+                   {{"format", "fedpar"},
+                    {"model", s.model.name},
+                    {"dataset", data.train.name},
+                    {"seed", std::to_string(s.seed)}});
   const std::string hash = hash_hex(hash_bytes(params.data(), params.size() * sizeof(float)));
   const RunSummary summary{
       .model_hash = hash,
       .parameters = params.size(),
       .train_samples = data.train.size(),
+      .dataset = data.train.name,
       .rounds_run = diverged_at_  ? diverged_at_ - 1
                     : stopped_at_ ? stopped_at_
                                   : s.rounds,

@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "core/dataset.h"
+#include "core/safetensors.h"
 #include "partitioners/manifest.h"
 #include "tests/util/run_fedpar.h"
 #include "tests/util/run_results.h"
@@ -112,6 +113,13 @@ TEST(PartitionCli, SamplesNoClientHoldsAreSaid) {
             std::string::npos);
   EXPECT_EQ(nlohmann::json::parse(testing::slurp(tmp / "res/k1/summary.json")).at("train_samples"),
             std::stoi(m[2].str()));
+  // the data it trained on is named in the summary, the README and the model file
+  EXPECT_EQ(nlohmann::json::parse(testing::slurp(tmp / "res/k1/summary.json")).at("dataset"),
+            "synthetic-iid");
+  EXPECT_NE(testing::slurp(tmp / "res/k1/README.md").find("on synthetic-iid in the"),
+            std::string::npos);
+  EXPECT_EQ(load_safetensors(tmp / "res/k1/model.safetensors").metadata.at("dataset"),
+            "synthetic-iid");
 }
 
 // A run's own split, previewed: --config and --set read the run's keys (its data limits, seed and
