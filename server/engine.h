@@ -258,8 +258,8 @@ class Engine {
   // awaited; a send that goes out takes a peer off
   std::set<std::string> unreachable_;
   bool stopping_ = false;  // stop_all: a process gone by then (stopped first) is not news
-  CodecSet uplink_;                    // what UPDATEs may be encoded with
-  Downlink downlink_;                  // how TASKs carry the model
+  CodecSet uplink_;        // what UPDATEs may be encoded with
+  Downlink downlink_;      // how TASKs carry the model
   std::vector<uint64_t> shard_sizes_;  // n_k of every virtual client, from the manifest
   Welcome welcome_;
   struct Newcomer {
