@@ -47,13 +47,15 @@ constexpr int32_t kMaxClasses = 1 << 16;  // a label is a class: the model has o
 
 Dataset read_csv_dataset(const std::filesystem::path& path, bool user_column) {
   std::ifstream in(path);
-  if (!in)  // a relative path is read from where fedpar runs, not from the config's folder
-    throw Error(fmt::format("cannot open CSV file {}: {}{}", path.string(), std::strerror(errno),
+  if (!in) {  // a relative path is read from where fedpar runs, not from the config's folder
+    const int why = errno;  // before anything below can set it
+    throw Error(fmt::format("cannot open CSV file {}: {}{}", path.string(), std::strerror(why),
                             path.is_relative()
                                 ? fmt::format(" (a relative path is read from the "
                                               "current folder, {})",
                                               std::filesystem::current_path().string())
                                 : ""));
+  }
   Dataset d;
   d.name = "csv:" + path.filename().string();
   std::string line;

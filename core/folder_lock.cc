@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,15 +13,25 @@ namespace fedpar {
 std::optional<FolderLock> FolderLock::try_lock(const std::filesystem::path& dir, bool tidy) {
   // close-on-exec: a child the writer starts (gnuplot) must not hold the lock past it
   const auto file = dir / ".lock";
-  int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  const bool made = fd >= 0;
-  if (!made) fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return std::nullopt;
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    const bool made = fd >= 0;
+    if (!made) fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return std::nullopt;
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd);
+      return std::nullopt;
+    }
+    // The holder may have removed the file between our open and our flock (a tidy lock's
+    // release, a commit): a lock on a file no longer there guards nothing, so open it again.
+    struct stat locked {
+    }, named{};
+    if (::fstat(fd, &locked) == 0 && ::stat(file.c_str(), &named) == 0 &&
+        locked.st_ino == named.st_ino && locked.st_dev == named.st_dev)
+      return FolderLock(fd, tidy && made ? file : std::filesystem::path());
     ::close(fd);
-    return std::nullopt;
   }
-  return FolderLock(fd, tidy && made ? file : std::filesystem::path());
+  return std::nullopt;
 }
 
 std::optional<bool> FolderLock::held(const std::filesystem::path& dir) {
@@ -35,7 +46,8 @@ std::optional<bool> FolderLock::held(const std::filesystem::path& dir) {
 
 void FolderLock::release() {
   if (fd_ < 0) return;
-  if (!made_.empty()) ::unlink(made_.c_str());  // while held: no one else is asking it
+  // removed while held: one that opened it meanwhile finds it gone once it has the lock
+  if (!made_.empty()) ::unlink(made_.c_str());
   ::close(fd_);
   fd_ = -1;
 }

@@ -336,8 +336,10 @@ DifferingSettings differing_settings(const std::vector<RunConfig>& configs) {
 // What decides a run's test set: runs whose keys differ are scored on different samples, so
 // their accuracies are not on one scale.
 std::map<std::string, std::string> test_set_keys(const DataOptions& d) {
+  // MNIST's test set has 10000 samples: a limit at or above it is the whole set, as 0 is
+  const size_t limit = d.name == "mnist" && d.test_limit >= 10000 ? 0 : d.test_limit;
   std::map<std::string, std::string> k = {{"data.name", d.name},
-                                          {"data.test_limit", std::to_string(d.test_limit)}};
+                                          {"data.test_limit", std::to_string(limit)}};
   if (d.name == "synthetic")
     k["data.alpha, beta, iid, devices, seed"] =
         fmt::format("{} {} {} {} {}", d.alpha, d.beta, d.iid, d.devices, d.seed);
@@ -353,7 +355,9 @@ std::string test_set_note(const std::vector<std::optional<RunSpec>>& specs) {
     for (const auto& b : specs)
       if (a && b)
         for (const auto& [key, value] : test_set_keys(a->data))
-          if (test_set_keys(b->data).at(key) != value) differ.insert(key);
+          if (const auto other = test_set_keys(b->data);  // another dataset lacks the key
+              !other.count(key) || other.at(key) != value)
+            differ.insert(key);
   return differ.empty() ? ""
                         : fmt::format(
                               "These runs are tested on different test sets ({} differ): their "

@@ -309,6 +309,8 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
                               (dir / "metrics.jsonl").string(), round));
     metrics.write_line(line);
     ++rounds_recorded_;
+    if (r + 1 == round)  // a divergence in the first round resumed keeps this one's record
+      last_round_ = round_from_json(nlohmann::json::parse(line), (dir / "metrics.jsonl").string());
   }
   if (s.save_params_every > 0)  // the snapshots of the rounds already run
     for (int r = s.save_params_every; r <= round; r += s.save_params_every) {
@@ -324,13 +326,17 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
   if (c.meta.contains("commits"))  // older checkpoints do not say
     earlier_commits_ = c.meta["commits"].get<std::vector<std::string>>();
   checkpoint_round_ = round;
-  return {round,
-          {meta("bytes_sent_total").get<uint64_t>(), meta("bytes_received_total").get<uint64_t>()},
-          c.meta
-              .value("dropped", nlohmann::json::array())  // older checkpoints have neither
-              .get<std::vector<std::vector<uint32_t>>>(),
-          c.meta.value("missed", nlohmann::json::array())
-              .get<std::vector<std::pair<std::vector<uint32_t>, int>>>()};
+  const std::string where = file.string() + " (meta)";
+  Resumed out{round,
+              {json_integer<uint64_t>(meta("bytes_sent_total"), where),
+               json_integer<uint64_t>(meta("bytes_received_total"), where)}};
+  // older checkpoints have neither
+  for (const auto& d : c.meta.value("dropped", nlohmann::json::array()))
+    out.dropped.push_back(json_integers<uint32_t>(d, where + ": dropped"));
+  for (const auto& m : c.meta.value("missed", nlohmann::json::array()))
+    out.missed.emplace_back(json_integers<uint32_t>(m.at(0), where + ": missed"),
+                            json_integer<int>(m.at(1), where + ": missed"));
+  return out;
 }
 
 std::filesystem::path RunContext::keep_incomplete(const std::string& why,

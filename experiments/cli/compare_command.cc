@@ -36,6 +36,8 @@ Action add_compare_command(CLI::App& app) {
   cmd->add_option("--out", o->out, "the report's folder (-2, -3, ... added when it exists)")
       ->capture_default_str();
   return [o, command, cmd] {
+    while (o->out.filename().empty() && o->out.parent_path() != o->out)  // "cmp/" names cmp
+      o->out = o->out.parent_path();
     if (o->metric == "accuracy" && o->target > 0 &&
         o->target <= 1)  // a fraction, as stop_at_accuracy
       throw Error(fmt::format("--target {0} is a percent for accuracy: --target {1:g} for {1:g}%",

@@ -2,6 +2,7 @@
 // "test accuracy: NN.NN%" line on stdout.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -84,11 +85,13 @@ int run_train(const TrainArgs& args) {
   BatchStats window, shown;  // since the last metrics line / the last progress print
   std::vector<nlohmann::json> epochs;
   const auto t0 = std::chrono::steady_clock::now();
-  // The first step whose loss is not finite ends the training: the model it leaves is not, so the
-  // run keeps the last epoch's (or the initial one), as fedpar run keeps its last finite round.
+  // The first step whose loss is not finite, or an epoch that ends with parameters that are not
+  // (a step's loss is taken before its update), ends the training: the run keeps the last
+  // epoch's finite model (or the initial one), as fedpar run keeps its last finite round.
   struct Diverged {
     int64_t step;
     int epoch;
+    std::string what;  // "its loss was not finite"
   };
   std::optional<Diverged> diverged;
   std::vector<float> kept = model.params_host();
@@ -100,7 +103,8 @@ int run_train(const TrainArgs& args) {
     throw_if_stopped();
     window += st.batch;
     shown += st.batch;
-    if (!std::isfinite(st.batch.loss_sum)) throw Diverged{st.step, st.epoch};
+    if (!std::isfinite(st.batch.loss_sum))
+      throw Diverged{st.step, st.epoch, "its loss was not finite"};
     if (st.step % s.log_every == 0 || st.step == st.steps_total) {
       metrics.write({{"kind", "train"},
                      {"epoch", st.epoch},
@@ -118,6 +122,9 @@ int run_train(const TrainArgs& args) {
       shown = {};
   };
   cb.on_epoch = [&](const EpochInfo& ep) {
+    std::vector<float> now = model.params_host();
+    if (!std::all_of(now.begin(), now.end(), [](float w) { return std::isfinite(w); }))
+      throw Diverged{ep.step, ep.epoch, "it left parameters that are not finite"};
     nlohmann::json rec = {{"kind", "eval"},
                           {"epoch", ep.epoch},
                           {"step", ep.step},
@@ -129,7 +136,7 @@ int run_train(const TrainArgs& args) {
       rec["test_loss"] = mean_loss(ep.test), rec["test_accuracy"] = pct(ep.test) / 100.0;
     metrics.write(rec);
     epochs.push_back(rec);
-    kept = model.params_host(), kept_epoch = ep.epoch;
+    kept = std::move(now), kept_epoch = ep.epoch;
     progress.line(fmt::format(
         "epoch {}/{}: train loss {:.4f} acc {:.2f}% | {} | {:.1f}s, {:.0f} samples/s", ep.epoch,
         s.train.epochs, mean_loss(ep.train), pct(ep.train),
@@ -142,9 +149,9 @@ int run_train(const TrainArgs& args) {
   } catch (const Diverged& d) {
     diverged = d;
     progress.line(fmt::format(
-        "the training diverged: the loss of step {} (epoch {}) is not finite; the run ends here "
-        "with the model of {} (lower the learning rate, or add warm-up)",
-        d.step, d.epoch,
+        "the training diverged at step {} (epoch {}): {}; the run ends here with the model of "
+        "{} (lower the learning rate, or add warm-up)",
+        d.step, d.epoch, d.what,
         kept_epoch > 0 ? fmt::format("epoch {}", kept_epoch) : "its start, untrained"));
   }
   throw_if_stopped();  // one that came after the last step
@@ -212,9 +219,9 @@ int run_train(const TrainArgs& args) {
                                        last["train_loss"].get<double>()),
                   diverged ? kept_epoch : s.train.epochs, seconds,
                   tested ? "" : "; no test set, so no test accuracy",
-                  diverged ? fmt::format("- **diverged** at step {} (epoch {}): its loss was not "
-                                         "finite; the model kept is that of {}\n",
-                                         diverged->step, diverged->epoch,
+                  diverged ? fmt::format("- **diverged** at step {} (epoch {}): {}; the model "
+                                         "kept is that of {}\n",
+                                         diverged->step, diverged->epoch, diverged->what,
                                          kept_epoch > 0 ? fmt::format("epoch {}", kept_epoch)
                                                         : "its start, untrained")
                            : "",

@@ -220,8 +220,25 @@ TEST(Compare, DifferentTestSetsAndIdenticalModelsAreSaid) {
   EXPECT_NE(r.out.find("These runs are tested on different test sets (data.test_limit differ)"),
             std::string::npos)
       << r.out;
-  const auto same = compare(tmp, {"a", "b"}, "");
+  const auto same = compare(tmp, {"a", "b"}, " --out " + (tmp / "cmp").string() + "/");
   EXPECT_EQ(same.out.find("different test sets"), std::string::npos) << same.out;
+  EXPECT_EQ(same.err.find("exists, so the report went to"), std::string::npos) << same.err;
+  EXPECT_TRUE(std::filesystem::exists(tmp / "cmp/report.md"));
+  // another dataset, whose test set has keys of its own (a CSV's file, not Synthetic's draws)
+  {
+    std::ofstream train(tmp / "tr.csv"), test(tmp / "te.csv");
+    for (int i = 0; i < 40; ++i)
+      (i < 30 ? train : test) << i % 2 << "," << i % 3 << "," << i % 2 << "\n";
+  }
+  one_run(tmp, "csv",
+          " --set data.name=csv --set data.csv_train=" + (tmp / "tr.csv").string() +
+              " --set data.csv_test=" + (tmp / "te.csv").string());
+  const auto mixed = compare(tmp, {"a", "csv"}, "");
+  ASSERT_EQ(mixed.code, 0) << mixed.err;
+  EXPECT_NE(mixed.out.find("These runs are tested on different test sets (data.alpha, beta, iid, "
+                           "devices, seed; data.csv_test; data.name differ)"),
+            std::string::npos)
+      << mixed.out;
 }
 
 // Seconds of different clocks on one axis (a simulated network's time, the server's rounds): each

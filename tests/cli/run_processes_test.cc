@@ -92,7 +92,7 @@ TEST(FedparRun, SupervisesServerAndClientsAndGivesTheSameBytes) {
       << testing::slurp(tmp / "run.out");
   // the folder's README says what ran and how it ended, and its command runs it again
   const std::string readme = testing::slurp(tmp / "res/viarun/README.md");
-  EXPECT_NE(readme.find("fedpar ran `logreg` on synthetic in the `model` regime"),
+  EXPECT_NE(readme.find("fedpar ran `logreg` on synthetic-iid in the `model` regime"),
             std::string::npos)
       << readme;
   EXPECT_NE(readme.find("5 virtual client(s) in 3 client process(es), 3 of 3 rounds"),

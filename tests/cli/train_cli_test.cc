@@ -177,6 +177,27 @@ TEST(TrainCli, ADivergedTrainingKeepsTheLastFiniteModelAndExitsFour) {
     for (const float w : t.values) ASSERT_TRUE(std::isfinite(w)) << name;
   EXPECT_NE(testing::slurp(tmp / "res/div/README.md").find("- **diverged** at step "),
             std::string::npos);
+  // one full-batch step, the last: its loss (taken before its update) is finite, the parameters
+  // it leaves (features of 1e30 at a rate of 1e9) are not; they are checked at the epoch's end
+  {
+    std::ofstream big(tmp / "big.csv");
+    for (int i = 0; i < 40; ++i)
+      big << (i % 3 + 1) * 1e30 << "," << (i % 5 + 1) * 1e30 << "," << i % 2 << "\n";
+  }
+  const CliRun full = run_fedpar(
+      "train --quiet --dataset csv --csv-train " + (tmp / "big.csv").string() + " --csv-test " +
+          (tmp / "big.csv").string() +
+          " --model logreg --lr 1e9 --batch full --epochs 1 --set optimizer.warmup_steps=0 "
+          "--results-dir " +
+          (tmp / "res").string() + " --name full",
+      tmp.path());
+  ASSERT_EQ(full.code, 4) << full.err;
+  for (const auto& [name, t] : load_safetensors(tmp / "res/full/model.safetensors").tensors)
+    for (const float w : t.values) ASSERT_TRUE(std::isfinite(w)) << name;
+  EXPECT_NE(testing::slurp(tmp / "res/full/README.md")
+                .find("- **diverged** at step 1 (epoch 1): it left parameters that are not finite"),
+            std::string::npos)
+      << testing::slurp(tmp / "res/full/README.md");
 }
 
 struct BadInput {
