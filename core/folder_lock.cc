@@ -24,8 +24,8 @@ std::optional<FolderLock> FolderLock::try_lock(const std::filesystem::path& dir,
     }
     // The holder may have removed the file between our open and our flock (a tidy lock's
     // release, a commit): a lock on a file no longer there guards nothing, so open it again.
-    struct stat locked {
-    }, named{};
+    struct stat locked = {};
+    struct stat named = {};
     if (::fstat(fd, &locked) == 0 && ::stat(file.c_str(), &named) == 0 &&
         locked.st_ino == named.st_ino && locked.st_dev == named.st_dev)
       return FolderLock(fd, tidy && made ? file : std::filesystem::path());

@@ -28,7 +28,7 @@ class FolderLock {
   FolderLock& operator=(FolderLock&& o) noexcept;
   FolderLock(const FolderLock&) = delete;
   FolderLock& operator=(const FolderLock&) = delete;
-  ~FolderLock();  // releases the lock (the file stays)
+  ~FolderLock();  // releases the lock (the file stays, unless a tidy lock made it)
 
  private:
   FolderLock(int fd, std::filesystem::path made) : fd_(fd), made_(std::move(made)) {}

@@ -193,9 +193,10 @@ int run_train(const TrainArgs& args) {
                             {"diverged", diverged.has_value()},
                             {"final", last},
                             {"epochs", epochs}};
-  if (diverged)
-    summary["diverged_at"] = {{"epoch", diverged->epoch}, {"step", diverged->step}},
+  if (diverged) {
+    summary["diverged_at"] = {{"epoch", diverged->epoch}, {"step", diverged->step}};
     summary["epochs_run"] = kept_epoch;
+  }
   summary["model_hash"] = hash_hex(hash_bytes(params.data(), params.size() * sizeof(float)));
   if (!init_hash.empty()) summary["init_hash"] = init_hash;  // model.init_from's parameters
   out.write_json("summary.json", summary);
