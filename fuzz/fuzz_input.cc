@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -47,16 +48,15 @@ const std::filesystem::path& input_file(std::span<const uint8_t> data) {
       std::filesystem::remove(path, ec);
     }
   };
-  static const Owned file{[] {
+  static const Owned file{[]() -> std::filesystem::path {
+    // scripts/fuzz.sh names it, one per harness: the path goes into error messages, and a pid in
+    // it would steer the coverage, and so a seeded run's inputs, down another course each time
+    if (const char* named = std::getenv("FEDPAR_FUZZ_INPUT")) return named;
     const std::filesystem::path shm = "/dev/shm";
     std::error_code ec;
     const auto dir =
         std::filesystem::is_directory(shm, ec) ? shm : std::filesystem::temp_directory_path();
-    // A fixed-width name: the path goes into error messages, and a pid of another length would
-    // steer the coverage, and so a seeded run's inputs, down another course.
-    char name[32];
-    std::snprintf(name, sizeof name, "fedpar-fuzz-%010d", int(getpid()));
-    return dir / name;
+    return dir / ("fedpar-fuzz-" + std::to_string(getpid()));
   }()};
   std::ofstream(file.path, std::ios::binary | std::ios::trunc)
       .write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size()));
