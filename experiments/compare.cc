@@ -84,10 +84,16 @@ Axis x_axis(const std::string& x) {
       x));
 }
 
+// A folder's summary.json, parsed; not an object when absent or not JSON (a run still going, a
+// folder that is not a run's).
+nlohmann::json read_summary(const std::filesystem::path& dir) {
+  std::ifstream in(dir / "summary.json");
+  return nlohmann::json::parse(in, nullptr, false);
+}
+
 // A `fedpar train` folder (its summary.json says so).
 bool is_train_folder(const std::filesystem::path& dir) {
-  std::ifstream in(dir / "summary.json");
-  const auto j = nlohmann::json::parse(in, nullptr, false);
+  const auto j = read_summary(dir);
   return j.is_object() && j.value("command", "") == "train";
 }
 
@@ -101,8 +107,7 @@ struct Reference {
 };
 
 Reference read_reference(const std::filesystem::path& dir, const std::string& metric) {
-  std::ifstream in(dir / "summary.json");
-  const auto j = nlohmann::json::parse(in, nullptr, false);
+  const auto j = read_summary(dir);
   Reference r{.label = dir.filename().string(), .dir = dir};
   if (j.is_object() && j.contains("epochs") && j["epochs"].is_array())
     for (const auto& e : j["epochs"]) {
@@ -174,8 +179,7 @@ RunConfig read_run_config(const std::filesystem::path& dir) {
 // R of N rounds" (a live or killed run's partial folder, NAME.incomplete); "" for a finished run
 // (a stop_at_accuracy run's is finished: it reached what it asked for).
 std::string how_it_ended(const std::filesystem::path& dir) {
-  std::ifstream in(dir / "summary.json");
-  const auto j = nlohmann::json::parse(in, nullptr, false);
+  const auto j = read_summary(dir);
   if (j.is_object()) {
     const auto at = j.find("diverged_at_round");
     return at != j.end() && at->is_number_integer()
@@ -371,8 +375,7 @@ std::string same_model_note(const std::vector<std::filesystem::path>& dirs,
                             const std::vector<std::string>& labels) {
   std::map<std::string, std::vector<std::string>> by_hash;
   for (size_t i = 0; i < dirs.size(); ++i) {
-    std::ifstream in(dirs[i] / "summary.json");
-    const auto j = nlohmann::json::parse(in, nullptr, false);
+    const auto j = read_summary(dirs[i]);
     if (j.is_object() && j.contains("model_hash") && j["model_hash"].is_string())
       by_hash[j["model_hash"].get<std::string>()].push_back(labels[i]);
   }
