@@ -199,6 +199,7 @@ void fields(V& v, RoundRecord& r) {
   v("server_bytes_sent", r.server_bytes_sent), v("server_bytes_received", r.server_bytes_received);
   v("processes", r.processes), v("test_loss", r.test_loss), v("test_accuracy", r.test_accuracy);
   v("global_train_loss", r.global_train_loss), v("global_train_accuracy", r.global_train_accuracy);
+  v("client_accuracy", r.client_accuracy), v("client_loss", r.client_loss);
   v("participants", r.participants), v("received", r.received),
       v("aggregate_seconds", r.aggregate_seconds);
   v("samples_processed", r.samples_processed), v("missing", r.missing),

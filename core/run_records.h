@@ -63,6 +63,9 @@ struct RoundRecord {
   std::optional<double> test_loss, test_accuracy;  // evaluated rounds
   // eval_train: the server's model on the whole training set (train_loss is the clients' steps')
   std::optional<double> global_train_loss, global_train_accuracy;
+  // eval_clients: the server's model on each client's own shard, one value per client in id
+  // order (core/client_spread.h summarizes them)
+  std::optional<std::vector<double>> client_accuracy, client_loss;
   // the synchronous topologies
   std::optional<uint64_t> participants, received;
   std::optional<double> aggregate_seconds;

@@ -43,6 +43,8 @@ start_wait_seconds = 0.0 # for the processes to say HELLO and load their data; 0
 eval_every = 1           # rounds between test-set evaluations
 eval_train = false       # evaluated rounds also score the server's model on the whole training set
                          # (global_train_loss; train_loss is what the clients' steps saw)
+eval_clients = false     # evaluated rounds also score it on each client's own shard: client_accuracy,
+                         # its spread over the clients (mean, worst 10%, min) in the log and README
 checkpoint_every = 0     # > 0: checkpoint.bin in the results folder every r rounds (fedpar run --resume)
 stop_at_accuracy = 0.0   # end the run once test accuracy (0..1) reaches this; 0 = all rounds
 weighting = "samples"    # samples (n_k / n) | uniform (1 / K)
@@ -750,6 +752,7 @@ RunSpec resolve_run_spec(const Config& c) {
   s.eval_every = c.get_int32("eval_every");
   require(s.eval_every >= 1, "eval_every must be >= 1");
   s.eval_train = c.get_bool("eval_train");
+  s.eval_clients = c.get_bool("eval_clients");
   s.stop_at_accuracy = c.get_float("stop_at_accuracy");
   require(s.stop_at_accuracy >= 0 && s.stop_at_accuracy <= 1,
           "stop_at_accuracy must be in [0, 1] (a fraction: 0.9 stops at 90%)");

@@ -86,6 +86,7 @@ struct RunSpec {
   int64_t max_slots = 1;  // a HELLO may ask for 1 .. max_slots: the config grants, not the peer
   double stop_at_accuracy = 0;  // > 0: stop after the first evaluation at or above it
   bool eval_train = false;      // evaluated rounds also score the model on the training set
+  bool eval_clients = false;    // ... and on each client's shard (server/client_evaluation.h)
   Regime regime = Regime::kModel;
   Weighting weighting = Weighting::kBySamples;
   bool continue_without_missing = false;  // gradient regime: carry on when a client is missing

@@ -21,14 +21,18 @@ int64_t steps_per_epoch(size_t n, int64_t batch) {
 }
 
 BatchStats evaluate(Model& model, const Dataset& data, int64_t batch) {
+  std::vector<uint32_t> all(data.size());
+  std::iota(all.begin(), all.end(), 0u);
+  return evaluate(model, data, all, batch);
+}
+
+BatchStats evaluate(Model& model, const Dataset& data, std::span<const uint32_t> rows,
+                    int64_t batch) {
   BatchBuffer buf(model.backend(), data.dim());
   BatchStats total;
-  std::vector<uint32_t> idx;
-  for (size_t start = 0; start < data.size(); start += size_t(batch)) {
-    const size_t n = std::min(size_t(batch), data.size() - start);
-    idx.resize(n);
-    std::iota(idx.begin(), idx.end(), uint32_t(start));
-    buf.load(data, idx);
+  for (size_t start = 0; start < rows.size(); start += size_t(batch)) {
+    const size_t n = std::min(size_t(batch), rows.size() - start);
+    buf.load(data, rows.subspan(start, n));
     total += model.evaluate(buf.x(), buf.y(), int(n));
   }
   return total;

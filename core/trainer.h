@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 
 #include "core/dataset.h"
 #include "core/model.h"
@@ -51,6 +52,9 @@ struct TrainCallbacks {
 
 // Mean loss and accuracy of `model` over all of `data`, in chunks of `batch`.
 BatchStats evaluate(Model& model, const Dataset& data, int64_t batch = 1000);
+// The same over the rows `rows` of `data` (a client's shard), in their order.
+BatchStats evaluate(Model& model, const Dataset& data, std::span<const uint32_t> rows,
+                    int64_t batch = 1000);
 
 // Initializes the model from opts.seed unless `init` is false, then trains.
 void train(Model& model, const Dataset& train_set, const Dataset& test_set, TrainOptions opts,

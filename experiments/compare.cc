@@ -50,6 +50,7 @@ struct Axis {
 const std::vector<double>& accuracy_of(const RunCurves& c) { return c.accuracy; }
 const std::vector<double>& loss_of(const RunCurves& c) { return c.test_loss; }
 const std::vector<double>& train_loss_of(const RunCurves& c) { return c.global_train_loss; }
+const std::vector<double>& client_worst10_of(const RunCurves& c) { return c.client_worst10; }
 const std::vector<double>& round_of(const RunCurves& c) { return c.round; }
 const std::vector<double>& samples_of(const RunCurves& c) { return c.samples; }
 const std::vector<double>& mb_of(const RunCurves& c) { return c.mb; }
@@ -63,7 +64,10 @@ Axis metric_axis(const std::string& m) {
   if (m == "loss") return {"test loss", loss_of};
   if (m == "train-loss")
     return {"global train loss (the model on the training set)", train_loss_of};
-  throw Error(fmt::format("--metric must be accuracy, loss or train-loss, got '{}'", m));
+  if (m == "client-worst10")
+    return {"worst 10% of clients' accuracy on their own shards (%)", client_worst10_of};
+  throw Error(
+      fmt::format("--metric must be accuracy, loss, train-loss or client-worst10, got '{}'", m));
 }
 
 Axis x_axis(const std::string& x) {
@@ -392,7 +396,7 @@ std::string same_model_note(const std::vector<std::filesystem::path>& dirs,
 int run_compare(const CompareOptions& o, const std::string& command) {
   if (o.runs.empty()) throw Error("fedpar compare needs at least one results folder");
   const Axis metric = metric_axis(o.metric), x = x_axis(o.x);
-  const bool higher_is_better = o.metric == "accuracy";
+  const bool higher_is_better = percent_metric(o.metric);
   std::vector<std::filesystem::path> dirs;
   std::vector<Reference> references;  // fedpar train folders named on the command line
   for (const auto& r : o.runs) {
@@ -411,6 +415,9 @@ int run_compare(const CompareOptions& o, const std::string& command) {
           fmt::print(stderr,
                      "fedpar compare: leaving out {}: fedpar train records the loss of its steps "
                      "along each epoch, not its model's on the training set\n",
+                     run.string());
+        else if (o.metric == "client-worst10")
+          fmt::print(stderr, "fedpar compare: leaving out {}: fedpar train has no clients\n",
                      run.string());
         else
           references.push_back(read_reference(run, o.metric));
@@ -449,6 +456,11 @@ int run_compare(const CompareOptions& o, const std::string& command) {
       throw Error(fmt::format(
           "{} has no global train loss: --metric train-loss needs runs with eval_train = true "
           "(its train_loss is the clients' steps', not the model's)",
+          dirs[i].string()));
+    if (o.metric == "client-worst10" && c.client_round != c.round)
+      throw Error(fmt::format(
+          "{} has no clients' accuracy: --metric client-worst10 needs runs with eval_clients = "
+          "true (the model scored on each client's shard at the evaluated rounds)",
           dirs[i].string()));
     const std::string ended = how_it_ended(dirs[i]);  // its "final" is where it stopped
     runs.push_back({ended.empty() ? labels[i] : fmt::format("{} ({})", labels[i], ended), dirs[i],
@@ -529,7 +541,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
                        emds_differ ? " median EMD |" : "", o.metric, o.metric)
         << (by_round ? "" : fmt::format(" {} at the end |", x.unit))
         << (o.target > 0 ? fmt::format(" first round {} {}{} |", reached, num(o.target),
-                                       o.metric == "accuracy" ? "%" : "")
+                                       percent_metric(o.metric) ? "%" : "")
                          : "")
         << (o.target > 0 && !by_round ? fmt::format(" {} then |", x.unit) : "")
         << "\n|---|---|---|---|" << (any_differ ? "---|" : "") << (emds_differ ? "---|" : "")

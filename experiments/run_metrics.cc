@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/check.h"
+#include "core/client_spread.h"
 #include "core/median.h"
 #include "core/run_records.h"
 #include "core/safetensors.h"
@@ -92,6 +93,12 @@ RunCurves read_curves(const std::filesystem::path& dir) {
     if (j.global_train_loss) {
       c.train_round.push_back(double(j.round));
       c.global_train_loss.push_back(*j.global_train_loss);
+    }
+    if (j.client_accuracy && !j.client_accuracy->empty()) {
+      const Spread sp = spread_of(*j.client_accuracy);
+      c.client_round.push_back(double(j.round));
+      c.client_mean.push_back(100 * sp.mean), c.client_worst10.push_back(100 * sp.worst10);
+      c.client_min.push_back(100 * sp.min), c.client_max.push_back(100 * sp.max);
     }
     if (!j.test_accuracy) continue;
     c.seconds.push_back(clock_seconds);

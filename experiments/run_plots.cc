@@ -28,26 +28,40 @@ std::string draw_run_plots(const std::filesystem::path& run_dir, const std::stri
   if (c.train_round.size() >= kRunPlotMinPoints)
     drawn.push_back(
         {"train-loss-vs-round.svg", "global train loss", c.train_round, c.global_train_loss, true});
-  if (drawn.empty())
+  const bool clients = c.client_round.size() >= kRunPlotMinPoints;  // eval_clients
+  if (drawn.empty() && !clients)
     return fmt::format(
         "(no plots: {} evaluated round(s), and a run's own curves start at {}; `eval_every` sets "
-        "which rounds are evaluated; without a test set, only eval_train = true evaluates)\n\n",
-        std::max(c.round.size(), c.train_round.size()), kRunPlotMinPoints);
+        "which rounds are evaluated; without a test set, only eval_train or eval_clients = true "
+        "evaluates)\n\n",
+        std::max({c.round.size(), c.train_round.size(), c.client_round.size()}), kRunPlotMinPoints);
   std::filesystem::create_directories(run_dir / "plots");
   std::string md;
-  for (const Drawn& d : drawn) {
-    const LinePlot plot{.title = fmt::format("{} by round: {}", d.name, name),
-                        .xlabel = "round",
-                        .ylabel = d.name,
-                        .log_y = d.log_y,
-                        .series = {{name, d.x, d.y, {}, {}}}};
+  const auto draw = [&](const char* file, const std::string& what, const LinePlot& plot) {
     std::string why;  // the data and script stay: gnuplot, once installed, draws them there
     md +=
-        draw_line_plot(run_dir / "plots" / d.file, plot, &why)
-            ? fmt::format("![{} by round](plots/{})\n\n", d.name, d.file)
+        draw_line_plot(run_dir / "plots" / file, plot, &why)
+            ? fmt::format("![{} by round](plots/{})\n\n", what, file)
             : fmt::format("(no plot of the {}: {}; then `cd plots && gnuplot {}.gp` draws it)\n\n",
-                          d.name, why, d.file);
-  }
+                          what, why, file);
+  };
+  for (const Drawn& d : drawn)
+    draw(d.file, d.name,
+         {.title = fmt::format("{} by round: {}", d.name, name),
+          .xlabel = "round",
+          .ylabel = d.name,
+          .log_y = d.log_y,
+          .series = {{name, d.x, d.y, {}, {}}}});
+  if (clients)
+    draw("client-accuracy-vs-round.svg", "clients' accuracy on their own shards",
+         {.title = fmt::format("clients' accuracy on their own shards by round: {}\n(the band: "
+                               "lowest to highest client)",
+                               name),
+          .xlabel = "round",
+          .ylabel = "accuracy (%)",
+          .series = {
+              {"mean over clients", c.client_round, c.client_mean, c.client_min, c.client_max},
+              {"worst 10% of clients (their mean)", c.client_round, c.client_worst10, {}, {}}}});
   return md;
 }
 

@@ -9,6 +9,7 @@
 
 #include "core/build_info.h"
 #include "core/checkpoint.h"
+#include "core/client_spread.h"
 #include "core/hash.h"
 #include "core/init_from.h"
 #include "core/json_integer.h"
@@ -16,6 +17,7 @@
 #include "core/run_spec.h"
 #include "core/safetensors.h"
 #include "core/trainer.h"
+#include "server/client_evaluation.h"
 #include "server/plan.h"
 #include "server/run_readme.h"
 
@@ -34,10 +36,18 @@ Manifest partition_dataset(const Dataset& train, const std::string& train_hash,
 
 namespace {
 
+// eval_clients' part of a round's line: how the clients' own accuracies spread.
+std::string clients_line(const std::vector<double>& accuracy, const Manifest& m) {
+  const Spread sp = spread_of(accuracy);
+  return fmt::format(
+      ", clients' accuracy mean {:.2f}%, worst 10% {:.2f}%, lowest {:.2f}% (client {})",
+      100 * sp.mean, 100 * sp.worst10, 100 * sp.min, m.clients.at(sp.min_at).id);
+}
+
 // The server partitions and evaluates but never trains: it keeps the training set's labels alone,
-// unless eval_train scores its model on the training set.
+// unless eval_train or eval_clients scores its model on the training set.
 TrainTest load_server_data(const RunSpec& s, std::string& train_hash) {
-  if (!s.eval_train) return load_without_training_features(s.data, train_hash);
+  if (!s.eval_train && !s.eval_clients) return load_without_training_features(s.data, train_hash);
   TrainTest tt = load_dataset(s.data);
   train_hash = tt.train.content_hash();
   return tt;
@@ -90,13 +100,14 @@ bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const 
     network += fmt::format(", {} s simulated", secs(*rec.simulated_seconds));
   if (rec.emulated_seconds) network += fmt::format(", {} s emulated", secs(*rec.emulated_seconds));
   engine.log(fmt::format(
-      "round {}/{}: {}{}{}{}{}", r + 1, s.rounds, what, network,
+      "round {}/{}: {}{}{}{}{}{}", r + 1, s.rounds, what, network,
       trained ? fmt::format(", {} {:.4f}", s.regime == Regime::kModel ? "local loss" : "train loss",
                             rec.train_loss)
               : "",
       rec.global_train_loss ? fmt::format(", global train loss {:.4f}", *rec.global_train_loss)
                             : "",
-      rec.test_accuracy ? fmt::format(", test accuracy {:.2f}%", 100 * *rec.test_accuracy) : ""));
+      rec.test_accuracy ? fmt::format(", test accuracy {:.2f}%", 100 * *rec.test_accuracy) : "",
+      rec.client_accuracy ? clients_line(*rec.client_accuracy, manifest) : ""));
   if (s.stop_at_accuracy > 0 && rec.test_accuracy && *rec.test_accuracy >= s.stop_at_accuracy) {
     engine.log(
         fmt::format("test accuracy {:.2f}% after round {} reached stop_at_accuracy = {:.2f}%; "
@@ -109,7 +120,8 @@ bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const 
 }
 
 void RunContext::evaluate_into(RoundRecord& rec) {
-  if (data.test.size() == 0 && !s.eval_train) return;  // no test set: no evaluation (not 0%)
+  // no test set: no evaluation (not 0%)
+  if (data.test.size() == 0 && !s.eval_train && !s.eval_clients) return;
   model.set_params_host(params);
   if (data.test.size() > 0) {
     const BatchStats st = evaluate(model, data.test);
@@ -120,6 +132,13 @@ void RunContext::evaluate_into(RoundRecord& rec) {
     const BatchStats tr = evaluate(model, data.train);
     rec.global_train_loss = tr.loss_sum / double(std::max<int64_t>(1, tr.samples));
     rec.global_train_accuracy = double(tr.correct) / double(std::max<int64_t>(1, tr.samples));
+  }
+  if (s.eval_clients) {
+    rec.client_accuracy.emplace(), rec.client_loss.emplace();
+    for (const BatchStats& c : evaluate_clients(model, data.train, manifest, s.partition)) {
+      rec.client_accuracy->push_back(double(c.correct) / double(c.samples));
+      rec.client_loss->push_back(c.loss_sum / double(c.samples));
+    }
   }
   last_eval_ = rec;
 }

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/client_list.h"
+#include "core/client_spread.h"
 #include "core/executable.h"
 #include "core/init_from.h"
 #include "core/median.h"
@@ -43,7 +44,8 @@ const std::map<std::string, std::string>& file_notes() {
        "round, and with `--set rounds=N` above its rounds gives the run more)"},
       {"params", "parameter snapshots every `diagnostics.save_params_every` rounds"},
       {"plots",
-       "the test accuracy and loss by round, and with `eval_train` the global train loss (SVG, "
+       "the test accuracy and loss by round, with `eval_train` the global train loss and with "
+       "`eval_clients` the clients' accuracy on their own shards (SVG, "
        "with their data and gnuplot script: without gnuplot, only those)"},
       {"README.md", "this file"}};
   return notes;
@@ -216,6 +218,15 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
         "(`eval_train`)\n",
         *summary.final->global_train_loss, 100 * summary.final->global_train_accuracy.value_or(0),
         summary.final->round);
+  if (summary.final && summary.final->client_accuracy && !summary.final->client_accuracy->empty()) {
+    const Spread sp = spread_of(*summary.final->client_accuracy);  // eval_clients
+    md << fmt::format(
+        "- the model on each client's own shard at round {} (`eval_clients`, over {} clients): "
+        "mean accuracy {:.2f}%, worst 10% {:.2f}%, lowest {:.2f}% (client {}), highest {:.2f}%, "
+        "standard deviation {:.2f} points\n",
+        summary.final->round, summary.final->client_accuracy->size(), 100 * sp.mean,
+        100 * sp.worst10, 100 * sp.min, sp.min_at, 100 * sp.max, 100 * sp.std);
+  }
   md << fmt::format("- final model hash `{}` (of `model.safetensors`' float32 bytes)\n",
                     summary.model_hash);
   md << fmt::format("- fedpar built from commit `{}` for {} with {}, the server on {}\n",

@@ -20,9 +20,10 @@ Action add_compare_command(CLI::App& app) {
                   "the folder NAME-2, NAME-3, ...), or a suite's folder: all its runs")
       ->required();
   cmd->add_option("--metric", o->metric,
-                  "accuracy (test, %), loss (test) or train-loss (the model on the training set: "
-                  "runs with eval_train = true)")
-      ->check(CLI::IsMember({"accuracy", "loss", "train-loss"}))
+                  "accuracy (test, %), loss (test), train-loss (the model on the training set: "
+                  "runs with eval_train = true) or client-worst10 (the mean accuracy of the worst "
+                  "10% of clients, each scored on its own shard: runs with eval_clients = true)")
+      ->check(CLI::IsMember({"accuracy", "loss", "train-loss", "client-worst10"}))
       ->capture_default_str();
   cmd->add_option("--x", o->x,
                   "round, samples, bytes (at the server and between workers), bytes-up (received "
@@ -38,11 +39,11 @@ Action add_compare_command(CLI::App& app) {
   return [o, command, cmd] {
     while (o->out.filename().empty() && o->out.parent_path() != o->out)  // "cmp/" names cmp
       o->out = o->out.parent_path();
-    if (o->metric == "accuracy" && o->target > 0 &&
+    if (percent_metric(o->metric) && o->target > 0 &&
         o->target <= 1)  // a fraction, as stop_at_accuracy
       throw Error(fmt::format("--target {0} is a percent for accuracy: --target {1:g} for {1:g}%",
                               o->target, 100 * o->target));
-    if (o->metric == "accuracy" && o->target > 100)
+    if (percent_metric(o->metric) && o->target > 100)
       throw Error(fmt::format("--target {} is above 100%: no run can reach it", o->target));
     if (std::filesystem::exists(o->out / "metrics.jsonl") ||
         std::filesystem::exists(o->out / "summary.json"))  // its report would read as a rerun

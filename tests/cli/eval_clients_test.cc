@@ -1,0 +1,119 @@
+// eval_clients with real processes: the server scores its model on each client's own shard at the
+// evaluated rounds (client_accuracy, client_loss in metrics.jsonl), in client id order, as the
+// final model loaded again scores there; the log, README, plot and compare summarize the spread.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/backend.h"
+#include "core/dataset.h"
+#include "core/model.h"
+#include "core/safetensors.h"
+#include "core/trainer.h"
+#include "partitioners/manifest.h"
+#include "tests/util/run_fedpar.h"
+#include "tests/util/run_results.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using testing::TempDir;
+
+testing::CliRun clients_run(const TempDir& tmp, const std::string& name, const std::string& sets) {
+  return testing::run_config(tmp.path(),
+                             "seed = 3\nprocesses = 2\nrounds = 10\neval_every = 2\n"
+                             "[partition]\nclients = 4\n"
+                             "[data]\nname = 'synthetic'\niid = true\n"
+                             "[model]\nname = 'logreg'\n"
+                             "[local]\nsteps = 5\nbatch = 10\n",
+                             name, sets);
+}
+
+TEST(EvalClients, TheServerScoresItsModelOnEachClientsShardInIdOrder) {
+  TempDir tmp;
+  const auto r = clients_run(tmp, "each", "--set eval_clients=true --set eval_train=true");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("clients' accuracy mean"), std::string::npos) << r.err;
+  const auto dir = tmp / "res" / "each";
+  const auto rounds = testing::jsonl(dir / "metrics.jsonl");
+  ASSERT_EQ(rounds.size(), 10u);
+  const Manifest m = read_manifest(dir / "manifest.json", 1000000);
+  ASSERT_EQ(m.clients.size(), 4u);
+  for (const auto& rec : rounds) {
+    const bool evaluated = rec["round"].get<int>() % 2 == 0;
+    ASSERT_EQ(rec.contains("client_accuracy"), evaluated) << rec.dump();
+    EXPECT_EQ(rec.contains("client_loss"), evaluated) << rec.dump();
+    if (!evaluated) continue;
+    ASSERT_EQ(rec["client_accuracy"].size(), 4u);
+    // the IID shards hold every training sample once: weighted by their sizes, the clients'
+    // correct answers are the whole set's, which eval_train counts on its own path
+    double correct = 0, samples = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      correct += rec["client_accuracy"][k].get<double>() * double(m.clients[k].indices.size());
+      samples += double(m.clients[k].indices.size());
+    }
+    EXPECT_NEAR(correct / samples, rec["global_train_accuracy"].get<double>(), 1e-12) << rec.dump();
+  }
+  // the final model, loaded again, scores each shard as the last record says, client by client
+  DataOptions d;
+  d.name = "synthetic", d.iid = true, d.seed = 3;
+  const TrainTest data = load_dataset(d);
+  auto be = make_backend("cpu");
+  Model model(*be, {"logreg"}, data.train.shape, data.train.num_classes);
+  model.set_params_host(load_params(dir / "model.safetensors", model.layout()));
+  const auto& last = rounds.back();
+  std::vector<double> acc;
+  for (size_t k = 0; k < 4; ++k) {
+    const BatchStats st = evaluate(model, data.train, m.clients[k].indices);
+    acc.push_back(double(st.correct) / double(st.samples));
+    EXPECT_DOUBLE_EQ(last["client_accuracy"][k].get<double>(), acc.back()) << k;
+    EXPECT_NEAR(last["client_loss"][k].get<double>(), st.loss_sum / double(st.samples), 1e-9);
+  }
+  const size_t lowest = size_t(std::min_element(acc.begin(), acc.end()) - acc.begin());
+  const std::string readme = testing::slurp(dir / "README.md");
+  EXPECT_NE(readme.find(fmt::format("lowest {:.2f}% (client {})", 100 * acc[lowest], lowest)),
+            std::string::npos)
+      << readme;
+  EXPECT_TRUE(std::filesystem::exists(dir / "plots" / "client-accuracy-vs-round.svg.dat"));
+
+  // compare puts runs side by side on their worst 10%, and refuses a run that did not record it
+  ASSERT_EQ(clients_run(tmp, "plain", "").code, 0);
+  EXPECT_FALSE(
+      testing::jsonl(tmp / "res" / "plain" / "metrics.jsonl").back().contains("client_accuracy"));
+  testing::expect_refused("compare --metric client-worst10 --out " + (tmp / "cmp").string() + " " +
+                              dir.string() + " " + (tmp / "res" / "plain").string(),
+                          tmp.path(), 2,
+                          "has no clients' accuracy: --metric client-worst10 needs runs with "
+                          "eval_clients = true");
+  const auto drawn = testing::run_fedpar(
+      "compare --metric client-worst10 --out " + (tmp / "cmp").string() + " " + dir.string(),
+      tmp.path());
+  ASSERT_EQ(drawn.code, 0) << drawn.err;
+  const auto cmp = nlohmann::json::parse(testing::slurp(tmp / "cmp" / "compare.json"));
+  EXPECT_EQ(cmp["metric"], "client-worst10");
+  EXPECT_NE(drawn.out.find(fmt::format("{:.2f}%", 100 * acc[lowest])), std::string::npos)
+      << drawn.out;  // 4 clients: the worst 10% is the lowest one
+}
+
+// The feature-noise scheme's clients hold noisy copies of IID shards: the server scores each on
+// its noise, drawn as its process draws it, so the clean client 0 outscores the noisiest.
+TEST(EvalClients, FeatureNoiseClientsAreScoredOnTheirNoisyFeatures) {
+  TempDir tmp;
+  const auto r = clients_run(tmp, "noise",
+                             "--set eval_clients=true --set partition.scheme=feature-noise "
+                             "--set partition.sigma=4");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto last = testing::jsonl(tmp / "res" / "noise" / "metrics.jsonl").back();
+  const auto acc = last["client_accuracy"];
+  ASSERT_EQ(acc.size(), 4u);
+  EXPECT_GT(acc[0].get<double>(), acc[3].get<double>() + 0.1) << last.dump();
+  EXPECT_GT(last["client_loss"][3].get<double>(), last["client_loss"][0].get<double>())
+      << last.dump();
+}
+
+}  // namespace
+}  // namespace fedpar
