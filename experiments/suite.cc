@@ -540,6 +540,13 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
            << means << "\n";
   if (const std::string grid = grid_table(results, target); !grid.empty())
     report << "### Best of each learning-rate grid\n\n" << grid << "\n";
+  if (const std::string clients = clients_table(results); !clients.empty())
+    report << "### Clients' accuracy on their own shards\n\nWith `eval_clients = true` the server "
+              "scores its model on each client's training shard at the evaluated rounds "
+              "(docs/metrics.md): the mean over clients counts each once; the worst 10% is the "
+              "mean of the lowest tenth (q-FFL's). A test accuracy close to the clients' mean can "
+              "hide clients the model serves badly.\n\n"
+           << clients << "\n";
   report << section_md;
   if (const std::string traffic = traffic_table(results); !traffic.empty())
     report << "### Traffic and time per node and step\n\nMedians over the rounds after the first "

@@ -268,13 +268,34 @@ std::string divergence_table(const std::vector<SuiteRun>& runs) {
   return t.str();
 }
 
+std::string clients_table(const std::vector<SuiteRun>& runs) {
+  std::ostringstream t;
+  for (const auto& r : runs) {
+    const auto& c = r.curves;
+    if (c.client_round.empty()) continue;
+    if (t.tellp() == 0)
+      t << "| run | median EMD | round | test accuracy | clients' mean | worst 10% | lowest | "
+           "highest |\n|---|---|---|---|---|---|---|---|\n";
+    // the test accuracy of the same round, where it was evaluated
+    const auto at = std::find(c.round.begin(), c.round.end(), c.client_round.back());
+    t << fmt::format(
+        "| {} | {:.3f} | {:.0f} | {} | {:.2f}% | {:.2f}% | {:.2f}% | {:.2f}% |\n", r.label,
+        r.median_emd, c.client_round.back(),
+        at == c.round.end() ? "-"
+                            : fmt::format("{:.2f}%", c.accuracy[size_t(at - c.round.begin())]),
+        c.client_mean.back(), c.client_worst10.back(), c.client_min.back(), c.client_max.back());
+  }
+  return t.str();
+}
+
 std::string draw_suite_plots(const std::vector<SuiteRun>& runs, const std::string& title,
                              const std::filesystem::path& dir) {
   const auto gs = groups(runs);
-  bool seeds = false, drift = false, divergence = false;
+  bool seeds = false, drift = false, divergence = false, clients = false;
   for (const auto& g : gs) seeds |= g.size() > 1;
   for (const auto& r : runs)
-    drift |= !r.curves.drift.empty(), divergence |= !r.divergence.round.empty();
+    drift |= !r.curves.drift.empty(), divergence |= !r.divergence.round.empty(),
+        clients |= !r.curves.client_round.empty();
   const Column round = [](const SuiteRun& r) -> const auto& { return r.curves.round; };
   const Column accuracy = [](const SuiteRun& r) -> const auto& { return r.curves.accuracy; };
   const Column mb = [](const SuiteRun& r) -> const auto& { return r.curves.mb; };
@@ -285,6 +306,10 @@ std::string draw_suite_plots(const std::vector<SuiteRun>& runs, const std::strin
   const Column drifts = [](const SuiteRun& r) -> const auto& { return r.curves.drift; };
   const Column div_round = [](const SuiteRun& r) -> const auto& { return r.divergence.round; };
   const Column div = [](const SuiteRun& r) -> const auto& { return r.divergence.relative; };
+  const Column client_round = [](const SuiteRun& r) -> const auto& {
+    return r.curves.client_round;
+  };
+  const Column worst10 = [](const SuiteRun& r) -> const auto& { return r.curves.client_worst10; };
   const std::string band = seeds ? " (mean over seeds; band: min to max)" : "";
 
   struct Spec {
@@ -316,6 +341,10 @@ std::string draw_suite_plots(const std::vector<SuiteRun>& runs, const std::strin
         {"drift-vs-round.svg", "drift: averaged deltas vs K steps of the averaged gradient",
          "round", "||avg delta - avg K-step linear update|| / ||avg linear update||", round, drifts,
          true, "Runs without local drift (K = 1: exactly 0) are not drawn on the log scale."});
+  if (clients)
+    specs.push_back({"client-worst10-vs-round.svg",
+                     "worst 10% of clients: their accuracy on their own shards" + band, "round",
+                     "accuracy of the worst 10% of clients (%)", client_round, worst10});
   if (divergence)
     specs.push_back({"weight-divergence-vs-round.svg",
                      "weight divergence from the paired reference run", "round",
@@ -381,6 +410,12 @@ nlohmann::json run_json(const SuiteRun& r, double target) {
                   {"allreduce_ms", t.allreduce_ms},
                   {"busbw_gbps", t.busbw_gbps}};
   if (!c.drift.empty()) j["update_drift"] = c.drift;
+  if (!c.client_round.empty())  // eval_clients, in percent
+    j["clients_accuracy"] = {{"round", c.client_round},
+                             {"mean", c.client_mean},
+                             {"worst10", c.client_worst10},
+                             {"lowest", c.client_min},
+                             {"highest", c.client_max}};
   if (!r.reference.empty())
     j["divergence"] = {{"reference", r.reference},
                        {"round", r.divergence.round},

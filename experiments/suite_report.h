@@ -51,6 +51,9 @@ std::string traffic_table(const std::vector<SuiteRun>& runs);
 // Weight divergence from each pair's reference at the first, middle and last saved round, and,
 // where the runs logged it (diagnostics.drift), the median over rounds of their drift.
 std::string divergence_table(const std::vector<SuiteRun>& runs);
+// eval_clients: each run's clients' accuracy on their own shards at its last evaluated round
+// (mean over clients, worst 10%, lowest, highest) beside its test accuracy; "" when no run has it.
+std::string clients_table(const std::vector<SuiteRun>& runs);
 
 // Draws the plots into dir/plots; returns the markdown that shows them (or says why not).
 std::string draw_suite_plots(const std::vector<SuiteRun>& runs, const std::string& title,

@@ -48,6 +48,23 @@ TEST(ResultsTable, ASecondsCellOnAnotherClockSaysWhich) {
             std::string::npos);
 }
 
+// eval_clients: each run's clients' spread at its last evaluated round beside the test accuracy
+// of that round; runs without it get no row, and no run with it gives no table.
+TEST(ClientsTable, GivesTheClientsSpreadAtTheLastEvaluatedRound) {
+  SuiteRun iid = run("iid", "server"), skewed = run("skewed", "server");
+  iid.curves.client_round = {10, 20};
+  iid.curves.client_mean = {70, 91.5};
+  iid.curves.client_worst10 = {60, 88.25};
+  iid.curves.client_min = {55, 87};
+  iid.curves.client_max = {80, 95};
+  iid.median_emd = 0.1;
+  EXPECT_EQ(clients_table({skewed}), "");
+  const std::string table = clients_table({iid, skewed});
+  EXPECT_EQ(row(table, "iid"), "| iid | 0.100 | 20 | 90.00% | 91.50% | 88.25% | 87.00% | 95.00% |")
+      << table;
+  EXPECT_EQ(row(table, "skewed"), "") << table;
+}
+
 // Paired runs' weight divergence at the first, middle and last saved round, and the median of the
 // drift each run logged (a run without drift: "-"; no run with drift: no column).
 TEST(DivergenceTable, GivesEachPairedRunsDivergenceAndMedianDrift) {
