@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <fstream>
@@ -125,6 +126,16 @@ std::vector<float> load_params(const TensorFile& file, const fs::path& path,
                               fmt::join(v.shape, ",")));
     std::copy(it->second.values.begin(), it->second.values.end(), flat.begin() + v.offset);
   }
+  // a file with more tensors was saved for a larger model whose first layers fit this one's
+  std::vector<std::string> extra;
+  for (const auto& [name, t] : file.tensors)
+    if (std::ranges::none_of(layout.views(), [&](const auto& v) { return v.name == name; }))
+      extra.push_back(name);
+  if (!extra.empty())
+    throw Error(fmt::format(
+        "{}: holds tensor(s) the model does not have: {} (it was saved for another model, or "
+        "other widths)",
+        path.string(), fmt::join(extra, ", ")));
   return flat;
 }
 

@@ -64,6 +64,18 @@ TEST(Safetensors, CorruptOrMismatchedFilesAreErrors) {
   ParamLayout renamed;
   renamed.add("v", {4});
   EXPECT_THROW(load_params(d / "ok.safetensors", renamed), Error);
+  // a file of a larger model whose first tensors fit is not taken in part
+  ParamLayout larger = layout;
+  larger.add("extra", {3});
+  save_safetensors(d / "larger.safetensors", larger, std::vector<float>{1, 2, 3, 4, 5, 6, 7});
+  try {
+    load_params(d / "larger.safetensors", layout);
+    ADD_FAILURE() << "a file with a tensor the model lacks was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds tensor(s) the model does not have: extra"),
+              std::string::npos)
+        << e.what();
+  }
 
   std::filesystem::resize_file(d / "ok.safetensors",
                                std::filesystem::file_size(d / "ok.safetensors") - 4);
