@@ -100,6 +100,11 @@ RunCurves read_curves(const std::filesystem::path& dir) {
       c.client_mean.push_back(100 * sp.mean), c.client_worst10.push_back(100 * sp.worst10);
       c.client_min.push_back(100 * sp.min), c.client_max.push_back(100 * sp.max);
     }
+    if (j.staleness_mean && j.staleness_max) {
+      c.staleness_round.push_back(double(j.round));
+      c.staleness_mean.push_back(*j.staleness_mean);
+      c.staleness_max.push_back(double(*j.staleness_max));
+    }
     if (!j.test_accuracy) continue;
     c.seconds.push_back(clock_seconds);
     c.round.push_back(double(j.round));

@@ -21,6 +21,8 @@ struct RunCurves {
   // eval_clients: how the clients' accuracies on their own shards spread (percent; mean over
   // clients, the mean of the worst 10%, the lowest, the highest) at the rounds in client_round
   std::vector<double> client_mean, client_worst10, client_min, client_max, client_round;
+  // async: the staleness of the round's applied updates (mean and max), every round
+  std::vector<double> staleness_mean, staleness_max, staleness_round;
   // MB sent + received at the server, plus what workers sent each other (a ring's, a pipeline's
   // or a tensor grid's links), cumulative, diagnostics left out
   std::vector<double> mb;

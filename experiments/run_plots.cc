@@ -28,8 +28,9 @@ std::string draw_run_plots(const std::filesystem::path& run_dir, const std::stri
   if (c.train_round.size() >= kRunPlotMinPoints)
     drawn.push_back(
         {"train-loss-vs-round.svg", "global train loss", c.train_round, c.global_train_loss, true});
-  const bool clients = c.client_round.size() >= kRunPlotMinPoints;  // eval_clients
-  if (drawn.empty() && !clients)
+  const bool clients = c.client_round.size() >= kRunPlotMinPoints;       // eval_clients
+  const bool staleness = c.staleness_round.size() >= kRunPlotMinPoints;  // async
+  if (drawn.empty() && !clients && !staleness)
     return fmt::format(
         "(no plots: {} evaluated round(s), and a run's own curves start at {}; `eval_every` sets "
         "which rounds are evaluated; without a test set, only eval_train or eval_clients = true "
@@ -62,6 +63,15 @@ std::string draw_run_plots(const std::filesystem::path& run_dir, const std::stri
           .series = {
               {"mean over clients", c.client_round, c.client_mean, c.client_min, c.client_max},
               {"worst 10% of clients (their mean)", c.client_round, c.client_worst10, {}, {}}}});
+  if (staleness)
+    draw("staleness-vs-round.svg", "staleness of the applied updates",
+         {.title = fmt::format("staleness of the applied updates by round: {}\n(model versions "
+                               "applied between an update's model and its arrival)",
+                               name),
+          .xlabel = "round",
+          .ylabel = "staleness (versions)",
+          .series = {{"mean", c.staleness_round, c.staleness_mean, {}, {}},
+                     {"max", c.staleness_round, c.staleness_max, {}, {}}}});
   return md;
 }
 

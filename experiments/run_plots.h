@@ -15,9 +15,9 @@ inline constexpr size_t kRunPlotMinPoints = 5;
 static_assert(kRunPlotMinPoints == 5, "kNoPlotsHelp says 5");
 inline constexpr const char* kNoPlotsHelp =
     "draw no plots into the run's folder (by default, with gnuplot installed, RESULTS_DIR/NAME/"
-    "plots/ gets the test accuracy and loss by round, with eval_train the global train loss and "
-    "with "
-    "eval_clients the clients' accuracy, once 5 rounds were evaluated)";
+    "plots/ gets the test accuracy and loss by round, with eval_train the global train loss, "
+    "with eval_clients the clients' accuracy, and in the async regime the updates' staleness, "
+    "once 5 rounds were evaluated)";
 
 // Draws the plots of the run `name` into `run_dir` (its folder, still under its partial name, with
 // its metrics.jsonl) and returns the README's markdown that shows them, or that says why there

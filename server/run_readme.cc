@@ -44,9 +44,9 @@ const std::map<std::string, std::string>& file_notes() {
        "round, and with `--set rounds=N` above its rounds gives the run more)"},
       {"params", "parameter snapshots every `diagnostics.save_params_every` rounds"},
       {"plots",
-       "the test accuracy and loss by round, with `eval_train` the global train loss and with "
-       "`eval_clients` the clients' accuracy on their own shards (SVG, "
-       "with their data and gnuplot script: without gnuplot, only those)"},
+       "the test accuracy and loss by round, with `eval_train` the global train loss, with "
+       "`eval_clients` the clients' accuracy on their own shards, and an async run's staleness "
+       "(SVG, with their data and gnuplot script: without gnuplot, only those)"},
       {"README.md", "this file"}};
   return notes;
 }

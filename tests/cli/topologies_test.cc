@@ -220,6 +220,15 @@ TEST(Async, ReplayReproducesTheRunBitForBitFromItsLog) {
   const auto rec = jsonl(tmp / "res" / "async" / "metrics.jsonl");
   ASSERT_EQ(rec.size(), 20u);
   EXPECT_EQ(rec.back()["model_version"].get<int>(), 60);
+  // the run's plot of its staleness by round: the mean's block, then the max's, a line a round
+  const std::string dat =
+      testing::slurp(tmp / "res" / "async" / "plots" / "staleness-vs-round.svg.dat");
+  const std::string max_block = dat.substr(dat.find("# max"));
+  for (const auto& round : rec)
+    EXPECT_NE(max_block.find(fmt::format("\n{} {}\n", round["round"].get<int>(),
+                                         round["staleness_max"].get<int>())),
+              std::string::npos)
+        << dat;
   const auto replay = testing::run_fedpar("replay " + (tmp / "res" / "async").string(), tmp.path());
   EXPECT_EQ(replay.code, 0) << replay.out << replay.err;
   EXPECT_NE(replay.out.find("matches"), std::string::npos) << replay.out;
