@@ -106,8 +106,11 @@ bool is_train_folder(const std::filesystem::path& dir) {
 struct Reference {
   std::string label;
   std::filesystem::path dir;
-  std::vector<double> y;     // per epoch, in the metric's unit (accuracy in %)
-  double train_samples = 0;  // an epoch's samples (its summary's train_samples; 0: not said)
+  std::vector<double> y;       // per epoch, in the metric's unit (accuracy in %)
+  std::vector<int64_t> epoch;  // which epoch each is (0: the initial model, evaluated when the
+                               // training diverged in its first epoch)
+  double train_samples = 0;    // an epoch's samples (its summary's train_samples; 0: not said)
+  std::string ended;           // "diverged at epoch 1, step 3"; "" when it ran its epochs
 };
 
 Reference read_reference(const std::filesystem::path& dir, const std::string& metric) {
@@ -125,11 +128,18 @@ Reference read_reference(const std::filesystem::path& dir, const std::string& me
                         "training diverged)",
                         dir.string(), key));
       r.y.push_back(e[key].get<double>() * (metric == "accuracy" ? 100 : 1));
+      r.epoch.push_back(e.contains("epoch") && e["epoch"].is_number_integer()
+                            ? e["epoch"].get<int64_t>()
+                            : int64_t(r.epoch.size() + 1));
     }
   if (r.y.empty())
     throw Error(fmt::format("{}/summary.json lists no evaluated epoch", dir.string()));
   if (j.contains("train_samples") && j["train_samples"].is_number())
     r.train_samples = j["train_samples"].get<double>();
+  if (const auto d = j.find("diverged_at"); d != j.end() && d->is_object())
+    r.ended =
+        fmt::format("diverged at epoch {}, step {}", d->value("epoch", nlohmann::json()).dump(),
+                    d->value("step", nlohmann::json()).dump());
   return r;
 }
 
@@ -441,7 +451,10 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   std::vector<std::filesystem::path> all = dirs;
   for (const Reference& r : references) all.push_back(r.dir);
   const auto labels = labels_of(all);
-  for (size_t i = 0; i < references.size(); ++i) references[i].label = labels[dirs.size() + i];
+  for (size_t i = 0; i < references.size(); ++i)
+    references[i].label =
+        labels[dirs.size() + i] +
+        (references[i].ended.empty() ? "" : fmt::format(" ({})", references[i].ended));
   std::vector<Compared> runs;
   std::vector<std::string> clocks;
   for (size_t i = 0; i < dirs.size(); ++i) {
@@ -580,9 +593,9 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     rows.push_back(std::move(row));
   }
   // no rounds, bytes or simulated time: a line; by samples, its epochs' curve
-  const auto samples_after = [&](const Reference& r, size_t epoch) {
+  const auto samples_after = [&](const Reference& r, size_t k) {
     return o.x == "samples" && r.train_samples > 0
-               ? fmt::format(" {} |", num(double(epoch + 1) * r.train_samples))
+               ? fmt::format(" {} |", num(double(r.epoch[k]) * r.train_samples))
                : std::string(" - |");
   };
   for (const Reference& r : references) {
@@ -591,11 +604,11 @@ int run_compare(const CompareOptions& o, const std::string& command) {
                  "| {} (centralized, `fedpar train`) |{}{} {} epoch(s) | {} | {} (epoch "
                  "{}) |",
                  r.label, any_differ ? " - |" : "", emds_differ ? " - |" : "", r.y.size(),
-                 value(r.y.back()), value(r.y[b]), b + 1)
+                 value(r.y.back()), value(r.y[b]), r.epoch[b])
           << (by_round ? "" : samples_after(r, r.y.size() - 1));
     if (o.target > 0) {  // the first epoch at the target
       const auto hit = first_at(r.y, o.target, higher_is_better);
-      table << (hit ? fmt::format(" epoch {} |", *hit + 1) : std::string(" not reached |"))
+      table << (hit ? fmt::format(" epoch {} |", r.epoch[*hit]) : std::string(" not reached |"))
             << (by_round ? ""
                 : hit    ? samples_after(r, *hit)
                          : std::string(" - |"));
@@ -606,7 +619,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
                     {"centralized", true},
                     {"final", r.y.back()},
                     {"best", r.y[b]},
-                    {"best_epoch", b + 1}});
+                    {"best_epoch", r.epoch[b]}});
   }
 
   ResultsDir out(o.out.parent_path().empty() ? "." : o.out.parent_path(),
@@ -626,7 +639,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   for (const auto& r : references) {
     if (o.x == "samples" && r.train_samples > 0) {  // its epochs' samples: a curve of its own
       std::vector<double> xs;
-      for (size_t k = 0; k < r.y.size(); ++k) xs.push_back(double(k + 1) * r.train_samples);
+      for (size_t k = 0; k < r.y.size(); ++k) xs.push_back(double(r.epoch[k]) * r.train_samples);
       plot.series.push_back({r.label + " (centralized, by epoch)", xs, r.y, {}, {}});
       continue;
     }

@@ -41,8 +41,8 @@ Action add_compare_command(CLI::App& app) {
       o->out = o->out.parent_path();
     if (percent_metric(o->metric) && o->target > 0 &&
         o->target <= 1)  // a fraction, as stop_at_accuracy
-      throw Error(fmt::format("--target {0} is a percent for accuracy: --target {1:g} for {1:g}%",
-                              o->target, 100 * o->target));
+      throw Error(fmt::format("--target {0} is a percent for {2}: --target {1:g} for {1:g}%",
+                              o->target, 100 * o->target, o->metric));
     if (percent_metric(o->metric) && o->target > 100)
       throw Error(fmt::format("--target {} is above 100%: no run can reach it", o->target));
     if (std::filesystem::exists(o->out / "metrics.jsonl") ||

@@ -453,6 +453,25 @@ TEST(Compare, ATrainFolderIsTheCentralizedBaseline) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("| res/slow |"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("| base/slow (centralized, `fedpar train`) |"), std::string::npos) << r.out;
+  // a training that diverged in its first epoch says so, and its one score is the initial
+  // model's, epoch 0 (it once read "epoch 1")
+  r = testing::run_fedpar(
+      "train --quiet --dataset synthetic --model 2nn --lr 1e6 --epochs 3 "
+      "--results-dir " +
+          (tmp / "base").string() + " --name div",
+      tmp.path());
+  ASSERT_EQ(r.code, 4) << r.err;
+  const auto div = nlohmann::json::parse(testing::slurp(tmp / "base/div/summary.json"));
+  ASSERT_EQ(div["diverged_at"]["epoch"], 1) << div.dump();
+  r = compare(tmp, {"slow"},
+              " " + (tmp / "base/div").string() + " --out " + (tmp / "div-cmp").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(fmt::format("| div (diverged at epoch 1, step {}) (centralized, `fedpar "
+                                   "train`) | 1 epoch(s) |",
+                                   div["diverged_at"]["step"].get<int>())),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("(epoch 0) |"), std::string::npos) << r.out;
 }
 
 TEST(Compare, RefusesWhatIsNotADistributedRunsFolder) {
