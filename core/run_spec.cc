@@ -690,7 +690,8 @@ std::vector<std::string> run_warnings(const Config& c, const RunSpec& s) {
     out.push_back(
         "data.csv_test is not set: the run trains without a test evaluation (no test accuracy in "
         "its log or summary; stop_at_accuracy never stops it; eval_train = true follows the "
-        "model's loss on the training set instead)");
+        "model's loss on the training set instead, eval_clients = true its accuracy on each "
+        "client's own samples)");
   const std::string fedopt = c.get_string("server_optimizer.name");
   if ((fedopt == "adam" || fedopt == "yogi") && s.server_optimizer.lr >= 1)
     out.push_back(fmt::format(

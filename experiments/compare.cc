@@ -463,7 +463,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
       throw Error(fmt::format(
           "{} has no evaluated test round (its eval_every is above its rounds, or it had no test "
           "set: compare keys its curves on the test evaluations; its README and plots give an "
-          "eval_train run's training loss)",
+          "eval_train run's training loss and an eval_clients run's clients' accuracy)",
           dirs[i].string()));
     if (o.metric == "train-loss" && c.train_round != c.round)
       throw Error(fmt::format(

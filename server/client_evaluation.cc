@@ -1,4 +1,4 @@
-// evaluate_clients; see client_evaluation.h.
+// ClientScorer; see client_evaluation.h.
 #include "server/client_evaluation.h"
 
 #include <numeric>
@@ -7,27 +7,38 @@
 #include "core/trainer.h"
 
 namespace fedpar {
+namespace {
 
-std::vector<BatchStats> evaluate_clients(Model& model, const Dataset& train, const Manifest& m,
-                                         const PartitionParams& p) {
-  std::vector<BatchStats> out;
-  out.reserve(m.clients.size());
-  for (const ClientShard& c : m.clients) {
+std::vector<uint32_t> first_rows(size_t n) {
+  std::vector<uint32_t> rows(n);
+  std::iota(rows.begin(), rows.end(), 0u);
+  return rows;
+}
+
+}  // namespace
+
+ClientScorer::ClientScorer(const Dataset& train, const Manifest& m, const PartitionParams& p)
+    : train_(train), m_(m), noisy_(m.clients.size()) {
+  for (size_t k = 0; k < m.clients.size(); ++k) {
+    const ClientShard& c = m.clients[k];
     const double noise = feature_noise_level(p, c.id, size_t(p.clients));
-    if (noise == 0.0) {
-      out.push_back(evaluate(model, train, c.indices));
-      continue;
-    }
-    // its rows copied, in shard order, so the noise stream meets them as in the client's copy
-    Dataset own{.name = train.name, .shape = train.shape, .num_classes = train.num_classes};
+    if (noise == 0.0) continue;
+    // its rows in shard order (ascending), so the noise stream meets them as in its process's copy
+    Dataset& own = noisy_[k].emplace(
+        Dataset{.name = train.name, .shape = train.shape, .num_classes = train.num_classes});
     own.x.resize(c.indices.size() * train.dim());
     own.y.resize(c.indices.size());
     train.gather(c.indices, own.x.data(), own.y.data());
-    std::vector<uint32_t> rows(c.indices.size());
-    std::iota(rows.begin(), rows.end(), 0u);
-    add_feature_noise(own.x, own.dim(), c.id, noise, rows, p.seed);
-    out.push_back(evaluate(model, own, rows));
+    add_feature_noise(own.x, own.dim(), c.id, noise, first_rows(c.indices.size()), p.seed);
   }
+}
+
+std::vector<BatchStats> ClientScorer::score(Model& model) const {
+  std::vector<BatchStats> out;
+  out.reserve(m_.clients.size());
+  for (size_t k = 0; k < m_.clients.size(); ++k)
+    out.push_back(noisy_[k] ? evaluate(model, *noisy_[k])
+                            : evaluate(model, train_, m_.clients[k].indices));
   return out;
 }
 

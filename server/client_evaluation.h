@@ -3,6 +3,7 @@
 // well on the pooled test set while the clients with rare labels or noisy features fare badly.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "core/dataset.h"
@@ -12,11 +13,22 @@
 
 namespace fedpar {
 
-// One entry per client of `m`, in its order (client ids ascending). Each client's samples are
-// scored as its process holds them: the feature-noise scheme adds that client's noise (the same
-// draws). An [attack]'s flipped labels are the attacker's behaviour, not its data: the true
-// labels score it.
-std::vector<BatchStats> evaluate_clients(Model& model, const Dataset& train, const Manifest& m,
-                                         const PartitionParams& p);
+// Each client's samples are scored as its process holds them: the feature-noise scheme adds that
+// client's noise (the same draws, core/feature_noise.h). An [attack]'s flipped labels are the
+// attacker's behaviour, not its data: the true labels score it.
+class ClientScorer {
+ public:
+  // The noisy clients' copies are made here, once (about one more copy of the training
+  // features under feature-noise; none otherwise); `train` and `m` must outlive the scorer.
+  ClientScorer(const Dataset& train, const Manifest& m, const PartitionParams& p);
+
+  // One entry per client of the manifest, in its order (client ids ascending).
+  std::vector<BatchStats> score(Model& model) const;
+
+ private:
+  const Dataset& train_;
+  const Manifest& m_;
+  std::vector<std::optional<Dataset>> noisy_;  // per client: its noisy rows, renumbered 0..
+};
 
 }  // namespace fedpar

@@ -37,11 +37,11 @@ Manifest partition_dataset(const Dataset& train, const std::string& train_hash,
 namespace {
 
 // eval_clients' part of a round's line: how the clients' own accuracies spread.
-std::string clients_line(const std::vector<double>& accuracy, const Manifest& m) {
+std::string clients_line(const std::vector<double>& accuracy) {
   const Spread sp = spread_of(accuracy);
   return fmt::format(
       ", clients' accuracy mean {:.2f}%, worst 10% {:.2f}%, lowest {:.2f}% (client {})",
-      100 * sp.mean, 100 * sp.worst10, 100 * sp.min, m.clients.at(sp.min_at).id);
+      100 * sp.mean, 100 * sp.worst10, 100 * sp.min, sp.min_at);
 }
 
 // The server partitions and evaluates but never trains: it keeps the training set's labels alone,
@@ -74,6 +74,7 @@ RunContext::RunContext(const Config& c, const RunSpec& setup, bool resuming)
   out.write_text("config.resolved.toml", cfg.to_toml());
   write_manifest(out.path() / "manifest.json", manifest);
   if (s.save_params_every > 0) std::filesystem::create_directories(out.path() / "params");
+  if (s.eval_clients) client_scorer_.emplace(data.train, manifest, s.partition);
 }
 
 bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const std::string& what) {
@@ -107,7 +108,7 @@ bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const 
       rec.global_train_loss ? fmt::format(", global train loss {:.4f}", *rec.global_train_loss)
                             : "",
       rec.test_accuracy ? fmt::format(", test accuracy {:.2f}%", 100 * *rec.test_accuracy) : "",
-      rec.client_accuracy ? clients_line(*rec.client_accuracy, manifest) : ""));
+      rec.client_accuracy ? clients_line(*rec.client_accuracy) : ""));
   if (s.stop_at_accuracy > 0 && rec.test_accuracy && *rec.test_accuracy >= s.stop_at_accuracy) {
     engine.log(
         fmt::format("test accuracy {:.2f}% after round {} reached stop_at_accuracy = {:.2f}%; "
@@ -135,7 +136,7 @@ void RunContext::evaluate_into(RoundRecord& rec) {
   }
   if (s.eval_clients) {
     rec.client_accuracy.emplace(), rec.client_loss.emplace();
-    for (const BatchStats& c : evaluate_clients(model, data.train, manifest, s.partition)) {
+    for (const BatchStats& c : client_scorer_->score(model)) {
       rec.client_accuracy->push_back(double(c.correct) / double(c.samples));
       rec.client_loss->push_back(c.loss_sum / double(c.samples));
     }

@@ -19,6 +19,7 @@
 #include "core/run_records.h"
 #include "core/run_spec.h"
 #include "partitioners/partition.h"
+#include "server/client_evaluation.h"
 #include "server/engine.h"
 
 namespace fedpar {
@@ -35,6 +36,8 @@ class RunContext {
   // `resuming`: the parameters come from a checkpoint, so model.init_from's file is not read
   // (its hash comes from the checkpoint too).
   RunContext(const Config& cfg, const RunSpec& s, bool resuming = false);
+  RunContext(const RunContext&) = delete;  // its scorer refers to its data and manifest
+  RunContext& operator=(const RunContext&) = delete;
 
   // Ends round r (0-based) with its record `rec`: parameter snapshot when due, test evaluation
   // every eval_every rounds and at the last, the metrics line, the log line. True when
@@ -105,8 +108,9 @@ class RunContext {
   // the commits of the builds that ran the rounds before this process's (the checkpoint's
   // record, with this build's added when this run writes one); nullopt: an older checkpoint
   std::optional<std::vector<std::string>> earlier_commits_;
-  std::optional<std::string> init_hash_;    // model.init_from: the parameters' hash
-  std::optional<FolderLock> resumed_lock_;  // the folder resumed from: one run continues it
+  std::optional<std::string> init_hash_;       // model.init_from: the parameters' hash
+  std::optional<FolderLock> resumed_lock_;     // the folder resumed from: one run continues it
+  std::optional<ClientScorer> client_scorer_;  // eval_clients
   void evaluate_into(RoundRecord& rec);
   // Removes --resume's folder if only a run kept it for resuming (this run holds its rounds);
   // returns the line that says so, "" when nothing was removed.

@@ -1436,6 +1436,25 @@ TEST(CsvRun, ARunSaysWhatItReadAndRecordsNoAccuracyWithoutATestFile) {
             std::string::npos)
       << readme;
   EXPECT_NE(readme.find("plots/train-loss-vs-round.svg"), std::string::npos) << readme;
+
+  // with eval_clients, each user's accuracy on its own rows, in its metrics, README and a plot;
+  // compare, which keys runs on their test evaluations, says where they are instead
+  const auto cl = csv_run("clients", "--set rounds=5 --set eval_clients=true");
+  ASSERT_EQ(cl.code, 0) << cl.err;
+  for (const auto& round : testing::jsonl(tmp / "res" / "clients" / "metrics.jsonl")) {
+    EXPECT_FALSE(round.contains("test_accuracy")) << round.dump();
+    ASSERT_TRUE(round.contains("client_accuracy")) << round.dump();
+    EXPECT_EQ(round["client_accuracy"].size(), 3u) << round.dump();  // one per user
+  }
+  EXPECT_NE(testing::slurp(tmp / "res" / "clients" / "README.md")
+                .find("the model on each client's own shard at round 5 (`eval_clients`, over 3 "
+                      "clients)"),
+            std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(tmp / "res" / "clients" / "plots" /
+                                      "client-accuracy-vs-round.svg.dat"));
+  testing::expect_refused("compare --metric client-worst10 " + (tmp / "res" / "clients").string() +
+                              " --out " + (tmp / "cmp").string(),
+                          tmp.path(), 2, "an eval_clients run's clients' accuracy");
 }
 
 }  // namespace

@@ -59,8 +59,6 @@ TEST(Suite, IidVsNonIidSmokeShowsSkewCostsAccuracy) {
   const auto worst10 = [&](const std::string& label) {
     return runs[label]["clients_accuracy"]["worst10"].back().get<double>();
   };
-  for (const auto& [label, run] : runs)
-    EXPECT_LE(worst10(label), run["clients_accuracy"]["mean"].back().get<double>()) << label;
   EXPECT_GT(worst10("iid"), iid - 10);
   for (const char* skewed : {"shards-2", "labels-1", "labels-2", "dirichlet-0.1"})
     EXPECT_LT(worst10(skewed), worst10("iid") - 30) << skewed;
