@@ -622,7 +622,8 @@ int run_client(const ClientOptions& o) {
   }
   const auto channel =
       connect_zmq_channel(o.server, &ctx, o.max_frame_mib << 20, curve ? &*curve : nullptr);
-  channel->send(encode(HelloMsg{.slots = o.slots, .pid = ::getpid()}));
+  const HelloMsg hello{.slots = o.slots, .pid = ::getpid(), .run_config = o.run_config};
+  channel->send(encode(hello));
   // a server not there yet is waited for; after a few silent seconds the wait says so
   const auto deadline = deadline_after(o.wait_seconds);
   // A PING (the server checking that this process is connected) is no answer; after a
@@ -633,7 +634,7 @@ int run_client(const ClientOptions& o) {
       auto m = channel->receive(std::min(until, deadline_after(0.5)));
       if (!m) {
         if (const int now = channel->sessions(); now > sessions) {
-          if (sessions > 0) channel->send(encode(HelloMsg{.slots = o.slots, .pid = ::getpid()}));
+          if (sessions > 0) channel->send(encode(hello));
           sessions = now;
         }
         if (Clock::now() >= until) return std::nullopt;

@@ -21,6 +21,9 @@ struct ClientOptions {
   // The largest frame taken from the server (a WELCOME's shard lists, a TASK's model): a larger
   // one drops the connection before it is buffered.
   int64_t max_frame_mib = 1024;
+  // fedpar launch: run_config_hash of this rank's own config, sent in HELLO (the server of
+  // another job refuses it); "" otherwise
+  std::string run_config;
 };
 
 // 0 when the run completed; kExitEndedByServer when the server's STOP said it did not (its reason

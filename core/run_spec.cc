@@ -14,6 +14,7 @@
 
 #include "core/check.h"
 #include "core/codec/powersgd.h"
+#include "core/hash.h"
 #include "core/model_data_config.h"
 #include "core/unread_settings.h"
 
@@ -913,6 +914,20 @@ RunSpec resolve_run_spec(const Config& c) {
   if (s.name.empty())
     s.name = fmt::format("{}-{}-{}-s{}", regime, s.model.name, s.data.name, s.seed);
   return s;
+}
+
+bool operational_key(const std::string& key) {
+  return key == "name" || key == "results_dir" || key == "bind" || key == "processes" ||
+         key == "max_slots" || key == "wait_seconds" || key == "start_wait_seconds" ||
+         key == "checkpoint_every" || key.starts_with("security.");
+}
+
+std::string run_config_hash(const Config& c) {
+  std::string text;
+  for (const auto& key : c.keys())  // in the config's own order: the same for every process
+    if (!operational_key(key) && key != "data.dir" && key != "device")
+      text += key + "=" + c.value_text(key) + "\n";
+  return hash_hex(hash_bytes(text.data(), text.size()));
 }
 
 RunSpec run_spec_from_toml(std::string_view toml, std::string_view source) {

@@ -161,6 +161,13 @@ std::vector<std::string> unused_by_regime(const Config& c, const RunSpec& s);
 // which moves every weight by about that much a round at first (measured:
 // docs/definitions.md#server-optimizers).
 std::vector<std::string> run_warnings(const Config& c, const RunSpec& s);
+// Keys that say where and how a run is carried out, not what it computes: a resumed run may
+// change them (any other difference would make it a different run).
+bool operational_key(const std::string& key);
+// 16 hex digits over the value of every key that says what a run computes: all but the
+// operational ones and those that differ from node to node (data.dir, device). The processes of
+// a `fedpar launch` job, started with the same config and flags, give the same wherever they run.
+std::string run_config_hash(const Config& c);
 // A resolved config's text (config.resolved.toml, WELCOME) resolved again: every process of a run
 // reads the same spec this one way. `source` names the text in errors.
 RunSpec run_spec_from_toml(std::string_view toml, std::string_view source);

@@ -25,8 +25,9 @@ using Getenv = std::function<const char*(const char*)>;
 
 // Reads the environment. Precedence: RANK/WORLD_SIZE (set on purpose), then Open MPI's (mpirun
 // inside a Slurm allocation passes the batch shell's SLURM_PROCID to every rank), then Slurm's.
-// The server's host: MASTER_ADDR, else the first host of SLURM_JOB_NODELIST (rank 0 runs there
-// under both srun and mpirun), else 127.0.0.1. Throws Error naming the variable when none is set,
+// The server's host: MASTER_ADDR, else under srun the first host of SLURM_STEP_NODELIST (where
+// the step's rank 0 runs), else the first host of SLURM_JOB_NODELIST (rank 0 runs there under
+// mpirun, and under srun with the whole allocation), else 127.0.0.1. Throws Error naming the variable when none is set,
 // a value is not a number, the rank is outside the job, or the job has fewer than 2 processes.
 LaunchEnv read_launch_env(const Getenv& getenv);
 

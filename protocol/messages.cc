@@ -109,7 +109,9 @@ const char* task_kind_name(TaskKind k) {
 }
 
 WireMessage encode(const HelloMsg& m) {
-  return encode_message(MessageType::kHello, 0, 0, 0, {{"slots", m.slots}, {"pid", m.pid}});
+  nlohmann::json body = {{"slots", m.slots}, {"pid", m.pid}};
+  if (!m.run_config.empty()) body["run_config"] = m.run_config;
+  return encode_message(MessageType::kHello, 0, 0, 0, std::move(body));
 }
 
 WireMessage encode(const WelcomeMsg& m, const Envelope& e) {
@@ -238,8 +240,10 @@ Decoded<HelloMsg> decode_hello(const ParsedMessage& p) {
   Reader r(p.body);
   r.get("slots", m.slots);
   r.get_optional("pid", m.pid);
+  r.get_optional("run_config", m.run_config);
   r.require(m.slots >= 1 && m.slots <= HelloMsg::kMaxSlots,
             fmt::format("slots must be between 1 and {}", HelloMsg::kMaxSlots));
+  r.require(m.run_config.size() <= 64, "run_config must be at most 64 characters");
   return r.result(std::move(m));
 }
 

@@ -39,6 +39,9 @@ using Decoded = std::variant<T, ProtocolError>;
 struct HelloMsg {
   int64_t slots = 1;  // virtual clients this process offers to host (1 .. kMaxSlots)
   int64_t pid = 0;
+  // fedpar launch: run_config_hash of the config this rank was started with, so that a rank of
+  // another job (or started with other flags) is refused, not taken in; "" otherwise
+  std::string run_config;
   static constexpr int64_t kMaxSlots = 1000000;
 };
 

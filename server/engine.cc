@@ -34,8 +34,8 @@ std::optional<Incoming> Engine::receive(Clock::time_point deadline,
         auto* h = std::get_if<HelloMsg>(&hello);
         const auto same = std::find_if(newcomers_.begin(), newcomers_.end(),
                                        [&](const Newcomer& n) { return n.msg.peer == r->peer; });
-        if (h && h->slots > s_.max_slots) {
-          reject(*r, slots_refusal(), kRefusedNewcomer);
+        if (const std::string why = h ? hello_refusal(*h) : ""; !why.empty()) {
+          reject(*r, why, kRefusedNewcomer);
           continue;
         }
         if (h && (same != newcomers_.end() || int(newcomers_.size()) < s_.processes)) {
@@ -193,8 +193,8 @@ void Engine::welcome_clients(const Manifest& manifest, size_t num_params,
       continue;
     }
     const auto& h = std::get<HelloMsg>(hello);
-    if (h.slots > s_.max_slots) {  // the config grants slots; a peer may not take more
-      reject(in->msg, slots_refusal());
+    if (const std::string why = hello_refusal(h); !why.empty()) {
+      reject(in->msg, why);
       continue;
     }
     if (!peers.count(in->msg.peer)) add_peer(in->msg, h);  // else a repeated HELLO
@@ -686,11 +686,19 @@ int Engine::process_index(const std::string& identity) const {
   return it == order.end() ? -1 : int(it - order.begin());
 }
 
-std::string Engine::slots_refusal() const {
-  return fmt::format(
-      "this run grants at most {} slot(s) per process (max_slots); start the client with --slots "
-      "{} or raise max_slots",
-      s_.max_slots, s_.max_slots);
+std::string Engine::hello_refusal(const HelloMsg& h) const {
+  if (h.slots > s_.max_slots)  // the config grants slots; a peer may not take more
+    return fmt::format(
+        "this run grants at most {} slot(s) per process (max_slots); start the client with "
+        "--slots {} or raise max_slots",
+        s_.max_slots, s_.max_slots);
+  if (!launch_config.empty() && !h.run_config.empty() && h.run_config != launch_config)
+    return fmt::format(
+        "this server runs a job of another config (run config {} here, {} on that rank): a rank "
+        "of another job on the same MASTER_PORT, or one started with another config or --set; "
+        "give each job its own MASTER_PORT and every rank of a job the same command",
+        launch_config, h.run_config);
+  return "";
 }
 
 std::string Engine::stranger_refusal() const {

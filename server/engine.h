@@ -202,14 +202,17 @@ class Engine {
   uint64_t run_id = 0, round = 0;
   size_t num_clients = 0;
   std::pair<uint64_t, uint64_t> bytes_carried{0, 0};  // a resumed run's totals at its checkpoint
+  // fedpar launch: the run_config_hash of the job's config; a HELLO naming another is refused
+  std::string launch_config;
 
  private:
   // Why a process that was not among the run's at its start is turned away (a late client with
   // no place to take): receive() keeps only a stranger's HELLO, so no later step meets its other
   // messages.
   std::string stranger_refusal() const;
-  // Why a HELLO asking for more slots than max_slots is refused (the config grants slots).
-  std::string slots_refusal() const;
+  // Why a HELLO is refused for what it says ("" when it is not): more slots than max_slots (the
+  // config grants slots), or under fedpar launch another config than the job's.
+  std::string hello_refusal(const HelloMsg& h) const;
   // Why a parsed reply cannot be kept ("" when it can); fills r.key and r.process.
   std::string check(const CollectSpec& spec, const Collected& so_far, Reply& r) const;
   void throw_if_non_finite(const CollectSpec& spec, const Reply& r) const;

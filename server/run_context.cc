@@ -165,14 +165,6 @@ void RunContext::end_diverged(int r, RoundRecord& rec, const Engine& engine,
 
 namespace {
 
-// Keys that say where and how a run is carried out, not what it computes: a resumed run may
-// change them (any other difference would make it a different run).
-bool operational_key(const std::string& key) {
-  return key == "name" || key == "results_dir" || key == "bind" || key == "processes" ||
-         key == "max_slots" || key == "wait_seconds" || key == "start_wait_seconds" ||
-         key == "checkpoint_every" || key.starts_with("security.");
-}
-
 // Folders that only a run kept for resuming: a killed run's hidden partial folder, or a failed
 // one's <name>.incomplete.
 bool kept_for_resume(const std::filesystem::path& dir) {

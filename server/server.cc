@@ -266,6 +266,7 @@ int run_server(Config cfg, const ServerOptions& opts) {
                       s.network, s.seed);
   write_endpoint(opts.endpoint_file, transport->endpoint());
   Engine engine(s, *transport, opts.quiet, run.model.layout());
+  engine.launch_config = opts.launch_config;
   engine.refuse_replacements(plan->replacement_refusal());
   if (s.network.on()) run.out.write_json("network.json", network_json(s.network));
   engine.run_id = hash_bytes(&s.seed, sizeof(s.seed), ::getpid());

@@ -31,6 +31,9 @@ struct ServerOptions {
   std::string stop_reason_file;
   // Started by `fedpar launch`, which has no [security]: the plaintext warning says what does.
   bool under_launch = false;
+  // ... and the run_config_hash of its ranks' config: a HELLO naming another is refused (a rank
+  // of another job on the same port, or one started with other flags)
+  std::string launch_config;
   // Draws the finished run's plots into its folder (the folder, the run's name) and returns the
   // README's markdown showing them; unset: none (the fedpar command sets it: plotting lives above
   // the server).

@@ -9,6 +9,7 @@
 
 #include "clients/client.h"
 #include "core/check.h"
+#include "core/dataset.h"
 #include "core/run_spec.h"
 #include "experiments/cli/commands.h"
 #include "experiments/cli/data_flags.h"
@@ -28,7 +29,8 @@ Action add_launch_command(CLI::App& app) {
   cmd->footer(
       "Example: mpirun -n 5 fedpar launch experiments/fedavg-mnist-2nn.toml (a server and 4 "
       "client processes).\nThe server listens on MASTER_ADDR:MASTER_PORT, else on the first host "
-      "of SLURM_JOB_NODELIST, else on 127.0.0.1; the port is 29500 unless MASTER_PORT says "
+      "of SLURM_STEP_NODELIST (under srun) or SLURM_JOB_NODELIST, else on 127.0.0.1; the port is "
+      "29500 unless MASTER_PORT says "
       "otherwise.\nThe config's `processes` becomes the job's size less one. See docs/cluster.md.");
   struct Args {
     std::string config;
@@ -51,15 +53,24 @@ Action add_launch_command(CLI::App& app) {
                       "run it with fedpar run",
                       a->config));
     const LaunchEnv env = read_launch_env(std::getenv);
-    // Under an MPI launcher every rank joins MPI, whatever the backend: the ranks agree without
-    // the client ranks reading the config, which reaches them from the server.
+    // Every rank reads the config as given to it: a mistake stops each rank at once (not a
+    // client waiting out --wait for a server that never came), and its hash, sent in HELLO,
+    // keeps a rank of another job (or of other flags) out of this one.
+    Config cfg = make_run_config();
+    cfg.merge_file(a->config);
+    cfg.set_all(flags_then_sets(a->flag_sets, a->sets));
+    const RunSpec mine = resolve_run_spec(cfg);
+    // Under an MPI launcher every rank joins MPI, whatever the backend.
     std::optional<MpiJob> mpi;
     if (mpi_compiled() && started_by_mpi_launcher()) mpi.emplace(env.rank, env.world_size);
     if (env.rank > 0) {
       ClientOptions o;
       o.server = server_connect_endpoint(env);
       o.device = a->device;
-      // data.dir (--data-dir included) reaches the clients in the run config rank 0 sends them
+      // each node's own data: this rank's --data-dir (or config), else its FEDPAR_DATA_DIR,
+      // ./data, the source tree's; never rank 0's path, which may not exist here
+      o.data_dir = resolve_data_dir(mine.data.data_dir).string();
+      o.run_config = run_config_hash(cfg);
       o.wait_seconds = a->wait_seconds;
       o.quiet = true;  // one progress display per job: the server's
       fmt::print(stderr, "fedpar launch: rank {} of {} ({}): a client process of {}\n", env.rank,
@@ -68,12 +79,14 @@ Action add_launch_command(CLI::App& app) {
       const int code = run_action("launch", [&] { return run_client(o); });
       // a launcher may stop the whole job on a rank's failure: the server's rank, which ended
       // the run and is still writing its results, is the one whose exit says how it ended
+      if (code == kExitEndedByServer)
+        fmt::print(stderr,
+                   "fedpar launch: rank {}: the server ended the run before it completed (rank "
+                   "0's output and exit code say why)\n",
+                   env.rank);
       return code == kExitEndedByServer ? 0 : code;
     }
-    Config cfg = make_run_config();
-    cfg.merge_file(a->config);
-    cfg.set_all(flags_then_sets(a->flag_sets, a->sets));
-    const int config_processes = resolve_run_spec(cfg).processes;
+    const int config_processes = mine.processes;
     cfg.set("processes", std::to_string(env.world_size - 1));
     cfg.set("bind", server_bind_endpoint(env));
     if (resolve_run_spec(cfg).security.on())
@@ -81,9 +94,9 @@ Action add_launch_command(CLI::App& app) {
           "[security] needs a key pair per client process; start the processes "
           "with fedpar server and fedpar client --key (docs/distributed.md)");
     fmt::print(stderr,
-               "fedpar launch: rank 0 of {} ({}): the server for {} client processes{}, listening "
-               "on {}; the clients connect to {} (host from {}){}\n",
-               env.world_size, env.launcher, env.world_size - 1,
+               "fedpar launch: rank 0 of {} ({}): the server for {} client process{}{}, "
+               "listening on {}; the clients connect to {} (host from {}){}\n",
+               env.world_size, env.launcher, env.world_size - 1, env.world_size == 2 ? "" : "es",
                config_processes == env.world_size - 1
                    ? ""
                    : fmt::format(" (the config said {})", config_processes),
@@ -92,6 +105,7 @@ Action add_launch_command(CLI::App& app) {
     ServerOptions opts;
     opts.quiet = a->quiet;
     opts.under_launch = true;
+    opts.launch_config = run_config_hash(cfg);
     if (!a->no_plots) opts.draw_plots = draw_run_plots;
     const int code = run_action("launch", [&] { return run_server(std::move(cfg), opts); });
     // a failed run ends the MPI job (client ranks may be blocked in a sum), its reason printed

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "core/dataset.h"
 #include "tests/util/run_fedpar.h"
 #include "tests/util/run_results.h"
 #include "tests/util/test_util.h"
@@ -103,6 +104,51 @@ TEST(Launch, ProcessesWithTheTorchrunVariablesMakeTheRunFedparRunMakes) {
   // its five evaluated rounds drawn as fedpar run draws them (or, without gnuplot, how to)
   EXPECT_NE(testing::slurp(tmp / "res/launched/README.md").find("accuracy-vs-round.svg"),
             std::string::npos);
+}
+
+// Every rank reads the config given to it: a rank of another config (another job on the same
+// port, or other --set) is refused by the server, not taken in; a rank whose config is wrong
+// stops at once; and each rank reads the data from its own --data-dir, not rank 0's (a node's
+// path to it is its own).
+TEST(Launch, EachRankReadsItsOwnConfigAndDataAndOtherConfigsAreRefused) {
+  if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml")
+      << "seed = 5\nregime = 'model'\nrounds = 3\nprocesses = 2\n[data]\n"
+         "name = 'mnist'\ntrain_limit = 600\ntest_limit = 200\n"
+         "[partition]\nclients = 4\n[local]\nsteps = 2\nbatch = 10\n";
+  // rank 0 in tmp reads tmp/d0; the client ranks, in tmp/node, read node/d1 (no d0 there)
+  const auto mnist = std::filesystem::absolute(resolve_data_dir({}));
+  std::filesystem::create_directories(tmp / "node");
+  std::filesystem::create_directory_symlink(mnist, tmp / "d0");
+  std::filesystem::create_directory_symlink(mnist, tmp / "node" / "d1");
+  const std::string port = std::to_string(free_port());
+  const std::string vars = "WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port;
+  const std::string launch =
+      std::string(" timeout 120 ") + FEDPAR_BIN + " launch " + (tmp / "run.toml").string() +
+      " --quiet --set results_dir=" + (tmp / "res").string() + " --set name=launched --data-dir ";
+  const int code = run_bash(
+      tmp, "cd " + tmp.path().string() + "\nRANK=0 " + vars + launch + "d0 2>rank0.err &\n" +
+               "s=$!\ncd node\nRANK=1 " + vars + launch + "d1 2>rank1.err &\nc=$!\n" +
+               // a rank of other settings: refused, while the job waits for its last rank
+               "RANK=2 " + vars + launch + "d1 --set local.steps=3 2>other.err\n" +
+               "echo $? >other.code\n" +
+               // a rank with a config error: stopped before it connects
+               "RANK=2 " + vars + launch + "d1 --set local.stepz=3 2>bad.err\n" +
+               "echo $? >bad.code\n" + "RANK=2 " + vars + launch + "d1 2>rank2.err\n" +
+               "code=$?\nwait $c || code=$?\nwait $s || code=$?\nexit $code\n");
+  const std::string server = testing::slurp(tmp / "rank0.err");
+  ASSERT_EQ(code, 0) << server << testing::slurp(tmp / "node" / "rank1.err")
+                     << testing::slurp(tmp / "node" / "rank2.err");
+  const std::string other = testing::slurp(tmp / "node" / "other.err");
+  EXPECT_EQ(testing::slurp(tmp / "node" / "other.code"), "2\n") << other;
+  EXPECT_NE(other.find("this server runs a job of another config"), std::string::npos) << other;
+  const std::string bad = testing::slurp(tmp / "node" / "bad.err");
+  EXPECT_EQ(testing::slurp(tmp / "node" / "bad.code"), "2\n") << bad;
+  EXPECT_NE(bad.find("local.stepz"), std::string::npos) << bad;
+  EXPECT_EQ(bad.find("a client process of"), std::string::npos) << bad;  // it never started
+  // the refused rank changed nothing: the job's model is fedpar run's
+  EXPECT_EQ(model_hash(tmp / "res" / "launched"), fedpar_run_hash(tmp));
 }
 
 TEST(Launch, MpirunStartsAWholeExperiment) {

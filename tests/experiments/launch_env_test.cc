@@ -71,6 +71,16 @@ TEST(LaunchEnv, TheServersHostComesFromMasterAddrThenTheNodeListThenLoopback) {
   vars["SLURM_JOB_NODELIST"] = "gpu[07-08],login1";
   EXPECT_EQ(read(vars).server_host, "gpu07");
   EXPECT_EQ(read(vars).host_from, "SLURM_JOB_NODELIST");
+  // srun's step on part of the allocation starts rank 0 on the step's first node
+  vars["SLURM_STEP_NODELIST"] = "gpu08";
+  EXPECT_EQ(read(vars).server_host, "gpu08");
+  EXPECT_EQ(read(vars).host_from, "SLURM_STEP_NODELIST");
+  // under mpirun (in an sbatch script) rank 0 is on the allocation's first node, and a rank on
+  // another node sees the step of mpirun's daemons, without that node
+  auto mpi = vars;
+  mpi.erase("SLURM_PROCID"), mpi.erase("SLURM_NTASKS");
+  mpi["OMPI_COMM_WORLD_RANK"] = "3", mpi["OMPI_COMM_WORLD_SIZE"] = "8";
+  EXPECT_EQ(read(mpi).server_host, "gpu07");
   vars["MASTER_ADDR"] = "10.1.2.3";
   vars["MASTER_PORT"] = "6001";
   EXPECT_EQ(read(vars).server_host, "10.1.2.3");
