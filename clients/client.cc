@@ -622,7 +622,8 @@ int run_client(const ClientOptions& o) {
   }
   const auto channel =
       connect_zmq_channel(o.server, &ctx, o.max_frame_mib << 20, curve ? &*curve : nullptr);
-  const HelloMsg hello{.slots = o.slots, .pid = ::getpid(), .run_config = o.run_config};
+  const HelloMsg hello{
+      .slots = o.slots, .pid = ::getpid(), .run_config = o.run_config, .device = o.device};
   channel->send(encode(hello));
   // a server not there yet is waited for; after a few silent seconds the wait says so
   const auto deadline = deadline_after(o.wait_seconds);

@@ -188,7 +188,7 @@ void fields(V& v, WorkerRecord& r) {
 template <typename V>
 void fields(V& v, HostRecord& r) {
   v("slots", r.slots), v("clients", r.clients), v("lost", r.lost);
-  v("joined_after_round", r.joined_after_round);
+  v("joined_after_round", r.joined_after_round), v("device", r.device);
 }
 
 template <typename V>

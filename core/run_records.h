@@ -107,6 +107,7 @@ struct HostRecord {
   // it was started during the run and took the place of a process the run had lost, after this
   // round (absent: it was there from the start)
   std::optional<int64_t> joined_after_round;
+  std::optional<std::string> device;  // what it computed on: cpu | cuda (absent in older records)
 };
 // fedpar run's (and the server's) exit code when the training diverged: an update held NaN or
 // Inf. The results folder is kept; its summary says at which round and why.

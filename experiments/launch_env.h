@@ -27,8 +27,9 @@ using Getenv = std::function<const char*(const char*)>;
 // inside a Slurm allocation passes the batch shell's SLURM_PROCID to every rank), then Slurm's.
 // The server's host: MASTER_ADDR, else under srun the first host of SLURM_STEP_NODELIST (where
 // the step's rank 0 runs), else the first host of SLURM_JOB_NODELIST (rank 0 runs there under
-// mpirun, and under srun with the whole allocation), else 127.0.0.1. Throws Error naming the variable when none is set,
-// a value is not a number, the rank is outside the job, or the job has fewer than 2 processes.
+// mpirun, and under srun with the whole allocation), else 127.0.0.1. Throws Error naming the
+// variable when none is set, a value is not a number, the rank is outside the job, or the job has
+// fewer than 2 processes.
 LaunchEnv read_launch_env(const Getenv& getenv);
 
 // The first host of a Slurm node list: "gpu[07-10,12],login1" -> "gpu07".

@@ -111,6 +111,7 @@ const char* task_kind_name(TaskKind k) {
 WireMessage encode(const HelloMsg& m) {
   nlohmann::json body = {{"slots", m.slots}, {"pid", m.pid}};
   if (!m.run_config.empty()) body["run_config"] = m.run_config;
+  if (!m.device.empty()) body["device"] = m.device;
   return encode_message(MessageType::kHello, 0, 0, 0, std::move(body));
 }
 
@@ -241,9 +242,11 @@ Decoded<HelloMsg> decode_hello(const ParsedMessage& p) {
   r.get("slots", m.slots);
   r.get_optional("pid", m.pid);
   r.get_optional("run_config", m.run_config);
+  r.get_optional("device", m.device);
   r.require(m.slots >= 1 && m.slots <= HelloMsg::kMaxSlots,
             fmt::format("slots must be between 1 and {}", HelloMsg::kMaxSlots));
   r.require(m.run_config.size() <= 64, "run_config must be at most 64 characters");
+  r.require(m.device.size() <= 64, "device must be at most 64 characters");
   return r.result(std::move(m));
 }
 

@@ -257,7 +257,12 @@ void Engine::admit_newcomers(const std::function<ClientState()>& state) {
     // dropped one's, and the newcomer takes its index, its clients and their tasks
     drop(place, "was replaced by a process started during the run");
     const Peer& old = peers.at(place);
-    Peer p{n.msg.peer, n.hello.slots, n.hello.pid, old.clients, 0, n.msg.bytes()};
+    Peer p{.identity = n.msg.peer,
+           .slots = n.hello.slots,
+           .pid = n.hello.pid,
+           .device = device_of(n.hello),
+           .clients = old.clients,
+           .bytes_received = n.msg.bytes()};
     p.joined_after_round = int64_t(round);
     log(fmt::format(
         "a client process (pid {}) takes the place of the lost one (pid {}): virtual clients {} "
@@ -372,7 +377,11 @@ void Engine::warn_of_shared_link(const std::vector<uint32_t>& clients) const {
 }
 
 void Engine::add_peer(const Received& r, const HelloMsg& hello) {
-  peers[r.peer] = Peer{r.peer, hello.slots, hello.pid, {}, 0, r.bytes()};
+  peers[r.peer] = Peer{.identity = r.peer,
+                       .slots = hello.slots,
+                       .pid = hello.pid,
+                       .device = device_of(hello),
+                       .bytes_received = r.bytes()};
   order.push_back(r.peer);
   log(fmt::format("client process {} of {} connected ({} slot(s))", peers.size(), s_.processes,
                   hello.slots));
@@ -686,6 +695,10 @@ int Engine::process_index(const std::string& identity) const {
   return it == order.end() ? -1 : int(it - order.begin());
 }
 
+std::string Engine::device_of(const HelloMsg& h) const {
+  return h.device.empty() ? s_.device : h.device;
+}
+
 std::string Engine::hello_refusal(const HelloMsg& h) const {
   if (h.slots > s_.max_slots)  // the config grants slots; a peer may not take more
     return fmt::format(
@@ -736,7 +749,7 @@ std::vector<HostRecord> Engine::host_records() const {
   std::vector<HostRecord> hosts;
   for (const auto& id : order)
     hosts.push_back({peers.at(id).slots, peers.at(id).clients, lost.count(id) > 0,
-                     peers.at(id).joined_after_round});
+                     peers.at(id).joined_after_round, peers.at(id).device});
   return hosts;
 }
 

@@ -37,7 +37,8 @@ struct ClientState {
 struct Peer {
   std::string identity;
   int64_t slots = 1;
-  int64_t pid = 0;  // as its HELLO said (for the log: which process)
+  int64_t pid = 0;     // as its HELLO said (for the log: which process)
+  std::string device;  // what it computes on: its --device, else the run config's
   std::vector<uint32_t> clients;
   uint64_t bytes_sent = 0, bytes_received = 0;
   uint64_t peak_rss_bytes = 0;                // the largest its updates reported
@@ -213,6 +214,8 @@ class Engine {
   // Why a HELLO is refused for what it says ("" when it is not): more slots than max_slots (the
   // config grants slots), or under fedpar launch another config than the job's.
   std::string hello_refusal(const HelloMsg& h) const;
+  // What the process that said `h` computes on: its --device, else the run config's.
+  std::string device_of(const HelloMsg& h) const;
   // Why a parsed reply cannot be kept ("" when it can); fills r.key and r.process.
   std::string check(const CollectSpec& spec, const Collected& so_far, Reply& r) const;
   void throw_if_non_finite(const CollectSpec& spec, const Reply& r) const;

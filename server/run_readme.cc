@@ -194,6 +194,19 @@ std::string aggregation_notes(const RunSpec& s, const std::filesystem::path& dir
   return md;
 }
 
+// " on cpu", " on cuda", " (3 on cuda, 1 on cpu)": what the client processes computed on, as
+// their HELLOs said ("" where no record says).
+std::string devices_of(const std::vector<HostRecord>& hosts) {
+  std::map<std::string, int> n;
+  for (const HostRecord& h : hosts)
+    if (h.device) ++n[*h.device];
+  if (n.empty()) return "";
+  if (n.size() == 1) return " on " + n.begin()->first;
+  std::vector<std::string> parts;
+  for (const auto& [device, count] : n) parts.push_back(fmt::format("{} on {}", count, device));
+  return " (" + fmt::format("{}", fmt::join(parts, ", ")) + ")";
+}
+
 }  // namespace
 
 std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& summary,
@@ -203,9 +216,10 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
   md << fmt::format("# {}\n\n", s.name);
   md << fmt::format(
       "fedpar ran `{}` on {} in the `{}` regime ({} topology): {} virtual client(s) in {} "
-      "client process(es), {} of {} rounds, seed {}.\n\n",
+      "client process(es){}, {} of {} rounds, seed {}.\n\n",
       s.model.name, summary.dataset.value_or(s.data.name), cfg.get_string("regime"), topology,
-      summary.clients, summary.processes, summary.rounds_run, s.rounds, s.seed);
+      summary.clients, summary.processes, devices_of(summary.hosts), summary.rounds_run, s.rounds,
+      s.seed);
   if (summary.final && summary.final->test_accuracy)
     md << fmt::format("- test accuracy {:.2f}% (loss {:.4f}) at round {}\n",
                       100 * *summary.final->test_accuracy, summary.final->test_loss.value_or(0),

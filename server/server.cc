@@ -315,8 +315,10 @@ int run_server(Config cfg, const ServerOptions& opts) {
     if (stop) why += ".";
     // fedpar run starts the clients too; a server started by hand has its clients started anew
     const std::string resume_with =
-        opts.under_fedpar_run
-            ? "fedpar run {0}/config.resolved.toml --resume {0}"
+        opts.under_fedpar_run ? "fedpar run {0}/config.resolved.toml --resume {0}"
+        : opts.under_launch
+            ? "fedpar launch {0}/config.resolved.toml --resume {0} (on every rank, as the job "
+              "started)"
             : "fedpar server --config {0}/config.resolved.toml --resume {0} (and its client "
               "processes, as before)";
     if (const auto kept =

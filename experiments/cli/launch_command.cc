@@ -35,7 +35,7 @@ Action add_launch_command(CLI::App& app) {
   struct Args {
     std::string config;
     std::vector<std::string> sets, flag_sets;
-    std::string device;
+    std::string device, resume;
     double wait_seconds = 300;
     bool quiet = false, no_plots = false;
   };
@@ -44,6 +44,9 @@ Action add_launch_command(CLI::App& app) {
   cmd->add_option("--device", a->device, "the client processes' device: cpu or cuda");
   cmd->add_option("--wait", a->wait_seconds, "seconds a client waits for the server")
       ->capture_default_str();
+  cmd->add_option("--resume", a->resume,
+                  "continue the run whose results folder DIR holds checkpoint.bin (rank 0 reads "
+                  "it; start every rank with the same command)");
   cmd->add_flag("--quiet", a->quiet, "no progress from the server on stderr");
   cmd->add_flag("--no-plots", a->no_plots, kNoPlotsHelp);
   return [a] {
@@ -106,6 +109,7 @@ Action add_launch_command(CLI::App& app) {
     opts.quiet = a->quiet;
     opts.under_launch = true;
     opts.launch_config = run_config_hash(cfg);
+    opts.resume = a->resume;
     if (!a->no_plots) opts.draw_plots = draw_run_plots;
     const int code = run_action("launch", [&] { return run_server(std::move(cfg), opts); });
     // a failed run ends the MPI job (client ranks may be blocked in a sum), its reason printed

@@ -151,6 +151,30 @@ TEST(Launch, EachRankReadsItsOwnConfigAndDataAndOtherConfigsAreRefused) {
   EXPECT_EQ(model_hash(tmp / "res" / "launched"), fedpar_run_hash(tmp));
 }
 
+// A launched job with checkpoints takes more rounds with --resume on every rank, and ends with
+// the bytes of one job of that many rounds.
+TEST(Launch, ResumeGivesAFinishedJobMoreRounds) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << "checkpoint_every = 1\n" << kLaunchRun;
+  const auto job = [&](const std::string& name, const std::string& flags) {
+    const std::string vars =
+        "WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(free_port());
+    const std::string launch = std::string(" timeout 120 ") + FEDPAR_BIN + " launch " +
+                               (tmp / "run.toml").string() +
+                               " --quiet --set results_dir=" + (tmp / "res").string() +
+                               " --set name=" + name + " " + flags;
+    return run_bash(tmp, "pids=()\nfor r in 0 1 2; do\n  RANK=$r " + vars + launch + " 2>" +
+                             (tmp / name).string() + "$r.err &\n  pids+=($!)\ndone\ncode=0\n" +
+                             "for p in \"${pids[@]}\"; do wait $p || code=$?; done\nexit $code\n");
+  };
+  ASSERT_EQ(job("five", ""), 0) << testing::slurp(tmp / "five0.err");
+  ASSERT_EQ(job("seven", "--set rounds=7"), 0) << testing::slurp(tmp / "seven0.err");
+  ASSERT_EQ(job("more", "--set rounds=7 --resume " + (tmp / "res" / "five").string()), 0)
+      << testing::slurp(tmp / "more0.err");
+  EXPECT_NE(model_hash(tmp / "res" / "more"), model_hash(tmp / "res" / "five"));
+  EXPECT_EQ(model_hash(tmp / "res" / "more"), model_hash(tmp / "res" / "seven"));
+}
+
 TEST(Launch, MpirunStartsAWholeExperiment) {
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "Open MPI's mpirun is not installed (scripts/setup.sh installs openmpi-bin)";

@@ -95,12 +95,14 @@ TEST(FedparRun, SupervisesServerAndClientsAndGivesTheSameBytes) {
   EXPECT_NE(readme.find("fedpar ran `logreg` on synthetic-iid in the `model` regime"),
             std::string::npos)
       << readme;
-  EXPECT_NE(readme.find("5 virtual client(s) in 3 client process(es), 3 of 3 rounds"),
+  // what the processes computed on, as their HELLOs said
+  EXPECT_NE(readme.find("5 virtual client(s) in 3 client process(es) on cpu, 3 of 3 rounds"),
             std::string::npos)
       << readme;
   EXPECT_NE(readme.find("final model hash `" + direct.hash + "`"), std::string::npos) << readme;
   // a small run's bytes in kB (in MB they would read 0.0), the summary's count
   const auto summary = nlohmann::json::parse(testing::slurp(tmp / "res/viarun/summary.json"));
+  for (const auto& host : summary.at("hosts")) EXPECT_EQ(host.at("device"), "cpu") << host;
   const uint64_t received = summary.at("final").at("bytes_received_total").get<uint64_t>();
   ASSERT_LT(received, 100'000u);
   EXPECT_NE(readme.find(fmt::format(" {:.1f} kB received at the server's socket by round 3",
