@@ -111,6 +111,8 @@ struct Reference {
                                // training diverged in its first epoch)
   double train_samples = 0;    // an epoch's samples (its summary's train_samples; 0: not said)
   std::string ended;           // "diverged at epoch 1, step 3"; "" when it ran its epochs
+  // its label as the table and plot show it: how it ended beside its name
+  std::string shown() const { return ended.empty() ? label : fmt::format("{} ({})", label, ended); }
 };
 
 Reference read_reference(const std::filesystem::path& dir, const std::string& metric) {
@@ -451,10 +453,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   std::vector<std::filesystem::path> all = dirs;
   for (const Reference& r : references) all.push_back(r.dir);
   const auto labels = labels_of(all);
-  for (size_t i = 0; i < references.size(); ++i)
-    references[i].label =
-        labels[dirs.size() + i] +
-        (references[i].ended.empty() ? "" : fmt::format(" ({})", references[i].ended));
+  for (size_t i = 0; i < references.size(); ++i) references[i].label = labels[dirs.size() + i];
   std::vector<Compared> runs;
   std::vector<std::string> clocks;
   for (size_t i = 0; i < dirs.size(); ++i) {
@@ -603,7 +602,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     table << fmt::format(
                  "| {} (centralized, `fedpar train`) |{}{} {} epoch(s) | {} | {} (epoch "
                  "{}) |",
-                 r.label, any_differ ? " - |" : "", emds_differ ? " - |" : "", r.y.size(),
+                 r.shown(), any_differ ? " - |" : "", emds_differ ? " - |" : "", r.epoch.back(),
                  value(r.y.back()), value(r.y[b]), r.epoch[b])
           << (by_round ? "" : samples_after(r, r.y.size() - 1));
     if (o.target > 0) {  // the first epoch at the target
@@ -620,6 +619,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
                     {"final", r.y.back()},
                     {"best", r.y[b]},
                     {"best_epoch", r.epoch[b]}});
+    if (!r.ended.empty()) rows.back()["ended"] = r.ended;
   }
 
   ResultsDir out(o.out.parent_path().empty() ? "." : o.out.parent_path(),
@@ -640,11 +640,11 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     if (o.x == "samples" && r.train_samples > 0) {  // its epochs' samples: a curve of its own
       std::vector<double> xs;
       for (size_t k = 0; k < r.y.size(); ++k) xs.push_back(double(r.epoch[k]) * r.train_samples);
-      plot.series.push_back({r.label + " (centralized, by epoch)", xs, r.y, {}, {}});
+      plot.series.push_back({r.shown() + " (centralized, by epoch)", xs, r.y, {}, {}});
       continue;
     }
     plot.series.push_back(
-        {r.label + " (centralized, final)", {x_lo, x_hi}, {r.y.back(), r.y.back()}, {}, {}});
+        {r.shown() + " (centralized, final)", {x_lo, x_hi}, {r.y.back(), r.y.back()}, {}, {}});
   }
   const std::string svg = fmt::format("{}-vs-{}.svg", o.metric, o.x);
   std::string why;

@@ -96,10 +96,13 @@ LaunchEnv read_launch_env(const Getenv& getenv) {
         "OMPI_COMM_WORLD_RANK and _SIZE, or SLURM_PROCID and SLURM_NTASKS): start it under "
         "mpirun -n N, srun or with those variables; on one machine, fedpar run starts every "
         "process itself");
-  // srun starts rank 0 on its step's first node, which need not be the allocation's first (a
-  // step on part of it); mpirun runs rank 0 where it runs, the allocation's first node, and its
-  // other nodes' ranks see the step of mpirun's daemons, which leaves that node out
-  const char* step = env.launcher == "Slurm" ? getenv("SLURM_STEP_NODELIST") : nullptr;
+  // srun starts rank 0 on its step's first node (block distribution, the default), which need
+  // not be the allocation's first (a step on part of it); mpirun runs rank 0 where it runs, the
+  // allocation's first node, and its other nodes' ranks see the step of mpirun's daemons, which
+  // leaves that node out
+  // (srun's tasks have SLURM_PROCID; mpirun's ranks OMPI's variables, whatever else is set)
+  const bool srun = getenv("SLURM_PROCID") && !getenv("OMPI_COMM_WORLD_RANK");
+  const char* step = srun ? getenv("SLURM_STEP_NODELIST") : nullptr;
   if (const char* addr = getenv("MASTER_ADDR"); addr && *addr) {
     env.server_host = addr;
     env.host_from = "MASTER_ADDR";

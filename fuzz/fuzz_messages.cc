@@ -84,6 +84,8 @@ std::vector<std::string> fedpar_fuzz_seeds() {
   };
   const Envelope e{.client = 1, .run = 2, .round = 3};
   add(encode(HelloMsg{.slots = 2, .pid = 77}), 0, 0);
+  add(encode(HelloMsg{.slots = 1, .pid = 78, .run_config = "0123456789abcdef", .device = "cuda"}),
+      0, 0);
   const std::vector<float> control(3, 0.5f);
   add(encode(WelcomeMsg{.config_toml = "rounds = 3\n[partition]\nclients = 2\n",
                         .clients = {0, 1},

@@ -317,8 +317,8 @@ int run_server(Config cfg, const ServerOptions& opts) {
     const std::string resume_with =
         opts.under_fedpar_run ? "fedpar run {0}/config.resolved.toml --resume {0}"
         : opts.under_launch
-            ? "fedpar launch {0}/config.resolved.toml --resume {0} (on every rank, as the job "
-              "started)"
+            ? "fedpar launch CONFIG ... --resume {0} (the job's own command on every rank, "
+              "with --resume added)"
             : "fedpar server --config {0}/config.resolved.toml --resume {0} (and its client "
               "processes, as before)";
     if (const auto kept =

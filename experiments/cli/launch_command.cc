@@ -62,6 +62,8 @@ Action add_launch_command(CLI::App& app) {
     Config cfg = make_run_config();
     cfg.merge_file(a->config);
     cfg.set_all(flags_then_sets(a->flag_sets, a->sets));
+    const int64_t config_processes = cfg.get_int("processes");
+    cfg.set("processes", std::to_string(env.world_size - 1));  // the job's size sets it
     const RunSpec mine = resolve_run_spec(cfg);
     // Under an MPI launcher every rank joins MPI, whatever the backend.
     std::optional<MpiJob> mpi;
@@ -89,10 +91,8 @@ Action add_launch_command(CLI::App& app) {
                    env.rank);
       return code == kExitEndedByServer ? 0 : code;
     }
-    const int config_processes = mine.processes;
-    cfg.set("processes", std::to_string(env.world_size - 1));
     cfg.set("bind", server_bind_endpoint(env));
-    if (resolve_run_spec(cfg).security.on())
+    if (mine.security.on())
       throw Error(
           "[security] needs a key pair per client process; start the processes "
           "with fedpar server and fedpar client --key (docs/distributed.md)");

@@ -467,11 +467,16 @@ TEST(Compare, ATrainFolderIsTheCentralizedBaseline) {
               " " + (tmp / "base/div").string() + " --out " + (tmp / "div-cmp").string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find(fmt::format("| div (diverged at epoch 1, step {}) (centralized, `fedpar "
-                                   "train`) | 1 epoch(s) |",
+                                   "train`) | 0 epoch(s) |",
                                    div["diverged_at"]["step"].get<int>())),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("(epoch 0) |"), std::string::npos) << r.out;
+  const auto row = nlohmann::json::parse(testing::slurp(tmp / "div-cmp/compare.json"))["runs"][1];
+  EXPECT_EQ(row["run"], "div") << row;  // the name, as tools read it; how it ended beside it
+  EXPECT_EQ(row["ended"],
+            fmt::format("diverged at epoch 1, step {}", div["diverged_at"]["step"].get<int>()))
+      << row;
 }
 
 TEST(Compare, RefusesWhatIsNotADistributedRunsFolder) {

@@ -223,6 +223,7 @@ TEST(Async, ReplayReproducesTheRunBitForBitFromItsLog) {
   // the run's plot of its staleness by round: the mean's block, then the max's, a line a round
   const std::string dat =
       testing::slurp(tmp / "res" / "async" / "plots" / "staleness-vs-round.svg.dat");
+  ASSERT_NE(dat.find("# max"), std::string::npos) << dat;
   const std::string max_block = dat.substr(dat.find("# max"));
   for (const auto& round : rec)
     EXPECT_NE(max_block.find(fmt::format("\n{} {}\n", round["round"].get<int>(),

@@ -143,6 +143,26 @@ TEST(RunSpecAllReduceBackend, TheZmqRingByDefaultMpiWhereItCanSum) {
 }
 
 // Values a config can hold but a run cannot use: refused by key, before anything starts.
+// fedpar launch's ranks compare configs by this hash: the same settings in any order give the
+// same, whatever says where a run happens or where a node keeps its data; any setting of what is
+// computed changes it.
+TEST(RunConfigHash, NamesWhatARunComputesNotWhereItRuns) {
+  const auto hash = [](const std::vector<std::string>& sets) {
+    Config c = make_run_config();
+    c.set_all(sets);
+    return run_config_hash(c);
+  };
+  const std::string base = hash({"rounds=7", "partition.clients=4"});
+  EXPECT_EQ(hash({"partition.clients=4", "rounds=7"}), base);
+  EXPECT_EQ(hash({"rounds=7", "partition.clients=4", "data.dir=/scratch/node3", "device=cuda",
+                  "processes=9", "bind=tcp://*:6000", "name=other", "results_dir=/tmp/r"}),
+            base);
+  EXPECT_NE(hash({"rounds=8", "partition.clients=4"}), base);
+  EXPECT_NE(hash({"rounds=7", "partition.clients=4", "threads=2"}), base);  // other bits
+  EXPECT_NE(hash({"rounds=7", "partition.clients=4", "local.steps=3"}), base);
+  EXPECT_EQ(base.size(), 16u);
+}
+
 TEST(RunSpecValues, OutOfRangeAndNonFiniteValuesAreRefusedByKey) {
   EXPECT_NE(refusal({"partition.clients=4294967300"})
                 .find("config key 'partition.clients' = 4294967300 is out of range"),

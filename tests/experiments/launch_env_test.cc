@@ -81,6 +81,10 @@ TEST(LaunchEnv, TheServersHostComesFromMasterAddrThenTheNodeListThenLoopback) {
   mpi.erase("SLURM_PROCID"), mpi.erase("SLURM_NTASKS");
   mpi["OMPI_COMM_WORLD_RANK"] = "3", mpi["OMPI_COMM_WORLD_SIZE"] = "8";
   EXPECT_EQ(read(mpi).server_host, "gpu07");
+  // a job script under srun that exports RANK and WORLD_SIZE is still srun's step
+  auto script = vars;
+  script["RANK"] = "1", script["WORLD_SIZE"] = "8";
+  EXPECT_EQ(read(script).server_host, "gpu08");
   vars["MASTER_ADDR"] = "10.1.2.3";
   vars["MASTER_PORT"] = "6001";
   EXPECT_EQ(read(vars).server_host, "10.1.2.3");

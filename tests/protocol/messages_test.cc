@@ -137,6 +137,11 @@ TEST(Messages, WelcomeAndHelloAndRingRoundTrip) {
             "WELCOME lists a client twice");
   EXPECT_EQ(std::get<HelloMsg>(decode_hello(wire(encode(HelloMsg{.slots = 3, .pid = 9})))).slots,
             3);
+  // fedpar launch's ranks name their config and device; an older client names neither
+  const auto hb = std::get<HelloMsg>(decode_hello(wire(
+      encode(HelloMsg{.slots = 1, .pid = 9, .run_config = "0123456789abcdef", .device = "cuda"}))));
+  EXPECT_EQ(hb.run_config, "0123456789abcdef");
+  EXPECT_EQ(hb.device, "cuda");
   const auto ra = std::get<RingAssignmentMsg>(
       decode_ring_assignment(wire(encode(RingAssignmentMsg{1, 3, "tcp://x:1"}, {}))));
   EXPECT_EQ(ra.next, "tcp://x:1");
@@ -244,6 +249,11 @@ TEST(Messages, BadFieldsAreNamed) {
             "field 'slots' has the wrong type");
   EXPECT_EQ(reason(decode_hello(raw(MessageType::kTask, {{"slots", 1}}))),
             "expected HELLO, got TASK");
+  EXPECT_EQ(reason(decode_hello(raw(MessageType::kHello, {{"slots", 1}, {"device", "tpu"}}))),
+            "device must be cpu or cuda");
+  EXPECT_EQ(reason(decode_hello(
+                raw(MessageType::kHello, {{"slots", 1}, {"run_config", std::string(65, 'a')}}))),
+            "run_config must be at most 64 characters");
   EXPECT_NE(reason(decode_task(raw(MessageType::kTask,
                                    {{"kind", "sideways"}, {"clients", {0}}, {"batch", 0}})))
                 .find("names no task kind ('sideways'"),
