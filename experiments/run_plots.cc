@@ -30,14 +30,17 @@ std::string draw_run_plots(const std::filesystem::path& run_dir, const std::stri
         {"train-loss-vs-round.svg", "global train loss", c.train_round, c.global_train_loss, true});
   const bool clients = c.client_round.size() >= kRunPlotMinPoints;       // eval_clients
   const bool staleness = c.staleness_round.size() >= kRunPlotMinPoints;  // async
-  if (drawn.empty() && !clients && !staleness)
-    return fmt::format(
-        "(no plots: {} evaluated round(s), and a run's own curves start at {}; `eval_every` sets "
-        "which rounds are evaluated; without a test set, only eval_train or eval_clients = true "
-        "evaluates)\n\n",
-        std::max({c.round.size(), c.train_round.size(), c.client_round.size()}), kRunPlotMinPoints);
+  // too few evaluations for the curves of the model's scores (an async run's staleness, every
+  // round's, may still be drawn)
+  const std::string too_few = fmt::format(
+      "(no {}plots: {} evaluated round(s), and a run's own curves start at {}; `eval_every` sets "
+      "which rounds are evaluated; without a test set, only eval_train or eval_clients = true "
+      "evaluates)\n\n",
+      staleness ? "accuracy or loss " : "",
+      std::max({c.round.size(), c.train_round.size(), c.client_round.size()}), kRunPlotMinPoints);
+  if (drawn.empty() && !clients && !staleness) return too_few;
   std::filesystem::create_directories(run_dir / "plots");
-  std::string md;
+  std::string md = drawn.empty() && !clients ? too_few : "";
   const auto draw = [&](const char* file, const std::string& what, const LinePlot& plot) {
     std::string why;  // the data and script stay: gnuplot, once installed, draws them there
     md +=

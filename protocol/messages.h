@@ -42,8 +42,8 @@ struct HelloMsg {
   // fedpar launch: run_config_hash of the config this rank was started with, so that a rank of
   // another job (or started with other flags) is refused, not taken in; "" otherwise
   std::string run_config;
-  std::string device;  // cpu | cuda: what the process computes on when its command says
-                       // (--device); "" leaves it to the run config's `device`
+  std::string device;  // what the process computes on when its command says (--device: cpu,
+                       // cuda); "" leaves it to the run config's `device`
   static constexpr int64_t kMaxSlots = 1000000;
 };
 
