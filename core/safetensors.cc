@@ -128,9 +128,10 @@ std::vector<float> load_params(const TensorFile& file, const fs::path& path,
   }
   // a file with more tensors was saved for a larger model whose first layers fit this one's
   std::vector<std::string> extra;
-  for (const auto& [name, t] : file.tensors)
-    if (std::ranges::none_of(layout.views(), [&](const auto& v) { return v.name == name; }))
-      extra.push_back(name);
+  for (const auto& tensor :
+       file.tensors)  // (a structured binding: no lambda captures it in clang 14)
+    if (std::ranges::none_of(layout.views(), [&](const auto& v) { return v.name == tensor.first; }))
+      extra.push_back(tensor.first);
   if (!extra.empty())
     throw Error(fmt::format(
         "{}: holds tensor(s) the model does not have: {} (it was saved for another model, or "
