@@ -344,7 +344,7 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
       "suffix, `-2`, `-3`, ...){4}:\n\n"
       "```sh\n{1} run {0}{5}   # a server and the config's client processes here\n```\n\n"
       "Across machines: `{1} server --config {0} --set bind=tcp://0.0.0.0:PORT` here, and "
-      "`fedpar client --server tcp://HOST:PORT{2}` on each client host{3}.\n\n",
+      "`fedpar client --server tcp://HOST:PORT{2}` on each client host{3}.{6}\n\n",
       config, fedpar, s.security.on() ? " --key NAME.key --server-key SERVER.pub" : "",
       s.security.on() ? fmt::format(" (NAME.key its key pair, whose NAME.pub is in {}; "
                                     "SERVER.pub the server's public key: docs/distributed.md)",
@@ -354,7 +354,12 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
                              "writes the new run to ./results instead, not beside this one",
                              s.results_dir)
                : "",
-      absolute ? " --set results_dir=results" : "");
+      absolute ? " --set results_dir=results" : "",
+      s.security.on()  // launch has no per-process keys
+          ? ""
+          : fmt::format(" Under a cluster's launcher (mpirun, srun, the torchrun variables): `{} "
+                        "launch {}` on every rank (docs/cluster.md).",
+                        fedpar, config));
   md << (s.regime == Regime::kAsync
              ? "An asynchronous run applies updates in their arrival order, which no seed fixes: "
                "a new run ends elsewhere, and `fedpar replay` recomputes this one's bytes from "

@@ -102,8 +102,13 @@ TEST(Launch, ProcessesWithTheTorchrunVariablesMakeTheRunFedparRunMakes) {
       << client;
   EXPECT_EQ(model_hash(tmp / "res" / "launched"), fedpar_run_hash(tmp));
   // its five evaluated rounds drawn as fedpar run draws them (or, without gnuplot, how to)
-  EXPECT_NE(testing::slurp(tmp / "res/launched/README.md").find("accuracy-vs-round.svg"),
-            std::string::npos);
+  const std::string readme = testing::slurp(tmp / "res/launched/README.md");
+  EXPECT_NE(readme.find("accuracy-vs-round.svg"), std::string::npos);
+  // and it says how to run it again as it ran
+  EXPECT_NE(readme.find(" launch " + (tmp / "res/launched/config.resolved.toml").string() +
+                        "` on every rank"),
+            std::string::npos)
+      << readme;
 }
 
 // Every rank reads the config given to it: a rank of another config (another job on the same
