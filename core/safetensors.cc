@@ -128,8 +128,8 @@ std::vector<float> load_params(const TensorFile& file, const fs::path& path,
   }
   // a file with more tensors was saved for a larger model whose first layers fit this one's
   std::vector<std::string> extra;
-  for (const auto& tensor :
-       file.tensors)  // (a structured binding: no lambda captures it in clang 14)
+  // (no structured binding: clang 14, the fuzz build's, lets no lambda capture one)
+  for (const auto& tensor : file.tensors)
     if (std::ranges::none_of(layout.views(), [&](const auto& v) { return v.name == tensor.first; }))
       extra.push_back(tensor.first);
   if (!extra.empty())
