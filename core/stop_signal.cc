@@ -63,6 +63,8 @@ void throw_if_stopped() {
   if (const int sig = g_stop_signal) throw Interrupted(sig);
 }
 
+bool stop_requested() { return g_stop_signal != 0; }
+
 std::string signal_name(int signal) {
   switch (signal) {
     case SIGINT:

@@ -35,6 +35,7 @@ void install_stop_handlers();
 // write "WHO: stopped by SIGTERM" to stderr and die of the signal, exit code 128 + it as before.
 void install_last_words(const std::string& who);
 void throw_if_stopped();
+bool stop_requested();  // a stop signal arrived (what throw_if_stopped would throw on)
 std::string signal_name(int signal);  // "SIGINT", or "signal 42"
 
 }  // namespace fedpar

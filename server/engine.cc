@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "core/check.h"
+#include "core/stop_signal.h"
 
 namespace fedpar {
 
@@ -70,7 +71,9 @@ bool Engine::send(const std::string& peer, const WireMessage& m) {
     if (it != peers.end()) it->second.bytes_sent += bytes, unreachable_.erase(peer);
     return true;
   } catch (const PeerUnreachable& e) {
-    if (it != peers.end() && unreachable_.insert(peer).second && !stopping_)
+    // a process gone while the run stops (fedpar run signals every process at once, so a
+    // round's send may meet a client stopped before the server saw its own signal) is not news
+    if (it != peers.end() && unreachable_.insert(peer).second && !stopping_ && !stop_requested())
       log(
           fmt::format("the process of virtual clients {} cannot be reached ({}): what is sent to "
                       "it is lost until it can",
