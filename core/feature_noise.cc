@@ -11,9 +11,9 @@ double feature_noise_level(const PartitionParams& p, uint32_t client, size_t cli
 }
 
 void add_feature_noise(std::vector<float>& x, size_t dim, uint32_t client, double noise,
-                       std::span<const uint32_t> indices, uint64_t seed) {
+                       std::span<const uint32_t> indices, uint64_t seed, NoisePart part) {
   if (noise == 0.0) return;
-  Rng rng(seed, "feature-noise", client);
+  Rng rng(seed, "feature-noise", client, uint32_t(part));
   for (uint32_t i : indices)
     for (size_t j = 0; j < dim; ++j) x[size_t(i) * dim + j] += float(noise * rng.normal());
 }

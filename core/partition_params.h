@@ -20,6 +20,9 @@ struct PartitionParams {
   std::string sizes = "dirichlet";  // iid-quantity: dirichlet | lognormal
   double sigma = 1.0;  // iid-quantity lognormal: std of log sizes; feature-noise: max std
   int min_size = 10;   // dirichlet-classes, iid-quantity: samples per client at least
+  // Every scheme: the share of each client's samples held out of its training, for scoring the
+  // model on data the client has but never trained on (eval_clients; LEAF's per-user split).
+  double holdout = 0.0;
 };
 
 // The schemes partitioners/ implements (partition.h).

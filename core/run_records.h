@@ -63,8 +63,9 @@ struct RoundRecord {
   std::optional<double> test_loss, test_accuracy;  // evaluated rounds
   // eval_train: the server's model on the whole training set (train_loss is the clients' steps')
   std::optional<double> global_train_loss, global_train_accuracy;
-  // eval_clients: the server's model on each client's own shard, one value per client in id
-  // order (core/client_spread.h summarizes them)
+  // eval_clients: the server's model on each client's own samples (its held-out ones under
+  // partition.holdout, else its training shard), one value per client in id order
+  // (core/client_spread.h summarizes them)
   std::optional<std::vector<double>> client_accuracy, client_loss;
   // the synchronous topologies
   std::optional<uint64_t> participants, received;
@@ -139,6 +140,9 @@ struct RunSummary {
   std::optional<std::vector<std::string>> earlier_commits;
   // model.init_from: the hash of the parameters the run started from (absent: a random init)
   std::optional<std::string> init_hash;
+  // eval_clients with partition.holdout: the share of each client's samples held out of its
+  // training, which client_accuracy scores (absent: it scores the clients' training shards)
+  std::optional<double> client_holdout;
 };
 
 // In the order the fields are listed (round first), then schema and kind.

@@ -44,8 +44,9 @@ start_wait_seconds = 0.0 # for the processes to say HELLO and load their data; 0
 eval_every = 1           # rounds between test-set evaluations
 eval_train = false       # evaluated rounds also score the server's model on the whole training set
                          # (global_train_loss; train_loss is what the clients' steps saw)
-eval_clients = false     # evaluated rounds also score it on each client's own shard: client_accuracy,
-                         # its spread over the clients (mean, worst 10%, min) in the log and README
+eval_clients = false     # evaluated rounds also score it on each client's own samples (its shard, or
+                         # its partition.holdout share): client_accuracy, its spread over the
+                         # clients (mean, worst 10%, min) in the log and README
 checkpoint_every = 0     # > 0: checkpoint.bin in the results folder every r rounds (fedpar run --resume)
 stop_at_accuracy = 0.0   # end the run once test accuracy (0..1) reaches this; 0 = all rounds
 weighting = "samples"    # samples (n_k / n) | uniform (1 / K)
@@ -68,6 +69,8 @@ beta = 0.5               # dirichlet-classes: each class over clients ~ Dir(beta
 min_size = 10
 sizes = "dirichlet"      # iid-quantity: dirichlet (beta) | lognormal (sigma)
 sigma = 1.0              # iid-quantity lognormal: std of log sizes; feature-noise: the last client's noise std
+holdout = 0.0            # every scheme: share of each client's samples kept out of its training, which
+                         # eval_clients scores (each client's accuracy on data it never trained on)
 
 [local]                  # model regime
 steps = 1                # local SGD steps per round (when epochs = 0)
@@ -638,6 +641,11 @@ PartitionParams resolve_partition_params(const Config& c, uint64_t seed) {
   p.min_size = c.get_int32("partition.min_size");
   p.sizes = c.get_string("partition.sizes");
   p.sigma = c.get_float("partition.sigma");
+  p.holdout = c.get_float("partition.holdout");
+  require(p.holdout >= 0 && p.holdout < 1,
+          fmt::format("partition.holdout is the share of each client's samples kept out of its "
+                      "training, 0 <= holdout < 1, got {}",
+                      p.holdout));
   return p;
 }
 
@@ -687,6 +695,12 @@ std::vector<std::string> run_warnings(const Config& c, const RunSpec& s) {
         "updates comes in time is dropped after drop_after_missed_rounds = {} such rounds in a "
         "row (processes = {} gives each client its own)",
         s.partition.clients, s.processes, s.drop_after_missed_rounds, s.partition.clients));
+  if (s.partition.holdout > 0 && !s.eval_clients)
+    out.push_back(fmt::format(
+        "partition.holdout = {:g} keeps that share of each client's samples out of its training, "
+        "and only eval_clients = true scores the model on them: set it to follow each client's "
+        "accuracy on data it never trained on",
+        s.partition.holdout));
   if (s.data.name == "csv" && s.data.csv_test.empty())
     out.push_back(
         "data.csv_test is not set: the run trains without a test evaluation (no test accuracy in "

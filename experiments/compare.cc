@@ -65,7 +65,7 @@ Axis metric_axis(const std::string& m) {
   if (m == "train-loss")
     return {"global train loss (the model on the training set)", train_loss_of};
   if (m == "client-worst10")
-    return {"worst 10% of clients' accuracy on their own shards (%)", client_worst10_of};
+    return {"worst 10% of clients' accuracy on their own samples (%)", client_worst10_of};
   throw Error(
       fmt::format("--metric must be accuracy, loss, train-loss or client-worst10, got '{}'", m));
 }

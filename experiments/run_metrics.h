@@ -18,7 +18,7 @@ struct RunCurves {
   // eval_train: the model on the training set at the rounds in train_round (else both empty);
   // they are the rounds above unless the run has no test set
   std::vector<double> global_train_loss, train_round;
-  // eval_clients: how the clients' accuracies on their own shards spread (percent; mean over
+  // eval_clients: how the clients' accuracies on their own samples spread (percent; mean over
   // clients, the mean of the worst 10%, the lowest, the highest) at the rounds in client_round
   std::vector<double> client_mean, client_worst10, client_min, client_max, client_round;
   // async: the staleness of the round's applied updates (mean and max), every round

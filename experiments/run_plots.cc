@@ -57,8 +57,8 @@ std::string draw_run_plots(const std::filesystem::path& run_dir, const std::stri
           .log_y = d.log_y,
           .series = {{name, d.x, d.y, {}, {}}}});
   if (clients)
-    draw("client-accuracy-vs-round.svg", "clients' accuracy on their own shards",
-         {.title = fmt::format("clients' accuracy on their own shards by round: {}\n(the band: "
+    draw("client-accuracy-vs-round.svg", "clients' accuracy on their own samples",
+         {.title = fmt::format("clients' accuracy on their own samples by round: {}\n(the band: "
                                "lowest to highest client)",
                                name),
           .xlabel = "round",

@@ -448,7 +448,9 @@ std::optional<SuiteRun> run_instance(const Instance& in, const std::filesystem::
   r.overrides = shown_overrides(in);
   r.reference = in.reference;
   r.curves = read_curves(dir);
-  r.diverged_at_round = read_run_summary(dir).diverged_at_round;
+  const RunSummary summary = read_run_summary(dir);
+  r.diverged_at_round = summary.diverged_at_round;
+  r.client_holdout = summary.client_holdout;
   r.accounting = read_accounting(dir);
   r.traffic = read_traffic(dir);
   r.delay = read_delay_rounds(dir);
@@ -541,8 +543,9 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
   if (const std::string grid = grid_table(results, target); !grid.empty())
     report << "### Best of each learning-rate grid\n\n" << grid << "\n";
   if (const std::string clients = clients_table(results); !clients.empty())
-    report << "### Clients' accuracy on their own shards\n\nWith `eval_clients = true` the server "
-              "scores its model on each client's training shard at the evaluated rounds "
+    report << "### Clients' accuracy on their own samples\n\nWith `eval_clients = true` the server "
+              "scores its model on each client's own samples at the evaluated rounds (its "
+              "training shard, or with `partition.holdout` the share it held out of training) "
               "(docs/metrics.md): the mean over clients counts each once; the worst 10% is the "
               "mean of the lowest tenth (q-FFL's). A test accuracy close to the clients' mean can "
               "hide clients the model serves badly.\n\n"

@@ -270,17 +270,26 @@ std::string divergence_table(const std::vector<SuiteRun>& runs) {
 
 std::string clients_table(const std::vector<SuiteRun>& runs) {
   std::ostringstream t;
+  // which samples scored the clients, where some run held samples out (partition.holdout)
+  const bool holdout = std::any_of(runs.begin(), runs.end(),
+                                   [](const SuiteRun& r) { return r.client_holdout.has_value(); });
   for (const auto& r : runs) {
     const auto& c = r.curves;
     if (c.client_round.empty()) continue;
     if (t.tellp() == 0)
-      t << "| run | median EMD | round | test accuracy | clients' mean | worst 10% | lowest | "
-           "highest |\n|---|---|---|---|---|---|---|---|\n";
+      t << fmt::format(
+          "| run | median EMD |{} round | test accuracy | clients' mean | worst 10% | lowest | "
+          "highest |\n|---|---|{}---|---|---|---|---|---|\n",
+          holdout ? " scored on |" : "", holdout ? "---|" : "");
     // the test accuracy of the same round, where it was evaluated
     const auto at = std::find(c.round.begin(), c.round.end(), c.client_round.back());
     t << fmt::format(
-        "| {} | {:.3f} | {:.0f} | {} | {:.2f}% | {:.2f}% | {:.2f}% | {:.2f}% |\n", r.label,
-        r.median_emd, c.client_round.back(),
+        "| {} | {:.3f} |{} {:.0f} | {} | {:.2f}% | {:.2f}% | {:.2f}% | {:.2f}% |\n", r.label,
+        r.median_emd,
+        !holdout           ? ""
+        : r.client_holdout ? fmt::format(" held-out {:g}% |", 100 * *r.client_holdout)
+                           : " training shard |",
+        c.client_round.back(),
         at == c.round.end() ? "-"
                             : fmt::format("{:.2f}%", c.accuracy[size_t(at - c.round.begin())]),
         c.client_mean.back(), c.client_worst10.back(), c.client_min.back(), c.client_max.back());
@@ -343,7 +352,7 @@ std::string draw_suite_plots(const std::vector<SuiteRun>& runs, const std::strin
          true, "Runs without local drift (K = 1: exactly 0) are not drawn on the log scale."});
   if (clients)
     specs.push_back({"client-worst10-vs-round.svg",
-                     "worst 10% of clients: their accuracy on their own shards" + band, "round",
+                     "worst 10% of clients: their accuracy on their own samples" + band, "round",
                      "accuracy of the worst 10% of clients (%)", client_round, worst10});
   if (divergence)
     specs.push_back({"weight-divergence-vs-round.svg",
@@ -416,6 +425,7 @@ nlohmann::json run_json(const SuiteRun& r, double target) {
                              {"worst10", c.client_worst10},
                              {"lowest", c.client_min},
                              {"highest", c.client_max}};
+  if (r.client_holdout) j["clients_accuracy"]["holdout"] = *r.client_holdout;
   if (!r.reference.empty())
     j["divergence"] = {{"reference", r.reference},
                        {"round", r.divergence.round},

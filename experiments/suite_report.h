@@ -21,6 +21,7 @@ struct SuiteRun {
   std::optional<int64_t> diverged_at_round;  // the run ended there: an update held NaN or Inf
   size_t clients = 0;
   double median_emd = 0;
+  std::optional<double> client_holdout;  // eval_clients scored held-out samples (summary.json's)
   RunCurves curves;
   RunAccounting accounting;
   RunTraffic traffic;
@@ -51,7 +52,7 @@ std::string traffic_table(const std::vector<SuiteRun>& runs);
 // Weight divergence from each pair's reference at the first, middle and last saved round, and,
 // where the runs logged it (diagnostics.drift), the median over rounds of their drift.
 std::string divergence_table(const std::vector<SuiteRun>& runs);
-// eval_clients: each run's clients' accuracy on their own shards at its last evaluated round
+// eval_clients: each run's clients' accuracy on their own samples at its last evaluated round
 // (mean over clients, worst 10%, lowest, highest) beside its test accuracy; "" when no run has it.
 std::string clients_table(const std::vector<SuiteRun>& runs);
 

@@ -19,6 +19,12 @@ size_t Manifest::assigned() const {
   return n;
 }
 
+size_t Manifest::held_out() const {
+  size_t n = 0;
+  for (const auto& c : clients) n += c.held_out.size();
+  return n;
+}
+
 namespace {
 
 uint64_t manifest_hash(const Manifest& m) {
@@ -30,6 +36,10 @@ uint64_t manifest_hash(const Manifest& m) {
     h = hash_bytes(meta, sizeof(meta), h);
     h = hash_bytes(&c.noise, sizeof(c.noise), h);
     h = hash_bytes(c.indices.data(), c.indices.size() * sizeof(uint32_t), h);
+    if (c.held_out.empty()) continue;  // so a manifest without holdout keeps its hash
+    const uint64_t held = c.held_out.size();
+    h = hash_bytes(&held, sizeof(held), h);
+    h = hash_bytes(c.held_out.data(), c.held_out.size() * sizeof(uint32_t), h);
   }
   return h;
 }
@@ -39,6 +49,7 @@ uint64_t manifest_hash(const Manifest& m) {
 void Manifest::finalize(const std::vector<int32_t>& labels, int num_classes) {
   for (auto& c : clients) {
     std::sort(c.indices.begin(), c.indices.end());
+    std::sort(c.held_out.begin(), c.held_out.end());
     c.label_histogram.assign(size_t(num_classes), 0);
     for (uint32_t i : c.indices) ++c.label_histogram[size_t(labels[i])];
   }
@@ -53,6 +64,7 @@ nlohmann::json to_json(const Manifest& m) {
                          {"label_histogram", c.label_histogram},
                          {"indices", c.indices}};
     if (c.noise != 0.0) jc["noise"] = c.noise;
+    if (!c.held_out.empty()) jc["held_out"] = c.held_out;
     clients.push_back(std::move(jc));
   }
   return {{"format", "fedpar-manifest"},
@@ -83,13 +95,16 @@ Manifest manifest_from_json(const nlohmann::json& j, size_t dataset_size) {
       c.indices = json_integers<uint32_t>(jc.at("indices"), "a client's indices");
       c.label_histogram = json_integers<int64_t>(jc.at("label_histogram"), "a label histogram");
       c.noise = jc.value("noise", 0.0);
-      for (uint32_t i : c.indices) {
-        if (i >= dataset_size)
-          throw Error(fmt::format("client {}: index {} is outside the dataset ({} samples)", c.id,
-                                  i, dataset_size));
-        if (seen[i]) throw Error(fmt::format("sample {} is assigned twice", i));
-        seen[i] = true;
-      }
+      if (jc.contains("held_out"))
+        c.held_out = json_integers<uint32_t>(jc.at("held_out"), "a client's held-out indices");
+      for (const auto* part : {&c.indices, &c.held_out})
+        for (uint32_t i : *part) {
+          if (i >= dataset_size)
+            throw Error(fmt::format("client {}: index {} is outside the dataset ({} samples)", c.id,
+                                    i, dataset_size));
+          if (seen[i]) throw Error(fmt::format("sample {} is assigned twice", i));
+          seen[i] = true;
+        }
       m.clients.push_back(std::move(c));
     }
     m.hash = j.at("hash").get<std::string>();

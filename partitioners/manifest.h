@@ -15,8 +15,9 @@ namespace fedpar {
 
 struct ClientShard {
   uint32_t id = 0;
-  std::vector<uint32_t> indices;         // into the training set, ascending
-  std::vector<int64_t> label_histogram;  // samples per label
+  std::vector<uint32_t> indices;         // into the training set, ascending: what it trains on
+  std::vector<int64_t> label_histogram;  // samples per label (of indices)
+  std::vector<uint32_t> held_out;        // partition.holdout: its samples kept out of training
   double noise = 0.0;                    // feature-noise scheme: std of the Gaussian noise added
 };
 
@@ -31,7 +32,8 @@ struct Manifest {
   // neither hashed nor written (a manifest read back has none).
   std::vector<std::string> notes;
 
-  size_t assigned() const;  // total samples held by all clients
+  size_t assigned() const;  // total samples the clients train on
+  size_t held_out() const;  // total samples partition.holdout kept out of their training
   // Sorts each client's indices, fills histograms from `labels`, and computes the hash.
   void finalize(const std::vector<int32_t>& labels, int num_classes);
 };

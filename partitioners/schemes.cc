@@ -287,7 +287,25 @@ nlohmann::json params_json(const PartitionParams& p, size_t clients) {
     if (k == "sizes") j[k] = p.sizes;
     if (k == "sigma") j[k] = p.sigma;
   }
+  if (p.holdout > 0) j["holdout"] = p.holdout;  // absent at 0: earlier manifests keep their hash
   return j;
+}
+
+// partition.holdout: a uniform share of each client's samples, round(holdout x n) but at least
+// one and never all, from stream (seed, "holdout", client), moves to its held-out set.
+void hold_out(std::vector<uint32_t>& own, std::vector<uint32_t>& held, uint32_t client,
+              const PartitionParams& p) {
+  require(own.size() >= 2,
+          fmt::format("partition.holdout = {} needs two samples per client (one to train on, one "
+                      "to hold out), but client {} has {}: lower partition.clients or choose a "
+                      "scheme that gives every client more",
+                      p.holdout, client, own.size()));
+  const size_t k =
+      std::clamp<size_t>(size_t(std::lround(p.holdout * double(own.size()))), 1, own.size() - 1);
+  Rng rng(p.seed, "holdout", client);
+  rng.choose(std::span(own), k);
+  held.assign(own.begin(), own.begin() + long(k));
+  own.erase(own.begin(), own.begin() + long(k));
 }
 
 }  // namespace
@@ -323,6 +341,10 @@ Manifest partition(const PartitionInput& in, const PartitionParams& p) {
   else
     clients = natural(in.users, p);
   if (s == "feature-noise") require(p.sigma >= 0, "feature-noise: sigma must be >= 0");
+  require(p.holdout >= 0 && p.holdout < 1,
+          fmt::format("partition.holdout is the share of each client's samples kept out of its "
+                      "training, 0 <= holdout < 1, got {}",
+                      p.holdout));
 
   Manifest m;
   m.scheme = s;
@@ -333,6 +355,7 @@ Manifest partition(const PartitionInput& in, const PartitionParams& p) {
   for (size_t c = 0; c < clients.size(); ++c) {
     ClientShard shard{.id = uint32_t(c), .indices = std::move(clients[c])};
     shard.noise = feature_noise_level(p, uint32_t(c), clients.size());
+    if (p.holdout > 0) hold_out(shard.indices, shard.held_out, shard.id, p);
     m.clients.push_back(std::move(shard));
   }
   m.finalize(in.labels, in.num_classes);

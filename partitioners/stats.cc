@@ -21,8 +21,10 @@ PartitionStats manifest_stats(const std::filesystem::path& file) {
   const auto j = nlohmann::json::parse(in);
   size_t bound = 0;  // the validation needs a dataset size; the largest index bounds it
   for (const auto& cl : j.at("clients"))
-    for (const auto& ix : cl.at("indices"))
-      bound = std::max(bound, size_t(json_integer<uint32_t>(ix, file.string() + ": an index")) + 1);
+    for (const char* part : {"indices", "held_out"})  // held_out: partition.holdout's
+      for (const auto& ix : cl.value(part, nlohmann::json::array()))
+        bound =
+            std::max(bound, size_t(json_integer<uint32_t>(ix, file.string() + ": an index")) + 1);
   return partition_stats(manifest_from_json(j, bound));
 }
 
@@ -35,12 +37,13 @@ Summary summarize(std::vector<double> v) {
 }
 
 std::string unassigned_note(const PartitionStats& s, size_t dataset_size) {
-  if (s.assigned >= dataset_size) return "";
+  const size_t held = s.assigned + s.held_out;
+  if (held >= dataset_size) return "";
   std::vector<size_t> none;  // labels no client holds
   for (size_t l = 0; l < s.global_distribution.size(); ++l)
     if (s.global_distribution[l] == 0) none.push_back(l);
   return fmt::format(
-      "{} of {} training samples go to no client{}", dataset_size - s.assigned, dataset_size,
+      "{} of {} training samples go to no client{}", dataset_size - held, dataset_size,
       none.empty() ? "" : fmt::format(" (no client holds label {})", fmt::join(none, ", ")));
 }
 
@@ -55,6 +58,7 @@ PartitionStats partition_stats(const Manifest& m) {
   for (double& g : global) g = total > 0 ? g / total : 0;
   s.global_distribution = global;
   s.assigned = size_t(total);
+  s.held_out = m.held_out();
   std::vector<double> sizes, present, ent, emd, kl;
   for (const auto& c : m.clients) {
     ClientStats cs{.id = c.id, .size = c.indices.size()};
@@ -83,9 +87,10 @@ PartitionStats partition_stats(const Manifest& m) {
 }
 
 std::string format_stats(const Manifest& m, const PartitionStats& s, size_t max_rows) {
-  std::string out =
-      fmt::format("scheme {} | {} clients | {} samples assigned | seed {} | hash {}\n\n", m.scheme,
-                  m.clients.size(), s.assigned, m.seed, m.hash);
+  std::string out = fmt::format(
+      "scheme {} | {} clients | {} samples assigned{} | seed {} | hash {}\n\n", m.scheme,
+      m.clients.size(), s.assigned,
+      s.held_out ? fmt::format(" to train on, {} held out", s.held_out) : "", m.seed, m.hash);
   out += fmt::format("{:<22} {:>10} {:>10} {:>10} {:>10}\n", "per client", "min", "median", "max",
                      "mean");
   auto row = [&](const char* name, const Summary& x, const char* f) {

@@ -26,16 +26,18 @@ struct PartitionStats {
   std::vector<ClientStats> clients;
   std::vector<double> global_distribution;  // over labels of the assigned samples
   Summary size, labels_present, entropy_bits, emd, kl;
-  size_t assigned = 0;
+  size_t assigned = 0;  // the samples the clients train on
+  size_t held_out = 0;  // the samples partition.holdout keeps out of their training
 };
 
 PartitionStats partition_stats(const Manifest& m);
 // The statistics of a manifest.json as a run writes it (its clients' indices bound the dataset).
 PartitionStats manifest_stats(const std::filesystem::path& file);
 Summary summarize(std::vector<double> values);
-// The training samples of a set of `dataset_size` that no client holds: "" when every one is
-// held, else "30596 of 60000 training samples go to no client (no client holds label 5, 6, 7, 8,
-// 9)" (labels-k with fewer clients than labels: accuracy is bounded by the labels held).
+// The training samples of a set of `dataset_size` that no client holds (to train on or held out):
+// "" when every one is held, else "30596 of 60000 training samples go to no client (no client holds
+// label 5, 6, 7, 8, 9)" (labels-k with fewer clients than labels: accuracy is bounded by the labels
+// held).
 std::string unassigned_note(const PartitionStats& s, size_t dataset_size);
 // A readable table: the summary rows, then (up to `max_rows`) per-client rows.
 std::string format_stats(const Manifest& m, const PartitionStats& s, size_t max_rows = 10);

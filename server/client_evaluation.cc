@@ -17,6 +17,10 @@ std::vector<uint32_t> first_rows(size_t n) {
 
 }  // namespace
 
+const std::vector<uint32_t>& ClientScorer::scored(const ClientShard& c) {
+  return c.held_out.empty() ? c.indices : c.held_out;
+}
+
 ClientScorer::ClientScorer(const Dataset& train, const Manifest& m, const PartitionParams& p)
     : train_(train), m_(m), noisy_(m.clients.size()) {
   for (size_t k = 0; k < m.clients.size(); ++k) {
@@ -24,12 +28,14 @@ ClientScorer::ClientScorer(const Dataset& train, const Manifest& m, const Partit
     const double noise = feature_noise_level(p, c.id, size_t(p.clients));
     if (noise == 0.0) continue;
     // its rows in shard order (ascending), so the noise stream meets them as in its process's copy
+    const std::vector<uint32_t>& rows = scored(c);
     Dataset& own = noisy_[k].emplace(
         Dataset{.name = train.name, .shape = train.shape, .num_classes = train.num_classes});
-    own.x.resize(c.indices.size() * train.dim());
-    own.y.resize(c.indices.size());
-    train.gather(c.indices, own.x.data(), own.y.data());
-    add_feature_noise(own.x, own.dim(), c.id, noise, first_rows(c.indices.size()), p.seed);
+    own.x.resize(rows.size() * train.dim());
+    own.y.resize(rows.size());
+    train.gather(rows, own.x.data(), own.y.data());
+    add_feature_noise(own.x, own.dim(), c.id, noise, first_rows(rows.size()), p.seed,
+                      c.held_out.empty() ? NoisePart::kTraining : NoisePart::kHeldOut);
   }
 }
 
@@ -38,7 +44,7 @@ std::vector<BatchStats> ClientScorer::score(Model& model) const {
   out.reserve(m_.clients.size());
   for (size_t k = 0; k < m_.clients.size(); ++k)
     out.push_back(noisy_[k] ? evaluate(model, *noisy_[k])
-                            : evaluate(model, train_, m_.clients[k].indices));
+                            : evaluate(model, train_, scored(m_.clients[k])));
   return out;
 }
 

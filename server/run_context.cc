@@ -37,11 +37,11 @@ Manifest partition_dataset(const Dataset& train, const std::string& train_hash,
 namespace {
 
 // eval_clients' part of a round's line: how the clients' own accuracies spread.
-std::string clients_line(const std::vector<double>& accuracy) {
+std::string clients_line(const std::vector<double>& accuracy, bool held_out) {
   const Spread sp = spread_of(accuracy);
   return fmt::format(
-      ", clients' accuracy mean {:.2f}%, worst 10% {:.2f}%, lowest {:.2f}% (client {})",
-      100 * sp.mean, 100 * sp.worst10, 100 * sp.min, sp.min_at);
+      ", clients' {}accuracy mean {:.2f}%, worst 10% {:.2f}%, lowest {:.2f}% (client {})",
+      held_out ? "held-out " : "", 100 * sp.mean, 100 * sp.worst10, 100 * sp.min, sp.min_at);
 }
 
 // The server partitions and evaluates but never trains: it keeps the training set's labels alone,
@@ -108,7 +108,7 @@ bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const 
       rec.global_train_loss ? fmt::format(", global train loss {:.4f}", *rec.global_train_loss)
                             : "",
       rec.test_accuracy ? fmt::format(", test accuracy {:.2f}%", 100 * *rec.test_accuracy) : "",
-      rec.client_accuracy ? clients_line(*rec.client_accuracy) : ""));
+      rec.client_accuracy ? clients_line(*rec.client_accuracy, s.partition.holdout > 0) : ""));
   if (s.stop_at_accuracy > 0 && rec.test_accuracy && *rec.test_accuracy >= s.stop_at_accuracy) {
     engine.log(
         fmt::format("test accuracy {:.2f}% after round {} reached stop_at_accuracy = {:.2f}%; "
@@ -422,7 +422,10 @@ int RunContext::finish(const Engine& engine,
       .load_average = load_average(),
       .resumed_after_round = resumed_after_ ? std::optional<int64_t>(resumed_after_) : std::nullopt,
       .earlier_commits = earlier_commits_,
-      .init_hash = init_hash_};
+      .init_hash = init_hash_,
+      .client_holdout = s.eval_clients && s.partition.holdout > 0
+                            ? std::optional(s.partition.holdout)
+                            : std::nullopt};
   out.write_json("summary.json", to_json(summary));
   // A plot that cannot be drawn costs the run nothing: the README says why there is none.
   std::string plots =

@@ -45,7 +45,7 @@ const std::map<std::string, std::string>& file_notes() {
       {"params", "parameter snapshots every `diagnostics.save_params_every` rounds"},
       {"plots",
        "the test accuracy and loss by round, with `eval_train` the global train loss, with "
-       "`eval_clients` the clients' accuracy on their own shards, and an async run's staleness "
+       "`eval_clients` the clients' accuracy on their own samples, and an async run's staleness "
        "(SVG, with their data and gnuplot script: without gnuplot, only those)"},
       {"README.md", "this file"}};
   return notes;
@@ -235,9 +235,14 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
   if (summary.final && summary.final->client_accuracy && !summary.final->client_accuracy->empty()) {
     const Spread sp = spread_of(*summary.final->client_accuracy);  // eval_clients
     md << fmt::format(
-        "- the model on each client's own shard at round {} (`eval_clients`, over {} clients): "
+        "- the model on each client's {} at round {} (`eval_clients`, over {} clients): "
         "mean accuracy {:.2f}%, worst 10% {:.2f}%, lowest {:.2f}% (client {}), highest {:.2f}%, "
         "standard deviation {:.2f} points\n",
+        summary.client_holdout
+            ? fmt::format("held-out samples ({:g}% of its samples, kept out of its training by "
+                          "`partition.holdout`)",
+                          100 * *summary.client_holdout)
+            : std::string("own shard"),
         summary.final->round, summary.final->client_accuracy->size(), 100 * sp.mean,
         100 * sp.worst10, 100 * sp.min, sp.min_at, 100 * sp.max, 100 * sp.std);
   }
@@ -279,9 +284,13 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
     md << fmt::format(
         "- the partition (`{}`): {} client(s) of {:.0f} to {:.0f} samples (median {:.0f}), "
         "{:.0f} label(s) present in the median client, median EMD {:.3f} (0: every client's "
-        "labels as the whole's, 2: disjoint; docs/partitioning.md){}\n",
+        "labels as the whole's, 2: disjoint; docs/partitioning.md){}{}\n",
         s.partition.scheme, p.clients.size(), p.size.min, p.size.max, p.size.median,
-        p.labels_present.median, p.emd.median, left_out.empty() ? "" : "; " + left_out);
+        p.labels_present.median, p.emd.median,
+        p.held_out ? fmt::format("; {} more held out of training (`partition.holdout` = {:g})",
+                                 p.held_out, s.partition.holdout)
+                   : "",
+        left_out.empty() ? "" : "; " + left_out);
   } catch (const std::exception&) {  // no manifest (model-parallel runs split no data)
   }
   try {  // a metrics line an older build wrote costs these lines only

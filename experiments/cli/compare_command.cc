@@ -22,7 +22,7 @@ Action add_compare_command(CLI::App& app) {
   cmd->add_option("--metric", o->metric,
                   "accuracy (test, %), loss (test), train-loss (the model on the training set: "
                   "runs with eval_train = true) or client-worst10 (the mean accuracy of the worst "
-                  "10% of clients, each scored on its own shard: runs with eval_clients = true)")
+                  "10% of clients, each scored on its own samples: runs with eval_clients = true)")
       ->check(CLI::IsMember({"accuracy", "loss", "train-loss", "client-worst10"}))
       ->capture_default_str();
   cmd->add_option("--x", o->x,

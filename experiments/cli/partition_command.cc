@@ -81,6 +81,7 @@ int run_partition(const PartitionArgs& a, bool through_config = false) {
   write_manifest(fs::path(a.out) / "manifest.json", m);
   nlohmann::json stats = {
       {"hash", m.hash}, {"assigned", st.assigned}, {"global_distribution", st.global_distribution}};
+  if (st.held_out) stats["held_out"] = st.held_out;  // --holdout
   for (const auto& [name, s] : {std::pair{"size", st.size},
                                 {"labels_present", st.labels_present},
                                 {"entropy_bits", st.entropy_bits},
@@ -145,6 +146,10 @@ Action add_partition_command(CLI::App& app) {
   cmd->add_option("--sigma", a->params.sigma, "iid-quantity lognormal / feature-noise level")
       ->capture_default_str();
   cmd->add_option("--min-size", a->params.min_size, "samples per client at least")
+      ->capture_default_str();
+  cmd->add_option("--holdout", a->params.holdout,
+                  "every scheme: the share of each client's samples held out of its training "
+                  "(the table's sizes are what each trains on)")
       ->capture_default_str();
   cmd->add_option("--out", a->out,
                   "folder for manifest.json, stats.json, partition.svg (none: the table only)");

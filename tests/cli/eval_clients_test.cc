@@ -1,6 +1,7 @@
-// eval_clients with real processes: the server scores its model on each client's own shard at the
-// evaluated rounds (client_accuracy, client_loss in metrics.jsonl), in client id order, as the
-// final model loaded again scores there; the log, README, plot and compare summarize the spread.
+// eval_clients with real processes: the server scores its model on each client's own shard (or,
+// with partition.holdout, on the samples it held out of training) at the evaluated rounds
+// (client_accuracy, client_loss in metrics.jsonl), in client id order, as the final model loaded
+// again scores there; the log, README, plot and compare summarize the spread.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include "core/safetensors.h"
 #include "core/trainer.h"
 #include "partitioners/manifest.h"
+#include "tests/util/distributed_run.h"
 #include "tests/util/run_fedpar.h"
 #include "tests/util/run_results.h"
 #include "tests/util/test_util.h"
@@ -32,6 +34,28 @@ testing::CliRun clients_run(const TempDir& tmp, const std::string& name, const s
                              "[model]\nname = 'logreg'\n"
                              "[local]\nsteps = 5\nbatch = 10\n",
                              name, sets);
+}
+
+// The final model, loaded again, scores each client's training shard (or its held-out samples) as
+// the last metrics record says, client by client; returns those accuracies.
+std::vector<double> expect_final_model_scores(const std::filesystem::path& dir, const Manifest& m,
+                                              const nlohmann::json& last, bool held_out) {
+  DataOptions d;
+  d.name = "synthetic", d.iid = true, d.seed = 3;
+  const TrainTest data = load_dataset(d);
+  auto be = make_backend("cpu");
+  Model model(*be, {"logreg"}, data.train.shape, data.train.num_classes);
+  model.set_params_host(load_params(dir / "model.safetensors", model.layout()));
+  EXPECT_EQ(last["client_accuracy"].size(), m.clients.size());
+  std::vector<double> acc;
+  for (size_t k = 0; k < m.clients.size() && k < last["client_accuracy"].size(); ++k) {
+    const BatchStats st =
+        evaluate(model, data.train, held_out ? m.clients[k].held_out : m.clients[k].indices);
+    acc.push_back(double(st.correct) / double(st.samples));
+    EXPECT_DOUBLE_EQ(last["client_accuracy"][k].get<double>(), acc.back()) << k;
+    EXPECT_NEAR(last["client_loss"][k].get<double>(), st.loss_sum / double(st.samples), 1e-9);
+  }
+  return acc;
 }
 
 TEST(EvalClients, TheServerScoresItsModelOnEachClientsShardInIdOrder) {
@@ -59,21 +83,9 @@ TEST(EvalClients, TheServerScoresItsModelOnEachClientsShardInIdOrder) {
     }
     EXPECT_NEAR(correct / samples, rec["global_train_accuracy"].get<double>(), 1e-12) << rec.dump();
   }
-  // the final model, loaded again, scores each shard as the last record says, client by client
-  DataOptions d;
-  d.name = "synthetic", d.iid = true, d.seed = 3;
-  const TrainTest data = load_dataset(d);
-  auto be = make_backend("cpu");
-  Model model(*be, {"logreg"}, data.train.shape, data.train.num_classes);
-  model.set_params_host(load_params(dir / "model.safetensors", model.layout()));
-  const auto& last = rounds.back();
-  std::vector<double> acc;
-  for (size_t k = 0; k < 12; ++k) {
-    const BatchStats st = evaluate(model, data.train, m.clients[k].indices);
-    acc.push_back(double(st.correct) / double(st.samples));
-    EXPECT_DOUBLE_EQ(last["client_accuracy"][k].get<double>(), acc.back()) << k;
-    EXPECT_NEAR(last["client_loss"][k].get<double>(), st.loss_sum / double(st.samples), 1e-9);
-  }
+  const std::vector<double> acc =
+      expect_final_model_scores(dir, m, rounds.back(), /*held_out=*/false);
+  ASSERT_EQ(acc.size(), 12u);
   const size_t lowest = size_t(std::min_element(acc.begin(), acc.end()) - acc.begin());
   std::vector<double> sorted = acc;
   std::sort(sorted.begin(), sorted.end());
@@ -102,6 +114,53 @@ TEST(EvalClients, TheServerScoresItsModelOnEachClientsShardInIdOrder) {
   EXPECT_EQ(cmp["metric"], "client-worst10");
   EXPECT_NE(drawn.out.find(fmt::format("| {:.2f}% |", 100 * worst10)), std::string::npos)
       << drawn.out;
+}
+
+// partition.holdout: each client's held-out samples never reach its process (which loads only
+// what it trains on) and are what the server scores it on.
+TEST(EvalClients, HoldoutScoresEachClientOnSamplesItsProcessNeverHeld) {
+  TempDir tmp;
+  const auto server = testing::spawn_server(
+      tmp, "held", 1,
+      {"seed=3", "rounds=4", "eval_every=2", "partition.clients=12", "local.steps=5",
+       "local.batch=10", "eval_clients=true", "partition.holdout=0.25"});
+  const pid_t client =
+      testing::spawn_fedpar({"client", "--wait", "60", "--server", server.endpoint},
+                            tmp / "held.cout", tmp / "held.cerr");
+  const std::string err = [&] {
+    const auto code = testing::wait_exit(server.pid, 120);
+    EXPECT_EQ(code, 0);
+    return testing::slurp(tmp / "held.err");
+  }();
+  ASSERT_EQ(testing::wait_exit(client, 30), 0) << testing::slurp(tmp / "held.cerr");
+  EXPECT_NE(err.find("clients' held-out accuracy mean"), std::string::npos) << err;
+  const auto dir = tmp / "res" / "held";
+  const Manifest m = read_manifest(dir / "manifest.json", 1000000);
+  ASSERT_EQ(m.clients.size(), 12u);
+  const auto summary = nlohmann::json::parse(testing::slurp(dir / "summary.json"));
+  EXPECT_EQ(summary["client_holdout"], 0.25);
+  const size_t total = summary["train_samples"].get<size_t>();
+  ASSERT_EQ(m.assigned() + m.held_out(), total);  // IID: every sample, trained on or held out
+  for (const auto& c : m.clients)
+    EXPECT_EQ(c.held_out.size(),
+              size_t(std::lround(0.25 * double(c.indices.size() + c.held_out.size()))));
+  EXPECT_NE(testing::slurp(tmp / "held.cerr")
+                .find(fmt::format("hosting 12 virtual client(s), {} of {} training samples in "
+                                  "memory",
+                                  m.assigned(), total)),
+            std::string::npos)
+      << testing::slurp(tmp / "held.cerr");
+  const auto last = testing::jsonl(dir / "metrics.jsonl").back();
+  expect_final_model_scores(dir, m, last, /*held_out=*/true);
+  const std::string readme = testing::slurp(dir / "README.md");
+  EXPECT_NE(readme.find("the model on each client's held-out samples (25% of its samples, kept "
+                        "out of its training by `partition.holdout`) at round 4"),
+            std::string::npos)
+      << readme;
+  EXPECT_NE(readme.find(fmt::format("; {} more held out of training (`partition.holdout` = 0.25)",
+                                    m.held_out())),
+            std::string::npos)
+      << readme;
 }
 
 // The feature-noise scheme's clients hold noisy copies of IID shards: the server scores each on

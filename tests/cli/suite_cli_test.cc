@@ -64,7 +64,7 @@ TEST(Suite, IidVsNonIidSmokeShowsSkewCostsAccuracy) {
     EXPECT_LT(worst10(skewed), worst10("iid") - 30) << skewed;
   const std::string report = testing::slurp(tmp / "s/report.md");
   EXPECT_NE(report.find("| dirichlet-0.1 |"), std::string::npos);
-  EXPECT_NE(report.find("### Clients' accuracy on their own shards"), std::string::npos) << report;
+  EXPECT_NE(report.find("### Clients' accuracy on their own samples"), std::string::npos) << report;
   EXPECT_NE(report.find("plots/client-worst10-vs-round.svg"), std::string::npos) << report;
   // the text states the smoke size's numbers, from the runs' configs
   EXPECT_NE(report.find("FedAvg (model averaging, 20 clients, 10 sampled per round, 1 local "

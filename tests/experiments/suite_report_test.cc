@@ -63,6 +63,16 @@ TEST(ClientsTable, GivesTheClientsSpreadAtTheLastEvaluatedRound) {
   EXPECT_EQ(row(table, "iid"), "| iid | 0.100 | 20 | 90.00% | 91.50% | 88.25% | 87.00% | 95.00% |")
       << table;
   EXPECT_EQ(row(table, "skewed"), "") << table;
+  // a run that held samples out (partition.holdout): a column says what scored each run
+  SuiteRun held = iid;
+  held.label = "iid-held", held.client_holdout = 0.2;
+  const std::string both = clients_table({iid, held});
+  EXPECT_NE(both.find("| run | median EMD | scored on | round |"), std::string::npos) << both;
+  EXPECT_EQ(row(both, "iid"),
+            "| iid | 0.100 | training shard | 20 | 90.00% | 91.50% | 88.25% | 87.00% | 95.00% |");
+  EXPECT_EQ(
+      row(both, "iid-held"),
+      "| iid-held | 0.100 | held-out 20% | 20 | 90.00% | 91.50% | 88.25% | 87.00% | 95.00% |");
 }
 
 // Paired runs' weight divergence at the first, middle and last saved round, and the median of the

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "core/check.h"
@@ -210,6 +212,69 @@ TEST(Partition, ManifestRoundTripAndValidation) {
   EXPECT_THROW(manifest_from_json(j, y.size()), Error);
 }
 
+// partition.holdout moves a share of each client's samples out of its training: the two parts
+// together are the client's samples without holdout, disjoint, the share rounded (at least one,
+// never all), drawn from the seed, carried through manifest.json and into its hash; and a split
+// without holdout keeps the hash it had before holdout existed (the golden hash above).
+TEST(Partition, HoldoutSplitsEachClientsSamplesWithoutChangingTheScheme) {
+  const auto y = labels_like_mnist(1003);
+  for (const char* scheme : {"iid", "labels-k", "dirichlet-classes"}) {
+    const PartitionParams p{.scheme = scheme, .clients = 7, .seed = 4};
+    PartitionParams ph = p;
+    ph.holdout = 0.3;
+    const Manifest whole = run(y, p), held = run(y, ph);
+    ASSERT_EQ(held.clients.size(), whole.clients.size()) << scheme;
+    EXPECT_NE(held.hash, whole.hash) << scheme;
+    EXPECT_EQ(held.params.at("holdout"), 0.3) << scheme;
+    EXPECT_FALSE(whole.params.contains("holdout")) << scheme;
+    for (size_t k = 0; k < whole.clients.size(); ++k) {
+      const ClientShard &w = whole.clients[k], &h = held.clients[k];
+      EXPECT_TRUE(w.held_out.empty());
+      EXPECT_EQ(h.held_out.size(), size_t(std::lround(0.3 * double(w.indices.size())))) << k;
+      std::vector<uint32_t> both = h.indices;
+      both.insert(both.end(), h.held_out.begin(), h.held_out.end());
+      std::sort(both.begin(), both.end());
+      EXPECT_EQ(both, w.indices) << scheme << " client " << k;  // disjoint, and all of them
+      EXPECT_TRUE(std::is_sorted(h.held_out.begin(), h.held_out.end()));
+      int64_t trained = 0;  // the histogram counts what it trains on
+      for (int64_t n : h.label_histogram) trained += n;
+      EXPECT_EQ(size_t(trained), h.indices.size());
+    }
+    EXPECT_EQ(held.assigned() + held.held_out(), whole.assigned()) << scheme;
+    EXPECT_EQ(partition_stats(held).held_out, held.held_out());
+    EXPECT_EQ(unassigned_note(partition_stats(held), y.size()),  // held out is not left out
+              unassigned_note(partition_stats(whole), y.size()))
+        << scheme;
+    ph.seed = 5;  // the share comes from the seed's stream
+    EXPECT_NE(run(y, ph).clients[0].held_out, held.clients[0].held_out) << scheme;
+    testing::TempDir d;
+    write_manifest(d / "m.json", held);
+    const Manifest back = read_manifest(d / "m.json", y.size());
+    EXPECT_EQ(back.hash, held.hash);
+    EXPECT_EQ(back.clients[2].held_out, held.clients[2].held_out);
+    nlohmann::json j = to_json(held);  // a held-out sample that is also trained on is refused
+    j["clients"][0]["held_out"][0] = j["clients"][0]["indices"][0];
+    EXPECT_THROW(manifest_from_json(j, y.size()), Error);
+    j = to_json(held);  // and so is a manifest whose held-out samples were edited
+    j["clients"][1]["held_out"].erase(0);
+    EXPECT_THROW(manifest_from_json(j, y.size()), Error);
+  }
+  // a run README's statistics read the manifest back, bounded by its largest index: a held-out one
+  Manifest m{.scheme = "iid", .seed = 1};
+  m.clients = {{.id = 0, .indices = {0, 1}, .held_out = {5}}, {.id = 1, .indices = {2, 3}}};
+  m.finalize({0, 1, 0, 1, 0, 1}, 2);
+  testing::TempDir d;
+  write_manifest(d / "m.json", m);
+  EXPECT_EQ(manifest_stats(d / "m.json").held_out, 1u);
+  // a small share still holds one out, a large one leaves one to train on
+  std::vector<int32_t> simple(1000);
+  for (size_t i = 0; i < 1000; ++i) simple[i] = int32_t(i % 10);
+  for (const auto& [share, held] : {std::pair{0.001, size_t(1)}, std::pair{0.999, size_t(99)}}) {
+    const Manifest m = run(simple, {.scheme = "iid", .clients = 10, .seed = 1, .holdout = share});
+    for (const auto& c : m.clients) EXPECT_EQ(c.held_out.size(), held) << share;
+  }
+}
+
 TEST(Partition, ImpossibleRequestsNameTheConstraint) {
   const auto y = labels_like_mnist(50);
   auto msg = [&](PartitionParams p) {
@@ -236,6 +301,14 @@ TEST(Partition, ImpossibleRequestsNameTheConstraint) {
       std::string::npos);
   EXPECT_NE(msg({.scheme = "hash"}).find("valid schemes: iid, iid-quantity"), std::string::npos);
   EXPECT_NE(msg({.scheme = "iid", .clients = 0}).find("clients must be >= 1"), std::string::npos);
+  for (double share : {-0.1, 1.0, std::nan("")})
+    EXPECT_NE(msg({.scheme = "iid", .clients = 5, .holdout = share}).find("0 <= holdout < 1"),
+              std::string::npos)
+        << share;
+  EXPECT_NE(msg({.scheme = "iid", .clients = 50, .holdout = 0.2})
+                .find("needs two samples per client (one to train on, one to hold out), but "
+                      "client 0 has 1"),
+            std::string::npos);
 }
 
 TEST(PartitionStats, HandComputedExample) {
