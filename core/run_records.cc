@@ -235,6 +235,7 @@ void fields(V& v, RunSummary& r) {
       v("machine", r.machine), v("load_average", r.load_average);
   v("resumed_after_round", r.resumed_after_round), v("earlier_commits", r.earlier_commits);
   v("init_hash", r.init_hash), v("client_holdout", r.client_holdout);
+  v("warnings", r.warnings);
 }
 
 // A top-level record: its fields plus `schema` (and `kind` for lines of a log).

@@ -143,6 +143,8 @@ struct RunSummary {
   // eval_clients with partition.holdout: the share of each client's samples held out of its
   // training, which client_accuracy scores (absent: it scores the clients' training shards)
   std::optional<double> client_holdout;
+  // what the server warned of before round 1 (absent: nothing)
+  std::optional<std::vector<std::string>> warnings;
 };
 
 // In the order the fields are listed (round first), then schema and kind.

@@ -94,6 +94,12 @@ SuiteEntry parse_run(const std::string& text) {
   return r;
 }
 
+std::vector<std::string> labels_of(const std::vector<SuiteEntry>& runs) {
+  std::vector<std::string> out;
+  for (const auto& r : runs) out.push_back(r.label);
+  return out;
+}
+
 // suite.only: the runs with these labels, in the suite's order; each must name a run.
 std::vector<SuiteEntry> keep_only(std::vector<SuiteEntry> runs, std::vector<std::string> only) {
   std::erase(only, "");
@@ -101,7 +107,9 @@ std::vector<SuiteEntry> keep_only(std::vector<SuiteEntry> runs, std::vector<std:
   for (const auto& label : only)
     if (std::none_of(runs.begin(), runs.end(),
                      [&](const SuiteEntry& r) { return r.label == label; }))
-      throw Error(fmt::format("suite.only: no run '{}' in this suite", label));
+      throw Error(fmt::format("suite.only: no run '{}' in this suite{} (its runs: {})", label,
+                              did_you_mean(label, labels_of(runs)),
+                              fmt::join(labels_of(runs), ", ")));
   std::erase_if(runs, [&](const SuiteEntry& r) {
     return std::find(only.begin(), only.end(), r.label) == only.end();
   });
@@ -295,6 +303,13 @@ SuitePlan plan_suite(const SuiteOptions& o) {
   std::vector<SuiteEntry> runs;
   for (const auto& r : cfg.get_string_list("suite.runs"))
     if (!r.empty()) runs.push_back(parse_run(r));
+  for (size_t i = 0; i < runs.size(); ++i)  // a label names a run's folder and its report row
+    for (size_t j = 0; j < i; ++j)
+      if (runs[i].label == runs[j].label)
+        throw Error(fmt::format(
+            "{}: suite.runs lists run '{}' twice (runs {} and {}): each run needs its own label, "
+            "which names its folder and its row in the report",
+            plan.file.string(), runs[i].label, j + 1, i + 1));
   plan.listed_runs = runs.size();
   plan.only = cfg.get_string_list("suite.only");
   std::erase(plan.only, "");
@@ -451,6 +466,7 @@ std::optional<SuiteRun> run_instance(const Instance& in, const std::filesystem::
   const RunSummary summary = read_run_summary(dir);
   r.diverged_at_round = summary.diverged_at_round;
   r.client_holdout = summary.client_holdout;
+  r.warnings = summary.warnings.value_or(std::vector<std::string>{});
   r.accounting = read_accounting(dir);
   r.traffic = read_traffic(dir);
   r.delay = read_delay_rounds(dir);
@@ -551,6 +567,10 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
               "hide clients the model serves badly.\n\n"
            << clients << "\n";
   report << section_md;
+  if (const std::string warnings = warnings_list(results); !warnings.empty())
+    report << "### Warnings\n\nWhat the runs' servers warned of before round 1 (each run's README "
+              "has its own):\n\n"
+           << warnings << "\n";
   if (const std::string traffic = traffic_table(results); !traffic.empty())
     report << "### Traffic and time per node and step\n\nMedians over the rounds after the first "
               "and without an evaluation, where there are such (a ring gets its model in the "
@@ -617,6 +637,7 @@ int run_suite(const SuiteOptions& o) {
     equivalence_md = equivalence_markdown(*equivalence);
   }
   std::vector<SuiteRun> results;
+  std::set<std::string> warned;  // the runs are quiet: each warning said once, here
   for (size_t i = 0; i < plan.instances.size(); ++i) {
     fmt::print(stderr, "suite {}: run {}/{} '{}' ...", plan.name, i + 1, plan.instances.size(),
                plan.instances[i].label());
@@ -633,6 +654,8 @@ int run_suite(const SuiteOptions& o) {
     fmt::print(
         stderr, " {:.1f} s{}\n", r->seconds,
         r->diverged_at_round ? fmt::format(" (diverged at round {})", *r->diverged_at_round) : "");
+    for (const std::string& w : r->warnings)
+      if (warned.insert(w).second) fmt::print(stderr, "suite {}: warning: {}\n", plan.name, w);
     results.push_back(std::move(*r));
   }
   add_divergence(results, runs_dir);

@@ -268,6 +268,22 @@ std::string divergence_table(const std::vector<SuiteRun>& runs) {
   return t.str();
 }
 
+std::string warnings_list(const std::vector<SuiteRun>& runs) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> warned;  // in the runs' order
+  for (const auto& r : runs)
+    for (const std::string& w : r.warnings) {
+      auto at =
+          std::find_if(warned.begin(), warned.end(), [&](const auto& e) { return e.first == w; });
+      if (at == warned.end()) at = warned.insert(warned.end(), {w, {}});
+      at->second.push_back(r.label);
+    }
+  std::string out;
+  for (const auto& [w, labels] : warned)
+    out += fmt::format("- {} ({} {})\n", w, labels.size() == 1 ? "run" : "runs",
+                       fmt::join(labels, ", "));
+  return out;
+}
+
 std::string clients_table(const std::vector<SuiteRun>& runs) {
   std::ostringstream t;
   // which samples scored the clients, where some run held samples out (partition.holdout)

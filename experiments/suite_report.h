@@ -22,6 +22,7 @@ struct SuiteRun {
   size_t clients = 0;
   double median_emd = 0;
   std::optional<double> client_holdout;  // eval_clients scored held-out samples (summary.json's)
+  std::vector<std::string> warnings;     // what its server warned of before round 1
   RunCurves curves;
   RunAccounting accounting;
   RunTraffic traffic;
@@ -52,6 +53,9 @@ std::string traffic_table(const std::vector<SuiteRun>& runs);
 // Weight divergence from each pair's reference at the first, middle and last saved round, and,
 // where the runs logged it (diagnostics.drift), the median over rounds of their drift.
 std::string divergence_table(const std::vector<SuiteRun>& runs);
+// Each distinct warning the runs' servers gave before round 1, once, with the runs that gave it:
+// "- TEXT (runs a, b)\n"; "" when none warned.
+std::string warnings_list(const std::vector<SuiteRun>& runs);
 // eval_clients: each run's clients' accuracy on their own samples at its last evaluated round
 // (mean over clients, worst 10%, lowest, highest) beside its test accuracy; "" when no run has it.
 std::string clients_table(const std::vector<SuiteRun>& runs);

@@ -425,7 +425,8 @@ int RunContext::finish(const Engine& engine,
       .init_hash = init_hash_,
       .client_holdout = s.eval_clients && s.partition.holdout > 0
                             ? std::optional(s.partition.holdout)
-                            : std::nullopt};
+                            : std::nullopt,
+      .warnings = warnings.empty() ? std::nullopt : std::optional(warnings)};
   out.write_json("summary.json", to_json(summary));
   // A plot that cannot be drawn costs the run nothing: the README says why there is none.
   std::string plots =

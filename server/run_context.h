@@ -93,6 +93,9 @@ class RunContext {
   std::vector<float> params;
   ResultsDir out;
   JsonlWriter metrics;
+  // What the server warned of before round 1 (settings it does not read, samples left out, a
+  // busy machine, links too slow): summary.json and the README keep them.
+  std::vector<std::string> warnings;
 
  private:
   Resumed resume_from(const std::filesystem::path& dir, Plan& plan);  // resume(), unguarded

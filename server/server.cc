@@ -117,12 +117,13 @@ std::string compress_hint(const RunSpec& s) {
                      link(s.compression.downlink, "downlink"));
 }
 
-// Emulated links too slow for wait_seconds miss every round's deadline: say so, with the numbers,
-// before the first round rather than after the deadlines. The slowest live process's link.
-void warn_of_slow_links(const Engine& engine, const RunSpec& s, WireSizes wire) {
+// Emulated links too slow for wait_seconds miss every round's deadline: the warning that says so,
+// with the numbers, before the first round rather than after the deadlines ("" when none). The
+// slowest live process's link.
+std::string slow_links(const Engine& engine, const RunSpec& s, WireSizes wire) {
   if (s.network.mode != NetworkMode::kEmulated || s.regime == Regime::kAsync ||
       s.topology != Topology::kParameterServer)
-    return;
+    return {};
   const uint64_t down = wire.down, up = wire.up + wire.drift;  // emulated: every byte takes time
   double least = 0;
   const std::string* slowest = nullptr;
@@ -135,29 +136,29 @@ void warn_of_slow_links(const Engine& engine, const RunSpec& s, WireSizes wire) 
     too_slow += t > s.wait_seconds;
     if (t > least) least = t, slowest = &id, asked = n;
   }
-  if (!slowest || least <= s.wait_seconds) return;
+  if (!slowest || least <= s.wait_seconds) return {};
   const auto& clients = engine.peers.at(*slowest).clients;
   const LinkProfile& p = s.network.of(clients[0]);
   const std::string others =
       too_slow > 1 ? fmt::format(" (and {} other process(es) too)", too_slow - 1) : "";
   // fewer clients a process only helps where a process sends several updates a round
   const std::string split = asked > 1 ? ", start more client processes (fewer clients each)" : "";
-  engine.log(fmt::format(
-      "warning: the process of virtual clients {} sends {} update(s) of {:.2f} MB a round up its "
+  return fmt::format(
+      "the process of virtual clients {} sends {} update(s) of {:.2f} MB a round up its "
       "emulated {} link ({:g} Mbit/s): at least {:.0f} s, more than wait_seconds = {:g}, so it "
       "would miss every deadline{}. Raise wait_seconds (to {:.0f} or more, a margin for "
       "compute){}, "
       "or {}",
       fmt::join(clients, ", "), asked, double(up) / 1e6, p.name, p.up_bps / 1e6, least,
-      s.wait_seconds, others, std::ceil(1.5 * least), split, compress_hint(s)));
+      s.wait_seconds, others, std::ceil(1.5 * least), split, compress_hint(s));
 }
 
 // Simulated mode with network.drop_late: clients whose link cannot bring the model down and their
 // update up within wait_seconds, even with no compute, are left out. Said before round 1 (by
 // profile, with the time on round 1's links: with every client asked, through the server's shared
-// link too), not found out from the round lines.
-void warn_of_always_late(const Engine& engine, const RunSpec& s, WireSizes wire) {
-  if (s.network.mode != NetworkMode::kSimulated || !s.network.drop_late) return;
+// link too), not found out from the round lines. "" when none is.
+std::string always_late(const Engine& engine, const RunSpec& s, WireSizes wire) {
+  if (s.network.mode != NetworkMode::kSimulated || !s.network.drop_late) return {};
   std::vector<SimulatedClient> everyone;
   for (uint32_t c : engine.all_clients()) everyone.push_back({c, wire.down, wire.up, 0.0});
   std::vector<double> at;  // fewer asked share the server's link less: each on its own link then
@@ -175,7 +176,7 @@ void warn_of_always_late(const Engine& engine, const RunSpec& s, WireSizes wire)
     ids.push_back(everyone[i].client);
     ++count;
   }
-  if (late.empty()) return;
+  if (late.empty()) return {};
   std::vector<std::string> parts;
   double slowest = 0;
   for (const auto& [name, t] : late) {
@@ -183,8 +184,8 @@ void warn_of_always_late(const Engine& engine, const RunSpec& s, WireSizes wire)
     parts.push_back(fmt::format("{} ({}: up to {:.1f} s)", name, client_list(ids), t.first));
     slowest = std::max(slowest, t.first);
   }
-  engine.log(fmt::format(
-      "warning: on round 1's simulated links, {} of {} clients would bring the model down ({:.2f} "
+  return fmt::format(
+      "on round 1's simulated links, {} of {} clients would bring the model down ({:.2f} "
       "MB) and their update up ({:.2f} MB) after wait_seconds = {:g} even with no compute{}, so "
       "network.drop_late would leave them out{}: {}. Raise wait_seconds (to {:.0f} or more, a "
       "margin for compute) or {}",
@@ -193,7 +194,7 @@ void warn_of_always_late(const Engine& engine, const RunSpec& s, WireSizes wire)
           ? " and every client's messages through the server's link at once"
           : "",
       count == engine.num_clients ? " (all of them: the model stays)" : "", fmt::join(parts, "; "),
-      std::ceil(1.5 * slowest), compress_hint(s)));
+      std::ceil(1.5 * slowest), compress_hint(s));
 }
 
 }  // namespace
@@ -201,33 +202,34 @@ void warn_of_always_late(const Engine& engine, const RunSpec& s, WireSizes wire)
 int run_server(Config cfg, const ServerOptions& opts) {
   const RunSpec s = resolve_run_spec_counting_users(cfg);
   install_stop_handlers();
-  if (!opts.quiet)
-    for (const std::string& w : run_warnings(cfg, s))
-      fmt::print(stderr, "server: warning: {}\n", w);
+  // said now, and kept for the README and summary.json (a suite's quiet runs say them there)
+  const auto warn = [&](std::vector<std::string>& kept, const std::string& w) {
+    if (!opts.quiet) fmt::print(stderr, "server: warning: {}\n", w);
+    kept.push_back(w);
+  };
+  std::vector<std::string> warnings;
+  for (const std::string& w : run_warnings(cfg, s)) warn(warnings, w);
   cfg.set("name", s.name);
   RunContext run(cfg, s, /*resuming=*/!opts.resume.empty());
+  run.warnings = std::move(warnings);
+  if (const auto load = load_average();
+      load && *load >= double(std::thread::hardware_concurrency()))
+    warn(run.warnings, fmt::format("the machine is busy (load average {:.2f} on {} cores): the "
+                                   "times this run measures will show it",
+                                   *load, std::thread::hardware_concurrency()));
   if (!opts.quiet) {
-    if (const auto load = load_average();
-        load && *load >= double(std::thread::hardware_concurrency()))
-      fmt::print(stderr,
-                 "server: warning: the machine is busy (load average {:.2f} on {} cores): the "
-                 "times this run measures will show it\n",
-                 *load, std::thread::hardware_concurrency());
     fmt::print(stderr, "server: data: {}\n", describe(run.data));
     if (run.init_hash() && opts.resume.empty())
       fmt::print(stderr, "server: model: starts from the parameters in {} (hash {})\n",
                  s.model.init_from, *run.init_hash());
-    for (const std::string& w : limits_above_the_data(s.data, run.data))
-      fmt::print(stderr, "server: warning: {}\n", w);
-    if (const std::string out =
-            unassigned_note(partition_stats(run.manifest), run.data.train.size());
-        !out.empty())
-      fmt::print(stderr,
-                 "server: warning: the partition (partition.scheme = \"{}\") leaves samples out: "
-                 "{}\n",
-                 s.partition.scheme, out);
-    for (const std::string& n : run.manifest.notes) fmt::print(stderr, "server: warning: {}\n", n);
   }
+  for (const std::string& w : limits_above_the_data(s.data, run.data)) warn(run.warnings, w);
+  if (const std::string out = unassigned_note(partition_stats(run.manifest), run.data.train.size());
+      !out.empty())
+    warn(run.warnings,
+         fmt::format("the partition (partition.scheme = \"{}\") leaves samples out: {}",
+                     s.partition.scheme, out));
+  for (const std::string& n : run.manifest.notes) warn(run.warnings, n);
   const auto plan = make_plan(run);  // its refusals (a split that does not divide) come first
   if (s.checkpoint_every > 0 || !opts.resume.empty())
     if (const std::string why = plan->checkpoint_refusal(); !why.empty())
@@ -302,8 +304,8 @@ int run_server(Config cfg, const ServerOptions& opts) {
     }
     keep_misses(engine, resumed);
     const WireSizes wire = wire_sizes(s, run.model, run.params);
-    warn_of_slow_links(engine, s, wire);
-    warn_of_always_late(engine, s, wire);
+    for (const std::string& w : {slow_links(engine, s, wire), always_late(engine, s, wire)})
+      if (!w.empty()) engine.log("warning: " + w), run.warnings.push_back(w);
     run_rounds(engine, run, *plan, resumed.rounds);
   } catch (const std::exception& e) {
     const auto* stop = dynamic_cast<const Interrupted*>(&e);

@@ -163,6 +163,28 @@ TEST(EvalClients, HoldoutScoresEachClientOnSamplesItsProcessNeverHeld) {
       << readme;
 }
 
+// Held-out samples that nothing scores are a warning, which the run's folder keeps (summary.json
+// and the README: a suite's quiet runs print none).
+TEST(EvalClients, HoldoutWithoutEvalClientsIsAWarningTheRunKeeps) {
+  TempDir tmp;
+  const auto r = clients_run(tmp, "unscored", "--set partition.holdout=0.25 --set rounds=2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string warning =
+      "partition.holdout = 0.25 keeps that share of each client's samples out of its training, "
+      "and only eval_clients = true scores the model on them";
+  EXPECT_NE(r.err.find("server: warning: " + warning), std::string::npos) << r.err;
+  const auto dir = tmp / "res" / "unscored";
+  const auto summary = nlohmann::json::parse(testing::slurp(dir / "summary.json"));
+  ASSERT_TRUE(summary.contains("warnings")) << summary.dump();
+  EXPECT_TRUE(std::any_of(
+      summary["warnings"].begin(), summary["warnings"].end(),
+      [&](const nlohmann::json& w) { return w.get<std::string>().starts_with(warning); }))
+      << summary.dump();
+  EXPECT_FALSE(summary.contains("client_holdout"));  // nothing scored held-out samples
+  EXPECT_NE(testing::slurp(dir / "README.md").find("- **warning** (before round 1): " + warning),
+            std::string::npos);
+}
+
 // The feature-noise scheme's clients hold noisy copies of IID shards: the server scores each on
 // its noise, drawn as its process draws it, so the clean client 0 outscores the noisiest.
 TEST(EvalClients, FeatureNoiseClientsAreScoredOnTheirNoisyFeatures) {

@@ -522,7 +522,19 @@ TEST(Suite, SweepAndOnlyExpandAndSelectRuns) {
                                      "[suite]\nruns = ['a | rounds=1']\nonly = ['b']\n";
   auto r = testing::run_fedpar("suite " + (tmp / "bad.toml").string(), tmp.path());
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("suite.only: no run 'b' in this suite"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("suite.only: no run 'b' in this suite; did you mean 'a'? (its runs: a)"),
+            std::string::npos)
+      << r.err;
+  // two runs of one label would share a folder and a report row (the report read one twice)
+  std::ofstream(tmp / "twice.toml") << "regime = 'gradient'\n[data]\nname = 'synthetic'\n"
+                                       "[suite]\nruns = ['a | rounds=1', 'b | rounds=1', "
+                                       "'a | rounds=2']\n";
+  r = testing::run_fedpar("suite " + (tmp / "twice.toml").string(), tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("suite.runs lists run 'a' twice (runs 1 and 3): each run needs its own "
+                       "label"),
+            std::string::npos)
+      << r.err;
   std::ofstream(tmp / "sweep.toml")
       << "regime = 'gradient'\nrounds = 2\n[data]\nname = 'synthetic'\n[sgd]\nbatch = 8\n"
          "[suite]\nruns = ['a | partition.clients=1', 'b | partition.clients=2']\n"

@@ -75,6 +75,18 @@ TEST(ClientsTable, GivesTheClientsSpreadAtTheLastEvaluatedRound) {
       "| iid-held | 0.100 | held-out 20% | 20 | 90.00% | 91.50% | 88.25% | 87.00% | 95.00% |");
 }
 
+// The runs' warnings, each once with the runs that gave it, in the order they first came.
+TEST(WarningsList, GivesEachWarningOnceWithItsRuns) {
+  SuiteRun a = run("adam1", "server"), b = run("adam2", "server"), c = run("sgd", "server");
+  EXPECT_EQ(warnings_list({a, b, c}), "");
+  a.warnings = {"lr too high", "machine busy"};
+  b.warnings = {"lr too high"};
+  c.warnings = {"machine busy"};
+  EXPECT_EQ(warnings_list({a, b, c}),
+            "- lr too high (runs adam1, adam2)\n- machine busy (runs adam1, sgd)\n");
+  EXPECT_EQ(warnings_list({b}), "- lr too high (run adam2)\n");
+}
+
 // Paired runs' weight divergence at the first, middle and last saved round, and the median of the
 // drift each run logged (a run without drift: "-"; no run with drift: no column).
 TEST(DivergenceTable, GivesEachPairedRunsDivergenceAndMedianDrift) {
