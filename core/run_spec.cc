@@ -470,6 +470,18 @@ RobustOptions resolve_robust(const Config& c, const RunSpec& s) {
   require(s.topology == Topology::kParameterServer && s.regime != Regime::kAsync,
           "robust aggregation replaces the synchronous parameter server's mean: it needs "
           "topology = \"parameter-server\" and regime = \"gradient\" or \"model\"");
+  if (r.rule == AggregateRule::kTrimmedMean && r.trim > 0) {  // as robust_aggregate cuts
+    const long asked = clients_per_round(s);
+    const auto cut = long(std::floor(r.trim * double(asked) + 1e-9));
+    require(cut > 0,
+            fmt::format("robust.rule = \"trimmed-mean\" with trim = {:g} cuts floor({:g} x {}) = 0 "
+                        "of the {} updates a round from each end: it would be the plain mean; {}",
+                        r.trim, r.trim, asked, asked,
+                        asked >= 3 ? fmt::format("raise robust.trim to {:.3g} (1 / {}) or more, or "
+                                                 "ask more clients a round",
+                                                 1.0 / double(asked), asked)
+                                   : "ask at least 3 clients a round"));
+  }
   if (r.rule == AggregateRule::kKrum || r.rule == AggregateRule::kMultiKrum) {
     const long asked = clients_per_round(s);
     require(asked > 2 * r.byzantine + 2,

@@ -84,7 +84,7 @@ Clients iid(size_t n, const PartitionParams& p) {
 
 Clients iid_quantity(size_t n, const PartitionParams& p) {
   const size_t N = size_t(p.clients);
-  require(p.min_size >= 0 && size_t(p.min_size) * N <= n,
+  require(size_t(p.min_size) * N <= n,
           fmt::format("iid-quantity: {} clients x min_size {} exceeds the {} samples", N,
                       p.min_size, n));
   Rng rng(p.seed, "partition");
@@ -210,7 +210,7 @@ Clients dirichlet_classes(const std::vector<int32_t>& labels, int classes, const
                           std::string& note) {
   const size_t n = labels.size(), N = size_t(p.clients);
   require(p.beta > 0, fmt::format("dirichlet-classes: beta must be > 0, got {}", p.beta));
-  require(p.min_size >= 0 && size_t(p.min_size) * N <= n,
+  require(size_t(p.min_size) * N <= n,
           fmt::format("dirichlet-classes: {} clients x min_size {} exceeds the {} samples", N,
                       p.min_size, n));
   auto pools = by_label(labels, classes);
@@ -323,6 +323,14 @@ Manifest partition(const PartitionInput& in, const PartitionParams& p) {
                                                 "needs at least one",
                                                 p.clients, n));
   }
+  require(p.holdout >= 0 && p.holdout < 1,
+          fmt::format("partition.holdout is the share of each client's samples kept out of its "
+                      "training, 0 <= holdout < 1, got {}",
+                      p.holdout));
+  if (scheme_reads(p, "min_size"))
+    require(p.min_size >= 0, fmt::format("{}: partition.min_size is the fewest samples a client "
+                                         "gets, >= 0, got {}",
+                                         p.scheme, p.min_size));
   Clients clients;
   std::string note;
   const std::string& s = p.scheme;
@@ -341,10 +349,6 @@ Manifest partition(const PartitionInput& in, const PartitionParams& p) {
   else
     clients = natural(in.users, p);
   if (s == "feature-noise") require(p.sigma >= 0, "feature-noise: sigma must be >= 0");
-  require(p.holdout >= 0 && p.holdout < 1,
-          fmt::format("partition.holdout is the share of each client's samples kept out of its "
-                      "training, 0 <= holdout < 1, got {}",
-                      p.holdout));
 
   Manifest m;
   m.scheme = s;

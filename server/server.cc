@@ -197,6 +197,30 @@ std::string always_late(const Engine& engine, const RunSpec& s, WireSizes wire) 
       std::ceil(1.5 * slowest), compress_hint(s));
 }
 
+// A batch larger than some clients' shards: those clients step on their whole shard, a smaller
+// batch than the settings table says ("" when every shard holds a batch).
+std::string batch_beyond_shards(const RunSpec& s, const Manifest& m) {
+  if (s.model_parallel()) return {};  // a stage's batch is the step's, not a shard's
+  const bool local = s.regime == Regime::kModel;
+  const int64_t batch = local ? s.local_batch : s.sgd_batch;
+  if (batch <= 0) return {};  // the whole shard, as asked
+  size_t smaller = 0, smallest = SIZE_MAX;
+  for (const ClientShard& c : m.clients) {
+    smaller += c.indices.size() < size_t(batch);
+    smallest = std::min(smallest, c.indices.size());
+  }
+  if (smaller == 0) return {};
+  const char* key = local ? "local.batch" : "sgd.batch";
+  return fmt::format(
+      "{} = {} is more than {} (the smallest shard: {} samples): each of their {} takes its "
+      "whole shard, fewer samples than {} = {} says; lower {}, or give the clients more samples",
+      key, batch,
+      smaller == m.clients.size()
+          ? fmt::format("each of the {} clients holds", m.clients.size())
+          : fmt::format("{} of the {} clients hold", smaller, m.clients.size()),
+      smallest, local ? "local steps" : "gradients", key, batch, key);
+}
+
 }  // namespace
 
 int run_server(Config cfg, const ServerOptions& opts) {
@@ -230,6 +254,7 @@ int run_server(Config cfg, const ServerOptions& opts) {
          fmt::format("the partition (partition.scheme = \"{}\") leaves samples out: {}",
                      s.partition.scheme, out));
   for (const std::string& n : run.manifest.notes) warn(run.warnings, n);
+  if (const std::string w = batch_beyond_shards(s, run.manifest); !w.empty()) warn(run.warnings, w);
   const auto plan = make_plan(run);  // its refusals (a split that does not divide) come first
   if (s.checkpoint_every > 0 || !opts.resume.empty())
     if (const std::string why = plan->checkpoint_refusal(); !why.empty())

@@ -107,6 +107,14 @@ TEST(RobustAggregation, ConfigErrorsNameTheFix) {
                        "round, this run asks 4"),
             std::string::npos)
       << r.err;
+  // a trim that cuts nothing from the round's updates is the mean under another name
+  r = run_fl(tmp, "x", "--set robust.rule=trimmed-mean");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("robust.rule = \"trimmed-mean\" with trim = 0.1 cuts floor(0.1 x 4) = 0 of "
+                       "the 4 updates a round from each end: it would be the plain mean; raise "
+                       "robust.trim to 0.25 (1 / 4) or more"),
+            std::string::npos)
+      << r.err;
   r = run_fl(tmp, "x", "--set regime=gradient --set topology=allreduce --set robust.rule=median");
   EXPECT_NE(r.err.find("robust aggregation replaces the synchronous parameter server's mean"),
             std::string::npos)
@@ -240,6 +248,20 @@ TEST(FlAlgorithms, ConfigErrorsNameTheFix) {
       << r.err;
   r = run_fl(tmp, "x", "--set local.steps=5 --set local.steps_max=3");
   EXPECT_NE(r.err.find("local.steps_max must be 0"), std::string::npos) << r.err;
+}
+
+// A batch larger than the clients' shards runs as their whole shard: said, and kept in the README.
+TEST(BatchBeyondShards, IsAWarningNamingTheSmallestShard) {
+  TempDir tmp;
+  const auto r = run_fl(tmp, "big", "--set local.batch=100000 --set rounds=1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string warning =
+      "local.batch = 100000 is more than each of the 4 clients holds (the smallest shard: ";
+  EXPECT_NE(r.err.find("server: warning: " + warning), std::string::npos) << r.err;
+  EXPECT_NE(testing::slurp(tmp / "res" / "big" / "README.md").find(warning), std::string::npos);
+  const auto fits = run_fl(tmp, "fits", "--set rounds=1");  // batch 10
+  ASSERT_EQ(fits.code, 0) << fits.err;
+  EXPECT_EQ(fits.err.find("is more than"), std::string::npos) << fits.err;
 }
 
 }  // namespace

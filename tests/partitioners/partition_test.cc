@@ -301,6 +301,11 @@ TEST(Partition, ImpossibleRequestsNameTheConstraint) {
       std::string::npos);
   EXPECT_NE(msg({.scheme = "hash"}).find("valid schemes: iid, iid-quantity"), std::string::npos);
   EXPECT_NE(msg({.scheme = "iid", .clients = 0}).find("clients must be >= 1"), std::string::npos);
+  EXPECT_NE(msg({.scheme = "iid-quantity", .clients = 5, .min_size = -5})
+                .find("iid-quantity: partition.min_size is the fewest samples a client gets, >= 0, "
+                      "got -5"),
+            std::string::npos);
+  EXPECT_EQ(msg({.scheme = "iid", .clients = 5, .min_size = -5}), "no error");  // iid reads none
   for (double share : {-0.1, 1.0, std::nan("")})
     EXPECT_NE(msg({.scheme = "iid", .clients = 5, .holdout = share}).find("0 <= holdout < 1"),
               std::string::npos)
