@@ -371,7 +371,12 @@ void follow_supervisor() {
 int run_interrupted_by() { return g_interrupted; }
 
 int run_locally(Config cfg, const LocalRunOptions& opts) {
-  cfg.set("bind", opts.bind.empty() ? "tcp://127.0.0.1:*" : opts.bind);
+  // --bind, else a bind the config (or --set) chose, else a free loopback port: the default
+  // 5555 is `fedpar server`'s, and two runs here at once would meet on it
+  const bool chosen = cfg.get_string("bind") != make_run_config().get_string("bind");
+  cfg.set("bind", !opts.bind.empty() ? opts.bind
+                  : chosen           ? cfg.get_string("bind")
+                                     : "tcp://127.0.0.1:*");
   const RunSpec s = resolve_run_spec_counting_users(cfg);  // a bad key fails before any start
   if (s.ring_backend == RingBackend::kMpi)
     throw Error(fmt::format(

@@ -41,7 +41,8 @@ Action add_run_command(CLI::App& app) {
   add_run_config_args(cmd, a->config, a->sets, a->flag_sets);
   cmd->add_option("--processes,-p", a->processes, "client processes (default: the config's)");
   cmd->add_option("--bind", a->opts.bind,
-                  "server endpoint (default tcp://127.0.0.1:* , a free port)");
+                  "server endpoint (default: the config's bind where it sets one other than "
+                  "fedpar server's tcp://127.0.0.1:5555, else tcp://127.0.0.1:* , a free port)");
   cmd->add_option("--resume", a->opts.resume,
                   "continue the run whose folder holds checkpoint.bin (checkpoint_every = R); "
                   "the same config")

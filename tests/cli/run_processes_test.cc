@@ -283,6 +283,26 @@ pid_t supervised(const TempDir& tmp, const std::vector<std::string>& sets,
 
 // The server and client processes show as `fedpar server ...` and `fedpar client ...` (argv[0]
 // and the kernel's name are the executable's file name), so ps and pgrep find them.
+// fedpar run listens where the config's bind (or --set) says, and on a free loopback port where
+// it keeps fedpar server's default; --bind says last.
+TEST(FedparRun, ListensWhereTheConfigsBindSays) {
+  TempDir tmp;
+  const std::string toml =
+      "rounds = 1\nprocesses = 1\n[data]\nname = 'synthetic'\niid = true\n[model]\nname = "
+      "'logreg'\n";
+  const std::string sock = "ipc://" + (tmp / "s.sock").string();
+  auto r = testing::run_config(tmp.path(), toml, "chosen", "--set bind=" + sock);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("listening on " + sock), std::string::npos) << r.err;
+  const std::string flag = "ipc://" + (tmp / "f.sock").string();
+  r = testing::run_config(tmp.path(), toml, "flag", "--set bind=" + sock + " --bind " + flag);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("listening on " + flag), std::string::npos) << r.err;
+  r = testing::run_config(tmp.path(), toml, "default", "--set bind=tcp://127.0.0.1:5555");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("listening on tcp://127.0.0.1:5555"), std::string::npos) << r.err;
+}
+
 TEST(FedparRun, ChildProcessesCarryTheExecutablesName) {
   TempDir tmp;
   std::vector<pid_t> clients;
