@@ -76,6 +76,8 @@ class MasterPlan final : public Plan {
     if (s_.network.mode == NetworkMode::kSimulated)
       clock_.end_master_round(rec, engine.round,
                               simulated_slices(model.bytes(), dlogits_bytes, logits, grads));
+    else  // emulated: the step's wall time, its transfers held as the links allow
+      clock_.end_round(rec, engine.round, std::chrono::duration<double>(t_done - t0).count());
     return fmt::format("batch of {} over {} clients", total_, engine.num_clients);
   }
 

@@ -131,6 +131,28 @@ TEST(NetworkRun, EmulatedRoundsLastAtLeastTheEmulatedTransfersAndTrainTheSameMod
       off.hash);
 }
 
+// A master step on emulated links: the model goes down and each gradient up a 1 Mbit/s link with
+// 50 ms each way (logits and their gradients too), so the step lasts at least the model's
+// transfer both ways and four latencies; its record says so on the emulated clock.
+TEST(NetworkRun, EmulatedMasterStepsRecordTheirTime) {
+  TempDir tmp;
+  const RunResult emu = run_on_threads(
+      tmp, "master",
+      with(kLink, {"network.mode=emulated", "regime=gradient", "topology=master", "sgd.batch=10"}));
+  ASSERT_EQ(emu.rounds.size(), 3u);
+  const json summary = json::parse(std::ifstream(emu.dir / "summary.json"));
+  const double model_bits = double(summary.at("parameters").get<uint64_t>()) * 32;
+  const double floor = 2 * model_bits / 1e6 + 4 * 0.05;
+  double total = 0;
+  for (const auto& rec : emu.rounds) {
+    ASSERT_TRUE(rec.contains("emulated_seconds")) << rec.dump();
+    EXPECT_GE(rec.at("emulated_seconds").get<double>(), floor) << rec.dump();
+    EXPECT_GE(rec.at("emulated_seconds").get<double>(), rec.at("wait_seconds").get<double>());
+    total += rec.at("emulated_seconds").get<double>();
+    EXPECT_NEAR(rec.at("emulated_time").get<double>(), total, 1e-9);
+  }
+}
+
 // For each wait_seconds in `waits`, a one-round `fedpar run` of kNetworkRun with kModel, `sets`
 // and that deadline: whether its stderr holds `warning` (the tight deadline, `waits[0]`, must say
 // it; the loose one must not).
