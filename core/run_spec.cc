@@ -30,7 +30,7 @@ constexpr const char* kRunTop =
     R"(# fedpar server: one federated (model) or data-parallel (gradient) run
 name = ""                # results/<name>/; empty: <regime>-<model>-<dataset>-s<seed>
 results_dir = "results"
-seed = 1                 # model init, partition, client sampling, local shuffles
+seed = 1                 # model init, partition (unless partition.seed), client sampling, local shuffles
 rounds = 10
 regime = "model"         # gradient (one gradient per client per round) | model (local steps, deltas)
                          # | async (each gradient applied as it arrives; see [async])
@@ -62,6 +62,8 @@ constexpr const char* kRunSections = R"(
 [partition]
 scheme = "iid"           # see fedpar partition --help
 clients = 4
+seed = 0                 # 0: the run's seed; another holds the split (and holdout) fixed while the
+                         # run's seed varies the init, sampling and shuffles (suite.seeds)
 shards_per_client = 2
 labels_per_client = 2
 alpha = 0.5              # dirichlet-clients: q ~ Dir(alpha p), p the label shares (MNIST: alpha 1 is Dir(0.1) per class)
@@ -645,7 +647,9 @@ PartitionParams resolve_partition_params(const Config& c, uint64_t seed) {
           fmt::format("partition.clients must be >= 1 (or 0 with scheme = \"natural\": one "
                       "client per user), got {}",
                       p.clients));
-  p.seed = seed;
+  const int64_t own = c.get_int("partition.seed");
+  require(own >= 0, fmt::format("partition.seed must be >= 0 (0: the run's seed), got {}", own));
+  p.seed = own > 0 ? uint64_t(own) : seed;
   p.shards_per_client = c.get_int32("partition.shards_per_client");
   p.labels_per_client = c.get_int32("partition.labels_per_client");
   p.alpha = c.get_float("partition.alpha");

@@ -148,7 +148,8 @@ long clients_per_round(const RunSpec& s);
 
 // Throws Error naming the key and the valid choices.
 RunSpec resolve_run_spec(const Config& c);
-// [partition] of `c` with `seed` (`fedpar partition` takes its defaults from the run config's).
+// [partition] of `c` with `seed`, the run's, which partition.seed = 0 leaves the split to
+// (`fedpar partition` takes its defaults from the run config's).
 PartitionParams resolve_partition_params(const Config& c, uint64_t seed);
 // The settings `c` changes from the defaults that `s`'s regime never reads ([local] outside the
 // model regime, [sgd] in it; [server_optimizer] there is refused), as "key = value": a run warns

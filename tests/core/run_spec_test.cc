@@ -163,6 +163,16 @@ TEST(RunConfigHash, NamesWhatARunComputesNotWhereItRuns) {
   EXPECT_EQ(base.size(), 16u);
 }
 
+// partition.seed holds the split while the run's seed varies the rest; 0 leaves it to the run's.
+TEST(RunSpecValues, PartitionSeedHoldsTheSplitFixedAcrossRunSeeds) {
+  EXPECT_EQ(spec({"seed=3"}).partition.seed, 3u);
+  EXPECT_EQ(spec({"seed=3", "partition.seed=7"}).partition.seed, 7u);
+  EXPECT_EQ(spec({"seed=4", "partition.seed=7"}).partition.seed, 7u);
+  EXPECT_EQ(spec({"seed=4", "partition.seed=7"}).seed, 4u);  // the init, sampling, shuffles
+  EXPECT_NE(refusal({"partition.seed=-1"}).find("partition.seed must be >= 0 (0: the run's seed)"),
+            std::string::npos);
+}
+
 TEST(RunSpecValues, OutOfRangeAndNonFiniteValuesAreRefusedByKey) {
   EXPECT_NE(refusal({"partition.clients=4294967300"})
                 .find("config key 'partition.clients' = 4294967300 is out of range"),
