@@ -408,13 +408,9 @@ class ClientProcess {
     if (!worker || !worker->joined())
       throw Error(fmt::format("the server sent a {} task to a process that is not one of its parts",
                               task_kind_name(task.kind)));
-    if (!task.vectors.empty()) {  // the first task carries the model (and a resumed velocity)
-      check_model(task.vectors[0]);
+    if (!task.vectors.empty()) {  // the first task carries this part (and a resumed velocity)
       worker->set_params(task.vectors[0]);
-      if (task.vectors.size() == 2) {
-        check_model(task.vectors[1]);
-        worker->set_velocity_from_whole(task.vectors[1]);
-      }
+      if (task.vectors.size() == 2) worker->set_velocity(task.vectors[1]);
     }
     const auto data = shards_.begin();  // this replica's client: every part hosts it
     if (data == shards_.end())

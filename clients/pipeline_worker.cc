@@ -44,20 +44,17 @@ void PipelineWorker::join(int stage, int stages, const LinkPeer& prev, const Lin
   replicas_.join(replica, replicas, replica_next);
 }
 
-void PipelineWorker::set_params(std::span<const float> whole) {
+void PipelineWorker::set_params(std::span<const float> part) {
   FEDPAR_CHECK(stage_model_) << "the model came before the stage assignment";
-  const size_t at = stage_model_->model_offset(), n = stage_model_->num_params();
-  if (at + n > whole.size())
-    throw Error(fmt::format("a model of {} values cannot hold this stage's {} at offset {}",
-                            whole.size(), n, at));
-  params_.assign(whole.begin() + long(at), whole.begin() + long(at + n));
+  check_part_size(part.size(), stage_model_->num_params(), "stage", stage_);
+  params_.assign(part.begin(), part.end());
   stage_model_->set_params_host(params_);
 }
 
-void PipelineWorker::set_velocity_from_whole(std::span<const float> whole) {
+void PipelineWorker::set_velocity(std::span<const float> part) {
   FEDPAR_CHECK(stage_model_) << "the velocity came before the stage assignment";
-  const size_t at = stage_model_->model_offset(), n = stage_model_->num_params();
-  sgd_.set_velocity(whole.subspan(at, n));  // set_params checked that the whole holds it
+  check_part_size(part.size(), stage_model_->num_params(), "stage", stage_);
+  sgd_.set_velocity(part);
 }
 
 PartStep PipelineWorker::step(const Dataset& data, std::span<const uint32_t> shard, uint32_t client,

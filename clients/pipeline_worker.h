@@ -39,12 +39,13 @@ class PipelineWorker {
   int stage() const { return stage_; }
   int part() const { return stage_; }
 
-  // Takes this stage's slice of the whole model.
-  void set_params(std::span<const float> whole);
+  // Takes this stage's parameters (the server sends each stage its own part alone); throws
+  // Error when they are not this stage's size.
+  void set_params(std::span<const float> part);
   const std::vector<float>& params() const { return params_; }
-  // This stage's optimizer velocity, and a resumed run's, given for the whole model.
+  // This stage's optimizer velocity, and a resumed run's (its part, as the parameters).
   std::vector<float> velocity() const { return sgd_.velocity(); }
-  void set_velocity_from_whole(std::span<const float> whole);
+  void set_velocity(std::span<const float> part);
   bool joined() const { return bool(stage_model_); }
 
   // One batch of `batch` samples (per replica) (the server resolves it, so every stage splits it

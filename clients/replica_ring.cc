@@ -1,6 +1,8 @@
 // ReplicaRing; see replica_ring.h.
 #include "clients/replica_ring.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstring>
 
@@ -38,6 +40,14 @@ void ReplicaRing::apply(std::vector<float> grads, int part, int parts, uint64_t 
   sum(grads, step);
   sgd.step(params, grads, s_.optimizer.lr.at(int64_t(round)));
   inject_replica_fault(s_, replica_ * parts + part, round, params);
+}
+
+void check_part_size(size_t got, size_t size, const char* unit, int index) {
+  if (got != size)
+    throw Error(
+        fmt::format("malformed TASK from the server: {} {}'s part of the model has {} "
+                    "values, the TASK carries {}",
+                    unit, index, size, got));
 }
 
 void inject_replica_fault(const RunSpec& s, int process, uint64_t round,

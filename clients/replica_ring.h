@@ -52,6 +52,10 @@ class ReplicaRing {
   int replica_ = 0, replicas_ = 1;
 };
 
+// The first TASK brings a part its own parameters (and a resumed run's velocity) alone: throws
+// Error naming `unit` ("stage", "rank") `index` when `got` is not its `size`.
+void check_part_size(size_t got, size_t size, const char* unit, int index);
+
 // Testing the server's replica check: process `process` flips one bit of its `params` after the
 // first round when the run names it in allreduce.fault_flip_rank.
 void inject_replica_fault(const RunSpec& s, int process, uint64_t round,

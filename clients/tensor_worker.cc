@@ -30,15 +30,17 @@ void TensorWorker::join(int rank, int ways, const LinkPeer& next, int replica, i
   replicas_.join(replica, replicas, replica_next);
 }
 
-void TensorWorker::set_params(std::span<const float> whole) {
+void TensorWorker::set_params(std::span<const float> part) {
   FEDPAR_CHECK(shard_) << "the model came before the rank assignment";
-  shard_->set_params_from_whole(whole);
-  params_ = shard_->params_host();
+  check_part_size(part.size(), shard_->num_params(), "rank", rank_);
+  shard_->set_params_host(part);
+  params_.assign(part.begin(), part.end());
 }
 
-void TensorWorker::set_velocity_from_whole(std::span<const float> whole) {
+void TensorWorker::set_velocity(std::span<const float> part) {
   FEDPAR_CHECK(shard_) << "the velocity came before the rank assignment";
-  sgd_.set_velocity(shard_->part_of_whole(whole));
+  check_part_size(part.size(), shard_->num_params(), "rank", rank_);
+  sgd_.set_velocity(part);
 }
 
 PartStep TensorWorker::step(const Dataset& data, std::span<const uint32_t> shard, uint32_t client,

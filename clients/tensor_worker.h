@@ -40,12 +40,13 @@ class TensorWorker {
   int rank() const { return rank_; }
   int part() const { return rank_; }
 
-  // Takes this rank's slices of the whole model.
-  void set_params(std::span<const float> whole);
+  // Takes this rank's parameters (the server sends each rank its own part alone); throws
+  // Error when they are not this rank's size.
+  void set_params(std::span<const float> part);
   const std::vector<float>& params() const { return params_; }
-  // This rank's optimizer velocity, and a resumed run's, given for the whole model.
+  // This rank's optimizer velocity, and a resumed run's (its part, as the parameters).
   std::vector<float> velocity() const { return sgd_.velocity(); }
-  void set_velocity_from_whole(std::span<const float> whole);
+  void set_velocity(std::span<const float> part);
 
   // One batch of `batch` samples from `client`'s `shard` (every rank of the group draws the same
   // rows). Throws Error when the ring fails.

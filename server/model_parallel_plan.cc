@@ -173,8 +173,16 @@ class ModelParallelPlan final : public Plan {
       shards_[size_t(part)]->place_in_whole(v, whole);
   }
 
-  // The starting model (and a resumed run's velocity) goes out once, with the first TASK (each
-  // process keeps its part); the parts come back from replica 0 only.
+  // Part `part` of a vector laid out as the whole model: a stage's slice, a rank's pieces.
+  std::vector<float> part_of(int part, std::span<const float> whole) const {
+    if (!pipeline_) return shards_[size_t(part)]->part_of_whole(whole);
+    const ParamSlice& sl = slices_[size_t(part)];
+    return {whole.begin() + long(sl.offset), whole.begin() + long(sl.offset + sl.size)};
+  }
+
+  // The starting model (and a resumed run's velocity) goes out once, with the first TASK, each
+  // process getting its own part alone (a part's memory and link carry its share, not the
+  // model); the parts come back from replica 0 only.
   void send_tasks(Engine& engine, bool need_params, bool need_state, bool check) {
     const auto start = velocity_.first_task(run_.params);
     for (size_t i = 0; i < engine.order.size(); ++i) {
@@ -184,8 +192,13 @@ class ModelParallelPlan final : public Plan {
                    .send_state = need_state && part_of_replica_0,
                    .hash = check,
                    .send_params = need_params && part_of_replica_0};
-      if (start) task.vectors.assign(start->begin(), start->end());
-      engine.send(engine.order[i], encode(task, engine.envelope(), start));
+      std::shared_ptr<std::vector<std::vector<float>>> mine;
+      if (start) {
+        mine = std::make_shared<std::vector<std::vector<float>>>();
+        for (const auto& v : *start) mine->push_back(part_of(int(i) % parts_, v));
+        task.vectors.assign(mine->begin(), mine->end());
+      }
+      engine.send(engine.order[i], encode(task, engine.envelope(), mine));
     }
   }
 

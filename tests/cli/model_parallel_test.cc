@@ -354,6 +354,12 @@ TEST(Grid, DataReplicasOfPipelineAndTensorTrainTheTwoClientModel) {
             << name << " process " << p;
     }
     EXPECT_EQ(checked, 4) << "rounds 3, 6, 9 and the last";
+    // round 1's TASK brings each process its part's parameters alone, not the model (2994)
+    for (size_t p = 0; p < 4; ++p) {
+      const uint64_t down = rounds[0]["processes"][p]["bytes_down"].get<uint64_t>();
+      EXPECT_GE(down, 4 * part_params[p % 2]) << name << " process " << p;
+      EXPECT_LT(down, 4 * part_params[p % 2] + 512) << name << " process " << p;
+    }
     expect_same_losses(tmp, name, "ps");  // the last stage's or rank 0's loss, per replica
     r = run(tmp, name + "-again", two + "--set processes=4 --set " + sets);
     ASSERT_EQ(r.code, 0) << r.err;
