@@ -188,7 +188,8 @@ void fields(V& v, WorkerRecord& r) {
 template <typename V>
 void fields(V& v, HostRecord& r) {
   v("slots", r.slots), v("clients", r.clients), v("lost", r.lost);
-  v("joined_after_round", r.joined_after_round), v("device", r.device);
+  v("joined_after_round", r.joined_after_round), v("device", r.device), v("pid", r.pid);
+  v("replaced_after_round", r.replaced_after_round);
 }
 
 template <typename V>
@@ -230,6 +231,7 @@ void fields(V& v, RunSummary& r) {
       v("stopped_at_accuracy", r.stopped_at_accuracy);
   v("diverged_at_round", r.diverged_at_round), v("diverged", r.diverged);
   v("clients", r.clients), v("processes", r.processes), v("hosts", r.hosts);  // `final`: to_json
+  v("replaced", r.replaced);
   v("server_peak_rss_mib", r.server_peak_rss_mib), v("source_commit", r.source_commit),
       v("build_vector_units", r.build_vector_units), v("blas_kernels", r.blas_kernels),
       v("machine", r.machine), v("load_average", r.load_average);

@@ -109,6 +109,9 @@ struct HostRecord {
   // round (absent: it was there from the start)
   std::optional<int64_t> joined_after_round;
   std::optional<std::string> device;  // what it computed on: cpu | cuda (absent in older records)
+  std::optional<int64_t> pid;         // as its HELLO said: the one the logs name
+  // summary.json's `replaced`: a lost process whose place a newcomer took after this round
+  std::optional<int64_t> replaced_after_round;
 };
 // fedpar run's (and the server's) exit code when the training diverged: an update held NaN or
 // Inf. The results folder is kept; its summary says at which round and why.
@@ -127,6 +130,8 @@ struct RunSummary {
   uint64_t clients = 0;
   int64_t processes = 0;
   std::vector<HostRecord> hosts;
+  // the lost processes whose places processes started during the run took (hosts lists those)
+  std::optional<std::vector<HostRecord>> replaced;
   std::optional<RoundRecord> final;               // the last evaluated round
   std::optional<double> server_peak_rss_mib;      // the server process's peak resident memory
   std::optional<std::string> source_commit;       // the commit the server's fedpar was built from

@@ -259,6 +259,7 @@ void Engine::admit_newcomers(const std::function<ClientState()>& state) {
     // the lost process keeps its bytes in the totals; its late messages are refused as a
     // dropped one's, and the newcomer takes its index, its clients and their tasks
     drop(place, "was replaced by a process started during the run");
+    replaced_.emplace_back(place, int64_t(round));
     const Peer& old = peers.at(place);
     Peer p{.identity = n.msg.peer,
            .slots = n.hello.slots,
@@ -748,12 +749,29 @@ std::vector<uint32_t> Engine::all_ranks() const {
   return ranks;
 }
 
+HostRecord Engine::host_record(const std::string& id) const {
+  const Peer& p = peers.at(id);
+  return {.slots = p.slots,
+          .clients = p.clients,
+          .lost = lost.count(id) > 0,
+          .joined_after_round = p.joined_after_round,
+          .device = p.device,
+          .pid = p.pid ? std::optional(p.pid) : std::nullopt};
+}
+
 std::vector<HostRecord> Engine::host_records() const {
   std::vector<HostRecord> hosts;
-  for (const auto& id : order)
-    hosts.push_back({peers.at(id).slots, peers.at(id).clients, lost.count(id) > 0,
-                     peers.at(id).joined_after_round, peers.at(id).device});
+  for (const auto& id : order) hosts.push_back(host_record(id));
   return hosts;
+}
+
+std::vector<HostRecord> Engine::replaced_records() const {
+  std::vector<HostRecord> out;
+  for (const auto& [id, after] : replaced_) {
+    out.push_back(host_record(id));
+    out.back().replaced_after_round = after;
+  }
+  return out;
 }
 
 }  // namespace fedpar

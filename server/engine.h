@@ -186,7 +186,9 @@ class Engine {
   std::map<std::string, std::vector<uint32_t>> hosted() const;  // every process, its clients
   std::vector<uint32_t> all_clients() const;                    // 0 .. num_clients - 1
   std::vector<uint32_t> all_ranks() const;                      // 0 .. processes - 1 (HELLO order)
-  std::vector<HostRecord> host_records() const;
+  std::vector<HostRecord> host_records() const;                 // the processes in `order`
+  // The lost processes whose places newcomers took (admit_newcomers), each with its round.
+  std::vector<HostRecord> replaced_records() const;
   Envelope envelope(uint32_t client = 0) const { return {client, run_id, round}; }
   // A TASK carrying the model `snapshot` as the run's downlink sends it (downlink.h).
   WireMessage encode_model_task(TaskMsg task, std::shared_ptr<const std::vector<float>> snapshot,
@@ -275,6 +277,8 @@ class Engine {
   };
   std::string replacement_refusal_;
   std::vector<Newcomer> newcomers_;  // HELLOs heard during the rounds, for admit_newcomers
+  std::vector<std::pair<std::string, int64_t>> replaced_;  // (lost process, after round)
+  HostRecord host_record(const std::string& id) const;
   LogThrottle rejections_{kLoggedRejections, kRejectionLogSeconds};  // peers' dropped messages
 };
 

@@ -413,6 +413,8 @@ int RunContext::finish(const Engine& engine,
       .clients = engine.num_clients,
       .processes = s.processes,
       .hosts = engine.host_records(),
+      .replaced = engine.replaced_records().empty() ? std::nullopt
+                                                    : std::optional(engine.replaced_records()),
       .final = last_eval_,
       .server_peak_rss_mib = double(peak_rss_bytes()) / (1 << 20),
       .source_commit = source_commit().empty() ? std::nullopt : std::optional(source_commit()),

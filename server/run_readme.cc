@@ -311,13 +311,20 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
     md << "\n";
   }
   if (summary.init_hash) md << started_from_line(s.model.init_from, *summary.init_hash);
+  const auto pid = [](const HostRecord& h) {
+    return h.pid ? fmt::format(" (pid {})", *h.pid) : std::string();
+  };
   for (const HostRecord& h : summary.hosts)
-    if (h.joined_after_round)
+    if (h.joined_after_round) {
+      std::string was;  // the lost one it replaced: the same clients, after the same round
+      for (const HostRecord& r : summary.replaced.value_or(std::vector<HostRecord>{}))
+        if (r.clients == h.clients && r.replaced_after_round == h.joined_after_round) was = pid(r);
       md << fmt::format(
-          "- a client process started during the run took the place of a lost one after round "
-          "{}: virtual client(s) {}, whose updates the rounds before it may lack (each round's "
-          "`missing` says)\n",
-          *h.joined_after_round, fmt::join(h.clients, ", "));
+          "- a client process{} started during the run took the place of a lost one{} after "
+          "round {}: virtual client(s) {}, whose updates the rounds before it may lack (each "
+          "round's `missing` says)\n",
+          pid(h), was, *h.joined_after_round, fmt::join(h.clients, ", "));
+    }
   std::vector<uint32_t> lost;  // the clients of the processes dropped during the run
   for (const HostRecord& h : summary.hosts)
     if (h.lost) lost.insert(lost.end(), h.clients.begin(), h.clients.end());

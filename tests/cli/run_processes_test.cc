@@ -1207,8 +1207,23 @@ TEST(DistributedFaults, AProcessStartedDuringTheRunTakesADeadOnesPlace) {
   EXPECT_GE(short_of_updates, 1);                          // the dead process's rounds
   for (size_t r = size_t(joined); r < rounds.size(); ++r)  // the round after it joined, on
     EXPECT_EQ(rounds[r]["received"].get<int>(), 4) << rounds[r].dump();
+  // the process it replaced is on record too, with its pid (the one the log named)
+  ASSERT_TRUE(summary.contains("replaced")) << summary.dump();
+  ASSERT_EQ(summary["replaced"].size(), 1u);
+  const auto& gone = summary["replaced"][0];
+  EXPECT_TRUE(gone["lost"].get<bool>());
+  EXPECT_EQ(gone["replaced_after_round"].get<int>(), joined);
+  EXPECT_EQ(gone["clients"], took["clients"]);
+  ASSERT_TRUE(gone.contains("pid") && took.contains("pid")) << summary.dump();
+  EXPECT_NE(gone["pid"], took["pid"]);
+  EXPECT_NE(two.log.find(fmt::format("a client process (pid {}) takes the place of the lost one "
+                                     "(pid {})",
+                                     took["pid"].get<int64_t>(), gone["pid"].get<int64_t>())),
+            std::string::npos)
+      << two.log;
   EXPECT_NE(testing::slurp(tmp / "res" / "swap" / "README.md")
-                .find(fmt::format("took the place of a lost one after round {}", joined)),
+                .find(fmt::format("took the place of a lost one (pid {}) after round {}",
+                                  gone["pid"].get<int64_t>(), joined)),
             std::string::npos);
 
   const Swapped one =
