@@ -28,7 +28,8 @@ FedOpt::FedOpt(FedOptOptions o) : o_(o) {
   if (!(o.lr > 0) || !(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1) ||
       !(o.tau > 0))
     throw Error(fmt::format(
-        "server optimizer: lr must be > 0, beta1 and beta2 in [0, 1), tau > 0 (got {}, {}, {}, {})",
+        "server optimizer: lr must be > 0, beta1 and beta2 in [0, 1), tau > 0 (local.server_lr, "
+        "server_optimizer.beta1, beta2, tau: got {}, {}, {}, {})",
         o.lr, o.beta1, o.beta2, o.tau));
 }
 

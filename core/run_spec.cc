@@ -839,6 +839,8 @@ RunSpec resolve_run_spec(const Config& c) {
   require((s.local_steps_max == 0 && s.local_epochs_max == 0) || s.regime == Regime::kModel,
           "local.steps_max and local.epochs_max vary the local training: they need regime = "
           "\"model\"");
+  require(c.get_float("local.server_lr") > 0,  // named before the optimizer's own range check
+          fmt::format("local.server_lr must be > 0, got {}", c.get_float("local.server_lr")));
   s.server_optimizer = {.kind = parse_fedopt(c.get_string("server_optimizer.name")),
                         .lr = c.get_float("local.server_lr"),
                         .beta1 = c.get_float("server_optimizer.beta1"),

@@ -14,6 +14,7 @@
 #include "core/count_users.h"
 #include "core/dataset.h"
 #include "core/run_spec.h"
+#include "core/unread_settings.h"
 #include "experiments/cli/commands.h"
 #include "experiments/cli/data_flags.h"
 #include "partitioners/partition.h"
@@ -172,6 +173,10 @@ Action add_partition_command(CLI::App& app) {
       if (!a->config.empty()) cfg.merge_file(a->config);
       cfg.set_all(a->sets);
       const RunSpec s = resolve_run_spec_counting_users(cfg);
+      for (const UnreadSetting& u : unread_settings(cfg, s))  // as the run would warn of them
+        if (u.key.starts_with("partition.") || u.key.starts_with("data."))
+          fmt::print(stderr, "fedpar partition: warning: the split does not read {} = {}: {}\n",
+                     u.key, u.value, u.why);
       a->data = s.data;
       a->params = s.partition;
       return run_partition(*a, /*through_config=*/true);

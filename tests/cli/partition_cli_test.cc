@@ -75,6 +75,16 @@ TEST(PartitionCli, TheTableAloneARunsDefaultsAndParametersTheSchemeDoesNotRead) 
                  tmp.path());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  // the run's keys (--set, --config) are warned of as the run would
+  r = run_fedpar(
+      "partition --set data.name=synthetic --set partition.scheme=dirichlet-clients --set "
+      "partition.beta=0.1",
+      tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: the split does not read partition.beta = 0.1: partition.scheme = "
+                       "\"dirichlet-clients\" reads partition.alpha"),
+            std::string::npos)
+      << r.err;
 }
 
 // labels-k with fewer clients than labels gives some labels to no client: said, with which, by

@@ -183,6 +183,11 @@ TEST(RunSpecValues, OutOfRangeAndNonFiniteValuesAreRefusedByKey) {
   EXPECT_NE(refusal({"local.server_lr=nan"}).find("'local.server_lr' must be a finite number"),
             std::string::npos);
   EXPECT_NE(refusal({"optimizer.gamma=0"}).find("optimizer.gamma must be > 0"), std::string::npos);
+  EXPECT_NE(refusal({"local.server_lr=0"}).find("local.server_lr must be > 0, got 0"),
+            std::string::npos);
+  EXPECT_NE(refusal({"server_optimizer.name=adam", "server_optimizer.tau=0"})
+                .find("(local.server_lr, server_optimizer.beta1, beta2, tau: got 1, 0.9, 0.99, 0)"),
+            std::string::npos);
   EXPECT_NE(refusal({"optimizer.min_lr=-1"}).find("optimizer.min_lr must be >= 0"),
             std::string::npos);
   EXPECT_NE(refusal({"regime=async", "fraction=0.5"}).find("fraction must be 1"),
