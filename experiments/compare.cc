@@ -422,6 +422,13 @@ int run_compare(const CompareOptions& o, const std::string& command) {
       continue;
     }
     for (const auto& run : runs_in(d)) {
+      std::error_code ec;  // one run given twice (`compare a a`, a run and its suite's folder)
+      if (std::any_of(dirs.begin(), dirs.end(), [&](const std::filesystem::path& seen) {
+            return std::filesystem::equivalent(seen, run, ec);
+          })) {
+        fmt::print(stderr, "fedpar compare: leaving out {}: given already\n", run.string());
+        continue;
+      }
       if (is_train_folder(run)) {
         if (o.metric == "train-loss")  // its epochs' train_loss is the steps', not the model's
           fmt::print(stderr,

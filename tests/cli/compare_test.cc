@@ -114,6 +114,17 @@ TEST(Compare, TabulatesAndPlotsWhatEachRunRecorded) {
       << glob.err;
   EXPECT_EQ(ja["runs"][0]["run"], "fast");
   EXPECT_EQ(ja["runs"][1]["run"], "slow");
+  // a run given twice (by its folder and inside a folder of runs) is one run, not a pair alike
+  const auto twice =
+      testing::run_fedpar("compare " + (tmp / "res/slow").string() + " " + (tmp / "res").string() +
+                              " --out " + (tmp / "cmptwice").string(),
+                          tmp.path());
+  ASSERT_EQ(twice.code, 0) << twice.err;
+  EXPECT_NE(twice.err.find("leaving out " + (tmp / "res/slow").string() + ": given already"),
+            std::string::npos)
+      << twice.err;
+  EXPECT_EQ(nlohmann::json::parse(testing::slurp(tmp / "cmptwice/compare.json"))["runs"].size(),
+            2u);
   // against bytes the columns say their unit, MB (what the values are), not "bytes"
   const auto b = compare(tmp, {"slow"}, " --x bytes --target 40 --out " + (tmp / "cmpb").string());
   ASSERT_EQ(b.code, 0) << b.err;
