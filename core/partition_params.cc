@@ -1,8 +1,20 @@
 #include "core/partition_params.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
+#include "core/check.h"
+
 namespace fedpar {
+
+void check_holdout(double holdout) {
+  if (!(holdout >= 0 && holdout < 1))
+    throw Error(
+        fmt::format("partition.holdout is the share of each client's samples kept out of "
+                    "its training, 0 <= holdout < 1, got {}",
+                    holdout));
+}
 
 std::vector<std::string> partition_schemes() {
   return {"iid",

@@ -35,6 +35,8 @@ std::vector<std::string> partition_scheme_keys(const PartitionParams& p);
 bool scheme_reads(const PartitionParams& p, std::string_view key);
 // Every scheme's parameters: the [partition] keys but scheme and clients.
 const std::vector<std::string>& partition_parameter_keys();
+// Throws Error unless 0 <= holdout < 1 (the run's config and fedpar partition check it alike).
+void check_holdout(double holdout);
 // Whether `key` (without "partition.") is a parameter of some scheme.
 bool is_partition_scheme_key(std::string_view key);
 

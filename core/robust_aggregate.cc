@@ -49,6 +49,8 @@ AggregateRule parse_aggregate_rule(const std::string& name) {
   return parse_choice<AggregateRule>(kRules, name, "aggregation rule");
 }
 
+size_t trimmed_cut(double trim, size_t n) { return size_t(std::floor(trim * double(n) + 1e-9)); }
+
 const char* aggregate_rule_name(AggregateRule r) { return choice_name<AggregateRule>(kRules, r); }
 
 std::vector<double> krum_scores(std::span<const ClientUpdate> updates, int byzantine) {
@@ -110,7 +112,7 @@ void robust_aggregate(std::span<const ClientUpdate> updates, Weighting w, const 
         return n % 2 ? double(c[n / 2]) : 0.5 * (double(c[n / 2 - 1]) + double(c[n / 2]));
       });
     case AggregateRule::kTrimmedMean: {
-      const auto cut = size_t(std::floor(o.trim * double(view.size()) + 1e-9));
+      const size_t cut = trimmed_cut(o.trim, view.size());
       if (2 * cut >= view.size())
         throw Error(
             fmt::format("trimmed-mean with trim = {} cuts all {} updates", o.trim, view.size()));

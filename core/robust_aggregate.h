@@ -28,6 +28,9 @@ enum class AggregateRule { kMean, kMedian, kTrimmedMean, kKrum, kMultiKrum };
 // "mean" | "median" | "trimmed-mean" | "krum" | "multi-krum"; throws Error naming them otherwise.
 AggregateRule parse_aggregate_rule(const std::string& name);
 const char* aggregate_rule_name(AggregateRule r);
+// How many of n values trimmed-mean cuts from each end: floor(trim n) (the 1e-9 keeps 0.2 x 5 at
+// 1).
+size_t trimmed_cut(double trim, size_t n);
 
 struct RobustOptions {
   AggregateRule rule = AggregateRule::kMean;

@@ -62,8 +62,9 @@ constexpr const char* kRunSections = R"(
 [partition]
 scheme = "iid"           # see fedpar partition --help
 clients = 4
-seed = 0                 # 0: the run's seed; another holds the split (and holdout) fixed while the
-                         # run's seed varies the init, sampling and shuffles (suite.seeds)
+seed = 0                 # 0: the run's seed; another holds the split (its holdout, and a synthetic
+                         # dataset's draw) fixed while the run's seed varies the init, sampling
+                         # and shuffles (suite.seeds)
 shards_per_client = 2
 labels_per_client = 2
 alpha = 0.5              # dirichlet-clients: q ~ Dir(alpha p), p the label shares (MNIST: alpha 1 is Dir(0.1) per class)
@@ -474,14 +475,15 @@ RobustOptions resolve_robust(const Config& c, const RunSpec& s) {
           "topology = \"parameter-server\" and regime = \"gradient\" or \"model\"");
   if (r.rule == AggregateRule::kTrimmedMean && r.trim > 0) {  // as robust_aggregate cuts
     const long asked = clients_per_round(s);
-    const auto cut = long(std::floor(r.trim * double(asked) + 1e-9));
-    require(cut > 0,
+    // the least trim that cuts one, rounded up to 3 decimals (0.334 for 3: 0.333 cuts none)
+    const double least = std::ceil(1000.0 / double(asked)) / 1000.0;
+    require(trimmed_cut(r.trim, size_t(asked)) > 0,
             fmt::format("robust.rule = \"trimmed-mean\" with trim = {:g} cuts floor({:g} x {}) = 0 "
                         "of the {} updates a round from each end: it would be the plain mean; {}",
                         r.trim, r.trim, asked, asked,
-                        asked >= 3 ? fmt::format("raise robust.trim to {:.3g} (1 / {}) or more, or "
+                        asked >= 3 ? fmt::format("raise robust.trim to {:g} (1 / {}) or more, or "
                                                  "ask more clients a round",
-                                                 1.0 / double(asked), asked)
+                                                 least, asked)
                                    : "ask at least 3 clients a round"));
   }
   if (r.rule == AggregateRule::kKrum || r.rule == AggregateRule::kMultiKrum) {
@@ -658,10 +660,7 @@ PartitionParams resolve_partition_params(const Config& c, uint64_t seed) {
   p.sizes = c.get_string("partition.sizes");
   p.sigma = c.get_float("partition.sigma");
   p.holdout = c.get_float("partition.holdout");
-  require(p.holdout >= 0 && p.holdout < 1,
-          fmt::format("partition.holdout is the share of each client's samples kept out of its "
-                      "training, 0 <= holdout < 1, got {}",
-                      p.holdout));
+  check_holdout(p.holdout);
   return p;
 }
 
@@ -809,9 +808,9 @@ RunSpec resolve_run_spec(const Config& c) {
   require(s.threads >= 1 && s.threads <= 256, "threads must be between 1 and 256");
   s.results_dir = c.get_string("results_dir");
   s.model = resolve_model_spec(c);
-  s.data = resolve_data_options(c, s.seed);
-
   s.partition = resolve_partition_params(c, s.seed);
+  // a generated dataset (synthetic) is drawn from the split's seed: partition.seed holds both
+  s.data = resolve_data_options(c, s.partition.seed);
 
   s.local_steps = c.get_int32("local.steps");
   s.local_epochs = c.get_int32("local.epochs");

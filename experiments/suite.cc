@@ -303,18 +303,19 @@ SuitePlan plan_suite(const SuiteOptions& o) {
   std::vector<SuiteEntry> runs;
   for (const auto& r : cfg.get_string_list("suite.runs"))
     if (!r.empty()) runs.push_back(parse_run(r));
-  for (size_t i = 0; i < runs.size(); ++i)  // a label names a run's folder and its report row
-    for (size_t j = 0; j < i; ++j)
-      if (runs[i].label == runs[j].label)
-        throw Error(fmt::format(
-            "{}: suite.runs lists run '{}' twice (runs {} and {}): each run needs its own label, "
-            "which names its folder and its row in the report",
-            plan.file.string(), runs[i].label, j + 1, i + 1));
   plan.listed_runs = runs.size();
   plan.only = cfg.get_string_list("suite.only");
   std::erase(plan.only, "");
   runs = keep_only(std::move(runs), plan.only);
   runs = sweep_runs(std::move(runs), cfg.get_string("suite.sweep"));
+  for (size_t i = 0; i < runs.size(); ++i)  // a label names a run's folder and its report row
+    for (size_t j = 0; j < i; ++j)
+      if (runs[i].label == runs[j].label)
+        throw Error(fmt::format(
+            "{}: two runs are labelled '{}' (runs {} and {}{}): each run needs its own label, "
+            "which names its folder and its row in the report",
+            plan.file.string(), runs[i].label, j + 1, i + 1,
+            cfg.get_string("suite.sweep").empty() ? "" : ", counted after suite.sweep"));
   if (runs.empty())
     throw Error(fmt::format(
         "{}: suite.runs is empty: a suite lists its runs in its [suite] table, runs = [\"label | "

@@ -323,10 +323,7 @@ Manifest partition(const PartitionInput& in, const PartitionParams& p) {
                                                 "needs at least one",
                                                 p.clients, n));
   }
-  require(p.holdout >= 0 && p.holdout < 1,
-          fmt::format("partition.holdout is the share of each client's samples kept out of its "
-                      "training, 0 <= holdout < 1, got {}",
-                      p.holdout));
+  check_holdout(p.holdout);
   if (scheme_reads(p, "min_size"))
     require(p.min_size >= 0, fmt::format("{}: partition.min_size is the fewest samples a client "
                                          "gets, >= 0, got {}",

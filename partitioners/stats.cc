@@ -72,11 +72,12 @@ PartitionStats partition_stats(const Manifest& m) {
       cs.emd += std::abs(p - global[l]);
     }
     sizes.push_back(double(cs.size));
+    s.clients.push_back(cs);
+    if (cs.size == 0) continue;  // no distribution: its "EMD 1" would skew the medians
     present.push_back(cs.labels_present);
     ent.push_back(cs.entropy_bits);
     emd.push_back(cs.emd);
     kl.push_back(cs.kl);
-    s.clients.push_back(cs);
   }
   s.size = summarize(sizes);
   s.labels_present = summarize(present);
@@ -107,8 +108,11 @@ std::string format_stats(const Manifest& m, const PartitionStats& s, size_t max_
                      "entropy", "EMD", "KL");
   for (size_t i = 0; i < s.clients.size() && i < max_rows; ++i) {
     const auto& c = s.clients[i];
-    out += fmt::format("{:>6} {:>7} {:>7} {:>9.3f} {:>7.3f} {:>7.3f}\n", c.id, c.size,
-                       c.labels_present, c.entropy_bits, c.emd, c.kl);
+    if (c.size == 0)
+      out += fmt::format("{:>6} {:>7} {:>7} {:>9} {:>7} {:>7}\n", c.id, 0, 0, "-", "-", "-");
+    else
+      out += fmt::format("{:>6} {:>7} {:>7} {:>9.3f} {:>7.3f} {:>7.3f}\n", c.id, c.size,
+                         c.labels_present, c.entropy_bits, c.emd, c.kl);
   }
   if (s.clients.size() > max_rows)
     out += fmt::format("   ... {} more clients in manifest.json\n", s.clients.size() - max_rows);

@@ -25,6 +25,8 @@ struct Summary {
 struct PartitionStats {
   std::vector<ClientStats> clients;
   std::vector<double> global_distribution;  // over labels of the assigned samples
+  // size over every client; the label statistics over those that hold samples (an empty client
+  // has no label distribution)
   Summary size, labels_present, entropy_bits, emd, kl;
   size_t assigned = 0;  // the samples the clients train on
   size_t held_out = 0;  // the samples partition.holdout keeps out of their training

@@ -75,6 +75,13 @@ RunContext::RunContext(const Config& c, const RunSpec& setup, bool resuming)
   write_manifest(out.path() / "manifest.json", manifest);
   if (s.save_params_every > 0) std::filesystem::create_directories(out.path() / "params");
   if (s.eval_clients) client_scorer_.emplace(data.train, manifest, s.partition);
+  if (s.eval_train && manifest.held_out() > 0) {
+    std::vector<bool> held(data.train.size(), false);
+    for (const ClientShard& c : manifest.clients)
+      for (uint32_t i : c.held_out) held[i] = true;
+    for (uint32_t i = 0; i < uint32_t(data.train.size()); ++i)
+      if (!held[i]) not_held_out_.push_back(i);
+  }
 }
 
 bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const std::string& what) {
@@ -129,8 +136,9 @@ void RunContext::evaluate_into(RoundRecord& rec) {
     rec.test_loss = st.loss_sum / double(st.samples);
     rec.test_accuracy = double(st.correct) / double(st.samples);
   }
-  if (s.eval_train) {
-    const BatchStats tr = evaluate(model, data.train);
+  if (s.eval_train) {  // held-out samples are not training data
+    const BatchStats tr = not_held_out_.empty() ? evaluate(model, data.train)
+                                                : evaluate(model, data.train, not_held_out_);
     rec.global_train_loss = tr.loss_sum / double(std::max<int64_t>(1, tr.samples));
     rec.global_train_accuracy = double(tr.correct) / double(std::max<int64_t>(1, tr.samples));
   }
@@ -399,6 +407,7 @@ int RunContext::finish(const Engine& engine,
                     {"dataset", data.train.name},
                     {"seed", std::to_string(s.seed)}});
   const std::string hash = hash_hex(hash_bytes(params.data(), params.size() * sizeof(float)));
+  const std::vector<HostRecord> replaced = engine.replaced_records();
   const RunSummary summary{
       .model_hash = hash,
       .parameters = params.size(),
@@ -413,8 +422,7 @@ int RunContext::finish(const Engine& engine,
       .clients = engine.num_clients,
       .processes = s.processes,
       .hosts = engine.host_records(),
-      .replaced = engine.replaced_records().empty() ? std::nullopt
-                                                    : std::optional(engine.replaced_records()),
+      .replaced = replaced.empty() ? std::nullopt : std::optional(replaced),
       .final = last_eval_,
       .server_peak_rss_mib = double(peak_rss_bytes()) / (1 << 20),
       .source_commit = source_commit().empty() ? std::nullopt : std::optional(source_commit()),

@@ -114,6 +114,8 @@ class RunContext {
   std::optional<std::string> init_hash_;       // model.init_from: the parameters' hash
   std::optional<FolderLock> resumed_lock_;     // the folder resumed from: one run continues it
   std::optional<ClientScorer> client_scorer_;  // eval_clients
+  // eval_train under partition.holdout: the training set less the held-out samples, ascending
+  std::vector<uint32_t> not_held_out_;
   void evaluate_into(RoundRecord& rec);
   // Removes --resume's folder if only a run kept it for resuming (this run holds its rounds);
   // returns the line that says so, "" when nothing was removed.

@@ -347,7 +347,7 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
     md << fmt::format("- **diverged** at {}{}\n", round, why);
   }
   for (const std::string& w : summary.warnings.value_or(std::vector<std::string>{}))
-    md << fmt::format("- **warning** (before round 1): {}\n", w);
+    md << fmt::format("- **warning** (at the start): {}\n", w);
   // results_dir and data.dir may be relative: the commands run where this run was started. `dir`
   // is the partial folder; ResultsDir::commit rewrites its path to the folder's final name (which
   // may have a suffix: another run of the same name came first).

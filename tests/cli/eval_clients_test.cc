@@ -181,7 +181,7 @@ TEST(EvalClients, HoldoutWithoutEvalClientsIsAWarningTheRunKeeps) {
       [&](const nlohmann::json& w) { return w.get<std::string>().starts_with(warning); }))
       << summary.dump();
   EXPECT_FALSE(summary.contains("client_holdout"));  // nothing scored held-out samples
-  EXPECT_NE(testing::slurp(dir / "README.md").find("- **warning** (before round 1): " + warning),
+  EXPECT_NE(testing::slurp(dir / "README.md").find("- **warning** (at the start): " + warning),
             std::string::npos);
 }
 

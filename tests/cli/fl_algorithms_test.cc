@@ -262,6 +262,13 @@ TEST(BatchBeyondShards, IsAWarningNamingTheSmallestShard) {
   const auto fits = run_fl(tmp, "fits", "--set rounds=1");  // batch 10
   ASSERT_EQ(fits.code, 0) << fits.err;
   EXPECT_EQ(fits.err.find("is more than"), std::string::npos) << fits.err;
+  const auto sgd =
+      run_fl(tmp, "sgd", "--set regime=gradient --set sgd.batch=100000 --set rounds=1");
+  ASSERT_EQ(sgd.code, 0) << sgd.err;
+  EXPECT_NE(sgd.err.find("server: warning: sgd.batch = 100000 is more than each of the 4 clients "
+                         "holds"),
+            std::string::npos)
+      << sgd.err;
 }
 
 }  // namespace

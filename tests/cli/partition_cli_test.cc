@@ -87,6 +87,26 @@ TEST(PartitionCli, TheTableAloneARunsDefaultsAndParametersTheSchemeDoesNotRead) 
       << r.err;
 }
 
+// partition.seed holds a run's data and split while its seed changes (Synthetic's draw too):
+// the same manifest hash for seeds 1 and 2, another without it.
+TEST(PartitionCli, PartitionSeedHoldsTheDataAndTheSplitAcrossRunSeeds) {
+  testing::TempDir tmp;
+  const auto hash_of = [&](const std::string& sets) {
+    const auto r = run_fedpar(
+        "partition --set data.name=synthetic --set data.alpha=1 --set data.beta=1 --set "
+        "partition.scheme=natural --set partition.clients=0 " +
+            sets,
+        tmp.path());
+    EXPECT_EQ(r.code, 0) << r.err;
+    std::smatch m;
+    return std::regex_search(r.out, m, std::regex("hash ([0-9a-f]{16})")) ? m[1].str() : "";
+  };
+  const std::string one = hash_of("--set seed=1 --set partition.seed=7");
+  ASSERT_FALSE(one.empty());
+  EXPECT_EQ(hash_of("--set seed=2 --set partition.seed=7"), one);
+  EXPECT_NE(hash_of("--set seed=2"), hash_of("--set seed=1"));
+}
+
 // labels-k with fewer clients than labels gives some labels to no client: said, with which, by
 // `fedpar partition` and by a run (its log, README and summary.json's train_samples). It once
 // trained on half of MNIST without a word.

@@ -281,8 +281,6 @@ pid_t supervised(const TempDir& tmp, const std::vector<std::string>& sets,
   return run;
 }
 
-// The server and client processes show as `fedpar server ...` and `fedpar client ...` (argv[0]
-// and the kernel's name are the executable's file name), so ps and pgrep find them.
 // fedpar run listens where the config's bind (or --set) says, and on a free loopback port where
 // it keeps fedpar server's default; --bind says last.
 TEST(FedparRun, ListensWhereTheConfigsBindSays) {
@@ -301,7 +299,11 @@ TEST(FedparRun, ListensWhereTheConfigsBindSays) {
   r = testing::run_config(tmp.path(), toml, "default", "--set bind=tcp://127.0.0.1:5555");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err.find("listening on tcp://127.0.0.1:5555"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("listening on tcp://127.0.0.1:"), std::string::npos) << r.err;
 }
+
+// The server and client processes show as `fedpar server ...` and `fedpar client ...` (argv[0]
+// and the kernel's name are the executable's file name), so ps and pgrep find them.
 
 TEST(FedparRun, ChildProcessesCarryTheExecutablesName) {
   TempDir tmp;

@@ -531,8 +531,16 @@ TEST(Suite, SweepAndOnlyExpandAndSelectRuns) {
                                        "'a | rounds=2']\n";
   r = testing::run_fedpar("suite " + (tmp / "twice.toml").string(), tmp.path());
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("suite.runs lists run 'a' twice (runs 1 and 3): each run needs its own "
-                       "label"),
+  EXPECT_NE(r.err.find("two runs are labelled 'a' (runs 1 and 3): each run needs its own label"),
+            std::string::npos)
+      << r.err;
+  // a sweep that names a value twice makes two runs of one label as well
+  std::ofstream(tmp / "swept.toml") << "regime = 'gradient'\n[data]\nname = 'synthetic'\n"
+                                       "[suite]\nruns = ['a | rounds=1']\n"
+                                       "sweep = 'optimizer.lr=0.1, 0.1'\n";
+  r = testing::run_fedpar("suite " + (tmp / "swept.toml").string(), tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("two runs are labelled 'a@0.1' (runs 1 and 2, counted after suite.sweep)"),
             std::string::npos)
       << r.err;
   std::ofstream(tmp / "sweep.toml")

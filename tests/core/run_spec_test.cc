@@ -185,6 +185,13 @@ TEST(RunSpecValues, OutOfRangeAndNonFiniteValuesAreRefusedByKey) {
   EXPECT_NE(refusal({"optimizer.gamma=0"}).find("optimizer.gamma must be > 0"), std::string::npos);
   EXPECT_NE(refusal({"local.server_lr=0"}).find("local.server_lr must be > 0, got 0"),
             std::string::npos);
+  // trimmed-mean's least trim that cuts one of 3, rounded up: 0.333 would cut none
+  EXPECT_NE(refusal({"robust.rule=trimmed-mean", "partition.clients=3"})
+                .find("raise robust.trim to 0.334 (1 / 3) or more"),
+            std::string::npos);
+  EXPECT_EQ(
+      spec({"robust.rule=trimmed-mean", "partition.clients=3", "robust.trim=0.334"}).robust.trim,
+      0.334);
   EXPECT_NE(refusal({"server_optimizer.name=adam", "server_optimizer.tau=0"})
                 .find("(local.server_lr, server_optimizer.beta1, beta2, tau: got 1, 0.9, 0.99, 0)"),
             std::string::npos);

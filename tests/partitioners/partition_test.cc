@@ -329,6 +329,17 @@ TEST(PartitionStats, HandComputedExample) {
   EXPECT_NEAR(s.clients[1].kl, 0.5 * std::log(0.5 / 0.75) + 0.5 * std::log(0.5 / 0.25), 1e-12);
   EXPECT_EQ(s.labels_present.min, 1.0);
   EXPECT_EQ(s.assigned, 4u);
+  // an empty client (which a run refuses) has no label distribution: it counts in the sizes,
+  // not in the label statistics, and its row says so
+  m.clients.push_back({.id = 2});
+  m.finalize({0, 0, 0, 1}, 2);
+  const PartitionStats e = partition_stats(m);
+  EXPECT_EQ(e.size.min, 0.0);
+  EXPECT_DOUBLE_EQ(e.emd.max, 0.5);  // not the empty client's 1
+  EXPECT_EQ(e.labels_present.min, 1.0);
+  EXPECT_NE(format_stats(m, e).find("     2       0       0         -       -       -\n"),
+            std::string::npos)
+      << format_stats(m, e);
 }
 
 }  // namespace
