@@ -55,7 +55,7 @@ TEST(UnreadSettings, ParametersOfAnOptimizerRuleAttackOrCodecNotChosen) {
                   .empty());
   EXPECT_EQ(unread({"robust.trim=0.2", "robust.clip_norm=1"}),
             Lines{"robust.trim: robust.rule = \"mean\" does not use it"});
-  EXPECT_TRUE(unread({"robust.rule=trimmed-mean", "robust.trim=0.2"}).empty());
+  EXPECT_TRUE(unread({"robust.rule=trimmed-mean", "robust.trim=0.25"}).empty());
   EXPECT_EQ(unread({"attack.kind=noise", "attack.clients=1", "attack.scale=5"}),
             Lines{"attack.scale: attack.kind = \"noise\" does not use it"});
   EXPECT_EQ(unread({"attack.clients=1"}).size(), 1u);  // no attack at all
