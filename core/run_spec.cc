@@ -871,10 +871,11 @@ RunSpec resolve_run_spec(const Config& c) {
         topology == "ring" || topology == "all-reduce" || topology == "ddp"
             ? " (the ring all-reduce among the workers is 'allreduce')"
             : ""));
-  require(s.topology == Topology::kParameterServer || s.regime == Regime::kGradient,
-          fmt::format("topology '{}' takes one synchronous gradient step a round: it needs regime "
-                      "= \"gradient\" (model averaging runs on the parameter server)",
-                      topology));
+  require(
+      s.topology == Topology::kParameterServer || s.regime == Regime::kGradient,
+      fmt::format("topology '{}' takes one synchronous gradient step a round: it needs regime "
+                  "= \"gradient\" ({} runs on the parameter server)",
+                  topology, s.regime == Regime::kAsync ? "asynchronous SGD" : "model averaging"));
   require(s.topology == Topology::kParameterServer || s.fraction == 1.0,
           fmt::format("topology '{}' uses every worker every step: fraction must be 1", topology));
   require(s.topology != Topology::kMaster || s.weighting == Weighting::kBySamples,

@@ -185,6 +185,13 @@ TEST(RunSpecValues, OutOfRangeAndNonFiniteValuesAreRefusedByKey) {
   EXPECT_NE(refusal({"optimizer.gamma=0"}).find("optimizer.gamma must be > 0"), std::string::npos);
   EXPECT_NE(refusal({"local.server_lr=0"}).find("local.server_lr must be > 0, got 0"),
             std::string::npos);
+  EXPECT_NE(
+      refusal({"regime=async", "topology=allreduce"})
+          .find("needs regime = \"gradient\" (asynchronous SGD runs on the parameter server)"),
+      std::string::npos);
+  EXPECT_NE(refusal({"regime=model", "topology=master"})
+                .find("needs regime = \"gradient\" (model averaging runs on the parameter server)"),
+            std::string::npos);
   // trimmed-mean's least trim that cuts one of 3, rounded up: 0.333 would cut none
   EXPECT_NE(refusal({"robust.rule=trimmed-mean", "partition.clients=3"})
                 .find("raise robust.trim to 0.334 (1 / 3) or more"),
