@@ -473,8 +473,8 @@ RobustOptions resolve_robust(const Config& c, const RunSpec& s) {
   require(s.topology == Topology::kParameterServer && s.regime != Regime::kAsync,
           "robust aggregation replaces the synchronous parameter server's mean: it needs "
           "topology = \"parameter-server\" and regime = \"gradient\" or \"model\"");
+  const long asked = clients_per_round(s);
   if (r.rule == AggregateRule::kTrimmedMean && r.trim > 0) {  // as robust_aggregate cuts
-    const long asked = clients_per_round(s);
     // the least trim that cuts one, rounded up to 3 decimals (0.334 for 3: 0.333 cuts none)
     const double least = std::ceil(1000.0 / double(asked)) / 1000.0;
     require(trimmed_cut(r.trim, size_t(asked)) > 0,
@@ -487,7 +487,6 @@ RobustOptions resolve_robust(const Config& c, const RunSpec& s) {
                                    : "ask at least 3 clients a round"));
   }
   if (r.rule == AggregateRule::kKrum || r.rule == AggregateRule::kMultiKrum) {
-    const long asked = clients_per_round(s);
     require(asked > 2 * r.byzantine + 2,
             fmt::format("robust.rule = \"{}\" with byzantine = {} needs more than {} clients per "
                         "round, this run asks {}",
@@ -819,6 +818,7 @@ RunSpec resolve_run_spec(const Config& c) {
   s.local_batch = c.is_word("local.batch", "full") ? 0 : c.get_int("local.batch");
   require(s.local_batch >= 0, "local.batch must be >= 0 (0 = full) or \"full\"");
   s.server_lr = float(c.get_float("local.server_lr"));
+  require(s.server_lr > 0, fmt::format("local.server_lr must be > 0, got {}", s.server_lr));
   s.prox_mu = float(c.get_float("local.prox_mu"));
   require(s.prox_mu >= 0, "local.prox_mu must be >= 0 (0 = FedAvg)");
   require(s.prox_mu == 0 || s.regime == Regime::kModel,
@@ -838,8 +838,6 @@ RunSpec resolve_run_spec(const Config& c) {
   require((s.local_steps_max == 0 && s.local_epochs_max == 0) || s.regime == Regime::kModel,
           "local.steps_max and local.epochs_max vary the local training: they need regime = "
           "\"model\"");
-  require(c.get_float("local.server_lr") > 0,  // named before the optimizer's own range check
-          fmt::format("local.server_lr must be > 0, got {}", c.get_float("local.server_lr")));
   s.server_optimizer = {.kind = parse_fedopt(c.get_string("server_optimizer.name")),
                         .lr = c.get_float("local.server_lr"),
                         .beta1 = c.get_float("server_optimizer.beta1"),
@@ -851,7 +849,6 @@ RunSpec resolve_run_spec(const Config& c) {
           "(the gradient regime's server steps with [optimizer] on the averaged gradient)");
   s.sgd_batch = c.is_word("sgd.batch", "full") ? 0 : c.get_int("sgd.batch");
   require(s.sgd_batch >= 0, "sgd.batch must be >= 0 (0 = full) or \"full\"");
-  require(s.server_lr > 0, "local.server_lr must be > 0");
 
   const std::string topology = c.get_string("topology");
   if (topology == "parameter-server")
