@@ -95,6 +95,8 @@ struct RoundRecord {
   // ring's too); emulated mode: the round's wall seconds under emulation and their running sum
   std::optional<std::vector<uint32_t>> unavailable, simulated_lost;
   std::optional<std::vector<uint32_t>> simulated_late;  // network.drop_late: left out, late
+  // backup_clients: participants whose update was not waited for (the others' came first)
+  std::optional<std::vector<uint32_t>> not_waited_for;
   // robust.rule = krum or multi-krum in a round with too few updates: the rule used ("median")
   std::optional<std::string> robust_fallback;
   std::optional<double> simulated_seconds, simulated_time, emulated_seconds, emulated_time;

@@ -24,6 +24,8 @@ long clients_per_round(const RunSpec& s) {
   return std::max(1L, std::lround(s.fraction * double(s.partition.clients)));
 }
 
+long updates_per_round(const RunSpec& s) { return clients_per_round(s) - s.backup_clients; }
+
 namespace {
 
 constexpr const char* kRunTop =
@@ -53,6 +55,9 @@ weighting = "samples"    # samples (n_k / n) | uniform (1 / K)
 fraction = 1.0           # C: share of clients sampled per round: max(1, round(C x clients))
 continue_without_missing = false  # gradient regime: go on when a client misses a round
 drop_after_missed_rounds = 3  # a client process that misses this many rounds in a row gets no more tasks
+backup_clients = 0       # synchronous parameter server: aggregate the first updates in and leave
+                         # the last this many of a round's clients out, not waited for (backup
+                         # workers; FL's over-selection)
 threads = 1              # CPU threads per process for products; another count, other bits
 device = "cpu"           # where clients compute: cpu | cuda (fedpar client --device overrides)
 
@@ -300,6 +305,35 @@ CompressionSpec resolve_compression(const Config& c, const RunSpec& s) {
   return k;
 }
 
+// backup_clients: a round aggregates the first updates to come in, in real arrival order, and the
+// rest are not waited for; what that needs of the run.
+int resolve_backup_clients(const Config& c, const RunSpec& s) {
+  const int b = c.get_int32("backup_clients");
+  require(b >= 0, "backup_clients must be >= 0 (0: every asked client is waited for)");
+  if (b == 0) return 0;
+  require(s.topology == Topology::kParameterServer && s.regime != Regime::kAsync,
+          s.regime == Regime::kAsync
+              ? "backup_clients leaves a synchronous round's slowest updates out: regime = "
+                "\"async\" already applies each update as it comes"
+              : "backup_clients leaves a synchronous round's slowest updates out: it needs "
+                "topology = \"parameter-server\" (the master, the ring and model parallelism "
+                "need every worker's part of each step)");
+  const long asked = clients_per_round(s);
+  require(b < asked,
+          fmt::format("backup_clients = {} leaves no update of the {} clients a round asks "
+                      "(fraction x partition.clients): it must be less than {}",
+                      b, asked, asked));
+  require(c.get_string("local.algorithm") != "scaffold",
+          "backup_clients leaves updates out, and local.algorithm = \"scaffold\" keeps the "
+          "server's copy of each client's control variate in step with the client's own: a "
+          "left-out update would part them");
+  require(s.network.mode != NetworkMode::kSimulated,
+          "backup_clients takes the updates in the order they really arrive, which network.mode "
+          "= \"simulated\" does not follow: use network.mode = \"emulated\" (or network.drop_late "
+          "to leave out what the simulated clock brings in after wait_seconds)");
+  return b;
+}
+
 // allreduce.backend; MPI and NCCL sum float32 over a fixed set of ranks, so they leave out what
 // needs the ring's own hops (16-bit chunks, compressed sums, re-forming without the dead).
 RingBackend resolve_ring_backend(const Config& c, const RunSpec& s) {
@@ -473,7 +507,7 @@ RobustOptions resolve_robust(const Config& c, const RunSpec& s) {
   require(s.topology == Topology::kParameterServer && s.regime != Regime::kAsync,
           "robust aggregation replaces the synchronous parameter server's mean: it needs "
           "topology = \"parameter-server\" and regime = \"gradient\" or \"model\"");
-  const long asked = clients_per_round(s);
+  const long asked = updates_per_round(s);
   if (r.rule == AggregateRule::kTrimmedMean && r.trim > 0) {  // as robust_aggregate cuts
     // the least trim that cuts one, rounded up to 3 decimals (0.334 for 3: 0.333 cuts none)
     const double least = std::ceil(1000.0 / double(asked)) / 1000.0;
@@ -488,9 +522,13 @@ RobustOptions resolve_robust(const Config& c, const RunSpec& s) {
   }
   if (r.rule == AggregateRule::kKrum || r.rule == AggregateRule::kMultiKrum) {
     require(asked > 2 * r.byzantine + 2,
-            fmt::format("robust.rule = \"{}\" with byzantine = {} needs more than {} clients per "
-                        "round, this run asks {}",
-                        aggregate_rule_name(r.rule), r.byzantine, 2 * r.byzantine + 2, asked));
+            fmt::format(
+                "robust.rule = \"{}\" with byzantine = {} needs more than {} clients per "
+                "round, this run asks {}{}",
+                aggregate_rule_name(r.rule), r.byzantine, 2 * r.byzantine + 2, clients_per_round(s),
+                s.backup_clients > 0 ? fmt::format(" and aggregates {} (backup_clients = {})",
+                                                   asked, s.backup_clients)
+                                     : ""));
     require(r.select <= asked - r.byzantine,
             fmt::format("robust.select = {} is more than the {} updates multi-krum keeps of {}",
                         r.select, asked - r.byzantine, asked));
@@ -518,7 +556,7 @@ OptimizerSpec resolve_run_optimizer(const Config& c, const RunSpec& s) {
   require(!model || c.get_string("optimizer.scaling") == "none",
           "optimizer.scaling sets a data-parallel step's rate from its global batch: it needs "
           "regime = \"gradient\" or \"async\" (the model regime's clients step alone)");
-  const int64_t senders = async ? 1 : clients_per_round(s);
+  const int64_t senders = async ? 1 : updates_per_round(s);
   const OptimizerSpec o = resolve_optimizer(c, model ? 0 : s.sgd_batch * senders, steps);
   const bool fp16 = o.precision == Precision::kF16;
   require((o.accumulate == 1 && !fp16) || s.topology == Topology::kParameterServer ||
@@ -901,6 +939,7 @@ RunSpec resolve_run_spec(const Config& c) {
       "kept): use compression.uplink = \"none\", \"fp16\" or \"bf16\"");
   s.ring_backend = resolve_ring_backend(c, s);
   s.network = resolve_network_section(c, s);
+  s.backup_clients = resolve_backup_clients(c, s);
   s.robust = resolve_robust(c, s);
   s.security = {c.get_string("security.key"), c.get_string("security.clients")};
   // an allow-list without the server's key would let anyone in over plaintext while the config

@@ -91,6 +91,9 @@ struct RunSpec {
   Weighting weighting = Weighting::kBySamples;
   bool continue_without_missing = false;  // gradient regime: carry on when a client is missing
   int drop_after_missed_rounds = 3;       // misses in a row before a process gets no more tasks
+  // a synchronous parameter-server round aggregates the first updates in, leaving this many of
+  // its asked clients' out (backup workers, over-selection): not waited for, not misses
+  int backup_clients = 0;
   ModelSpec model;
   DataOptions data;
   PartitionParams partition;
@@ -145,6 +148,8 @@ struct RunSpec {
 
 // The clients a synchronous round asks, as sync_plan samples them (at least one).
 long clients_per_round(const RunSpec& s);
+// The updates such a round aggregates when none is missing: its clients less backup_clients.
+long updates_per_round(const RunSpec& s);
 
 // Throws Error naming the key and the valid choices.
 RunSpec resolve_run_spec(const Config& c);

@@ -547,6 +547,7 @@ Collected Engine::collect(const CollectSpec& spec) {
                       fmt::join(peers.at(in->msg.peer).clients, ", ")));
       continue;
     }
+    if (late_released(spec, *in)) continue;
     auto update = decode_update(in->parsed);
     if (auto* e = std::get_if<ProtocolError>(&update)) {
       reject(in->msg, e->reason);
@@ -567,11 +568,27 @@ Collected Engine::collect(const CollectSpec& spec) {
   }
   const bool timed_out = heard < want;
   for (uint32_t k : spec.expected)
-    if (!out.got.count(k) && !out.failed.count(k) && (timed_out || !awaited_key(k)))
-      out.missing.push_back(k);
+    if (!out.got.count(k) && !out.failed.count(k)) {
+      if (timed_out || !awaited_key(k))
+        out.missing.push_back(k);
+      else
+        out.released.push_back(k);  // enough came first (want)
+    }
+  if (spec.check_round && spec.key == CollectSpec::Key::kClient) {
+    std::erase_if(released_, [&](const auto& e) { return e.first + kReleasedRounds < round; });
+    for (uint32_t k : out.released) released_.emplace(round, k);
+  }
   std::erase_if(out.unreachable,
                 [&](uint32_t k) { return out.got.count(k) || out.failed.count(k); });
   return out;
+}
+
+bool Engine::late_released(const CollectSpec& spec, const Incoming& in) {
+  const Header& h = in.parsed.header;
+  if (!spec.check_round || h.type != MessageType::kUpdate || h.round >= round ||
+      !hosts(in.msg.peer, h.client))
+    return false;
+  return released_.erase({h.round, h.client}) > 0;
 }
 
 std::vector<std::string> Engine::gone(

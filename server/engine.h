@@ -97,6 +97,9 @@ struct Collected {
   // connection closed during the wait: not waited for (none when that was every expected key:
   // then the deadline decided)
   std::vector<uint32_t> unreachable;
+  // awaited keys still unanswered when `want` answers had come: not waited for (backup_clients),
+  // not missing; their replies, when they come in a later round, are dropped without a word
+  std::vector<uint32_t> released;
   double waited = 0;  // the seconds the deadline was, for messages
   // Why `missing` are missing, for messages: " within N s" when the deadline passed for some,
   // then " (K, L not reachable)" for those whose process was gone (not waited for).
@@ -221,6 +224,10 @@ class Engine {
   // Why a parsed reply cannot be kept ("" when it can); fills r.key and r.process.
   std::string check(const CollectSpec& spec, const Collected& so_far, Reply& r) const;
   void throw_if_non_finite(const CollectSpec& spec, const Reply& r) const;
+  // Whether `in` is the UPDATE of a client an earlier round released (not waited for): it is
+  // dropped without the ERROR a late reply gets (its bytes count in the traffic, as they came).
+  bool late_released(const CollectSpec& spec, const Incoming& in);
+  static constexpr uint64_t kReleasedRounds = 100;  // how long a released reply is expected
   // collect()'s watch over awaited processes whose connection closed (ZeroMQ names no peer when
   // a connection ends; the transport tells it from the socket of the peer's last message). Each
   // is sent a PING, which goes out only over a connection: one that does has reconnected (a
@@ -265,6 +272,7 @@ class Engine {
   // peers whose last send failed (not connected) or whose connection closed while they were
   // awaited; a send that goes out takes a peer off
   std::set<std::string> unreachable_;
+  std::set<std::pair<uint64_t, uint32_t>> released_;  // (round, client) not waited for
   bool stopping_ = false;  // stop_all: a process gone by then (stopped first) is not news
   CodecSet uplink_;        // what UPDATEs may be encoded with
   Downlink downlink_;      // how TASKs carry the model

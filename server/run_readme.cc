@@ -145,11 +145,12 @@ std::string staleness_notes(const RunSpec& s, const std::filesystem::path& dir) 
 
 // What the rounds left out of or changed in their aggregation: how many sampled clients were
 // unavailable or had a message lost on the simulated links, how many updates network.drop_late's
-// simulated deadline left out or never came, and whose, by link profile; in how many rounds Krum
-// had too few updates and the median aggregated them ("" when none of it happened).
+// simulated deadline left out, were not waited for (backup_clients) or never came, and whose, by
+// link profile; in how many rounds Krum had too few updates and the median aggregated them ("" when
+// none of it happened).
 std::string aggregation_notes(const RunSpec& s, const std::filesystem::path& dir) {
   size_t aggregated = 0, sampled = 0, asked = 0;
-  LeftOut late, unavailable, lost, missing;
+  LeftOut late, unavailable, lost, missing, backups;
   std::vector<int64_t> median_rounds;
   const auto rounds = read_round_records(dir);
   for (const RoundRecord& r : rounds) {
@@ -158,6 +159,7 @@ std::string aggregation_notes(const RunSpec& s, const std::filesystem::path& dir
     unavailable.add(s, r.unavailable);
     lost.add(s, r.simulated_lost);
     missing.add(s, r.missing);
+    backups.add(s, r.not_waited_for);
     asked += r.participants.value_or(0);
     sampled += r.participants.value_or(0) + r.unavailable.value_or(std::vector<uint32_t>{}).size() +
                r.simulated_lost.value_or(std::vector<uint32_t>{}).size();
@@ -179,6 +181,12 @@ std::string aggregation_notes(const RunSpec& s, const std::filesystem::path& dir
         "- {} of {} updates came after wait_seconds = {:g} on the simulated clock and were left "
         "out (`network.drop_late`; each round's in metrics.jsonl's `simulated_late`): {}\n",
         late.count, late.count + aggregated, s.wait_seconds, late.whom());
+  if (backups.count > 0)
+    md += fmt::format(
+        "- {} of {} participants' updates were not waited for: each round aggregated the "
+        "first to come in and left the last {} out (`backup_clients`; each round's in "
+        "metrics.jsonl's `not_waited_for`): {}\n",
+        backups.count, asked, s.backup_clients, backups.whom());
   if (missing.count > 0)
     md += fmt::format(
         "- {} of {} participants' updates never came (a lost message, a missed deadline, a "

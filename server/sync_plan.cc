@@ -166,9 +166,12 @@ class SyncPlan final : public Plan {
     const double broadcast_seconds = send_tasks(engine, participants);
     Collected c = engine.collect(collect_spec());
     const auto t_wait = Clock::now();
-    std::vector<uint32_t> absent;  // participants without an update, those of lost processes too
+    // participants without an update, those of lost processes too, not those not waited for
+    std::vector<uint32_t> absent;
     for (uint32_t client : participants)
-      if (!c.got.count(client)) absent.push_back(client);
+      if (!c.got.count(client) && !std::ranges::binary_search(c.released, client))
+        absent.push_back(client);
+    if (s_.backup_clients > 0) rec.not_waited_for = c.released;
     const std::vector<uint32_t> late = leave_out_late(engine.round, c);
     rec.simulated_late = s_.network.drop_late ? std::optional(late) : std::nullopt;
     // a process dropped before the round was not asked: the simulated clock does not wait out
@@ -227,8 +230,10 @@ class SyncPlan final : public Plan {
           "links' whole time (said once)",
           engine.round + 1, *over, s_.wait_seconds, s_.wait_seconds));
     }
-    return fmt::format("{} updates{}{}", c.got.size(), late_clause(late),
-                       fallback ? median_clause() : "");
+    return fmt::format(
+        "{} updates{}{}{}", c.got.size(), late_clause(late),
+        c.released.empty() ? "" : fmt::format(", not waited for: {}", client_list(c.released)),
+        fallback ? median_clause() : "");
   }
 
  private:
@@ -324,7 +329,8 @@ class SyncPlan final : public Plan {
     return why;
   }
 
-  // The updates of the participants whose processes are still in the run.
+  // The updates of the participants whose processes are still in the run; with backup_clients,
+  // the first of them to come in: all but that many.
   CollectSpec collect_spec() const {
     CollectSpec spec{.kind = gradient_ ? TaskKind::kGradient : TaskKind::kLocalTrain,
                      .seconds = s_.wait_seconds,
@@ -334,6 +340,10 @@ class SyncPlan final : public Plan {
     for (const auto& [id, ids] : per_peer_)
       spec.expected.insert(spec.expected.end(), ids.begin(), ids.end());
     std::sort(spec.expected.begin(), spec.expected.end());
+    if (s_.backup_clients > 0)
+      spec.want = spec.expected.size() > size_t(s_.backup_clients)
+                      ? spec.expected.size() - size_t(s_.backup_clients)
+                      : 1;
     return spec;
   }
 
