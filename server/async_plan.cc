@@ -34,6 +34,7 @@ class AsyncPlan final : public Plan {
     engine.await_ready();  // the elapsed clock starts with every process's data loaded
     t_start_ = Clock::now();
     for (uint32_t c = 0; c < engine.num_clients; ++c) dispatch(engine, c);
+    for (const auto& id : engine.order) heard_[id] = t_start_;
   }
 
   std::string round(Engine& engine, RoundRecord& rec) override {
@@ -51,6 +52,8 @@ class AsyncPlan final : public Plan {
         }
       }
       Collected c = engine.collect(one_update(engine));
+      if (!c.got.empty()) heard_[c.got.begin()->second.in.msg.peer] = Clock::now();
+      if (!arrivals_) drop_silent(engine);
       if (c.got.empty())
         throw RunFailed(fmt::format("async: no update within {} s (clients {} hold tasks)",
                                     s_.wait_seconds, fmt::join(holders(), ", ")));
@@ -169,6 +172,28 @@ class AsyncPlan final : public Plan {
     dispatch(engine, c);
   }
 
+  // A process that sent no update for wait_seconds while its clients held tasks died or hangs
+  // (each answer is awaited only until another client's comes, so no deadline would notice):
+  // dropped, said in the log and summary.json's hosts, its clients' tasks withdrawn, and the run
+  // goes on with the others. (Simulated arrivals wait for every client's update, so there the
+  // next collect's deadline fails the run instead.)
+  void drop_silent(Engine& engine) {
+    const auto now = Clock::now();
+    for (const auto& id : engine.order) {
+      const auto& mine = engine.peers.at(id).clients;
+      if (engine.lost.count(id) ||
+          std::chrono::duration<double>(now - heard_[id]).count() < s_.wait_seconds ||
+          std::ranges::none_of(mine, [&](uint32_t c) { return outstanding_.count(c) > 0; }))
+        continue;
+      engine.drop(id, fmt::format("sent no update within wait_seconds = {:g} s of its tasks (it "
+                                  "died or hangs)",
+                                  s_.wait_seconds));
+      for (uint32_t c : mine) outstanding_.erase(c);
+    }
+    if (engine.all_lost())
+      throw RunFailed("every client process has been dropped from the run: none is left to train");
+  }
+
   std::vector<uint32_t> holders() const {
     std::vector<uint32_t> v;
     for (const auto& [c, o] : outstanding_) v.push_back(c);
@@ -182,6 +207,7 @@ class AsyncPlan final : public Plan {
   std::shared_ptr<const std::vector<float>> current_;
   std::map<uint32_t, Outstanding> outstanding_;
   std::map<uint32_t, uint64_t> draws_;  // tasks sent per client: names its next batch draw
+  std::map<std::string, Clock::time_point> heard_;  // each process's last update (or the start)
   uint64_t version_ = 0, seq_ = 0;
   Clock::time_point t_start_;
   double busy_seconds_ = 0;

@@ -1421,6 +1421,29 @@ TEST(DistributedFaults, KilledClientStopsGradientRegimeWithAClearError) {
     EXPECT_EQ(e.path().filename().string().find("none"), std::string::npos) << e.path();
 }
 
+// Async waits for no round, so no deadline notices a dead process: its clients' tasks stayed out
+// and the run went on with half its clients while summary.json called every host fine. A process
+// silent for wait_seconds while its clients hold tasks is dropped, said in the log and
+// summary.json.
+TEST(DistributedFaults, KilledClientAsyncRegimeIsDroppedAndTheRestGoOn) {
+  TempDir tmp;
+  const auto a = run_with_killed_client(
+      tmp, "async",
+      {"regime=async", "rounds=60", "wait_seconds=2",
+       R"(stragglers.delay_seconds=["0:0.05", "1:0.05", "2:0.05", "3:0.05"])"});
+  ASSERT_EQ(a.server_code, 0) << a.err;
+  EXPECT_NE(a.err.find("sent no update within wait_seconds = 2 s of its tasks (it died or hangs); "
+                       "it gets no more tasks in this run"),
+            std::string::npos)
+      << a.err;
+  const auto summary =
+      nlohmann::json::parse(testing::slurp(tmp / "res" / "async" / "summary.json"));
+  int lost = 0;
+  for (const auto& h : summary["hosts"]) lost += h["lost"].get<bool>();
+  EXPECT_EQ(lost, 1) << summary.dump();
+  EXPECT_EQ(testing::jsonl(tmp / "res" / "async" / "metrics.jsonl").size(), 60u);
+}
+
 // Your own CSV, partitioned one client per user: the log names what was read (a user id read as
 // the label would show as its count of classes and "no user column"), and without a test file the
 // run records no test accuracy (it once printed and summarised 0.00%); with eval_train it
