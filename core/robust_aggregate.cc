@@ -80,10 +80,20 @@ std::vector<double> krum_scores(std::span<const ClientUpdate> updates, int byzan
   return score;
 }
 
-bool falls_back_to_median(const RobustOptions& o, size_t n) {
-  return (o.rule == AggregateRule::kKrum || o.rule == AggregateRule::kMultiKrum) &&
-         n <= 2 * size_t(o.byzantine) + 2;
+MedianFallback median_fallback(const RobustOptions& o) {
+  if (o.rule == AggregateRule::kKrum || o.rule == AggregateRule::kMultiKrum)
+    return {2 * size_t(o.byzantine) + 2,
+            fmt::format("(2 f + 2, f = robust.byzantine = {})", o.byzantine)};
+  if (o.rule == AggregateRule::kTrimmedMean && o.trim > 0) {
+    auto most = size_t(std::max(0.0, 1.0 / o.trim - 2));  // at most the answer
+    while (trimmed_cut(o.trim, most + 1) == 0) ++most;
+    return {most, fmt::format("(robust.trim = {:g} cuts floor(trim n) = 0 of them: the plain mean)",
+                              o.trim)};
+  }
+  return {0, ""};
 }
+
+bool falls_back_to_median(const RobustOptions& o, size_t n) { return n <= median_fallback(o).most; }
 
 void robust_aggregate(std::span<const ClientUpdate> updates, Weighting w, const RobustOptions& o,
                       std::vector<float>& out) {
@@ -112,6 +122,8 @@ void robust_aggregate(std::span<const ClientUpdate> updates, Weighting w, const 
         return n % 2 ? double(c[n / 2]) : 0.5 * (double(c[n / 2 - 1]) + double(c[n / 2]));
       });
     case AggregateRule::kTrimmedMean: {
+      if (falls_back_to_median(o, view.size()))  // clients went missing: it would cut none
+        return robust_aggregate(view, w, {.rule = AggregateRule::kMedian}, out);
       const size_t cut = trimmed_cut(o.trim, view.size());
       if (2 * cut >= view.size())
         throw Error(

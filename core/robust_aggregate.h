@@ -41,12 +41,20 @@ struct RobustOptions {
 };
 
 // The aggregate of `updates` (at least one, equal sizes) into `out`. Krum and multi-Krum with
-// n <= 2 f + 2 updates (clients went missing this round) fall back to the coordinate median.
+// n <= 2 f + 2 updates, and trimmed-mean with so few that it cuts none (clients went missing this
+// round, which the run's config check cannot foresee), fall back to the coordinate median.
 void robust_aggregate(std::span<const ClientUpdate> updates, Weighting w, const RobustOptions& o,
                       std::vector<float>& out);
 
-// Whether `o`'s rule cannot run on n updates and robust_aggregate takes the median instead: Krum
-// and Multi-Krum with n <= 2 f + 2.
+// The most updates on which `o`'s rule cannot do its work, and why, "(...)" for the log and the
+// run's README: Krum and Multi-Krum 2 f + 2; trimmed-mean (trim > 0) the most it cuts none of;
+// 0 for the others.
+struct MedianFallback {
+  size_t most = 0;
+  std::string why;
+};
+MedianFallback median_fallback(const RobustOptions& o);
+// Whether robust_aggregate takes the median instead of `o`'s rule on n updates.
 bool falls_back_to_median(const RobustOptions& o, size_t n);
 
 // The Krum score of each update: the sum of its squared L2 distances to its n - f - 2 nearest

@@ -195,10 +195,9 @@ std::string aggregation_notes(const RunSpec& s, const std::filesystem::path& dir
   if (!median_rounds.empty())
     md += fmt::format(
         "- **{} of {} rounds were aggregated by the median, not {}**: they had {} updates or "
-        "fewer (2 f + 2, f = robust.byzantine = {}) (rounds {}; metrics.jsonl's "
-        "`robust_fallback`)\n",
+        "fewer {} (rounds {}; metrics.jsonl's `robust_fallback`)\n",
         median_rounds.size(), rounds.size(), aggregate_rule_name(s.robust.rule),
-        2 * s.robust.byzantine + 2, s.robust.byzantine, id_list(median_rounds));
+        median_fallback(s.robust).most, median_fallback(s.robust).why, id_list(median_rounds));
   return md;
 }
 

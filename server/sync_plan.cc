@@ -243,14 +243,13 @@ class SyncPlan final : public Plan {
                         : fmt::format(", {} late (left out: {})", late.size(), client_list(late));
   }
 
-  // Krum with too few updates this round (metrics.jsonl's robust_fallback says which rounds):
-  // why, the first time
+  // Krum or trimmed-mean with too few updates this round (metrics.jsonl's robust_fallback says
+  // which rounds): why, the first time
   std::string median_clause() {
     if (std::exchange(said_median_, true)) return ", aggregated by the median";
-    return fmt::format(
-        ", aggregated by the median: {} needs more than {} (2 f + 2, f = "
-        "robust.byzantine = {})",
-        aggregate_rule_name(s_.robust.rule), 2 * s_.robust.byzantine + 2, s_.robust.byzantine);
+    const MedianFallback f = median_fallback(s_.robust);
+    return fmt::format(", aggregated by the median: {} needs more than {} {}",
+                       aggregate_rule_name(s_.robust.rule), f.most, f.why);
   }
 
   // One TASK for every process that hosts a participant: it lists all participants and each

@@ -543,7 +543,8 @@ TEST(NetworkRun, DropLateLeavesOutTheUpdatesTheClockBringsInAfterTheDeadline) {
 // remain, too few for Krum even with f = 0 (it needs more than 2 f + 2 = 2): each round is
 // aggregated by the median, says so in its record, and the run's README counts the rounds. The
 // model is the one a median run with the same late clients trains; with the deadline raised, all
-// 4 updates come and Krum picks one (another model, no fallback).
+// 4 updates come and Krum picks one (another model, no fallback). Trimmed-mean that would cut
+// none of the 2 does the same.
 TEST(NetworkRun, KrumWithTooFewUpdatesLeftIsAggregatedByTheMedianAndSaysSo) {
   TempDir tmp;
   const std::vector<std::string> links =
@@ -571,6 +572,18 @@ TEST(NetworkRun, KrumWithTooFewUpdatesLeftIsAggregatedByTheMedianAndSaysSo) {
     EXPECT_FALSE(rec.contains("robust_fallback"));
   }
   EXPECT_NE(in_time.hash, krum.hash);
+  // trimmed-mean's trim 0.25 cuts one of the 4 updates a round asks, none of the 2 that come: the
+  // plain mean, which one attacker moves at will, so the median stands in and says so
+  const RunResult trimmed =
+      run_on_threads(tmp, "trimmed", with(links, {"robust.rule=trimmed-mean", "robust.trim=0.25"}));
+  for (const json& rec : trimmed.rounds) EXPECT_EQ(rec.at("robust_fallback"), "median");
+  EXPECT_NE(testing::slurp(trimmed.dir / "README.md")
+                .find("- **3 of 3 rounds were aggregated by the median, not trimmed-mean**: they "
+                      "had 3 updates or fewer (robust.trim = 0.25 cuts floor(trim n) = 0 of them: "
+                      "the plain mean) (rounds 1, 2, 3; "),
+            std::string::npos)
+      << testing::slurp(trimmed.dir / "README.md");
+  EXPECT_EQ(trimmed.hash, krum.hash);  // the median's
 }
 
 // Runs with seeds whose draws lose UPDATEs (one client of a process missing: the process answered,

@@ -35,8 +35,11 @@ TEST_F(Robust, MeanIsMovedByTheAttackerTheOthersAreNot) {
   // trimmed mean, trim 0.2 of 5: one cut from each end: [2 3 4], [10 20 30]
   EXPECT_EQ(aggregate({.rule = AggregateRule::kTrimmedMean, .trim = 0.2}),
             (std::vector<float>{3, 20}));
-  // trim 0.1 of 5 cuts nothing: the unweighted mean, summed in sorted order
+  // trim 0.1 of 5 cuts nothing, so the median stands in for the mean the attacker moves
   EXPECT_EQ(aggregate({.rule = AggregateRule::kTrimmedMean, .trim = 0.1}),
+            (std::vector<float>{3, 20}));
+  // trim 0 is the plain mean by choice: the unweighted mean, summed in sorted order
+  EXPECT_EQ(aggregate({.rule = AggregateRule::kTrimmedMean, .trim = 0}),
             (std::vector<float>{22, 0}));
 }
 
@@ -71,17 +74,26 @@ TEST_F(Robust, ClippingScalesLongUpdatesOnly) {
   EXPECT_FLOAT_EQ(out[1], 0.6f);
 }
 
-TEST_F(Robust, KrumFallsBackToTheMedianWhenClientsAreMissing) {
+TEST_F(Robust, KrumAndTrimmedMeanFallBackToTheMedianWhenClientsAreMissing) {
   // 4 updates cannot hold f = 1 (n <= 4): the round takes the median instead of stopping
   EXPECT_EQ(aggregate({.rule = AggregateRule::kKrum}, 4), (std::vector<float>{2.5, 25}));
   EXPECT_EQ(aggregate({.rule = AggregateRule::kMultiKrum}, 4), (std::vector<float>{2.5, 25}));
-  // what the server's round record says (robust_fallback): only Krum's rules, only at n <= 2f + 2
+  // what the server's round record says (robust_fallback): Krum's rules at n <= 2f + 2
   EXPECT_TRUE(falls_back_to_median({.rule = AggregateRule::kKrum, .byzantine = 1}, 4));
   EXPECT_FALSE(falls_back_to_median({.rule = AggregateRule::kKrum, .byzantine = 1}, 5));
   EXPECT_TRUE(falls_back_to_median({.rule = AggregateRule::kMultiKrum, .byzantine = 0}, 2));
   EXPECT_FALSE(falls_back_to_median({.rule = AggregateRule::kMultiKrum, .byzantine = 0}, 3));
   EXPECT_FALSE(falls_back_to_median({.rule = AggregateRule::kMedian, .byzantine = 1}, 1));
-  EXPECT_FALSE(falls_back_to_median({.rule = AggregateRule::kTrimmedMean, .byzantine = 3}, 2));
+  // trimmed-mean on updates so few that it cuts none (0.2 cuts one of 5, none of 4) would be the
+  // plain mean, which one attacker moves at will
+  EXPECT_EQ(aggregate({.rule = AggregateRule::kTrimmedMean, .trim = 0.2}, 4),
+            (std::vector<float>{2.5, 25}));
+  EXPECT_TRUE(falls_back_to_median({.rule = AggregateRule::kTrimmedMean, .trim = 0.2}, 4));
+  EXPECT_FALSE(falls_back_to_median({.rule = AggregateRule::kTrimmedMean, .trim = 0.2}, 5));
+  EXPECT_EQ(median_fallback({.rule = AggregateRule::kTrimmedMean, .trim = 0.2}).most, 4u);
+  EXPECT_EQ(median_fallback({.rule = AggregateRule::kTrimmedMean, .trim = 0.1}).most, 9u);
+  EXPECT_EQ(median_fallback({.rule = AggregateRule::kTrimmedMean, .trim = 0.334}).most, 2u);
+  EXPECT_FALSE(falls_back_to_median({.rule = AggregateRule::kTrimmedMean, .trim = 0}, 2));
 }
 
 TEST(Attack, EachKindCorruptsOnlyTheAttackers) {
