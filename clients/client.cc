@@ -378,14 +378,15 @@ class ClientProcess {
   }
 
   // A ring rank's or a pipeline stage's step; when it fails, the server hears why before this
-  // process leaves (it stops the run with that reason).
+  // process leaves (it stops the run with that reason), and the process exits as a run that could
+  // not go on (kExitRunFailed), not as one given bad input.
   template <typename Step>
   auto or_tell_server(int worker, uint64_t round, Step step) -> decltype(step()) {
     try {
       return step();
     } catch (const Error& e) {
       channel_.send(encode(ErrorMsg{e.what()}, {uint32_t(worker), run_, round}));
-      throw;
+      throw RunFailed(e.what());
     }
   }
 
