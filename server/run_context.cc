@@ -360,7 +360,8 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
 }
 
 std::filesystem::path RunContext::keep_incomplete(const std::string& why,
-                                                  const std::string& resume_with) {
+                                                  const std::string& resume_with,
+                                                  const std::string& uncheckpointable) {
   if (checkpoint_round_ == 0 && rounds_recorded_ == 0) return {};
   // A resumed run that fails again holds every round its old folder held (and a checkpoint):
   // that one goes first, so this one takes its name rather than <name>.incomplete-2 beside it.
@@ -381,6 +382,11 @@ std::filesystem::path RunContext::keep_incomplete(const std::string& why,
         "- no checkpoint yet (the first was due after round {}), so it cannot be continued: run "
         "it again\n",
         s.checkpoint_every);
+  else if (!uncheckpointable.empty())
+    md += fmt::format(
+        "- no checkpoint, so it cannot be continued: run it again (this run cannot be "
+        "checkpointed: {})\n",
+        uncheckpointable);
   else
     md +=
         "- no checkpoint (`checkpoint_every = 0`), so it cannot be continued: run it again; "

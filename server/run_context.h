@@ -76,8 +76,10 @@ class RunContext {
   // that path (empty: no round ran, nothing kept). With a checkpoint (checkpoint.bin is there)
   // --resume continues it; without, its metrics are kept as a record of the rounds that ran.
   // (A resumed run's old folder, kept for resuming, is removed: this one holds its rounds.)
-  // `resume_with`: the command that continues a run from a folder, "{0}" standing for it.
-  std::filesystem::path keep_incomplete(const std::string& why, const std::string& resume_with);
+  // `resume_with`: the command that continues a run from a folder, "{0}" standing for it;
+  // `uncheckpointable`: why this run could not keep a checkpoint ("" where it could).
+  std::filesystem::path keep_incomplete(const std::string& why, const std::string& resume_with,
+                                        const std::string& uncheckpointable);
 
   // model.init_from: the hash of the parameters it read (nullopt: a random init)
   const std::optional<std::string>& init_hash() const { return init_hash_; }

@@ -348,8 +348,9 @@ int run_server(Config cfg, const ServerOptions& opts) {
               "with --resume added)"
             : "fedpar server --config {0}/config.resolved.toml --resume {0} (and its client "
               "processes, as before)";
-    if (const auto kept =
-            opts.keep_incomplete ? run.keep_incomplete(why, resume_with) : std::filesystem::path();
+    if (const auto kept = opts.keep_incomplete
+                              ? run.keep_incomplete(why, resume_with, plan->checkpoint_refusal())
+                              : std::filesystem::path();
         !kept.empty()) {
       const std::string note =
           std::filesystem::exists(kept / "checkpoint.bin")
@@ -359,7 +360,9 @@ int run_server(Config cfg, const ServerOptions& opts) {
                     "the metrics of the rounds that ran are kept in {} (no checkpoint{}, so it "
                     "cannot be resumed{})",
                     kept.string(), s.checkpoint_every > 0 ? " yet" : "",
-                    s.checkpoint_every > 0 ? "" : ": with checkpoint_every = N it could");
+                    s.checkpoint_every > 0               ? ""
+                    : plan->checkpoint_refusal().empty() ? ": with checkpoint_every = N it could"
+                                                         : ": " + plan->checkpoint_refusal());
       if (stop) {  // still 128 + the signal
         fmt::print(stderr, "{}\n", note);
         throw Interrupted(stop->signal(), /*kept=*/true);

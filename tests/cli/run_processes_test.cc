@@ -1444,6 +1444,34 @@ TEST(DistributedFaults, KilledClientAsyncRegimeIsDroppedAndTheRestGoOn) {
   EXPECT_EQ(testing::jsonl(tmp / "res" / "async" / "metrics.jsonl").size(), 60u);
 }
 
+// An async run stopped mid-way keeps its rounds without a checkpoint, and says why it has none:
+// async cannot be checkpointed (it once advised checkpoint_every, which async refuses).
+TEST(DistributedFaults, AStoppedAsyncRunSaysWhyItKeptNoCheckpoint) {
+  TempDir tmp;
+  const auto run = testing::start_run(
+      tmp, "stopped",
+      testing::server_args(
+          tmp, "stopped", "stopped", "ipc://" + (tmp / "s").string(), 2,
+          {"regime=async", "rounds=100000",
+           R"(stragglers.delay_seconds=["0:0.01", "1:0.01", "2:0.01", "3:0.01"])"}),
+      2);
+  testing::wait_for_round(tmp, "stopped", 2);
+  kill(run.server, SIGINT);
+  EXPECT_EQ(testing::wait_exit(run.server, 30).value_or(-99), 128 + SIGINT);
+  for (pid_t p : run.clients) testing::wait_exit(p, 30);
+  const std::string err = testing::slurp(tmp / "stopped.err");
+  EXPECT_NE(err.find("(no checkpoint, so it cannot be resumed: the async topology keeps state in "
+                     "its workers)"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("checkpoint_every = N"), std::string::npos) << err;
+  const std::string readme = testing::slurp(tmp / "res" / "stopped.incomplete" / "README.md");
+  EXPECT_NE(readme.find("- no checkpoint, so it cannot be continued: run it again (this run "
+                        "cannot be checkpointed: the async topology keeps state in its workers)"),
+            std::string::npos)
+      << readme;
+}
+
 // Your own CSV, partitioned one client per user: the log names what was read (a user id read as
 // the label would show as its count of classes and "no user column"), and without a test file the
 // run records no test accuracy (it once printed and summarised 0.00%); with eval_train it
