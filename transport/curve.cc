@@ -103,10 +103,12 @@ CurveKeyPair read_curve_keys(const fs::path& file) {
 }
 
 std::set<std::string> read_allowed_keys(const fs::path& dir, bool required) {
-  if (!required && !fs::is_directory(dir)) return {};
+  // absent is a typo even where empty is fine (fedpar run lets its own clients in besides): the
+  // run's config keeps the path, and a rerun by fedpar server would be refused there
   if (!fs::is_directory(dir))
     throw Error(
-        fmt::format("security.clients: {} is not a folder of client .pub files", dir.string()));
+        fmt::format("security.clients: {} is not a folder of client .pub files{}", dir.string(),
+                    required ? "" : " (it may be empty: fedpar run lets its own clients in)"));
   std::set<std::string> keys;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".pub") keys.insert(read_curve_keys(e.path()).public_key);

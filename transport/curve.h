@@ -35,8 +35,8 @@ std::filesystem::path write_curve_key_pair(const std::filesystem::path& dir,
 // Reads a .key file (both keys) or a .pub file (public key only: secret_key empty); Error naming
 // the file when it is not one.
 CurveKeyPair read_curve_keys(const std::filesystem::path& file);
-// Every *.pub in `dir`: the client keys the server lets in. Error when there is none (not
-// `required`: none, or no folder, is an empty set).
+// Every *.pub in `dir`: the client keys the server lets in. Error when `dir` is no folder, or
+// holds none and they are `required`.
 std::set<std::string> read_allowed_keys(const std::filesystem::path& dir, bool required = true);
 
 // The server's side: its key pair and the clients it lets in.

@@ -177,6 +177,12 @@ TEST(Curve, KeyFilesAreNeverOverwrittenAndBadOnesAreNamed) {
   }
   std::filesystem::create_directories(tmp / "empty");
   EXPECT_THROW(read_allowed_keys(tmp / "empty"), Error);
+  // beside fedpar run's own clients an empty folder lets none else in; an absent one is a typo
+  EXPECT_TRUE(read_allowed_keys(tmp / "empty", /*required=*/false).empty());
+  EXPECT_NE(testing::error_of([&] { read_allowed_keys(tmp / "emtpy", /*required=*/false); })
+                .find("is not a folder of client .pub files (it may be empty: fedpar run lets "
+                      "its own clients in)"),
+            std::string::npos);
   // the server's secret given to a client as --server-key is refused (it would work, and
   // spread the secret)
   testing::expect_refused(fmt::format("client --server tcp://127.0.0.1:1 --key {} --server-key {}",
