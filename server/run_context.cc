@@ -288,9 +288,10 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
                               dir.string(), *done.diverged_at_round));
     if (done.stopped_at_accuracy)
       throw Error(fmt::format(
-          "{} holds a run that stopped at stop_at_accuracy after round {}: more rounds would "
-          "stop there again",
-          dir.string(), done.rounds_run));
+          "{} holds a run that stopped at stop_at_accuracy after round {}: a resumed run keeps "
+          "its config, stop_at_accuracy too, and would stop there again; to train its model on, "
+          "start a new run from it: --set model.init_from={}",
+          dir.string(), done.rounds_run, dir.string()));
     if (s.rounds <= earlier.rounds)
       throw Error(fmt::format(
           "{} holds a run that finished (its summary.json says how): nothing is left to "

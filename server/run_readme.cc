@@ -40,8 +40,8 @@ const std::map<std::string, std::string>& file_notes() {
        "the network's profiles ([network] mode), each client's, the server's link (emulated: "
        "each process's link, `process_links`)"},
       {"checkpoint.bin",
-       "the last checkpoint (`--resume` continues from it; a finished run's is of its last "
-       "round, and with `--set rounds=N` above its rounds gives the run more)"},
+       "the last checkpoint (`--resume` continues from it; a run that ran all its rounds keeps "
+       "one of its last round, and with `--set rounds=N` above its rounds gives the run more)"},
       {"params", "parameter snapshots every `diagnostics.save_params_every` rounds"},
       {"plots",
        "the test accuracy and loss by round, with `eval_train` the global train loss, with "

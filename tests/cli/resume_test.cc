@@ -340,6 +340,27 @@ TEST(Resume, AFinishedRunIsNotResumedAgainButGoesOnWithMoreRounds) {
   EXPECT_TRUE(std::filesystem::exists(dir / "summary.json"));  // the finished run stays as it was
   EXPECT_FALSE(std::filesystem::exists(dir / ".lock"));        // with no lock file left in it
   EXPECT_EQ(testing::jsonl(tmp / "res" / "more" / "metrics.jsonl").size(), 9u);
+
+  // one that stopped at stop_at_accuracy (at its first evaluation) is refused, saying why, also
+  // with the threshold changed
+  // (it once said more rounds would stop there again, which a threshold of 0 would not)
+  const auto stop = with(sets, {"stop_at_accuracy=0.01"});
+  const auto stopped =
+      testing::run_distributed(tmp, "stopped", "ipc://" + (tmp / "s").string(), 2, stop);
+  ASSERT_EQ(stopped.server_code, 0) << stopped.err;
+  const auto [stop_code, stop_err] =
+      refused(tmp, "stopped-more", with(stop, {"stop_at_accuracy=0"}),
+              {"--resume", (tmp / "res" / "stopped").string()});
+  EXPECT_EQ(stop_code, 2);
+  EXPECT_NE(stop_err.find("holds a run that stopped at stop_at_accuracy after round "),
+            std::string::npos)
+      << stop_err;
+  EXPECT_NE(stop_err.find(": a resumed run keeps its config, stop_at_accuracy too, and would stop "
+                          "there again; to train its model on, start a new run from it: --set "
+                          "model.init_from=" +
+                          (tmp / "res" / "stopped").string()),
+            std::string::npos)
+      << stop_err;
 }
 
 // A resumed run that fails again (no client comes) keeps its folder under the old one's name:
