@@ -53,10 +53,28 @@ RunSpec read_run_spec(const std::filesystem::path& dir) {
   return run_spec_from_toml(std::string(std::istreambuf_iterator<char>(f), {}), file.string());
 }
 
+namespace {
+
+// A delta downlink keeps every client's model in step, so each round's TASK reaches every
+// client of every process still in the run, asked or not: with one device per client, each
+// downloads it. The clients each process hosts (summary.json's hosts, in HELLO order), or
+// empty where the run used no delta downlink or left no summary (then the asked are counted).
+std::vector<uint64_t> delta_receivers(const std::filesystem::path& dir) {
+  if (!std::filesystem::exists(dir / "summary.json") ||
+      !read_run_spec(dir).compression.downlink_delta)
+    return {};
+  std::vector<uint64_t> hosted;
+  for (const HostRecord& h : read_run_summary(dir).hosts) hosted.push_back(h.clients.size());
+  return hosted;
+}
+
+}  // namespace
+
 RunCurves read_curves(const std::filesystem::path& dir) {
   RunCurves c;
   double samples = 0, diagnostic = 0, peer = 0, seconds = 0, clock_seconds = 0, device = 0;
   const auto rounds = read_round_records(dir);
+  const std::vector<uint64_t> delta_hosted = delta_receivers(dir);
   for (const RoundRecord& j : rounds) {
     double round_peer = 0;
     for (const WorkerRecord& w : j.workers.value_or(std::vector<WorkerRecord>{}))
@@ -65,7 +83,10 @@ RunCurves read_curves(const std::filesystem::path& dir) {
         double(j.diagnostic_bytes_up.value_or(0));  // drift, simulated timings
     if (j.bytes_down_per_task && j.clients) {
       uint64_t asked = 0;  // the clients whose process got a TASK (not those of lost processes)
-      for (const ProcessRecord& p : j.processes) asked += p.tasks;
+      for (const ProcessRecord& p : j.processes)
+        asked += delta_hosted.size() <= size_t(p.process) ? p.tasks
+                 : p.lost                                 ? 0
+                                                          : delta_hosted[size_t(p.process)];
       device += double(asked) * double(*j.bytes_down_per_task);
       for (const ClientRecord& cl : *j.clients) device += double(cl.bytes_up);
       device -= round_diagnostic;

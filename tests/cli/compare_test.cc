@@ -303,6 +303,24 @@ TEST(Compare, DeviceBytesDoNotDependOnTheProcessCount) {
   EXPECT_NEAR(four, two, 0.01 * two);  // UPDATE bodies' numbers differ in their digits
   const auto [two_socket, four_socket] = x_at_end("bytes");
   EXPECT_GT(four_socket, 1.05 * two_socket);
+
+  // A delta downlink sends each round's change to every client, asked or not (it keeps each copy
+  // of the model in step): half the clients asked, all 4 download (it once counted the asked)
+  one_run(tmp, "delta",
+          " --set processes=4 --set fraction=0.5 --set compression.downlink=fp16 --set "
+          "compression.downlink_delta=true");
+  const auto r = compare(tmp, {"delta"}, " --x device-bytes --out " + (tmp / "delta-x").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  double delta_expected = 0;
+  for (const auto& rec : testing::jsonl(tmp / "res/delta/metrics.jsonl")) {
+    EXPECT_EQ(rec["participants"], 2);
+    delta_expected += 4 * rec["bytes_down_per_task"].get<double>();
+    for (const auto& c : rec["clients"]) delta_expected += c["bytes_up"].get<double>();
+  }
+  EXPECT_DOUBLE_EQ(
+      nlohmann::json::parse(testing::slurp(tmp / "delta-x" / "compare.json"))["runs"][0]["x_at_end"]
+          .get<double>(),
+      delta_expected / 1e6);
 }
 
 // The server's link alone (--x bytes-up, bytes-down) leaves out a ring's links: the label of a run
