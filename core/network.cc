@@ -50,6 +50,11 @@ bool NetworkSpec::all_available() const {
                      [](const LinkProfile& p) { return p.availability >= 1.0; });
 }
 
+bool NetworkSpec::lossless() const {
+  return std::all_of(profiles.begin(), profiles.end(),
+                     [](const LinkProfile& p) { return p.loss == 0; });
+}
+
 void check_link_profile(const LinkProfile& p) {
   const auto need = [&](bool ok, const char* what) {
     if (!ok) throw Error(fmt::format("network profile '{}': {}", p.name, what));

@@ -62,6 +62,7 @@ struct NetworkSpec {
     return profiles[c < client_profile.size() ? client_profile[c] : 0];
   }
   bool all_available() const;  // every client's availability is 1
+  bool lossless() const;       // every client's link has loss 0
 };
 
 const char* network_mode_name(NetworkMode m);  // "off" | "emulated" | "simulated"

@@ -939,6 +939,13 @@ RunSpec resolve_run_spec(const Config& c) {
       "kept): use compression.uplink = \"none\", \"fp16\" or \"bf16\"");
   s.ring_backend = resolve_ring_backend(c, s);
   s.network = resolve_network_section(c, s);
+  // emulated loss stopped such a run at its first lost message while simulated loss went on
+  // without a word: one rule for both
+  require(!s.network.on() || s.network.lossless() || s.regime != Regime::kGradient ||
+              s.topology != Topology::kParameterServer || s.continue_without_missing,
+          "a network profile with loss > 0 loses TASKs and UPDATEs, and the gradient regime stops "
+          "at the first gradient missing: set continue_without_missing = true to go on without "
+          "the lost ones (each round's are in metrics.jsonl's `missing`, or `simulated_lost`)");
   s.backup_clients = resolve_backup_clients(c, s);
   s.robust = resolve_robust(c, s);
   s.security = {c.get_string("security.key"), c.get_string("security.clients")};

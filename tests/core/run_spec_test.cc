@@ -389,6 +389,26 @@ TEST(RunSpecValues, BackupClientsLeaveUpdatesOutOnlyWhereARoundCanGoOnWithout) {
   EXPECT_FLOAT_EQ(scaled.optimizer.lr.base_lr, 3 * spec({"regime=gradient"}).optimizer.lr.base_lr);
 }
 
+// A lossy link in the gradient regime: emulated, the first lost message stopped the run;
+// simulated, the run went on without the lost gradients. One rule: continue_without_missing.
+TEST(RunSpecValues, ALossyLinkInTheGradientRegimeNeedsContinueWithoutMissing) {
+  for (const char* mode : {"network.mode=simulated", "network.mode=emulated"}) {
+    const std::vector<std::string> lossy = {"regime=gradient", mode, "network.profile=custom",
+                                            "network.custom.loss=0.1"};
+    EXPECT_NE(refusal(lossy).find("a network profile with loss > 0 loses TASKs and UPDATEs, and "
+                                  "the gradient regime stops at the first gradient missing: set "
+                                  "continue_without_missing = true"),
+              std::string::npos)
+        << mode;
+    auto going_on = lossy;
+    going_on.push_back("continue_without_missing=true");
+    EXPECT_TRUE(spec(going_on).continue_without_missing) << mode;
+    EXPECT_EQ(spec({"regime=model", mode, "network.profile=custom", "network.custom.loss=0.1"})
+                  .network.lossless(),
+              false);
+  }
+}
+
 // Network settings with network.mode = "off" do nothing: the run says which it does not read.
 TEST(RunSpecValues, NetworkSettingsWithTheNetworkOffAreWarnedOf) {
   const auto warnings = [](const std::vector<std::string>& sets) {
