@@ -364,20 +364,21 @@ void Engine::throw_if_failed_to_start(const Incoming& in) const {
                               e.index() == 0 ? std::get<ErrorMsg>(e).reason : "(no reason given)"));
 }
 
-void Engine::warn_of_shared_link(const std::vector<uint32_t>& clients) const {
+void Engine::warn_of_shared_link(const std::vector<uint32_t>& clients) {
   if (s_.network.mode != NetworkMode::kEmulated || clients.empty()) return;
   const LinkProfile& link = s_.network.of(clients.front());
   std::vector<std::string> others;
   for (uint32_t c : clients)
     if (s_.network.of(c).name != link.name)
       others.push_back(fmt::format("{} ({})", c, s_.network.of(c).name));
-  if (!others.empty())
-    log(
-        fmt::format("network.mode = \"emulated\" shapes one link per process: the process of "
-                    "virtual clients {} sends and receives for all of them over client {}'s {} "
-                    "link, also for {}; one client per process (processes = partition.clients) "
-                    "gives each its own",
-                    fmt::join(clients, ", "), clients.front(), link.name, fmt::join(others, ", ")));
+  if (others.empty()) return;
+  warnings.push_back(
+      fmt::format("network.mode = \"emulated\" shapes one link per process: the process of "
+                  "virtual clients {} sends and receives for all of them over client {}'s {} "
+                  "link, also for {}; one client per process (processes = partition.clients) "
+                  "gives each its own",
+                  fmt::join(clients, ", "), clients.front(), link.name, fmt::join(others, ", ")));
+  log("warning: " + warnings.back());
 }
 
 void Engine::add_peer(const Received& r, const HelloMsg& hello) {

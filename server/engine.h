@@ -208,6 +208,8 @@ class Engine {
   uint64_t run_id = 0, round = 0;
   size_t num_clients = 0;
   std::pair<uint64_t, uint64_t> bytes_carried{0, 0};  // a resumed run's totals at its checkpoint
+  // what it warned of once the processes came (for summary.json's and the README's warnings)
+  std::vector<std::string> warnings;
   // fedpar launch: the run_config_hash of the job's config; a HELLO naming another is refused
   std::string launch_config;
 
@@ -250,7 +252,7 @@ class Engine {
   // A process gone before the run started gives its place up (a new process may take it).
   void free_place(const std::string& id);
   // Emulated links are per process: says so when `clients`, one process's, have other profiles.
-  void warn_of_shared_link(const std::vector<uint32_t>& clients) const;
+  void warn_of_shared_link(const std::vector<uint32_t>& clients);
   void deal_clients();
   // The lost process whose place a newcomer may take (HELLO order), or "" when none is.
   std::string free_place_to_take();

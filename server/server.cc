@@ -329,6 +329,7 @@ int run_server(Config cfg, const ServerOptions& opts) {
     }
     keep_misses(engine, resumed);
     const WireSizes wire = wire_sizes(s, run.model, run.params);
+    run.warnings.insert(run.warnings.end(), engine.warnings.begin(), engine.warnings.end());
     for (const std::string& w : {slow_links(engine, s, wire), always_late(engine, s, wire)})
       if (!w.empty()) engine.log("warning: " + w), run.warnings.push_back(w);
     run_rounds(engine, run, *plan, resumed.rounds);

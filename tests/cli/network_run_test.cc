@@ -204,6 +204,18 @@ TEST(NetworkRun, AnEmulatedProcessWhoseClientsHaveOtherProfilesSaysItsLinkIsShar
             std::string::npos)
       << r.err;
   EXPECT_EQ(r.err.find("virtual clients 1, 3 sends"), std::string::npos) << r.err;
+  // a setting not applied as asked is a warning the results keep (it was a log line alone)
+  for (const auto& e : std::filesystem::directory_iterator(tmp / "res")) {
+    const auto summary = nlohmann::json::parse(testing::slurp(e.path() / "summary.json"));
+    ASSERT_TRUE(summary.contains("warnings")) << summary.dump();
+    EXPECT_TRUE(std::any_of(summary["warnings"].begin(), summary["warnings"].end(),
+                            [](const nlohmann::json& w) {
+                              return w.get<std::string>().find("also for 2 (wifi)") !=
+                                     std::string::npos;
+                            }))
+        << summary.dump();
+    EXPECT_NE(testing::slurp(e.path() / "README.md").find("also for 2 (wifi)"), std::string::npos);
+  }
 }
 
 // Simulated, with drop_late: a client whose link cannot carry the model down and its update up
