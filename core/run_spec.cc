@@ -278,6 +278,15 @@ CompressionSpec resolve_compression(const Config& c, const RunSpec& s) {
           "compression.error_feedback needs a contractive codec (||x - D(C(x))|| < ||x||); QSGD "
           "is unbiased but not contractive, and its residual grows without bound: use it "
           "without error feedback");
+  // sign decodes to +-1: a step's direction for the gradient regime's server, which scales it by
+  // its rate; a model delta, or a delta downlink's change, of +-1 moves every weight by 1
+  require(k.uplink != "sign" || s.regime != Regime::kModel,
+          "compression.uplink = \"sign\" sends only signs, which decode to +-1: as a model "
+          "delta that moves every weight by 1 a round; use scaled_sign (the mean magnitude "
+          "times the signs) in the model regime");
+  require(k.downlink != "sign",
+          "compression.downlink = \"sign\" would send the model's change as +-1 per weight, "
+          "moving every client's copy by 1 a round; use scaled_sign");
   require(!k.majority || k.uplink == "sign",
           "compression.aggregate = \"majority\" votes with signs: it needs uplink = \"sign\"");
   require(!k.majority || s.regime == Regime::kGradient,

@@ -39,6 +39,21 @@ TEST(RunSpecCompression, DefaultsSendRawFloatsAndTheSeedReachesTheCodecs) {
             4u);
 }
 
+// sign's +-1 is a direction the gradient regime's server scales by its rate; as a model delta
+// (or a delta downlink's change) it would move every weight by 1 a round (9.60% after 10 rounds).
+TEST(RunSpecCompression, SignIsRefusedWhereItWouldBeAModelChange) {
+  EXPECT_EQ(spec({"regime=gradient", "compression.uplink=sign"}).compression.uplink, "sign");
+  EXPECT_NE(refusal({"regime=model", "compression.uplink=sign"})
+                .find("use scaled_sign (the mean magnitude times the signs) in the model regime"),
+            std::string::npos);
+  EXPECT_NE(
+      refusal({"regime=gradient", "compression.downlink=sign", "compression.downlink_delta=true"})
+          .find("compression.downlink = \"sign\" would send the model's change as +-1"),
+      std::string::npos);
+  EXPECT_EQ(spec({"regime=model", "compression.uplink=scaled_sign"}).compression.uplink,
+            "scaled_sign");
+}
+
 TEST(RunSpecCompression, RefusesWhatCannotRunAndSaysWhy) {
   EXPECT_NE(refusal({"compression.uplink=zip"})
                 .find("compression.uplink: unknown codec 'zip' (valid: none, fp16, bf16"),
