@@ -57,8 +57,8 @@ std::string megabytes(uint64_t bytes) {
                          : fmt::format("{:.1f} MB", double(bytes) / 1e6);
 }
 
-// A codec run's sizes on the wire beside the model's `parameters` in float32, from the round `f`
-// (its clients' UPDATEs and the TASK's model): "" without a codec or per-client records.
+}  // namespace
+
 std::string compression_line(const RunSpec& s, const RoundRecord& f, uint64_t parameters) {
   const CompressionSpec& c = s.compression;
   if ((c.uplink == "none" && c.downlink == "none") || !f.clients || f.clients->empty()) return "";
@@ -66,23 +66,32 @@ std::string compression_line(const RunSpec& s, const RoundRecord& f, uint64_t pa
   for (const ClientRecord& cl : *f.clients) up.push_back(double(cl.bytes_up));
   const double raw = double(parameters) * sizeof(float);
   if (raw <= 0) return "";
+  // kB below a megabyte (QSGD's 101,410 bytes read "0.1 MB"); a codec may grow what it sends
+  const auto size = [](double bytes) {
+    return bytes < 1e6 ? fmt::format("{:.1f} kB", bytes / 1e3)
+                       : fmt::format("{:.2f} MB", bytes / 1e6);
+  };
+  const auto against = [&](double bytes) {
+    return bytes <= raw ? fmt::format("{:.1f}x less", raw / bytes)
+                        : fmt::format("{:.2f}x more: the codec grew it", bytes / raw);
+  };
   std::vector<std::string> parts;
   if (c.uplink != "none")
-    parts.push_back(
-        fmt::format("an UPDATE {} (`compression.uplink = {}`, the round's median; "
-                    "{:.1f}x less)",
-                    megabytes(uint64_t(median(up))), c.uplink, raw / median(up)));
+    parts.push_back(fmt::format(
+        "an UPDATE {} (`compression.uplink = {}`, the round's median; {}), its headers included",
+        size(median(up)), c.uplink, against(median(up))));
   if (c.downlink != "none" && f.bytes_down_per_task)
-    parts.push_back(fmt::format("a TASK's model{} {} (`compression.downlink = {}`; {:.1f}x less)",
-                                c.downlink_delta ? " change" : "",
-                                megabytes(*f.bytes_down_per_task), c.downlink,
-                                raw / double(*f.bytes_down_per_task)));
+    parts.push_back(
+        fmt::format("a TASK's model{} {} (`compression.downlink = {}`; {}), the model "
+                    "frame alone",
+                    c.downlink_delta ? " change" : "", size(double(*f.bytes_down_per_task)),
+                    c.downlink, against(double(*f.bytes_down_per_task))));
   if (parts.empty()) return "";
-  return fmt::format(
-      "- on the wire in round {}, against the model's {} of float32: {} (message "
-      "headers included)\n",
-      f.round, megabytes(uint64_t(raw)), fmt::join(parts, ", "));
+  return fmt::format("- on the wire in round {}, against the model's {} of float32: {}\n", f.round,
+                     megabytes(uint64_t(raw)), fmt::join(parts, "; "));
 }
+
+namespace {
 
 // Clients a round's record lists (unavailable, lost, late, missing), counted over the run, with
 // who they were by link profile.

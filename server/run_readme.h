@@ -16,4 +16,9 @@ namespace fedpar {
 std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& summary,
                        const std::filesystem::path& dir, const std::string& plots = "");
 
+// A codec run's sizes on the wire beside the model's `parameters` in float32, from the round `f`
+// (its clients' UPDATEs, whole messages, and the TASK's model frame): "" without a codec or
+// per-client records.
+std::string compression_line(const RunSpec& s, const RoundRecord& f, uint64_t parameters);
+
 }  // namespace fedpar

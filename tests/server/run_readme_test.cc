@@ -1,0 +1,47 @@
+// The run README's line of sizes on the wire: each against the model's float32 bytes, in kB
+// below a megabyte, "more" where the codec grew what it sends.
+#include "server/run_readme.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/util/run_spec_util.h"
+
+namespace fedpar {
+namespace {
+
+RoundRecord round_with(std::vector<uint64_t> up, std::optional<uint64_t> down = {}) {
+  RoundRecord r;
+  r.round = 7;
+  r.clients.emplace();
+  for (uint64_t b : up) r.clients->push_back({.bytes_up = b});
+  r.bytes_down_per_task = down;
+  return r;
+}
+
+TEST(CompressionLine, SizesAgainstFloat32SayLessOrMore) {
+  const uint64_t d = 199210;  // the 2NN: 796,840 bytes in float32
+  const RunSpec topk = testing::spec_with({"compression.uplink=topk"});
+  EXPECT_EQ(compression_line(topk, round_with({10000, 10500, 11000}), d),
+            "- on the wire in round 7, against the model's 0.8 MB of float32: an UPDATE 10.5 kB "
+            "(`compression.uplink = topk`, the round's median; 75.9x less), its headers "
+            "included\n");
+  // QSGD's 101,410 bytes once read "0.1 MB"
+  const RunSpec qsgd = testing::spec_with({"compression.uplink=qsgd"});
+  EXPECT_NE(compression_line(qsgd, round_with({101410}), d).find("an UPDATE 101.4 kB"),
+            std::string::npos);
+  // top-k at ratio 1 sends indices too: 996,298 bytes, which once read "0.8x less"
+  EXPECT_NE(compression_line(topk, round_with({996298}), d)
+                .find("an UPDATE 996.3 kB (`compression.uplink = topk`, the round's median; 1.25x "
+                      "more: the codec grew it)"),
+            std::string::npos);
+  // a delta downlink's change is its frame alone, not the TASK's message
+  const RunSpec delta =
+      testing::spec_with({"compression.downlink=topk", "compression.downlink_delta=true"});
+  EXPECT_EQ(compression_line(delta, round_with({796900}, 10191), d),
+            "- on the wire in round 7, against the model's 0.8 MB of float32: a TASK's model "
+            "change 10.2 kB (`compression.downlink = topk`; 78.2x less), the model frame alone\n");
+  EXPECT_EQ(compression_line(testing::spec_with({}), round_with({796900}), d), "");
+}
+
+}  // namespace
+}  // namespace fedpar
