@@ -57,35 +57,55 @@ std::string megabytes(uint64_t bytes) {
                          : fmt::format("{:.1f} MB", double(bytes) / 1e6);
 }
 
+// kB below a megabyte (QSGD's 101,410 bytes read "0.1 MB").
+std::string wire_size(double bytes) {
+  return bytes < 1e6 ? fmt::format("{:.1f} kB", bytes / 1e3)
+                     : fmt::format("{:.2f} MB", bytes / 1e6);
+}
+
+// `bytes` against `raw`'s: "75.9x less", or "1.25x more: the codec grew it".
+std::string against(double bytes, double raw) {
+  return bytes <= raw ? fmt::format("{:.1f}x less", raw / bytes)
+                      : fmt::format("{:.2f}x more: the codec grew it", bytes / raw);
+}
+
+// An allreduce run's ring traffic: the median worker's sends in round f beside what a float32
+// ring sends, 2(N - 1)/N of the model ("" with one worker or no worker records).
+std::string ring_line(const RunSpec& s, const RoundRecord& f, uint64_t parameters) {
+  if (!f.workers || f.workers->size() < 2) return "";
+  std::vector<double> sent;
+  for (const WorkerRecord& w : *f.workers) sent.push_back(double(w.ring_bytes_sent));
+  const double n = double(sent.size());
+  const double raw = 2 * (n - 1) / n * double(parameters) * sizeof(float);
+  if (raw <= 0 || median(sent) <= 0) return "";
+  return fmt::format(
+      "- on the ring in round {}: each worker sent {} to its neighbour (the median; "
+      "`compression.uplink = {}`), against float32's 2(N-1)/N of the model, {}: {}\n",
+      f.round, wire_size(median(sent)), s.compression.uplink, wire_size(raw),
+      against(median(sent), raw));
+}
+
 }  // namespace
 
 std::string compression_line(const RunSpec& s, const RoundRecord& f, uint64_t parameters) {
   const CompressionSpec& c = s.compression;
+  if (s.topology == Topology::kAllReduce) return ring_line(s, f, parameters);
   if ((c.uplink == "none" && c.downlink == "none") || !f.clients || f.clients->empty()) return "";
   std::vector<double> up;
   for (const ClientRecord& cl : *f.clients) up.push_back(double(cl.bytes_up));
   const double raw = double(parameters) * sizeof(float);
   if (raw <= 0) return "";
-  // kB below a megabyte (QSGD's 101,410 bytes read "0.1 MB"); a codec may grow what it sends
-  const auto size = [](double bytes) {
-    return bytes < 1e6 ? fmt::format("{:.1f} kB", bytes / 1e3)
-                       : fmt::format("{:.2f} MB", bytes / 1e6);
-  };
-  const auto against = [&](double bytes) {
-    return bytes <= raw ? fmt::format("{:.1f}x less", raw / bytes)
-                        : fmt::format("{:.2f}x more: the codec grew it", bytes / raw);
-  };
   std::vector<std::string> parts;
   if (c.uplink != "none")
     parts.push_back(fmt::format(
         "an UPDATE {} (`compression.uplink = {}`, the round's median; {}), its headers included",
-        size(median(up)), c.uplink, against(median(up))));
+        wire_size(median(up)), c.uplink, against(median(up), raw)));
   if (c.downlink != "none" && f.bytes_down_per_task)
     parts.push_back(
         fmt::format("a TASK's model{} {} (`compression.downlink = {}`; {}), the model "
                     "frame alone",
-                    c.downlink_delta ? " change" : "", size(double(*f.bytes_down_per_task)),
-                    c.downlink, against(double(*f.bytes_down_per_task))));
+                    c.downlink_delta ? " change" : "", wire_size(double(*f.bytes_down_per_task)),
+                    c.downlink, against(double(*f.bytes_down_per_task), raw)));
   if (parts.empty()) return "";
   return fmt::format("- on the wire in round {}, against the model's {} of float32: {}\n", f.round,
                      megabytes(uint64_t(raw)), fmt::join(parts, "; "));

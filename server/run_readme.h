@@ -18,7 +18,7 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
 
 // A codec run's sizes on the wire beside the model's `parameters` in float32, from the round `f`
 // (its clients' UPDATEs, whole messages, and the TASK's model frame): "" without a codec or
-// per-client records.
+// per-client records. An allreduce run's: what each worker sent around the ring, codec or none.
 std::string compression_line(const RunSpec& s, const RoundRecord& f, uint64_t parameters);
 
 }  // namespace fedpar

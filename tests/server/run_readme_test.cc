@@ -43,5 +43,24 @@ TEST(CompressionLine, SizesAgainstFloat32SayLessOrMore) {
   EXPECT_EQ(compression_line(testing::spec_with({}), round_with({796900}), d), "");
 }
 
+// A ring's README says what each worker sent around it (it only pointed to metrics.jsonl),
+// against float32's 2(N-1)/N of the model: 2 x 3/4 x 796,840 bytes at N = 4.
+TEST(CompressionLine, ARingSaysWhatEachWorkerSent) {
+  RoundRecord r;
+  r.round = 3;
+  r.workers.emplace();
+  for (uint64_t b : {597000, 597678, 598000, 597678}) r.workers->push_back({.ring_bytes_sent = b});
+  EXPECT_EQ(compression_line(testing::spec_with({"regime=gradient", "topology=allreduce",
+                                                 "processes=4", "compression.uplink=fp16"}),
+                             r, 199210),
+            "- on the ring in round 3: each worker sent 597.7 kB to its neighbour (the median; "
+            "`compression.uplink = fp16`), against float32's 2(N-1)/N of the model, 1.20 MB: 2.0x "
+            "less\n");
+  r.workers->resize(1);  // a ring of one sends nothing
+  EXPECT_EQ(
+      compression_line(testing::spec_with({"regime=gradient", "topology=allreduce"}), r, 199210),
+      "");
+}
+
 }  // namespace
 }  // namespace fedpar
