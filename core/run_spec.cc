@@ -332,6 +332,16 @@ int resolve_backup_clients(const Config& c, const RunSpec& s) {
           fmt::format("backup_clients = {} leaves no update of the {} clients a round asks "
                       "(fraction x partition.clients): it must be less than {}",
                       b, asked, asked));
+  require(s.processes >= s.partition.clients,
+          fmt::format("backup_clients leaves out the updates that come last, and a process "
+                      "computes its clients one after another: with {} clients on {} processes "
+                      "the last of each process's would be left out every round, not the slow "
+                      "ones; give each client its own process (processes = partition.clients)",
+                      s.partition.clients, s.processes));
+  require(!s.compression.downlink_delta,
+          "backup_clients with compression.downlink_delta: a slow process must apply every "
+          "round's change, so it works through every TASK and falls further behind each round; "
+          "use a downlink that sends the model (none, fp16, bf16)");
   require(c.get_string("local.algorithm") != "scaffold",
           "backup_clients leaves updates out, and local.algorithm = \"scaffold\" keeps the "
           "server's copy of each client's control variate in step with the client's own: a "

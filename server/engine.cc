@@ -25,6 +25,7 @@ std::optional<Incoming> Engine::receive(Clock::time_point deadline,
     const auto it = peers.find(r->peer);
     if (it != peers.end()) {
       it->second.bytes_received += r->bytes();
+      it->second.last_heard = Clock::now();
     } else if (int(order.size()) >= s_.processes) {  // every process is in: a latecomer
       // a HELLO may take a lost process's place, between rounds (admit_newcomers): one per peer,
       // and a few peers, are kept; a flood is not
@@ -487,7 +488,8 @@ Collected Engine::collect(const CollectSpec& spec) {
     want = std::min(spec.want, spec.expected.size() - out.unreachable.size());
   };
   ClosedWatch closed;
-  size_t heard = 0;  // answers of awaited keys (an unreachable one's may come: it reconnected)
+  size_t heard = 0;      // answers of awaited keys (an unreachable one's may come: it reconnected)
+  bool expired = false;  // the deadline passed
   auto deadline = deadline_after(spec.seconds);
   const auto answered = [&] {  // the first answer shortens the deadline of the rest
     if (out.got.size() + out.failed.size() == 1 && spec.after_first &&
@@ -525,7 +527,10 @@ Collected Engine::collect(const CollectSpec& spec) {
       note_at = deadline_after(kWaitNoteSeconds);
       continue;
     }
-    if (!in) break;
+    if (!in) {
+      expired = true;
+      break;
+    }
     const int process = process_index(in->msg.peer);
     const bool awaited =
         spec.key == CollectSpec::Key::kRank &&
@@ -567,7 +572,9 @@ Collected Engine::collect(const CollectSpec& spec) {
     heard += awaited_key(key);
     answered();
   }
-  const bool timed_out = heard < want;
+  // (not heard < want: an answer from a key not awaited, its process reconnected, may have
+  // made up spec.want)
+  const bool timed_out = expired;
   for (uint32_t k : spec.expected)
     if (!out.got.count(k) && !out.failed.count(k)) {
       if (timed_out || !awaited_key(k))
@@ -586,7 +593,7 @@ Collected Engine::collect(const CollectSpec& spec) {
 
 bool Engine::late_released(const CollectSpec& spec, const Incoming& in) {
   const Header& h = in.parsed.header;
-  if (!spec.check_round || h.type != MessageType::kUpdate || h.round >= round ||
+  if (!spec.check_round || h.type != MessageType::kUpdate || h.round > round ||
       !hosts(in.msg.peer, h.client))
     return false;
   return released_.erase({h.round, h.client}) > 0;

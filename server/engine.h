@@ -41,8 +41,9 @@ struct Peer {
   std::string device;  // what it computes on: its --device, else the run config's
   std::vector<uint32_t> clients;
   uint64_t bytes_sent = 0, bytes_received = 0;
-  uint64_t peak_rss_bytes = 0;                // the largest its updates reported
-  std::optional<int64_t> joined_after_round;  // it took a lost process's place (admit_newcomers)
+  uint64_t peak_rss_bytes = 0;                  // the largest its updates reported
+  Clock::time_point last_heard = Clock::now();  // its last message of any kind
+  std::optional<int64_t> joined_after_round;    // it took a lost process's place (admit_newcomers)
 };
 
 // An asked client's reply holds NaN or Inf: the training diverged (or the client is faulty), and
@@ -226,7 +227,8 @@ class Engine {
   // Why a parsed reply cannot be kept ("" when it can); fills r.key and r.process.
   std::string check(const CollectSpec& spec, const Collected& so_far, Reply& r) const;
   void throw_if_non_finite(const CollectSpec& spec, const Reply& r) const;
-  // Whether `in` is the UPDATE of a client an earlier round released (not waited for): it is
+  // Whether `in` is the UPDATE of a client a round released (not waited for), come in a later
+  // collect (the next round's, or a state pull's after that round): it is
   // dropped without the ERROR a late reply gets (its bytes count in the traffic, as they came).
   bool late_released(const CollectSpec& spec, const Incoming& in);
   static constexpr uint64_t kReleasedRounds = 100;  // how long a released reply is expected

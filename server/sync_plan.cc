@@ -369,10 +369,18 @@ class SyncPlan final : public Plan {
     return late;
   }
 
+  // backup_clients: a released client is no miss while its process is heard from (a slow one's
+  // late updates keep coming); one silent for wait_seconds counts toward its drop as any miss
+  // does, without stopping the gradient regime (a process that hangs with its connection open
+  // would be released every round and never dropped, nor replaced).
   void count_misses(Engine& engine, const Collected& c, const std::vector<uint32_t>& absent) {
     std::vector<uint32_t> asked;
     for (const auto& [id, clients] : per_peer_)
       asked.insert(asked.end(), clients.begin(), clients.end());
+    std::vector<uint32_t> missed = absent;
+    for (uint32_t client : c.released)
+      if (seconds_since(engine.peers.at(engine.owner.at(client)).last_heard) >= s_.wait_seconds)
+        missed.push_back(client);
     const bool strict = scaffold_ || engine.downlink_delta();
     const int limit = strict ? 1 : s_.drop_after_missed_rounds;
     if (!absent.empty()) {
@@ -384,7 +392,7 @@ class SyncPlan final : public Plan {
                         " (gradient regime stops; set continue_without_missing = true to go on)");
       engine.log(what + (c.got.empty() ? "; the model stays" : "; continuing with the rest"));
     }
-    engine.count_misses(asked, absent, limit, /*any_absent=*/strict);
+    engine.count_misses(asked, missed, limit, /*any_absent=*/strict);
     if (engine.all_lost())
       throw RunFailed(fmt::format(
           "round {}: every client process has been dropped from the run "

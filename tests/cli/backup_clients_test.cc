@@ -3,6 +3,7 @@
 // count as no miss.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <nlohmann/json.hpp>
 
 #include "tests/util/distributed_run.h"
@@ -55,6 +56,34 @@ TEST(BackupClients, TheSlowestUpdateIsNotWaitedForNorCountedAMiss) {
               std::string::npos)
         << testing::slurp(tmp / "res" / name / "README.md");
   }
+}
+
+// A process that hangs with its connection open (SIGSTOP) would be released every round and
+// never dropped, nor replaced: silent for wait_seconds, its released client counts as a miss, and
+// after drop_after_missed_rounds such rounds the process is dropped; the run goes on.
+TEST(BackupClients, AProcessThatHangsIsDroppedAsAnyMissingOne) {
+  TempDir tmp;
+  const auto run = testing::start_run(
+      tmp, "hung",
+      testing::server_args(tmp, "hung", "hung", "ipc://" + (tmp / "h").string(), 4,
+                           {"regime=model", "rounds=20", "backup_clients=1", "wait_seconds=1",
+                            "drop_after_missed_rounds=2",
+                            R"(stragglers.delay_seconds=["0:0.3", "1:0.3", "2:0.3", "3:0.3"])"}),
+      4);
+  testing::wait_for_round(tmp, "hung", 2);
+  kill(run.clients[3], SIGSTOP);
+  const int code = testing::wait_exit(run.server, 120).value_or(-99);
+  kill(run.clients[3], SIGCONT);
+  for (pid_t p : run.clients) testing::wait_exit(p, 30);
+  const std::string err = testing::slurp(tmp / "hung.err");
+  ASSERT_EQ(code, 0) << err;
+  EXPECT_NE(err.find("missed 2 round(s) in a row; it gets no more tasks in this run"),
+            std::string::npos)
+      << err;
+  const auto summary = nlohmann::json::parse(testing::slurp(tmp / "res" / "hung" / "summary.json"));
+  int lost = 0;
+  for (const auto& h : summary["hosts"]) lost += h["lost"].get<bool>();
+  EXPECT_EQ(lost, 1) << summary.dump();
 }
 
 }  // namespace

@@ -366,41 +366,54 @@ TEST(RunSpecValues, StragglersSharingAProcessAreWarnedOf) {
 // backup_clients leaves a synchronous parameter-server round's last updates out: what cannot
 // leave one out is refused, saying why; the robust rules and a scaled rate count the updates left.
 TEST(RunSpecValues, BackupClientsLeaveUpdatesOutOnlyWhereARoundCanGoOnWithout) {
-  EXPECT_EQ(spec({"backup_clients=1"}).backup_clients, 1);
-  EXPECT_EQ(updates_per_round(spec({"backup_clients=1"})), 3);
-  EXPECT_EQ(updates_per_round(spec({"partition.clients=10", "fraction=0.5", "backup_clients=2"})),
+  EXPECT_EQ(spec({"processes=4", "backup_clients=1"}).backup_clients, 1);
+  EXPECT_EQ(updates_per_round(spec({"processes=4", "backup_clients=1"})), 3);
+  EXPECT_EQ(updates_per_round(
+                spec({"partition.clients=10", "fraction=0.5", "processes=10", "backup_clients=2"})),
             3);
-  EXPECT_NE(refusal({"backup_clients=-1"}).find("backup_clients must be >= 0"), std::string::npos);
-  EXPECT_NE(refusal({"backup_clients=4"})
+  EXPECT_NE(refusal({"processes=4", "backup_clients=-1"}).find("backup_clients must be >= 0"),
+            std::string::npos);
+  EXPECT_NE(refusal({"processes=4", "backup_clients=4"})
                 .find("backup_clients = 4 leaves no update of the 4 clients a round asks"),
             std::string::npos);
-  EXPECT_NE(refusal({"partition.clients=10", "fraction=0.2", "backup_clients=2"})
+  EXPECT_NE(refusal({"partition.clients=10", "fraction=0.2", "processes=10", "backup_clients=2"})
                 .find("it must be less than 2"),
             std::string::npos);
-  EXPECT_NE(refusal({"regime=async", "backup_clients=1"})
+  EXPECT_NE(refusal({"regime=async", "processes=4", "backup_clients=1"})
                 .find("regime = \"async\" already applies each update as it comes"),
             std::string::npos);
-  EXPECT_NE(refusal({"regime=gradient", "topology=allreduce", "backup_clients=1"})
+  EXPECT_NE(refusal({"regime=gradient", "topology=allreduce", "processes=4", "backup_clients=1"})
                 .find("it needs topology = \"parameter-server\""),
             std::string::npos);
-  EXPECT_NE(refusal({"local.algorithm=scaffold", "backup_clients=1"})
+  EXPECT_NE(refusal({"local.algorithm=scaffold", "processes=4", "backup_clients=1"})
                 .find("a left-out update would part them"),
             std::string::npos);
-  EXPECT_NE(refusal({"network.mode=simulated", "backup_clients=1"})
+  EXPECT_NE(refusal({"network.mode=simulated", "processes=4", "backup_clients=1"})
                 .find("use network.mode = \"emulated\""),
             std::string::npos);
   // trimmed-mean cuts from the 3 updates a round aggregates, not from the 4 it asks
-  EXPECT_NE(refusal({"robust.rule=trimmed-mean", "robust.trim=0.25", "backup_clients=1"})
-                .find("cuts floor(0.25 x 3) = 0 of the 3 updates a round"),
-            std::string::npos);
   EXPECT_NE(
-      refusal({"partition.clients=5", "robust.rule=krum", "robust.byzantine=1", "backup_clients=1"})
-          .find("needs more than 4 clients per round, this run asks 5 and aggregates 4 "
-                "(backup_clients = 1)"),
+      refusal({"robust.rule=trimmed-mean", "robust.trim=0.25", "processes=4", "backup_clients=1"})
+          .find("cuts floor(0.25 x 3) = 0 of the 3 updates a round"),
       std::string::npos);
+  EXPECT_NE(refusal({"partition.clients=5", "robust.rule=krum", "robust.byzantine=1", "processes=5",
+                     "backup_clients=1"})
+                .find("needs more than 4 clients per round, this run asks 5 and aggregates 4 "
+                      "(backup_clients = 1)"),
+            std::string::npos);
+  // a process computes its clients in turn: the last of each, not the slowest, would come last
+  EXPECT_NE(refusal({"processes=2", "backup_clients=1"})
+                .find("with 4 clients on 2 processes the last of each process's would be left "
+                      "out every round"),
+            std::string::npos);
+  // a slow process applying every round's change would fall further behind each round
+  EXPECT_NE(refusal({"processes=4", "compression.downlink=fp16", "compression.downlink_delta=true",
+                     "backup_clients=1"})
+                .find("backup_clients with compression.downlink_delta"),
+            std::string::npos);
   // optimizer.scaling's global batch is the gradients averaged: 3 of 50
   const RunSpec scaled = spec({"regime=gradient", "sgd.batch=50", "optimizer.scaling=linear",
-                               "optimizer.reference_batch=50", "backup_clients=1"});
+                               "optimizer.reference_batch=50", "processes=4", "backup_clients=1"});
   EXPECT_FLOAT_EQ(scaled.optimizer.lr.base_lr, 3 * spec({"regime=gradient"}).optimizer.lr.base_lr);
 }
 
