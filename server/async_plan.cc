@@ -52,11 +52,11 @@ class AsyncPlan final : public Plan {
         }
       }
       Collected c = engine.collect(one_update(engine));
-      if (!c.got.empty()) heard_[c.got.begin()->second.in.msg.peer] = Clock::now();
-      if (!arrivals_) drop_silent(engine);
       if (c.got.empty())
         throw RunFailed(fmt::format("async: no update within {} s (clients {} hold tasks)",
                                     s_.wait_seconds, fmt::join(holders(), ", ")));
+      heard_[c.got.begin()->second.in.msg.peer] = Clock::now();
+      if (!arrivals_) drop_silent(engine);
       if (!arrivals_) {
         apply(engine, c.got.begin()->second, t);
         continue;
@@ -172,22 +172,23 @@ class AsyncPlan final : public Plan {
     dispatch(engine, c);
   }
 
-  // A process that sent no update for wait_seconds while its clients held tasks died or hangs
+  // A process that sent no update for drop_after_missed_rounds x wait_seconds (the patience of
+  // the synchronous regimes) while its clients held tasks died, hangs, or lost its messages
   // (each answer is awaited only until another client's comes, so no deadline would notice):
   // dropped, said in the log and summary.json's hosts, its clients' tasks withdrawn, and the run
   // goes on with the others. (Simulated arrivals wait for every client's update, so there the
   // next collect's deadline fails the run instead.)
   void drop_silent(Engine& engine) {
-    const auto now = Clock::now();
+    const double patience = s_.drop_after_missed_rounds * s_.wait_seconds;
     for (const auto& id : engine.order) {
       const auto& mine = engine.peers.at(id).clients;
-      if (engine.lost.count(id) ||
-          std::chrono::duration<double>(now - heard_[id]).count() < s_.wait_seconds ||
+      if (engine.lost.count(id) || seconds_since(heard_[id]) < patience ||
           std::ranges::none_of(mine, [&](uint32_t c) { return outstanding_.count(c) > 0; }))
         continue;
-      engine.drop(id, fmt::format("sent no update within wait_seconds = {:g} s of its tasks (it "
-                                  "died or hangs)",
-                                  s_.wait_seconds));
+      engine.drop(id, fmt::format("sent no update in {:g} s (drop_after_missed_rounds x "
+                                  "wait_seconds) while holding tasks: it died, hangs, or its "
+                                  "messages were lost",
+                                  patience));
       for (uint32_t c : mine) outstanding_.erase(c);
     }
     if (engine.all_lost())

@@ -1423,17 +1423,18 @@ TEST(DistributedFaults, KilledClientStopsGradientRegimeWithAClearError) {
 
 // Async waits for no round, so no deadline notices a dead process: its clients' tasks stayed out
 // and the run went on with half its clients while summary.json called every host fine. A process
-// silent for wait_seconds while its clients hold tasks is dropped, said in the log and
-// summary.json.
+// silent for drop_after_missed_rounds x wait_seconds while its clients hold tasks is dropped, said
+// in the log and summary.json.
 TEST(DistributedFaults, KilledClientAsyncRegimeIsDroppedAndTheRestGoOn) {
   TempDir tmp;
   const auto a = run_with_killed_client(
       tmp, "async",
-      {"regime=async", "rounds=60", "wait_seconds=2",
+      {"regime=async", "rounds=60", "wait_seconds=1", "drop_after_missed_rounds=2",
        R"(stragglers.delay_seconds=["0:0.05", "1:0.05", "2:0.05", "3:0.05"])"});
   ASSERT_EQ(a.server_code, 0) << a.err;
-  EXPECT_NE(a.err.find("sent no update within wait_seconds = 2 s of its tasks (it died or hangs); "
-                       "it gets no more tasks in this run"),
+  EXPECT_NE(a.err.find("sent no update in 2 s (drop_after_missed_rounds x wait_seconds) while "
+                       "holding tasks: it died, hangs, or its messages were lost; it gets no more "
+                       "tasks in this run"),
             std::string::npos)
       << a.err;
   const auto summary =
