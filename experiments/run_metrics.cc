@@ -85,8 +85,8 @@ RunCurves read_curves(const std::filesystem::path& dir) {
       uint64_t asked = 0;  // the clients whose process got a TASK (not those of lost processes)
       for (const ProcessRecord& p : j.processes)
         asked += delta_hosted.size() <= size_t(p.process) ? p.tasks
-                 : p.lost                                 ? 0
-                                                          : delta_hosted[size_t(p.process)];
+                 : p.bytes_down > 0 ? delta_hosted[size_t(p.process)]  // it got the TASK
+                                    : 0;
       device += double(asked) * double(*j.bytes_down_per_task);
       for (const ClientRecord& cl : *j.clients) device += double(cl.bytes_up);
       device -= round_diagnostic;
