@@ -96,7 +96,9 @@ void ResultsDir::sweep_stale_partials() {
             "# {} (died unfinished)\n\nThe process that wrote this folder (pid {}) ended "
             "without finishing it and without a word: killed (SIGKILL, out of memory) or "
             "its machine stopped. What it logged is here ({}); it wrote no checkpoint, so "
-            "`--resume` cannot continue it (`checkpoint_every = N` writes them). The next "
+            "`--resume` cannot continue it (`checkpoint_every = N` writes them where a run can "
+            "keep "
+            "one). The next "
             "fedpar run in {} found it as {} and renamed it.\n",
             name, pid,
             fs::exists(dir / "metrics.jsonl") ? "metrics.jsonl: a line per round"

@@ -227,11 +227,13 @@ class Supervisor {
                  what, partial.string(), partial.string(), partial.string());
     else if (std::error_code ec;
              std::filesystem::file_size(partial / "metrics.jsonl", ec) > 0 && !ec)
-      fmt::print(stderr,
-                 "fedpar run: {}; stopping the clients. Its folder {} holds no checkpoint "
-                 "(checkpoint_every = N writes them): the next run in {} keeps its rounds as "
-                 "{}.incomplete\n",
-                 what, partial.string(), s_.results_dir, s_.name);
+      fmt::print(
+          stderr,
+          "fedpar run: {}; stopping the clients. Its folder {} holds no checkpoint "
+          "(checkpoint_every = N writes them where the run can keep one): the next run in {} "
+          "keeps its rounds as "
+          "{}.incomplete\n",
+          what, partial.string(), s_.results_dir, s_.name);
     else
       fmt::print(stderr, "fedpar run: {} before its first round; stopping the clients\n", what);
   }

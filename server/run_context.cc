@@ -290,7 +290,7 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
       throw Error(fmt::format(
           "{} holds a run that stopped at stop_at_accuracy after round {}: a resumed run keeps "
           "its config, stop_at_accuracy too, and would stop there again; to train its model on, "
-          "start a new run from it: --set model.init_from={}",
+          "start a new run from it with stop_at_accuracy raised or 0: --set model.init_from={}",
           dir.string(), done.rounds_run, dir.string()));
     if (s.rounds <= earlier.rounds)
       throw Error(fmt::format(

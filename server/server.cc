@@ -266,7 +266,7 @@ int run_server(Config cfg, const ServerOptions& opts) {
       opts.resume.empty() ? RunContext::Resumed{} : run.resume(opts.resume, *plan);
   std::optional<CurveServer> curve;
   if (s.security.on()) {
-    // with --also-allow (fedpar run's own clients) the user's folder may be empty or absent
+    // with --also-allow (fedpar run's own clients) the user's folder may be empty, not absent
     std::set<std::string> allowed =
         read_allowed_keys(s.security.clients, /*required=*/opts.also_allow.empty());
     if (!opts.also_allow.empty()) allowed.merge(read_allowed_keys(opts.also_allow));

@@ -356,7 +356,8 @@ TEST(Resume, AFinishedRunIsNotResumedAgainButGoesOnWithMoreRounds) {
             std::string::npos)
       << stop_err;
   EXPECT_NE(stop_err.find(": a resumed run keeps its config, stop_at_accuracy too, and would stop "
-                          "there again; to train its model on, start a new run from it: --set "
+                          "there again; to train its model on, start a new run from it with "
+                          "stop_at_accuracy raised or 0: --set "
                           "model.init_from=" +
                           (tmp / "res" / "stopped").string()),
             std::string::npos)
