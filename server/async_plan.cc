@@ -56,8 +56,8 @@ class AsyncPlan final : public Plan {
         throw RunFailed(fmt::format("async: no update within {} s (clients {} hold tasks)",
                                     s_.wait_seconds, fmt::join(holders(), ", ")));
       heard_[c.got.begin()->second.in.msg.peer] = Clock::now();
-      if (!arrivals_) drop_silent(engine);
       if (!arrivals_) {
+        drop_silent(engine);
         apply(engine, c.got.begin()->second, t);
         continue;
       }
@@ -182,7 +182,9 @@ class AsyncPlan final : public Plan {
     const double patience = s_.drop_after_missed_rounds * s_.wait_seconds;
     for (const auto& id : engine.order) {
       const auto& mine = engine.peers.at(id).clients;
-      if (engine.lost.count(id) || seconds_since(heard_[id]) < patience ||
+      // (a process not seen yet is heard from now)
+      if (engine.lost.count(id) ||
+          seconds_since(heard_.try_emplace(id, Clock::now()).first->second) < patience ||
           std::ranges::none_of(mine, [&](uint32_t c) { return outstanding_.count(c) > 0; }))
         continue;
       engine.drop(id, fmt::format("sent no update in {:g} s (drop_after_missed_rounds x "

@@ -99,7 +99,7 @@ struct Collected {
   // then the deadline decided)
   std::vector<uint32_t> unreachable;
   // awaited keys still unanswered when `want` answers had come: not waited for (backup_clients),
-  // not missing; their replies, when they come in a later round, are dropped without a word
+  // not missing; their replies, when they come in a later collect, are dropped without a word
   std::vector<uint32_t> released;
   double waited = 0;  // the seconds the deadline was, for messages
   // Why `missing` are missing, for messages: " within N s" when the deadline passed for some,

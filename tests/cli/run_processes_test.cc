@@ -484,14 +484,16 @@ TEST(FedparRun, AKilledServersRoundsAreNamedAndKept) {
     EXPECT_EQ(testing::wait_exit(run, 30).value_or(-99), 128 + SIGKILL);
     const std::string err = testing::slurp(tmp / "run.err");
     EXPECT_NE(err.find("fedpar run: the server was killed by signal 9"), std::string::npos) << err;
-    EXPECT_NE(err.find(checkpoints
-                           ? fmt::format("holds a checkpoint: continue with fedpar run "
-                                         "{0}/config.resolved.toml --resume {0}",
-                                         partial.string())
-                           : fmt::format("holds no checkpoint (checkpoint_every = N writes them): "
-                                         "the next run in {} keeps its rounds as run.incomplete",
-                                         res.string())),
-              std::string::npos)
+    EXPECT_NE(
+        err.find(checkpoints
+                     ? fmt::format("holds a checkpoint: continue with fedpar run "
+                                   "{0}/config.resolved.toml --resume {0}",
+                                   partial.string())
+                     : fmt::format("holds no checkpoint (checkpoint_every = N writes them where "
+                                   "the run can keep one): "
+                                   "the next run in {} keeps its rounds as run.incomplete",
+                                   res.string())),
+        std::string::npos)
         << err;
   }
   const auto next =
