@@ -66,7 +66,7 @@ TEST(BackupClients, AProcessThatHangsIsDroppedAsAnyMissingOne) {
   const auto run = testing::start_run(
       tmp, "hung",
       testing::server_args(tmp, "hung", "hung", "ipc://" + (tmp / "h").string(), 4,
-                           {"regime=model", "rounds=20", "backup_clients=1", "wait_seconds=1",
+                           {"regime=model", "rounds=24", "backup_clients=1", "wait_seconds=2",
                             "drop_after_missed_rounds=2",
                             R"(stragglers.delay_seconds=["0:0.3", "1:0.3", "2:0.3", "3:0.3"])"}),
       4);
