@@ -583,7 +583,9 @@ Collected Engine::collect(const CollectSpec& spec) {
         out.released.push_back(k);  // enough came first (want)
     }
   if (spec.check_round && spec.key == CollectSpec::Key::kClient) {
-    std::erase_if(released_, [&](const auto& e) { return e.first + kReleasedRounds < round; });
+    // a client answers its tasks in order (skipping those a later one superseded): once one of
+    // its answers is in, no earlier released round's can come
+    std::erase_if(released_, [&](const auto& e) { return out.got.count(e.second) > 0; });
     for (uint32_t k : out.released) released_.emplace(round, k);
   }
   std::erase_if(out.unreachable,
@@ -594,9 +596,12 @@ Collected Engine::collect(const CollectSpec& spec) {
 bool Engine::late_released(const CollectSpec& spec, const Incoming& in) {
   const Header& h = in.parsed.header;
   if (!spec.check_round || h.type != MessageType::kUpdate || h.round > round ||
-      !hosts(in.msg.peer, h.client))
+      !hosts(in.msg.peer, h.client) || !released_.count({h.round, h.client}))
     return false;
-  return released_.erase({h.round, h.client}) > 0;
+  // this round's and the client's earlier ones (skipped, or lost): no answer to them can follow
+  std::erase_if(released_,
+                [&](const auto& e) { return e.second == h.client && e.first <= h.round; });
+  return true;
 }
 
 std::vector<std::string> Engine::gone(

@@ -231,7 +231,6 @@ class Engine {
   // collect (the next round's, or a state pull's after that round): it is
   // dropped without the ERROR a late reply gets (its bytes count in the traffic, as they came).
   bool late_released(const CollectSpec& spec, const Incoming& in);
-  static constexpr uint64_t kReleasedRounds = 100;  // how long a released reply is expected
   // collect()'s watch over awaited processes whose connection closed (ZeroMQ names no peer when
   // a connection ends; the transport tells it from the socket of the peer's last message). Each
   // is sent a PING, which goes out only over a connection: one that does has reconnected (a

@@ -213,7 +213,8 @@ std::string aggregation_notes(const RunSpec& s, const std::filesystem::path& dir
   if (backups.count > 0)
     md += fmt::format(
         "- {} of {} participants' updates were not waited for: each round aggregated the "
-        "first to come in and left the last {} out (`backup_clients`; each round's in "
+        "first to come in and did not wait for the last {} (fewer where clients were missing: "
+        "a dead or dropped one is one of them; `backup_clients`; each round's in "
         "metrics.jsonl's `not_waited_for`): {}\n",
         backups.count, asked, s.backup_clients, backups.whom());
   if (missing.count > 0)

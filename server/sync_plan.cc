@@ -164,7 +164,7 @@ class SyncPlan final : public Plan {
       return idle_round(rec, engine.round, "the sampled clients' process was dropped");
     }
     const double broadcast_seconds = send_tasks(engine, participants);
-    Collected c = engine.collect(collect_spec());
+    Collected c = engine.collect(collect_spec(participants.size()));
     const auto t_wait = Clock::now();
     // participants without an update, those of lost processes too, not those not waited for
     std::vector<uint32_t> absent;
@@ -329,8 +329,9 @@ class SyncPlan final : public Plan {
   }
 
   // The updates of the participants whose processes are still in the run; with backup_clients,
-  // the first of them to come in: all but that many.
-  CollectSpec collect_spec() const {
+  // the first of them to come in: all but that many of the round's `participants` (Chen et al.'s
+  // N - b of N: a client of a dropped process is one of the b).
+  CollectSpec collect_spec(size_t participants) const {
     CollectSpec spec{.kind = gradient_ ? TaskKind::kGradient : TaskKind::kLocalTrain,
                      .seconds = s_.wait_seconds,
                      .batch = s_.sgd_batch};
@@ -339,10 +340,7 @@ class SyncPlan final : public Plan {
     for (const auto& [id, ids] : per_peer_)
       spec.expected.insert(spec.expected.end(), ids.begin(), ids.end());
     std::sort(spec.expected.begin(), spec.expected.end());
-    if (s_.backup_clients > 0)
-      spec.want = spec.expected.size() > size_t(s_.backup_clients)
-                      ? spec.expected.size() - size_t(s_.backup_clients)
-                      : 1;
+    if (s_.backup_clients > 0) spec.want = quorum(participants);
     return spec;
   }
 
@@ -369,10 +367,17 @@ class SyncPlan final : public Plan {
     return late;
   }
 
+  // The updates a round of `participants` needs: all but backup_clients of them (at least one).
+  size_t quorum(size_t participants) const {
+    const auto b = size_t(s_.backup_clients);
+    return participants > b ? participants - b : 1;
+  }
+
   // backup_clients: a released client is no miss while its process is heard from (a slow one's
   // late updates keep coming); one silent for wait_seconds counts toward its drop as any miss
-  // does, without stopping the gradient regime (a process that hangs with its connection open
-  // would be released every round and never dropped, nor replaced).
+  // does (a process that hangs with its connection open would be released every round and never
+  // dropped, nor replaced). The gradient regime stops only when more than b updates are absent
+  // or released: a dead or dropped worker is one of the b.
   void count_misses(Engine& engine, const Collected& c, const std::vector<uint32_t>& absent) {
     std::vector<uint32_t> asked;
     for (const auto& [id, clients] : per_peer_)
@@ -387,7 +392,8 @@ class SyncPlan final : public Plan {
       const std::string what =
           fmt::format("round {}: no update from client(s) {}{}", engine.round + 1,
                       fmt::join(absent, ", "), c.missing_because());
-      if (gradient_ && !s_.continue_without_missing)
+      if (gradient_ && !s_.continue_without_missing &&
+          absent.size() + c.released.size() > size_t(s_.backup_clients))
         throw RunFailed(what +
                         " (gradient regime stops; set continue_without_missing = true to go on)");
       engine.log(what + (c.got.empty() ? "; the model stays" : "; continuing with the rest"));

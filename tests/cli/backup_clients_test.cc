@@ -50,8 +50,9 @@ TEST(BackupClients, TheSlowestUpdateIsNotWaitedForNorCountedAMiss) {
     EXPECT_EQ(r.err.find("missed"), std::string::npos) << r.err;
     EXPECT_NE(testing::slurp(tmp / "res" / name / "README.md")
                   .find("- 8 of 32 participants' updates were not waited for: each round "
-                        "aggregated the first to come in and left the last 1 out "
-                        "(`backup_clients`; each round's in metrics.jsonl's `not_waited_for`): "
+                        "aggregated the first to come in and did not wait for the last 1 (fewer "
+                        "where clients were missing: a dead or dropped one is one of them; "
+                        "`backup_clients`; each round's in metrics.jsonl's `not_waited_for`): "
                         "clients: client 3\n"),
               std::string::npos)
         << testing::slurp(tmp / "res" / name / "README.md");
@@ -84,6 +85,30 @@ TEST(BackupClients, AProcessThatHangsIsDroppedAsAnyMissingOne) {
   int lost = 0;
   for (const auto& h : summary["hosts"]) lost += h["lost"].get<bool>();
   EXPECT_EQ(lost, 1) << summary.dump();
+}
+
+// A worker killed mid-run is one of the b: the gradient regime goes on with the other three
+// (it stopped at the first missing gradient, though it held the 3 of 4 it aggregates every
+// round), the dead process is dropped, and every round after still aggregates 3.
+TEST(BackupClients, AKilledWorkerIsOneOfTheBackupsInTheGradientRegime) {
+  TempDir tmp;
+  const auto run = testing::start_run(
+      tmp, "killed",
+      testing::server_args(tmp, "killed", "killed", "ipc://" + (tmp / "k").string(), 4,
+                           {"regime=gradient", "rounds=30", "backup_clients=1", "wait_seconds=5",
+                            R"(stragglers.delay_seconds=["0:0.1", "1:0.1", "2:0.1", "3:0.1"])"}),
+      4);
+  testing::wait_for_round(tmp, "killed", 2);
+  kill(run.clients[1], SIGKILL);
+  const int code = testing::wait_exit(run.server, 120).value_or(-99);
+  for (pid_t p : run.clients) testing::wait_exit(p, 30);
+  const std::string err = testing::slurp(tmp / "killed.err");
+  ASSERT_EQ(code, 0) << err;
+  EXPECT_NE(err.find("; continuing with the rest"), std::string::npos) << err;
+  const auto rows = testing::jsonl(tmp / "res" / "killed" / "metrics.jsonl");
+  ASSERT_EQ(rows.size(), 30u);
+  for (const auto& row : rows) EXPECT_EQ(row["received"], 3) << row.dump();
+  EXPECT_EQ(rows.back()["missing"].size(), 1u) << rows.back().dump();
 }
 
 }  // namespace
