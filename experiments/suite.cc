@@ -281,11 +281,16 @@ SuitePlan plan_suite(const SuiteOptions& o) {
   }
   // --set suite.KEY=VALUE changes the suite itself (after --smoke's), the rest every run.
   std::vector<std::string> run_sets;
-  for (const auto& s : o.sets)
+  for (const auto& s : o.sets) {
+    if (s.starts_with("results_dir="))
+      throw Error(
+          "a suite writes its runs and report to --out DIR (default results/<suite>): use --out, "
+          "not --set results_dir");
     if (s.starts_with("suite."))
       cfg.set_all({s});
     else
       run_sets.push_back(s);
+  }
   for (const auto& s : cfg.get_string_list("suite.smoke")) {  // what a smoke report lists
     const std::string key = s.substr(0, s.find('='));
     if (!s.empty() && o.smoke && std::none_of(o.sets.begin(), o.sets.end(), [&](const auto& set) {

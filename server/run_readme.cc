@@ -370,9 +370,11 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
         "- **virtual client(s) {} were on a client process the run dropped** (slow or gone: none "
         "of its updates came within `wait_seconds` in `drop_after_missed_rounds` rounds in a "
         "row, or one was absent under SCAFFOLD or a delta downlink, or it left the ring) and got "
-        "no tasks after; "
-        "each round's `missing` in metrics.jsonl names the updates it went without\n",
-        fmt::join(lost, ", "));
+        "no tasks after; {}\n",
+        fmt::join(lost, ", "),
+        s.regime == Regime::kAsync
+            ? "the other clients' updates filled the rounds (updates.jsonl lists them)"
+            : "each round's `missing` in metrics.jsonl names the updates it went without");
   if (summary.stopped_at_accuracy)
     md << fmt::format("- stopped at round {}: `stop_at_accuracy` was reached\n",
                       summary.rounds_run);

@@ -1445,6 +1445,11 @@ TEST(DistributedFaults, KilledClientAsyncRegimeIsDroppedAndTheRestGoOn) {
   for (const auto& h : summary["hosts"]) lost += h["lost"].get<bool>();
   EXPECT_EQ(lost, 1) << summary.dump();
   EXPECT_EQ(testing::jsonl(tmp / "res" / "async" / "metrics.jsonl").size(), 60u);
+  // async rounds record no `missing` for the README to point to
+  const std::string readme = testing::slurp(tmp / "res" / "async" / "README.md");
+  EXPECT_NE(readme.find("got no tasks after; the other clients' updates filled the rounds"),
+            std::string::npos)
+      << readme;
 }
 
 // An async run stopped mid-way keeps its rounds without a checkpoint, and says why it has none:

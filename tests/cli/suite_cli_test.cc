@@ -534,6 +534,11 @@ TEST(Suite, SweepAndOnlyExpandAndSelectRuns) {
   EXPECT_NE(r.err.find("two runs are labelled 'a' (runs 1 and 3): each run needs its own label"),
             std::string::npos)
       << r.err;
+  // a suite puts its runs under --out: a results_dir set for them went unheeded without a word
+  r = testing::run_fedpar("suite " + (tmp / "bad.toml").string() + " --set results_dir=/tmp/x",
+                          tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("use --out, not --set results_dir"), std::string::npos) << r.err;
   // a sweep that names a value twice makes two runs of one label as well
   std::ofstream(tmp / "swept.toml") << "regime = 'gradient'\n[data]\nname = 'synthetic'\n"
                                        "[suite]\nruns = ['a | rounds=1']\n"
