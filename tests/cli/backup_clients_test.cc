@@ -1,6 +1,7 @@
 // backup_clients over real processes: a synchronous round aggregates the first updates to come in
 // and does not wait for the rest, whose replies, when they come, are dropped without an ERROR and
 // count as no miss.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -59,19 +60,27 @@ TEST(BackupClients, TheSlowestUpdateIsNotWaitedForNorCountedAMiss) {
   }
 }
 
+// A server of 4 client processes, a client each, every client waiting `delay` seconds before
+// each update (so the rounds outlast a signal), with `sets`; started, with round 2 logged.
+testing::Started started_at_round_2(const TempDir& tmp, const std::string& tag, double delay,
+                                    std::vector<std::string> sets) {
+  sets.push_back(
+      fmt::format(R"(stragglers.delay_seconds=["0:{0}", "1:{0}", "2:{0}", "3:{0}"])", delay));
+  const auto run = testing::start_run(
+      tmp, tag,
+      testing::server_args(tmp, tag, tag, "ipc://" + (tmp / tag).string() + ".sock", 4, sets), 4);
+  testing::wait_for_round(tmp, tag, 2);
+  return run;
+}
+
 // A process that hangs with its connection open (SIGSTOP) would be released every round and
 // never dropped, nor replaced: silent for wait_seconds, its released client counts as a miss, and
 // after drop_after_missed_rounds such rounds the process is dropped; the run goes on.
 TEST(BackupClients, AProcessThatHangsIsDroppedAsAnyMissingOne) {
   TempDir tmp;
-  const auto run = testing::start_run(
-      tmp, "hung",
-      testing::server_args(tmp, "hung", "hung", "ipc://" + (tmp / "h").string(), 4,
-                           {"regime=model", "rounds=24", "backup_clients=1", "wait_seconds=2",
-                            "drop_after_missed_rounds=2",
-                            R"(stragglers.delay_seconds=["0:0.3", "1:0.3", "2:0.3", "3:0.3"])"}),
-      4);
-  testing::wait_for_round(tmp, "hung", 2);
+  const auto run = started_at_round_2(tmp, "hung", 0.3,
+                                      {"regime=model", "rounds=24", "backup_clients=1",
+                                       "wait_seconds=2", "drop_after_missed_rounds=2"});
   kill(run.clients[3], SIGSTOP);
   const int code = testing::wait_exit(run.server, 120).value_or(-99);
   kill(run.clients[3], SIGCONT);
@@ -92,13 +101,8 @@ TEST(BackupClients, AProcessThatHangsIsDroppedAsAnyMissingOne) {
 // round), the dead process is dropped, and every round after still aggregates 3.
 TEST(BackupClients, AKilledWorkerIsOneOfTheBackupsInTheGradientRegime) {
   TempDir tmp;
-  const auto run = testing::start_run(
-      tmp, "killed",
-      testing::server_args(tmp, "killed", "killed", "ipc://" + (tmp / "k").string(), 4,
-                           {"regime=gradient", "rounds=30", "backup_clients=1", "wait_seconds=5",
-                            R"(stragglers.delay_seconds=["0:0.1", "1:0.1", "2:0.1", "3:0.1"])"}),
-      4);
-  testing::wait_for_round(tmp, "killed", 2);
+  const auto run = started_at_round_2(
+      tmp, "killed", 0.1, {"regime=gradient", "rounds=30", "backup_clients=1", "wait_seconds=5"});
   kill(run.clients[1], SIGKILL);
   const int code = testing::wait_exit(run.server, 120).value_or(-99);
   for (pid_t p : run.clients) testing::wait_exit(p, 30);
