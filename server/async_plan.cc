@@ -34,7 +34,6 @@ class AsyncPlan final : public Plan {
     engine.await_ready();  // the elapsed clock starts with every process's data loaded
     t_start_ = Clock::now();
     for (uint32_t c = 0; c < engine.num_clients; ++c) dispatch(engine, c);
-    for (const auto& id : engine.order) heard_[id] = t_start_;
   }
 
   std::string round(Engine& engine, RoundRecord& rec) override {
@@ -55,7 +54,6 @@ class AsyncPlan final : public Plan {
       if (c.got.empty())
         throw RunFailed(fmt::format("async: no update within {} s (clients {} hold tasks)",
                                     s_.wait_seconds, fmt::join(holders(), ", ")));
-      heard_[c.got.begin()->second.in.msg.peer] = Clock::now();
       if (!arrivals_) {
         drop_silent(engine);
         apply(engine, c.got.begin()->second, t);
@@ -172,7 +170,7 @@ class AsyncPlan final : public Plan {
     dispatch(engine, c);
   }
 
-  // A process that sent no update for drop_after_missed_rounds x wait_seconds (the patience of
+  // A process that sent nothing for drop_after_missed_rounds x wait_seconds (the patience of
   // the synchronous regimes) while its clients held tasks died, hangs, or lost its messages
   // (each answer is awaited only until another client's comes, so no deadline would notice):
   // dropped, said in the log and summary.json's hosts, its clients' tasks withdrawn, and the run
@@ -182,9 +180,7 @@ class AsyncPlan final : public Plan {
     const double patience = s_.drop_after_missed_rounds * s_.wait_seconds;
     for (const auto& id : engine.order) {
       const auto& mine = engine.peers.at(id).clients;
-      // (a process not seen yet is heard from now)
-      if (engine.lost.count(id) ||
-          seconds_since(heard_.try_emplace(id, Clock::now()).first->second) < patience ||
+      if (engine.lost.count(id) || seconds_since(engine.peers.at(id).last_heard) < patience ||
           std::ranges::none_of(mine, [&](uint32_t c) { return outstanding_.count(c) > 0; }))
         continue;
       engine.drop(id, fmt::format("sent no update in {:g} s (drop_after_missed_rounds x "
@@ -210,7 +206,6 @@ class AsyncPlan final : public Plan {
   std::shared_ptr<const std::vector<float>> current_;
   std::map<uint32_t, Outstanding> outstanding_;
   std::map<uint32_t, uint64_t> draws_;  // tasks sent per client: names its next batch draw
-  std::map<std::string, Clock::time_point> heard_;  // each process's last update (or the start)
   uint64_t version_ = 0, seq_ = 0;
   Clock::time_point t_start_;
   double busy_seconds_ = 0;
