@@ -520,39 +520,31 @@ TEST(Suite, SweepAndOnlyExpandAndSelectRuns) {
   TempDir tmp;
   std::ofstream(tmp / "bad.toml") << "regime = 'gradient'\n[data]\nname = 'synthetic'\n"
                                      "[suite]\nruns = ['a | rounds=1']\nonly = ['b']\n";
-  auto r = testing::run_fedpar("suite " + (tmp / "bad.toml").string(), tmp.path());
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("suite.only: no run 'b' in this suite; did you mean 'a'? (its runs: a)"),
-            std::string::npos)
-      << r.err;
+  const auto refused = [&](const std::string& args, const std::string& message) {
+    testing::expect_refused("suite " + args, tmp.path(), 2, message);
+  };
+  refused((tmp / "bad.toml").string(),
+          "suite.only: no run 'b' in this suite; did you mean 'a'? (its runs: a)");
   // two runs of one label would share a folder and a report row (the report read one twice)
   std::ofstream(tmp / "twice.toml") << "regime = 'gradient'\n[data]\nname = 'synthetic'\n"
                                        "[suite]\nruns = ['a | rounds=1', 'b | rounds=1', "
                                        "'a | rounds=2']\n";
-  r = testing::run_fedpar("suite " + (tmp / "twice.toml").string(), tmp.path());
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("two runs are labelled 'a' (runs 1 and 3): each run needs its own label"),
-            std::string::npos)
-      << r.err;
+  refused((tmp / "twice.toml").string(),
+          "two runs are labelled 'a' (runs 1 and 3): each run needs its own label");
   // a suite puts its runs under --out: a results_dir set for them went unheeded without a word
-  r = testing::run_fedpar("suite " + (tmp / "bad.toml").string() + " --set results_dir=/tmp/x",
-                          tmp.path());
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("use --out, not --set results_dir"), std::string::npos) << r.err;
+  refused((tmp / "bad.toml").string() + " --set results_dir=/tmp/x",
+          "use --out, not --set results_dir");
   // a sweep that names a value twice makes two runs of one label as well
   std::ofstream(tmp / "swept.toml") << "regime = 'gradient'\n[data]\nname = 'synthetic'\n"
                                        "[suite]\nruns = ['a | rounds=1']\n"
                                        "sweep = 'optimizer.lr=0.1, 0.1'\n";
-  r = testing::run_fedpar("suite " + (tmp / "swept.toml").string(), tmp.path());
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("two runs are labelled 'a@0.1' (runs 1 and 2, counted after suite.sweep)"),
-            std::string::npos)
-      << r.err;
+  refused((tmp / "swept.toml").string(),
+          "two runs are labelled 'a@0.1' (runs 1 and 2, counted after suite.sweep)");
   std::ofstream(tmp / "sweep.toml")
       << "regime = 'gradient'\nrounds = 2\n[data]\nname = 'synthetic'\n[sgd]\nbatch = 8\n"
          "[suite]\nruns = ['a | partition.clients=1', 'b | partition.clients=2']\n"
          "only = ['b']\nsweep = 'optimizer.lr=0.1, 0.2'\n";
-  r = testing::run_fedpar(
+  const auto r = testing::run_fedpar(
       "suite " + (tmp / "sweep.toml").string() + " --out " + (tmp / "s").string(), tmp.path());
   ASSERT_EQ(r.code, 0) << r.err;
   const auto suite = nlohmann::json::parse(testing::slurp(tmp / "s/suite.json"));
