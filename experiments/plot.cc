@@ -80,8 +80,11 @@ bool draw_line_plot(const std::filesystem::path& svg, const LinePlot& plot, std:
       g << data << " using 1:3:4 with filledcurves fs transparent solid 0.2 noborder lc " << i + 1
         << " notitle, ";
     // gnuplot cycles 8 colours; later series are dashed so no two look alike.
-    g << data << " using 1:2 with linespoints pt 7 ps 0.4 lc " << i + 1 << " dt " << i / 8 + 1
-      << " title " << quoted(s.label);
+    if (s.points_only)
+      g << data << " using 1:2 with points pt 7 ps 1.2 lc " << i + 1;
+    else
+      g << data << " using 1:2 with linespoints pt 7 ps 0.4 lc " << i + 1 << " dt " << i / 8 + 1;
+    g << " title " << quoted(s.label);
   }
   g << "\n";
   g.close();

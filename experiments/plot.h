@@ -12,6 +12,7 @@ struct Series {
   std::string label;
   std::vector<double> x, y;
   std::vector<double> lo, hi;  // optional: a shaded band around y (e.g. min and max over seeds)
+  bool points_only = false;    // large points, no line: a few values among a dense series'
 };
 
 struct LinePlot {

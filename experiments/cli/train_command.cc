@@ -22,6 +22,7 @@
 #include "experiments/cli/commands.h"
 #include "experiments/cli/progress.h"
 #include "experiments/cli/train_config.h"
+#include "experiments/train_plots.h"
 
 namespace fedpar {
 namespace {
@@ -30,7 +31,7 @@ struct TrainArgs {
   std::string config_path;
   std::vector<std::string> sets;
   std::vector<std::string> flag_sets;  // "key=value" from the flags, applied before --set
-  bool quiet = false;
+  bool quiet = false, no_plots = false;
 };
 
 double pct(const BatchStats& s) {
@@ -96,6 +97,9 @@ int run_train(const TrainArgs& args) {
   std::optional<Diverged> diverged;
   std::vector<float> kept = model.params_host();
   int kept_epoch = 0;
+  TrainCurves curves;  // what metrics.jsonl gets, for the plots
+  int64_t samples_seen = 0;
+  const auto epochs_seen = [&] { return double(samples_seen) / double(data.train.size()); };
 
   TrainCallbacks cb;
   install_stop_handlers();  // a stopped run unwinds: its partial folder is removed
@@ -103,6 +107,7 @@ int run_train(const TrainArgs& args) {
     throw_if_stopped();
     window += st.batch;
     shown += st.batch;
+    samples_seen = st.samples;
     if (!std::isfinite(st.batch.loss_sum))
       throw Diverged{st.step, st.epoch, "its loss was not finite"};
     if (st.step % s.log_every == 0 || st.step == st.steps_total) {
@@ -113,6 +118,9 @@ int run_train(const TrainArgs& args) {
                      {"lr", std::stod(fmt::format("{:.7g}", st.lr))},
                      {"loss", mean_loss(window)},
                      {"accuracy", pct(window) / 100.0}});
+      curves.epoch.push_back(epochs_seen());
+      curves.loss.push_back(mean_loss(window));
+      curves.accuracy.push_back(pct(window));
       window = {};
     }
     if (progress.update(st.step, st.steps_total,
@@ -132,8 +140,12 @@ int run_train(const TrainArgs& args) {
                           {"train_accuracy", pct(ep.train) / 100.0},
                           {"epoch_seconds", ep.seconds},
                           {"samples_per_second", double(ep.train.samples) / ep.seconds}};
-    if (tested)  // without a test set there is none (0% would read as a measured accuracy)
+    if (tested) {  // without a test set there is none (0% would read as a measured accuracy)
       rec["test_loss"] = mean_loss(ep.test), rec["test_accuracy"] = pct(ep.test) / 100.0;
+      curves.test_epoch.push_back(epochs_seen());
+      curves.test_loss.push_back(mean_loss(ep.test));
+      curves.test_accuracy.push_back(pct(ep.test));
+    }
     metrics.write(rec);
     epochs.push_back(rec);
     kept = std::move(now), kept_epoch = ep.epoch;
@@ -200,6 +212,8 @@ int run_train(const TrainArgs& args) {
   summary["model_hash"] = hash_hex(hash_bytes(params.data(), params.size() * sizeof(float)));
   if (!init_hash.empty()) summary["init_hash"] = init_hash;  // model.init_from's parameters
   out.write_json("summary.json", summary);
+  const std::string plots = args.no_plots ? "(no plots drawn: `--no-plots`)\n\n"
+                                          : draw_train_plots(out.path(), s.name, curves);
   out.write_text(
       "README.md",
       fmt::format("# {}\n\nCentralized training of `{}` on {} by `fedpar train`.\n\n"
@@ -210,7 +224,7 @@ int run_train(const TrainArgs& args) {
                   "{} steps) or `eval` (every epoch)\n"
                   "- fedpar built from commit `{}` for {} with {}, run on {}\n"
                   "- `summary.json`: the final numbers and the machine's backend\n"
-                  "- `model.safetensors`: the final parameters ({} floats)\n{}\n{}",
+                  "- `model.safetensors`: the final parameters ({} floats)\n{}{}\n{}{}",
                   s.name, s.model.name, data.train.name,
                   tested ? fmt::format("test accuracy: {:.2f}% (loss {:.4f})",
                                        100.0 * last["test_accuracy"].get<double>(),
@@ -228,7 +242,11 @@ int run_train(const TrainArgs& args) {
                            : "",
                   this_executable(), (out.path() / "config.resolved.toml").string(), s.log_every,
                   source_commit(), build_vector_units(), blas_kernels(), machine_description(),
-                  model.num_params(), started_from, settings_section(cfg, make_train_config())));
+                  model.num_params(), started_from,
+                  std::filesystem::exists(out.path() / "plots")
+                      ? "- `plots/`: the loss and accuracy by epoch, training and test\n"
+                      : "",
+                  plots, settings_section(cfg, make_train_config())));
   const auto final_path = out.commit();
   progress.line(fmt::format("results: {}", final_path.string()));
   if (tested)
@@ -256,6 +274,7 @@ Action add_train_command(CLI::App& app) {
   add_flag_keys(cmd, data_flags(), args->flag_sets);
   cmd->add_option("--set", args->sets, "override any config key: --set optimizer.momentum=0.9");
   cmd->add_flag("--quiet", args->quiet, "no progress on stderr");
+  cmd->add_flag("--no-plots", args->no_plots, kNoTrainPlotsHelp);
   return [args] { return run_train(*args); };
 }
 

@@ -8,8 +8,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 
 #include "core/backend.h"
 #include "core/dataset.h"
@@ -25,6 +27,25 @@ namespace {
 
 using testing::CliRun;
 using testing::run_fedpar;
+
+// A plot's data file: each series' (x, y) points under its "# label" line.
+std::map<std::string, std::vector<std::pair<double, double>>> plot_data(
+    const std::filesystem::path& dat) {
+  std::map<std::string, std::vector<std::pair<double, double>>> series;
+  std::ifstream in(dat);
+  std::string label;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# ", 0) == 0)
+      label = line.substr(2);
+    else if (!line.empty()) {
+      std::istringstream xy(line);
+      double x = 0, y = 0;
+      xy >> x >> y;
+      series[label].push_back({x, y});
+    }
+  }
+  return series;
+}
 
 size_t entries(const std::filesystem::path& dir) {
   if (!std::filesystem::exists(dir)) return 0;
@@ -61,11 +82,32 @@ TEST(TrainCli, TrainsOnMnistAndWritesResults) {
 
   std::ifstream metrics(dir / "metrics.jsonl");
   int evals = 0;
+  std::vector<double> test_losses, train_losses;
   for (std::string line; std::getline(metrics, line);) {
     const auto j = nlohmann::json::parse(line);
-    if (j["kind"] == "eval") ++evals;
+    if (j["kind"] == "eval") ++evals, test_losses.push_back(j["test_loss"]);
+    if (j["kind"] == "train") train_losses.push_back(j["loss"]);
   }
   EXPECT_EQ(evals, 2);
+  // the plots draw what metrics.jsonl records: every train record, the test loss at epochs 1, 2
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    EXPECT_NE(readme.find("(no plot of the loss: gnuplot is not installed"), std::string::npos)
+        << readme;
+  } else {
+    for (const char* svg : {"loss-vs-epoch.svg", "accuracy-vs-epoch.svg"}) {
+      EXPECT_NE(readme.find(fmt::format("](plots/{})", svg)), std::string::npos) << readme;
+      EXPECT_NE(testing::slurp(dir / "plots" / svg).find("<svg"), std::string::npos) << svg;
+    }
+    const auto drawn = plot_data(dir / "plots/loss-vs-epoch.svg.dat");
+    ASSERT_EQ(drawn.at("training").size(), train_losses.size());
+    EXPECT_NEAR(drawn.at("training").back().first, 2.0, 1e-9);  // 6000 samples seen of 3000
+    EXPECT_NEAR(drawn.at("training").back().second, train_losses.back(), 1e-4);
+    ASSERT_EQ(drawn.at("test").size(), 2u);
+    for (size_t e = 0; e < 2; ++e) {
+      EXPECT_NEAR(drawn.at("test")[e].first, double(e + 1), 1e-9);
+      EXPECT_NEAR(drawn.at("test")[e].second, test_losses[e], 1e-4);
+    }
+  }
   const auto summary = nlohmann::json::parse(std::ifstream(dir / "summary.json"));
   EXPECT_NEAR(100.0 * summary["final"]["test_accuracy"].get<double>(), std::stod(m[1]), 0.006);
 
@@ -74,11 +116,14 @@ TEST(TrainCli, TrainsOnMnistAndWritesResults) {
   EXPECT_EQ(load_params(dir / "model.safetensors", model.layout()).size(), 7850u);
 
   // The resolved config reproduces the run bit for bit.
-  CliRun again =
-      run_fedpar("train --quiet --config " + (dir / "config.resolved.toml").string() + " --name t2",
-                 tmp.path());
+  CliRun again = run_fedpar(
+      "train --quiet --no-plots --config " + (dir / "config.resolved.toml").string() + " --name t2",
+      tmp.path());
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_EQ(again.out, r.out);
+  EXPECT_FALSE(std::filesystem::exists(results / "t2" / "plots"));
+  EXPECT_NE(testing::slurp(results / "t2" / "README.md").find("(no plots drawn: `--no-plots`)"),
+            std::string::npos);
   EXPECT_EQ(load_params(results / "t2" / "model.safetensors", model.layout()),
             load_params(dir / "model.safetensors", model.layout()));
 }
