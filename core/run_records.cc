@@ -216,7 +216,7 @@ void fields(V& v, RoundRecord& r) {
   v("updates_applied", r.updates_applied), v("updates_rejected", r.updates_rejected);
   v("model_version", r.model_version), v("staleness_max", r.staleness_max),
       v("staleness_mean", r.staleness_mean);
-  v("elapsed_seconds", r.elapsed_seconds);
+  v("elapsed_seconds", r.elapsed_seconds), v("tasks_resent", r.tasks_resent);
   v("unavailable", r.unavailable), v("simulated_lost", r.simulated_lost),
       v("simulated_late", r.simulated_late);
   v("not_waited_for", r.not_waited_for);

@@ -89,6 +89,8 @@ struct RoundRecord {
   // async
   std::optional<uint64_t> updates_applied, updates_rejected, model_version, staleness_max;
   std::optional<double> staleness_mean, elapsed_seconds;
+  // the clients whose task went unanswered for wait_seconds and was sent again, one entry a time
+  std::optional<std::vector<uint32_t>> tasks_resent;
   // [network] (docs/network.md), parameter server and model averaging with mode != off: the
   // sampled clients left out as unavailable this round; simulated mode: those whose TASK or UPDATE
   // was drawn lost, and the round's computed seconds and their running sum (the allreduce

@@ -6,10 +6,15 @@
 // replay` recomputes the run from it bit for bit. A "round" here is num_clients applied updates.
 // With [network] mode = "simulated" the updates are applied in the order they reach the server on
 // the simulated clock (core/async_arrivals.h), not in the order the real ones came in.
+// A task unanswered for wait_seconds (its TASK or UPDATE lost on an emulated link, a hung
+// process) is sent again on the newest model; a process whose tasks went unanswered
+// drop_after_missed_rounds times in a row is dropped from the run.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "core/async_arrivals.h"
 #include "core/check.h"
@@ -51,14 +56,14 @@ class AsyncPlan final : public Plan {
         }
       }
       Collected c = engine.collect(one_update(engine));
-      if (c.got.empty())
-        throw RunFailed(fmt::format("async: no update within {} s (clients {} hold tasks)",
-                                    s_.wait_seconds, fmt::join(holders(), ", ")));
       if (!arrivals_) {
-        drop_silent(engine);
-        apply(engine, c.got.begin()->second, t);
+        if (!c.got.empty()) apply(engine, c.got.begin()->second, t);
+        resend_expired(engine, t);
         continue;
       }
+      if (c.got.empty())  // the simulated clock waits for every update: none is ever lost
+        throw RunFailed(fmt::format("async: no update within {} s (clients {} hold tasks)",
+                                    s_.wait_seconds, fmt::join(holders(), ", ")));
       const auto& [client, r] = *c.got.begin();
       arrivals_->computed(client, r.update.compute_seconds, r.in.msg.bytes());
       held_.emplace(client, std::move(c));  // (moving the map keeps the reply where it is)
@@ -77,27 +82,34 @@ class AsyncPlan final : public Plan {
     rec.samples_processed = t.processed;
     rec.wait_seconds = seconds;
     rec.elapsed_seconds = busy_seconds_;
+    rec.tasks_resent = t.resent;
     if (arrivals_) {
       rec.simulated_seconds = sim_now_ - sim_start;
       rec.simulated_time = sim_now_;
     }
-    return fmt::format("{} updates (staleness mean {:.2f}, max {}, {} rejected)", t.applied,
-                       tau_mean, tau_max, t.rejected);
+    return fmt::format(
+        "{} updates (staleness mean {:.2f}, max {}, {} rejected{})", t.applied, tau_mean, tau_max,
+        t.rejected,
+        t.resent.empty() ? ""
+                         : fmt::format("; tasks sent again: client {}", fmt::join(t.resent, ", ")));
   }
 
  private:
   struct Outstanding {
     uint64_t version, draw;
+    Clock::time_point sent;
   };
   struct Tally {
     uint64_t applied = 0, rejected = 0;
     double loss_sum = 0, samples = 0, processed = 0;  // processed: rejected updates' samples too
     std::vector<uint64_t> taus;
+    std::vector<uint32_t> resent;  // a client each time its task was sent again
   };
 
   // Client c's next task: a gradient of batch draw `draws_[c]` on the current model.
-  void dispatch(Engine& engine, uint32_t c) {
-    const uint64_t draw = draws_[c]++;
+  void dispatch(Engine& engine, uint32_t c) { send_task(engine, c, draws_[c]++); }
+
+  void send_task(Engine& engine, uint32_t c, uint64_t draw) {
     TaskMsg task{.kind = TaskKind::kGradient,
                  .clients = {c},
                  .batch = s_.sgd_batch,
@@ -109,15 +121,15 @@ class AsyncPlan final : public Plan {
                  .draw = draw};
     const WireMessage m = engine.encode_model_task(task, current_, {0, engine.run_id, version_});
     engine.send(engine.owner[c], m);
-    outstanding_[c] = {version_, draw};
+    outstanding_[c] = {version_, draw, Clock::now()};
     if (arrivals_) arrivals_->dispatch(c, draw, sim_now_, m.bytes());
   }
 
   // The next update from any client that holds a task, computed on the version it was given.
-  CollectSpec one_update(const Engine& engine) const {
+  CollectSpec one_update(const Engine& engine) {
     CollectSpec spec{.kind = TaskKind::kGradient,
                      .want = 1,
-                     .seconds = s_.wait_seconds,
+                     .seconds = arrivals_ ? s_.wait_seconds : until_a_task_expires(),
                      .check_round = false,
                      .batch = s_.sgd_batch,
                      .floats = {run_.params.size()}};
@@ -128,13 +140,42 @@ class AsyncPlan final : public Plan {
       return fmt::format("client {} holds no task on model version {}", r.key,
                          r.in.parsed.header.round);
     };
+    spec.withdrawn = [this](uint32_t c, uint64_t version) {  // (a task sent again as it was
+      const auto it = outstanding_.find(c);                  // is still wanted)
+      if (!withdrawn_.count({c, version}) ||
+          (it != outstanding_.end() && it->second.version == version))
+        return false;
+      heard_[c] = Clock::now();  // late, but there
+      return true;
+    };
     return spec;
+  }
+
+  // A task expires once it, and its client, waited wait_seconds: a client slower than that
+  // answers its earlier tasks late, and one more task each time keeps its queue from growing.
+  Clock::time_point expires(uint32_t c, const Outstanding& o) const {
+    const auto h = heard_.find(c);
+    const Clock::time_point from = h == heard_.end() ? o.sent : std::max(o.sent, h->second);
+    return from + std::chrono::duration_cast<Clock::duration>(
+                      std::chrono::duration<double>(std::min(s_.wait_seconds, 1e9)));
+  }
+
+  // The seconds until the first task expires (then it is sent again).
+  double until_a_task_expires() const {
+    double least = s_.wait_seconds;
+    for (const auto& [c, o] : outstanding_)
+      least = std::min(least, std::chrono::duration<double>(expires(c, o) - Clock::now()).count());
+    return std::max(least, 0.001);
   }
 
   void apply(Engine& engine, const Reply& r, Tally& t) {
     const uint32_t c = r.key;
     const Outstanding o = outstanding_.at(c);
     outstanding_.erase(c);
+    unanswered_[engine.owner.at(c)] = 0;
+    heard_[c] = Clock::now();
+    // it answers in order: no answer to a task it was given before this one can follow
+    std::erase_if(withdrawn_, [&](const auto& w) { return w.first == c && w.second < o.version; });
     t.processed += double(r.update.num_samples);
     const uint64_t tau = version_ - o.version;
     const bool accept = s_.staleness_bound == 0 || tau <= uint64_t(s_.staleness_bound);
@@ -170,24 +211,42 @@ class AsyncPlan final : public Plan {
     dispatch(engine, c);
   }
 
-  // A process that sent nothing for drop_after_missed_rounds x wait_seconds (the patience of
-  // the synchronous regimes) while its clients held tasks died, hangs, or lost its messages
-  // (each answer is awaited only until another client's comes, so no deadline would notice):
-  // dropped, said in the log and summary.json's hosts, its clients' tasks withdrawn, and the run
-  // goes on with the others. (Simulated arrivals wait for every client's update, so there the
-  // next collect's deadline fails the run instead.)
-  void drop_silent(Engine& engine) {
-    const double patience = s_.drop_after_missed_rounds * s_.wait_seconds;
-    for (const auto& id : engine.order) {
+  // A task unanswered for wait_seconds (the synchronous regimes' deadline), from a client silent
+  // as long, is presumed lost: its TASK or UPDATE was dropped on a lossy link, or its process
+  // died or hangs (each answer is awaited only until another client's comes, so no deadline
+  // would notice), or the client is slower than the deadline (as in a synchronous round, its
+  // answers then come too late to count). It is sent again:
+  // on the newest model as the next batch draw, or, where no update was applied since, as the
+  // same task (the same draw, so either answer is the same work); the first answer counts and
+  // the others are dropped without a word. A process whose clients' tasks expired
+  // drop_after_missed_rounds times each in a row (none answered in between) is dropped, said in
+  // the log and summary.json's hosts, and the run goes on with the others. (Simulated arrivals
+  // lose nothing and wait for every client's update.)
+  void resend_expired(Engine& engine, Tally& t) {
+    std::vector<uint32_t> expired;
+    for (const auto& [c, o] : outstanding_)
+      if (Clock::now() >= expires(c, o)) expired.push_back(c);
+    for (uint32_t c : expired) {
+      const auto it = outstanding_.find(c);
+      if (it == outstanding_.end()) continue;  // its process was dropped a moment ago
+      const Outstanding o = it->second;
+      const std::string& id = engine.owner.at(c);
       const auto& mine = engine.peers.at(id).clients;
-      if (engine.lost.count(id) || seconds_since(engine.peers.at(id).last_heard) < patience ||
-          std::ranges::none_of(mine, [&](uint32_t c) { return outstanding_.count(c) > 0; }))
+      if (++unanswered_[id] >= uint64_t(s_.drop_after_missed_rounds) * mine.size()) {
+        engine.drop(id, fmt::format("left {} task(s) of its {} client(s) unanswered in a row, each "
+                                    "for wait_seconds = {:g} s (drop_after_missed_rounds = {} "
+                                    "each): it died, hangs, is too slow, or its messages were lost",
+                                    unanswered_[id], mine.size(), s_.wait_seconds,
+                                    s_.drop_after_missed_rounds));
+        for (uint32_t k : mine) outstanding_.erase(k);
         continue;
-      engine.drop(id, fmt::format("sent no update in {:g} s (drop_after_missed_rounds x "
-                                  "wait_seconds) while holding tasks: it died, hangs, or its "
-                                  "messages were lost",
-                                  patience));
-      for (uint32_t c : mine) outstanding_.erase(c);
+      }
+      withdrawn_.insert({c, o.version});
+      t.resent.push_back(c);
+      if (o.version == version_)
+        send_task(engine, c, o.draw);
+      else
+        dispatch(engine, c);
     }
     if (engine.all_lost())
       throw RunFailed("every client process has been dropped from the run: none is left to train");
@@ -206,6 +265,9 @@ class AsyncPlan final : public Plan {
   std::shared_ptr<const std::vector<float>> current_;
   std::map<uint32_t, Outstanding> outstanding_;
   std::map<uint32_t, uint64_t> draws_;  // tasks sent per client: names its next batch draw
+  std::set<std::pair<uint32_t, uint64_t>> withdrawn_;  // (client, version) sent again
+  std::map<std::string, uint64_t> unanswered_;   // per process: expired tasks since its last answer
+  std::map<uint32_t, Clock::time_point> heard_;  // per client: its last update, late ones too
   uint64_t version_ = 0, seq_ = 0;
   Clock::time_point t_start_;
   double busy_seconds_ = 0;

@@ -554,6 +554,10 @@ Collected Engine::collect(const CollectSpec& spec) {
       continue;
     }
     if (late_released(spec, *in)) continue;
+    if (const Header& h = in->parsed.header; spec.withdrawn && h.type == MessageType::kUpdate &&
+                                             hosts(in->msg.peer, h.client) &&
+                                             spec.withdrawn(h.client, h.round))
+      continue;
     auto update = decode_update(in->parsed);
     if (auto* e = std::get_if<ProtocolError>(&update)) {
       reject(in->msg, e->reason);

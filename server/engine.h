@@ -88,6 +88,9 @@ struct CollectSpec {
   bool errors_are_fatal = false;
   // The plan's own checks: "" accepts, else the reason the sender is told.
   std::function<std::string(const Reply&)> accept;
+  // Tasks the plan withdrew (async: one re-sent after wait_seconds), by (client, header round):
+  // the owning process's answers to them are dropped without a word.
+  std::function<bool(uint32_t client, uint64_t round)> withdrawn;
 };
 
 struct Collected {

@@ -447,6 +447,46 @@ TEST(NetworkRun, SimulatedAsyncAppliesUpdatesInTheOrderTheyReachTheServer) {
       << replay.out << replay.err;
 }
 
+// Asynchronous SGD over emulated links that lose 10% of the TASKs and UPDATEs: a lost message
+// once left its client holding a task for good (after two such, the run ended: no update within
+// wait_seconds). A task unanswered for wait_seconds is sent again, so every client goes on
+// contributing to the end, no process is dropped, the rounds record whose tasks were sent again,
+// no late answer is refused, and the log still replays to the run's model.
+TEST(NetworkRun, EmulatedAsyncSendsALostTaskAgainAndEveryClientGoesOn) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << kNetworkRun;
+  std::string args = fmt::format("run {} --set name=lossy --set results_dir={}",
+                                 (tmp / "run.toml").string(), (tmp / "res").string());
+  for (const auto& set : with(with({"regime=async", "sgd.batch=10", "rounds=24", "processes=4",
+                                    "wait_seconds=1", "drop_after_missed_rounds=50"},
+                                   kLink),
+                              {"network.mode=emulated", "network.custom.loss=0.1"}))
+    args += " --set " + set;
+  const auto r = testing::run_fedpar(args, tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto dir = tmp / "res" / "lossy";
+  const auto rounds = testing::jsonl(dir / "metrics.jsonl");
+  ASSERT_EQ(rounds.size(), 24u);
+  size_t resent = 0;
+  for (const auto& rec : rounds) resent += rec.at("tasks_resent").size();
+  EXPECT_GE(resent, 1u) << "96+ tasks and as many updates at 10% loss lost none?";
+  EXPECT_NE(r.err.find("tasks sent again: client "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("holds no task"), std::string::npos) << r.err;
+  const auto summary = json::parse(testing::slurp(dir / "summary.json"));
+  for (const auto& h : summary.at("hosts")) EXPECT_FALSE(h.at("lost").get<bool>()) << h.dump();
+  // every client's updates are applied in the run's last third too
+  const auto updates = testing::jsonl(dir / "updates.jsonl");
+  std::set<uint32_t> late_contributors;
+  for (size_t i = 2 * updates.size() / 3; i < updates.size(); ++i)
+    if (updates[i].at("applied").get<bool>())
+      late_contributors.insert(updates[i].at("client").get<uint32_t>());
+  EXPECT_EQ(late_contributors, (std::set<uint32_t>{0, 1, 2, 3}));
+  const auto replay = testing::run_fedpar("replay " + dir.string(), tmp.path());
+  EXPECT_EQ(replay.code, 0) << replay.err;
+  EXPECT_NE((replay.out + replay.err).find("matches the run's"), std::string::npos)
+      << replay.out << replay.err;
+}
+
 // A client whose availability draw fails is not asked: the record lists it as unavailable, its
 // update is absent, and the draws are (seed, client, round) alone. A round nobody is available
 // for leaves the model as it is.

@@ -1424,9 +1424,10 @@ TEST(DistributedFaults, KilledClientStopsGradientRegimeWithAClearError) {
 }
 
 // Async waits for no round, so no deadline notices a dead process: its clients' tasks stayed out
-// and the run went on with half its clients while summary.json called every host fine. A process
-// silent for drop_after_missed_rounds x wait_seconds while its clients hold tasks is dropped, said
-// in the log and summary.json.
+// and the run went on with half its clients while summary.json called every host fine. Each task
+// unanswered for wait_seconds is sent again, and a process whose clients left
+// drop_after_missed_rounds tasks each unanswered in a row is dropped, said in the log and
+// summary.json.
 TEST(DistributedFaults, KilledClientAsyncRegimeIsDroppedAndTheRestGoOn) {
   TempDir tmp;
   const auto a = run_with_killed_client(
@@ -1434,9 +1435,9 @@ TEST(DistributedFaults, KilledClientAsyncRegimeIsDroppedAndTheRestGoOn) {
       {"regime=async", "rounds=60", "wait_seconds=1", "drop_after_missed_rounds=2",
        R"(stragglers.delay_seconds=["0:0.05", "1:0.05", "2:0.05", "3:0.05"])"});
   ASSERT_EQ(a.server_code, 0) << a.err;
-  EXPECT_NE(a.err.find("sent no update in 2 s (drop_after_missed_rounds x wait_seconds) while "
-                       "holding tasks: it died, hangs, or its messages were lost; it gets no more "
-                       "tasks in this run"),
+  EXPECT_NE(a.err.find("left 4 task(s) of its 2 client(s) unanswered in a row, each for "
+                       "wait_seconds = 1 s (drop_after_missed_rounds = 2 each): it died, hangs, is "
+                       "too slow, or its messages were lost; it gets no more tasks in this run"),
             std::string::npos)
       << a.err;
   const auto summary =
