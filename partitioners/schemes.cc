@@ -223,7 +223,21 @@ Clients dirichlet_classes(const std::vector<int32_t>& labels, int classes, const
       std::vector<double> q = rng.dirichlet(std::vector<double>(N, p.beta));
       double sum = 0;
       for (size_t c = 0; c < N; ++c) sum += (q[c] *= out[c].size() < n / N ? 1.0 : 0.0);
-      if (sum <= 0) q.assign(N, 1.0), sum = double(N);
+      if (sum <= 0) {
+        // All the draw's mass is on full clients (at a tiny beta the others' shares underflow to
+        // 0): the balanced draw is Dir(beta) over the clients not full, as a Dirichlet's part,
+        // renormalized, is one. (It was one class spread evenly over every client: near-IID
+        // where beta asks for the most skew.)
+        std::vector<size_t> open;
+        for (size_t c = 0; c < N; ++c)
+          if (out[c].size() < n / N) open.push_back(c);
+        q.assign(N, open.empty() ? 1.0 : 0.0);  // every client full: the remainder evenly
+        if (!open.empty()) {
+          const auto d = rng.dirichlet(std::vector<double>(open.size(), p.beta));
+          for (size_t i = 0; i < open.size(); ++i) q[open[i]] = d[i];
+        }
+        sum = std::accumulate(q.begin(), q.end(), 0.0);
+      }
       size_t at = 0;
       double cum = 0;
       for (size_t c = 0; c < N; ++c) {

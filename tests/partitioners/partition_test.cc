@@ -127,6 +127,22 @@ TEST(Partition, DirichletClassesTerminatesAtTinyBetaWithMinSize) {
   EXPECT_TRUE(run(y, {.scheme = "dirichlet-classes", .clients = 10, .beta = 0.5}).notes.empty());
 }
 
+// At a tiny beta a class's Dirichlet shares underflow to 0 on all but one client; when that one
+// was full, the class went to every client evenly, so beta = 1e-4 split more evenly than 1e-3.
+// Now it is drawn again over the clients not full: each class stays with few clients.
+TEST(Partition, DirichletClassesKeepsClassesTogetherAsBetaFallsFurther) {
+  const auto y = labels_like_mnist();
+  for (double beta : {1e-3, 1e-4, 1e-5}) {
+    const Manifest m = run(y, {.scheme = "dirichlet-classes", .clients = 10, .beta = beta});
+    EXPECT_EQ(check_disjoint(m, y.size()), y.size());
+    for (int label = 0; label < 10; ++label) {
+      int holders = 0;
+      for (const auto& c : m.clients) holders += c.label_histogram[size_t(label)] > 0;
+      EXPECT_LE(holders, 3) << "beta " << beta << ", label " << label;
+    }
+  }
+}
+
 TEST(Partition, IidQuantitySizesRespectMinimum) {
   const auto y = labels_like_mnist();
   for (const char* sizes : {"dirichlet", "lognormal"}) {
