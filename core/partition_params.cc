@@ -44,6 +44,14 @@ bool scheme_reads(const PartitionParams& p, std::string_view key) {
          std::find(schemes.begin(), schemes.end(), p.scheme) == schemes.end();
 }
 
+std::string empty_client_advice(const PartitionParams& p, bool flags) {
+  return fmt::format("{}lower {}, train on more samples or choose another scheme",
+                     !scheme_reads(p, "min_size") ? ""
+                     : flags                      ? "raise --min-size, "
+                                                  : "raise partition.min_size, ",
+                     flags ? "--clients" : "partition.clients");
+}
+
 const std::vector<std::string>& partition_parameter_keys() {
   static const std::vector<std::string> keys = {
       "shards_per_client", "labels_per_client", "alpha", "beta", "min_size", "sizes", "sigma"};

@@ -33,6 +33,10 @@ std::vector<std::string> partition_scheme_keys(const PartitionParams& p);
 // Whether p's scheme reads the parameter `key`; an unknown scheme reads them all, so that it
 // is refused with its own error (partition()) rather than warned of first.
 bool scheme_reads(const PartitionParams& p, std::string_view key);
+// What to change when p's split leaves a client without samples: "raise partition.min_size, lower
+// partition.clients or choose another scheme", min_size named only where the scheme reads it;
+// with `flags`, fedpar partition's --min-size and --clients.
+std::string empty_client_advice(const PartitionParams& p, bool flags);
 // Every scheme's parameters: the [partition] keys but scheme and clients.
 const std::vector<std::string>& partition_parameter_keys();
 // Throws Error unless 0 <= holdout < 1 (the run's config and fedpar partition check it alike).

@@ -129,25 +129,33 @@ Clients shards(const std::vector<int32_t>& labels, const PartitionParams& p) {
   return out;
 }
 
-// Client i holds label i mod L plus k-1 distinct random others; each label's samples are split
-// equally among its holders.
+// Client i holds the (i mod L)-th of the L labels with samples plus k-1 distinct random others of
+// them; each label's samples are split equally among its holders.
 Clients labels_k(const std::vector<int32_t>& labels, int classes, const PartitionParams& p) {
   const int k = p.labels_per_client, N = p.clients;
-  require(k >= 1 && k <= classes,
-          fmt::format("labels-k: k must be between 1 and the number of labels ({}), got {}",
-                      classes, k));
+  // Only the labels with samples are dealt (a CSV's labels 1..3 make 4 classes, label 0 empty:
+  // a client dealt it held one label fewer than k, without a word).
+  auto pools = by_label(labels, classes);
+  std::vector<int> present;
+  for (int l = 0; l < classes; ++l)
+    if (!pools[size_t(l)].empty()) present.push_back(l);
+  const int P = int(present.size());
+  require(k >= 1 && k <= P,
+          fmt::format("labels-k: k must be between 1 and the number of labels with samples ({}{}), "
+                      "got {}",
+                      P, P < classes ? fmt::format(" of {}", classes) : "", k));
   std::vector<std::vector<int>> holders(static_cast<size_t>(classes));
   for (int c = 0; c < N; ++c) {
     Rng rng(p.seed, "partition", uint32_t(c) + 1);
+    const int first = present[size_t(c % P)];
     std::vector<int> others;
-    for (int l = 0; l < classes; ++l)
-      if (l != c % classes) others.push_back(l);
+    for (int l : present)
+      if (l != first) others.push_back(l);
     rng.shuffle(std::span(others));
-    holders[size_t(c % classes)].push_back(c);
+    holders[size_t(first)].push_back(c);
     for (int j = 0; j < k - 1; ++j) holders[size_t(others[size_t(j)])].push_back(c);
   }
   Rng rng(p.seed, "partition");
-  auto pools = by_label(labels, classes);
   Clients out(static_cast<size_t>(N));
   for (int l = 0; l < classes; ++l) {
     auto& pool = pools[size_t(l)];

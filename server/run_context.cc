@@ -27,10 +27,8 @@ Manifest partition_dataset(const Dataset& train, const std::string& train_hash,
   Manifest m = partition({train.name, train_hash, train.y, train.user, train.num_classes}, p);
   for (const ClientShard& c : m.clients)  // its process would have nothing to train on
     if (c.indices.empty())
-      throw Error(
-          fmt::format("partition: scheme '{}' gives client {} no samples: raise "
-                      "partition.min_size, lower partition.clients, or choose another scheme",
-                      m.scheme, c.id));
+      throw Error(fmt::format("partition: scheme '{}' gives client {} no samples: {}", m.scheme,
+                              c.id, empty_client_advice(p, /*flags=*/false)));
   return m;
 }
 

@@ -59,12 +59,10 @@ int run_partition(const PartitionArgs& a, bool through_config = false) {
   if (!empty.empty())
     fmt::print(stderr,
                "fedpar partition: warning: {} client(s) get no samples (client {}{}): a run "
-               "refuses this split; raise {}, lower {} or choose another scheme\n",
+               "refuses this split; {}\n",
                empty.size(),
                fmt::join(empty.begin(), empty.begin() + std::min<size_t>(empty.size(), 10), ", "),
-               empty.size() > 10 ? ", ..." : "",
-               through_config ? "partition.min_size" : "--min-size",
-               through_config ? "partition.clients" : "--clients");
+               empty.size() > 10 ? ", ..." : "", empty_client_advice(a.params, !through_config));
   // how many of the training samples the clients hold, beside the table's "assigned"
   const std::string split =
       fmt::format("split {} training samples{}", train.size(),

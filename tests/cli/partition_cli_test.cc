@@ -178,7 +178,7 @@ TEST(PartitionCli, ARunConfigsSplitIsPreviewed) {
   const std::regex said(
       "warning: (\\d+) client\\(s\\) get no samples \\(client [0-9, .]+\\): "
       "a run refuses this split; raise partition.min_size, lower "
-      "partition.clients or choose another scheme");
+      "partition.clients, train on more samples or choose another scheme");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(empty.err, m, said)) << empty.err;
   EXPECT_GT(std::stoi(m[1].str()), 0);
@@ -196,7 +196,7 @@ TEST(PartitionCli, BadRequestsExitTwoWithTheConstraint) {
   const std::string out = " --out " + (tmp / "x").string();
   auto r = run_fedpar("partition --dataset synthetic --scheme labels-k -k 11" + out, tmp.path());
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("k must be between 1 and the number of labels (10), got 11"),
+  EXPECT_NE(r.err.find("k must be between 1 and the number of labels with samples (10), got 11"),
             std::string::npos)
       << r.err;
   r = run_fedpar("partition --dataset synthetic --scheme natural --clients 5" + out, tmp.path());
@@ -220,6 +220,17 @@ TEST(PartitionCli, BadRequestsExitTwoWithTheConstraint) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("no samples: raise partition.min_size"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(tmp / "res" / "run"));
+  // labels-k reads no min_size: the advice does not name it (it was raised, and warned unread)
+  r = run_fedpar("run " + (tmp / "run.toml").string() +
+                     " --set results_dir=" + (tmp / "res").string() +
+                     " --set partition.scheme=labels-k --set partition.labels_per_client=1 "
+                     "--set data.train_limit=100",
+                 tmp.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("gives client 11 no samples: lower partition.clients, train on more "
+                       "samples or choose another scheme"),
+            std::string::npos)
+      << r.err;
 }
 
 // The feature-noise scheme changes what the clients train on: with sigma = 0 the run is the IID

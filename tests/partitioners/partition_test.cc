@@ -98,6 +98,27 @@ TEST(Partition, LabelsKGivesExactlyKLabels) {
   }
 }
 
+// Label ids without samples (a CSV's labels 1..3 make 4 classes) are not dealt: each client
+// still holds exactly k labels (5 of 6 once held one, dealt the empty label 0).
+TEST(Partition, LabelsKDealsOnlyTheLabelsThatHaveSamples) {
+  std::vector<int32_t> y;  // labels 1, 2, 3 of the 10 classes
+  for (int i = 0; i < 600; ++i) y.push_back(1 + i % 3);
+  for (int k : {1, 2, 3}) {
+    const Manifest m = run(y, {.scheme = "labels-k", .clients = 6, .labels_per_client = k});
+    EXPECT_EQ(check_disjoint(m, y.size()), y.size());  // every label has holders
+    for (const auto& c : partition_stats(m).clients) EXPECT_EQ(c.labels_present, k) << "k=" << k;
+  }
+  std::string why;
+  try {
+    run(y, {.scheme = "labels-k", .clients = 6, .labels_per_client = 4});
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  EXPECT_NE(why.find("k must be between 1 and the number of labels with samples (3 of 10), got 4"),
+            std::string::npos)
+      << why;
+}
+
 TEST(Partition, DirichletConcentrationControlsSkew) {
   const auto y = labels_like_mnist();
   for (const char* scheme : {"dirichlet-classes", "dirichlet-clients"}) {
