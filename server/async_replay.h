@@ -16,9 +16,10 @@ namespace fedpar {
 
 struct ReplayResult {
   uint64_t updates = 0, applied = 0;
-  std::string hash;      // of the replayed final model
-  std::string run_hash;  // summary.json's model_hash
-  bool matches() const { return hash == run_hash; }
+  std::string hash;          // of the replayed final model
+  std::string run_hash;      // summary.json's model_hash
+  uint64_t run_applied = 0;  // the updates the run applied: its rounds x its clients
+  bool matches() const { return hash == run_hash && applied == run_applied; }
 };
 
 // Throws Error when the folder is not a finished async run or its log is inconsistent.

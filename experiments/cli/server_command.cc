@@ -131,7 +131,12 @@ Action add_replay_command(CLI::App& app) {
   return [dir] {
     const ReplayResult r = replay_async_run(*dir);
     fmt::print("replayed {} updates ({} applied): final model hash {} {} the run's {}\n", r.updates,
-               r.applied, r.hash, r.matches() ? "matches" : "DIFFERS FROM", r.run_hash);
+               r.applied, r.hash, r.hash == r.run_hash ? "matches" : "DIFFERS FROM", r.run_hash);
+    if (r.applied != r.run_applied)
+      fmt::print(
+          "updates.jsonl has {} applied updates where the run's rounds applied {}: the log "
+          "is {}\n",
+          r.applied, r.run_applied, r.applied < r.run_applied ? "short" : "too long");
     return r.matches() ? 0 : 1;
   };
 }

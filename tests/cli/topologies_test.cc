@@ -252,6 +252,37 @@ TEST(Async, ReplayReproducesTheRunBitForBitFromItsLog) {
   const auto lied = testing::run_fedpar("replay " + (tmp / "res" / "async").string(), tmp.path());
   EXPECT_EQ(lied.code, 1) << lied.out << lied.err;
   EXPECT_NE(lied.out.find("DIFFERS"), std::string::npos) << lied.out;
+  // A damaged log is said, with its line: a blank line (an editor's) is no damage; a line cut
+  // off is not JSON (it was an "internal error" at line 1); a log short of whole lines says so.
+  const auto replay_of = [&](const std::vector<std::string>& lines) {
+    std::ofstream f(tmp / "res" / "async" / "updates.jsonl");
+    for (const auto& l : lines) f << l << "\n";
+    f.close();
+    return testing::run_fedpar("replay " + (tmp / "res" / "async").string(), tmp.path());
+  };
+  std::vector<std::string> lines;
+  for (const auto& e : log) lines.push_back(e.dump());
+  auto blank = lines;
+  blank.push_back("");
+  const auto with_blank = replay_of(blank);
+  EXPECT_EQ(with_blank.code, 0) << with_blank.out << with_blank.err;
+  auto cut = lines;
+  cut[28] = cut[28].substr(0, 20);
+  const auto cut_off = replay_of(cut);
+  EXPECT_EQ(cut_off.code, 2) << cut_off.out << cut_off.err;
+  EXPECT_NE(cut_off.err.find("updates.jsonl line 29: not JSON"), std::string::npos) << cut_off.err;
+  auto missing_field = lines;
+  missing_field[4] = R"({"seq": 4})";
+  const auto no_field = replay_of(missing_field);
+  EXPECT_EQ(no_field.code, 2) << no_field.out << no_field.err;
+  EXPECT_NE(no_field.err.find("updates.jsonl line 5: "), std::string::npos) << no_field.err;
+  EXPECT_EQ(no_field.err.find("internal error"), std::string::npos) << no_field.err;
+  const auto short_log = replay_of({lines.begin(), lines.end() - 3});
+  EXPECT_EQ(short_log.code, 1) << short_log.out << short_log.err;
+  EXPECT_NE(short_log.out.find("updates.jsonl has 57 applied updates where the run's rounds "
+                               "applied 60: the log is short"),
+            std::string::npos)
+      << short_log.out;
 }
 
 TEST(Async, StalenessBoundRejectsAndLogsStaleUpdates) {
