@@ -56,6 +56,14 @@ class ModelParallelPlan final : public Plan {
           "full-batch steps over {} replicas need equal shards ({} to {} samples here): set "
           "sgd.batch",
           replicas_, smallest, largest));
+    // Every replica steps on one batch size: the smallest shard's would be a smaller batch than
+    // data parallelism's, where each client takes min(batch, its shard) (it was, silently).
+    if (s_.sgd_batch > int64_t(smallest) && smallest != largest)
+      throw Error(fmt::format(
+          "sgd.batch = {} is more than the smallest of the {} replicas' shards ({} to {} samples "
+          "here), and every replica steps on the same batch: lower sgd.batch to {} or less, or "
+          "give the replicas equal shards",
+          s_.sgd_batch, replicas_, smallest, largest, smallest));
     batch_ =
         s_.sgd_batch > 0 ? std::min<int64_t>(s_.sgd_batch, int64_t(smallest)) : int64_t(smallest);
     if (pipeline_ && batch_ < s_.pipeline.micro_batches)

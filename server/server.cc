@@ -200,7 +200,6 @@ std::string always_late(const Engine& engine, const RunSpec& s, WireSizes wire) 
 // A batch larger than some clients' shards: those clients step on their whole shard, a smaller
 // batch than the settings table says ("" when every shard holds a batch).
 std::string batch_beyond_shards(const RunSpec& s, const Manifest& m) {
-  if (s.model_parallel()) return {};  // a stage's batch is the step's, not a shard's
   const bool local = s.regime == Regime::kModel;
   const int64_t batch = local ? s.local_batch : s.sgd_batch;
   if (batch <= 0) return {};  // the whole shard, as asked

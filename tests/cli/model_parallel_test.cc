@@ -376,6 +376,24 @@ TEST(Grid, DataReplicasOfPipelineAndTensorTrainTheTwoClientModel) {
   EXPECT_NE(r.err.find("round 3: the replicas drifted apart: part 1:"), std::string::npos) << r.err;
 }
 
+// Replicas step on one batch size. Over unequal shards a batch above the smallest shard was cut
+// to it without a word (data parallelism's clients each take min(batch, shard): another
+// algorithm); it is refused, as a full batch over unequal shards is.
+TEST(Grid, UnequalShardsRefuseABatchSomeReplicaCannotFill) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << kModelParallelRun;
+  const std::string args = "run " + (tmp / "run.toml").string() +
+                           " --set results_dir=" + (tmp / "res").string() +
+                           " --set partition.clients=2 --set grid.data=2 --set processes=4 "
+                           "--set topology=tensor --set partition.scheme=iid-quantity "
+                           "--set partition.beta=0.5 --set data.train_limit=400 ";
+  testing::expect_refused(args + "--set sgd.batch=300", tmp.path(), 2,
+                          "sgd.batch = 300 is more than the smallest of the 2 replicas' shards");
+  testing::expect_refused(args + "--set sgd.batch=0", tmp.path(), 2,
+                          "full-batch steps over 2 replicas need equal shards");
+  EXPECT_FALSE(std::filesystem::exists(tmp / "res" / "run"));
+}
+
 TEST(Tensor, DeadRankStopsTheRunWithinTheDeadline) {
   dead_process_stops_the_run({"topology=tensor"}, 2);
 }
