@@ -440,6 +440,7 @@ class ClientProcess {
                    .ring_bytes_received = st.bytes_received,
                    .replica_seconds = st.replica_seconds,
                    .replica_bytes_sent = st.replica_bytes_sent,
+                   .replica_bytes_received = st.replica_bytes_received,
                    .op_seconds = st.op_seconds,
                    .op_bytes = st.op_bytes,
                    .ring_steps = st.ring_steps});

@@ -28,11 +28,12 @@ void ReplicaRing::join(int replica, int replicas, const LinkPeer& next) {
 void ReplicaRing::sum(std::span<float> grads, PartStep& step) {
   if (replicas_ == 1) return;
   const auto t0 = std::chrono::steady_clock::now();
-  const uint64_t sent = link_->bytes_sent();
+  const uint64_t sent = link_->bytes_sent(), received = link_->bytes_received();
   ring_allreduce(grads, replica_, replicas_, *link_, size_t(bucket_floats_));
   step.replica_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   step.replica_bytes_sent += link_->bytes_sent() - sent;
+  step.replica_bytes_received += link_->bytes_received() - received;
 }
 
 void ReplicaRing::apply(std::vector<float> grads, int part, int parts, uint64_t round, HostSgd& sgd,

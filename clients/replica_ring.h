@@ -23,7 +23,7 @@ struct PartStep {
   double compute_seconds = 0, link_seconds = 0;  // link: blocked on the model-parallel links
   uint64_t bytes_sent = 0, bytes_received = 0;   // this step's, on the model-parallel links
   double replica_seconds = 0;                    // the replica ring's all-reduce
-  uint64_t replica_bytes_sent = 0;
+  uint64_t replica_bytes_sent = 0, replica_bytes_received = 0;
   // [network] simulated: a stage's ops (compute, bytes sent on), a rank's ring sends
   std::vector<double> op_seconds;
   std::vector<uint64_t> op_bytes;

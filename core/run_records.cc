@@ -183,6 +183,7 @@ void fields(V& v, WorkerRecord& r) {
   v("parameter_bytes", r.parameter_bytes), v("activation_bytes", r.activation_bytes),
       v("bytes_up", r.bytes_up);
   v("replica_seconds", r.replica_seconds), v("replica_bytes_sent", r.replica_bytes_sent);
+  v("replica_bytes_received", r.replica_bytes_received);
 }
 
 template <typename V>

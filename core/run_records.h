@@ -45,7 +45,7 @@ struct WorkerRecord {
   uint64_t parameter_bytes = 0, activation_bytes = 0, bytes_up = 0;
   // pipeline and tensor [grid]s with data replicas: the ring across them
   std::optional<double> replica_seconds;
-  std::optional<uint64_t> replica_bytes_sent;
+  std::optional<uint64_t> replica_bytes_sent, replica_bytes_received;
 };
 
 struct RoundRecord {

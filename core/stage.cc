@@ -216,8 +216,8 @@ const float* Stage::forward(int i, const float* x, int batch) {
     widest = std::max(widest, s.layers[l]->output_shape().size());
   }
   s.input.reserve(be_, size_t(batch) * input_.size());
-  s.grad_a.reserve(be_, size_t(batch) * widest);
-  s.grad_b.reserve(be_, size_t(batch) * widest);
+  grad_a_.reserve(be_, size_t(batch) * widest);
+  grad_b_.reserve(be_, size_t(batch) * widest);
   be_.copy(s.input.data(), x, size_t(batch) * input_.size() * sizeof(float));
   const float* in = s.input.data();
   for (size_t l = 0; l < s.layers.size(); ++l) {
@@ -237,9 +237,9 @@ BatchStats Stage::loss_backward(int i, const int32_t* y, float scale, float* dx)
   const int b = s.batch;
   BatchStats st{0.0, be_.count_correct(logits, y, b, classes_), b};
   st.loss_sum = loss_ == LossKind::kSoftmaxCrossEntropy
-                    ? be_.softmax_xent(s.grad_a.data(), logits, y, b, classes_, scale)
-                    : be_.squared_error(s.grad_a.data(), logits, y, b, classes_, scale);
-  backpropagate(s, s.grad_a.data(), dx);
+                    ? be_.softmax_xent(grad_a_.data(), logits, y, b, classes_, scale)
+                    : be_.squared_error(grad_a_.data(), logits, y, b, classes_, scale);
+  backpropagate(s, grad_a_.data(), dx);
   return st;
 }
 
@@ -247,13 +247,13 @@ void Stage::backward(int i, const float* dy, float* dx) {
   FEDPAR_CHECK(!last_) << "the last stage's backward starts from the loss (loss_backward)";
   Slot& s = slot(i);
   FEDPAR_CHECK(s.batch > 0) << "backward of slot " << i << " before its forward";
-  be_.copy(s.grad_a.data(), dy, size_t(s.batch) * output_.size() * sizeof(float));
-  backpropagate(s, s.grad_a.data(), dx);
+  be_.copy(grad_a_.data(), dy, size_t(s.batch) * output_.size() * sizeof(float));
+  backpropagate(s, grad_a_.data(), dx);
 }
 
 // From dy (in grad_a) back through the slot's layers; the first layer writes `dx_out`.
 void Stage::backpropagate(Slot& s, float* dy, float* dx_out) {
-  float* dx = s.grad_b.data();
+  float* dx = grad_b_.data();
   for (size_t l = s.layers.size(); l-- > 0;) {
     const float* in = l == 0 ? s.input.data() : s.acts[l - 1].data();
     s.layers[l]->backward(be_, params_.data(), grads_.data(), in, s.acts[l].data(), dy,

@@ -101,7 +101,6 @@ class Stage {
     std::vector<std::unique_ptr<Layer>> layers;  // own instances: layers keep per-pass scratch
     DeviceArray<float> input;
     std::vector<DeviceArray<float>> acts;
-    DeviceArray<float> grad_a, grad_b;
     int batch = 0;  // of the forward it holds (0: none)
   };
   Slot& slot(int i);
@@ -118,6 +117,9 @@ class Stage {
   std::vector<uint32_t> init_ids_;  // each layer's index in the whole stack (its init stream)
   std::vector<Slot> slots_;
   DeviceArray<float> params_, grads_;
+  // the backward's gradient ping-pong, one pair for every slot: a stage runs one backward at a
+  // time (a pair per slot held GPipe's m micro-batches' worth of scratch, twice the widest layer)
+  DeviceArray<float> grad_a_, grad_b_;
   size_t activation_bytes_held_ = 0;
 };
 

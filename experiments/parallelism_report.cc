@@ -163,16 +163,19 @@ SplitRun read_split_run(const std::filesystem::path& dir, const std::string& lab
     batch.push_back(rec.samples_processed.value_or(0));
     step.push_back(1e3 * rec.wait_seconds);
     if (rec.simulated_seconds) simulated.push_back(1e3 * *rec.simulated_seconds);
-    double p = 0, a = 0, both = 0, total = 0, stage_idle = 0;
+    double p = 0, a = 0, both = 0, total = 0, stage_idle = 0, span = 0;
     const auto workers = rec.workers.value_or(std::vector<WorkerRecord>{});
     for (const WorkerRecord& w : workers) {
       p = std::max(p, double(w.parameter_bytes));
       a = std::max(a, double(w.activation_bytes));
       both = std::max(both, double(w.parameter_bytes + w.activation_bytes));
       total += double(w.ring_bytes_sent + w.replica_bytes_sent.value_or(0));
-      const double busy = w.compute_seconds + w.allreduce_seconds;
-      stage_idle += busy > 0 ? w.allreduce_seconds / busy : 0;
+      span = std::max(span, w.compute_seconds + w.allreduce_seconds);
     }
+    // A stage's idle share of the step: the step is the longest stage's span (the first
+    // stage's, which runs the first forward and the last backward), not its own, which for a
+    // later stage ends before the earlier ones drain (its idle then fell below the schedule's).
+    for (const WorkerRecord& w : workers) stage_idle += span > 0 ? 1 - w.compute_seconds / span : 0;
     if (workers.empty()) continue;
     params.push_back(p / kMB), acts.push_back(a / kMB), memory.push_back(both / kMB);
     sent.push_back(total / kMB);
@@ -204,8 +207,9 @@ ParallelismSection parallelism_section(const std::vector<SplitRun>& runs, int co
         "MB sent is every process's link and ring traffic together, beside the formula's "
         "payload (data parallel: 2(N-1) x the model; pipeline: each boundary's activations, "
         "labels and gradients; tensor: 2(t-1) x each all-reduce's floats; a grid adds 2(d-1) x "
-        "each part across its replicas); idle is a stage's time blocked on its neighbours over "
-        "its step, beside the schedule's bubble (p-1)/(m+p-1); GPipe's first stage holds the "
+        "each part across its replicas); idle is the stages' mean share of the step not computing "
+        "(the step: the longest stage's span, from its TASK to its last operation), beside the "
+        "schedule's bubble (p-1)/(m+p-1); GPipe's first stage holds the "
         "activations of all m micro-batches (the whole batch), 1F1B's of at most p; step is "
         "the server's wait on this machine, on links the step on the simulated network (each "
         "process's measured compute, its messages on its link: docs/pipeline.md).\n\n"
@@ -258,7 +262,7 @@ ParallelismSection parallelism_section(const std::vector<SplitRun>& runs, int co
     const SplitRun* leanest = nullptr;
     for (const SplitRun* r : rs) {
       if (r->way == "dp") continue;
-      claims.check("every split's largest process below a replica");
+      claims.check("every split's largest process holding fewer parameters than a replica");
       if (r->parameter_mb >= ref.parameter_mb)
         claims.failed.push_back(
             fmt::format("{}: its largest process holds {} MB of parameters, "

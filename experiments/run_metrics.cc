@@ -202,7 +202,8 @@ RunTraffic read_traffic(const std::filesystem::path& dir) {
       double ring_sent = 0, ring_received = 0;
       if (i < workers.size()) {  // a grid's replica ring counts too
         ring_sent = double(workers[i].ring_bytes_sent + workers[i].replica_bytes_sent.value_or(0));
-        ring_received = double(workers[i].ring_bytes_received);
+        ring_received =
+            double(workers[i].ring_bytes_received + workers[i].replica_bytes_received.value_or(0));
         slowest_allreduce = std::max(slowest_allreduce, workers[i].allreduce_seconds);
         model_bytes = double(workers[i].parameter_bytes) / 2;  // weights + gradient
       }

@@ -203,6 +203,7 @@ WireMessage encode(UpdateMsg m, const Envelope& e, std::shared_ptr<const void> o
                  {"ring_bytes_received", m.ring_bytes_received},
                  {"replica_seconds", m.replica_seconds},
                  {"replica_bytes_sent", m.replica_bytes_sent},
+                 {"replica_bytes_received", m.replica_bytes_received},
                  {"hash", m.hash}});
   if (!m.op_seconds.empty()) body.update({{"op_seconds", m.op_seconds}, {"op_bytes", m.op_bytes}});
   if (m.ring_steps > 0) body["ring_steps"] = m.ring_steps;
@@ -421,6 +422,7 @@ Decoded<UpdateMsg> decode_update(const ParsedMessage& p) {
     r.get("ring_bytes_received", m.ring_bytes_received);
     r.get_optional("replica_seconds", m.replica_seconds);
     r.get_optional("replica_bytes_sent", m.replica_bytes_sent);
+    r.get_optional("replica_bytes_received", m.replica_bytes_received);
     r.get("hash", m.hash);
     r.get_optional("op_seconds", m.op_seconds);
     r.get_optional("op_bytes", m.op_bytes);

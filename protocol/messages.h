@@ -130,7 +130,7 @@ struct UpdateMsg {
   uint64_t ring_bytes_sent = 0, ring_bytes_received = 0;
   // pipeline and tensor in a [grid]: the ring across data replicas
   double replica_seconds = 0;
-  uint64_t replica_bytes_sent = 0;
+  uint64_t replica_bytes_sent = 0, replica_bytes_received = 0;
   // [network] simulated: a pipeline stage's ops' compute and what each sent its neighbour, in
   // schedule order; a tensor rank's sends around its group's ring (simulated_parallel.h)
   std::vector<double> op_seconds;

@@ -315,6 +315,7 @@ class ModelParallelPlan final : public Plan {
       if (replicas_ > 1) {
         w.replica_seconds = u.replica_seconds;
         w.replica_bytes_sent = u.replica_bytes_sent;
+        w.replica_bytes_received = u.replica_bytes_received;
       }
       workers.push_back(w);
     }

@@ -108,9 +108,13 @@ TEST(Pipeline, LinksCarryTheBoundaryTensorsAndOneFOneBHoldsLess) {
       }
     }
   }
-  // Stage 0 of 3: GPipe holds all 4 micro-batches, 1F1B at most 3; the last stage 4 vs 1.
-  EXPECT_GT(held[0][0], held[1][0]);
-  EXPECT_GT(held[0][2], 3 * held[1][2]);
+  // Stage 0 of 3: GPipe holds all 4 micro-batches, 1F1B at most 3; the last stage 4 vs 1. Each
+  // slot holds the same (its input and activations), and each stage one gradient pair whatever
+  // its slots: twice its widest tensor (60 inputs; 24) for a micro-batch of 6.
+  const uint64_t slot0 = held[0][0] - held[1][0], slot2 = (held[0][2] - held[1][2]) / 3;
+  EXPECT_EQ(held[0][2] - held[1][2], 3 * slot2);
+  EXPECT_EQ(held[1][0] - 3 * slot0, 2 * 6 * 60 * sizeof(float));
+  EXPECT_EQ(held[1][2] - slot2, 2 * 6 * 24 * sizeof(float));
 }
 
 // [network] simulated on 1 Mbit/s links with 0.5 ms each way: each step's time is the chain of one
@@ -349,9 +353,9 @@ TEST(Grid, DataReplicasOfPipelineAndTensorTrainTheTwoClientModel) {
       checked += rec["replicas_checked"].get<bool>();
       ASSERT_EQ(rec["workers"].size(), 4u);
       for (size_t p = 0; p < 4; ++p)  // process p: replica p / 2, part p % 2
-        EXPECT_EQ(rec["workers"][p]["replica_bytes_sent"].get<uint64_t>(),
-                  ring_bytes(part_params[p % 2], 2))
-            << name << " process " << p;
+        for (const char* way : {"replica_bytes_sent", "replica_bytes_received"})
+          EXPECT_EQ(rec["workers"][p][way].get<uint64_t>(), ring_bytes(part_params[p % 2], 2))
+              << name << " process " << p << " " << way;
     }
     EXPECT_EQ(checked, 4) << "rounds 3, 6, 9 and the last";
     // round 1's TASK brings each process its part's parameters alone, not the model (2994)
