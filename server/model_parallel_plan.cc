@@ -36,7 +36,15 @@ class ModelParallelPlan final : public Plan {
     const Shape in = run.data.train.shape;
     const int classes = run.data.train.num_classes;
     if (pipeline_) {
-      const auto ranges = pipeline_split(s_.model, in, classes, parts_, s_.pipeline.split);
+      const auto ranges = [&] {
+        try {
+          return pipeline_split(s_.model, in, classes, parts_, s_.pipeline.split);
+        } catch (const Error& e) {  // the stages come from processes: say so
+          throw Error(fmt::format(
+              "{} (the stages: processes = {}{})", e.what(), s_.processes,
+              replicas_ > 1 ? fmt::format(" / grid.data = {}", replicas_) : std::string()));
+        }
+      }();
       slices_ = stage_slices(s_.model, in, classes, ranges);
       split_ = describe_stages(s_.model, in, classes, ranges);
     } else {  // each rank's layout, to place its slices in the model (on the host)
@@ -127,8 +135,8 @@ class ModelParallelPlan final : public Plan {
           s_.pipeline.micro_batches, batch_));
     else
       engine.log(fmt::format(
-          "tensor parallelism {} ways ({} parameters per rank){}, batch {}; per rank: {}", p,
-          fmt::join(sizes, ", "), grid, batch_, split_));
+          "tensor parallelism over {} rank(s) ({} parameters per rank){}, batch {}; per rank: {}",
+          p, fmt::join(sizes, ", "), grid, batch_, split_));
   }
 
   std::string round(Engine& engine, RoundRecord& rec) override {

@@ -74,6 +74,18 @@ int run_partition(const PartitionArgs& a, bool through_config = false) {
   }
 
   namespace fs = std::filesystem;
+  // Another split's manifest is not overwritten without a word (the same split's is rewritten)
+  if (const fs::path old = fs::path(a.out) / "manifest.json"; fs::exists(old)) {
+    const auto j = nlohmann::json::parse(std::ifstream(old), nullptr, /*allow_exceptions=*/false);
+    const std::string old_hash = j.is_object() && j.contains("hash") && j["hash"].is_string()
+                                     ? j["hash"].get<std::string>()
+                                     : "";
+    if (old_hash != m.hash)
+      throw Error(fmt::format(
+          "{} already holds another split (manifest.json{}; this one is {}): choose another "
+          "--out, or remove that folder first",
+          a.out, old_hash.empty() ? ", unreadable" : ", " + old_hash, m.hash));
+  }
   std::error_code ec;
   fs::create_directories(a.out, ec);
   if (ec) throw Error(fmt::format("cannot create {}: {}", a.out, ec.message()));

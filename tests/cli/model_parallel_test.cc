@@ -234,7 +234,7 @@ TEST(Pipeline, ConfigErrorsNameTheFix) {
       << r.err;
   r = run(tmp, "x", "--set topology=pipeline --set processes=4");
   EXPECT_NE(r.err.find("splits into 1 to 3 stages (a stage starts at a layer with parameters: "
-                       "fc1, fc2, fc3), not 4"),
+                       "fc1, fc2, fc3), not 4 (the stages: processes = 4)"),
             std::string::npos)
       << r.err;
   r = run(tmp, "x", "--set topology=pipeline --set processes=2 --set pipeline.split=fc9");

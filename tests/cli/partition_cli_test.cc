@@ -45,6 +45,22 @@ TEST(PartitionCli, MnistShardsWritesManifestStatsAndPicture) {
   EXPECT_EQ(read_manifest(tmp / "again" / "manifest.json", 60000).hash, m.hash);
 }
 
+// --out into a folder holding another split refused, naming both hashes, and left it as it was
+// (it was overwritten without a word); the same split is written again.
+TEST(PartitionCli, AnotherSplitsFolderIsNotOverwritten) {
+  testing::TempDir tmp;
+  const std::string out = " --out " + (tmp / "p").string();
+  auto r =
+      run_fedpar("partition --dataset synthetic --scheme shards --clients 10" + out, tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string before = testing::slurp(tmp / "p" / "manifest.json");
+  r = run_fedpar("partition --dataset synthetic --scheme shards --clients 10" + out, tmp.path());
+  EXPECT_EQ(r.code, 0) << r.err;
+  testing::expect_refused("partition --dataset synthetic --scheme iid --clients 10" + out,
+                          tmp.path(), 2, " already holds another split (manifest.json, ");
+  EXPECT_EQ(testing::slurp(tmp / "p" / "manifest.json"), before);
+}
+
 TEST(PartitionCli, NaturalOnSyntheticUsers) {
   testing::TempDir tmp;
   auto r = run_fedpar(
