@@ -77,10 +77,10 @@ class AllReducePlan final : public Plan {
     }
     if (!c.missing.empty())
       throw RunFailed(fmt::format(
-          "round {}: no report from worker(s) {}{} (did it die? the ring cannot go on without "
-          "it{})",
-          r + 1, fmt::join(c.missing, ", "), c.missing_because(),
-          s_.ring_elastic ? "" : "; allreduce.elastic = true re-forms it without the dead"));
+          "round {}: no report from {}{} (did it die? the ring cannot go on without it{}){}", r + 1,
+          engine.ranks_named("worker", c.missing), c.missing_because(),
+          s_.ring_elastic ? "" : "; allreduce.elastic = true re-forms it without the dead",
+          engine.closed_ranks_note("worker", c.missing)));
     if (!c.failed.empty())  // every worker alive, yet the ring failed: nothing to re-form
       throw RunFailed(fmt::format("round {}: worker {} failed: {}", r + 1, c.failed.begin()->first,
                                   c.failed.begin()->second));

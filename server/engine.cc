@@ -475,6 +475,11 @@ Collected Engine::collect(const CollectSpec& spec) {
     std::vector<uint32_t> keys;
     for (uint32_t k : spec.expected)
       if (unanswered(k) && std::ranges::count(gone, process_of(k))) keys.push_back(k);
+    if (spec.errors_are_fatal && !keys.empty())
+      throw RunFailed(fmt::format(
+          "round {}: the connection of {} closed and did not come back within {:g} s (did its "
+          "process die?); the run cannot go on without it",
+          round + 1, ranks_named(spec.rank_name, keys), kReconnectSeconds));
     if (out.unreachable.size() + keys.size() == spec.expected.size()) return;
     for (const std::string& id : gone)
       if (unreachable_.insert(id).second)
@@ -539,8 +544,21 @@ Collected Engine::collect(const CollectSpec& spec) {
       auto e = decode_error(in->parsed);
       const std::string why = e.index() == 0 ? std::get<ErrorMsg>(e).reason : "?";
       if (spec.check_round && in->parsed.header.round != round) continue;  // an earlier round's
-      if (spec.errors_are_fatal)
-        throw RunFailed(fmt::format("round {}: worker {} failed: {}", round + 1, process, why));
+      if (spec.errors_are_fatal) {  // a neighbour's link timed out: whose process is gone?
+        // Those that spoke this round are not (a failed worker exits after its ERROR, closing
+        // its connection): what is in is read first (a message comes before its connection's
+        // end on the same stream).
+        std::set<uint32_t> spoke = {uint32_t(process)};
+        for (const auto& [k, r] : out.got) spoke.insert(k);
+        while (auto more = receive(Clock::now(), spec.floats))
+          if (more->parsed.header.round == round)
+            spoke.insert(uint32_t(process_index(more->msg.peer)));
+        std::vector<uint32_t> silent_keys;
+        for (uint32_t k : spec.expected)
+          if (!spoke.count(k)) silent_keys.push_back(k);
+        throw RunFailed(fmt::format("round {}: {} {} failed: {}{}", round + 1, spec.rank_name,
+                                    process, why, closed_ranks_note(spec.rank_name, silent_keys)));
+      }
       if (!out.got.count(uint32_t(process)) &&
           out.failed.emplace(uint32_t(process), why).second) {  // its first answer counts
         heard += awaited_key(uint32_t(process));
@@ -595,6 +613,22 @@ Collected Engine::collect(const CollectSpec& spec) {
   std::erase_if(out.unreachable,
                 [&](uint32_t k) { return out.got.count(k) || out.failed.count(k); });
   return out;
+}
+
+std::string Engine::ranks_named(const char* name, const std::vector<uint32_t>& ranks) const {
+  std::vector<std::string> named;
+  for (uint32_t k : ranks)
+    named.push_back(fmt::format("{} {} (pid {})", name, k, peers.at(order.at(k)).pid));
+  return fmt::format("{}", fmt::join(named, ", "));
+}
+
+std::string Engine::closed_ranks_note(const char* name, const std::vector<uint32_t>& ranks) const {
+  std::vector<uint32_t> closed;
+  for (uint32_t k : ranks)
+    if (!transport_.connected(order.at(k))) closed.push_back(k);
+  return closed.empty() ? ""
+                        : fmt::format(" (the connection of {} is closed: did its process die?)",
+                                      ranks_named(name, closed));
 }
 
 bool Engine::late_released(const CollectSpec& spec, const Incoming& in) {

@@ -84,8 +84,10 @@ struct CollectSpec {
   int64_t batch = 0;
   std::vector<size_t> floats;  // each reply's vector lengths; empty: the plan checks
   // An ERROR from an awaited worker (Key::kRank) ends the run (the ring's failures), or with
-  // allreduce.elastic counts as its answer (Collected::failed).
+  // allreduce.elastic counts as its answer (Collected::failed). So does a worker's connection that
+  // closed and did not come back: the run names it (its neighbours' ERRORs blame their link).
   bool errors_are_fatal = false;
+  const char* rank_name = "worker";  // Key::kRank: what a key is called ("stage 1")
   // The plan's own checks: "" accepts, else the reason the sender is told.
   std::function<std::string(const Reply&)> accept;
   // Tasks the plan withdrew (async: one re-sent after wait_seconds), by (client, header round):
@@ -189,6 +191,11 @@ class Engine {
   std::pair<uint64_t, uint64_t> total_bytes() const;  // sent, received since the start
 
   int process_index(const std::string& identity) const;  // HELLO order, -1 if unknown
+  // "stage 1 (pid 4242), stage 2 (pid 4243)": processes by HELLO order, as a plan calls them
+  std::string ranks_named(const char* name, const std::vector<uint32_t>& ranks) const;
+  // " (the connection of stage 1 (pid 4242) is closed: did its process die?)" for those of
+  // `ranks` whose connection is closed, else "": which of the silent workers is gone
+  std::string closed_ranks_note(const char* name, const std::vector<uint32_t>& ranks) const;
   bool hosts(const std::string& identity, uint32_t client) const;
   std::map<std::string, std::vector<uint32_t>> hosted() const;  // every process, its clients
   std::vector<uint32_t> all_clients() const;                    // 0 .. num_clients - 1

@@ -80,6 +80,8 @@ class ModelParallelPlan final : public Plan {
   }
 
   const char* topology() const override { return pipeline_ ? "pipeline" : "tensor"; }
+  // what a process is called in messages
+  const char* rank_name() const { return replicas_ > 1 ? "process" : pipeline_ ? "stage" : "rank"; }
   bool holds_model_after(int r) const override { return model_due(s_, r); }
 
   // Replica 0's parts, and on checkpoint rounds their optimizer velocities, put together as the
@@ -150,9 +152,9 @@ class ModelParallelPlan final : public Plan {
     const Collected c = engine.collect(report_spec(engine, need_params, check));
     if (!c.missing.empty())
       throw RunFailed(fmt::format(
-          "round {}: no report from {}(s) {}{} (did it die? the {} cannot go on without it)", r + 1,
-          pipeline_ ? "stage" : "rank", fmt::join(c.missing, ", "), c.missing_because(),
-          topology()));
+          "round {}: no report from {}{} (did it die? the {} cannot go on without it){}", r + 1,
+          engine.ranks_named(rank_name(), c.missing), c.missing_because(), topology(),
+          engine.closed_ranks_note(rank_name(), c.missing)));
     if (need_params)
       for (const auto& [process, reply] : c.got)
         if (int(process) < parts_) place(int(process), reply.update.vectors[0], run_.params);
@@ -224,7 +226,8 @@ class ModelParallelPlan final : public Plan {
     CollectSpec spec{.kind = pipeline_ ? TaskKind::kPipeline : TaskKind::kTensor,
                      .key = CollectSpec::Key::kRank,
                      .seconds = s_.wait_seconds,
-                     .errors_are_fatal = true};
+                     .errors_are_fatal = true,
+                     .rank_name = rank_name()};
     spec.expected = engine.all_ranks();
     double deadline = pipeline_ ? s_.pipeline.deadline_seconds : s_.ring_deadline_seconds;
     if (replicas_ > 1) deadline = std::max(deadline, s_.ring_deadline_seconds);  // + replica ring

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "tests/util/process.h"
 #include "tests/util/run_fedpar.h"
@@ -212,6 +213,12 @@ void dead_process_stops_the_run(const std::vector<std::string>& sets, int proces
   // A neighbour's receive timed out ("... from the previous stage ... did it die?"), or the dead
   // process's report was what went missing.
   EXPECT_NE(err.find("did it die?"), std::string::npos) << err;
+  // the dead one is named, though its neighbours' ERRORs blame their links, or some of them are
+  // missing too, blocked on it
+  EXPECT_TRUE(std::regex_search(
+      err, std::regex(fmt::format(R"(the connection of (stage|rank) \d+ \(pid {}\) (is )?closed)",
+                                  workers[1]))))
+      << err;
   for (int i = 0; i < processes; ++i) {
     if (i != 1) {
       EXPECT_TRUE(testing::wait_exit(workers[size_t(i)], 20).has_value())

@@ -153,6 +153,8 @@ TEST(Topologies, AllReduceWorkerDyingMidRunStopsTheRingWithinTheDeadline) {
   // A neighbour's ring receive timed out ("worker k failed: ring: ... did it die?"), or the dead
   // worker had finished its ring step and the server missed only its report ("... did it die?").
   EXPECT_NE(err.find("did it die?"), std::string::npos) << err;
+  // the dead one is named by its pid, whoever's ERROR came first
+  EXPECT_NE(err.find(fmt::format(" (pid {})", workers[1])), std::string::npos) << err;
   // a survivor whose ring failed exits as a run that could not go on (it once exited 2, the code
   // of bad input); one the server stopped first, as told
   for (int i : {0, 2}) {
