@@ -17,6 +17,7 @@
 #include "core/executable.h"
 #include "core/init_from.h"
 #include "core/median.h"
+#include "core/pipeline_schedule.h"
 #include "core/results_dir.h"
 #include "core/run_records.h"
 #include "core/unread_settings.h"
@@ -24,6 +25,22 @@
 
 namespace fedpar {
 namespace {
+
+// The workers' own links bind loopback by default: across machines they must listen where their
+// neighbours can reach them (the pipeline's links, the rings of allreduce, tensor and grids).
+std::string worker_links_bind(const RunSpec& s) {
+  const auto loopback = [](const std::string& bind) {
+    return bind.find("127.0.0.1") != std::string::npos ||
+           bind.find("localhost") != std::string::npos;
+  };
+  std::string out;
+  if (s.topology == Topology::kPipeline && loopback(s.pipeline.bind))
+    out += " --set 'pipeline.bind=tcp://0.0.0.0:*'";
+  if ((s.topology == Topology::kAllReduce || s.topology == Topology::kTensor || s.grid_data > 1) &&
+      loopback(s.ring_bind))
+    out += " --set 'allreduce.bind=tcp://0.0.0.0:*'";
+  return out;
+}
 
 // What each file a run may write holds (server/run_context.cc and the plans).
 const std::map<std::string, std::string>& file_notes() {
@@ -86,6 +103,34 @@ std::string ring_line(const RunSpec& s, const RoundRecord& f, uint64_t parameter
 }
 
 }  // namespace
+
+std::string split_line(const RunSpec& s, const RoundRecord& f) {
+  if (!s.model_parallel() || !f.workers || f.workers->empty()) return "";
+  const int64_t parts = s.model_parts();
+  const std::string replicas =
+      s.grid_data > 1 ? fmt::format(" x {} data replicas (a ring across each part's)", s.grid_data)
+                      : "";
+  const std::string how =
+      s.topology == Topology::kPipeline
+          ? fmt::format("a pipeline of {} stages{}, {} schedule, {} micro-batches a batch", parts,
+                        replicas, pipe_schedule_name(s.pipeline.schedule), s.pipeline.micro_batches)
+          : fmt::format("tensor parallelism over {} ranks{}", parts, replicas);
+  std::vector<std::string> each;
+  for (size_t i = 0; i < f.workers->size(); ++i) {
+    const WorkerRecord& w = (*f.workers)[i];
+    const int64_t part = int64_t(i) % parts;
+    each.push_back(
+        fmt::format("{}{} {}: {} of parameters and gradients, {} of activations, {} sent",
+                    s.grid_data > 1 ? fmt::format("replica {} ", int64_t(i) / parts) : "",
+                    s.topology == Topology::kPipeline ? "stage" : "rank", part,
+                    wire_size(double(w.parameter_bytes)), wire_size(double(w.activation_bytes)),
+                    wire_size(double(w.ring_bytes_sent + w.replica_bytes_sent.value_or(0)))));
+  }
+  return fmt::format(
+      "- the model split: {}; each process in round {} (its `workers` record in metrics.jsonl; "
+      "the server's log names each part's layers): {}\n",
+      how, f.round, fmt::join(each, "; "));
+}
 
 std::string compression_line(const RunSpec& s, const RoundRecord& f, uint64_t parameters) {
   const CompressionSpec& c = s.compression;
@@ -307,6 +352,7 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
         f->workers ? "what the workers send each other is in metrics.jsonl's `workers`"
                    : "the server's TASKs go to client processes, not to each client");
     md << compression_line(s, *f, summary.parameters.value_or(0));
+    md << split_line(s, *f);
     if (f->simulated_time)
       md << fmt::format("- the simulated network's time by round {}: {:.1f} s (`[network]`)\n",
                         f->round, *f->simulated_time);
@@ -400,7 +446,7 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
       "or `data.dir` in the config is relative to it; the new run's folder gets the next free "
       "suffix, `-2`, `-3`, ...){4}:\n\n"
       "```sh\n{1} run {0}{5}   # a server and the config's client processes here\n```\n\n"
-      "Across machines: `{1} server --config {0} --set bind=tcp://0.0.0.0:PORT` here, and "
+      "Across machines: `{1} server --config {0} --set bind=tcp://0.0.0.0:PORT{7}` here, and "
       "`fedpar client --server tcp://HOST:PORT{2}` on each client host{3}.{6}\n\n",
       config, fedpar, s.security.on() ? " --key NAME.key --server-key SERVER.pub" : "",
       s.security.on() ? fmt::format(" (NAME.key its key pair, whose NAME.pub is in {}; "
@@ -416,7 +462,8 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
           ? ""
           : fmt::format(" Under a cluster's launcher (mpirun, srun, the torchrun variables): `{} "
                         "launch {}` on every rank (docs/cluster.md).",
-                        fedpar, config));
+                        fedpar, config),
+      worker_links_bind(s));
   md << (s.regime == Regime::kAsync
              ? "An asynchronous run applies updates in their arrival order, which no seed fixes: "
                "a new run ends elsewhere, and `fedpar replay` recomputes this one's bytes from "

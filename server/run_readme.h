@@ -16,6 +16,10 @@ namespace fedpar {
 std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& summary,
                        const std::filesystem::path& dir, const std::string& plots = "");
 
+// A pipeline's or tensor group's README line: how the model was split, and each process's
+// parameters, activations and link bytes in round f ("" for other topologies).
+std::string split_line(const RunSpec& s, const RoundRecord& f);
+
 // A codec run's sizes on the wire beside the model's `parameters` in float32, from the round `f`
 // (its clients' UPDATEs, whole messages, and the TASK's model frame): "" without a codec or
 // per-client records. An allreduce run's: what each worker sent around the ring, codec or none.

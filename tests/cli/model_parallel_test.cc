@@ -372,6 +372,22 @@ TEST(Grid, DataReplicasOfPipelineAndTensorTrainTheTwoClientModel) {
       EXPECT_LT(down, 4 * part_params[p % 2] + 512) << name << " process " << p;
     }
     expect_same_losses(tmp, name, "ps");  // the last stage's or rank 0's loss, per replica
+    // the README says how the model was split, and across machines the workers' links listen
+    // beyond loopback (the replica ring's too)
+    const std::string readme = testing::slurp(tmp / "res" / name / "README.md");
+    EXPECT_NE(readme.find(name == "pipeline"
+                              ? "- the model split: a pipeline of 2 stages x 2 data replicas"
+                              : "- the model split: tensor parallelism over 2 ranks x 2 data "
+                                "replicas"),
+              std::string::npos)
+        << readme;
+    EXPECT_NE(readme.find(fmt::format("; replica 1 {} 1: ", name == "pipeline" ? "stage" : "rank")),
+              std::string::npos)
+        << readme;
+    EXPECT_NE(readme.find("--set 'allreduce.bind=tcp://0.0.0.0:*'"), std::string::npos) << readme;
+    EXPECT_EQ(readme.find("--set 'pipeline.bind=tcp://0.0.0.0:*'") != std::string::npos,
+              name == "pipeline")
+        << readme;
     r = run(tmp, name + "-again", two + "--set processes=4 --set " + sets);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(final_params(tmp, name + "-again"), final_params(tmp, name))
