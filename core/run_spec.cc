@@ -802,7 +802,9 @@ Config make_run_config(std::string_view extra_sections) {
                     "config? (`fedpar train --config FILE` runs one)");
   c.refer_elsewhere({"suite"},
                     "[suite] is a suite file's table: is this a suite? (`fedpar suite FILE` "
-                    "runs one)");
+                    "runs one; each of its runs' own config is RESULTS/runs/LABEL/"
+                    "config.resolved.toml, which `fedpar run` and `fedpar partition --config` "
+                    "take)");
   c.allow_words("local.batch", {"full"});
   c.allow_words("sgd.batch", {"full"});
   c.list_of_strings("stragglers.slowdown");

@@ -323,7 +323,8 @@ TEST(TrainCli, AConfigForTheOtherCommandSaysWhichItIsFor) {
   std::ofstream(tmp / "suite.toml") << "[suite]\nruns = ['a | rounds=1']\n";
   testing::expect_refused("run " + (tmp / "suite.toml").string(), tmp.path(), 2,
                           "unknown config key 'suite.runs': [suite] is a suite file's table: is "
-                          "this a suite? (`fedpar suite FILE` runs one)");
+                          "this a suite? (`fedpar suite FILE` runs one; each of its runs' own "
+                          "config is RESULTS/runs/LABEL/config.resolved.toml");
   r = testing::expect_refused(
       "suite " + (tmp / "run.toml").string(), tmp.path(), 2,
       "run.toml: suite.runs is empty: a suite lists its runs in its [suite] table");
