@@ -131,8 +131,19 @@ void Config::check_key(const std::string& key, std::string_view source) const {
       throw Error(fmt::format("{}unknown config table [{}] (of key '{}'); did you mean [{}]?",
                               source, table, key, fmt::join(near_tables, "] or [")));
   }
+  // other frameworks' names for what fedpar calls otherwise (Flower's num_rounds, ...)
+  static const std::map<std::string, std::string> kSynonyms = {
+      {"num_rounds", "rounds"}, {"learning_rate", "lr"},    {"local_epochs", "epochs"},
+      {"num_epochs", "epochs"}, {"local_steps", "steps"},   {"num_clients", "clients"},
+      {"batch_size", "batch"},  {"k", "labels_per_client"}, {"clients_per_round", "fraction"}};
+  const auto synonym = kSynonyms.find(std::string(last_part(key)));
   std::vector<std::pair<size_t, std::string>> near;
   for (const auto& k : keys_) {
+    if (synonym != kSynonyms.end() && last_part(k) == synonym->second &&
+        (table.empty() || k.starts_with(table + "."))) {
+      near.emplace_back(0, k);
+      continue;
+    }
     const size_t whole = edit_distance(k, key);
     const size_t part = edit_distance(last_part(k), last_part(key));
     const std::set<std::string> mine = words(last_part(k));

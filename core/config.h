@@ -47,6 +47,8 @@ class Config {
   // Where `key`'s value came from, for errors about its value: "run.toml: model.name" when a
   // file set it, else the key alone (a flag or --set, which the user just typed; the default).
   std::string where(std::string_view key) const;
+  // Whether a file, a flag or --set gave `key` (false: it holds its default).
+  bool given(std::string_view key) const { return origin_.count(std::string(key)) > 0; }
   // The command that lists every key (e.g. "fedpar keys run"): an unknown key's error names it
   // rather than listing them all.
   void describe_keys_with(std::string command) { keys_command_ = std::move(command); }

@@ -12,11 +12,18 @@ namespace fedpar {
 
 IdxStream::IdxStream(const std::filesystem::path& path, int expected_rank) : path_(path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw Error(
-        fmt::format("missing dataset file {} (run scripts/setup.sh, or point --data-dir "
-                    "or FEDPAR_DATA_DIR at the folder that holds mnist/)",
-                    path.string()));
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    // DIR/mnist/FILE missing while DIR/FILE is there: the data dir named the dataset's own folder
+    const auto above = path.parent_path().parent_path();
+    const bool one_too_deep = std::filesystem::is_regular_file(above / path.filename(), ec);
+    throw Error(fmt::format(
+        "missing dataset file {} ({})", path.string(),
+        one_too_deep
+            ? fmt::format("{} holds the files itself: the data dir is the folder above it, {}",
+                          above.string(), above.parent_path().string())
+            : "run scripts/setup.sh, or point --data-dir or FEDPAR_DATA_DIR at the folder that "
+              "holds mnist/"));
+  }
   const uint64_t file_size = std::filesystem::file_size(path);
   in_.open(path, std::ios::binary);
   if (!in_) throw Error(fmt::format("cannot open {}", path.string()));

@@ -738,6 +738,16 @@ std::vector<std::string> run_warnings(const Config& c, const RunSpec& s) {
                           "local.batch (now {}) samples",
                           s.local_steps, s.local_epochs, batch(s.local_batch))
             : fmt::format("each gradient is sgd.batch samples (now {})", batch(s.sgd_batch))));
+  // The model regime's defaults are one full-batch local step: FedSGD, gradient descent on the
+  // clients' data, where a newcomer asking for model averaging expects FedAvg's local epochs.
+  if (s.regime == Regime::kModel && s.local_steps == 1 && s.local_epochs == 0 &&
+      s.local_batch == 0 && !c.given("local.steps") && !c.given("local.epochs") &&
+      !c.given("local.batch"))
+    out.push_back(
+        "regime = \"model\" with its local defaults (local.steps = 1, local.batch = full) takes "
+        "one full-batch step a round: FedSGD, gradient descent on the clients' data; FedAvg "
+        "trains local epochs of small batches (e.g. local.epochs = 1, local.batch = 10, as "
+        "experiments/fedavg-mnist-2nn.toml does)");
   // a link set up but switched off: said once, before the settings said one by one
   const bool network_off = s.network.mode == NetworkMode::kOff;
   std::vector<std::string> links, each;
@@ -821,7 +831,11 @@ RunSpec resolve_run_spec(const Config& c) {
   require(s.rounds >= 1, "rounds must be >= 1");
   const std::string regime = c.get_string("regime");
   require(regime == "gradient" || regime == "model" || regime == "async",
-          fmt::format("regime must be gradient, model or async, got '{}'", regime));
+          fmt::format("regime must be gradient, model or async, got '{}' (gradient averages the "
+                      "clients' gradients each step: FedSGD, data parallelism; model averages "
+                      "their models after local training: FedAvg, FedProx, SCAFFOLD; async applies "
+                      "each gradient as it comes)",
+                      regime));
   s.regime = regime == "gradient" ? Regime::kGradient
              : regime == "model"  ? Regime::kModel
                                   : Regime::kAsync;

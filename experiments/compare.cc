@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "core/model_data_config.h"
 #include "core/results_dir.h"
 #include "core/run_spec.h"
 #include "core/unread_settings.h"
@@ -385,6 +386,51 @@ std::string test_set_note(const std::vector<std::optional<RunSpec>>& specs) {
                               fmt::join(differ, "; "));
 }
 
+// "The centralized baseline b trained otherwise than the runs: model.name ('logreg' against
+// '2nn'); ...": its model, its training set (data.train_limit) or its test set differs from a
+// run's, so the line drawn is not the runs' baseline ("" when they match, or a config is unread).
+std::string baseline_note(const Reference& r, const std::vector<std::optional<RunSpec>>& specs) {
+  ModelSpec m;
+  DataOptions d;
+  try {
+    std::ifstream in(r.dir / "config.resolved.toml");
+    if (!in) throw Error("no config.resolved.toml");
+    const Config c(std::string(std::istreambuf_iterator<char>(in), {}));  // every key resolved
+    m = resolve_model_spec(c);
+    d = resolve_data_options(c, resolve_seed(c));
+  } catch (const Error& e) {
+    return fmt::format(
+        "The centralized baseline {}'s config could not be read ({}): check by hand that it "
+        "trained the runs' model on their data.\n",
+        r.label, e.what());
+  }
+  std::map<std::string, std::pair<std::string, std::string>> differ;  // key: (its, a run's)
+  const auto hidden = [](const ModelSpec& x) {
+    return fmt::format("{}", fmt::join(x.hidden, ","));
+  };
+  for (const auto& s : specs) {
+    if (!s) continue;
+    if (s->model.name != m.name) differ["model.name"] = {m.name, s->model.name};
+    if (s->model.name == m.name && hidden(s->model) != hidden(m))
+      differ["model.hidden"] = {hidden(m), hidden(s->model)};
+    if (s->data.train_limit != d.train_limit)
+      differ["data.train_limit"] = {std::to_string(d.train_limit),
+                                    std::to_string(s->data.train_limit)};
+    const auto mine = test_set_keys(d), theirs = test_set_keys(s->data);
+    for (const auto& [key, value] : mine)
+      if (!theirs.count(key) || theirs.at(key) != value)
+        differ[key] = {value, theirs.count(key) ? theirs.at(key) : "-"};
+  }
+  if (differ.empty()) return "";
+  std::vector<std::string> said;
+  for (const auto& [key, v] : differ)
+    said.push_back(fmt::format("{} ({} against a run's {})", key, v.first, v.second));
+  return fmt::format(
+      "The centralized baseline {} trained otherwise than the runs: {}; its line is not their "
+      "baseline (`fedpar train` with the runs' model and data keys gives one).\n",
+      r.label, fmt::join(said, "; "));
+}
+
 // "Runs a and b ended with the same model (hash h)." for each hash two or more runs share: the
 // same run twice, or settings that change nothing.
 std::string same_model_note(const std::vector<std::filesystem::path>& dirs,
@@ -538,6 +584,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   std::vector<std::optional<RunSpec>> specs;
   for (const RunConfig& r : configs) specs.push_back(r.spec);
   notes += test_set_note(specs) + same_model_note(dirs, labels);
+  for (const Reference& r : references) notes += baseline_note(r, specs);
   const std::string common_note =
       differs.common.empty()
           ? ""
@@ -559,7 +606,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
                        any_differ ? " settings that differ |" : "",
                        emds_differ ? " median EMD |" : "", o.metric, o.metric)
         << (by_round ? "" : fmt::format(" {} at the end |", x.unit))
-        << (o.target > 0 ? fmt::format(" first round {} {}{} |", reached, num(o.target),
+        << (o.target > 0 ? fmt::format(" first evaluated round {} {}{} |", reached, num(o.target),
                                        percent_metric(o.metric) ? "%" : "")
                          : "")
         << (o.target > 0 && !by_round ? fmt::format(" {} then |", x.unit) : "")
@@ -585,7 +632,12 @@ int run_compare(const CompareOptions& o, const std::string& command) {
                          value(r.y.back()), value(*best), int(r.round[b]))
           << (by_round ? "" : fmt::format(" {} |", num(r.x.back())));
     if (o.target > 0)
-      table << (hit ? fmt::format(" {} |", int(r.round[*hit])) : std::string(" not reached |"))
+      // a run evaluated every E rounds may have got there up to E - 1 rounds before
+      table << (hit ? fmt::format(" {}{} |", int(r.round[*hit]),
+                                  specs[i] && specs[i]->eval_every > 1
+                                      ? fmt::format(" (evaluated every {})", specs[i]->eval_every)
+                                      : "")
+                    : std::string(" not reached |"))
             << (by_round ? ""
                 : hit    ? fmt::format(" {} |", num(r.x[*hit]))
                          : std::string(" - |"));

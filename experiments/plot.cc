@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -53,7 +54,11 @@ bool draw_line_plot(const std::filesystem::path& svg, const LinePlot& plot, std:
     << "set title " << title_string(plot.title) << " noenhanced\n"
     << "set xlabel " << quoted(plot.xlabel) << " noenhanced\n"
     << "set ylabel " << quoted(plot.ylabel) << " noenhanced\n"
-    << "set grid\nset key outside right top noenhanced\n";
+    << "set grid\n";
+  // a long label beside the plot would squeeze it to half its width: long ones go below it
+  size_t longest = 0;
+  for (const Series& s : plot.series) longest = std::max(longest, s.label.size());
+  g << (longest > 24 ? "set key below noenhanced\n" : "set key outside right top noenhanced\n");
   // colour-blind-safe colours that show on white (gnuplot's fifth default is a pale yellow)
   const char* colours[] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7",
                            "#e69f00", "#56b4e9", "#000000", "#8c564b"};
@@ -70,6 +75,9 @@ bool draw_line_plot(const std::filesystem::path& svg, const LinePlot& plot, std:
       lo = any ? std::min(lo, x) : x, hi = any ? std::max(hi, x) : x, any = true;
     }
   if (any && whole && !plot.log_x && hi - lo < 10) g << "set xtics 1\n";
+  // samples or bytes in the hundreds of thousands: 6-digit tick labels ran into each other
+  if (any && !plot.log_x && std::max(std::abs(lo), std::abs(hi)) >= 1e5)
+    g << "set format x '%.1s%c'\n";
   if (plot.log_y) g << "set logscale y\n";
   g << "plot ";
   for (size_t i = 0; i < plot.series.size(); ++i) {
@@ -79,11 +87,14 @@ bool draw_line_plot(const std::filesystem::path& svg, const LinePlot& plot, std:
     if (!s.lo.empty() && s.lo.size() == s.y.size())
       g << data << " using 1:3:4 with filledcurves fs transparent solid 0.2 noborder lc " << i + 1
         << " notitle, ";
-    // gnuplot cycles 8 colours; later series are dashed so no two look alike.
+    // gnuplot cycles 8 colours; each series has its own dash and point shape as well, so one
+    // drawn over another (two runs that trained alike) still shows
+    const int points[] = {7, 5, 9, 11, 13, 4, 6, 8};
     if (s.points_only)
       g << data << " using 1:2 with points pt 7 ps 1.2 lc " << i + 1;
     else
-      g << data << " using 1:2 with linespoints pt 7 ps 0.4 lc " << i + 1 << " dt " << i / 8 + 1;
+      g << data << " using 1:2 with linespoints pt " << points[i % 8] << " ps 0.5 lc " << i + 1
+        << " dt " << i % 5 + 1;
     g << " title " << quoted(s.label);
   }
   g << "\n";

@@ -45,6 +45,18 @@ ReplayResult replay_async_run(const std::filesystem::path& results) {
       line_of.push_back(n);
     }
   }
+  // A client whose task was sent again may have computed the first one too (its UPDATE lost, or
+  // late): a stateful uplink's state moved with it, which the log cannot show.
+  if (s.compression.uplink != "none" &&
+      (s.compression.error_feedback || s.compression.uplink == "powersgd"))
+    for (const RoundRecord& r : read_round_records(results))
+      if (r.tasks_resent && !r.tasks_resent->empty())
+        throw Error(fmt::format(
+            "round {} sent client {}'s task again (a message lost, or an answer late): what the "
+            "client computed for the first moved its {}, which updates.jsonl cannot show, so the "
+            "run cannot be replayed (it can where no task was sent again)",
+            r.round, r.tasks_resent->front(),
+            s.compression.error_feedback ? "error-feedback residual" : "PowerSGD warm start"));
   ReplayResult out;
   const RunSummary summary = read_run_summary(results);
   out.run_hash = summary.model_hash;

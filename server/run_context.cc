@@ -17,6 +17,7 @@
 #include "core/run_spec.h"
 #include "core/safetensors.h"
 #include "core/trainer.h"
+#include "partitioners/plot_svg.h"
 #include "server/client_evaluation.h"
 #include "server/plan.h"
 #include "server/run_readme.h"
@@ -71,6 +72,9 @@ RunContext::RunContext(const Config& c, const RunSpec& setup, bool resuming)
     init_hash_ = hash_hex(hash_bytes(params.data(), params.size() * sizeof(float)));
   out.write_text("config.resolved.toml", cfg.to_toml());
   write_manifest(out.path() / "manifest.json", manifest);
+  out.write_text("partition.svg",  // the split at a glance, as `fedpar partition --out` draws it
+                 partition_svg(manifest, fmt::format("{}: {} over {} clients", data.train.name,
+                                                     manifest.scheme, manifest.clients.size())));
   if (s.save_params_every > 0) std::filesystem::create_directories(out.path() / "params");
   if (s.eval_clients) client_scorer_.emplace(data.train, manifest, s.partition);
   if (s.eval_train && manifest.held_out() > 0) {

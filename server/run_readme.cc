@@ -47,6 +47,7 @@ const std::map<std::string, std::string>& file_notes() {
   static const std::map<std::string, std::string> notes = {
       {"config.resolved.toml", "every setting of the run, defaults included"},
       {"manifest.json", "the partition: each virtual client's sample indices, with its hash"},
+      {"partition.svg", "the partition drawn: each client's samples by label"},
       {"metrics.jsonl",
        "one JSON object per round (loss, accuracy when evaluated, bytes, times, per-client "
        "records; `tail -f` while it runs; every field: docs/metrics.md in fedpar's source)"},

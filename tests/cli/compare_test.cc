@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "tests/util/run_fedpar.h"
 #include "tests/util/run_results.h"
@@ -128,9 +129,13 @@ TEST(Compare, TabulatesAndPlotsWhatEachRunRecorded) {
   // against bytes the columns say their unit, MB (what the values are), not "bytes"
   const auto b = compare(tmp, {"slow"}, " --x bytes --target 40 --out " + (tmp / "cmpb").string());
   ASSERT_EQ(b.code, 0) << b.err;
-  EXPECT_NE(b.out.find("| MB at the end | first round at or above 40% | MB then |"),
+  EXPECT_NE(b.out.find("| MB at the end | first evaluated round at or above 40% | MB then |"),
             std::string::npos)
       << b.out;
+  // evaluated every 2 rounds, it may have got there a round before its row's: the cell says so
+  const auto t = compare(tmp, {"slow"}, " --target 20 --out " + (tmp / "cmpt").string());
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_TRUE(std::regex_search(t.out, std::regex(R"(\| \d+ \(evaluated every 2\) \|)"))) << t.out;
   const auto last = testing::jsonl(tmp / "res/slow/metrics.jsonl").back();
   EXPECT_DOUBLE_EQ(
       nlohmann::json::parse(testing::slurp(tmp / "cmpb/compare.json"))["runs"][0]["x_at_end"]
@@ -420,6 +425,33 @@ TEST(Compare, SettingsARunNeverReadStayOutOfItsRowAndPartitionsSayHowNonIidTheyA
       readme.find(fmt::format("median EMD {:.3f} (0: every client's labels as the whole's", dir)),
       std::string::npos)
       << readme;
+}
+
+// A baseline of another model, or trained or tested on other data, was drawn as the runs' own
+// without a word: the report names what differs. One that matches gets no such line.
+TEST(Compare, ABaselineTrainedOtherwiseIsSaid) {
+  TempDir tmp;
+  two_runs(tmp);
+  const std::string train =
+      "train --quiet --dataset synthetic --epochs 2 --set data.iid=true "
+      "--results-dir " +
+      (tmp / "res").string();
+  for (const char* flags : {" --model logreg --name same", " --model 2nn --name other",
+                            " --model logreg --test-limit 100 --name fewer"})
+    ASSERT_EQ(testing::run_fedpar(train + flags, tmp.path()).code, 0) << flags;
+  auto r = compare(tmp, {"slow", "same"}, " --out " + (tmp / "c1").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("trained otherwise than the runs"), std::string::npos) << r.out;
+  r = compare(tmp, {"slow", "other", "fewer"}, " --out " + (tmp / "c2").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("The centralized baseline other trained otherwise than the runs: "
+                       "model.name (2nn against a run's logreg)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("The centralized baseline fewer trained otherwise than the runs: "
+                       "data.test_limit (100 against a run's 0)"),
+            std::string::npos)
+      << r.out;
 }
 
 // A `fedpar train` folder beside the runs is their centralized baseline: a row with its epochs,

@@ -69,6 +69,11 @@ TEST(DataFlags, RunAndServerReadThemAsTrainDoes) {
   const std::string resolved = testing::slurp(tmp / "res" / "ok" / "config.resolved.toml");
   EXPECT_NE(resolved.find("dir = '" + dir.string() + "'"), std::string::npos) << resolved;
   EXPECT_NE(resolved.find("train_limit = 300"), std::string::npos) << resolved;
+  // the mnist folder itself given as the data dir: the error says to name the one above it
+  testing::expect_refused(
+      "train --quiet --dataset mnist --data-dir " + (dir / "mnist").string(), tmp.path(), 2,
+      (dir / "mnist").string() + " holds the files itself: the data dir is the folder above it, " +
+          dir.string());
 }
 
 // The server's data.dir is a path on the server's machine; a client elsewhere names its own.

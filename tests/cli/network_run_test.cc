@@ -485,6 +485,19 @@ TEST(NetworkRun, EmulatedAsyncSendsALostTaskAgainAndEveryClientGoesOn) {
   EXPECT_EQ(replay.code, 0) << replay.err;
   EXPECT_NE((replay.out + replay.err).find("matches the run's"), std::string::npos)
       << replay.out << replay.err;
+  // With error feedback the clients' residuals also moved with the answers that were lost or
+  // late, which the log cannot show: replay says so rather than differing
+  std::string config = testing::slurp(dir / "config.resolved.toml");
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{"uplink = 'none'", "uplink = 'topk'"},
+        {"error_feedback = false", "error_feedback = true"}}) {
+    ASSERT_NE(config.find(from), std::string::npos) << config;
+    config.replace(config.find(from), from.size(), to);
+  }
+  std::ofstream(dir / "config.resolved.toml") << config;
+  testing::expect_refused("replay " + dir.string(), tmp.path(), 2,
+                          "task again (a message lost, or an answer late): what the client "
+                          "computed for the first moved its error-feedback residual");
 }
 
 // A client whose availability draw fails is not asked: the record lists it as unavailable, its

@@ -190,6 +190,9 @@ TEST(FedparRun, AFolderShowsItsRunsCurves) {
     EXPECT_EQ(rounds, (std::vector<int>{1, 2, 3, 4, 5}));
   }
   EXPECT_NE(readme.find("`plots`: the test accuracy and loss by round"), std::string::npos);
+  // the split drawn beside its manifest, as `fedpar partition --out` draws it
+  EXPECT_NE(testing::slurp(tmp / "res/drawn/partition.svg").find("<svg"), std::string::npos);
+  EXPECT_NE(readme.find("- `partition.svg`: the partition drawn"), std::string::npos) << readme;
   const auto bare = testing::run_fedpar(run + "bare --no-plots", tmp.path());
   ASSERT_EQ(bare.code, 0) << bare.err;
   EXPECT_FALSE(std::filesystem::exists(tmp / "res/bare/plots"));

@@ -72,6 +72,12 @@ TEST(Config, NearMatchesByLastPartAndTheCommandThatListsAll) {
   EXPECT_NE(e.find("did you mean 'train.epochs'?"), std::string::npos) << e;
   e = error_of([&] { c.set("optimizer", "2"); });
   EXPECT_EQ(e.find("did you mean"), std::string::npos) << "nothing near: " << e;
+  // other frameworks' names for a key: learning_rate is lr, batch_size batch (within a table
+  // when one is given)
+  e = error_of([&] { c.set("train.learning_rate", "0.1"); });
+  EXPECT_NE(e.find("did you mean 'train.lr'?"), std::string::npos) << e;
+  e = error_of([&] { c.set("batch_size", "10"); });
+  EXPECT_NE(e.find("did you mean 'train.batch'?"), std::string::npos) << e;
   // the words of a key's last part, all in the key given: the server's rate under another table
   Config run("[optimizer]\nlr = 0.1\n[local]\nserver_lr = 1.0\nsteps = 1\n");
   e = error_of([&] { run.set("server_optimizer.lr", "0.01"); });

@@ -289,6 +289,13 @@ TEST(RunSpecValues, SettingsAnotherSettingReplacesAreNamed) {
                 "the run does not read local.steps = 5: local.epochs = 1 replaces it (set "
                 "local.epochs = 0 to train local.steps)"}));
   EXPECT_TRUE(warnings({"regime=model", "local.steps=5"}).empty());
+  // the model regime's local defaults are FedSGD: said, unless the config chose them
+  const auto defaults = warnings({"regime=model"});
+  ASSERT_EQ(defaults.size(), 1u);
+  EXPECT_NE(defaults[0].find("takes one full-batch step a round: FedSGD"), std::string::npos)
+      << defaults[0];
+  EXPECT_TRUE(warnings({"regime=model", "local.steps=1"}).empty());
+  EXPECT_TRUE(warnings({"regime=model", "local.batch=full"}).empty());
   EXPECT_EQ(warnings({"optimizer.gamma=0.5", "optimizer.min_lr=0.001"}),
             (std::vector<std::string>{
                 "the run does not read optimizer.gamma = 0.5: optimizer.schedule = \"constant\" "
