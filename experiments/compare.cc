@@ -323,6 +323,12 @@ DifferingSettings differing_settings(const std::vector<RunConfig>& configs) {
   DifferingSettings out{.rows = std::vector<std::map<std::string, std::string>>(n),
                         .unread = std::vector<std::string>(n)};
   std::set<std::string> keys;
+  // batch = "full" and its default 0 are one setting, the whole shard: shown as 'full'
+  const auto text = [](const Config& c, const std::string& k) {
+    const bool whole = (k == "sgd.batch" || k == "local.batch") &&
+                       (c.is_word(k, "full") || c.value_text(k) == "0");
+    return whole ? std::string("'full'") : c.value_text(k);
+  };
   for (size_t i = 0; i < n; ++i) {
     const RunConfig& r = configs[i];
     if (!r.spec) {
@@ -331,7 +337,7 @@ DifferingSettings differing_settings(const std::vector<RunConfig>& configs) {
     }
     for (const std::string& k : r.config.keys())
       if (!ignored.count(k) && run_reads(r.config, *r.spec, k))
-        values[i][k] = r.config.value_text(k), keys.insert(k);
+        values[i][k] = text(r.config, k), keys.insert(k);
   }
   const Config defaults = make_run_config();
   for (const std::string& k : keys) {
@@ -346,7 +352,7 @@ DifferingSettings differing_settings(const std::vector<RunConfig>& configs) {
     bool shown = false;
     for (size_t i = 0; i < n; ++i)
       if (const auto it = values[i].find(k); it != values[i].end())
-        if (read.size() > 1 || (!all_read && it->second != defaults.value_text(k)))
+        if (read.size() > 1 || (!all_read && it->second != text(defaults, k)))
           out.rows[i][k] = it->second, shown = true;
     for (const auto& [v, count] : read)
       if (shown && readers >= 3 && 2 * count > readers) out.common[k] = v;

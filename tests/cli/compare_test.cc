@@ -427,6 +427,18 @@ TEST(Compare, SettingsARunNeverReadStayOutOfItsRowAndPartitionsSayHowNonIidTheyA
       << readme;
 }
 
+// sgd.batch = "full" is the default 0, the whole shard: a gradient run beside model runs (which
+// do not read it) listed `sgd.batch='full'` as a setting of its own.
+TEST(Compare, AWholeShardBatchIsOneSettingHoweverSpelled) {
+  TempDir tmp;
+  two_runs(tmp);
+  one_run(tmp, "fedsgd", " --set regime=gradient --set sgd.batch=full");
+  const auto r = compare(tmp, {"slow", "fast", "fedsgd"}, " --out " + (tmp / "c").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("| fedsgd | `"), std::string::npos) << r.out;  // its regime differs
+  EXPECT_EQ(r.out.find("sgd.batch"), std::string::npos) << r.out;
+}
+
 // A baseline of another model, or trained or tested on other data, was drawn as the runs' own
 // without a word: the report names what differs. One that matches gets no such line.
 TEST(Compare, ABaselineTrainedOtherwiseIsSaid) {
