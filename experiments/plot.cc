@@ -114,4 +114,13 @@ bool draw_line_plot(const std::filesystem::path& svg, const LinePlot& plot, std:
   return true;
 }
 
+std::string readme_plot(const std::filesystem::path& run_dir, const std::string& file,
+                        const std::string& what, const std::string& by, const LinePlot& plot) {
+  std::string why;  // the data and script stay: gnuplot, once installed, draws them there
+  return draw_line_plot(run_dir / "plots" / file, plot, &why)
+             ? fmt::format("![{} by {}](plots/{})\n\n", what, by, file)
+             : fmt::format("(no plot of the {}: {}; then `cd plots && gnuplot {}.gp` draws it)\n\n",
+                           what, why, file);
+}
+
 }  // namespace fedpar

@@ -25,4 +25,9 @@ struct LinePlot {
 // missing or fails; the report then says so instead of showing the plot.
 bool draw_line_plot(const std::filesystem::path& svg, const LinePlot& plot, std::string* why);
 
+// Draws `plot` into RUN/plots/FILE for a results folder's README and returns the markdown that
+// shows it ("![WHAT by BY](plots/FILE)"), or that says why it is missing and how to draw it.
+std::string readme_plot(const std::filesystem::path& run_dir, const std::string& file,
+                        const std::string& what, const std::string& by, const LinePlot& plot);
+
 }  // namespace fedpar

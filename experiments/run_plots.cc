@@ -42,12 +42,7 @@ std::string draw_run_plots(const std::filesystem::path& run_dir, const std::stri
   std::filesystem::create_directories(run_dir / "plots");
   std::string md = drawn.empty() && !clients ? too_few : "";
   const auto draw = [&](const char* file, const std::string& what, const LinePlot& plot) {
-    std::string why;  // the data and script stay: gnuplot, once installed, draws them there
-    md +=
-        draw_line_plot(run_dir / "plots" / file, plot, &why)
-            ? fmt::format("![{} by round](plots/{})\n\n", what, file)
-            : fmt::format("(no plot of the {}: {}; then `cd plots && gnuplot {}.gp` draws it)\n\n",
-                          what, why, file);
+    md += readme_plot(run_dir, file, what, "round", plot);
   };
   for (const Drawn& d : drawn)
     draw(d.file, d.name,

@@ -29,12 +29,7 @@ std::string draw_train_plots(const std::filesystem::path& run_dir, const std::st
                   .series = {{"training", c.epoch, train, {}, {}}}};
     if (!c.test_epoch.empty())
       plot.series.push_back({"test", c.test_epoch, test, {}, {}, /*points_only=*/true});
-    std::string why;  // the data and script stay: gnuplot, once installed, draws them there
-    md +=
-        draw_line_plot(run_dir / "plots" / file, plot, &why)
-            ? fmt::format("![{} by epoch](plots/{})\n\n", what, file)
-            : fmt::format("(no plot of the {}: {}; then `cd plots && gnuplot {}.gp` draws it)\n\n",
-                          what, why, file);
+    md += readme_plot(run_dir, file, what, "epoch", plot);
   };
   draw("loss-vs-epoch.svg", "loss", "loss", true, c.loss, c.test_loss);
   draw("accuracy-vs-epoch.svg", "accuracy", "accuracy (%)", false, c.accuracy, c.test_accuracy);
