@@ -186,11 +186,14 @@ class ClientProcess {
           join_ring(checked(decode_ring_assignment(m), "RING"), m.header.round);
           break;
         case MessageType::kTask:
-          if (superseded(m.header.round)) {
-            log(
-                fmt::format("skipped the TASK of round {}: the server has moved on (this process "
-                            "fell behind)",
-                            m.header.round + 1));
+          if (superseded(m.header)) {
+            log(s_.regime == Regime::kAsync
+                    ? fmt::format("skipped client {}'s TASK on model version {}: the server sent "
+                                  "it again, and that one is queued",
+                                  m.header.client, m.header.round)
+                    : fmt::format("skipped the TASK of round {}: the server has moved on (this "
+                                  "process fell behind)",
+                                  m.header.round + 1));
             break;
           }
           serve(checked(decode_task(m), "TASK"), m.header.round);
@@ -213,16 +216,20 @@ class ClientProcess {
   // server has ended this round (it starts round r + 1 only once round r is over) and an answer
   // would come after its deadline and be refused. A process that fell behind then serves the
   // newest round instead of working through those it missed. Not with a delta downlink (every
-  // TASK moves the replica) nor in async (each task is one client's) or the other topologies.
-  bool superseded(uint64_t round) {
-    if (s_.regime == Regime::kAsync || s_.topology != Topology::kParameterServer ||
-        s_.compression.downlink_delta)
-      return false;
+  // TASK moves the replica) or the other topologies. In async each task is one client's: one is
+  // stale when the server sent that client another (it took this one for lost) now queued.
+  bool superseded(const Header& task) {
+    const bool async = s_.regime == Regime::kAsync;
+    if (s_.topology != Topology::kParameterServer || s_.compression.downlink_delta) return false;
     while (auto more = channel_.receive(Clock::now())) pending_.push_back(std::move(*more));
     return std::any_of(pending_.begin(), pending_.end(), [&](const Received& r) {
       if (r.frames.empty()) return false;
       const auto h = peek_header(r.spans()[0]);
-      return h && h->round > round;
+      // async: a TASK the server sent the same client again (it took this one for lost), on a
+      // newer model or as the same task; else any later round's
+      return h && (async ? h->type == MessageType::kTask && h->client == task.client &&
+                               h->round >= task.round
+                         : h->round > task.round);
     });
   }
 

@@ -119,7 +119,8 @@ class AsyncPlan final : public Plan {
                  .momentum = 0.0,
                  .drift = false,
                  .draw = draw};
-    const WireMessage m = engine.encode_model_task(task, current_, {0, engine.run_id, version_});
+    // the header names the client, so its process can skip a task sent again behind this one
+    const WireMessage m = engine.encode_model_task(task, current_, {c, engine.run_id, version_});
     engine.send(engine.owner[c], m);
     outstanding_[c] = {version_, draw, Clock::now()};
     if (arrivals_) arrivals_->dispatch(c, draw, sim_now_, m.bytes());
@@ -129,7 +130,7 @@ class AsyncPlan final : public Plan {
   CollectSpec one_update(const Engine& engine) {
     CollectSpec spec{.kind = TaskKind::kGradient,
                      .want = 1,
-                     .seconds = arrivals_ ? s_.wait_seconds : until_a_task_expires(),
+                     .seconds = arrivals_ ? s_.wait_seconds : until_a_task_expires(engine),
                      .check_round = false,
                      .batch = s_.sgd_batch,
                      .floats = {run_.params.size()}};
@@ -140,31 +141,35 @@ class AsyncPlan final : public Plan {
       return fmt::format("client {} holds no task on model version {}", r.key,
                          r.in.parsed.header.round);
     };
-    spec.withdrawn = [this](uint32_t c, uint64_t version) {  // (a task sent again as it was
-      const auto it = outstanding_.find(c);                  // is still wanted)
+    spec.withdrawn = [this, &engine](uint32_t c, uint64_t version) {  // (a task sent again
+      const auto it = outstanding_.find(c);                           // as it was is wanted)
       if (!withdrawn_.count({c, version}) ||
           (it != outstanding_.end() && it->second.version == version))
         return false;
-      heard_[c] = Clock::now();  // late, but there
+      heard_[engine.owner.at(c)] = Clock::now();  // late, but its process is there
       return true;
     };
     return spec;
   }
 
-  // A task expires once it, and its client, waited wait_seconds: a client slower than that
-  // answers its earlier tasks late, and one more task each time keeps its queue from growing.
-  Clock::time_point expires(uint32_t c, const Outstanding& o) const {
-    const auto h = heard_.find(c);
+  // A task expires once it and its process waited wait_seconds (a process serving its clients'
+  // tasks one after another is heard between them; one slower than that answers late, and one
+  // more task each time keeps its queue from growing), or at once when its process answered a
+  // task sent after it: a process answers in order, so this one's TASK or UPDATE was lost.
+  Clock::time_point expires(const Engine& engine, uint32_t c, const Outstanding& o) const {
+    if (lost_.count(c)) return o.sent;
+    const auto h = heard_.find(engine.owner.at(c));
     const Clock::time_point from = h == heard_.end() ? o.sent : std::max(o.sent, h->second);
     return from + std::chrono::duration_cast<Clock::duration>(
                       std::chrono::duration<double>(std::min(s_.wait_seconds, 1e9)));
   }
 
   // The seconds until the first task expires (then it is sent again).
-  double until_a_task_expires() const {
+  double until_a_task_expires(const Engine& engine) const {
     double least = s_.wait_seconds;
     for (const auto& [c, o] : outstanding_)
-      least = std::min(least, std::chrono::duration<double>(expires(c, o) - Clock::now()).count());
+      least = std::min(least,
+                       std::chrono::duration<double>(expires(engine, c, o) - Clock::now()).count());
     return std::max(least, 0.001);
   }
 
@@ -172,8 +177,11 @@ class AsyncPlan final : public Plan {
     const uint32_t c = r.key;
     const Outstanding o = outstanding_.at(c);
     outstanding_.erase(c);
-    unanswered_[engine.owner.at(c)] = 0;
-    heard_[c] = Clock::now();
+    const std::string& process = engine.owner.at(c);
+    unanswered_[process] = 0;
+    heard_[process] = Clock::now();
+    for (const auto& [k, other] : outstanding_)  // it answers in order: these were lost
+      if (engine.owner.at(k) == process && other.sent < o.sent) lost_.insert(k);
     // it answers in order: no answer to a task it was given before this one can follow
     std::erase_if(withdrawn_, [&](const auto& w) { return w.first == c && w.second < o.version; });
     t.processed += double(r.update.num_samples);
@@ -211,11 +219,10 @@ class AsyncPlan final : public Plan {
     dispatch(engine, c);
   }
 
-  // A task unanswered for wait_seconds (the synchronous regimes' deadline), from a client silent
-  // as long, is presumed lost: its TASK or UPDATE was dropped on a lossy link, or its process
-  // died or hangs (each answer is awaited only until another client's comes, so no deadline
-  // would notice), or the client is slower than the deadline (as in a synchronous round, its
-  // answers then come too late to count). It is sent again:
+  // A task that expired (above) is presumed lost: its TASK or UPDATE was dropped on a lossy
+  // link, or its process died or hangs (each answer is awaited only until another client's
+  // comes, so no deadline would notice), or it is slower than the deadline (as in a synchronous
+  // round, its answers then come too late to count). It is sent again:
   // on the newest model as the next batch draw, or, where no update was applied since, as the
   // same task (the same draw, so either answer is the same work); the first answer counts and
   // the others are dropped without a word. A process whose clients' tasks expired
@@ -225,11 +232,12 @@ class AsyncPlan final : public Plan {
   void resend_expired(Engine& engine, Tally& t) {
     std::vector<uint32_t> expired;
     for (const auto& [c, o] : outstanding_)
-      if (Clock::now() >= expires(c, o)) expired.push_back(c);
+      if (Clock::now() >= expires(engine, c, o)) expired.push_back(c);
     for (uint32_t c : expired) {
       const auto it = outstanding_.find(c);
       if (it == outstanding_.end()) continue;  // its process was dropped a moment ago
       const Outstanding o = it->second;
+      lost_.erase(c);
       const std::string& id = engine.owner.at(c);
       const auto& mine = engine.peers.at(id).clients;
       if (++unanswered_[id] >= uint64_t(s_.drop_after_missed_rounds) * mine.size()) {
@@ -238,7 +246,7 @@ class AsyncPlan final : public Plan {
                                     "each): it died, hangs, is too slow, or its messages were lost",
                                     unanswered_[id], mine.size(), s_.wait_seconds,
                                     s_.drop_after_missed_rounds));
-        for (uint32_t k : mine) outstanding_.erase(k);
+        for (uint32_t k : mine) outstanding_.erase(k), lost_.erase(k);
         continue;
       }
       withdrawn_.insert({c, o.version});
@@ -266,8 +274,9 @@ class AsyncPlan final : public Plan {
   std::map<uint32_t, Outstanding> outstanding_;
   std::map<uint32_t, uint64_t> draws_;  // tasks sent per client: names its next batch draw
   std::set<std::pair<uint32_t, uint64_t>> withdrawn_;  // (client, version) sent again
-  std::map<std::string, uint64_t> unanswered_;   // per process: expired tasks since its last answer
-  std::map<uint32_t, Clock::time_point> heard_;  // per client: its last update, late ones too
+  std::map<std::string, uint64_t> unanswered_;  // per process: expired tasks since its last answer
+  std::map<std::string, Clock::time_point> heard_;  // per process: its last update, late too
+  std::set<uint32_t> lost_;  // clients whose task a later one's answer showed lost
   uint64_t version_ = 0, seq_ = 0;
   Clock::time_point t_start_;
   double busy_seconds_ = 0;

@@ -61,6 +61,7 @@ ReplayResult replay_async_run(const std::filesystem::path& results) {
   const RunSummary summary = read_run_summary(results);
   out.run_hash = summary.model_hash;
   out.run_applied = uint64_t(summary.rounds_run) * uint64_t(s.partition.clients);
+  out.diverged = summary.diverged_at_round.has_value();
   size_t i = 0;  // the entry being replayed, for a field missing or of another type
   try {
     auto be = make_backend("cpu", s.threads);  // as the run's clients computed (device cpu)

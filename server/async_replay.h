@@ -16,10 +16,14 @@ namespace fedpar {
 
 struct ReplayResult {
   uint64_t updates = 0, applied = 0;
-  std::string hash;          // of the replayed final model
-  std::string run_hash;      // summary.json's model_hash
-  uint64_t run_applied = 0;  // the updates the run applied: its rounds x its clients
-  bool matches() const { return hash == run_hash && applied == run_applied; }
+  std::string hash;      // of the replayed final model
+  std::string run_hash;  // summary.json's model_hash
+  // the updates the run's finished rounds applied (its rounds x its clients); a run that diverged
+  // kept those of its unfinished round too: at least these
+  uint64_t run_applied = 0;
+  bool diverged = false;
+  bool complete() const { return diverged ? applied >= run_applied : applied == run_applied; }
+  bool matches() const { return hash == run_hash && complete(); }
 };
 
 // Throws Error when the folder is not a finished async run or its log is inconsistent.

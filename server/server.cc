@@ -121,9 +121,9 @@ std::string compress_hint(const RunSpec& s) {
 // with the numbers, before the first round rather than after the deadlines ("" when none). The
 // slowest live process's link.
 std::string slow_links(const Engine& engine, const RunSpec& s, WireSizes wire) {
-  if (s.network.mode != NetworkMode::kEmulated || s.regime == Regime::kAsync ||
-      s.topology != Topology::kParameterServer)
+  if (s.network.mode != NetworkMode::kEmulated || s.topology != Topology::kParameterServer)
     return {};
+  const bool async = s.regime == Regime::kAsync;  // each client's task is sent again instead
   const uint64_t down = wire.down, up = wire.up + wire.drift;  // emulated: every byte takes time
   double least = 0;
   const std::string* slowest = nullptr;
@@ -131,7 +131,9 @@ std::string slow_links(const Engine& engine, const RunSpec& s, WireSizes wire) {
   for (const auto& id : engine.order) {
     const auto& clients = engine.peers.at(id).clients;
     if (clients.empty() || engine.lost.count(id)) continue;
-    const auto n = std::max<size_t>(1, size_t(std::ceil(s.fraction * double(clients.size()))));
+    const auto n =
+        async ? clients.size()  // each holds a task at all times
+              : std::max<size_t>(1, size_t(std::ceil(s.fraction * double(clients.size()))));
     const double t = least_round_seconds(s.network.of(clients[0]), down, up, n);
     too_slow += t > s.wait_seconds;
     if (t > least) least = t, slowest = &id, asked = n;
@@ -144,13 +146,15 @@ std::string slow_links(const Engine& engine, const RunSpec& s, WireSizes wire) {
   // fewer clients a process only helps where a process sends several updates a round
   const std::string split = asked > 1 ? ", start more client processes (fewer clients each)" : "";
   return fmt::format(
-      "the process of virtual clients {} sends {} update(s) of {:.2f} MB a round up its "
+      "the process of virtual clients {} sends {} update(s) of {:.2f} MB {} up its "
       "emulated {} link ({:g} Mbit/s): at least {:.0f} s, more than wait_seconds = {:g}, so it "
-      "would miss every deadline{}. Raise wait_seconds (to {:.0f} or more, a margin for "
+      "would miss every deadline{}{}. Raise wait_seconds (to {:.0f} or more, a margin for "
       "compute){}, "
       "or {}",
-      fmt::join(clients, ", "), asked, double(up) / 1e6, p.name, p.up_bps / 1e6, least,
-      s.wait_seconds, others, std::ceil(1.5 * least), split, compress_hint(s));
+      fmt::join(clients, ", "), asked, double(up) / 1e6, async ? "at a time" : "a round", p.name,
+      p.up_bps / 1e6, least, s.wait_seconds, others,
+      async ? " (each task sent again, and the process dropped)" : "", std::ceil(1.5 * least),
+      split, compress_hint(s));
 }
 
 // Simulated mode with network.drop_late: clients whose link cannot bring the model down and their

@@ -132,7 +132,7 @@ Action add_replay_command(CLI::App& app) {
     const ReplayResult r = replay_async_run(*dir);
     fmt::print("replayed {} updates ({} applied): final model hash {} {} the run's {}\n", r.updates,
                r.applied, r.hash, r.hash == r.run_hash ? "matches" : "DIFFERS FROM", r.run_hash);
-    if (r.applied != r.run_applied)
+    if (!r.complete())
       fmt::print(
           "updates.jsonl has {} applied updates where the run's rounds applied {}: the log "
           "is {}\n",

@@ -186,6 +186,28 @@ TEST(NetworkRun, AnEmulatedLinkTooSlowForTheDeadlineIsNamedBeforeTheFirstRound) 
       "(fewer clients each), or compress the updates");
 }
 
+// Async has a deadline too now (a task unanswered for wait_seconds is sent again): the same slow
+// link is named before the first update, for the tasks its process holds at a time (it was not,
+// and every task was sent again until the processes were dropped).
+TEST(NetworkRun, AnEmulatedLinkTooSlowForAsyncTasksIsNamedBeforeTheFirstUpdate) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << kNetworkRun;
+  std::string args = fmt::format("run {} --set results_dir={}", (tmp / "run.toml").string(),
+                                 (tmp / "res").string());
+  for (const auto& s :
+       {"regime=async", "sgd.batch=10", "rounds=1", "wait_seconds=2", "drop_after_missed_rounds=1",
+        "network.mode=emulated", "network.profile=custom", "network.custom.down_bps=1e9",
+        "network.custom.up_bps=5e4"})
+    args += std::string(" --set ") + s;
+  const auto r = testing::run_fedpar(args, tmp.path());
+  EXPECT_NE(r.err.find("sends 2 update(s) of 0.01 MB at a time up its emulated custom link "
+                       "(0.05 Mbit/s): at least 3 s, more than wait_seconds = 2, so it would miss "
+                       "every deadline (and 1 other process(es) too) (each task sent again, and "
+                       "the process dropped)"),
+            std::string::npos)
+      << r.err;
+}
+
 // Emulated links are per process: a process hosting clients 0 and 2 (2 processes, 4 clients dealt
 // in turn) sends for both over client 0's link, which the server says when client 2's profile
 // differs; the other process, whose clients share one profile, is not named.

@@ -285,6 +285,36 @@ TEST(Async, ReplayReproducesTheRunBitForBitFromItsLog) {
                                "applied 60: the log is short"),
             std::string::npos)
       << short_log.out;
+  // a run that diverged kept the updates of its unfinished round: its log has more than its
+  // finished rounds applied, and replays (the count once failed it as "too long")
+  const auto diverged = run(tmp, "diverged",
+                            "--set regime=async --set rounds=20 --set processes=3 --set "
+                            "partition.clients=3 --set sgd.batch=20 --set optimizer.lr=1e20");
+  ASSERT_EQ(diverged.code, kExitDiverged) << diverged.err;
+  const auto again =
+      testing::run_fedpar("replay " + (tmp / "res" / "diverged").string(), tmp.path());
+  EXPECT_EQ(again.code, 0) << again.out << again.err;
+  EXPECT_NE(again.out.find("matches"), std::string::npos) << again.out;
+}
+
+// One process serving two clients one after another, 0.6 s each, wait_seconds 1: the second's
+// task waits 1.2 s for its answer, yet its process is heard at 0.6. Timed per client, every such
+// task expired and was sent again, and its answers always came late (the client starved); timed
+// per process, none is sent again and both clients' updates are applied.
+TEST(Async, ClientsSharingAProcessAreNotTakenForLostWhileItServesTheOther) {
+  TempDir tmp;
+  const auto r = run(tmp, "shared",
+                     "--set regime=async --set rounds=4 --set processes=1 --set "
+                     "partition.clients=2 --set sgd.batch=20 --set wait_seconds=1 --set "
+                     "drop_after_missed_rounds=100 --set stragglers.delay_seconds=0:0.6,1:0.6");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const auto& rec : jsonl(tmp / "res" / "shared" / "metrics.jsonl"))
+    EXPECT_TRUE(rec["tasks_resent"].empty()) << rec.dump();
+  std::map<uint32_t, int> applied;
+  for (const auto& u : jsonl(tmp / "res" / "shared" / "updates.jsonl"))
+    applied[u["client"].get<uint32_t>()] += u["applied"].get<bool>();
+  EXPECT_GE(applied[0], 3);
+  EXPECT_GE(applied[1], 3);
 }
 
 TEST(Async, StalenessBoundRejectsAndLogsStaleUpdates) {
