@@ -137,10 +137,15 @@ void Config::check_key(const std::string& key, std::string_view source) const {
       {"num_epochs", "epochs"}, {"local_steps", "steps"},   {"num_clients", "clients"},
       {"batch_size", "batch"},  {"k", "labels_per_client"}, {"clients_per_round", "fraction"}};
   const auto synonym = kSynonyms.find(std::string(last_part(key)));
+  // in the table given, else in any (train.learning_rate is optimizer.lr)
+  const bool in_table = synonym != kSynonyms.end() && !table.empty() &&
+                        std::any_of(keys_.begin(), keys_.end(), [&](const std::string& k) {
+                          return k.starts_with(table + ".") && last_part(k) == synonym->second;
+                        });
   std::vector<std::pair<size_t, std::string>> near;
   for (const auto& k : keys_) {
     if (synonym != kSynonyms.end() && last_part(k) == synonym->second &&
-        (table.empty() || k.starts_with(table + "."))) {
+        (!in_table || k.starts_with(table + "."))) {
       near.emplace_back(0, k);
       continue;
     }

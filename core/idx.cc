@@ -14,7 +14,7 @@ IdxStream::IdxStream(const std::filesystem::path& path, int expected_rank) : pat
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     // DIR/mnist/FILE missing while DIR/FILE is there: the data dir named the dataset's own folder
-    const auto above = path.parent_path().parent_path();
+    const auto above = std::filesystem::absolute(path).parent_path().parent_path();
     const bool one_too_deep = std::filesystem::is_regular_file(above / path.filename(), ec);
     throw Error(fmt::format(
         "missing dataset file {} ({})", path.string(),

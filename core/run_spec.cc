@@ -40,7 +40,7 @@ topology = "parameter-server"  # parameter-server (both regimes) | gradient regi
 bind = "tcp://127.0.0.1:5555"  # also ipc://PATH; tcp port * picks a free one
 processes = 1            # client processes to wait for
 max_slots = 1            # the most slots a process may ask for (fedpar client --slots): a weight, clients are dealt in proportion
-wait_seconds = 60.0      # for each round's updates
+wait_seconds = 60.0      # for each round's updates (async: for a task's, then it is sent again)
 start_wait_seconds = 0.0 # for the processes to say HELLO and load their data; 0: the larger of
                          # wait_seconds and 60 (a round deadline of 0.5 s is no data load's)
 eval_every = 1           # rounds between test-set evaluations

@@ -186,7 +186,8 @@ class AllReducePlan final : public Plan {
     CollectSpec spec{.kind = TaskKind::kAllReduce,
                      .key = CollectSpec::Key::kRank,
                      .seconds = s_.wait_seconds,
-                     .errors_are_fatal = !s_.ring_elastic};
+                     .errors_are_fatal = !s_.ring_elastic,
+                     .fatal_hint = "; allreduce.elastic = true re-forms the ring without it"};
     spec.expected = members_;
     // Elastic, the survivors' ERRORs come up to a ring deadline after the first answer (each
     // waits that long for its dead neighbour): they get two before one is taken for dead.

@@ -82,7 +82,7 @@ class AsyncPlan final : public Plan {
     rec.samples_processed = t.processed;
     rec.wait_seconds = seconds;
     rec.elapsed_seconds = busy_seconds_;
-    rec.tasks_resent = t.resent;
+    if (!arrivals_) rec.tasks_resent = t.resent;  // simulated links lose nothing
     if (arrivals_) {
       rec.simulated_seconds = sim_now_ - sim_start;
       rec.simulated_time = sim_now_;

@@ -478,8 +478,8 @@ Collected Engine::collect(const CollectSpec& spec) {
     if (spec.errors_are_fatal && !keys.empty())
       throw RunFailed(fmt::format(
           "round {}: the connection of {} closed and did not come back within {:g} s (did its "
-          "process die?); the run cannot go on without it",
-          round + 1, ranks_named(spec.rank_name, keys), kReconnectSeconds));
+          "process die?); the run cannot go on without it{}",
+          round + 1, ranks_named(spec.rank_name, keys), kReconnectSeconds, spec.fatal_hint));
     if (out.unreachable.size() + keys.size() == spec.expected.size()) return;
     for (const std::string& id : gone)
       if (unreachable_.insert(id).second)

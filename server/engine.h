@@ -88,6 +88,7 @@ struct CollectSpec {
   // closed and did not come back: the run names it (its neighbours' ERRORs blame their link).
   bool errors_are_fatal = false;
   const char* rank_name = "worker";  // Key::kRank: what a key is called ("stage 1")
+  const char* fatal_hint = "";       // what would let such a run go on ("; allreduce.elastic ...")
   // The plan's own checks: "" accepts, else the reason the sender is told.
   std::function<std::string(const Reply&)> accept;
   // Tasks the plan withdrew (async: one re-sent after wait_seconds), by (client, header round):

@@ -414,11 +414,15 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
     if (h.lost) lost.insert(lost.end(), h.clients.begin(), h.clients.end());
   if (!lost.empty())
     md << fmt::format(
-        "- **virtual client(s) {} were on a client process the run dropped** (slow or gone: none "
-        "of its updates came within `wait_seconds` in `drop_after_missed_rounds` rounds in a "
-        "row, or one was absent under SCAFFOLD or a delta downlink, or it left the ring) and got "
-        "no tasks after; {}\n",
+        "- **virtual client(s) {} were on a client process the run dropped** (slow or gone: {}) "
+        "and got no tasks after; {}\n",
         fmt::join(lost, ", "),
+        s.regime == Regime::kAsync
+            ? "its clients left `drop_after_missed_rounds` tasks each unanswered in a row, each "
+              "for `wait_seconds` and then sent again"
+            : "none of its updates came within `wait_seconds` in `drop_after_missed_rounds` "
+              "rounds in a row, or one was absent under SCAFFOLD or a delta downlink, or it left "
+              "the ring",
         s.regime == Regime::kAsync
             ? "the other clients' updates filled the rounds (updates.jsonl lists them)"
             : "each round's `missing` in metrics.jsonl names the updates it went without");

@@ -310,7 +310,7 @@ TEST(RunSpecValues, SettingsAnotherSettingReplacesAreNamed) {
       (std::vector<std::string>{
           "the run does not read diagnostics.drift = true: regime = \"gradient\" has no local "
           "steps to drift from its gradient (drift needs regime = \"model\")"}));
-  EXPECT_TRUE(warnings({"regime=model", "diagnostics.drift=true"}).empty());
+  EXPECT_TRUE(warnings({"regime=model", "local.epochs=1", "diagnostics.drift=true"}).empty());
 }
 
 // FedAdam and FedYogi at FedAvg's server rate of 1 end at chance accuracy on the 2NN: a run at 1
@@ -322,20 +322,21 @@ TEST(RunSpecValues, AnAdaptiveServerOptimizerAtFedAvgsRateIsWarnedOf) {
     return run_warnings(c, resolve_run_spec(c));
   };
   for (const char* name : {"adam", "yogi"}) {
-    const auto w = warnings({"regime=model", fmt::format("server_optimizer.name={}", name)});
+    const auto w =
+        warnings({"regime=model", "local.epochs=1", fmt::format("server_optimizer.name={}", name)});
     ASSERT_EQ(w.size(), 1u) << name;
     EXPECT_NE(w[0].find(fmt::format("server_optimizer.name = \"{}\"", name)), std::string::npos);
     EXPECT_NE(w[0].find("set local.server_lr to 0.1 or less"), std::string::npos) << w[0];
-    EXPECT_EQ(warnings({"regime=model", fmt::format("server_optimizer.name={}", name),
-                        "local.server_lr=3"})
+    EXPECT_EQ(warnings({"regime=model", "local.epochs=1",
+                        fmt::format("server_optimizer.name={}", name), "local.server_lr=3"})
                   .size(),
               1u);
-    EXPECT_TRUE(warnings({"regime=model", fmt::format("server_optimizer.name={}", name),
-                          "local.server_lr=0.1"})
+    EXPECT_TRUE(warnings({"regime=model", "local.epochs=1",
+                          fmt::format("server_optimizer.name={}", name), "local.server_lr=0.1"})
                     .empty());
   }
-  EXPECT_TRUE(warnings({"regime=model", "server_optimizer.name=avgm"}).empty());
-  EXPECT_TRUE(warnings({"regime=model"}).empty());
+  EXPECT_TRUE(warnings({"regime=model", "local.epochs=1", "server_optimizer.name=avgm"}).empty());
+  EXPECT_TRUE(warnings({"regime=model", "local.epochs=1"}).empty());
   // and the regime's unread settings are one sentence among them
   const auto w = warnings({"regime=gradient", "local.epochs=2"});
   ASSERT_EQ(w.size(), 1u);
