@@ -362,9 +362,13 @@ DifferingSettings differing_settings(const std::vector<RunConfig>& configs) {
 
 // What decides a run's test set: runs whose keys differ are scored on different samples, so
 // their accuracies are not on one scale.
+// A limit at or above MNIST's set (`whole` samples) is the whole set, as 0 is.
+size_t mnist_limit(const DataOptions& d, size_t limit, size_t whole) {
+  return d.name == "mnist" && limit >= whole ? 0 : limit;
+}
+
 std::map<std::string, std::string> test_set_keys(const DataOptions& d) {
-  // MNIST's test set has 10000 samples: a limit at or above it is the whole set, as 0 is
-  const size_t limit = d.name == "mnist" && d.test_limit >= 10000 ? 0 : d.test_limit;
+  const size_t limit = mnist_limit(d, d.test_limit, 10000);
   std::map<std::string, std::string> k = {{"data.name", d.name},
                                           {"data.test_limit", std::to_string(limit)}};
   if (d.name == "synthetic")
@@ -420,16 +424,13 @@ std::string baseline_note(const Reference& r, const std::vector<std::optional<Ru
     if (s->model.name != m.name) differ["model.name"] = {m.name, s->model.name};
     if (s->model.name == m.name && hidden(s->model) != hidden(m))
       differ["model.hidden"] = {hidden(m), hidden(s->model)};
-    // MNIST's training set has 60000 samples: a limit at or above it is the whole set, as 0 is
-    const auto whole = [](const DataOptions& x) {
-      return x.name == "mnist" && x.train_limit >= 60000 ? 0 : x.train_limit;
-    };
-    if (whole(s->data) != whole(d))
-      differ["data.train_limit"] = {std::to_string(whole(d)), std::to_string(whole(s->data))};
-    const auto mine = test_set_keys(d), theirs = test_set_keys(s->data);
-    for (const auto& [key, value] : mine)
-      if (!theirs.count(key) || theirs.at(key) != value)
-        differ[key] = {value, theirs.count(key) ? theirs.at(key) : "-"};
+    const size_t mine = mnist_limit(d, d.train_limit, 60000),
+                 theirs = mnist_limit(s->data, s->data.train_limit, 60000);
+    if (mine != theirs) differ["data.train_limit"] = {std::to_string(mine), std::to_string(theirs)};
+    const auto tested = test_set_keys(d), run_tested = test_set_keys(s->data);
+    for (const auto& [key, value] : tested)
+      if (!run_tested.count(key) || run_tested.at(key) != value)
+        differ[key] = {value, run_tested.count(key) ? run_tested.at(key) : "-"};
   }
   if (differ.empty()) return "";
   std::vector<std::string> said;

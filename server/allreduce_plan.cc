@@ -20,6 +20,10 @@
 namespace fedpar {
 namespace {
 
+// What lets a ring go on without a dead worker, said where one stops it
+constexpr const char* kElasticHint =
+    "; allreduce.elastic = true re-forms the ring without the dead";
+
 class AllReducePlan final : public Plan {
  public:
   // Refuses, before any client is waited for, a backend this process cannot serve.
@@ -76,11 +80,7 @@ class AllReducePlan final : public Plan {
       return round(engine, rec);  // the survivors redo the round from where it began
     }
     if (!c.missing.empty())
-      throw RunFailed(fmt::format(
-          "round {}: no report from {}{} (did it die? the ring cannot go on without it{}){}", r + 1,
-          engine.ranks_named("worker", c.missing), c.missing_because(),
-          s_.ring_elastic ? "" : "; allreduce.elastic = true re-forms it without the dead",
-          engine.closed_ranks_note("worker", c.missing)));
+      throw RunFailed(engine.no_report("worker", c, "ring", s_.ring_elastic ? "" : kElasticHint));
     if (!c.failed.empty())  // every worker alive, yet the ring failed: nothing to re-form
       throw RunFailed(fmt::format("round {}: worker {} failed: {}", r + 1, c.failed.begin()->first,
                                   c.failed.begin()->second));
@@ -187,7 +187,7 @@ class AllReducePlan final : public Plan {
                      .key = CollectSpec::Key::kRank,
                      .seconds = s_.wait_seconds,
                      .errors_are_fatal = !s_.ring_elastic,
-                     .fatal_hint = "; allreduce.elastic = true re-forms the ring without it"};
+                     .fatal_hint = kElasticHint};
     spec.expected = members_;
     // Elastic, the survivors' ERRORs come up to a ring deadline after the first answer (each
     // waits that long for its dead neighbour): they get two before one is taken for dead.

@@ -631,6 +631,14 @@ std::string Engine::closed_ranks_note(const char* name, const std::vector<uint32
                                       ranks_named(name, closed));
 }
 
+std::string Engine::no_report(const char* name, const Collected& c, std::string_view whole,
+                              std::string_view hint) const {
+  return fmt::format(
+      "round {}: no report from {}{} (did it die? the {} cannot go on without it{}){}", round + 1,
+      ranks_named(name, c.missing), c.missing_because(), whole, hint,
+      closed_ranks_note(name, c.missing));
+}
+
 bool Engine::late_released(const CollectSpec& spec, const Incoming& in) {
   const Header& h = in.parsed.header;
   if (!spec.check_round || h.type != MessageType::kUpdate || h.round > round ||

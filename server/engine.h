@@ -197,6 +197,10 @@ class Engine {
   // " (the connection of stage 1 (pid 4242) is closed: did its process die?)" for those of
   // `ranks` whose connection is closed, else "": which of the silent workers is gone
   std::string closed_ranks_note(const char* name, const std::vector<uint32_t>& ranks) const;
+  // A kRank collect's failure for its missing workers: "round 3: no report from stage 1 (pid
+  // 4242) within 10 s (did it die? the pipeline cannot go on without it{hint}){closed note}"
+  std::string no_report(const char* name, const Collected& c, std::string_view whole,
+                        std::string_view hint = "") const;
   bool hosts(const std::string& identity, uint32_t client) const;
   std::map<std::string, std::vector<uint32_t>> hosted() const;  // every process, its clients
   std::vector<uint32_t> all_clients() const;                    // 0 .. num_clients - 1

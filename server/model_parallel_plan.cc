@@ -150,11 +150,7 @@ class ModelParallelPlan final : public Plan {
     const bool check = replicas_ > 1 && hash_due(s_, r);
     send_tasks(engine, need_params, need_state, check);
     const Collected c = engine.collect(report_spec(engine, need_params, check));
-    if (!c.missing.empty())
-      throw RunFailed(fmt::format(
-          "round {}: no report from {}{} (did it die? the {} cannot go on without it){}", r + 1,
-          engine.ranks_named(rank_name(), c.missing), c.missing_because(), topology(),
-          engine.closed_ranks_note(rank_name(), c.missing)));
+    if (!c.missing.empty()) throw RunFailed(engine.no_report(rank_name(), c, topology()));
     if (need_params)
       for (const auto& [process, reply] : c.got)
         if (int(process) < parts_) place(int(process), reply.update.vectors[0], run_.params);
