@@ -104,6 +104,11 @@ std::string format_stats(const Manifest& m, const PartitionStats& s, size_t max_
   row("label entropy (bits)", s.entropy_bits, "{:>10.3f}");
   row("EMD to global", s.emd, "{:>10.3f}");
   row("KL to global (nats)", s.kl, "{:>10.3f}");
+  const size_t empty = size_t(std::count_if(s.clients.begin(), s.clients.end(),
+                                            [](const ClientStats& c) { return c.size == 0; }));
+  if (empty)  // an empty client has no label distribution
+    out += fmt::format("(the label rows over the {} clients holding samples; {} hold none)\n",
+                       s.clients.size() - empty, empty);
   out += fmt::format("\n{:>6} {:>7} {:>7} {:>9} {:>7} {:>7}\n", "client", "size", "labels",
                      "entropy", "EMD", "KL");
   for (size_t i = 0; i < s.clients.size() && i < max_rows; ++i) {

@@ -100,13 +100,17 @@ int run_partition(const PartitionArgs& a, bool through_config = false) {
                                 {"kl", st.kl}})
     stats["summary"][name] = {
         {"min", s.min}, {"median", s.median}, {"max", s.max}, {"mean", s.mean}};
-  for (const auto& c : st.clients)
+  // the label rows summarize the clients holding samples: an empty one has no distribution
+  stats["summary"]["label_rows_over_clients"] = st.clients.size() - empty.size();
+  for (const auto& c : st.clients) {
+    const auto defined = [&](double x) { return c.size ? nlohmann::json(x) : nlohmann::json(); };
     stats["clients"].push_back({{"id", c.id},
                                 {"size", c.size},
                                 {"labels_present", c.labels_present},
-                                {"entropy_bits", c.entropy_bits},
-                                {"emd", c.emd},
-                                {"kl", c.kl}});
+                                {"entropy_bits", defined(c.entropy_bits)},
+                                {"emd", defined(c.emd)},
+                                {"kl", defined(c.kl)}});
+  }
   std::ofstream(fs::path(a.out) / "stats.json") << stats.dump(2) << "\n";
   std::ofstream(fs::path(a.out) / "partition.svg") << partition_svg(
       m, fmt::format("{}: {} over {} clients", train.name, m.scheme, m.clients.size()));

@@ -188,9 +188,20 @@ TEST(PartitionCli, ARunConfigsSplitIsPreviewed) {
   const auto empty =
       run_fedpar("partition --config " + (tmp / "run.toml").string() +
                      " --set data.train_limit=30 --set partition.scheme=iid-quantity "
-                     "--set partition.min_size=0 --set partition.clients=25",
+                     "--set partition.min_size=0 --set partition.clients=25 --out " +
+                     (tmp / "empty").string(),
                  tmp.path());
   ASSERT_EQ(empty.code, 0) << empty.err;
+  // an empty client has no label distribution: stats.json says so rather than "EMD 1, KL 0"
+  const auto stats = nlohmann::json::parse(testing::slurp(tmp / "empty" / "stats.json"));
+  size_t empties = 0;
+  for (const auto& c : stats.at("clients")) {
+    if (c.at("size") != 0) continue;
+    ++empties;
+    for (const char* k : {"entropy_bits", "emd", "kl"}) EXPECT_TRUE(c.at(k).is_null()) << c;
+  }
+  EXPECT_GT(empties, 0u);
+  EXPECT_EQ(stats.at("summary").at("label_rows_over_clients"), 25 - empties) << stats;
   const std::regex said(
       "warning: (\\d+) client\\(s\\) get no samples \\(client [0-9, .]+\\): "
       "a run refuses this split; raise partition.min_size, lower "

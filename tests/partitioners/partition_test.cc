@@ -377,6 +377,10 @@ TEST(PartitionStats, HandComputedExample) {
   EXPECT_NE(format_stats(m, e).find("     2       0       0         -       -       -\n"),
             std::string::npos)
       << format_stats(m, e);
+  EXPECT_NE(format_stats(m, e).find("(the label rows over the 2 clients holding samples; 1 hold "
+                                    "none)"),
+            std::string::npos)
+      << format_stats(m, e);
 }
 
 }  // namespace
