@@ -209,7 +209,7 @@ const float* Stage::forward(int i, const float* x, int batch) {
   FEDPAR_CHECK(s.batch == 0) << "slot " << i << " still holds a micro-batch awaiting backward";
   FEDPAR_CHECK(batch > 0) << "a micro-batch needs samples";
   const size_t live = be_.live_bytes();
-  size_t widest = input_.size();
+  size_t widest = 0;  // of the layers' outputs: the first layer's dx goes to the caller's buffer
   s.acts.resize(s.layers.size());
   for (size_t l = 0; l < s.layers.size(); ++l) {
     s.acts[l].reserve(be_, size_t(batch) * s.layers[l]->output_shape().size());

@@ -117,8 +117,9 @@ class Stage {
   std::vector<uint32_t> init_ids_;  // each layer's index in the whole stack (its init stream)
   std::vector<Slot> slots_;
   DeviceArray<float> params_, grads_;
-  // the backward's gradient ping-pong, one pair for every slot: a stage runs one backward at a
-  // time (a pair per slot held GPipe's m micro-batches' worth of scratch, twice the widest layer)
+  // the backward's gradient ping-pong, one pair for the stage whatever its slots (it runs one
+  // backward at a time), each the widest of its layers' outputs for a micro-batch: the first
+  // layer's input gradient goes to the caller's buffer
   DeviceArray<float> grad_a_, grad_b_;
   size_t activation_bytes_held_ = 0;
 };

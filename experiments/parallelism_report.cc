@@ -159,9 +159,9 @@ SplitRun read_split_run(const std::filesystem::path& dir, const std::string& lab
   r.micro_batches = s.pipeline.micro_batches;
   r.schedule = pipe_schedule_name(s.pipeline.schedule);
   std::vector<double> batch, params, acts, memory, first, sent, step, idle, simulated;
-  for (const RoundRecord& rec : read_round_records(dir)) {
+  for (const RoundRecord& rec : steady_rounds(read_round_records(dir))) {
     batch.push_back(rec.samples_processed.value_or(0));
-    step.push_back(1e3 * rec.wait_seconds);
+    step.push_back(step_ms(rec));
     if (rec.simulated_seconds) simulated.push_back(1e3 * *rec.simulated_seconds);
     double p = 0, a = 0, both = 0, total = 0, stage_idle = 0, span = 0;
     const auto workers = rec.workers.value_or(std::vector<WorkerRecord>{});
@@ -201,7 +201,8 @@ ParallelismSection parallelism_section(const std::vector<SplitRun>& runs, int co
   Claims claims;
   std::ostringstream md;
   md << "### Splitting the model against replicating it\n\n"
-        "Per step, medians over rounds. Memory is the most any process holds, as its core "
+        "Per step, medians over the rounds after the first without an evaluation (as the "
+        "traffic table's). Memory is the most any process holds, as its core "
         "allocated it: of parameters + gradients, of activations (their gradients and scratch "
         "for its batch), and of both together (the maxima may come from different processes); "
         "MB sent is every process's link and ring traffic together, beside the formula's "
@@ -211,7 +212,8 @@ ParallelismSection parallelism_section(const std::vector<SplitRun>& runs, int co
         "(the step: the longest stage's span, from its TASK to its last operation), beside the "
         "schedule's bubble (p-1)/(m+p-1); GPipe's first stage holds the "
         "activations of all m micro-batches (the whole batch), 1F1B's of at most p; step is "
-        "the server's wait on this machine, on links the step on the simulated network (each "
+        "the server's wait and aggregation on this machine, on links the step on the simulated "
+        "network (each "
         "process's measured compute, its messages on its link: docs/pipeline.md).\n\n"
         "| run | model | way | samples/step | parameters (MB) | activations (MB) | both (MB) | "
         "MB sent | formula (MB) | step (ms) | on links (ms) | idle | bubble formula |\n"

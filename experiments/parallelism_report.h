@@ -30,7 +30,7 @@ struct SplitRun {
   double parameter_mb = 0, activation_mb = 0, memory_mb = 0;
   double first_activation_mb = 0;           // process 0's (a pipeline's first stage)
   double mb_per_step = 0, formula_mb = 0;   // sent by all processes together
-  double step_ms = 0;                       // the server's wait for the step
+  double step_ms = 0;                       // the server's wait and aggregation (steady_rounds)
   double simulated_ms = -1;                 // the step on the simulated links (-1: none)
   double bubble = -1, bubble_formula = -1;  // pipelines: mean idle share of a stage
 };

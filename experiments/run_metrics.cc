@@ -180,20 +180,25 @@ RunAccounting read_accounting(const std::filesystem::path& dir) {
           median(compute), median(broadcast), median(exchange), median(aggregate)};
 }
 
-RunTraffic read_traffic(const std::filesystem::path& dir) {
-  RunTraffic t;
-  std::vector<double> step, server_sent, server_received, worker_sent, worker_received, allreduce,
-      busbw;
-  // A step's traffic: the rounds after the first (whose TASKs bring a ring its model) and without
-  // an evaluation (which brings a ring's model to the server), where there are such rounds.
-  auto rounds = read_round_records(dir);
+std::vector<RoundRecord> steady_rounds(std::vector<RoundRecord> rounds) {
   for (const auto& one_off : std::vector<std::function<bool(const RoundRecord&)>>{
            [](const RoundRecord& j) { return j.round == 1; },
            [](const RoundRecord& j) { return j.test_accuracy.has_value(); }})
     if (!std::all_of(rounds.begin(), rounds.end(), one_off)) std::erase_if(rounds, one_off);
-  for (const RoundRecord& j : rounds) {
+  return rounds;
+}
+
+double step_ms(const RoundRecord& j) {
+  return 1e3 * (j.wait_seconds + j.aggregate_seconds.value_or(0));
+}
+
+RunTraffic read_traffic(const std::filesystem::path& dir) {
+  RunTraffic t;
+  std::vector<double> step, server_sent, server_received, worker_sent, worker_received, allreduce,
+      busbw;
+  for (const RoundRecord& j : steady_rounds(read_round_records(dir))) {
     t.topology = j.topology;
-    step.push_back(1e3 * (j.wait_seconds + j.aggregate_seconds.value_or(0)));
+    step.push_back(step_ms(j));
     // Per process: what the server sent it and got from it, plus (allreduce) its ring traffic.
     const auto workers = j.workers.value_or(std::vector<WorkerRecord>{});
     t.workers = int(j.processes.size());

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/run_records.h"
 #include "core/run_spec.h"
 
 namespace fedpar {
@@ -75,6 +76,12 @@ std::string model_key(const ModelSpec& m);
 RunSpec read_run_spec(const std::filesystem::path& run_dir);
 RunCurves read_curves(const std::filesystem::path& run_dir);
 RunTraffic read_traffic(const std::filesystem::path& run_dir);
+// A step's rounds: those after the first (whose TASKs bring a ring its model) and without an
+// evaluation (which brings a ring's model to the server, and adds its time), where there are such
+// rounds; every report that gives a step's time or traffic takes its medians over these.
+std::vector<RoundRecord> steady_rounds(std::vector<RoundRecord> rounds);
+// One round's step: the server's wait + aggregation, in ms.
+double step_ms(const RoundRecord& round);
 RunAccounting read_accounting(const std::filesystem::path& run_dir);
 
 // ||w_run - w_ref|| / ||w_ref|| at every round both saved (diagnostics.save_params_every).

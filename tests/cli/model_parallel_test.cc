@@ -109,13 +109,16 @@ TEST(Pipeline, LinksCarryTheBoundaryTensorsAndOneFOneBHoldsLess) {
       }
     }
   }
-  // Stage 0 of 3: GPipe holds all 4 micro-batches, 1F1B at most 3; the last stage 4 vs 1. Each
-  // slot holds the same (its input and activations), and each stage one gradient pair whatever
-  // its slots: twice its widest tensor (60 inputs; 24) for a micro-batch of 6.
-  const uint64_t slot0 = held[0][0] - held[1][0], slot2 = (held[0][2] - held[1][2]) / 3;
-  EXPECT_EQ(held[0][2] - held[1][2], 3 * slot2);
-  EXPECT_EQ(held[1][0] - 3 * slot0, 2 * 6 * 60 * sizeof(float));
-  EXPECT_EQ(held[1][2] - slot2, 2 * 6 * 24 * sizeof(float));
+  // Stage 0 of 3: GPipe holds all 4 micro-batches, 1F1B at most 3; the last stage 4 vs 1. A slot
+  // holds a micro-batch of 6's input and its layers' outputs (stage 0: 60 inputs, fc1 32, relu 32;
+  // stage 2: 24 inputs, fc3 10), and a stage one gradient pair whatever its slots: twice its
+  // widest output (the first layer's input gradient goes to the link's buffer).
+  const uint64_t f = sizeof(float), slot0 = 6 * (60 + 32 + 32) * f, slot2 = 6 * (24 + 10) * f;
+  const uint64_t pair0 = 2 * 6 * 32 * f, pair2 = 2 * 6 * 10 * f;
+  EXPECT_EQ(held[0][0], 4 * slot0 + pair0);
+  EXPECT_EQ(held[1][0], 3 * slot0 + pair0);
+  EXPECT_EQ(held[0][2], 4 * slot2 + pair2);
+  EXPECT_EQ(held[1][2], slot2 + pair2);
 }
 
 // [network] simulated on 1 Mbit/s links with 0.5 ms each way: each step's time is the chain of one

@@ -227,12 +227,13 @@ TEST_F(Stages, OneFOneBHoldsFewerActivationsThanGPipe) {
     pipeline_step_local(ptrs, sched, m, x.data(), y.data(), batch);
     held[sched == PipeSchedule::k1F1B] = stages[0]->activation_bytes_held();
   }
-  // m slots against p, each the same (its input and activations), plus one gradient pair for the
-  // stage, whatever the slots: twice the widest of its input (784) and outputs for a micro-batch
-  ASSERT_GT(held[0], held[1]);
-  const size_t per_slot = (held[0] - held[1]) / size_t(m - p);
-  EXPECT_EQ(held[0] - held[1], size_t(m - p) * per_slot);
-  EXPECT_EQ(held[1] - size_t(p) * per_slot, 2 * size_t(batch / m) * 784 * sizeof(float));
+  // m slots against p, each a micro-batch of 4's input and its layers' outputs (stage 0: 784
+  // inputs, fc1 256, relu 256), plus one gradient pair for the stage whatever its slots: twice its
+  // widest output (its first layer's input gradient is the caller's buffer, or none at stage 0)
+  const size_t f = sizeof(float), slot = size_t(batch / m) * (784 + 256 + 256) * f,
+               pair = 2 * size_t(batch / m) * 256 * f;
+  EXPECT_EQ(held[0], size_t(m) * slot + pair);
+  EXPECT_EQ(held[1], size_t(p) * slot + pair);
 }
 
 // Training, the equivalence experiment's way: 20 SGD steps of the 2NN through 3 stages with 4
