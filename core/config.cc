@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -495,6 +496,34 @@ static std::string shortest_floats(const std::string& text) {
 std::string Config::to_toml() const {
   std::ostringstream os;
   os << table_ << "\n";
+  return shortest_floats(os.str());
+}
+
+std::string Config::given_toml() const {
+  toml::table t = table_;
+  for (const std::string& key : keys_) {
+    if (given(key)) continue;
+    const auto parts = split_dots(key);
+    toml::table* at = &t;
+    for (size_t i = 0; i + 1 < parts.size(); ++i) at = (*at)[parts[i]].as_table();
+    at->erase(parts.back());
+  }
+  // tables left without a given key go too ([local] with none of its keys given)
+  std::function<void(toml::table&)> prune = [&](toml::table& table) {
+    for (auto it = table.begin(); it != table.end();) {
+      if (auto* sub = it->second.as_table()) {
+        prune(*sub);
+        if (sub->empty()) {
+          it = table.erase(it);
+          continue;
+        }
+      }
+      ++it;
+    }
+  };
+  prune(t);
+  std::ostringstream os;
+  os << t << "\n";
   return shortest_floats(os.str());
 }
 

@@ -60,6 +60,9 @@ class Config {
   }
 
   std::string to_toml() const;
+  // The keys a file, a flag or --set gave, as TOML: handed to another process of the same build
+  // (whose defaults are these), it keeps given() as it was here.
+  std::string given_toml() const;
   const std::vector<std::string>& keys() const { return keys_; }
   // Every key's value as TOML writes it ("0.1", "\"cnn\"", "[200, 200]"), for comparing runs.
   std::string value_text(std::string_view key) const;

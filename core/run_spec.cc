@@ -749,6 +749,17 @@ std::vector<std::string> run_warnings(const Config& c, const RunSpec& s) {
         "one full-batch step a round: FedSGD, gradient descent on the clients' data; FedAvg "
         "trains local epochs of small batches (e.g. local.epochs = 1, local.batch = 10, as "
         "experiments/fedavg-mnist-2nn.toml does)");
+  // FedProx's proximal gradient mu (w - w_sent) is zero at the sent model: with one local step a
+  // round it never acts (the run is FedAvg's, bit for bit)
+  const bool one_local_step =
+      s.local_epochs == 0 ? s.local_steps == 1 && s.local_steps_max <= 1
+                          : s.local_epochs == 1 && s.local_batch == 0 && s.local_epochs_max <= 1;
+  if (s.regime == Regime::kModel && s.prox_mu > 0 && one_local_step)
+    out.push_back(fmt::format(
+        "local.prox_mu = {} has no effect: each client takes one local step a round, from the "
+        "sent model, where the proximal term mu (w - w_sent) is zero; train more local steps "
+        "(local.epochs with a local.batch, or local.steps)",
+        s.prox_mu));
   // a link set up but switched off: said once, before the settings said one by one
   const bool network_off = s.network.mode == NetworkMode::kOff;
   std::vector<std::string> links, each;

@@ -406,7 +406,9 @@ int run_locally(Config cfg, const LocalRunOptions& opts) {
     server_flags = {"--also-allow", (dir / "allowed").string()};
   }
   if (!opts.keep_incomplete) server_flags.push_back("--no-incomplete");
-  std::ofstream(config) << cfg.to_toml();
+  // the keys given only: the server's warnings about what was given (and what was left to its
+  // default) see the user's config, not every key resolved
+  std::ofstream(config) << cfg.given_toml();
   struct Cleanup {
     std::filesystem::path dir;
     ~Cleanup() {

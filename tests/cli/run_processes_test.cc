@@ -193,8 +193,13 @@ TEST(FedparRun, AFolderShowsItsRunsCurves) {
   // the split drawn beside its manifest, as `fedpar partition --out` draws it
   EXPECT_NE(testing::slurp(tmp / "res/drawn/partition.svg").find("<svg"), std::string::npos);
   EXPECT_NE(readme.find("- `partition.svg`: the partition drawn"), std::string::npos) << readme;
-  const auto bare = testing::run_fedpar(run + "bare --no-plots", tmp.path());
+  // regime = "model" given, local training not: the server, under `fedpar run` too, warns that
+  // this is FedSGD (it sees the keys given, not every key resolved)
+  const auto bare = testing::run_fedpar(run + "bare --no-plots --set regime=model", tmp.path());
   ASSERT_EQ(bare.code, 0) << bare.err;
+  EXPECT_NE(bare.err.find("takes one full-batch step a round: FedSGD"), std::string::npos)
+      << bare.err;
+  EXPECT_EQ(r.err.find("FedSGD"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(tmp / "res/bare/plots"));
   const std::string bare_readme = testing::slurp(tmp / "res/bare/README.md");
   EXPECT_EQ(bare_readme.find("]("), std::string::npos);

@@ -296,6 +296,16 @@ TEST(RunSpecValues, SettingsAnotherSettingReplacesAreNamed) {
       << defaults[0];
   EXPECT_TRUE(warnings({"regime=model", "local.steps=1"}).empty());
   EXPECT_TRUE(warnings({"regime=model", "local.batch=full"}).empty());
+  // FedProx's term is zero at the sent model: one local step a round never feels it
+  EXPECT_EQ(warnings({"regime=model", "local.steps=1", "local.prox_mu=0.1"}),
+            (std::vector<std::string>{
+                "local.prox_mu = 0.1 has no effect: each client takes one local step a round, "
+                "from the sent model, where the proximal term mu (w - w_sent) is zero; train more "
+                "local steps (local.epochs with a local.batch, or local.steps)"}));
+  EXPECT_EQ(warnings({"regime=model", "local.epochs=1", "local.prox_mu=0.1"}).size(), 1u);
+  EXPECT_TRUE(warnings({"regime=model", "local.steps=2", "local.prox_mu=0.1"}).empty());
+  EXPECT_TRUE(
+      warnings({"regime=model", "local.epochs=1", "local.batch=10", "local.prox_mu=0.1"}).empty());
   EXPECT_EQ(warnings({"optimizer.gamma=0.5", "optimizer.min_lr=0.001"}),
             (std::vector<std::string>{
                 "the run does not read optimizer.gamma = 0.5: optimizer.schedule = \"constant\" "
