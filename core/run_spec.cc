@@ -375,6 +375,25 @@ RingBackend resolve_ring_backend(const Config& c, const RunSpec& s) {
   return b == "mpi" ? RingBackend::kMpi : RingBackend::kNccl;
 }
 
+// Why a profile is lossy and how to get its links without loss, for the errors refusing it.
+std::string lossless_hint(const LinkProfile& l) {
+  const std::string what = l.loss > 0 && l.availability < 1
+                               ? fmt::format("loses {:g}% of messages and has availability {:g}",
+                                             100 * l.loss, l.availability)
+                           : l.loss > 0 ? fmt::format("loses {:g}% of messages", 100 * l.loss)
+                                        : fmt::format("has availability {:g}", l.availability);
+  if (l.name == "custom")
+    return fmt::format(
+        "network.profile \"custom\" {}: set network.custom.loss = 0 and "
+        "network.custom.availability = 1",
+        what);
+  return fmt::format(
+      "{} {}; for its links without loss set network.profile = \"custom\" and "
+      "network.custom.down_bps = {:g}, up_bps = {:g}, latency_seconds = {:g}, "
+      "jitter_seconds = {:g}",
+      l.name, what, l.down_bps, l.up_bps, l.latency_s, l.jitter_s);
+}
+
 NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
   const std::string mode = c.get_string("network.mode"), jitter = c.get_string("network.jitter");
   require(mode == "off" || mode == "emulated" || mode == "simulated",
@@ -420,20 +439,26 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
             "network.mode = \"simulated\" does not model a ring re-formed mid-round: it needs "
             "allreduce.elastic = false");
   }
-  if (n.mode == NetworkMode::kSimulated && (ring || master || async || parts))
-    require(
-        std::ranges::none_of(n.profiles,
-                             [](const LinkProfile& l) { return l.loss > 0 || l.availability < 1; }),
-        fmt::format("a simulated {} carries time, not loss: it {}, so its links need loss = 0 "
-                    "and availability = 1 (3g loses 1% of messages; for its links without loss set "
-                    "network.profile = \"custom\" and network.custom.down_bps = 2e6, up_bps = 5e5, "
-                    "latency_seconds = 0.15, jitter_seconds = 0.03)",
-                    ring     ? "ring"
-                    : master ? "master"
-                    : parts  ? "model-parallel step"
-                             : "asynchronous run",
-                    async ? "would wait for a lost update forever"
-                          : "cannot go on without a worker's message"));
+  // A master or model-parallel step, a ring, a simulated async run cannot go on without a
+  // message (emulated async sends a lost task again; emulated rings and splits are refused).
+  const auto lossy_profile = std::ranges::find_if(
+      n.profiles, [](const LinkProfile& l) { return l.loss > 0 || l.availability < 1; });
+  const bool needs_every_message = n.mode == NetworkMode::kSimulated
+                                       ? ring || master || async || parts
+                                       : n.mode == NetworkMode::kEmulated && master;
+  if (needs_every_message && lossy_profile != n.profiles.end())
+    throw Error(fmt::format(
+        "{} {}: it {}, so its links need loss = 0 and availability = 1 ({})",
+        n.mode == NetworkMode::kSimulated ? "a simulated" : "an emulated",
+        fmt::format(
+            "{} {}",
+            ring     ? "ring"
+            : master ? "master"
+            : parts  ? "model-parallel step"
+                     : "asynchronous run",
+            n.mode == NetworkMode::kSimulated ? "carries time, not loss" : "loses messages"),
+        async ? "would wait for a lost update forever" : "cannot go on without a worker's message",
+        lossless_hint(*lossy_profile)));
   if (const std::string server = c.get_string("network.server"); !server.empty()) {
     require(n.mode != NetworkMode::kEmulated,
             "network.server is the simulated server's shared link: emulated mode shapes each "
@@ -479,6 +504,11 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
           "compression.downlink_delta sends each process the model's change, and a TASK the "
           "emulated network loses would leave that process's model behind for good: use profiles "
           "without loss, network.mode = \"simulated\", or downlink_delta = false");
+  require(!lossy || c.get_string("local.algorithm") != "scaffold",  // (resolved later)
+          "local.algorithm = \"scaffold\" drops a process at its first missing update (the "
+          "server's copy of its control variates would part from its own), and an emulated link "
+          "with loss > 0 loses UPDATEs: use profiles without loss, or network.mode = "
+          "\"simulated\" (there a client whose message would be lost is not asked that round)");
   require(!n.on() || n.all_available() || sync_ps,
           "network: a profile with availability < 1 needs the parameter-server topology with "
           "regime = \"gradient\" or \"model\" (clients are left out of synchronous rounds)");

@@ -96,11 +96,15 @@ std::string ring_line(const RunSpec& s, const RoundRecord& f, uint64_t parameter
   const double n = double(sent.size());
   const double raw = 2 * (n - 1) / n * double(parameters) * sizeof(float);
   if (raw <= 0 || median(sent) <= 0) return "";
+  // uncompressed, the sends are float32's payload and their frames' headers: no codec grew them
+  const std::string verdict =
+      s.compression.uplink == "none"
+          ? fmt::format("the payload and {:.0f} bytes of frame headers", median(sent) - raw)
+          : against(median(sent), raw);
   return fmt::format(
       "- on the ring in round {}: each worker sent {} to its neighbour (the median; "
       "`compression.uplink = {}`), against float32's 2(N-1)/N of the model, {}: {}\n",
-      f.round, wire_size(median(sent)), s.compression.uplink, wire_size(raw),
-      against(median(sent), raw));
+      f.round, wire_size(median(sent)), s.compression.uplink, wire_size(raw), verdict);
 }
 
 }  // namespace

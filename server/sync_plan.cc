@@ -399,13 +399,17 @@ class SyncPlan final : public Plan {
       engine.log(what + (c.got.empty() ? "; the model stays" : "; continuing with the rest"));
     }
     engine.count_misses(asked, missed, limit, /*any_absent=*/strict);
+    // SCAFFOLD's and a delta downlink's rule, not the config's drop_after_missed_rounds
+    const std::string rule =
+        scaffold_ ? "local.algorithm = \"scaffold\" drops a process at its first missing update"
+        : strict  ? "compression.downlink_delta drops a process at its first missing update"
+                  : fmt::format("drop_after_missed_rounds = {}", limit);
     if (engine.all_lost())
       throw RunFailed(fmt::format(
-          "round {}: every client process has been dropped from the run "
-          "(drop_after_missed_rounds = {}): none is left to train. If they were alive but their "
-          "rounds take longer than wait_seconds = {:g} (slow links, many clients a process), "
-          "raise wait_seconds",
-          engine.round + 1, limit, s_.wait_seconds));
+          "round {}: every client process has been dropped from the run ({}): none is left to "
+          "train. If they were alive but their rounds take longer than wait_seconds = {:g} (slow "
+          "links, many clients a process), raise wait_seconds",
+          engine.round + 1, rule, s_.wait_seconds));
   }
 
   void record(RoundRecord& rec, const Collected& c, const std::vector<uint32_t>& absent,

@@ -56,6 +56,14 @@ TEST(CompressionLine, ARingSaysWhatEachWorkerSent) {
             "- on the ring in round 3: each worker sent 597.7 kB to its neighbour (the median; "
             "`compression.uplink = fp16`), against float32's 2(N-1)/N of the model, 1.20 MB: 2.0x "
             "less\n");
+  // uncompressed: float32's payload and the frames' headers, not "the codec grew it"
+  for (auto& w : *r.workers) w.ring_bytes_sent = 1195308;  // 2 x 3/4 x 796,840 + 48
+  EXPECT_EQ(
+      compression_line(testing::spec_with({"regime=gradient", "topology=allreduce", "processes=4"}),
+                       r, 199210),
+      "- on the ring in round 3: each worker sent 1.20 MB to its neighbour (the median; "
+      "`compression.uplink = none`), against float32's 2(N-1)/N of the model, 1.20 MB: the "
+      "payload and 48 bytes of frame headers\n");
   r.workers->resize(1);  // a ring of one sends nothing
   EXPECT_EQ(
       compression_line(testing::spec_with({"regime=gradient", "topology=allreduce"}), r, 199210),

@@ -392,7 +392,27 @@ TEST(NetworkSpec, RefusesWhatCannotRunAndSaysWhy) {
                   "tensor topology's processes: use network.mode = \"simulated\""));
   EXPECT_TRUE(
       has({"network.mode=simulated", "regime=gradient", "topology=master", "network.profile=3g"},
-          "a simulated master carries time, not loss"));
+          "a simulated master carries time, not loss: it cannot go on without a worker's "
+          "message, so its links need loss = 0 and availability = 1 (3g loses 1% of "
+          "messages; for its links without loss set network.profile = \"custom\" and "
+          "network.custom.down_bps = 2e+06, up_bps = 500000, latency_seconds = 0.15, "
+          "jitter_seconds = 0.03)"));
+  // an emulated master waits for a lost message as a simulated one would (it failed in round 1);
+  // a custom profile's loss is named as the custom keys, not as 3g's
+  EXPECT_TRUE(has({"network.mode=emulated", "regime=gradient", "topology=master",
+                   "network.profile=custom", "network.custom.loss=0.3"},
+                  "an emulated master loses messages: it cannot go on without a worker's message, "
+                  "so its links need loss = 0 and availability = 1 (network.profile \"custom\" "
+                  "loses 30% of messages: set network.custom.loss = 0 and "
+                  "network.custom.availability = 1)"));
+  EXPECT_FALSE(has({"network.mode=emulated", "regime=gradient", "topology=master"}, "loses"));
+  // SCAFFOLD drops a process at its first missing update: an emulated lossy link ended the run
+  EXPECT_TRUE(has({"network.mode=emulated", "regime=model", "local.algorithm=scaffold",
+                   "network.profile=custom", "network.custom.loss=0.3"},
+                  "local.algorithm = \"scaffold\" drops a process at its first missing update"));
+  EXPECT_FALSE(has({"network.mode=simulated", "regime=model", "local.algorithm=scaffold",
+                    "network.profile=custom", "network.custom.loss=0.3"},
+                   "scaffold"));
   EXPECT_TRUE(has({"network.mode=emulated", "network.server=datacenter"},
                   "network.server is the simulated server's shared link"));
   EXPECT_TRUE(has({"network.mode=simulated", "network.server=10g"},
