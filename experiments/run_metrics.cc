@@ -100,8 +100,7 @@ RunCurves read_curves(const std::filesystem::path& dir) {
       samples += double(cl.samples_processed);
     diagnostic += round_diagnostic;
     peer += round_peer;
-    seconds +=
-        j.wait_seconds + j.aggregate_seconds.value_or(0);  // async and allreduce: all in the wait
+    seconds += step_ms(j) / 1e3;  // async and allreduce: all in the wait
     // a run with network conditions counts its links' time: simulated, or emulated in real time
     c.clock = j.simulated_time    ? "simulated"
               : j.emulated_time   ? "emulated"
@@ -188,8 +187,9 @@ std::vector<RoundRecord> steady_rounds(std::vector<RoundRecord> rounds) {
   return rounds;
 }
 
-double step_ms(const RoundRecord& j) {
-  return 1e3 * (j.wait_seconds + j.aggregate_seconds.value_or(0));
+double step_ms(const RoundRecord& j) {  // a master's wait leaves its loss out
+  return 1e3 *
+         (j.wait_seconds + j.master_loss_seconds.value_or(0) + j.aggregate_seconds.value_or(0));
 }
 
 RunTraffic read_traffic(const std::filesystem::path& dir) {

@@ -63,7 +63,7 @@ struct RunAccounting {
 struct RunTraffic {
   std::string topology;  // parameter-server | master | allreduce | async | model-averaging
   int workers = 0;       // client processes
-  double step_ms = 0;    // one round: the server's wait + aggregation
+  double step_ms = 0;    // one round: step_ms(round), the median over steady_rounds
   double server_mb_sent = 0, server_mb_received = 0;
   double worker_mb_sent = 0, worker_mb_received = 0;  // the busiest worker's, ring traffic included
   double allreduce_ms = 0, busbw_gbps = 0;  // allreduce: the slowest rank's, busbw = algbw 2(N-1)/N
@@ -80,7 +80,8 @@ RunTraffic read_traffic(const std::filesystem::path& run_dir);
 // evaluation (which brings a ring's model to the server, and adds its time), where there are such
 // rounds; every report that gives a step's time or traffic takes its medians over these.
 std::vector<RoundRecord> steady_rounds(std::vector<RoundRecord> rounds);
-// One round's step: the server's wait + aggregation, in ms.
+// One round's step: the server's wait + aggregation (+ a master's loss between its two exchanges),
+// in ms.
 double step_ms(const RoundRecord& round);
 RunAccounting read_accounting(const std::filesystem::path& run_dir);
 
