@@ -239,11 +239,17 @@ class Supervisor {
   }
 
   void exited(const std::string& name, pid_t pid, int status) {
+    const int exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (done_) {
+      // a client died as the last round ended: the server, told to stop, had finished the run
+      // (a stopped one exits 128 + its signal), so its folder is whole and the run succeeded
+      if (name == "server" && exit == 0 && code_ == kExitRunFailed && !g_interrupted) {
+        fmt::print(stderr, "fedpar run: the server had completed the run; its folder is whole\n");
+        code_ = 0;
+      }
       if (alive_.empty()) stop_io();
       return;
     }
-    const int exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (name == "server") {
       if (WIFSIGNALED(status)) say_where_a_killed_server_left_its_rounds(pid, status);
       // The server told the clients to stop; give them a moment before stopping them (a short
