@@ -305,6 +305,14 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
     if (!operational_key(key) && key != "rounds" && before.value_text(key) != cfg.value_text(key))
       differ.push_back(
           fmt::format("{} = {} there, {} here", key, before.value_text(key), cfg.value_text(key)));
+  // a ring's worker sums its own clients' gradients before the ring: another grouping rounds
+  // apart, so the resumed run would not end with the uninterrupted run's bytes
+  if (s.topology == Topology::kAllReduce &&
+      before.value_text("processes") != cfg.value_text("processes"))
+    differ.push_back(fmt::format(
+        "processes = {} there, {} here: a ring's workers each sum their own clients' gradients "
+        "first, so another number of processes gives other bits",
+        before.value_text("processes"), cfg.value_text("processes")));
   if (!differ.empty())
     throw Error(
         fmt::format("{} was made by another run ({}): resume with the config the run "
