@@ -41,6 +41,9 @@ std::vector<std::string> keys_named(const CLI::App& command, const std::string& 
         out.push_back(key);
         break;
       }
+  // the key itself first (`--bind`: bind, not allreduce.bind)
+  std::stable_partition(out.begin(), out.end(),
+                        [&](const std::string& k) { return k == underscored || k == dotted; });
   return out;
 }
 

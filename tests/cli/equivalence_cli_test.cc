@@ -175,6 +175,11 @@ TEST(EquivalenceExperiment, AConfigKeyGivenAsAFlagIsShownWithSet) {
   // a key named by its last part, and a word that is no key: no --set for it
   auto r = testing::run_fedpar("run " + config + " --local-steps 3", tmp.path());
   EXPECT_NE(r.err.find("--set local.steps=3 (see"), std::string::npos) << r.err;
+  // a key of that very name comes first, those ending in it after
+  r = testing::run_fedpar("server --bind tcp://127.0.0.1:5555", tmp.path());
+  EXPECT_NE(r.err.find("--set bind=tcp://127.0.0.1:5555 (or allreduce.bind, pipeline.bind)"),
+            std::string::npos)
+      << r.err;
   r = testing::run_fedpar("run " + config + " --verbose", tmp.path());
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err.find("--set"), std::string::npos) << r.err;
