@@ -93,12 +93,13 @@ class AllReducePlan final : public Plan {
     }
     if (check) check_replicas(c, need_params, r);
     record(rec, c, check, std::chrono::duration<double>(Clock::now() - t0).count());
+    // the replica rank 0 sends for the server to evaluate or save is not the step's: a parameter
+    // server evaluates its own model without sending it (the MB and the clock leave it out)
+    uint64_t replica = 0;
+    if (need_params)
+      for (const auto& v : c.got.at(members_[0]).update.vectors) replica += v.size_bytes();
+    if (replica) rec.diagnostic_bytes_up = replica;
     if (s_.network.mode == NetworkMode::kSimulated) {
-      // the replica rank 0 sends for the server to evaluate or save is not the step's: a
-      // parameter server evaluates its own model without sending it
-      uint64_t replica = 0;
-      if (need_params)
-        for (const auto& v : c.got.at(members_[0]).update.vectors) replica += v.size_bytes();
       clock_.end_ring_round(
           rec, engine.round,
           simulated_workers(engine, rec, engine.per_process_bytes(bytes_before, {}), replica));
