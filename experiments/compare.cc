@@ -380,6 +380,22 @@ std::map<std::string, std::string> test_set_keys(const DataOptions& d) {
 
 // "These runs are tested on different test sets (data.test_limit): ..." when their configs say
 // so; "" when they share one (or a config could not be read).
+// --x device-bytes: a master's, a ring's or a split model's workers are its processes, whose
+// traffic it counts as theirs (no TASK per client to count), so it grows with `processes`.
+std::string process_devices_note(const std::vector<std::optional<RunSpec>>& specs,
+                                 const std::vector<std::string>& labels) {
+  std::vector<std::string> named;
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (specs[i] && specs[i]->topology != Topology::kParameterServer)
+      named.push_back(fmt::format("{} ({} processes)", labels[i], specs[i]->processes));
+  if (named.empty()) return "";
+  return fmt::format(
+      "Device MB of {}: a master's, a ring's or a split model's workers are its processes, so "
+      "these count each process as a device (their real traffic), and grow with `processes`; "
+      "a parameter server's count one device per client whatever its processes.\n",
+      fmt::join(named, ", "));
+}
+
 std::string test_set_note(const std::vector<std::optional<RunSpec>>& specs) {
   std::set<std::string> differ;
   for (const auto& a : specs)
@@ -594,6 +610,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   }
   std::vector<std::optional<RunSpec>> specs;
   for (const RunConfig& r : configs) specs.push_back(r.spec);
+  if (o.x == "device-bytes") notes += process_devices_note(specs, labels);
   notes += test_set_note(specs) + same_model_note(dirs, labels);
   for (const Reference& r : references) notes += baseline_note(r, specs);
   const std::string common_note =

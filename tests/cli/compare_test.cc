@@ -343,6 +343,15 @@ TEST(Compare, BytesUpOfARingSayItsWorkersLinksAreLeftOut) {
   const auto all = compare(tmp, {"slow", "ring"}, " --x bytes --out " + (tmp / "all").string());
   ASSERT_EQ(all.code, 0) << all.err;
   EXPECT_NE(all.out.find("| ring |"), std::string::npos) << all.out;
+  // a ring's workers are its processes: device MB count them, not one device per client
+  const auto device =
+      compare(tmp, {"slow", "ring"}, " --x device-bytes --out " + (tmp / "device").string());
+  ASSERT_EQ(device.code, 0) << device.err;
+  EXPECT_NE(device.out.find("Device MB of ring (2 processes): a master's, a ring's or a split "
+                            "model's workers are its processes"),
+            std::string::npos)
+      << device.out;
+  EXPECT_EQ(device.out.find("Device MB of slow"), std::string::npos) << device.out;
 }
 
 // A gradient round is one step, a model round the clients' local training: compared by round,
