@@ -26,6 +26,7 @@
 #include "core/safetensors.h"
 #include "core/stop_signal.h"
 #include "core/trainer.h"
+#include "experiments/provenance.h"
 #include "server/diagnostics.h"
 
 namespace fedpar {
@@ -614,7 +615,7 @@ EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts
   const std::string report = fmt::format(
       "# Gradient averaging vs model averaging: the equivalence under full batch\n\n{}"
       "Command: `{}` (resolved config: config.resolved.toml; each distributed run's own "
-      "results folder is under runs/). Total time {:.0f} s.\n\n"
+      "results folder is under runs/). Total time {:.0f} s. {}\n\n"
       "Every row is the distance of the final parameters to (a) after the same rounds from the "
       "same init; the floor (a') is (a) again with the gradient summed in other orders (the "
       "median of their distances; the range below each table). Exact arithmetic is (a) in "
@@ -622,10 +623,12 @@ EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts
       "distance to it is its own rounding error, "
       "and \"x float32's\" divides it by the median of (a)'s and its reorderings'.\n\n"
       "{}## What it means\n\n{}\n",
-      failed_claims_note(result), command, result.seconds, render_cases(result),
+      failed_claims_note(result), command, result.seconds, provenance_line(), render_cases(result),
       equivalence_meaning(result));
   out.write_text("report.md", report);
-  out.write_json("equivalence.json", to_json(result));
+  nlohmann::json j = to_json(result);
+  j["provenance"] = provenance_json();
+  out.write_json("equivalence.json", j);
   result.path = out.commit();
   fmt::print("\n{}{}\n\nresults: {} ({:.0f} s)\n", render_cases(result),
              equivalence_meaning(result), result.path.string(), result.seconds);

@@ -28,6 +28,7 @@
 #include "experiments/local_run.h"
 #include "experiments/lr_scaling_report.h"
 #include "experiments/parallelism_report.h"
+#include "experiments/provenance.h"
 #include "experiments/run_metrics.h"
 #include "experiments/suite_report.h"
 #include "experiments/topology_scaling_report.h"
@@ -697,7 +698,8 @@ int run_suite(const SuiteOptions& o) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.write_text("report.md", report_markdown(plan, o.smoke, results, equivalence_md, section_md,
-                                              failed, seconds, out.path()));
+                                              failed, seconds, out.path()) +
+                                  "\n" + provenance_line() + "\n");
   const double target = plan.cfg.get_float("suite.target_accuracy");
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : results) rows.push_back(run_json(r, target));
@@ -705,7 +707,8 @@ int run_suite(const SuiteOptions& o) {
                                {"smoke", o.smoke},
                                {"runs", rows},
                                {"seconds", seconds},
-                               {"command", plan.command}};
+                               {"command", plan.command},
+                               {"provenance", provenance_json()}};
   if (plan.cfg.get_bool("suite.delay_model"))
     suite_json["delay_model"] = delay_model_json(delay_rounds(results), cores());
   if (!section_json.is_null()) suite_json.update(section_json);

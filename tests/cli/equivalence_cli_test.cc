@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/util/run_fedpar.h"
+#include "tests/util/run_results.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
@@ -27,6 +28,7 @@ TEST(EquivalenceExperiment, GradientAndOneStepModelAveragingAreGradientDescent) 
   const nlohmann::json j =
       nlohmann::json::parse(testing::slurp(tmp / "res/equivalence/equivalence.json"));
   ASSERT_EQ(j["cases"].size(), 2u);
+  EXPECT_EQ(testing::provenance_mismatch(j, testing::slurp(tmp / "res/equivalence/report.md")), "");
   for (const auto& c : j["cases"]) {
     SCOPED_TRACE(c["model"].get<std::string>());
     EXPECT_EQ(c["processes"], 4);

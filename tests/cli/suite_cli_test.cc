@@ -31,6 +31,7 @@ std::map<std::string, nlohmann::json> smoke_runs(const std::string& name, const 
   if (r.code != 0) return runs;
   const auto suite = nlohmann::json::parse(testing::slurp(tmp / "s/suite.json"));
   for (const auto& run : suite["runs"]) runs[run["label"]] = run;
+  EXPECT_EQ(testing::provenance_mismatch(suite, testing::slurp(tmp / "s/report.md")), "");
   return runs;
 }
 

@@ -28,6 +28,22 @@ inline std::string model_hash(const std::filesystem::path& results) {
   return nlohmann::json::parse(in).at("model_hash").get<std::string>();
 }
 
+// A report spanning runs (a suite's, the equivalence experiment's) records the build and the
+// machine: its JSON's `provenance` and its report.md's "Made by fedpar COMMIT (UNITS, KERNELS) on
+// MACHINE" line agree, and the fedpar executable set its commit.
+inline std::string provenance_mismatch(const nlohmann::json& j, const std::string& report) {
+  if (!j.contains("provenance")) return "no provenance in " + j.dump().substr(0, 200);
+  const auto& p = j["provenance"];
+  if (!p.contains("source_commit") || p.value("machine", "").empty() ||
+      p.value("blas_kernels", "").empty())
+    return "provenance lacks the commit, the machine or the kernels: " + p.dump();
+  const std::string line = "Made by fedpar " + p["source_commit"].get<std::string>() + " (" +
+                           p["build_vector_units"].get<std::string>() + ", " +
+                           p["blas_kernels"].get<std::string>() + ") on " +
+                           p["machine"].get<std::string>();
+  return report.find(line) != std::string::npos ? "" : "report.md lacks \"" + line + "\"";
+}
+
 // One JSON object per line (metrics.jsonl, updates.jsonl).
 inline std::vector<nlohmann::json> jsonl(const std::filesystem::path& p) {
   std::vector<nlohmann::json> out;
