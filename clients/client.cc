@@ -16,6 +16,7 @@
 #include "clients/straggle.h"
 #include "clients/tensor_worker.h"
 #include "core/attack.h"
+#include "core/build_info.h"
 #include "core/check.h"
 #include "core/codec/error_feedback.h"
 #include "core/feature_noise.h"
@@ -627,8 +628,12 @@ int run_client(const ClientOptions& o) {
   }
   const auto channel =
       connect_zmq_channel(o.server, &ctx, o.max_frame_mib << 20, curve ? &*curve : nullptr);
-  const HelloMsg hello{
-      .slots = o.slots, .pid = ::getpid(), .run_config = o.run_config, .device = o.device};
+  const HelloMsg hello{.slots = o.slots,
+                       .pid = ::getpid(),
+                       .run_config = o.run_config,
+                       .device = o.device,
+                       .build = build_description(),
+                       .machine = machine_description()};
   channel->send(encode(hello));
   // a server not there yet is waited for; after a few silent seconds the wait says so
   const auto deadline = deadline_after(o.wait_seconds);

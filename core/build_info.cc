@@ -83,4 +83,9 @@ std::optional<double> load_average() {
   return std::nullopt;
 }
 
+std::string build_description() {
+  return (source_commit().empty() ? std::string("(commit unknown)") : source_commit()) + " (" +
+         build_vector_units() + ", " + blas_kernels() + ")";
+}
+
 }  // namespace fedpar

@@ -23,6 +23,10 @@ const char* build_vector_units();
 // a Zen 5 EPYC) ran other kernels and gave other bytes from one commit, so results record it.
 std::string blas_kernels();
 
+// "abc1234 (AVX-512, OpenBLAS Cooperlake kernels)": the commit, vector units and kernels together,
+// what a process's bytes depend on ("(commit unknown)" where none was set).
+std::string build_description();
+
 // "2 cores, AMD EPYC 9B14 (family 25 model 17, avx512f), Debian GNU/Linux 12 (bookworm)": what
 // scripts/provenance.sh's machine() writes, read from /proc/cpuinfo and /etc/os-release ("unknown"
 // where they are absent).

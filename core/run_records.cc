@@ -190,6 +190,7 @@ template <typename V>
 void fields(V& v, HostRecord& r) {
   v("slots", r.slots), v("clients", r.clients), v("lost", r.lost);
   v("joined_after_round", r.joined_after_round), v("device", r.device), v("pid", r.pid);
+  v("build", r.build), v("machine", r.machine);
   v("replaced_after_round", r.replaced_after_round);
 }
 

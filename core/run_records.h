@@ -115,6 +115,8 @@ struct HostRecord {
   std::optional<int64_t> joined_after_round;
   std::optional<std::string> device;  // what it computed on: cpu | cuda (absent in older records)
   std::optional<int64_t> pid;         // as its HELLO said: the one the logs name
+  // as its HELLO said: its commit, vector units and kernels, and its machine
+  std::optional<std::string> build, machine;
   // summary.json's `replaced`: a lost process whose place a newcomer took after this round
   std::optional<int64_t> replaced_after_round;
 };

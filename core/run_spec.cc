@@ -504,11 +504,6 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
           "compression.downlink_delta sends each process the model's change, and a TASK the "
           "emulated network loses would leave that process's model behind for good: use profiles "
           "without loss, network.mode = \"simulated\", or downlink_delta = false");
-  require(!lossy || c.get_string("local.algorithm") != "scaffold",  // (resolved later)
-          "local.algorithm = \"scaffold\" drops a process at its first missing update (the "
-          "server's copy of its control variates would part from its own), and an emulated link "
-          "with loss > 0 loses UPDATEs: use profiles without loss, or network.mode = "
-          "\"simulated\" (there a client whose message would be lost is not asked that round)");
   require(!n.on() || n.all_available() || sync_ps,
           "network: a profile with availability < 1 needs the parameter-server topology with "
           "regime = \"gradient\" or \"model\" (clients are left out of synchronous rounds)");
@@ -790,6 +785,16 @@ std::vector<std::string> run_warnings(const Config& c, const RunSpec& s) {
         "sent model, where the proximal term mu (w - w_sent) is zero; train more local steps "
         "(local.epochs with a local.batch, or local.steps)",
         s.prox_mu));
+  // SCAFFOLD drops a process at its first missing update: over lossy emulated links processes
+  // leave one by one (the run fails once none is left)
+  if (s.algorithm == FlAlgorithm::kScaffold && s.network.mode == NetworkMode::kEmulated &&
+      !s.network.lossless())
+    out.push_back(
+        "local.algorithm = \"scaffold\" drops a process at its first missing update (the "
+        "server's copy of its clients' control variates would part from theirs), and these "
+        "emulated links lose messages: processes leave the run one by one, and it fails once none "
+        "is left; network.mode = \"simulated\" leaves a client whose message is lost out of that "
+        "round instead");
   // a link set up but switched off: said once, before the settings said one by one
   const bool network_off = s.network.mode == NetworkMode::kOff;
   std::vector<std::string> links, each;

@@ -18,9 +18,7 @@ nlohmann::json provenance_json() {
 
 std::string provenance_line() {
   const auto load = load_average();
-  return fmt::format("Made by fedpar {} ({}, {}) on {}{}.",
-                     source_commit().empty() ? "(commit unknown)" : source_commit(),
-                     build_vector_units(), blas_kernels(), machine_description(),
+  return fmt::format("Made by fedpar {} on {}{}.", build_description(), machine_description(),
                      load ? fmt::format("; load {:.2f} at the end", *load) : "");
 }
 

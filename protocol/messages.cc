@@ -112,6 +112,8 @@ WireMessage encode(const HelloMsg& m) {
   nlohmann::json body = {{"slots", m.slots}, {"pid", m.pid}};
   if (!m.run_config.empty()) body["run_config"] = m.run_config;
   if (!m.device.empty()) body["device"] = m.device;
+  if (!m.build.empty()) body["build"] = m.build;
+  if (!m.machine.empty()) body["machine"] = m.machine;
   return encode_message(MessageType::kHello, 0, 0, 0, std::move(body));
 }
 
@@ -244,11 +246,15 @@ Decoded<HelloMsg> decode_hello(const ParsedMessage& p) {
   r.get_optional("pid", m.pid);
   r.get_optional("run_config", m.run_config);
   r.get_optional("device", m.device);
+  r.get_optional("build", m.build);
+  r.get_optional("machine", m.machine);
   r.require(m.slots >= 1 && m.slots <= HelloMsg::kMaxSlots,
             fmt::format("slots must be between 1 and {}", HelloMsg::kMaxSlots));
   r.require(m.run_config.size() <= 64, "run_config must be at most 64 characters");
   // any name: a device the process lacks fails it after WELCOME, which tells the server why
   r.require(m.device.size() <= 64, "device must be at most 64 characters");
+  r.require(m.build.size() <= 256 && m.machine.size() <= 256,
+            "build and machine must be at most 256 characters");
   return r.result(std::move(m));
 }
 

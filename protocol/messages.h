@@ -44,6 +44,9 @@ struct HelloMsg {
   std::string run_config;
   std::string device;  // what the process computes on when its command says (--device: cpu,
                        // cuda); "" leaves it to the run config's `device`
+  // what its bytes depend on (build_description, machine_description): a process of another build
+  // or kernels rounds apart, so the run records and warns of it ("" from an older client)
+  std::string build, machine;
   static constexpr int64_t kMaxSlots = 1000000;
 };
 

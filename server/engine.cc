@@ -9,6 +9,7 @@
 #include <map>
 #include <numeric>
 
+#include "core/build_info.h"
 #include "core/check.h"
 #include "core/stop_signal.h"
 
@@ -266,8 +267,11 @@ void Engine::admit_newcomers(const std::function<ClientState()>& state) {
            .slots = n.hello.slots,
            .pid = n.hello.pid,
            .device = device_of(n.hello),
+           .build = n.hello.build,
+           .machine = n.hello.machine,
            .clients = old.clients,
            .bytes_received = n.msg.bytes()};
+    warn_of_another_build(p);
     p.joined_after_round = int64_t(round);
     log(fmt::format(
         "a client process (pid {}) takes the place of the lost one (pid {}): virtual clients {} "
@@ -382,13 +386,27 @@ void Engine::warn_of_shared_link(const std::vector<uint32_t>& clients) {
   log("warning: " + warnings.back());
 }
 
+// Another commit, vector units or BLAS kernels sum floats otherwise: the run's bytes are no
+// longer the one-build run's (docs/architecture.md, Determinism).
+void Engine::warn_of_another_build(const Peer& p) {
+  if (p.build.empty() || p.build == build_description()) return;
+  warnings.push_back(fmt::format(
+      "client process pid {} runs {}, the server {}: its sums may round apart from this build's, "
+      "so the run's bytes are not a one-build run's",
+      p.pid, p.build, build_description()));
+  log("warning: " + warnings.back());
+}
+
 void Engine::add_peer(const Received& r, const HelloMsg& hello) {
   peers[r.peer] = Peer{.identity = r.peer,
                        .slots = hello.slots,
                        .pid = hello.pid,
                        .device = device_of(hello),
+                       .build = hello.build,
+                       .machine = hello.machine,
                        .bytes_received = r.bytes()};
   order.push_back(r.peer);
+  warn_of_another_build(peers[r.peer]);
   log(fmt::format("client process {} of {} connected ({} slot(s))", peers.size(), s_.processes,
                   hello.slots));
 }
@@ -832,7 +850,9 @@ HostRecord Engine::host_record(const std::string& id) const {
           .lost = lost.count(id) > 0,
           .joined_after_round = p.joined_after_round,
           .device = p.device,
-          .pid = p.pid ? std::optional(p.pid) : std::nullopt};
+          .pid = p.pid ? std::optional(p.pid) : std::nullopt,
+          .build = p.build.empty() ? std::nullopt : std::optional(p.build),
+          .machine = p.machine.empty() ? std::nullopt : std::optional(p.machine)};
 }
 
 std::vector<HostRecord> Engine::host_records() const {

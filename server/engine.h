@@ -37,8 +37,9 @@ struct ClientState {
 struct Peer {
   std::string identity;
   int64_t slots = 1;
-  int64_t pid = 0;     // as its HELLO said (for the log: which process)
-  std::string device;  // what it computes on: its --device, else the run config's
+  int64_t pid = 0;             // as its HELLO said (for the log: which process)
+  std::string device;          // what it computes on: its --device, else the run config's
+  std::string build, machine;  // as its HELLO said ("" from an older client)
   std::vector<uint32_t> clients;
   uint64_t bytes_sent = 0, bytes_received = 0;
   uint64_t peak_rss_bytes = 0;                  // the largest its updates reported
@@ -265,6 +266,7 @@ class Engine {
                                 const std::function<std::string(const std::string&)>& back_line);
   bool ping(const std::string& id);  // whether a PING went out to `id`
   void add_peer(const Received& r, const HelloMsg& hello);
+  void warn_of_another_build(const Peer& p);  // a HELLO of another build: warned and recorded
   // A process gone before the run started gives its place up (a new process may take it).
   void free_place(const std::string& id);
   // Emulated links are per process: says so when `clients`, one process's, have other profiles.

@@ -213,6 +213,43 @@ TEST(FedparRun, AFolderShowsItsRunsCurves) {
             std::string::npos);
 }
 
+// A client process of other BLAS kernels (OPENBLAS_CORETYPE: as a host of another CPU would
+// pick) sums otherwise: its build is recorded in hosts[] and warned of; the server recorded only
+// its own, so a mixed run read as one build's.
+TEST(Distributed, AClientOfAnotherBuildIsRecordedAndWarnedOf) {
+  TempDir tmp;
+  pid_t other = -1;
+  const RunResult r = run_distributed(
+      tmp, "mixed", "tcp://127.0.0.1:*", 1, {"rounds=2"}, [&](const std::string& ep) {
+        setenv("OPENBLAS_CORETYPE", "Prescott", 1);
+        other = testing::spawn_fedpar({"client", "--quiet", "--server", ep}, tmp / "other.out",
+                                      tmp / "other.err");
+        unsetenv("OPENBLAS_CORETYPE");
+      });
+  EXPECT_EQ(testing::wait_exit(other, 30).value_or(-99), 0);
+  ASSERT_EQ(r.server_code, 0) << r.err;
+  const auto summary = nlohmann::json::parse(testing::slurp(tmp / "res/mixed/summary.json"));
+  const std::string own = summary.value("source_commit", "(commit unknown)") + " (" +
+                          summary["build_vector_units"].get<std::string>() + ", " +
+                          summary["blas_kernels"].get<std::string>() + ")";
+  ASSERT_EQ(summary["hosts"].size(), 2u);
+  for (const auto& h : summary["hosts"]) {
+    EXPECT_EQ(h["machine"], summary["machine"]) << h;
+    if (h["pid"] != other) EXPECT_EQ(h["build"], own) << h;
+  }
+  if (summary["blas_kernels"].get<std::string>().find("OpenBLAS") == std::string::npos)
+    GTEST_SKIP() << "no OpenBLAS: OPENBLAS_CORETYPE changes nothing";
+  const auto& mixed =
+      summary["hosts"][0]["pid"] == other ? summary["hosts"][0] : summary["hosts"][1];
+  const std::string theirs = own.substr(0, own.find(", ")) + ", OpenBLAS Prescott kernels)";
+  EXPECT_EQ(mixed["build"], theirs) << mixed;
+  EXPECT_NE(r.err.find(fmt::format("warning: client process pid {} runs {}, the server {}: its "
+                                   "sums may round apart",
+                                   other, theirs, own)),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(Distributed, VirtualClientsFollowSlotsAndBytesAreCountedPerProcess) {
   TempDir tmp;
   pid_t big = -1;

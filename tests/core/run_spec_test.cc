@@ -296,6 +296,18 @@ TEST(RunSpecValues, SettingsAnotherSettingReplacesAreNamed) {
       << defaults[0];
   EXPECT_TRUE(warnings({"regime=model", "local.steps=1"}).empty());
   EXPECT_TRUE(warnings({"regime=model", "local.batch=full"}).empty());
+  // SCAFFOLD over lossy emulated links: each lost update drops a process (the run then failed
+  // with nothing said beforehand); simulated loss leaves the client out of its round instead
+  const auto scaffold = [&](const char* mode) {
+    return warnings({"regime=model", "local.steps=2", "local.algorithm=scaffold",
+                     std::string("network.mode=") + mode, "network.profile=custom",
+                     "network.custom.loss=0.3"});
+  };
+  ASSERT_EQ(scaffold("emulated").size(), 1u);
+  EXPECT_NE(scaffold("emulated")[0].find("local.algorithm = \"scaffold\" drops a process at its "
+                                         "first missing update"),
+            std::string::npos);
+  EXPECT_TRUE(scaffold("simulated").empty());
   // FedProx's term is zero at the sent model: one local step a round never feels it
   EXPECT_EQ(warnings({"regime=model", "local.steps=1", "local.prox_mu=0.1"}),
             (std::vector<std::string>{

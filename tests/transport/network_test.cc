@@ -406,13 +406,6 @@ TEST(NetworkSpec, RefusesWhatCannotRunAndSaysWhy) {
                   "loses 30% of messages: set network.custom.loss = 0 and "
                   "network.custom.availability = 1)"));
   EXPECT_FALSE(has({"network.mode=emulated", "regime=gradient", "topology=master"}, "loses"));
-  // SCAFFOLD drops a process at its first missing update: an emulated lossy link ended the run
-  EXPECT_TRUE(has({"network.mode=emulated", "regime=model", "local.algorithm=scaffold",
-                   "network.profile=custom", "network.custom.loss=0.3"},
-                  "local.algorithm = \"scaffold\" drops a process at its first missing update"));
-  EXPECT_FALSE(has({"network.mode=simulated", "regime=model", "local.algorithm=scaffold",
-                    "network.profile=custom", "network.custom.loss=0.3"},
-                   "scaffold"));
   EXPECT_TRUE(has({"network.mode=emulated", "network.server=datacenter"},
                   "network.server is the simulated server's shared link"));
   EXPECT_TRUE(has({"network.mode=simulated", "network.server=10g"},
