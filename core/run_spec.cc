@@ -1079,6 +1079,11 @@ bool operational_key(const std::string& key) {
          key == "checkpoint_every" || key.starts_with("security.");
 }
 
+bool observation_key(const std::string& key, const RunSpec& s) {
+  if (key == "eval_every" || key == "data.test_limit") return s.stop_at_accuracy <= 0;
+  return key == "eval_train" || key == "eval_clients" || key.starts_with("diagnostics.");
+}
+
 std::string run_config_hash(const Config& c) {
   std::string text;
   for (const auto& key : c.keys())  // in the config's own order: the same for every process

@@ -170,6 +170,10 @@ std::vector<std::string> run_warnings(const Config& c, const RunSpec& s);
 // Keys that say where and how a run is carried out, not what it computes: a resumed run may
 // change them (any other difference would make it a different run).
 bool operational_key(const std::string& key);
+// Keys that say what a run measures of its model, not how it trains it (evaluations, diagnostics):
+// a resumed run may change them too, except the evaluations' cadence and test set where
+// stop_at_accuracy makes them decide when the run ends.
+bool observation_key(const std::string& key, const RunSpec& s);
 // 16 hex digits over the value of every key that says what a run computes: all but the
 // operational ones and those that differ from node to node (data.dir, device). The processes of
 // a `fedpar launch` job, started with the same config and flags, give the same wherever they run.

@@ -538,8 +538,7 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
   report << fmt::format(
       "{}\n\nCommand: `{}` ({:.0f} s; config.resolved.toml: the suite's config with "
       "--smoke's and --set's values, which win over a run's own overrides; each run's results "
-      "folder is under runs/). Accuracy is on the test set every {} round(s) (a run with fewer "
-      "rounds every fifth of them); MB counts "
+      "folder is under runs/). Accuracy is on the test set {}; MB counts "
       "every byte the server sent and received at its socket (diagnostic extras left out; the "
       "parameter server sends one TASK a round to each client process it asks, however many "
       "clients it hosts) and every byte workers sent each other (a ring's, a pipeline's or a "
@@ -549,7 +548,10 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
       "EMD is the partition's label skew (docs/partitioning.md); round time is the mean round "
       "on the seconds' clock.\n\n",
       fill_run_keys(cfg.get_string("suite.what"), plan, "suite.what"), plan.command, seconds,
-      plan.eval_every);
+      plan.eval_every == 1
+          ? std::string("every round")
+          : fmt::format("every {} rounds (a run of fewer rounds: every fifth of its rounds)",
+                        plan.eval_every));
   if (!failed.empty()) {  // the suite's own claims that did not hold, first (it exits 1)
     report << fmt::format(
         "**{} claim(s) failed** (the suite exits 1; the section below has "

@@ -302,7 +302,8 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
   }
   std::vector<std::string> differ;
   for (const auto& key : cfg.keys())
-    if (!operational_key(key) && key != "rounds" && before.value_text(key) != cfg.value_text(key))
+    if (!operational_key(key) && !observation_key(key, earlier) && key != "rounds" &&
+        before.value_text(key) != cfg.value_text(key))
       differ.push_back(
           fmt::format("{} = {} there, {} here", key, before.value_text(key), cfg.value_text(key)));
   // a ring's worker sums its own clients' gradients before the ring: another grouping rounds

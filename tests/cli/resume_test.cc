@@ -399,6 +399,29 @@ TEST(Resume, ARunThatFailsAgainAfterItsResumeKeepsOneFolder) {
       << testing::slurp(tmp / "res" / "twice" / "README.md");
 }
 
+// What a run measures may change on resume (they were refused as "another run"): evaluated more
+// often, on fewer test samples, with drift measured, it still ends with the uninterrupted bytes;
+// with stop_at_accuracy the evaluations decide the end, so their cadence is refused there.
+TEST(Resume, ItsMeasurementsMayChangeAndTheBytesStayTheUninterruptedOnes) {
+  TempDir tmp;
+  const auto sets = with(kLong, {"regime=model", "local.steps=2"});
+  const auto full = testing::run_distributed(tmp, "full", "ipc://" + (tmp / "f").string(), 2, sets);
+  ASSERT_EQ(full.server_code, 0) << full.err;
+  const auto left = killed_run(tmp, "seen", sets, 7);
+  const auto resumed =
+      testing::run_distributed(tmp, "seen", "ipc://" + (tmp / "r").string(), 2, sets, {},
+                               {"--resume", left.string(), "--set", "eval_every=3", "--set",
+                                "data.test_limit=500", "--set", "diagnostics.drift=true"});
+  ASSERT_EQ(resumed.server_code, 0) << resumed.err;
+  EXPECT_EQ(resumed.hash, full.hash);
+  const auto stopping = with(sets, {"stop_at_accuracy=0.99"});
+  const auto stop_left = killed_run(tmp, "stop", stopping, 5);
+  const auto [code, err] =
+      refused(tmp, "stop", stopping, {"--resume", stop_left.string(), "--set", "eval_every=3"});
+  EXPECT_NE(code, 0);
+  EXPECT_NE(err.find("eval_every = 10 there, 3 here"), std::string::npos) << err;
+}
+
 TEST(Resume, AnotherConfigOrAStatefulTopologyIsRefusedWithTheReason) {
   TempDir tmp;
   const auto left = killed_run(tmp, "base", with(kLong, {"regime=model", "local.steps=40"}), 5);
