@@ -38,11 +38,17 @@ class AsyncPlan final : public Plan {
   void begin(Engine& engine) override {
     engine.await_ready();  // the elapsed clock starts with every process's data loaded
     t_start_ = Clock::now();
-    for (uint32_t c = 0; c < engine.num_clients; ++c) dispatch(engine, c);
   }
+
+  // The tasks sent this round, per process (each client's first in round 1).
+  std::map<std::string, std::vector<uint32_t>> tasks(const Engine&) const override { return sent_; }
 
   std::string round(Engine& engine, RoundRecord& rec) override {
     const auto t0 = Clock::now();
+    sent_.clear();
+    // the first tasks go out within round 1, so that its record counts their bytes
+    if (outstanding_.empty() && draws_.empty())
+      for (uint32_t c = 0; c < engine.num_clients; ++c) dispatch(engine, c);
     Tally t;
     const double sim_start = sim_now_;
     while (t.applied < engine.num_clients) {
@@ -122,6 +128,7 @@ class AsyncPlan final : public Plan {
     // the header names the client, so its process can skip a task sent again behind this one
     const WireMessage m = engine.encode_model_task(task, current_, {c, engine.run_id, version_});
     engine.send(engine.owner[c], m);
+    sent_[engine.owner[c]].push_back(c);
     outstanding_[c] = {version_, draw, Clock::now()};
     if (arrivals_) arrivals_->dispatch(c, draw, sim_now_, m.bytes());
   }
@@ -273,6 +280,7 @@ class AsyncPlan final : public Plan {
   std::shared_ptr<const std::vector<float>> current_;
   std::map<uint32_t, Outstanding> outstanding_;
   std::map<uint32_t, uint64_t> draws_;  // tasks sent per client: names its next batch draw
+  std::map<std::string, std::vector<uint32_t>> sent_;  // this round's tasks, per process
   std::set<std::pair<uint32_t, uint64_t>> withdrawn_;  // (client, version) sent again
   std::map<std::string, uint64_t> unanswered_;  // per process: expired tasks since its last answer
   std::map<std::string, Clock::time_point> heard_;  // per process: its last update, late too

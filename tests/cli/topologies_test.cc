@@ -344,6 +344,22 @@ TEST(Async, StalenessBoundRejectsAndLogsStaleUpdates) {
   }
   EXPECT_GT(rejected, 0);
   EXPECT_NE(r.err.find("rejected client 0's update: staleness"), std::string::npos) << r.err;
+  // a round's processes[].tasks are the tasks sent to each in it: every client's first in round
+  // 1 (their bytes were in no round), then one for each update taken, applied or rejected (each
+  // process was said to get 1 task a round whatever it got)
+  int logged = 0;
+  for (const auto& rec : jsonl(tmp / "res" / "bounded" / "metrics.jsonl")) {
+    uint64_t tasks = 0;
+    for (const auto& p : rec["processes"]) {
+      tasks += p["tasks"].get<uint64_t>();
+      EXPECT_EQ(p["tasks"].get<uint64_t>() > 0, p["bytes_down"].get<uint64_t>() > 0) << rec;
+    }
+    const uint64_t taken =
+        rec["updates_applied"].get<uint64_t>() + rec["updates_rejected"].get<uint64_t>();
+    EXPECT_EQ(tasks, taken + (rec["round"] == 1 ? 3 : 0)) << rec;
+    logged += int(taken);
+  }
+  EXPECT_EQ(logged, applied + rejected);
   // the README counts them, and names the straggler among the stalest (the rounds' staleness
   // counts applied updates, so its rejected ones showed nowhere but the log)
   const std::string readme = testing::slurp(tmp / "res" / "bounded" / "README.md");
