@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -43,6 +45,42 @@ bool parse_int(std::string_view s, int32_t& v) {
 
 constexpr int32_t kMaxClasses = 1 << 16;  // a label is a class: the model has one output each
 
+// A header's column name as a spreadsheet or R writes it: quotes off, lower case.
+std::string column_name(std::string_view f) {
+  if (f.size() >= 2 && f.front() == '"' && f.back() == '"') f = f.substr(1, f.size() - 2);
+  std::string s(f);
+  for (char& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+bool names_user(const std::string& n) { return n == "user" || n == "user_id" || n == "userid"; }
+bool names_label(const std::string& n) { return n == "label" || n == "target" || n == "class"; }
+
+// A header is read by position (features..., label[, user]); one whose names put the label or
+// the user elsewhere would have its columns silently swapped, so it is refused, saying how.
+void check_header(const std::filesystem::path& path, size_t line_no,
+                  const std::vector<std::string>& names, bool user_column) {
+  const size_t label_at = names.size() - (user_column ? 2 : 1);
+  if (!names.empty() && names[0].empty())
+    throw Error(fmt::format(
+        "{}:{}: the header's first column has no name, as pandas' to_csv writes its row index: "
+        "that index would be read as a feature (write the file with index=False, or name the "
+        "column)",
+        path.string(), line_no));
+  for (size_t j = 0; j < names.size(); ++j) {
+    if (names_label(names[j]) && j != label_at)
+      throw Error(fmt::format(
+          "{}:{}: the header names column {} '{}', but the label is read from column {} (the "
+          "columns are features..., label[, user]): move it there",
+          path.string(), line_no, j + 1, names[j], label_at + 1));
+    if (names_user(names[j]) && j + 1 != names.size())
+      throw Error(fmt::format(
+          "{}:{}: the header names column {} '{}', but a user id is read from the last column "
+          "only: move it last (features..., label, user)",
+          path.string(), line_no, j + 1, names[j]));
+  }
+}
+
 }  // namespace
 
 Dataset read_csv_dataset(const std::filesystem::path& path, bool user_column) {
@@ -59,7 +97,7 @@ Dataset read_csv_dataset(const std::filesystem::path& path, bool user_column) {
   Dataset d;
   d.name = "csv:" + path.filename().string();
   std::string line;
-  size_t line_no = 0, width = 0;
+  size_t line_no = 0, width = 0, header_width = 0;
   int32_t max_label = -1;
   bool first = true;  // the first line that is not blank: the only one that may be a header
   while (std::getline(in, line)) {
@@ -70,9 +108,17 @@ Dataset read_csv_dataset(const std::filesystem::path& path, bool user_column) {
     if (fields.size() == 1 && line.find(';') != std::string::npos)  // a European spreadsheet's
       throw Error(fmt::format("{}:{}: fields are separated by commas, and this line has ';'",
                               path.string(), line_no));
+    // a header: the first line with no number in it (a first row starting with NA is a sample,
+    // and an error naming its line)
     float probe = 0.0f;
-    if (std::exchange(first, false) && !parse_float(fields[0], probe)) {  // a header line
-      if (fields.back() == "user") user_column = true;
+    if (std::exchange(first, false) &&
+        std::none_of(fields.begin(), fields.end(),
+                     [&](std::string_view f) { return parse_float(f, probe); })) {
+      std::vector<std::string> names;
+      for (std::string_view f : fields) names.push_back(column_name(f));
+      if (names_user(names.back())) user_column = true;
+      check_header(path, line_no, names, user_column);
+      header_width = names.size();
       continue;
     }
     const size_t tail = user_column ? 2 : 1;
@@ -82,6 +128,9 @@ Dataset read_csv_dataset(const std::filesystem::path& path, bool user_column) {
                                 path.string(), line_no, user_column ? " and user" : ""));
       width = fields.size();
       d.shape = {1, 1, int(width - tail)};
+      if (header_width && header_width != width)
+        throw Error(fmt::format("{}:{}: {} columns, but the header names {}", path.string(),
+                                line_no, width, header_width));
     }
     if (fields.size() != width)
       throw Error(fmt::format("{}:{}: {} columns, but the first row had {}", path.string(), line_no,

@@ -54,6 +54,17 @@ uint64_t resolve_seed(const Config& c) {
   return uint64_t(seed);
 }
 
+void check_csv_keys(const DataOptions& d) {
+  if (d.name == "csv" || (d.csv_train.empty() && d.csv_test.empty() && !d.csv_user_column)) return;
+  throw Error(fmt::format(
+      "{} is read with data.name = \"csv\" only, and data.name is '{}': set data.name = "
+      "\"csv\" (--dataset csv) to train on the file, or leave the csv keys out",
+      !d.csv_train.empty()  ? "data.csv_train"
+      : !d.csv_test.empty() ? "data.csv_test"
+                            : "data.csv_user_column",
+      d.name));
+}
+
 DataOptions resolve_data_options(const Config& c, uint64_t seed) {
   DataOptions d;
   d.name = c.get_string("data.name");
@@ -74,6 +85,7 @@ DataOptions resolve_data_options(const Config& c, uint64_t seed) {
   d.csv_train = c.get_string("data.csv_train");
   d.csv_test = c.get_string("data.csv_test");
   d.csv_user_column = c.get_bool("data.csv_user_column");
+  check_csv_keys(d);
   d.seed = seed;
   return d;
 }

@@ -694,7 +694,7 @@ int run_suite(const SuiteOptions& o) {
     for (const auto& r : results)
       if (is_scaling_run(runs_dir / r.label))
         scaling.push_back(read_scaling_run(runs_dir / r.label, r.label));
-    add_section(topology_scaling_section(scaling), "topology_scaling");
+    add_section(topology_scaling_section(scaling, !plan.only.empty()), "topology_scaling");
   }
 
   const double seconds =

@@ -13,6 +13,7 @@
 #include "core/check.h"
 #include "core/count_users.h"
 #include "core/dataset.h"
+#include "core/model_data_config.h"
 #include "core/run_spec.h"
 #include "core/unread_settings.h"
 #include "experiments/cli/commands.h"
@@ -41,6 +42,7 @@ std::string flag_of(std::string key) {
 
 // `through_config`: the split is a run config's, whose keys the advice names.
 int run_partition(const PartitionArgs& a, bool through_config = false) {
+  check_csv_keys(a.data);
   TrainTest tt = load_dataset(a.data);
   const Dataset& train = tt.train;
   const auto t0 = std::chrono::steady_clock::now();

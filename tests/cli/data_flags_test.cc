@@ -60,6 +60,13 @@ TEST(DataFlags, RunAndServerReadThemAsTrainDoes) {
       EXPECT_NE(r.err.find("missing dataset file /set/mnist"), std::string::npos)
           << cmd << both << ": " << r.err;
     }
+  // a CSV given without --dataset csv trained on MNIST without a word: refused, in every command
+  std::ofstream(tmp / "mine.csv") << "a,label\n1,0\n2,1\n";
+  for (const std::string& cmd : {std::string("train --quiet"), run, std::string("partition")})
+    testing::expect_refused(cmd + " --csv-train " + (tmp / "mine.csv").string(), tmp.path(), 2,
+                            "data.csv_train is read with data.name = \"csv\" only, and data.name "
+                            "is 'mnist': set data.name = \"csv\" (--dataset csv) to train on the "
+                            "file");
   if (!testing::have_mnist()) GTEST_SKIP() << "MNIST missing: run scripts/setup.sh";
   const auto dir = linked_data(tmp, "elsewhere");
   const auto r = testing::run_fedpar(

@@ -235,7 +235,9 @@ TEST(Distributed, AClientOfAnotherBuildIsRecordedAndWarnedOf) {
   ASSERT_EQ(summary["hosts"].size(), 2u);
   for (const auto& h : summary["hosts"]) {
     EXPECT_EQ(h["machine"], summary["machine"]) << h;
-    if (h["pid"] != other) EXPECT_EQ(h["build"], own) << h;
+    if (h["pid"] != other) {
+      EXPECT_EQ(h["build"], own) << h;
+    }
   }
   if (summary["blas_kernels"].get<std::string>().find("OpenBLAS") == std::string::npos)
     GTEST_SKIP() << "no OpenBLAS: OPENBLAS_CORETYPE changes nothing";

@@ -81,7 +81,13 @@ TEST(CsvDataset, ErrorsNameFileAndLine) {
   EXPECT_NE(
       msg("f,g,label\nNA,1,0\n2,3,1\n").find("e.csv:2: column 1 is not a finite number: 'NA'"),
       std::string::npos);
-  EXPECT_NE(msg("s0,1.5,0\ns1,2.5,1\n").find("e.csv:2: column 1 is not a finite number: 's1'"),
+  // a header is a first line without a number: a first row starting with an id or NA is a
+  // sample and an error (it was skipped as a header, one sample lost without a word)
+  EXPECT_NE(msg("s0,1.5,0\ns1,2.5,1\n").find("e.csv:1: column 1 is not a finite number: 's0'"),
+            std::string::npos);
+  EXPECT_NE(msg("NA,1,0\n2,3,1\n").find("e.csv:1: column 1 is not a finite number: 'NA'"),
+            std::string::npos);
+  EXPECT_NE(msg(",1,0\n2,3,1\n").find("e.csv:1: column 1 is not a finite number: ''"),
             std::string::npos);
   EXPECT_NE(msg("1.5;2;0\n").find("e.csv:1: fields are separated by commas, and this line has ';'"),
             std::string::npos);
@@ -97,6 +103,47 @@ TEST(CsvDataset, ErrorsNameFileAndLine) {
               std::string::npos)
         << e.what();
   }
+}
+
+// The columns are read by position (features..., label[, user]); a header whose names say
+// otherwise had its columns swapped without a word (the label read as a feature, a user id as the
+// label), so it is refused saying where the column must go; a user column is named as
+// spreadsheets and R write it.
+TEST(CsvDataset, AHeaderThatPutsTheLabelOrTheUserElsewhereIsRefused) {
+  testing::TempDir d;
+  auto msg = [&](const std::string& text, bool user = false) {
+    try {
+      read_csv_dataset(write(d, "h.csv", text), user);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(msg("label,income,age\n1,2,3\n")
+                .find("h.csv:1: the header names column 1 'label', but the label is read from "
+                      "column 3 (the columns are features..., label[, user]): move it there"),
+            std::string::npos);
+  EXPECT_NE(msg("a,b,user,label\n1,2,3,0\n")
+                .find("h.csv:1: the header names column 3 'user', but a user id is read from the "
+                      "last column only: move it last"),
+            std::string::npos);
+  EXPECT_NE(msg(",a,label\n0,1.5,1\n")
+                .find("the header's first column has no name, as pandas' "
+                      "to_csv writes its row index"),
+            std::string::npos);
+  EXPECT_NE(msg("a,label\n1,2,0\n").find("h.csv:2: 3 columns, but the header names 2"),
+            std::string::npos);
+  // data.csv_user_column = true on a file whose header ends in the label
+  EXPECT_NE(msg("a,b,label\n1,2,0\n", true).find("the header names column 3 'label'"),
+            std::string::npos);
+  // quoted and capitalised, as R's write.csv and spreadsheets write them
+  const Dataset r = read_csv_dataset(
+      write(d, "r.csv", "\"f1\",\"f2\",\"Label\",\"User_ID\"\n1,2,1,8\n3,4,0,9\n"), false);
+  EXPECT_EQ(r.dim(), 2u);
+  EXPECT_EQ(r.user, (std::vector<int32_t>{8, 9}));
+  EXPECT_EQ(r.y, (std::vector<int32_t>{1, 0}));
+  // features may be named anything, y included
+  EXPECT_EQ(read_csv_dataset(write(d, "xy.csv", "x,y,label\n1,2,1\n"), false).dim(), 2u);
 }
 
 }  // namespace

@@ -60,6 +60,15 @@ TEST(TopologyScaling, NothingToCompareFailsInsteadOfPassingEmpty) {
   EXPECT_NE(s.failed[0].find("no model has parameter-server, master or allreduce runs at two"),
             std::string::npos);
   EXPECT_TRUE(s.json.empty());
+  // suite.only picked runs at one N (the straggler runs alone): said, no failed claim (the suite
+  // exited 1 for a subset it was asked for)
+  const auto picked = topology_scaling_section(one, /*subset=*/true);
+  EXPECT_TRUE(picked.failed.empty());
+  EXPECT_NE(picked.markdown.find("(`suite.only`: no model has parameter-server, master or "
+                                 "allreduce runs at two numbers of workers to compare among the "
+                                 "runs it picked.)"),
+            std::string::npos)
+      << picked.markdown;
   // a run without time or bytes cannot pass a claim by dividing by zero
   auto zero = runs(40, 10);
   zero[2].worker_mb_sent = 0;  // the ring at N = 2
