@@ -78,8 +78,8 @@ struct RoundRecord {
   std::optional<double> mean_pairwise_cosine, gradient_diversity, broadcast_seconds;
   std::optional<double> update_drift;  // diagnostics.drift
   // Bytes up that measure or save, not train (diagnostics.drift; a simulated pipeline or tensor
-  // run's timings; a ring's replica, fetched to evaluate or checkpoint): left out of the MB and of
-  // the simulated clock.
+  // run's timings; a ring's replica or a split model's parts, fetched to evaluate or checkpoint):
+  // left out of the MB and of the simulated clock.
   std::optional<uint64_t> diagnostic_bytes_up;
   // master
   std::optional<uint64_t> batch;

@@ -164,10 +164,15 @@ class ModelParallelPlan final : public Plan {
     }
     if (check) check_replicas(c, r);
     record(rec, c, check, std::chrono::duration<double>(Clock::now() - t0).count());
+    // bytes that measure or save, not train: the parts sent for the server to evaluate or
+    // checkpoint (a parameter server holds its model), and a simulated step's timings
+    uint64_t extra = 0;
+    for (const auto& [process, reply] : c.got) {
+      for (const auto& v : reply.update.vectors) extra += v.size_bytes();
+      if (s_.network.mode == NetworkMode::kSimulated) extra += simulation_extra_bytes(reply.update);
+    }
+    if (extra) rec.diagnostic_bytes_up = extra;
     if (s_.network.mode == NetworkMode::kSimulated) {
-      uint64_t timings = 0;  // bytes that measure the step, not part of it
-      for (const auto& [process, reply] : c.got) timings += simulation_extra_bytes(reply.update);
-      rec.diagnostic_bytes_up = timings;
       clock_.add_simulated_seconds(
           rec, simulated_seconds(engine, c, engine.per_process_bytes(bytes_before, {}), rec));
     }
