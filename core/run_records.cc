@@ -239,6 +239,7 @@ void fields(V& v, RunSummary& r) {
       v("build_vector_units", r.build_vector_units), v("blas_kernels", r.blas_kernels),
       v("machine", r.machine), v("load_average", r.load_average);
   v("resumed_after_round", r.resumed_after_round), v("earlier_commits", r.earlier_commits);
+  v("resumed_with_changes", r.resumed_with_changes);
   v("init_hash", r.init_hash), v("client_holdout", r.client_holdout);
   v("warnings", r.warnings);
 }

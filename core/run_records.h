@@ -150,6 +150,9 @@ struct RunSummary {
   // builds that ran the rounds before it (absent where the checkpoint did not record them)
   std::optional<int64_t> resumed_after_round;
   std::optional<std::vector<std::string>> earlier_commits;
+  // what a resumed run measured otherwise than the rounds before ("eval_every = 10 there, 3
+  // here"): its metrics lines mix the two
+  std::optional<std::vector<std::string>> resumed_with_changes;
   // model.init_from: the hash of the parameters the run started from (absent: a random init)
   std::optional<std::string> init_hash;
   // eval_clients with partition.holdout: the share of each client's samples held out of its

@@ -378,8 +378,6 @@ std::map<std::string, std::string> test_set_keys(const DataOptions& d) {
   return k;
 }
 
-// "These runs are tested on different test sets (data.test_limit): ..." when their configs say
-// so; "" when they share one (or a config could not be read).
 // --x device-bytes: a master's, a ring's or a split model's workers are its processes, whose
 // traffic it counts as theirs (no TASK per client to count), so it grows with `processes`.
 std::string process_devices_note(const std::vector<std::optional<RunSpec>>& specs,
@@ -396,6 +394,8 @@ std::string process_devices_note(const std::vector<std::optional<RunSpec>>& spec
       fmt::join(named, ", "));
 }
 
+// "These runs are tested on different test sets (data.test_limit): ..." when their configs say
+// so; "" when they share one (or a config could not be read).
 std::string test_set_note(const std::vector<std::optional<RunSpec>>& specs) {
   std::set<std::string> differ;
   for (const auto& a : specs)
@@ -599,7 +599,9 @@ int run_compare(const CompareOptions& o, const std::string& command) {
         {"simulated", "the simulated network's computed seconds, round by round"},
         {"emulated", "the rounds' wall time on the emulated links"},
         {"elapsed", "an async run's wall time since it started"},
-        {"server", "the server's wait and aggregation, round by round, on this machine"}};
+        {"server",
+         "the server's wait and aggregation (a master's loss too), round by round, on this "
+         "machine"}};
     std::vector<std::string> said;
     for (const auto& clock : std::set<std::string>(clocks.begin(), clocks.end()))
       said.push_back(fmt::format("{} s: {}", clock, meaning.at(clock)));

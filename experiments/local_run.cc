@@ -242,10 +242,11 @@ class Supervisor {
     const int exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (done_) {
       // a client died as the last round ended: the server, told to stop, had finished the run
-      // (a stopped one exits 128 + its signal), so its folder is whole and the run succeeded
-      if (name == "server" && exit == 0 && code_ == kExitRunFailed && !g_interrupted) {
+      // (a stopped one exits 128 + its signal), so its folder is whole and the outcome is its own
+      if (name == "server" && (exit == 0 || exit == kExitDiverged) && code_ == kExitRunFailed &&
+          !g_interrupted) {
         fmt::print(stderr, "fedpar run: the server had completed the run; its folder is whole\n");
-        code_ = 0;
+        code_ = exit;
       }
       if (alive_.empty()) stop_io();
       return;

@@ -543,7 +543,8 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
       "parameter server sends one TASK a round to each client process it asks, however many "
       "clients it hosts) and every byte workers sent each other (a ring's, a pipeline's or a "
       "tensor grid's links); seconds are the links' simulated or emulated time where the run "
-      "has network conditions, async's training time since its start, else the server's wait + "
+      "has network conditions, async's training time since its start, else the server's wait (a "
+      "master's loss too) + "
       "aggregation (a cell on another clock than most runs says which); median "
       "EMD is the partition's label skew (docs/partitioning.md); round time is the mean round "
       "on the seconds' clock.\n\n",

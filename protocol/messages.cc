@@ -253,8 +253,9 @@ Decoded<HelloMsg> decode_hello(const ParsedMessage& p) {
   r.require(m.run_config.size() <= 64, "run_config must be at most 64 characters");
   // any name: a device the process lacks fails it after WELCOME, which tells the server why
   r.require(m.device.size() <= 64, "device must be at most 64 characters");
-  r.require(m.build.size() <= 256 && m.machine.size() <= 256,
-            "build and machine must be at most 256 characters");
+  // informational: a long one is cut, not a reason to refuse the process
+  if (m.build.size() > 256) m.build.resize(256);
+  if (m.machine.size() > 256) m.machine.resize(256);
   return r.result(std::move(m));
 }
 

@@ -301,11 +301,13 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
           dir.string(), earlier.rounds));
   }
   std::vector<std::string> differ;
-  for (const auto& key : cfg.keys())
-    if (!operational_key(key) && !observation_key(key, earlier) && key != "rounds" &&
-        before.value_text(key) != cfg.value_text(key))
-      differ.push_back(
-          fmt::format("{} = {} there, {} here", key, before.value_text(key), cfg.value_text(key)));
+  for (const auto& key : cfg.keys()) {
+    if (operational_key(key) || key == "rounds" || before.value_text(key) == cfg.value_text(key))
+      continue;
+    const std::string change =
+        fmt::format("{} = {} there, {} here", key, before.value_text(key), cfg.value_text(key));
+    (observation_key(key, earlier) ? resumed_changes_ : differ).push_back(change);
+  }
   // a ring's worker sums its own clients' gradients before the ring: another grouping rounds
   // apart, so the resumed run would not end with the uninterrupted run's bytes
   if (s.topology == Topology::kAllReduce &&
@@ -344,13 +346,13 @@ RunContext::Resumed RunContext::resume_from(const std::filesystem::path& dir, Pl
     if (r + 1 == round)  // a divergence in the first round resumed keeps this one's record
       last_round_ = round_from_json(nlohmann::json::parse(line), (dir / "metrics.jsonl").string());
   }
-  if (s.save_params_every > 0)  // the snapshots of the rounds already run
-    for (int r = s.save_params_every; r <= round; r += s.save_params_every) {
-      const auto name =
-          std::filesystem::path("params") / fmt::format("round-{:04d}.safetensors", r);
-      if (std::filesystem::exists(dir / name))
-        std::filesystem::copy_file(dir / name, out.path() / name);
-    }
+  // the snapshots of the rounds already run, whatever cadence this run saves at (it may change)
+  for (int r = 1; r <= round; ++r) {
+    const auto name = std::filesystem::path("params") / fmt::format("round-{:04d}.safetensors", r);
+    if (!std::filesystem::exists(dir / name)) continue;
+    std::filesystem::create_directories(out.path() / "params");
+    std::filesystem::copy_file(dir / name, out.path() / name);
+  }
   std::filesystem::copy_file(file, out.path() / "checkpoint.bin");  // kept if this run fails too
   resumed_from_ = dir;
   resumed_after_ = round;
@@ -450,6 +452,8 @@ int RunContext::finish(const Engine& engine,
       .load_average = load_average(),
       .resumed_after_round = resumed_after_ ? std::optional<int64_t>(resumed_after_) : std::nullopt,
       .earlier_commits = earlier_commits_,
+      .resumed_with_changes =
+          resumed_changes_.empty() ? std::nullopt : std::optional(resumed_changes_),
       .init_hash = init_hash_,
       .client_holdout = s.eval_clients && s.partition.holdout > 0
                             ? std::optional(s.partition.holdout)

@@ -113,6 +113,7 @@ class RunContext {
   // the commits of the builds that ran the rounds before this process's (the checkpoint's
   // record, with this build's added when this run writes one); nullopt: an older checkpoint
   std::optional<std::vector<std::string>> earlier_commits_;
+  std::vector<std::string> resumed_changes_;   // measurement keys changed on resume
   std::optional<std::string> init_hash_;       // model.init_from: the parameters' hash
   std::optional<FolderLock> resumed_lock_;     // the folder resumed from: one run continues it
   std::optional<ClientScorer> client_scorer_;  // eval_clients

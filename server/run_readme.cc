@@ -396,6 +396,9 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
       if (earlier->size() > 1 || earlier->front() != summary.source_commit.value_or(""))
         md << " (**not this one's**: the model is not an uninterrupted run's of one build)";
     }
+    if (const auto& changed = summary.resumed_with_changes; changed && !changed->empty())
+      md << fmt::format("; it measured otherwise from then on ({}: metrics.jsonl holds both)",
+                        fmt::join(*changed, "; "));
     md << "\n";
   }
   if (summary.init_hash) md << started_from_line(s.model.init_from, *summary.init_hash);

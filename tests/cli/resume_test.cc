@@ -404,16 +404,26 @@ TEST(Resume, ARunThatFailsAgainAfterItsResumeKeepsOneFolder) {
 // with stop_at_accuracy the evaluations decide the end, so their cadence is refused there.
 TEST(Resume, ItsMeasurementsMayChangeAndTheBytesStayTheUninterruptedOnes) {
   TempDir tmp;
-  const auto sets = with(kLong, {"regime=model", "local.steps=2"});
+  const auto sets =
+      with(kLong, {"regime=model", "local.steps=2", "diagnostics.save_params_every=2"});
   const auto full = testing::run_distributed(tmp, "full", "ipc://" + (tmp / "f").string(), 2, sets);
   ASSERT_EQ(full.server_code, 0) << full.err;
   const auto left = killed_run(tmp, "seen", sets, 7);
-  const auto resumed =
-      testing::run_distributed(tmp, "seen", "ipc://" + (tmp / "r").string(), 2, sets, {},
-                               {"--resume", left.string(), "--set", "eval_every=3", "--set",
-                                "data.test_limit=500", "--set", "diagnostics.drift=true"});
+  const auto resumed = testing::run_distributed(
+      tmp, "seen", "ipc://" + (tmp / "r").string(), 2, sets, {},
+      {"--resume", left.string(), "--set", "eval_every=3", "--set", "data.test_limit=500", "--set",
+       "diagnostics.drift=true", "--set", "diagnostics.save_params_every=3"});
   ASSERT_EQ(resumed.server_code, 0) << resumed.err;
   EXPECT_EQ(resumed.hash, full.hash);
+  // the folder says what it measured otherwise, and keeps the snapshots taken before at the old
+  // cadence (those of rounds the new one skips were lost)
+  const auto summary = nlohmann::json::parse(testing::slurp(tmp / "res/seen/summary.json"));
+  const auto changes = summary["resumed_with_changes"].dump();
+  EXPECT_NE(changes.find("eval_every = 10 there, 3 here"), std::string::npos) << changes;
+  EXPECT_NE(changes.find("data.test_limit = 0 there, 500 here"), std::string::npos) << changes;
+  EXPECT_NE(testing::slurp(tmp / "res/seen/README.md").find("it measured otherwise from then on"),
+            std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(tmp / "res/seen/params/round-0002.safetensors"));
   const auto stopping = with(sets, {"stop_at_accuracy=0.99"});
   const auto stop_left = killed_run(tmp, "stop", stopping, 5);
   const auto [code, err] =

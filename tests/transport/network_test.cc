@@ -406,6 +406,11 @@ TEST(NetworkSpec, RefusesWhatCannotRunAndSaysWhy) {
                   "loses 30% of messages: set network.custom.loss = 0 and "
                   "network.custom.availability = 1)"));
   EXPECT_FALSE(has({"network.mode=emulated", "regime=gradient", "topology=master"}, "loses"));
+  // a lossy profile some clients get from network.profiles: setting network.profile cannot help
+  EXPECT_TRUE(
+      has({"network.mode=simulated", "regime=gradient", "topology=master", "network.profiles=0:3g"},
+          "(3g, which network.profiles or network.heterogeneous gives some clients, loses "
+          "1% of messages: give them a profile without loss)"));
   EXPECT_TRUE(has({"network.mode=emulated", "network.server=datacenter"},
                   "network.server is the simulated server's shared link"));
   EXPECT_TRUE(has({"network.mode=simulated", "network.server=10g"},
