@@ -268,7 +268,8 @@ TEST(Compare, SecondsOfDifferentClocksSayWhichEachIs) {
   ASSERT_EQ(mixed.code, 0) << mixed.err;
   EXPECT_NE(mixed.out.find("| slow (server s) |"), std::string::npos) << mixed.out;
   EXPECT_NE(mixed.out.find("These runs' seconds are on different clocks (server s: the server's "
-                           "wait and aggregation, round by round, on this machine; simulated s: "
+                           "wait and aggregation (a master's loss too), round by round, on this "
+                           "machine; simulated s: "
                            "the simulated network's computed seconds, round by round)"),
             std::string::npos)
       << mixed.out;
