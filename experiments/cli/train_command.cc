@@ -22,6 +22,7 @@
 #include "experiments/cli/commands.h"
 #include "experiments/cli/progress.h"
 #include "experiments/cli/train_config.h"
+#include "experiments/provenance.h"
 #include "experiments/train_plots.h"
 
 namespace fedpar {
@@ -197,14 +198,11 @@ int run_train(const TrainArgs& args) {
                             {"train_samples", data.train.size()},
                             {"test_samples", data.test.size()},
                             {"backend", backend->describe()},
-                            {"source_commit", source_commit()},
-                            {"build_vector_units", build_vector_units()},
-                            {"blas_kernels", blas_kernels()},
-                            {"machine", machine_description()},
                             {"seconds", seconds},
                             {"diverged", diverged.has_value()},
                             {"final", last},
                             {"epochs", epochs}};
+  summary.update(provenance_json());  // commit, vector units, kernels, machine, load
   if (diverged) {
     summary["diverged_at"] = {{"epoch", diverged->epoch}, {"step", diverged->step}};
     summary["epochs_run"] = kept_epoch;
