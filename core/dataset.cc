@@ -226,9 +226,19 @@ std::vector<std::string> limits_above_the_data(const DataOptions& o, const Train
 std::string describe(const TrainTest& d) {
   const std::string users =
       d.train.has_users() ? fmt::format("{} users", d.train.num_users()) : "no user column";
+  // a label is a class index: labels 0, 1000, 2000 make 2001 outputs, 1998 of them never trained
+  std::vector<bool> seen(size_t(std::max(0, d.train.num_classes)), false);
+  for (int32_t y : d.train.y)
+    if (y >= 0 && size_t(y) < seen.size()) seen[size_t(y)] = true;
+  const auto unseen = size_t(std::count(seen.begin(), seen.end(), false));
   return fmt::format(
-      "{}: {} training samples of {} features, {} classes, {}; {}", d.train.name, d.train.size(),
-      d.train.dim(), d.train.num_classes, users,
+      "{}: {} training samples of {} features, {} classes{}, {}; {}", d.train.name, d.train.size(),
+      d.train.dim(), d.train.num_classes,
+      unseen ? fmt::format(" ({} without a training sample: a label is a class index, so gaps in "
+                           "the labels widen the model)",
+                           unseen)
+             : "",
+      users,
       d.test.size() ? fmt::format("{} test samples", d.test.size()) : std::string("no test set"));
 }
 

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "core/check.h"
+#include "core/dataset.h"
 #include "tests/util/test_util.h"
 
 namespace fedpar {
@@ -43,6 +44,21 @@ TEST(CsvDataset, AByteOrderMarkIsSkipped) {
                                       "a,label,user\n1,1,5\n"),
                                 false);
   EXPECT_EQ(dh.user, (std::vector<int32_t>{5}));
+}
+
+// A label is a class index: labels with gaps make outputs no sample trains, which the data line
+// says (a CSV of labels 0, 1000, 2000 built a 2001-class model without a word).
+TEST(CsvDataset, ClassesWithoutATrainingSampleAreSaid) {
+  testing::TempDir d;
+  TrainTest tt;
+  tt.train = read_csv_dataset(write(d, "gaps.csv", "1,0\n2,1000\n3,2000\n"), false);
+  EXPECT_EQ(tt.train.num_classes, 2001);
+  EXPECT_NE(describe(tt).find("2001 classes (1998 without a training sample: a label is a class "
+                              "index, so gaps in the labels widen the model)"),
+            std::string::npos)
+      << describe(tt);
+  tt.train = read_csv_dataset(write(d, "dense.csv", "1,0\n2,1\n"), false);
+  EXPECT_EQ(describe(tt).find("without a training sample"), std::string::npos) << describe(tt);
 }
 
 TEST(CsvDataset, NoHeaderNoUser) {
