@@ -73,7 +73,10 @@ PartitionStats partition_stats(const Manifest& m) {
     }
     sizes.push_back(double(cs.size));
     s.clients.push_back(cs);
-    if (cs.size == 0) continue;  // no distribution: its "EMD 1" would skew the medians
+    if (cs.size == 0) {  // no distribution: its "EMD 1" would skew the medians
+      s.empty_clients.push_back(cs.id);
+      continue;
+    }
     present.push_back(cs.labels_present);
     ent.push_back(cs.entropy_bits);
     emd.push_back(cs.emd);
@@ -104,9 +107,7 @@ std::string format_stats(const Manifest& m, const PartitionStats& s, size_t max_
   row("label entropy (bits)", s.entropy_bits, "{:>10.3f}");
   row("EMD to global", s.emd, "{:>10.3f}");
   row("KL to global (nats)", s.kl, "{:>10.3f}");
-  const size_t empty = size_t(std::count_if(s.clients.begin(), s.clients.end(),
-                                            [](const ClientStats& c) { return c.size == 0; }));
-  if (empty)  // an empty client has no label distribution
+  if (const size_t empty = s.empty_clients.size())  // an empty client has no label distribution
     out += fmt::format("(the label rows over the {} clients holding samples; {} hold none)\n",
                        s.clients.size() - empty, empty);
   out += fmt::format("\n{:>6} {:>7} {:>7} {:>9} {:>7} {:>7}\n", "client", "size", "labels",

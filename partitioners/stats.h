@@ -30,6 +30,8 @@ struct PartitionStats {
   Summary size, labels_present, entropy_bits, emd, kl;
   size_t assigned = 0;  // the samples the clients train on
   size_t held_out = 0;  // the samples partition.holdout keeps out of their training
+  // the clients holding no sample (a run refuses such a split; their label rows are left out)
+  std::vector<uint32_t> empty_clients;
 };
 
 PartitionStats partition_stats(const Manifest& m);

@@ -55,9 +55,7 @@ int run_partition(const PartitionArgs& a, bool through_config = false) {
   const std::string left_out = unassigned_note(st, train.size());
   if (!left_out.empty()) fmt::print(stderr, "fedpar partition: warning: {}\n", left_out);
   for (const std::string& n : m.notes) fmt::print(stderr, "fedpar partition: warning: {}\n", n);
-  std::vector<uint32_t> empty;  // a run refuses the split: such a client has nothing to train on
-  for (const auto& c : st.clients)
-    if (c.size == 0) empty.push_back(c.id);
+  const std::vector<uint32_t>& empty = st.empty_clients;  // a run refuses the split
   if (!empty.empty())
     fmt::print(stderr,
                "fedpar partition: warning: {} client(s) get no samples (client {}{}): a run "
