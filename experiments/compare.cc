@@ -360,13 +360,13 @@ DifferingSettings differing_settings(const std::vector<RunConfig>& configs) {
   return out;
 }
 
-// What decides a run's test set: runs whose keys differ are scored on different samples, so
-// their accuracies are not on one scale.
 // A limit at or above MNIST's set (`whole` samples) is the whole set, as 0 is.
 size_t mnist_limit(const DataOptions& d, size_t limit, size_t whole) {
   return d.name == "mnist" && limit >= whole ? 0 : limit;
 }
 
+// What decides a run's test set: runs whose keys differ are scored on different samples, so
+// their accuracies are not on one scale.
 std::map<std::string, std::string> test_set_keys(const DataOptions& d) {
   const size_t limit = mnist_limit(d, d.test_limit, 10000);
   std::map<std::string, std::string> k = {{"data.name", d.name},

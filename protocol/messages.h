@@ -142,6 +142,13 @@ struct UpdateMsg {
   std::string hash;  // the replica's hash when asked for
   std::vector<std::span<const float>> vectors;
   EncodedVectors encoded;  // sent in place of `vectors` when set (a compressed uplink)
+
+  // The bytes of its vectors as float32 (a model or a part sent back, its velocity with it).
+  uint64_t vector_bytes() const {
+    uint64_t n = 0;
+    for (const auto& v : vectors) n += v.size_bytes();
+    return n;
+  }
 };
 
 struct ErrorMsg {

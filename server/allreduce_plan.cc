@@ -95,9 +95,7 @@ class AllReducePlan final : public Plan {
     record(rec, c, check, std::chrono::duration<double>(Clock::now() - t0).count());
     // the replica rank 0 sends for the server to evaluate or save is not the step's: a parameter
     // server evaluates its own model without sending it (the MB and the clock leave it out)
-    uint64_t replica = 0;
-    if (need_params)
-      for (const auto& v : c.got.at(members_[0]).update.vectors) replica += v.size_bytes();
+    const uint64_t replica = need_params ? c.got.at(members_[0]).update.vector_bytes() : 0;
     if (replica) rec.diagnostic_bytes_up = replica;
     if (s_.network.mode == NetworkMode::kSimulated) {
       clock_.end_ring_round(

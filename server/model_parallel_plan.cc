@@ -167,10 +167,10 @@ class ModelParallelPlan final : public Plan {
     // bytes that measure or save, not train: the parts sent for the server to evaluate or
     // checkpoint (a parameter server holds its model), and a simulated step's timings
     uint64_t extra = 0;
-    for (const auto& [process, reply] : c.got) {
-      for (const auto& v : reply.update.vectors) extra += v.size_bytes();
-      if (s_.network.mode == NetworkMode::kSimulated) extra += simulation_extra_bytes(reply.update);
-    }
+    for (const auto& [process, reply] : c.got)
+      extra +=
+          reply.update.vector_bytes() +
+          (s_.network.mode == NetworkMode::kSimulated ? simulation_extra_bytes(reply.update) : 0);
     if (extra) rec.diagnostic_bytes_up = extra;
     if (s_.network.mode == NetworkMode::kSimulated) {
       clock_.add_simulated_seconds(
@@ -276,8 +276,7 @@ class ModelParallelPlan final : public Plan {
     std::vector<SimulatedPart> parts;
     for (uint32_t i = 0; i < uint32_t(engine.order.size()); ++i) {
       const UpdateMsg& u = c.got.at(i).update;
-      uint64_t sent_part = simulation_extra_bytes(u);
-      for (const auto& v : u.vectors) sent_part += v.size_bytes();
+      const uint64_t sent_part = simulation_extra_bytes(u) + u.vector_bytes();
       parts.push_back({.client = engine.peers.at(engine.order[i]).clients.front(),
                        .down_bytes = bytes[i].bytes_down,
                        .up_bytes = bytes[i].bytes_up - std::min(bytes[i].bytes_up, sent_part),
