@@ -76,9 +76,10 @@ std::string model_key(const ModelSpec& m);
 RunSpec read_run_spec(const std::filesystem::path& run_dir);
 RunCurves read_curves(const std::filesystem::path& run_dir);
 RunTraffic read_traffic(const std::filesystem::path& run_dir);
-// A step's rounds: those after the first (whose TASKs bring a ring its model) and without an
-// evaluation (which brings a ring's model to the server, and adds its time), where there are such
-// rounds; every report that gives a step's time or traffic takes its medians over these.
+// A step's rounds: those after the first (whose TASKs bring a ring its model), without an
+// evaluation (which adds its time) and without a ring's or split model's model sent to the server
+// (to evaluate, save or checkpoint), where there are such rounds; every report that gives a
+// step's time or traffic takes its medians over these.
 std::vector<RoundRecord> steady_rounds(std::vector<RoundRecord> rounds);
 // One round's step: the server's wait + aggregation (+ a master's loss between its two exchanges),
 // in ms.

@@ -40,12 +40,14 @@ ScalingRun read_scaling_run(const std::filesystem::path& dir, const std::string&
   ScalingRun r{.label = label, .model = model_key(s.model), .workers = s.processes};
   constexpr double kBytesPerMB = 1e6;
   std::vector<double> step, server, worker;
-  for (const RoundRecord& rec : read_round_records(dir)) {
+  for (const RoundRecord& rec : steady_rounds(read_round_records(dir))) {
     if (!rec.simulated_seconds)
       throw Error(fmt::format("run '{}': round {} has no simulated_seconds", label, rec.round));
     r.topology = rec.topology;
     step.push_back(1e3 * *rec.simulated_seconds);
-    server.push_back(double(rec.server_bytes_sent + rec.server_bytes_received) / kBytesPerMB);
+    server.push_back(double(rec.server_bytes_sent + rec.server_bytes_received -
+                            rec.diagnostic_bytes_up.value_or(0)) /
+                     kBytesPerMB);
     double busiest = 0;  // a ring's sends (its reports to the server are the server's bytes)
     for (const WorkerRecord& w : rec.workers.value_or(std::vector<WorkerRecord>{}))
       busiest = std::max(busiest, double(w.ring_bytes_sent));
@@ -68,7 +70,9 @@ TopologyScalingSection topology_scaling_section(const std::vector<ScalingRun>& r
   }
   std::ostringstream md;
   md << "### Step time by workers on the simulated network\n\n"
-        "Medians over rounds of each step's simulated seconds (docs/network.md: the bytes each "
+        "Medians over the steady rounds (after the first, without an evaluation or the model sent "
+        "to the server, as in the traffic table) of each step's simulated seconds "
+        "(docs/network.md: the bytes each "
         "message carried over its links, the compute each worker measured, the server's "
         "aggregation), with the server's own link shared by every message to and from it "
         "(`network.server`). The slow-down is the step at the largest N over the step at the "

@@ -19,8 +19,9 @@ namespace fedpar {
 struct ScalingRun {
   std::string label, model, topology;  // topology: parameter-server | master | allreduce
   int workers = 0;
-  double step_ms = 0;         // median simulated seconds per round (one SGD step)
-  double server_mb = 0;       // median bytes at the server's socket per step, both ways
+  double step_ms = 0;         // median simulated seconds per steady round (one SGD step)
+  double server_mb = 0;       // median bytes at the server's socket per step, both ways, no
+                              // diagnostics
   double worker_mb_sent = 0;  // median of the busiest worker's ring sends per step (allreduce)
 };
 

@@ -3,6 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include "core/run_records.h"
+#include "tests/util/test_util.h"
+
 namespace fedpar {
 namespace {
 
@@ -78,6 +83,37 @@ TEST(TopologyScaling, NothingToCompareFailsInsteadOfPassingEmpty) {
   ASSERT_EQ(z.failed.size(), 2u) << z.markdown;
   EXPECT_EQ(z.failed[0], "2nn: parameter-server measured no step time or no bytes at N = 2 or 8");
   EXPECT_EQ(z.failed[1], "2nn: allreduce measured no step time or no bytes at N = 2 or 8");
+}
+
+// A ring's run read back: its step and bytes are the traffic table's steady rounds, the first
+// (which brings the ring its model) and those that send the server its replica (to evaluate or
+// checkpoint) left out, and the replica out of the server's bytes.
+TEST(TopologyScaling, ARunsStepIsItsSteadyRounds) {
+  testing::TempDir tmp;
+  {
+    std::ofstream(tmp / "config.resolved.toml")
+        << "regime = \"gradient\"\ntopology = \"allreduce\"\nprocesses = 4\n[network]\nmode = "
+           "\"simulated\"\n";
+    std::ofstream out(tmp / "metrics.jsonl");
+    for (int64_t k = 1; k <= 5; ++k) {
+      RoundRecord r{.round = k,
+                    .topology = "allreduce",
+                    .server_bytes_sent = 1000000,
+                    .server_bytes_received = 2000000};
+      r.simulated_seconds = k == 1 ? 0.5 : 0.010 + 0.001 * double(k);
+      if (k == 3 || k == 5) {  // evaluated, or a checkpoint: the replica up, 5 ms more
+        r.diagnostic_bytes_up = 8000000, r.server_bytes_received += 8000000;
+        *r.simulated_seconds += 0.005;
+        if (k == 3) r.test_accuracy = 0.5;
+      }
+      out << to_json(r).dump() << "\n";
+    }
+  }
+  const ScalingRun r = read_scaling_run(tmp.path(), "ring");
+  EXPECT_EQ(r.topology, "allreduce");
+  EXPECT_EQ(r.workers, 4);
+  EXPECT_DOUBLE_EQ(r.step_ms, 13.0);  // rounds 2 and 4: 12 and 14 ms
+  EXPECT_DOUBLE_EQ(r.server_mb, 3.0);
 }
 
 }  // namespace
