@@ -525,6 +525,7 @@ class ClientProcess {
         .drift = t.drift,
         .local_steps_max = s_.local_steps_max,
         .local_epochs_max = s_.local_epochs_max,
+        .independent_batches = s_.local_sampling == LocalSampling::kIndependent,
         .accumulate = s_.optimizer.accumulate};
     const std::span<const float> control = scaffold_control(t);
     for (uint32_t c : t.clients) {

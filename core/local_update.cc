@@ -79,7 +79,8 @@ LocalResult compute_update(Model& model, const Dataset& data, std::span<const ui
   }
 
   Sgd sgd(be, model.num_params(), task.sgd);
-  Rng rng(seed, "local-shuffle", client, uint32_t(task.round));
+  const bool independent = task.independent_batches && b < n;
+  Rng rng(seed, independent ? "batch" : "local-shuffle", client, uint32_t(task.round));
   std::vector<uint32_t> order(shard.begin(), shard.end());
   const int64_t total_steps = local_steps_taken(task, n, seed, client);
   FEDPAR_CHECK(total_steps >= 1) << "local training needs at least one step";
@@ -102,7 +103,11 @@ LocalResult compute_update(Model& model, const Dataset& data, std::span<const ui
   }
   size_t cursor = n;  // forces a reshuffle before the first step
   for (int64_t s = 0; s < total_steps; ++s) {
-    if (cursor >= n) {
+    if (independent) {  // gradient_batch's draw, continued on the same stream
+      order.assign(shard.begin(), shard.end());
+      rng.choose(std::span(order), b);
+      cursor = 0;
+    } else if (cursor >= n) {
       if (b < n) rng.shuffle(std::span(order));  // full batch: order does not matter
       cursor = 0;
     }

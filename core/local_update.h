@@ -38,6 +38,9 @@ struct Task {
   // its steps (epochs) uniformly from local_steps..local_steps_max, from (seed, "local-work",
   // client, round); 0 = every client does the same
   int local_steps_max = 0, local_epochs_max = 0;
+  // local train: each step draws a fresh batch of the shard, the first as a gradient task's
+  // (gradient_batch), instead of slicing passes of a reshuffled shard (local.sampling)
+  bool independent_batches = false;
   // Every gradient (a gradient task's, each local step's) in this many micro-batches: the same
   // mean over the batch, the activations of a micro-batch at a time ([optimizer] accumulate).
   int accumulate = 1;
@@ -71,7 +74,9 @@ std::vector<uint32_t> gradient_batch(std::span<const uint32_t> shard, int64_t ba
 int64_t local_steps_taken(const Task& task, size_t shard_size, uint64_t seed, uint32_t client);
 
 // Randomness: a gradient on a batch draws it from (seed, "batch", client, round); local training
-// reshuffles its shard each local epoch from (seed, "local-shuffle", client, round).
+// reshuffles its shard each local epoch from (seed, "local-shuffle", client, round), or with
+// independent_batches draws each step's batch on from the gradient's stream (its first batch is
+// the gradient task's).
 // `buffer`, when given, holds batches across calls, so a full shard is gathered only once.
 LocalResult compute_update(Model& model, const Dataset& data, std::span<const uint32_t> shard,
                            std::span<const float> params, const Task& task, uint64_t seed,

@@ -90,6 +90,9 @@ algorithm = "fedavg"     # fedavg | scaffold (control variates, option II) | fed
                          # averaging); docs/definitions.md
 scaffold_correction = "gradient"  # scaffold: gradient (c - c_i joins every gradient) | after-step
                          # (NIID-Bench's code: w -= lr (c - c_i) after each optimizer step)
+sampling = "passes"      # passes: each pass reshuffles the shard, steps take consecutive slices |
+                         # independent: each step draws a fresh batch as the gradient regime does
+                         # (so K = 1 is its step with mini-batches too); docs/definitions.md
 steps_max = 0            # > steps: each client's steps per round drawn uniformly from steps..steps_max
 epochs_max = 0           # > epochs: each client's epochs per round drawn from epochs..epochs_max
 server_lr = 1.0          # params += server_lr * average delta (1.0 = FedAvg); [server_optimizer]'s eta
@@ -621,6 +624,15 @@ OptimizerSpec resolve_run_optimizer(const Config& c, const RunSpec& s) {
   return o;
 }
 
+// local.sampling.
+LocalSampling resolve_local_sampling(const Config& c) {
+  const std::string name = c.get_string("local.sampling");
+  if (name == "passes") return LocalSampling::kPasses;
+  require(name == "independent",
+          fmt::format("local.sampling must be passes or independent, got '{}'", name));
+  return LocalSampling::kIndependent;
+}
+
 // local.scaffold_correction.
 ScaffoldCorrection resolve_scaffold_correction(const Config& c) {
   const std::string name = c.get_string("local.scaffold_correction");
@@ -1053,6 +1065,7 @@ RunSpec resolve_run_spec(const Config& c) {
   s.attack = resolve_attack(c, s);
   s.optimizer = resolve_run_optimizer(c, s);
   s.scaffold_correction = resolve_scaffold_correction(c);
+  s.local_sampling = resolve_local_sampling(c);
   s.algorithm = resolve_algorithm(c, s);
   s.grid_data = resolve_grid(c, s);
   require(s.model_parallel() || s.partition.clients == 0 || s.processes <= s.partition.clients,
@@ -1105,6 +1118,11 @@ RunSpec run_spec_from_toml(std::string_view toml, std::string_view source) {
   Config cfg = make_run_config();
   cfg.merge_toml(toml, source);
   return resolve_run_spec(cfg);
+}
+
+bool whole_shard_batch(const Config& c, const std::string& key) {
+  return (key == "sgd.batch" || key == "local.batch") &&
+         (c.is_word(key, "full") || c.value_text(key) == "0");
 }
 
 }  // namespace fedpar

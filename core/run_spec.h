@@ -49,6 +49,10 @@ enum class FlAlgorithm { kFedAvg, kScaffold, kFedNova };
 // lr (c - c_i) from the weights after the optimizer's step, with the controls divided by the step
 // count (NIID-Bench's code).
 enum class ScaffoldCorrection { kGradient, kAfterStep };
+// How local steps pick their mini-batches (local.sampling; docs/definitions.md#randomness):
+// consecutive slices of a shard reshuffled each pass, or a fresh batch each step drawn as the
+// gradient regime draws its one (so one local step takes the gradient regime's batch).
+enum class LocalSampling { kPasses, kIndependent };
 
 // [pipeline]: one stage per process (docs/topologies.md#pipeline).
 struct PipelineSpec {
@@ -104,6 +108,7 @@ struct RunSpec {
   float prox_mu = 0;  // FedProx: local.prox_mu
   FlAlgorithm algorithm = FlAlgorithm::kFedAvg;
   ScaffoldCorrection scaffold_correction = ScaffoldCorrection::kGradient;
+  LocalSampling local_sampling = LocalSampling::kPasses;
   int local_steps_max = 0, local_epochs_max = 0;  // heterogeneous work (core/local_update.h)
   FedOptOptions server_optimizer;                 // [server_optimizer], lr = server_lr
   RobustOptions robust;  // [robust]: how the parameter server reduces the updates
@@ -178,6 +183,9 @@ bool observation_key(const std::string& key, const RunSpec& s);
 // operational ones and those that differ from node to node (data.dir, device). The processes of
 // a `fedpar launch` job, started with the same config and flags, give the same wherever they run.
 std::string run_config_hash(const Config& c);
+// sgd.batch or local.batch at "full" or its default 0: one setting, the whole shard, which reports
+// show as full.
+bool whole_shard_batch(const Config& c, const std::string& key);
 // A resolved config's text (config.resolved.toml, WELCOME) resolved again: every process of a run
 // reads the same spec this one way. `source` names the text in errors.
 RunSpec run_spec_from_toml(std::string_view toml, std::string_view source);

@@ -323,11 +323,8 @@ DifferingSettings differing_settings(const std::vector<RunConfig>& configs) {
   DifferingSettings out{.rows = std::vector<std::map<std::string, std::string>>(n),
                         .unread = std::vector<std::string>(n)};
   std::set<std::string> keys;
-  // batch = "full" and its default 0 are one setting, the whole shard: shown as 'full'
   const auto text = [](const Config& c, const std::string& k) {
-    const bool whole = (k == "sgd.batch" || k == "local.batch") &&
-                       (c.is_word(k, "full") || c.value_text(k) == "0");
-    return whole ? std::string("'full'") : c.value_text(k);
+    return whole_shard_batch(c, k) ? std::string("'full'") : c.value_text(k);
   };
   for (size_t i = 0; i < n; ++i) {
     const RunConfig& r = configs[i];

@@ -168,11 +168,13 @@ struct SuitePlan {
   std::vector<std::string> only;            // suite.only's labels; empty: every run
 };
 
-// "run reference" pairs, by run label; both must be runs of the suite.
+// "run reference" pairs, by run label; both must be runs of the suite (`all`), and pairs with a
+// run that suite.only left out of `runs` are left out too.
 std::map<std::string, std::string> parse_pairs(const Config& cfg,
+                                               const std::vector<SuiteEntry>& all,
                                                const std::vector<SuiteEntry>& runs) {
-  auto known = [&](const std::string& l) {
-    return std::any_of(runs.begin(), runs.end(), [&](const SuiteEntry& r) { return r.label == l; });
+  auto in = [](const std::vector<SuiteEntry>& v, const std::string& l) {
+    return std::any_of(v.begin(), v.end(), [&](const SuiteEntry& r) { return r.label == l; });
   };
   std::map<std::string, std::string> reference;
   for (const auto& p : cfg.get_string_list("suite.pairs")) {
@@ -180,15 +182,15 @@ std::map<std::string, std::string> parse_pairs(const Config& cfg,
     std::istringstream is(p);
     std::string run, ref;
     is >> run >> ref;
-    if (!known(run) || !known(ref)) {
+    if (!in(all, run) || !in(all, ref)) {
       std::vector<std::string> labels;
-      for (const auto& r : runs) labels.push_back(r.label);
+      for (const auto& r : all) labels.push_back(r.label);
       throw Error(fmt::format(
           "suite.pairs: '{}' is not \"run reference\" of two runs of the suite; its runs are "
           "{} (a swept run is labelled LABEL@VALUE, e.g. fedavg@0.1)",
           p, fmt::join(labels, ", ")));
     }
-    reference[run] = ref;
+    if (in(runs, run) && in(runs, ref)) reference[run] = ref;
   }
   return reference;
 }
@@ -203,7 +205,7 @@ std::string fill_run_keys(const std::string& text, const SuitePlan& plan, std::s
     if (std::find(c.keys().begin(), c.keys().end(), key) == c.keys().end())
       throw Error(
           fmt::format("{}: {{{}}} is not a run config key (fedpar keys suite)", where, key));
-    std::string v = c.value_text(key);
+    std::string v = whole_shard_batch(c, key) ? "full" : c.value_text(key);
     if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
     return v;
   };
@@ -312,6 +314,7 @@ SuitePlan plan_suite(const SuiteOptions& o) {
   plan.listed_runs = runs.size();
   plan.only = cfg.get_string_list("suite.only");
   std::erase(plan.only, "");
+  const std::vector<SuiteEntry> all = sweep_runs(runs, cfg.get_string("suite.sweep"));
   runs = keep_only(std::move(runs), plan.only);
   runs = sweep_runs(std::move(runs), cfg.get_string("suite.sweep"));
   for (size_t i = 0; i < runs.size(); ++i)  // a label names a run's folder and its report row
@@ -328,7 +331,7 @@ SuitePlan plan_suite(const SuiteOptions& o) {
         "key=value ...\", ...] (docs/suites.md); is this a `fedpar run` config? (`fedpar run "
         "FILE` runs one)",
         plan.file.string()));
-  const auto reference = parse_pairs(cfg, runs);
+  const auto reference = parse_pairs(cfg, all, runs);
   const auto seeds = cfg.get_int_list("suite.seeds");
   plan.eval_every = cfg.get_int("suite.eval_every");
   if (plan.eval_every < 1) throw Error("suite.eval_every must be >= 1");

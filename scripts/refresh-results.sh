@@ -5,6 +5,8 @@
 #   bash scripts/refresh-results.sh [--smoke] [SUITE ...]   (default: every experiments/suites/*.toml)
 # --smoke runs the smoke sizes instead, into docs/results/smoke/<suite>/ (what docs/suites.md's
 # smoke column and the docs' smoke tables quote).
+# A variant of one suite: SETS="--set k=v ..." passes settings, AS=NAME names its folder
+# (docs/results/NAME/), e.g. AS=grad-vs-model-minibatch SETS="--set sgd.batch=20" ... grad-vs-model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FEDPAR=${FEDPAR:-./build/fedpar}
@@ -18,10 +20,11 @@ trap 'rm -rf "$work"' EXIT
 for suite in "${suites[@]}"; do
   echo "refresh-results: $suite ..." >&2
   start=$(date +%s)
-  "$FEDPAR" suite "$suite" ${smoke[@]+"${smoke[@]}"} --out "$work/$suite"
+  read -ra sets <<<"${SETS:-}"
+  "$FEDPAR" suite "$suite" ${smoke[@]+"${smoke[@]}"} ${sets[@]+"${sets[@]}"} --out "$work/$suite"
   seconds=$(($(date +%s) - start))
-  dest=docs/results/$suite
-  if ((${#smoke[@]})); then dest=docs/results/smoke/$suite; fi
+  dest=docs/results/${AS:-$suite}
+  if ((${#smoke[@]})); then dest=docs/results/smoke/${AS:-$suite}; fi
   rm -rf "$dest"
   mkdir -p "$dest"
   cp "$work/$suite/report.md" "$work/$suite/suite.json" "$dest/"
@@ -29,7 +32,7 @@ for suite in "${suites[@]}"; do
   cat >"$dest/PROVENANCE.md" <<MD
 # How this report was made
 
-- command: \`fedpar suite $suite${smoke[@]+ ${smoke[*]}}\` (via \`bash scripts/refresh-results.sh ${smoke[@]+${smoke[*]} }$suite\`)
+- command: \`fedpar suite $suite${smoke[@]+ ${smoke[*]}}${SETS:+ $SETS}\` (via \`${AS:+AS=$AS }${SETS:+SETS="$SETS" }bash scripts/refresh-results.sh ${smoke[@]+${smoke[*]} }$suite\`)
 - commit: $commit
 - date: $(date -u +%Y-%m-%dT%H:%MZ)
 - machine: $(machine)

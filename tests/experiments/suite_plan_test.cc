@@ -81,6 +81,25 @@ TEST(SuitePlan, APairOfUnknownRunsListsTheSuitesRuns) {
   }
 }
 
+// suite.only leaves out the pairs of the runs it left out (it once refused the suite's own pairs,
+// to be restated by hand); a pair that names no run of the suite is still refused.
+TEST(SuitePlan, OnlyKeepsThePairsOfTheRunsItKeeps) {
+  EXPECT_EQ(check_suite({.name = "grad-vs-model",
+                         .smoke = true,
+                         .sets = {"suite.only=iid-gradient,iid-K1,iid-K5"}}),
+            3u);
+  try {
+    check_suite({.name = "grad-vs-model",
+                 .smoke = true,
+                 .sets = {"suite.only=iid-gradient,iid-K1", "suite.pairs=iid-K1 iid-grad"}});
+    ADD_FAILURE() << "planned a pair of a run the suite does not have";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("suite.pairs: 'iid-K1 iid-grad' is not"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // A run the suite's own section cannot compare is named before any run starts (the parallelism
 // section's once failed the suite after all its runs had trained).
 TEST(SuitePlan, ARunItsSectionCannotCompareIsRefusedBeforeAnythingRuns) {

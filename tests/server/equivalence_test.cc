@@ -99,6 +99,30 @@ TEST_F(Equivalence, FullBatchOneStepModelAveragingIsGradientDescent) {
   EXPECT_GT(e, 100 * std::max(b, c));
 }
 
+// With mini-batches, one local step is the gradient regime's step when it draws the gradient
+// regime's batch (local.sampling = "independent"): the same rows, so only float rounding apart on
+// equal shards (whose n_k/n weights are the batches' b/sum b). Reshuffled passes draw other
+// batches: as far apart as two seeds.
+TEST_F(Equivalence, MiniBatchOneStepOnTheGradientsBatchIsGradientAveraging) {
+  const Manifest iid = split("iid");
+  for (const auto& c : iid.clients) ASSERT_EQ(c.indices.size(), iid.clients[0].indices.size());
+  const double floor = std::max(rel_diff(centralized(3), centralized(1)), 1e-9);
+  LrSchedule lr{.base_lr = kLr};
+  auto grad = make_gradient_averaging(Weighting::kBySamples, lr, {});
+  const std::vector<float> g = federated(iid, *grad, {.kind = LocalWork::kGradient, .batch = 20});
+  const auto one_step = [&](bool independent) {
+    auto avg = make_model_averaging(Weighting::kBySamples, {.lr = 1.0f});
+    Task t{.kind = LocalWork::kLocalTrain, .batch = 20, .local_steps = 1, .lr = kLr};
+    t.independent_batches = independent;
+    return rel_diff(federated(iid, *avg, t), g);
+  };
+  const double same = one_step(true), passes = one_step(false);
+  std::printf("mini-batch K=1 from gradient averaging: its batches %.2e | reshuffled passes %.2e\n",
+              same, passes);
+  EXPECT_LT(same, 10 * floor + 1e-7);
+  EXPECT_GT(passes, 100 * std::max(same, floor));
+}
+
 // Drift: the averaged K-step deltas against K steps of the gradient at the sent model, from the
 // same start and the same first batch. K = 1 is the same arithmetic (exactly 0); it grows with K.
 TEST_F(Equivalence, DriftIsZeroAtOneStepAndGrowsWithLocalSteps) {
