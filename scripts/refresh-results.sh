@@ -32,7 +32,7 @@ for suite in "${suites[@]}"; do
   cat >"$dest/PROVENANCE.md" <<MD
 # How this report was made
 
-- command: \`fedpar suite $suite${smoke[@]+ ${smoke[*]}}${SETS:+ $SETS}\` (via \`${AS:+AS=$AS }${SETS:+SETS="$SETS" }bash scripts/refresh-results.sh ${smoke[@]+${smoke[*]} }$suite\`)
+- command: \`fedpar suite $suite${smoke[@]+ ${smoke[*]}}${SETS:+ $SETS}\` (via \`${AS:+AS=$AS }${SETS:+SETS=\"$SETS\" }bash scripts/refresh-results.sh ${smoke[@]+${smoke[*]} }$suite\`)
 - commit: $commit
 - date: $(date -u +%Y-%m-%dT%H:%MZ)
 - machine: $(machine)
