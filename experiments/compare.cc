@@ -736,8 +736,10 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   std::string why;
   const bool drawn = draw_line_plot(out.path() / svg, plot, &why);
   std::ostringstream report;
+  // centralized references are runs compared too: "3 runs" beside 4 folders read as one lost
+  const size_t compared = runs.size() + references.size();
   report << fmt::format("# {}: {} per {}\n\nCommand: `{}`\n\n",
-                        runs.size() == 1 ? "1 run" : fmt::format("{} runs compared", runs.size()),
+                        compared == 1 ? "1 run" : fmt::format("{} runs compared", compared),
                         metric.name, o.x, command)
          << "Folders: ";
   for (size_t i = 0; i < runs.size(); ++i)

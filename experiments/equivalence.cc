@@ -646,8 +646,9 @@ EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts
   j["provenance"] = provenance_json();
   out.write_json("equivalence.json", j);
   result.path = out.commit();
-  fmt::print("\n{}{}\n\nresults: {} ({:.0f} s)\n", render_cases(result),
-             equivalence_meaning(result), result.path.string(), result.seconds);
+  fmt::print("\n{}{}\n", render_cases(result), equivalence_meaning(result));
+  if (opts.say_results_dir)
+    fmt::print("\nresults: {} ({:.0f} s)\n", result.path.string(), result.seconds);
   return result;
 }
 

@@ -33,6 +33,9 @@ struct LocalRunOptions {
   // whose own folder goes when one fails, turn it off (or the server would name a folder that
   // is about to go).
   bool keep_incomplete = true;
+  // The equivalence experiment ends with "results: DIR"; within a suite, whose folder is moved
+  // into place at its end (and says so), DIR would name a folder about to go.
+  bool say_results_dir = true;
 };
 
 // Runs the (validated) run config `cfg`. Returns the server's exit code, 1 when a client process

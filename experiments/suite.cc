@@ -397,7 +397,20 @@ SuitePlan plan_suite(const SuiteOptions& o) {
             unread_by_runs[fmt::format("{} = {}: {}", key, c.value_text(key), why)].insert(r.label);
         }
       } catch (const Error& e) {
-        throw Error(fmt::format("{}, run '{}': {}", plan.file.string(), in.label(), e.what()));
+        // a --set that replaced the run's own value may be why: said (it holds for every run)
+        std::vector<std::string> replaced;
+        const auto key_of = [](const std::string& set) { return set.substr(0, set.find('=')); };
+        for (const std::string& mine : r.sets)
+          for (const std::string& set : run_sets)
+            if (key_of(set) == key_of(mine) && set != mine)
+              replaced.push_back(fmt::format("--set {} replaced its own {}", set, mine));
+        throw Error(fmt::format(
+            "{}, run '{}': {}{}", plan.file.string(), in.label(), e.what(),
+            replaced.empty()
+                ? ""
+                : fmt::format(" ({}: a --set holds for every run of the suite; to change some "
+                              "runs only, edit a copy of the suite file and run that)",
+                              fmt::join(replaced, ", "))));
       }
       if (reference.count(r.label)) in.reference = reference.at(r.label) + in.suffix;
       plan.instances.push_back(std::move(in));
@@ -425,7 +438,7 @@ EquivalenceResult run_equivalence_part(const SuitePlan& plan, const std::filesys
   Config c = *plan.equivalence;
   c.set("results_dir", std::filesystem::absolute(dir).string());
   c.set("name", "equivalence");
-  return run_equivalence(c, {.quiet = true}, plan.command);
+  return run_equivalence(c, {.quiet = true, .say_results_dir = false}, plan.command);
 }
 
 // The report's section: the failed claims (if any), the tables, verdicts and what they mean.
@@ -494,7 +507,7 @@ void add_divergence(std::vector<SuiteRun>& results, const std::filesystem::path&
     r.divergence = weight_divergence(runs_dir / r.label, runs_dir / r.reference);
     JsonlWriter log(runs_dir / r.label / "divergence.jsonl");
     for (size_t k = 0; k < r.divergence.round.size(); ++k)
-      log.write({{"round", r.divergence.round[k]},
+      log.write({{"round", int64_t(r.divergence.round[k])},
                  {"reference", r.reference},
                  {"weight_divergence", r.divergence.relative[k]}});
   }

@@ -10,8 +10,8 @@
 #       one section into <date>-SECTION.md: thousand-clients (the simulated runs of docs/network.md)
 #       or async-slow-link (asynchronous against synchronous SGD, one client on lte, docs/topologies.md)
 #       or deadline (FedAvg waiting for its 3g clients or leaving their late updates out,
-#       docs/network.md) or topologies (the three data-parallel topology configs and the tensor
-#       split of the pipeline config, README.md and docs/topologies.md)
+#       docs/network.md) or topologies (the three data-parallel topology configs, the tensor
+#       split of the pipeline config and async-straggler, README.md and docs/topologies.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 only=""
@@ -68,6 +68,8 @@ topologies() {
   row "run experiments/topology-master.toml" topo-master
   row "run experiments/topology-allreduce.toml" topo-ring
   row "run experiments/pipeline-2nn.toml --set topology=tensor --set processes=2 --set name=tensor-2nn" tensor-2nn
+  # async: which worker's update lands first depends on the clock, so its digits vary run to run
+  row "run experiments/async-straggler.toml" async-straggler
 }
 
 # A thousand clients on simulated links, 100 a round: without a server link (each client's messages

@@ -1368,11 +1368,16 @@ TEST(Scale, SixtyFourClientProcessesOnMnistCompleteARunInUnder60MiBEach) {
   ASSERT_EQ(rows.size(), 2u);
   const auto& processes = rows.back()["processes"];
   ASSERT_EQ(processes.size(), 64u);
-  double peak = 0;
+  double peak = 0, least = 1e9;
   for (const auto& p : processes) {
     ASSERT_TRUE(p.contains("peak_rss_mib")) << p.dump();
     peak = std::max(peak, p["peak_rss_mib"].get<double>());
+    least = std::min(least, p["peak_rss_mib"].get<double>());
   }
+  // docs/reliability.md quotes them (scripts/test-evidence.sh)
+  RecordProperty("client_peak_rss_mib", fmt::format("{:.1f} to {:.1f}", least, peak));
+  RecordProperty("server_peak_rss_mib",
+                 fmt::format("{:.1f}", summary["server_peak_rss_mib"].get<double>()));
   EXPECT_GT(peak, 1.0);
   EXPECT_LT(peak, 60.0) << "the largest client process's peak RSS, MiB";
   EXPECT_EQ(rows.back()["received"].get<int>(), 64);
@@ -1394,6 +1399,8 @@ TEST(Scale, AThousandVirtualClientsKeepTheServerUnder300MiB) {
   EXPECT_EQ(rows.back()["received"].get<int>(), 100);
   EXPECT_EQ(summary["clients"].get<int>(), 1000);
   EXPECT_LT(summary["server_peak_rss_mib"].get<double>(), 300.0);
+  RecordProperty("server_peak_rss_mib",
+                 fmt::format("{:.1f}", summary["server_peak_rss_mib"].get<double>()));
 }
 
 TEST(DistributedFaults, KilledClientModelRegimeFinishesWithTheRest) {
@@ -1429,6 +1436,9 @@ TEST(DistributedFaults, KilledClientModelRegimeFinishesWithTheRest) {
       ++partial;
       EXPECT_EQ(j["missing"].size(), 2u);
       EXPECT_LT(j["wait_seconds"].get<double>(), 4.0) << j.dump();
+      if (partial == 1)  // docs/distributed.md quotes it (scripts/test-evidence.sh)
+        RecordProperty("first_partial_round_wait_seconds",
+                       fmt::format("{:.2f}", j["wait_seconds"].get<double>()));
     }
   }
   EXPECT_EQ(rounds, 12);
@@ -1455,6 +1465,8 @@ TEST(DistributedFaults, KilledClientStopsGradientRegimeWithAClearError) {
   EXPECT_EQ(g.server_code, kExitRunFailed);
   // at the end of the killed process's connection, not after the round's 5 s deadline
   EXPECT_LT(g.server_exit_seconds, 4.0) << g.err;
+  RecordProperty("server_exit_seconds_after_the_kill",
+                 fmt::format("{:.2f}", g.server_exit_seconds));
   EXPECT_NE(g.err.find("no update from client(s)"), std::string::npos) << g.err;
   EXPECT_NE(g.err.find("continue_without_missing = true"), std::string::npos) << g.err;
   // not finished, but the rounds before the kill are kept as a record

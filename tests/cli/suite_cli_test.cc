@@ -27,6 +27,9 @@ std::map<std::string, nlohmann::json> smoke_runs(const std::string& name, const 
   const auto r =
       testing::run_fedpar("suite " + name + " --smoke --out " + (tmp / "s").string(), tmp.path());
   EXPECT_EQ(r.code, 0) << r.err;
+  // the folder it writes into is moved into place at the end: no output names it (the
+  // equivalence part said "results: .../.s.partial-PID/equivalence")
+  EXPECT_EQ(r.out.find(".partial-"), std::string::npos) << r.out;
   std::map<std::string, nlohmann::json> runs;
   if (r.code != 0) return runs;
   const auto suite = nlohmann::json::parse(testing::slurp(tmp / "s/suite.json"));

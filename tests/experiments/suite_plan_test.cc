@@ -81,6 +81,20 @@ TEST(SuitePlan, APairOfUnknownRunsListsTheSuitesRuns) {
   }
 }
 
+// A --set holds for every run, a run's own value included: where that makes a run invalid (the
+// equivalence suite's centralized run has one process), the error says which --set replaced what.
+TEST(SuitePlan, ASetThatReplacedARunsOwnValueIsNamedInItsError) {
+  try {
+    check_suite({.name = "equivalence", .smoke = true, .sets = {"processes=2"}});
+    ADD_FAILURE() << "planned a one-client run on two processes";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("(--set processes=2 replaced its own processes=1: a --set "
+                                         "holds for every run of the suite"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // suite.only leaves out the pairs of the runs it left out (it once refused the suite's own pairs,
 // to be restated by hand); a pair that names no run of the suite is still refused.
 TEST(SuitePlan, OnlyKeepsThePairsOfTheRunsItKeeps) {

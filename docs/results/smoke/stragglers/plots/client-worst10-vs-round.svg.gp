@@ -1,0 +1,17 @@
+set terminal svg size 800,500 dynamic enhanced font 'sans,12' background rgb 'white'
+set output 'client-worst10-vs-round.svg'
+set title "worst 10% of clients: their accuracy on their own samples\nStragglers: waiting, backup workers, asynchrony, over-selection" noenhanced
+set xlabel 'round' noenhanced
+set ylabel 'accuracy of the worst 10% of clients (%)' noenhanced
+set grid
+set key outside right top noenhanced
+set linetype 1 lc rgb '#0072b2' lw 1.5
+set linetype 2 lc rgb '#d55e00' lw 1.5
+set linetype 3 lc rgb '#009e73' lw 1.5
+set linetype 4 lc rgb '#cc79a7' lw 1.5
+set linetype 5 lc rgb '#e69f00' lw 1.5
+set linetype 6 lc rgb '#56b4e9' lw 1.5
+set linetype 7 lc rgb '#000000' lw 1.5
+set linetype 8 lc rgb '#8c564b' lw 1.5
+set linetype cycle 8
+plot 'client-worst10-vs-round.svg.dat' index 0 using 1:2 with linespoints pt 7 ps 0.5 lc 1 dt 1 title 'fedavg-wait', 'client-worst10-vs-round.svg.dat' index 1 using 1:2 with linespoints pt 5 ps 0.5 lc 2 dt 2 title 'fedavg-backup-2'
