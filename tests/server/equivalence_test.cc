@@ -2,6 +2,7 @@
 // with full-batch gradients, n_k/n weights and one local step, model averaging equals gradient
 // averaging equals centralized gradient descent up to float rounding; more local steps, or
 // unequal shards averaged uniformly, move away by orders of magnitude.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -86,7 +87,7 @@ TEST_F(Equivalence, FullBatchOneStepModelAveragingIsGradientDescent) {
       federated(skewed, *uniform, {.kind = LocalWork::kLocalTrain, .local_steps = 1, .lr = kLr}),
       a);
 
-  RecordProperty("floor", std::to_string(floor));
+  RecordProperty("floor", fmt::format("{:.2e}", floor));
   std::printf(
       "relative difference to centralized GD after %d rounds: floor %.2e | gradient %.2e | "
       "model K=1 %.2e | model K=5 %.2e | unequal shards, uniform weights %.2e\n",
