@@ -208,6 +208,7 @@ fi
     "dirichlet-classes --beta 0.01" "iid-quantity --beta 0.01"; do
     args="partition --dataset mnist --clients 100 --scheme $scheme"
     # shellcheck disable=SC2086
+    rm -rf "$work/partition"  # partition refuses a folder that holds another split
     "$FEDPAR" $args --out "$work/partition" >"$work/out"
     awk -v args="$args" '
       /^scheme / { hash = $NF }
