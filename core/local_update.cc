@@ -10,14 +10,25 @@
 
 namespace fedpar {
 
+namespace {
+
+// b rows of the shard drawn without replacement from `rng` (the whole shard in order when b
+// covers it): a gradient task's batch, and each independent local step's, one draw after another.
+void draw_batch(Rng& rng, std::span<const uint32_t> shard, size_t b, std::vector<uint32_t>& out) {
+  out.assign(shard.begin(), shard.end());
+  if (b >= out.size()) return;
+  rng.choose(std::span(out), b);
+  out.resize(b);
+}
+
+}  // namespace
+
 std::vector<uint32_t> gradient_batch(std::span<const uint32_t> shard, int64_t batch, uint64_t seed,
                                      uint32_t client, uint64_t round) {
-  const size_t n = shard.size();
-  const size_t b = batch <= 0 ? n : std::min<size_t>(size_t(batch), n);
-  if (b == n) return {shard.begin(), shard.end()};
-  std::vector<uint32_t> v(shard.begin(), shard.end());
-  Rng(seed, "batch", client, uint32_t(round)).choose(std::span(v), b);  // without replacement
-  v.resize(b);
+  const size_t b = batch <= 0 ? shard.size() : std::min<size_t>(size_t(batch), shard.size());
+  Rng rng(seed, "batch", client, uint32_t(round));
+  std::vector<uint32_t> v;
+  draw_batch(rng, shard, b, v);
   return v;
 }
 
@@ -104,8 +115,7 @@ LocalResult compute_update(Model& model, const Dataset& data, std::span<const ui
   size_t cursor = n;  // forces a reshuffle before the first step
   for (int64_t s = 0; s < total_steps; ++s) {
     if (independent) {  // gradient_batch's draw, continued on the same stream
-      order.assign(shard.begin(), shard.end());
-      rng.choose(std::span(order), b);
+      draw_batch(rng, shard, b, order);
       cursor = 0;
     } else if (cursor >= n) {
       if (b < n) rng.shuffle(std::span(order));  // full batch: order does not matter

@@ -210,7 +210,7 @@ void fields(V& v, RoundRecord& r) {
   v("clients", r.clients), v("mean_pairwise_cosine", r.mean_pairwise_cosine);
   v("gradient_diversity", r.gradient_diversity), v("broadcast_seconds", r.broadcast_seconds);
   v("update_drift", r.update_drift), v("diagnostic_bytes_up", r.diagnostic_bytes_up),
-      v("batch", r.batch);
+      v("model_sent_up", r.model_sent_up), v("batch", r.batch);
   v("worker_forward_seconds", r.worker_forward_seconds),
       v("worker_backward_seconds", r.worker_backward_seconds);
   v("master_loss_seconds", r.master_loss_seconds), v("workers", r.workers),

@@ -81,6 +81,9 @@ struct RoundRecord {
   // run's timings; a ring's replica or a split model's parts, fetched to evaluate or checkpoint):
   // left out of the MB and of the simulated clock.
   std::optional<uint64_t> diagnostic_bytes_up;
+  // a ring or a split model sent the server its model this round (to evaluate, save or
+  // checkpoint): a one-off the reports' step medians leave out (experiments/run_metrics.h)
+  std::optional<bool> model_sent_up;
   // master
   std::optional<uint64_t> batch;
   std::optional<double> worker_forward_seconds, worker_backward_seconds, master_loss_seconds;

@@ -201,8 +201,9 @@ ParallelismSection parallelism_section(const std::vector<SplitRun>& runs, int co
   Claims claims;
   std::ostringstream md;
   md << "### Splitting the model against replicating it\n\n"
-        "Per step, medians over the rounds after the first without an evaluation (as the "
-        "traffic table's). Memory is the most any process holds, as its core "
+        "Per step, medians over the rounds after the first, without an evaluation and without "
+        "the model sent to the server (as the traffic table's). Memory is the most any process "
+        "holds, as its core "
         "allocated it: of parameters + gradients, of activations (their gradients and scratch "
         "for its batch), and of both together (the maxima may come from different processes); "
         "MB sent is every process's link and ring traffic together, beside the formula's "

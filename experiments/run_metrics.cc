@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <fstream>
 #include <functional>
-#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -182,18 +181,10 @@ RunAccounting read_accounting(const std::filesystem::path& dir) {
 }
 
 std::vector<RoundRecord> steady_rounds(std::vector<RoundRecord> rounds) {
-  // A ring or a split model sends its model to the server on the rounds that evaluate, save or
-  // checkpoint it: more diagnostic bytes than its least round (which may carry a simulated
-  // step's timings). Topologies with per-client records hold their model at the server.
-  const auto fetched = [](const RoundRecord& j) {
-    return j.clients ? 0 : j.diagnostic_bytes_up.value_or(0);
-  };
-  uint64_t least = std::numeric_limits<uint64_t>::max();
-  for (const RoundRecord& j : rounds) least = std::min(least, fetched(j));
   for (const auto& one_off : std::vector<std::function<bool(const RoundRecord&)>>{
            [](const RoundRecord& j) { return j.round == 1; },
            [](const RoundRecord& j) { return j.test_accuracy.has_value(); },
-           [&](const RoundRecord& j) { return fetched(j) > least; }})
+           [](const RoundRecord& j) { return j.model_sent_up.value_or(false); }})
     if (!std::all_of(rounds.begin(), rounds.end(), one_off)) std::erase_if(rounds, one_off);
   return rounds;
 }

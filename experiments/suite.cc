@@ -397,12 +397,15 @@ SuitePlan plan_suite(const SuiteOptions& o) {
             unread_by_runs[fmt::format("{} = {}: {}", key, c.value_text(key), why)].insert(r.label);
         }
       } catch (const Error& e) {
-        // a --set that replaced the run's own value may be why: said (it holds for every run)
+        // a --set that replaced the run's own value of a key the error names may be why: said
+        // (it holds for every run)
         std::vector<std::string> replaced;
         const auto key_of = [](const std::string& set) { return set.substr(0, set.find('=')); };
+        const std::string what = e.what();
         for (const std::string& mine : r.sets)
           for (const std::string& set : run_sets)
-            if (key_of(set) == key_of(mine) && set != mine)
+            if (key_of(set) == key_of(mine) && set != mine &&
+                what.find(key_of(set)) != std::string::npos)
               replaced.push_back(fmt::format("--set {} replaced its own {}", set, mine));
         throw Error(fmt::format(
             "{}, run '{}': {}{}", plan.file.string(), in.label(), e.what(),
@@ -598,9 +601,10 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
               "has its own):\n\n"
            << warnings << "\n";
   if (const std::string traffic = traffic_table(results); !traffic.empty())
-    report << "### Traffic and time per node and step\n\nMedians over the rounds after the first "
-              "and without an evaluation, where there are such (a ring gets its model in the "
-              "first round's TASKs, and an evaluation brings it to the server). The server's "
+    report << "### Traffic and time per node and step\n\nMedians over the rounds after the first, "
+              "without an evaluation and without the model sent to the server, where there are "
+              "such (a ring gets its model in the first round's TASKs, and a ring or a split "
+              "model sends it to the server to evaluate, save or checkpoint it). The server's "
               "columns "
               "count its socket; a worker's add its ring traffic (allreduce). busbw = model "
               "bytes / all-reduce time x 2(N-1)/N.\n\n"

@@ -70,8 +70,8 @@ TopologyScalingSection topology_scaling_section(const std::vector<ScalingRun>& r
   }
   std::ostringstream md;
   md << "### Step time by workers on the simulated network\n\n"
-        "Medians over the steady rounds (after the first, without an evaluation or the model sent "
-        "to the server, as in the traffic table) of each step's simulated seconds "
+        "Medians over the rounds after the first, without an evaluation and without the model "
+        "sent to the server (as the traffic table's), of each step's simulated seconds "
         "(docs/network.md: the bytes each "
         "message carried over its links, the compute each worker measured, the server's "
         "aggregation), with the server's own link shared by every message to and from it "

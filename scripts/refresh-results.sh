@@ -5,14 +5,19 @@
 #   bash scripts/refresh-results.sh [--smoke] [SUITE ...]   (default: every experiments/suites/*.toml)
 # --smoke runs the smoke sizes instead, into docs/results/smoke/<suite>/ (what docs/suites.md's
 # smoke column and the docs' smoke tables quote).
-# A variant of one suite: SETS="--set k=v ..." passes settings, AS=NAME names its folder
-# (docs/results/NAME/), e.g. AS=grad-vs-model-minibatch SETS="--set sgd.batch=20" ... grad-vs-model.
+# A variant of one suite: SETS="--set k=v ..." passes settings (split at spaces: no value may hold
+# one), AS=NAME names its folder (docs/results/NAME/), e.g.
+#   AS=grad-vs-model-minibatch SETS="--set sgd.batch=20 --set local.batch=20" \
+#     bash scripts/refresh-results.sh grad-vs-model
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FEDPAR=${FEDPAR:-./build/fedpar}
 smoke=()
 if [[ ${1:-} == --smoke ]]; then smoke=(--smoke) && shift; fi
 if (($#)); then suites=("$@"); else suites=($(basename -s .toml experiments/suites/*.toml)); fi
+if [[ -n ${AS:-} ]] && ((${#suites[@]} != 1)); then
+  echo "refresh-results: AS=$AS names one suite's folder: give exactly one suite" >&2 && exit 2
+fi
 source scripts/provenance.sh
 commit=$(source_commit)
 work=$(mktemp -d)

@@ -36,6 +36,7 @@ for c in "${cases[@]}"; do
   IFS='|' read -r binary filter doc <<<"$c"
   echo "test-evidence: $binary --gtest_filter='$filter' ..." >&2
   rc=0
+  rm -f "$work/out.xml"  # a binary that dies before writing it must not show the last one's
   "$build/tests/$binary" --gtest_filter="$filter" --gtest_output="xml:$work/out.xml" \
     >"$work/out.txt" 2>&1 || rc=$?
   ((rc == 0)) || status=1
@@ -47,7 +48,10 @@ for c in "${cases[@]}"; do
     echo
     echo '```'
     grep -v -e '^\[' -e '^$' -e '^Running main()' -e '^Note: Google Test filter' "$work/out.txt" || true
-    /usr/bin/python3 - "$work/out.xml" <<'PY'
+    if [[ ! -f $work/out.xml ]]; then
+      echo "(no test report: the binary exited $rc before writing one)"
+    else
+      /usr/bin/python3 - "$work/out.xml" <<'PY'
 import sys, xml.etree.ElementTree as ET
 for case in ET.parse(sys.argv[1]).getroot().iter("testcase"):
     verdict = "skipped" if case.get("result") == "skipped" or case.find("skipped") is not None \
@@ -55,6 +59,7 @@ for case in ET.parse(sys.argv[1]).getroot().iter("testcase"):
     props = [f'{p.get("name")}={p.get("value")}' for p in case.iter("property")]
     print(f'{case.get("classname")}.{case.get("name")}: {verdict}' + (": " + ", ".join(props) if props else ""))
 PY
+    fi
     echo '```'
   } >>"$dest"
 done

@@ -97,6 +97,7 @@ class AllReducePlan final : public Plan {
     // server evaluates its own model without sending it (the MB and the clock leave it out)
     const uint64_t replica = need_params ? c.got.at(members_[0]).update.vector_bytes() : 0;
     if (replica) rec.diagnostic_bytes_up = replica;
+    if (need_params) rec.model_sent_up = true;
     if (s_.network.mode == NetworkMode::kSimulated) {
       clock_.end_ring_round(
           rec, engine.round,

@@ -172,6 +172,7 @@ class ModelParallelPlan final : public Plan {
           reply.update.vector_bytes() +
           (s_.network.mode == NetworkMode::kSimulated ? simulation_extra_bytes(reply.update) : 0);
     if (extra) rec.diagnostic_bytes_up = extra;
+    if (need_params) rec.model_sent_up = true;
     if (s_.network.mode == NetworkMode::kSimulated) {
       clock_.add_simulated_seconds(
           rec, simulated_seconds(engine, c, engine.per_process_bytes(bytes_before, {}), rec));

@@ -1375,6 +1375,7 @@ TEST(Scale, SixtyFourClientProcessesOnMnistCompleteARunInUnder60MiBEach) {
     least = std::min(least, p["peak_rss_mib"].get<double>());
   }
   // docs/reliability.md quotes them (scripts/test-evidence.sh)
+  ASSERT_TRUE(summary.contains("server_peak_rss_mib")) << summary.dump();
   RecordProperty("client_peak_rss_mib", fmt::format("{:.1f} to {:.1f}", least, peak));
   RecordProperty("server_peak_rss_mib",
                  fmt::format("{:.1f}", summary["server_peak_rss_mib"].get<double>()));
@@ -1398,6 +1399,7 @@ TEST(Scale, AThousandVirtualClientsKeepTheServerUnder300MiB) {
   EXPECT_EQ(rows.back()["participants"].get<int>(), 100);
   EXPECT_EQ(rows.back()["received"].get<int>(), 100);
   EXPECT_EQ(summary["clients"].get<int>(), 1000);
+  ASSERT_TRUE(summary.contains("server_peak_rss_mib")) << summary.dump();
   EXPECT_LT(summary["server_peak_rss_mib"].get<double>(), 300.0);
   RecordProperty("server_peak_rss_mib",
                  fmt::format("{:.1f}", summary["server_peak_rss_mib"].get<double>()));

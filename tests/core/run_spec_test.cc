@@ -117,6 +117,13 @@ TEST(RunSpecCompression, RefusesWhatCannotRunAndSaysWhy) {
             std::string::npos);
 }
 
+// local.sampling names one of its two ways.
+TEST(RunSpecLocalSampling, RefusesAnUnknownWord) {
+  EXPECT_NE(refusal({"regime=model", "local.sampling=random"})
+                .find("local.sampling must be passes or independent, got 'random'"),
+            std::string::npos);
+}
+
 TEST(RunSpecAllReduceBackend, TheZmqRingByDefaultMpiWhereItCanSum) {
   EXPECT_EQ(spec({}).ring_backend, RingBackend::kZmqRing);
   const std::vector<std::string> ring = {"regime=gradient", "topology=allreduce"};

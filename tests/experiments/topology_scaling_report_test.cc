@@ -103,6 +103,7 @@ TEST(TopologyScaling, ARunsStepIsItsSteadyRounds) {
       r.simulated_seconds = k == 1 ? 0.5 : 0.010 + 0.001 * double(k);
       if (k == 3 || k == 5) {  // evaluated, or a checkpoint: the replica up, 5 ms more
         r.diagnostic_bytes_up = 8000000, r.server_bytes_received += 8000000;
+        r.model_sent_up = true;
         *r.simulated_seconds += 0.005;
         if (k == 3) r.test_accuracy = 0.5;
       }
