@@ -117,6 +117,12 @@ std::vector<SuiteEntry> keep_only(std::vector<SuiteEntry> runs, std::vector<std:
   return runs;
 }
 
+// "KEY " of suite.sweep's "KEY=v1,...", for a heading; "" where labels name their grids by hand.
+std::string sweep_key(const std::string& sweep) {
+  const size_t eq = sweep.find('=');
+  return eq == std::string::npos || eq == 0 ? std::string() : sweep.substr(0, eq) + " ";
+}
+
 // suite.sweep = "key=v1,v2,...": each run once per value, the value set after the run's own
 // overrides and labelled <label>@<value> (the grid convention of suite_report.h).
 std::vector<SuiteEntry> sweep_runs(std::vector<SuiteEntry> runs, const std::string& sweep) {
@@ -586,7 +592,9 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
     report << "### Over seeds\n\nEach run's seeds together (sample standard deviation).\n\n"
            << means << "\n";
   if (const std::string grid = grid_table(results, target); !grid.empty())
-    report << "### Best of each learning-rate grid\n\n" << grid << "\n";
+    report << fmt::format("### Best of each {}grid\n\n",
+                          sweep_key(plan.cfg.get_string("suite.sweep")))
+           << grid << "\n";
   if (const std::string clients = clients_table(results); !clients.empty())
     report << "### Clients' accuracy on their own samples\n\nWith `eval_clients = true` the server "
               "scores its model on each client's own samples at the evaluated rounds (its "

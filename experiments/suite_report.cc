@@ -203,39 +203,66 @@ std::string traffic_table(const std::vector<SuiteRun>& runs) {
 }
 
 std::string grid_table(const std::vector<SuiteRun>& runs, double target) {
-  std::map<std::string, std::vector<const SuiteRun*>> grid;
+  // name -> its values' seed groups (a value's seeds share a group, "name@value")
+  std::map<std::string, std::vector<std::vector<const SuiteRun*>>> grid;
   std::vector<std::string> order;
-  for (const auto& r : runs) {
-    const size_t at = r.label.find('@');
+  size_t seeds = 1;
+  for (const auto& g : groups(runs)) {
+    const size_t at = g.front()->group.find('@');
     if (at == std::string::npos) continue;
-    const std::string name = r.label.substr(0, at);
+    const std::string name = g.front()->group.substr(0, at);
     if (!grid.count(name)) order.push_back(name);
-    grid[name].push_back(&r);
+    grid[name].push_back(g);
+    seeds = std::max(seeds, g.size());
   }
   if (grid.empty()) return "";
-  auto better = [&](const SuiteRun* a,
-                    const SuiteRun* b) {  // not diverged, fewer rounds to target, then accuracy
-    if (a->diverged_at_round.has_value() != b->diverged_at_round.has_value())
-      return !a->diverged_at_round;
-    const int ra = rounds_to(a->curves, target), rb = rounds_to(b->curves, target);
-    if ((ra > 0) != (rb > 0)) return ra > 0;
-    if (ra != rb) return ra < rb;
-    return best_of(a->curves.accuracy) > best_of(b->curves.accuracy);
+  // A value over its seeds: how many diverged, how many reached the target, their mean rounds to
+  // it, the mean best accuracy (one lucky seed must not pick the value).
+  struct Value {
+    size_t diverged = 0, reached = 0;
+    double rounds = 0, best = 0;
   };
+  const auto value_of = [&](const std::vector<const SuiteRun*>& g) {
+    Value v;
+    size_t evaluated = 0;
+    for (const SuiteRun* r : g) {
+      if (r->diverged_at_round || r->curves.accuracy.empty()) {
+        ++v.diverged;
+        continue;
+      }
+      ++evaluated, v.best += best_of(r->curves.accuracy);
+      if (const int k = rounds_to(r->curves, target)) ++v.reached, v.rounds += k;
+    }
+    if (evaluated) v.best /= double(evaluated);
+    if (v.reached) v.rounds /= double(v.reached);
+    return v;
+  };
+  const auto better = [](const Value& a, const Value& b) {  // fewer diverged, more at the target
+    if (a.diverged != b.diverged) return a.diverged < b.diverged;  // in fewer rounds, then accuracy
+    if (a.reached != b.reached) return a.reached > b.reached;
+    if (a.rounds != b.rounds) return a.rounds < b.rounds;
+    return a.best > b.best;
+  };
+  const std::string over = seeds > 1 ? fmt::format(" (mean over {} seeds)", seeds) : "";
   std::ostringstream t;
-  t << "| setting | values tried | best | "
+  t << "| setting | values tried | best" << over << " | "
     << (target > 0 ? fmt::format("rounds to {}% | ", target) : "")
     << "best accuracy |\n|---|---|---|" << (target > 0 ? "---|" : "") << "---|\n";
   for (const auto& name : order) {
-    const auto& v = grid[name];
+    const auto& values = grid[name];
     std::vector<std::string> tried;
-    for (const auto* r : v) tried.push_back(r->label.substr(name.size() + 1));
-    const SuiteRun* best = *std::min_element(v.begin(), v.end(), better);
-    const int k = rounds_to(best->curves, target);
-    t << fmt::format(
-        "| {} | {} | {} | {}{:.2f}% |\n", name, joined(tried), best->label.substr(name.size() + 1),
-        target > 0 ? (k ? fmt::format("{} | ", k) : std::string("not reached | ")) : "",
-        best_of(best->curves.accuracy));
+    size_t best = 0;
+    for (size_t k = 0; k < values.size(); ++k) {
+      tried.push_back(values[k].front()->group.substr(name.size() + 1));
+      if (better(value_of(values[k]), value_of(values[best]))) best = k;
+    }
+    const Value v = value_of(values[best]);
+    const std::string rounds = !v.reached  ? "not reached | "
+                               : seeds > 1 ? fmt::format("{:.1f} ({} of {} seeds) | ", v.rounds,
+                                                         v.reached, values[best].size())
+                                           : fmt::format("{:.0f} | ", v.rounds);
+    t << fmt::format("| {} | {} | {} | {}{:.2f}% |\n", name, joined(tried), tried[best],
+                     target > 0 ? rounds : "", v.best);
   }
   return t.str();
 }

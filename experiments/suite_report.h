@@ -43,8 +43,9 @@ std::string results_table(const std::vector<SuiteRun>& runs, double target);
 std::string seed_means_table(const std::vector<SuiteRun>& runs, double target);
 // Per client and per round: parameter and activation memory, bytes down/up, time split.
 std::string accounting_table(const std::vector<SuiteRun>& runs);
-// Runs labelled "name@value" form a grid per name: its best value (fewest rounds to target, then
-// best accuracy). Empty when no label has '@'.
+// Runs labelled "name@value" (suite.sweep's) form a grid per name: its best value (fewest runs
+// diverged, most seeds at the target, fewest rounds to it, then best accuracy, each over the
+// value's seeds). Empty when no label has '@'.
 std::string grid_table(const std::vector<SuiteRun>& runs, double target);
 // Per node and step for the data-parallel topologies: step time, the server's and the busiest
 // worker's MB, all-reduce time and bus bandwidth. Empty unless a run used master, allreduce or

@@ -142,6 +142,28 @@ TEST(SeedMeansTable, AveragesEachRunsSeeds) {
   EXPECT_EQ(seed_means_table({run("a", "server"), run("b", "server")}, 85), "");
 }
 
+// A swept setting with seeds: each value over its seeds, so one lucky seed does not pick it (a C
+// sweep once reported the single best seed as "the best learning rate").
+TEST(GridTable, AValueIsJudgedOverItsSeeds) {
+  std::vector<SuiteRun> runs;
+  for (const auto& [value, bests] : std::vector<std::pair<std::string, std::vector<double>>>{
+           {"0.1", {84, 84}}, {"0.5", {70, 90}}}) {
+    for (size_t k = 0; k < bests.size(); ++k) {
+      SuiteRun r = run("iid@" + value + "-s" + std::to_string(k + 1), "server");
+      r.group = "iid@" + value;
+      r.curves.accuracy = {50, bests[k]};
+      runs.push_back(r);
+    }
+  }
+  // 0.5's seed 2 is the best run (90%), 0.1 the best value (84% against 80% over the seeds)
+  EXPECT_EQ(row(grid_table(runs, 0), "iid"), "| iid | 0.1 0.5 | 0.1 | 84.00% |")
+      << grid_table(runs, 0);
+  EXPECT_NE(grid_table(runs, 0).find("| best (mean over 2 seeds) |"), std::string::npos);
+  // with a target: more seeds at it first (0.1: both; 0.5: one), then their mean rounds
+  const std::string t = grid_table(runs, 83);
+  EXPECT_EQ(row(t, "iid"), "| iid | 0.1 0.5 | 0.1 | 20.0 (2 of 2 seeds) | 84.00% |") << t;
+}
+
 // A run's rounds read back: the seconds and the round time count the links' simulated time where
 // the records carry it (a network run), else the server's wait + aggregation.
 TEST(ReadCurves, TheRoundTimeCountsTheSecondsClock) {
