@@ -333,7 +333,7 @@ class SyncPlan final : public Plan {
   // N - b of N: a client of a dropped process is one of the b).
   CollectSpec collect_spec(size_t participants) const {
     CollectSpec spec{.kind = gradient_ ? TaskKind::kGradient : TaskKind::kLocalTrain,
-                     .seconds = s_.wait_seconds,
+                     .seconds = real_wait_seconds(),
                      .batch = s_.sgd_batch};
     // the update [, its linear part] [, SCAFFOLD's control change]
     spec.floats.assign(1 + drift_ + scaffold_, run_.params.size());
@@ -365,6 +365,18 @@ class SyncPlan final : public Plan {
       if (at[i] > s_.wait_seconds) late.push_back(in[i].client);
     for (uint32_t client : late) c.got.erase(client);
     return late;
+  }
+
+  // How long the server waits for a round's updates in real time: wait_seconds, except on
+  // simulated links, where wait_seconds is the clock's deadline and the clock says who was late
+  // (network.drop_late): there a short simulated deadline still leaves the default minute of
+  // real patience, so a client computing longer than it (a straggler, this machine's speed) is
+  // late on the clock instead of a real miss that drops its process.
+  double real_wait_seconds() const {
+    constexpr double kDefaultWaitSeconds = 60;  // run_defaults()'s wait_seconds
+    return s_.network.mode == NetworkMode::kSimulated
+               ? std::max(s_.wait_seconds, kDefaultWaitSeconds)
+               : s_.wait_seconds;
   }
 
   // The updates a round of `participants` needs: all but backup_clients of them (at least one).

@@ -578,6 +578,31 @@ TEST(NetworkRun, UnavailableClientsAreNotAskedAndTheRecordSaysWho) {
 // after the deadline on the simulated clock and is left out. The rounds record it late, last the
 // deadline plus the aggregation, and train the model of the run where client 0 is never available;
 // without drop_late the same links aggregate it (another model, each round over the deadline).
+// A client computing 0.6 s against a simulated deadline of 0.2 s: late on the clock every round,
+// left out and asked again, the round lasting the deadline. The server once waited only the
+// deadline in real time too, so the straggler became a real miss: its process was dropped after
+// three rounds, and the later rounds' clock read 0.0004 s.
+// Real processes: a dropped one exits as told (threads in one process hung on it).
+TEST(NetworkRun, AComputeStragglerPastASimulatedDeadlineIsLateNotDropped) {
+  TempDir tmp;
+  const auto run = testing::run_config(
+      tmp.path(), kNetworkRun, "straggler",
+      "--set regime=model --set local.steps=2 --set local.batch=10 --set network.mode=simulated "
+      "--set network.profile=datacenter --set wait_seconds=0.2 --set network.drop_late=true "
+      "--set rounds=4 --set 'stragglers.delay_seconds=[\"0:0.6\"]'");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.err.find("gets no more tasks"), std::string::npos) << run.err;
+  const auto rounds = testing::jsonl(tmp / "res/straggler/metrics.jsonl");
+  ASSERT_EQ(rounds.size(), 4u);
+  for (const json& rec : rounds) {
+    EXPECT_EQ(rec.at("simulated_late").get<std::vector<uint32_t>>(), std::vector<uint32_t>{0})
+        << rec.dump();
+    EXPECT_EQ(rec.at("missing"), json::array()) << rec.dump();
+    EXPECT_NEAR(rec.at("simulated_seconds").get<double>(),
+                0.2 + rec.at("aggregate_seconds").get<double>(), 1e-12);
+  }
+}
+
 TEST(NetworkRun, DropLateLeavesOutTheUpdatesTheClockBringsInAfterTheDeadline) {
   TempDir tmp;
   const std::vector<std::string> links = with(
