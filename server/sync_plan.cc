@@ -367,14 +367,14 @@ class SyncPlan final : public Plan {
     return late;
   }
 
-  // How long the server waits for a round's updates in real time: wait_seconds, except on
-  // simulated links, where wait_seconds is the clock's deadline and the clock says who was late
-  // (network.drop_late): there a short simulated deadline still leaves the default minute of
-  // real patience, so a client computing longer than it (a straggler, this machine's speed) is
-  // late on the clock instead of a real miss that drops its process.
+  // How long the server waits for a round's updates in real time: wait_seconds, except where
+  // the simulated clock says who was late (network.drop_late): there wait_seconds is the clock's
+  // deadline, and a short one still leaves the default minute of real patience, so a client
+  // computing longer than it (a straggler, this machine's speed) is late on the clock instead of
+  // a real miss that drops its process.
   double real_wait_seconds() const {
     constexpr double kDefaultWaitSeconds = 60;  // run_defaults()'s wait_seconds
-    return s_.network.mode == NetworkMode::kSimulated
+    return s_.network.mode == NetworkMode::kSimulated && s_.network.drop_late
                ? std::max(s_.wait_seconds, kDefaultWaitSeconds)
                : s_.wait_seconds;
   }
