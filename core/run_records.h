@@ -53,7 +53,9 @@ struct RoundRecord {
   int64_t round = 0;     // 1-based
   std::string topology;  // parameter-server | model-averaging | master | allreduce | pipeline |
                          // tensor | async
-  double train_loss = 0;
+  // absent on a round whose clients processed no sample (every one asked unavailable, lost or
+  // late): 0 there read as a perfect fit
+  std::optional<double> train_loss;
   std::optional<double> lr;  // synchronous regimes: [optimizer]'s rate for this round's step(s)
   double wait_seconds = 0;   // the server's wait for the round's replies
   uint64_t bytes_sent_total = 0,

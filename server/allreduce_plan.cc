@@ -235,7 +235,7 @@ class AllReducePlan final : public Plan {
       workers.push_back(worker_record(rank, reply));
     }
     rec.participants = rec.received = member_clients_;
-    rec.train_loss = samples > 0 ? loss_sum / samples : 0.0;
+    if (samples > 0) rec.train_loss = loss_sum / samples;
     rec.samples_processed = samples;
     rec.workers = std::move(workers);
     rec.replicas_checked = check;

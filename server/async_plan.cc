@@ -84,7 +84,7 @@ class AsyncPlan final : public Plan {
     rec.model_version = version_;
     rec.staleness_mean = tau_mean;
     rec.staleness_max = tau_max;
-    rec.train_loss = t.samples > 0 ? t.loss_sum / t.samples : 0.0;
+    if (t.samples > 0) rec.train_loss = t.loss_sum / t.samples;
     rec.samples_processed = t.processed;
     rec.wait_seconds = seconds;
     rec.elapsed_seconds = busy_seconds_;

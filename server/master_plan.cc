@@ -65,7 +65,7 @@ class MasterPlan final : public Plan {
     strategy_->apply(updates, run_.params);
     const auto t_done = Clock::now();
     rec.participants = rec.received = engine.num_clients;
-    rec.train_loss = total_ > 0 ? loss_sum / double(total_) : 0.0;
+    if (total_ > 0) rec.train_loss = loss_sum / double(total_);
     rec.batch = total_;
     rec.samples_processed = double(total_);
     rec.worker_forward_seconds = slowest(logits);

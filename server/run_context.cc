@@ -111,9 +111,10 @@ bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const 
   if (rec.emulated_seconds) network += fmt::format(", {} s emulated", secs(*rec.emulated_seconds));
   engine.log(fmt::format(
       "round {}/{}: {}{}{}{}{}{}", r + 1, s.rounds, what, network,
-      trained ? fmt::format(", {} {:.4f}", s.regime == Regime::kModel ? "local loss" : "train loss",
-                            rec.train_loss)
-              : "",
+      trained && rec.train_loss
+          ? fmt::format(", {} {:.4f}", s.regime == Regime::kModel ? "local loss" : "train loss",
+                        *rec.train_loss)
+          : "",
       rec.global_train_loss ? fmt::format(", global train loss {:.4f}", *rec.global_train_loss)
                             : "",
       rec.test_accuracy ? fmt::format(", test accuracy {:.2f}%", 100 * *rec.test_accuracy) : "",

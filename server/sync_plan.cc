@@ -444,7 +444,7 @@ class SyncPlan final : public Plan {
     rec.participants = participants;
     rec.received = c.got.size();
     rec.missing = absent;
-    rec.train_loss = samples > 0 ? loss_sum / samples : 0.0;
+    if (samples > 0) rec.train_loss = loss_sum / samples;
     rec.bytes_down_per_task = model_bytes_;
     rec.clients = std::move(clients);
     rec.mean_pairwise_cosine = diag.mean_pairwise_cosine;

@@ -582,6 +582,26 @@ TEST(NetworkRun, UnavailableClientsAreNotAskedAndTheRecordSaysWho) {
 // left out and asked again, the round lasting the deadline. The server once waited only the
 // deadline in real time too, so the straggler became a real miss: its process was dropped after
 // three rounds, and the later rounds' clock read 0.0004 s.
+// A round every client of which was unavailable trained nothing: no train_loss (it once read 0,
+// a perfect fit, pulling down any average of the curve), while every round with an update has one.
+TEST(NetworkRun, ARoundWithoutAnUpdateHasNoTrainLoss) {
+  TempDir tmp;
+  const auto run = testing::run_config(
+      tmp.path(),
+      "rounds = 6\nprocesses = 2\nregime = 'model'\n[partition]\nclients = 4\n[data]\nname = "
+      "'synthetic'\n[model]\nname = 'logreg'\n[network]\nmode = 'simulated'\nprofile = "
+      "'custom'\n[network.custom]\navailability = 0.2\n",
+      "sparse", "");
+  ASSERT_EQ(run.code, 0) << run.err;
+  int empty = 0;
+  for (const json& rec : testing::jsonl(tmp / "res/sparse/metrics.jsonl")) {
+    const bool trained = rec.at("received").get<int>() > 0;
+    empty += !trained;
+    EXPECT_EQ(rec.contains("train_loss"), trained) << rec.dump();
+  }
+  EXPECT_GE(empty, 1) << "no round without an update: the draws changed";
+}
+
 // Real processes: a dropped one exits as told (threads in one process hung on it).
 TEST(NetworkRun, AComputeStragglerPastASimulatedDeadlineIsLateNotDropped) {
   TempDir tmp;

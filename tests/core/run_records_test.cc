@@ -81,8 +81,8 @@ TEST(RunRecords, TheReaderIsStrict) {
     j[key] = v;
     return j;
   };
-  EXPECT_EQ(error_of([&] { round_from_json(without("train_loss"), "m.jsonl line 2"); }),
-            "m.jsonl line 2: key 'train_loss' is missing");
+  EXPECT_EQ(error_of([&] { round_from_json(without("wait_seconds"), "m.jsonl line 2"); }),
+            "m.jsonl line 2: key 'wait_seconds' is missing");
   EXPECT_EQ(error_of([&] { round_from_json(with("train_los", 0.1), "m.jsonl line 2"); }),
             "m.jsonl line 2: key 'train_los' is not a field of schema 1");
   EXPECT_EQ(error_of([&] { round_from_json(with("round", "three"), "x"); }),
