@@ -53,8 +53,9 @@ struct RoundRecord {
   int64_t round = 0;     // 1-based
   std::string topology;  // parameter-server | model-averaging | master | allreduce | pipeline |
                          // tensor | async
-  // absent on a round whose clients processed no sample (every one asked unavailable, lost or
-  // late): 0 there read as a perfect fit
+  // absent on a round whose clients processed no sample (none asked: every sampled client
+  // unavailable or on a dropped process; or every update lost, late or missing): 0 there read as
+  // a perfect fit
   std::optional<double> train_loss;
   std::optional<double> lr;  // synchronous regimes: [optimizer]'s rate for this round's step(s)
   double wait_seconds = 0;   // the server's wait for the round's replies

@@ -40,7 +40,8 @@ topology = "parameter-server"  # parameter-server (both regimes) | gradient regi
 bind = "tcp://127.0.0.1:5555"  # also ipc://PATH; tcp port * picks a free one
 processes = 1            # client processes to wait for
 max_slots = 1            # the most slots a process may ask for (fedpar client --slots): a weight, clients are dealt in proportion
-wait_seconds = 60.0      # for each round's updates (async: for a task's, then it is sent again)
+wait_seconds = 60.0      # for each round's updates (async: for a task's, then it is sent again;
+                         # network.drop_late: the simulated deadline, the real wait at least 60 s)
 start_wait_seconds = 0.0 # for the processes to say HELLO and load their data; 0: the larger of
                          # wait_seconds and 60 (a round deadline of 0.5 s is no data load's)
 eval_every = 1           # rounds between test-set evaluations

@@ -3,6 +3,7 @@
 // text) and replays.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -133,6 +134,17 @@ struct RunSpec {
   int model_parts() const { return processes / grid_data; }  // stages, or tensor ways
   bool model_parallel() const {
     return topology == Topology::kPipeline || topology == Topology::kTensor;
+  }
+  // How long the server waits for a round's updates in real time: wait_seconds, except where the
+  // simulated clock says who was late (network.drop_late): there wait_seconds is the clock's
+  // deadline, and a short one still leaves the default minute of real patience, so a client
+  // computing longer than it (a straggler, this machine's speed) is late on the clock instead of
+  // a real miss that drops its process.
+  double real_wait_seconds() const {
+    constexpr double kDefaultWaitSeconds = 60;  // run_defaults()'s wait_seconds
+    return network.mode == NetworkMode::kSimulated && network.drop_late
+               ? std::max(wait_seconds, kDefaultWaitSeconds)
+               : wait_seconds;
   }
   int fault_flip_rank = -1;  // testing the replica check
   // async regime

@@ -218,32 +218,34 @@ std::string grid_table(const std::vector<SuiteRun>& runs, double target) {
   if (grid.empty()) return "";
   // A value over its seeds: how many diverged, how many reached the target, their mean rounds to
   // it, the mean best accuracy (one lucky seed must not pick the value).
+  // Shares, not counts: a value may have lost a seed's run (it failed, and the suite went on).
   struct Value {
-    size_t diverged = 0, reached = 0;
+    size_t seeds = 0, diverged = 0, reached = 0;
     double rounds = 0, best = 0;
+    double share(size_t k) const { return double(k) / double(seeds); }
   };
   const auto value_of = [&](const std::vector<const SuiteRun*>& g) {
-    Value v;
-    size_t evaluated = 0;
+    Value v{.seeds = g.size()};
     for (const SuiteRun* r : g) {
       if (r->diverged_at_round || r->curves.accuracy.empty()) {
         ++v.diverged;
         continue;
       }
-      ++evaluated, v.best += best_of(r->curves.accuracy);
+      v.best += best_of(r->curves.accuracy);
       if (const int k = rounds_to(r->curves, target)) ++v.reached, v.rounds += k;
     }
-    if (evaluated) v.best /= double(evaluated);
+    if (v.diverged < v.seeds) v.best /= double(v.seeds - v.diverged);
     if (v.reached) v.rounds /= double(v.reached);
     return v;
   };
   const auto better = [](const Value& a, const Value& b) {  // fewer diverged, more at the target
-    if (a.diverged != b.diverged) return a.diverged < b.diverged;  // in fewer rounds, then accuracy
-    if (a.reached != b.reached) return a.reached > b.reached;
+    if (a.share(a.diverged) != b.share(b.diverged))         // in fewer rounds, then accuracy
+      return a.share(a.diverged) < b.share(b.diverged);
+    if (a.share(a.reached) != b.share(b.reached)) return a.share(a.reached) > b.share(b.reached);
     if (a.rounds != b.rounds) return a.rounds < b.rounds;
     return a.best > b.best;
   };
-  const std::string over = seeds > 1 ? fmt::format(" (mean over {} seeds)", seeds) : "";
+  const std::string over = seeds > 1 ? " (mean over its seeds)" : "";
   std::ostringstream t;
   t << "| setting | values tried | best" << over << " | "
     << (target > 0 ? fmt::format("rounds to {}% | ", target) : "")
@@ -257,12 +259,17 @@ std::string grid_table(const std::vector<SuiteRun>& runs, double target) {
       if (better(value_of(values[k]), value_of(values[best]))) best = k;
     }
     const Value v = value_of(values[best]);
-    const std::string rounds = !v.reached  ? "not reached | "
-                               : seeds > 1 ? fmt::format("{:.1f} ({} of {} seeds) | ", v.rounds,
-                                                         v.reached, values[best].size())
-                                           : fmt::format("{:.0f} | ", v.rounds);
-    t << fmt::format("| {} | {} | {} | {}{:.2f}% |\n", name, joined(tried), tried[best],
-                     target > 0 ? rounds : "", v.best);
+    const std::string rounds =
+        !v.reached  ? "not reached | "
+        : seeds > 1 ? fmt::format("{:.1f} ({} of {} seeds) | ", v.rounds, v.reached, v.seeds)
+                    : fmt::format("{:.0f} | ", v.rounds);
+    // every seed of every value diverged: no accuracy to show (0.00% would read as measured)
+    const std::string accuracy =
+        v.diverged == v.seeds ? fmt::format("- (all {} diverged or unevaluated)", v.seeds)
+        : v.diverged ? fmt::format("{:.2f}% ({} of {} diverged)", v.best, v.diverged, v.seeds)
+                     : fmt::format("{:.2f}%", v.best);
+    t << fmt::format("| {} | {} | {} | {}{} |\n", name, joined(tried), tried[best],
+                     target > 0 ? rounds : "", accuracy);
   }
   return t.str();
 }

@@ -247,7 +247,7 @@ void Engine::admit_newcomers(const std::function<ClientState()>& state) {
   newcomers_.clear();
   // a process that missed the last round may be dying (a host gone without closing its
   // connections is dropped only after its misses): a newcomer waits for its place that long
-  const double patience = double(s_.drop_after_missed_rounds + 1) * s_.wait_seconds;
+  const double patience = double(s_.drop_after_missed_rounds + 1) * s_.real_wait_seconds();
   for (Newcomer& n : arrived) {
     if (peers.count(n.msg.peer)) continue;  // a repeated HELLO of one already admitted
     const std::string place = free_place_to_take();

@@ -333,7 +333,7 @@ class SyncPlan final : public Plan {
   // N - b of N: a client of a dropped process is one of the b).
   CollectSpec collect_spec(size_t participants) const {
     CollectSpec spec{.kind = gradient_ ? TaskKind::kGradient : TaskKind::kLocalTrain,
-                     .seconds = real_wait_seconds(),
+                     .seconds = s_.real_wait_seconds(),
                      .batch = s_.sgd_batch};
     // the update [, its linear part] [, SCAFFOLD's control change]
     spec.floats.assign(1 + drift_ + scaffold_, run_.params.size());
@@ -365,18 +365,6 @@ class SyncPlan final : public Plan {
       if (at[i] > s_.wait_seconds) late.push_back(in[i].client);
     for (uint32_t client : late) c.got.erase(client);
     return late;
-  }
-
-  // How long the server waits for a round's updates in real time: wait_seconds, except where
-  // the simulated clock says who was late (network.drop_late): there wait_seconds is the clock's
-  // deadline, and a short one still leaves the default minute of real patience, so a client
-  // computing longer than it (a straggler, this machine's speed) is late on the clock instead of
-  // a real miss that drops its process.
-  double real_wait_seconds() const {
-    constexpr double kDefaultWaitSeconds = 60;  // run_defaults()'s wait_seconds
-    return s_.network.mode == NetworkMode::kSimulated && s_.network.drop_late
-               ? std::max(s_.wait_seconds, kDefaultWaitSeconds)
-               : s_.wait_seconds;
   }
 
   // The updates a round of `participants` needs: all but backup_clients of them (at least one).
@@ -419,9 +407,9 @@ class SyncPlan final : public Plan {
     if (engine.all_lost())
       throw RunFailed(fmt::format(
           "round {}: every client process has been dropped from the run ({}): none is left to "
-          "train. If they were alive but their rounds take longer than wait_seconds = {:g} (slow "
-          "links, many clients a process), raise wait_seconds",
-          engine.round + 1, rule, s_.wait_seconds));
+          "train. If they were alive but their rounds take longer than {:g} s (slow links, many "
+          "clients a process), raise wait_seconds",
+          engine.round + 1, rule, s_.real_wait_seconds()));
   }
 
   void record(RoundRecord& rec, const Collected& c, const std::vector<uint32_t>& absent,

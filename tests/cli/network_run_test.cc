@@ -573,15 +573,6 @@ TEST(NetworkRun, UnavailableClientsAreNotAskedAndTheRecordSaysWho) {
       << never.err;
 }
 
-// network.drop_late: client 0 on a 10 kbit/s link (its 9,128-byte TASK and UPDATE take 7.3 s
-// each), the others on datacenter links, wait_seconds = 5: every round, client 0's update is in
-// after the deadline on the simulated clock and is left out. The rounds record it late, last the
-// deadline plus the aggregation, and train the model of the run where client 0 is never available;
-// without drop_late the same links aggregate it (another model, each round over the deadline).
-// A client computing 0.6 s against a simulated deadline of 0.2 s: late on the clock every round,
-// left out and asked again, the round lasting the deadline. The server once waited only the
-// deadline in real time too, so the straggler became a real miss: its process was dropped after
-// three rounds, and the later rounds' clock read 0.0004 s.
 // A round every client of which was unavailable trained nothing: no train_loss (it once read 0,
 // a perfect fit, pulling down any average of the curve), while every round with an update has one.
 TEST(NetworkRun, ARoundWithoutAnUpdateHasNoTrainLoss) {
@@ -602,6 +593,10 @@ TEST(NetworkRun, ARoundWithoutAnUpdateHasNoTrainLoss) {
   EXPECT_GE(empty, 1) << "no round without an update: the draws changed";
 }
 
+// A client computing 0.6 s against a simulated deadline of 0.2 s: late on the clock every round,
+// left out and asked again, the round lasting the deadline. The server once waited only the
+// deadline in real time too, so the straggler became a real miss: its process was dropped after
+// three rounds, and the later rounds' clock read 0.0004 s.
 // Real processes: a dropped one exits as told (threads in one process hung on it).
 TEST(NetworkRun, AComputeStragglerPastASimulatedDeadlineIsLateNotDropped) {
   TempDir tmp;
@@ -623,6 +618,11 @@ TEST(NetworkRun, AComputeStragglerPastASimulatedDeadlineIsLateNotDropped) {
   }
 }
 
+// network.drop_late: client 0 on a 10 kbit/s link (its 9,128-byte TASK and UPDATE take 7.3 s
+// each), the others on datacenter links, wait_seconds = 5: every round, client 0's update is in
+// after the deadline on the simulated clock and is left out. The rounds record it late, last the
+// deadline plus the aggregation, and train the model of the run where client 0 is never available;
+// without drop_late the same links aggregate it (another model, each round over the deadline).
 TEST(NetworkRun, DropLateLeavesOutTheUpdatesTheClockBringsInAfterTheDeadline) {
   TempDir tmp;
   const std::vector<std::string> links = with(

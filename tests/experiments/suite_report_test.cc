@@ -158,10 +158,22 @@ TEST(GridTable, AValueIsJudgedOverItsSeeds) {
   // 0.5's seed 2 is the best run (90%), 0.1 the best value (84% against 80% over the seeds)
   EXPECT_EQ(row(grid_table(runs, 0), "iid"), "| iid | 0.1 0.5 | 0.1 | 84.00% |")
       << grid_table(runs, 0);
-  EXPECT_NE(grid_table(runs, 0).find("| best (mean over 2 seeds) |"), std::string::npos);
+  EXPECT_NE(grid_table(runs, 0).find("| best (mean over its seeds) |"), std::string::npos);
   // with a target: more seeds at it first (0.1: both; 0.5: one), then their mean rounds
   const std::string t = grid_table(runs, 83);
   EXPECT_EQ(row(t, "iid"), "| iid | 0.1 0.5 | 0.1 | 20.0 (2 of 2 seeds) | 84.00% |") << t;
+  // shares, not counts: 0.5 with one seed left (the other's run failed), which reached the
+  // target, beats 0.1 with two of three there
+  runs.erase(runs.begin() + 2);  // 0.5's seed 1 (70%)
+  runs.insert(runs.begin() + 2, runs[1]);
+  runs[2].label = "iid@0.1-s3", runs[2].curves.accuracy = {50, 80};  // short of 83%
+  const std::string shares = grid_table(runs, 83);
+  EXPECT_EQ(row(shares, "iid"), "| iid | 0.1 0.5 | 0.5 | 20.0 (1 of 1 seeds) | 90.00% |") << shares;
+  // a grid whose every run diverged shows no accuracy (it read 0.00%)
+  for (SuiteRun& r : runs) r.diverged_at_round = 2;
+  EXPECT_EQ(row(grid_table(runs, 0), "iid"),
+            "| iid | 0.1 0.5 | 0.1 | - (all 3 diverged or unevaluated) |")
+      << grid_table(runs, 0);
 }
 
 // A run's rounds read back: the seconds and the round time count the links' simulated time where
