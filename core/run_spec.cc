@@ -625,22 +625,15 @@ OptimizerSpec resolve_run_optimizer(const Config& c, const RunSpec& s) {
   return o;
 }
 
-// local.sampling.
-LocalSampling resolve_local_sampling(const Config& c) {
-  const std::string name = c.get_string("local.sampling");
-  if (name == "passes") return LocalSampling::kPasses;
-  require(name == "independent",
-          fmt::format("local.sampling must be passes or independent, got '{}'", name));
-  return LocalSampling::kIndependent;
-}
-
-// local.scaffold_correction.
-ScaffoldCorrection resolve_scaffold_correction(const Config& c) {
-  const std::string name = c.get_string("local.scaffold_correction");
-  if (name == "gradient") return ScaffoldCorrection::kGradient;
-  require(name == "after-step",
-          fmt::format("local.scaffold_correction must be gradient or after-step, got '{}'", name));
-  return ScaffoldCorrection::kAfterStep;
+// A key that names one of two ways: the first word's value, or the second's, or an Error.
+template <typename E>
+E either_word(const Config& c, const std::string& key, std::pair<const char*, E> first,
+              std::pair<const char*, E> second) {
+  const std::string name = c.get_string(key);
+  if (name == first.first) return first.second;
+  require(name == second.first,
+          fmt::format("{} must be {} or {}, got '{}'", key, first.first, second.first, name));
+  return second.second;
 }
 
 // local.algorithm, and what each needs of the run.
@@ -1065,8 +1058,12 @@ RunSpec resolve_run_spec(const Config& c) {
   }
   s.attack = resolve_attack(c, s);
   s.optimizer = resolve_run_optimizer(c, s);
-  s.scaffold_correction = resolve_scaffold_correction(c);
-  s.local_sampling = resolve_local_sampling(c);
+  s.scaffold_correction = either_word<ScaffoldCorrection>(
+      c, "local.scaffold_correction", {"gradient", ScaffoldCorrection::kGradient},
+      {"after-step", ScaffoldCorrection::kAfterStep});
+  s.local_sampling =
+      either_word<LocalSampling>(c, "local.sampling", {"passes", LocalSampling::kPasses},
+                                 {"independent", LocalSampling::kIndependent});
   s.algorithm = resolve_algorithm(c, s);
   s.grid_data = resolve_grid(c, s);
   require(s.model_parallel() || s.partition.clients == 0 || s.processes <= s.partition.clients,

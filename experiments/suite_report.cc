@@ -110,6 +110,37 @@ std::string results_table(const std::vector<SuiteRun>& runs, double target) {
   return t.str();
 }
 
+namespace {
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / double(v.size());
+}
+
+// One run's seeds together: the diverged (or unevaluated) count, and of the others the final and
+// best accuracies and the rounds to `target` of those that reached it.
+struct OverSeeds {
+  size_t seeds = 0, diverged = 0;
+  std::vector<double> finals, bests, rounds;
+};
+
+OverSeeds over_seeds(const std::vector<const SuiteRun*>& group, double target) {
+  OverSeeds o{.seeds = group.size()};
+  for (const SuiteRun* r : group) {
+    if (r->diverged_at_round || r->curves.accuracy.empty()) {
+      ++o.diverged;  // no final accuracy to average
+      continue;
+    }
+    o.finals.push_back(last_of(r->curves.accuracy));
+    o.bests.push_back(best_of(r->curves.accuracy));
+    if (const int k = rounds_to(r->curves, target)) o.rounds.push_back(k);
+  }
+  return o;
+}
+
+}  // namespace
+
 std::string seed_means_table(const std::vector<SuiteRun>& runs, double target) {
   const auto all = groups(runs);
   if (std::none_of(all.begin(), all.end(), [](const auto& g) { return g.size() > 1; })) return "";
@@ -118,22 +149,9 @@ std::string seed_means_table(const std::vector<SuiteRun>& runs, double target) {
     << (target > 0 ? fmt::format(" seeds at {0}% | their mean rounds to {0}% |", target) : "")
     << "\n|---|---|---|---|---|---|" << (target > 0 ? "---|---|" : "") << "\n";
   for (const auto& g : all) {
-    std::vector<double> finals, bests, rounds;
-    size_t diverged = 0;
-    for (const SuiteRun* r : g) {
-      if (r->diverged_at_round || r->curves.accuracy.empty()) {
-        ++diverged;  // no final accuracy to average
-        continue;
-      }
-      finals.push_back(last_of(r->curves.accuracy));
-      bests.push_back(best_of(r->curves.accuracy));
-      if (const int k = rounds_to(r->curves, target)) rounds.push_back(k);
-    }
-    const auto mean = [](const std::vector<double>& v) {
-      double s = 0;
-      for (double x : v) s += x;
-      return v.empty() ? 0 : s / double(v.size());
-    };
+    const OverSeeds o = over_seeds(g, target);
+    const size_t diverged = o.diverged;
+    const auto &finals = o.finals, &bests = o.bests, &rounds = o.rounds;
     const double m = mean(finals);
     double var = 0;
     for (double x : finals) var += (x - m) * (x - m);
@@ -216,34 +234,16 @@ std::string grid_table(const std::vector<SuiteRun>& runs, double target) {
     seeds = std::max(seeds, g.size());
   }
   if (grid.empty()) return "";
-  // A value over its seeds: how many diverged, how many reached the target, their mean rounds to
-  // it, the mean best accuracy (one lucky seed must not pick the value).
-  // Shares, not counts: a value may have lost a seed's run (it failed, and the suite went on).
-  struct Value {
-    size_t seeds = 0, diverged = 0, reached = 0;
-    double rounds = 0, best = 0;
-    double share(size_t k) const { return double(k) / double(seeds); }
-  };
-  const auto value_of = [&](const std::vector<const SuiteRun*>& g) {
-    Value v{.seeds = g.size()};
-    for (const SuiteRun* r : g) {
-      if (r->diverged_at_round || r->curves.accuracy.empty()) {
-        ++v.diverged;
-        continue;
-      }
-      v.best += best_of(r->curves.accuracy);
-      if (const int k = rounds_to(r->curves, target)) ++v.reached, v.rounds += k;
-    }
-    if (v.diverged < v.seeds) v.best /= double(v.seeds - v.diverged);
-    if (v.reached) v.rounds /= double(v.reached);
-    return v;
-  };
-  const auto better = [](const Value& a, const Value& b) {  // fewer diverged, more at the target
-    if (a.share(a.diverged) != b.share(b.diverged))         // in fewer rounds, then accuracy
-      return a.share(a.diverged) < b.share(b.diverged);
-    if (a.share(a.reached) != b.share(b.reached)) return a.share(a.reached) > b.share(b.reached);
-    if (a.rounds != b.rounds) return a.rounds < b.rounds;
-    return a.best > b.best;
+  // A value over its seeds (one lucky seed must not pick it), by shares, not counts: a value may
+  // have lost a seed's run (it failed, and the suite went on).
+  const auto share = [](const OverSeeds& o, size_t k) { return double(k) / double(o.seeds); };
+  const auto better = [&](const OverSeeds& a, const OverSeeds& b) {  // fewer diverged, more at
+    if (share(a, a.diverged) != share(b, b.diverged))  // the target, in fewer rounds, accuracy
+      return share(a, a.diverged) < share(b, b.diverged);
+    if (share(a, a.rounds.size()) != share(b, b.rounds.size()))
+      return share(a, a.rounds.size()) > share(b, b.rounds.size());
+    if (mean(a.rounds) != mean(b.rounds)) return mean(a.rounds) < mean(b.rounds);
+    return mean(a.bests) > mean(b.bests);
   };
   const std::string over = seeds > 1 ? " (mean over its seeds)" : "";
   std::ostringstream t;
@@ -256,18 +256,19 @@ std::string grid_table(const std::vector<SuiteRun>& runs, double target) {
     size_t best = 0;
     for (size_t k = 0; k < values.size(); ++k) {
       tried.push_back(values[k].front()->group.substr(name.size() + 1));
-      if (better(value_of(values[k]), value_of(values[best]))) best = k;
+      if (better(over_seeds(values[k], target), over_seeds(values[best], target))) best = k;
     }
-    const Value v = value_of(values[best]);
-    const std::string rounds =
-        !v.reached  ? "not reached | "
-        : seeds > 1 ? fmt::format("{:.1f} ({} of {} seeds) | ", v.rounds, v.reached, v.seeds)
-                    : fmt::format("{:.0f} | ", v.rounds);
+    const OverSeeds v = over_seeds(values[best], target);
+    const std::string rounds = v.rounds.empty() ? "not reached | "
+                               : seeds > 1      ? fmt::format("{:.1f} ({} of {} seeds) | ",
+                                                              mean(v.rounds), v.rounds.size(), v.seeds)
+                                                : fmt::format("{:.0f} | ", mean(v.rounds));
     // every seed of every value diverged: no accuracy to show (0.00% would read as measured)
     const std::string accuracy =
         v.diverged == v.seeds ? fmt::format("- (all {} diverged or unevaluated)", v.seeds)
-        : v.diverged ? fmt::format("{:.2f}% ({} of {} diverged)", v.best, v.diverged, v.seeds)
-                     : fmt::format("{:.2f}%", v.best);
+        : v.diverged
+            ? fmt::format("{:.2f}% ({} of {} diverged)", mean(v.bests), v.diverged, v.seeds)
+            : fmt::format("{:.2f}%", mean(v.bests));
     t << fmt::format("| {} | {} | {} | {}{} |\n", name, joined(tried), tried[best],
                      target > 0 ? rounds : "", accuracy);
   }
