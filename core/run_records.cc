@@ -173,6 +173,7 @@ void fields(V& v, ClientRecord& r) {
       v("compute_seconds", r.compute_seconds);
   v("samples_processed", r.samples_processed), v("parameter_bytes", r.parameter_bytes);
   v("activation_bytes", r.activation_bytes), v("loss", r.loss), v("update_norm", r.update_norm);
+  v("weight", r.weight);
 }
 
 template <typename V>

@@ -35,6 +35,8 @@ struct ClientRecord {
   int64_t samples_processed = 0;
   uint64_t parameter_bytes = 0, activation_bytes = 0;
   double loss = 0, update_norm = 0;
+  // client_sampling proportional or scaled: the weight its update had in the round's sum
+  std::optional<double> weight;
 };
 
 // One ring rank's report (allreduce).

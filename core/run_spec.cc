@@ -54,6 +54,10 @@ checkpoint_every = 0     # > 0: checkpoint.bin in the results folder every r rou
 stop_at_accuracy = 0.0   # end the run once test accuracy (0..1) reaches this; 0 = all rounds
 weighting = "samples"    # samples (n_k / n) | uniform (1 / K)
 fraction = 1.0           # C: share of clients sampled per round: max(1, round(C x clients))
+client_sampling = "uniform"  # the round's K draws, p_k by weighting (docs/definitions.md#client-sampling):
+                         # uniform: K clients alike, weights renormalised over the updates aggregated |
+                         # proportional: K draws with replacement, P(k) = p_k, each 1/K (Li et al.'s I) |
+                         # scaled: uniform's K clients, each p_k N / K, not renormalised (Li et al.'s II)
 continue_without_missing = false  # gradient regime: go on when a client misses a round
 drop_after_missed_rounds = 3  # a client process that misses this many rounds in a row gets no more tasks
 backup_clients = 0       # synchronous parameter server: aggregate the first updates in and leave
@@ -636,6 +640,30 @@ E either_word(const Config& c, const std::string& key, std::pair<const char*, E>
   return second.second;
 }
 
+// client_sampling, and what its fixed weights need of the run: one synchronous round of the
+// parameter server (or model averaging) whose aggregate is the updates' weighted sum.
+ClientSampling resolve_client_sampling(const Config& c, const RunSpec& s) {
+  const std::string name = c.get_string("client_sampling");
+  if (name == "uniform") return ClientSampling::kUniform;
+  require(name == "proportional" || name == "scaled",
+          fmt::format("client_sampling must be uniform, proportional or scaled, got '{}'", name));
+  const std::string what = fmt::format(
+      "client_sampling = \"{}\" weighs each update as the scheme says and sums them", name);
+  require(s.regime != Regime::kAsync && s.topology == Topology::kParameterServer,
+          what +
+              ": it needs a synchronous round on the parameter server (regime = \"gradient\" "
+              "or \"model\", topology = \"parameter-server\")");
+  require(s.robust.rule == AggregateRule::kMean && s.robust.clip_norm == 0,
+          what +
+              ": robust aggregation decides the aggregate its own way (robust.rule = "
+              "\"mean\", robust.clip_norm = 0)");
+  require(!s.compression.majority,
+          what + ": compression.aggregate = \"majority\" gives every client one vote");
+  require(s.algorithm != FlAlgorithm::kFedNova,
+          what + ": local.algorithm = \"fednova\" weighs the normalised updates its own way");
+  return name == "proportional" ? ClientSampling::kProportional : ClientSampling::kScaled;
+}
+
 // local.algorithm, and what each needs of the run.
 FlAlgorithm resolve_algorithm(const Config& c, const RunSpec& s) {
   const std::string name = c.get_string("local.algorithm");
@@ -1065,6 +1093,7 @@ RunSpec resolve_run_spec(const Config& c) {
       either_word<LocalSampling>(c, "local.sampling", {"passes", LocalSampling::kPasses},
                                  {"independent", LocalSampling::kIndependent});
   s.algorithm = resolve_algorithm(c, s);
+  s.client_sampling = resolve_client_sampling(c, s);
   s.grid_data = resolve_grid(c, s);
   require(s.model_parallel() || s.partition.clients == 0 || s.processes <= s.partition.clients,
           fmt::format("processes = {} but partition.clients = {}: {} process(es) would host no "

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/attack.h"
+#include "core/client_sampling.h"
 #include "core/codec/codec.h"
 #include "core/config.h"
 #include "core/dataset.h"
@@ -94,6 +95,7 @@ struct RunSpec {
   bool eval_clients = false;    // ... and on each client's shard (server/client_evaluation.h)
   Regime regime = Regime::kModel;
   Weighting weighting = Weighting::kBySamples;
+  ClientSampling client_sampling = ClientSampling::kUniform;  // with `weighting`: who, what weight
   bool continue_without_missing = false;  // gradient regime: carry on when a client is missing
   int drop_after_missed_rounds = 3;       // misses in a row before a process gets no more tasks
   // a synchronous parameter-server round aggregates the first updates in, leaving this many of

@@ -22,7 +22,7 @@ double check_updates(std::span<const ClientUpdate> updates, Weighting w) {
           fmt::format("client {} sent {} values, expected {}", u.client, u.values.size(), n));
     if (k > 0 && updates[k - 1].client >= u.client)
       throw Error("updates must be sorted by client id, each client once");
-    total += raw_weight(w, u.num_samples);
+    total += raw_weight(w, u.num_samples) * u.scale;
   }
   return total;
 }
@@ -35,7 +35,7 @@ void reduce(std::span<const ClientUpdate> updates, Weighting w, double norm,
   constexpr size_t kBlock = 512;
   const size_t n = updates[0].values.size();
   std::vector<double> wk;
-  for (const auto& u : updates) wk.push_back(raw_weight(w, u.num_samples) / norm);
+  for (const auto& u : updates) wk.push_back(raw_weight(w, u.num_samples) * u.scale / norm);
   out.resize(n);
   double acc[kBlock];
   for (size_t b = 0; b < n; b += kBlock) {

@@ -81,6 +81,7 @@ const std::map<std::string, std::string>& overridden_keys() {
       {"optimizer.lr", "set equivalence.lr"},
       {"local.steps", "set equivalence.local_steps, (d)'s K"},
       {"fraction", "every client takes part in every round"},
+      {"client_sampling", "every client takes part in every round, once"},
       {"eval_every", "the runs are evaluated at their end"},
       {"regime", "each variant sets its own"},
       {"sgd.batch", "every variant takes the full batch"},
@@ -509,6 +510,7 @@ EquivalenceResult run_equivalence(const Config& cfg, const LocalRunOptions& opts
     base.set("model.name", models[i]);
     base.set("data.train_limit", std::to_string(limits[i]));
     base.set("fraction", "1");
+    base.set("client_sampling", "uniform");
     if (cfg.get_int("equivalence.rounds") > 0)
       base.set("rounds", std::to_string(cfg.get_int("equivalence.rounds")));
     base.set("eval_every", std::to_string(top.rounds));

@@ -13,6 +13,7 @@
 
 #include "core/check.h"
 #include "core/client_list.h"
+#include "core/client_sampling.h"
 #include "core/fednova.h"
 #include "core/local_update.h"
 #include "core/network.h"
@@ -25,17 +26,9 @@
 namespace fedpar {
 namespace {
 
-// This round's participants, sorted: a fraction of the clients drawn from (seed, "sample", round).
-std::vector<uint32_t> sample_participants(const RunSpec& s, size_t num_clients, uint64_t round) {
-  std::vector<uint32_t> ids(num_clients);
-  std::iota(ids.begin(), ids.end(), 0u);
-  const size_t k = std::max<size_t>(1, size_t(std::lround(s.fraction * double(num_clients))));
-  if (k < ids.size()) {
-    Rng(s.seed, "sample", 0, uint32_t(round)).choose(std::span(ids), k);
-    ids.resize(k);
-  }
-  std::sort(ids.begin(), ids.end());
-  return ids;
+// The draws a round makes: fraction x clients, at least one.
+size_t draws_per_round(const RunSpec& s, size_t num_clients) {
+  return std::max<size_t>(1, size_t(std::lround(s.fraction * double(num_clients))));
 }
 
 class SyncPlan final : public Plan {
@@ -46,11 +39,17 @@ class SyncPlan final : public Plan {
         gradient_(s_.regime == Regime::kGradient),
         drift_(s_.drift && !gradient_),
         scaffold_(s_.algorithm == FlAlgorithm::kScaffold),
-        strategy_(!gradient_ ? make_model_averaging(s_.weighting, s_.server_optimizer, s_.robust)
-                  : s_.compression.majority
-                      ? make_majority_vote(s_.optimizer.lr, s_.optimizer.sgd)
-                      : make_gradient_averaging(s_.weighting, s_.optimizer.lr, s_.optimizer.sgd,
-                                                s_.robust)) {}
+        // a sampling scheme's weights are given whole (client_sampling.h)
+        applied_weighting_(s_.client_sampling == ClientSampling::kUniform ? s_.weighting
+                                                                          : Weighting::kSum),
+        strategy_(
+            !gradient_ ? make_model_averaging(applied_weighting_, s_.server_optimizer, s_.robust)
+            : s_.compression.majority ? make_majority_vote(s_.optimizer.lr, s_.optimizer.sgd)
+                                      : make_gradient_averaging(applied_weighting_, s_.optimizer.lr,
+                                                                s_.optimizer.sgd, s_.robust)) {
+    for (const ClientShard& c : run_.manifest.clients)
+      client_weights_.push_back(uint64_t(raw_weight(s_.weighting, c.indices.size())));
+  }
 
   const char* topology() const override {
     return gradient_ ? "parameter-server" : "model-averaging";
@@ -148,9 +147,16 @@ class SyncPlan final : public Plan {
 
   std::string round(Engine& engine, RoundRecord& rec) override {
     const auto t0 = Clock::now();
+    const size_t k = draws_per_round(s_, engine.num_clients);
+    const RoundSample sample =
+        sample_round(s_.client_sampling, client_weights_, k, s_.seed, engine.round);
     const auto participants =
-        network_participants(s_.network, s_.seed, engine.round,
-                             sample_participants(s_, engine.num_clients, engine.round), rec);
+        network_participants(s_.network, s_.seed, engine.round, sample.clients, rec);
+    sampled_weights_.clear();
+    if (s_.client_sampling != ClientSampling::kUniform)
+      for (size_t i = 0; i < sample.clients.size(); ++i)
+        sampled_weights_[sample.clients[i]] = sampled_weight(s_.client_sampling, client_weights_,
+                                                             sample.clients[i], sample.draws[i], k);
     if (participants.empty()) return idle_round(rec, engine.round, "no client available");
     if (std::ranges::all_of(participants,
                             [&](uint32_t c) { return engine.lost.count(engine.owner[c]) > 0; })) {
@@ -204,6 +210,8 @@ class SyncPlan final : public Plan {
       normalized = fednova_normalize(updates, fednova_works(updates, engine.round), s_.weighting);
       for (size_t k = 0; k < applied.size(); ++k) applied[k].values = normalized[k];
     }
+    if (!sampled_weights_.empty())
+      for (ClientUpdate& u : applied) u.scale = sampled_weights_.at(u.client);
     strategy_->apply(applied, run_.params);
     if (scaffold_) {
       scaffold_server_control(control_changes, s_.weighting, all_clients_weight(), control_);
@@ -294,10 +302,7 @@ class SyncPlan final : public Plan {
 
   // The raw weights of all the run's clients summed (SCAFFOLD's c weighs every client's c_i).
   double all_clients_weight() const {
-    double w = 0;
-    for (const ClientShard& c : run_.manifest.clients)
-      w += raw_weight(s_.weighting, c.indices.size());
-    return w;
+    return double(std::accumulate(client_weights_.begin(), client_weights_.end(), uint64_t{0}));
   }
 
   // FedNova's a_i for every update: the steps its client took, as the client computes them
@@ -425,6 +430,7 @@ class SyncPlan final : public Plan {
                          u.samples_processed, u.parameter_bytes, u.activation_bytes,
                          u.loss_sum / std::max<double>(1.0, double(u.samples_processed)),
                          diag.norms[clients.size()]});
+      if (!sampled_weights_.empty()) clients.back().weight = sampled_weights_.at(client);
       // a mean over the passes made: local steps and epochs see other than n_k samples
       loss_sum += u.loss_sum;
       samples += double(u.samples_processed);
@@ -457,7 +463,10 @@ class SyncPlan final : public Plan {
   ClientState clients_;
   static constexpr std::string_view kClientControl = "scaffold.c_i.";
   static constexpr std::string_view kClientResidual = "feedback.e_i.";
+  const Weighting applied_weighting_;  // the strategy's: `weighting`, or kSum under a scheme
   std::unique_ptr<Strategy> strategy_;
+  std::vector<uint64_t> client_weights_;        // every client's raw weight: n_k, or 1
+  std::map<uint32_t, double> sampled_weights_;  // a scheme's weight for each of this round's draws
   std::map<std::string, std::vector<uint32_t>> per_peer_;  // this round's tasks per process
   uint64_t model_bytes_ = 0;  // the model frame of this round's TASK, as sent
   NetworkClock clock_{s_.network, s_.seed, s_.wait_seconds};  // [network]: the rounds' time axis

@@ -124,6 +124,34 @@ TEST(RunSpecLocalSampling, RefusesAnUnknownWord) {
             std::string::npos);
 }
 
+// client_sampling's fixed weights are summed by the parameter server's mean: what decides the
+// aggregate another way is refused, by name.
+TEST(RunSpecClientSampling, RefusesWhatWeighsTheUpdatesItsOwnWay) {
+  EXPECT_EQ(spec({}).client_sampling, ClientSampling::kUniform);
+  EXPECT_EQ(spec({"client_sampling=proportional"}).client_sampling, ClientSampling::kProportional);
+  EXPECT_EQ(spec({"regime=gradient", "client_sampling=scaled"}).client_sampling,
+            ClientSampling::kScaled);
+  EXPECT_NE(refusal({"client_sampling=weighted"})
+                .find("client_sampling must be uniform, proportional or scaled, got 'weighted'"),
+            std::string::npos);
+  for (const auto& [sets, why] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"regime=async"}, "it needs a synchronous round on the parameter server"},
+           {{"regime=gradient", "topology=allreduce"}, "topology = \"parameter-server\""},
+           {{"robust.rule=median"}, "robust aggregation decides the aggregate its own way"},
+           {{"robust.clip_norm=1"}, "robust.clip_norm = 0"},
+           {{"regime=gradient", "compression.uplink=sign", "compression.aggregate=majority"},
+            "gives every client one vote"},
+           {{"local.algorithm=fednova"}, "weighs the normalised updates its own way"}}) {
+    std::vector<std::string> all = sets;
+    all.push_back("client_sampling=scaled");
+    const std::string error = refusal(all);
+    EXPECT_NE(error.find("client_sampling = \"scaled\" weighs each update as the scheme says"),
+              std::string::npos)
+        << error;
+    EXPECT_NE(error.find(why), std::string::npos) << error;
+  }
+}
+
 TEST(RunSpecAllReduceBackend, TheZmqRingByDefaultMpiWhereItCanSum) {
   EXPECT_EQ(spec({}).ring_backend, RingBackend::kZmqRing);
   const std::vector<std::string> ring = {"regime=gradient", "topology=allreduce"};

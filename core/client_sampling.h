@@ -1,0 +1,39 @@
+// Which clients a synchronous round asks, and what their updates weigh. FedAvg as usually run
+// draws K of the N clients alike and renormalises n_k over those it hears from, which in
+// expectation is not the full-participation average sum_k p_k v_k when the p_k differ. Li et al.
+// (2020, "On the Convergence of FedAvg on Non-IID Data") give two schemes that are unbiased; the
+// round's weights then sum to 1 only on average, so they are applied as given (Weighting::kSum).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace fedpar {
+
+enum class ClientSampling {
+  kUniform,       // K distinct clients alike; weights renormalised over the updates aggregated
+  kProportional,  // K draws with replacement, P(k) = p_k; each draw weighs 1/K (scheme I)
+  kScaled,  // K distinct clients alike (uniform's draw); an update weighs p_k N / K (scheme II)
+};
+
+struct RoundSample {
+  std::vector<uint32_t> clients;  // sorted, each once
+  std::vector<uint32_t> draws;    // for each of `clients`: times drawn (1 but in kProportional)
+};
+
+// The round's K = `k` draws among the run's clients, whose raw weights (n_k, or 1 under
+// weighting = "uniform") are `weights`: p_k = weights[k] / sum. From (seed, "sample", round), so
+// kUniform and kScaled ask the same clients in the same round.
+RoundSample sample_round(ClientSampling s, std::span<const uint64_t> weights, size_t k,
+                         uint64_t seed, uint64_t round);
+
+// What the update of a client drawn `draws` times weighs in a round of `k` draws: kProportional
+// draws / K, kScaled p_k N / K (written weights[c] / (sum K / N), so with every client asked it is
+// weights[c] / sum to the last bit, as kUniform's renormalisation gives when all of them answer).
+// kUniform has no fixed weight: throws.
+double sampled_weight(ClientSampling s, std::span<const uint64_t> weights, uint32_t client,
+                      uint32_t draws, size_t k);
+
+}  // namespace fedpar

@@ -1,0 +1,86 @@
+// The client sampling schemes through the round engine (the server and its client processes on
+// threads, synthetic data split into clients of unequal sizes): the weights each round's records
+// carry are the scheme's, scaled asks uniform's clients and with every client asked ends on
+// uniform's very model, and proportional's draws add up to the round's K.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "partitioners/manifest.h"
+#include "tests/util/inproc_run.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using testing::TempDir;
+
+constexpr const char* kUnequalRun =
+    "seed = 5\nrounds = 8\nprocesses = 2\nregime = 'model'\n"
+    "[partition]\nclients = 6\nscheme = 'iid-quantity'\nbeta = 1.0\n"
+    "[data]\nname = 'synthetic'\niid = true\n[model]\nname = 'mlp'\nhidden = [16]\n"
+    "[local]\nsteps = 2\nbatch = 10\n";
+
+testing::InprocRun run(const TempDir& tmp, const std::string& name, std::vector<std::string> sets) {
+  return testing::run_on_threads(kUnequalRun, tmp / "res", name, sets);
+}
+
+// Each round's clients and the weight its record gives each.
+std::vector<std::map<uint32_t, double>> weights_by_round(const testing::InprocRun& r) {
+  std::vector<std::map<uint32_t, double>> out;
+  for (const auto& round : r.rounds) {
+    auto& mine = out.emplace_back();
+    for (const auto& c : round.at("clients"))
+      mine[c.at("client").get<uint32_t>()] = c.value("weight", -1.0);
+  }
+  return out;
+}
+
+TEST(ClientSamplingRun, ScaledAsksUniformsClientsWithTheirSchemeWeights) {
+  TempDir tmp;
+  const auto uniform = run(tmp, "uniform", {"fraction=0.5"});
+  const auto scaled = run(tmp, "scaled", {"fraction=0.5", "client_sampling=scaled"});
+  const Manifest m = read_manifest(scaled.dir / "manifest.json", 1000000);
+  ASSERT_EQ(m.clients.size(), 6u);
+  double n = 0;
+  for (const auto& c : m.clients) n += double(c.indices.size());
+  const auto u = weights_by_round(uniform), s = weights_by_round(scaled);
+  ASSERT_EQ(s.size(), 8u);
+  for (size_t r = 0; r < s.size(); ++r) {
+    ASSERT_EQ(s[r].size(), 3u) << "round " << r + 1;
+    for (const auto& [client, w] : s[r]) {
+      EXPECT_TRUE(u[r].count(client)) << "round " << r + 1 << " client " << client;
+      EXPECT_EQ(u[r].at(client), -1.0) << "uniform's records carry no weight";
+      // p_k N / K with N = 6, K = 3
+      EXPECT_NEAR(w, double(m.clients[client].indices.size()) / n * 2.0, 1e-12);
+    }
+  }
+  EXPECT_NE(scaled.hash, uniform.hash) << "unequal shards: the scheme's weights move the model";
+}
+
+TEST(ClientSamplingRun, ScaledWithEveryClientAskedIsUniformsRunBitForBit) {
+  TempDir tmp;
+  EXPECT_EQ(run(tmp, "scaled", {"client_sampling=scaled"}).hash, run(tmp, "uniform", {}).hash);
+}
+
+TEST(ClientSamplingRun, ProportionalDrawsAddUpToTheRoundsK) {
+  TempDir tmp;
+  const auto p = run(tmp, "proportional", {"fraction=0.5", "client_sampling=proportional"});
+  int repeated = 0;
+  for (const auto& round : weights_by_round(p)) {
+    double sum = 0;
+    for (const auto& [client, w] : round) {
+      EXPECT_NEAR(w * 3, std::round(w * 3), 1e-12) << "a weight is draws / K";
+      EXPECT_GT(w, 0.0);
+      sum += w;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-12);
+    EXPECT_LE(round.size(), 3u);
+    repeated += round.size() < 3;
+  }
+  EXPECT_GT(repeated, 0) << "with replacement some client is drawn twice in 8 rounds (this seed)";
+}
+
+}  // namespace
+}  // namespace fedpar
