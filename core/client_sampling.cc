@@ -34,6 +34,12 @@ RoundSample draw_with_replacement(std::span<const uint64_t> weights, size_t k, R
 
 }  // namespace
 
+const char* client_sampling_name(ClientSampling s) {
+  return s == ClientSampling::kUniform        ? "uniform"
+         : s == ClientSampling::kProportional ? "proportional"
+                                              : "scaled";
+}
+
 RoundSample sample_round(ClientSampling s, std::span<const uint64_t> weights, size_t k,
                          uint64_t seed, uint64_t round) {
   FEDPAR_CHECK(k >= 1 && !weights.empty()) << "a round draws at least one of its clients";

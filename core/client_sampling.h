@@ -18,6 +18,9 @@ enum class ClientSampling {
   kScaled,  // K distinct clients alike (uniform's draw); an update weighs p_k N / K (scheme II)
 };
 
+// "uniform", "proportional", "scaled": the config's word.
+const char* client_sampling_name(ClientSampling s);
+
 struct RoundSample {
   std::vector<uint32_t> clients;  // sorted, each once
   std::vector<uint32_t> draws;    // for each of `clients`: times drawn (1 but in kProportional)

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -281,6 +282,52 @@ std::string aggregation_notes(const RunSpec& s, const std::filesystem::path& dir
   return md;
 }
 
+// How often each client's update was aggregated, where not every client was in every round
+// (fraction < 1, client_sampling, availability, drops), and how that went with their sizes: the
+// largest tenth of the clients against the smallest (the largest and the smallest client under 10).
+// "" when every client was aggregated in every round that aggregated any.
+std::string participation_note(const RunSpec& s, const PartitionStats& p,
+                               const std::vector<RoundRecord>& rounds) {
+  std::vector<double> times(p.clients.size(), 0);
+  size_t aggregating = 0;
+  for (const RoundRecord& r : rounds) {
+    if (!r.clients || r.clients->empty()) continue;
+    ++aggregating;
+    for (const ClientRecord& c : *r.clients)
+      if (c.client < times.size()) ++times[c.client];
+  }
+  if (times.empty() || std::ranges::all_of(times, [&](double t) { return t == aggregating; }))
+    return "";
+  std::vector<uint32_t> never, by_size(times.size());
+  for (uint32_t c = 0; c < times.size(); ++c)
+    if (times[c] == 0) never.push_back(c);
+  std::iota(by_size.begin(), by_size.end(), 0u);
+  std::ranges::stable_sort(
+      by_size, [&](uint32_t a, uint32_t b) { return p.clients[a].size > p.clients[b].size; });
+  const size_t tenth = std::max<size_t>(1, by_size.size() / 10);
+  const auto mean_of = [&](auto first) {
+    double sum = 0;
+    for (size_t i = 0; i < tenth; ++i) sum += times[first[i]];
+    return sum / double(tenth);
+  };
+  const std::string ends =
+      by_size.size() >= 10
+          ? fmt::format(
+                "the largest tenth of the clients by samples in {:.1f} rounds on average, "
+                "the smallest tenth in {:.1f}",
+                mean_of(by_size.begin()), mean_of(by_size.rbegin()))
+          : fmt::format("the largest client ({} samples) in {:g}, the smallest ({}) in {:g}",
+                        p.clients[by_size.front()].size, times[by_size.front()],
+                        p.clients[by_size.back()].size, times[by_size.back()]);
+  return fmt::format(
+      "- participation (`fraction = {:g}`, `client_sampling = \"{}\"`): each client's update "
+      "was aggregated in {:g} to {:g} of the {} rounds that aggregated any (median {:g}{}); {} "
+      "(each round's in metrics.jsonl's `clients`)\n",
+      s.fraction, client_sampling_name(s.client_sampling), *std::ranges::min_element(times),
+      *std::ranges::max_element(times), aggregating, median(times),
+      never.empty() ? "" : fmt::format("; {} never: {}", never.size(), client_list(never)), ends);
+}
+
 // " on cpu", " on cuda", " (3 on cuda, 1 on cpu)": what the client processes computed on, as
 // their HELLOs said ("" where no record says).
 std::string devices_of(const std::vector<HostRecord>& hosts) {
@@ -379,6 +426,7 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
                                  p.held_out, s.partition.holdout)
                    : "",
         left_out.empty() ? "" : "; " + left_out);
+    md << participation_note(s, p, read_round_records(dir));
   } catch (const std::exception&) {  // no manifest (model-parallel runs split no data)
   }
   try {  // a metrics line an older build wrote costs these lines only

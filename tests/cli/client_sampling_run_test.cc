@@ -2,8 +2,10 @@
 // threads, synthetic data split into clients of unequal sizes): the weights each round's records
 // carry are the scheme's, scaled asks uniform's clients and with every client asked ends on
 // uniform's very model, and proportional's draws add up to the round's K.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -80,6 +82,38 @@ TEST(ClientSamplingRun, ProportionalDrawsAddUpToTheRoundsK) {
     repeated += round.size() < 3;
   }
   EXPECT_GT(repeated, 0) << "with replacement some client is drawn twice in 8 rounds (this seed)";
+}
+
+// The README counts each client's aggregated rounds from the records, and sets them beside the
+// clients' sizes; a run where every client was in every round says nothing of it.
+TEST(ClientSamplingRun, TheReadmeSaysHowOftenEachClientWasAggregated) {
+  TempDir tmp;
+  const auto p = run(tmp, "proportional", {"fraction=0.5", "client_sampling=proportional"});
+  const Manifest m = read_manifest(p.dir / "manifest.json", 1000000);
+  std::vector<int> times(6, 0);
+  for (const auto& round : weights_by_round(p))
+    for (const auto& [client, w] : round) ++times[client];
+  size_t largest = 0, smallest = 0;
+  for (size_t c = 1; c < 6; ++c) {
+    if (m.clients[c].indices.size() > m.clients[largest].indices.size()) largest = c;
+    if (m.clients[c].indices.size() < m.clients[smallest].indices.size()) smallest = c;
+  }
+  const std::string readme = testing::slurp(p.dir / "README.md");
+  EXPECT_NE(readme.find(fmt::format("- participation (`fraction = 0.5`, `client_sampling = "
+                                    "\"proportional\"`): each client's update was aggregated in "
+                                    "{} to {} of the 8 rounds",
+                                    *std::min_element(times.begin(), times.end()),
+                                    *std::max_element(times.begin(), times.end()))),
+            std::string::npos)
+      << readme;
+  EXPECT_NE(
+      readme.find(fmt::format("the largest client ({} samples) in {}, the smallest ({}) in {}",
+                              m.clients[largest].indices.size(), times[largest],
+                              m.clients[smallest].indices.size(), times[smallest])),
+      std::string::npos)
+      << readme;
+  const auto all = run(tmp, "uniform", {});
+  EXPECT_EQ(testing::slurp(all.dir / "README.md").find("- participation"), std::string::npos);
 }
 
 }  // namespace
