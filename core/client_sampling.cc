@@ -44,16 +44,35 @@ RoundSample sample_round(ClientSampling s, std::span<const uint64_t> weights, si
                          uint64_t seed, uint64_t round) {
   FEDPAR_CHECK(k >= 1 && !weights.empty()) << "a round draws at least one of its clients";
   Rng rng(seed, "sample", 0, uint32_t(round));
-  if (s == ClientSampling::kProportional) return draw_with_replacement(weights, k, rng);
   RoundSample out;
-  out.clients.resize(weights.size());
-  std::iota(out.clients.begin(), out.clients.end(), 0u);
-  if (k < out.clients.size()) {
-    rng.choose(std::span(out.clients), k);
-    out.clients.resize(k);
+  if (s == ClientSampling::kProportional) {
+    out = draw_with_replacement(weights, k, rng);
+  } else {
+    out.clients.resize(weights.size());
+    std::iota(out.clients.begin(), out.clients.end(), 0u);
+    if (k < out.clients.size()) {
+      rng.choose(std::span(out.clients), k);
+      out.clients.resize(k);
+    }
+    std::sort(out.clients.begin(), out.clients.end());
+    out.draws.assign(out.clients.size(), 1);
   }
-  std::sort(out.clients.begin(), out.clients.end());
-  out.draws.assign(out.clients.size(), 1);
+  if (s != ClientSampling::kUniform) {
+    const size_t drawn = s == ClientSampling::kProportional ? k : out.clients.size();
+    for (size_t i = 0; i < out.clients.size(); ++i)
+      out.weights.push_back(sampled_weight(s, weights, out.clients[i], out.draws[i], drawn));
+  }
+  return out;
+}
+
+RoundSample sample_round(ClientSampling s, std::span<const uint64_t> weights,
+                         std::span<const uint32_t> candidates, size_t k, uint64_t seed,
+                         uint64_t round) {
+  if (candidates.empty()) return {};
+  std::vector<uint64_t> theirs;
+  for (uint32_t c : candidates) theirs.push_back(weights[c]);
+  RoundSample out = sample_round(s, theirs, k, seed, round);
+  for (uint32_t& c : out.clients) c = candidates[c];  // their positions, ascending: ids, sorted
   return out;
 }
 

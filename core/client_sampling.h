@@ -24,6 +24,7 @@ const char* client_sampling_name(ClientSampling s);
 struct RoundSample {
   std::vector<uint32_t> clients;  // sorted, each once
   std::vector<uint32_t> draws;    // for each of `clients`: times drawn (1 but in kProportional)
+  std::vector<double> weights;    // for each: its update's weight (sampled_weight); kUniform: none
 };
 
 // The round's K = `k` draws among the run's clients, whose raw weights (n_k, or 1 under
@@ -31,10 +32,16 @@ struct RoundSample {
 // kUniform and kScaled ask the same clients in the same round.
 RoundSample sample_round(ClientSampling s, std::span<const uint64_t> weights, size_t k,
                          uint64_t seed, uint64_t round);
+// The same among `candidates` only (sorted client ids, e.g. the round's available clients): p_k
+// and N are theirs, and kScaled's K is at most their count. None: an empty sample.
+RoundSample sample_round(ClientSampling s, std::span<const uint64_t> weights,
+                         std::span<const uint32_t> candidates, size_t k, uint64_t seed,
+                         uint64_t round);
 
 // What the update of a client drawn `draws` times weighs in a round of `k` draws: kProportional
 // draws / K, kScaled p_k N / K (written weights[c] / (sum K / N), so with every client asked it is
-// weights[c] / sum to the last bit, as kUniform's renormalisation gives when all of them answer).
+// weights[c] / sum to the last bit, as kUniform's renormalisation gives when all of them answer
+// and each update's n_k is its shard's size: model averaging, full-batch gradients).
 // kUniform has no fixed weight: throws.
 double sampled_weight(ClientSampling s, std::span<const uint64_t> weights, uint32_t client,
                       uint32_t draws, size_t k);

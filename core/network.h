@@ -56,6 +56,10 @@ struct NetworkSpec {
   // Simulated mode, synchronous parameter-server rounds: an update the clock brings in after the
   // round's deadline (wait_seconds) is left out of the round, as a real deadline leaves it out.
   bool drop_late = false;
+  // A synchronous round draws its clients from those available in it (network.sample_from =
+  // "available", as a deployment picks among the devices checked in), not from all of them
+  // leaving out the unavailable ones drawn.
+  bool sample_available = false;
   bool on() const { return mode != NetworkMode::kOff; }
   // Client c's link (the first profile for an id beyond the partition).
   const LinkProfile& of(uint32_t c) const {

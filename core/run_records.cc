@@ -222,7 +222,7 @@ void fields(V& v, RoundRecord& r) {
   v("elapsed_seconds", r.elapsed_seconds), v("tasks_resent", r.tasks_resent);
   v("unavailable", r.unavailable), v("simulated_lost", r.simulated_lost),
       v("simulated_late", r.simulated_late);
-  v("not_waited_for", r.not_waited_for);
+  v("not_waited_for", r.not_waited_for), v("available", r.available);
   v("robust_fallback", r.robust_fallback);
   v("simulated_seconds", r.simulated_seconds), v("simulated_time", r.simulated_time);
   v("emulated_seconds", r.emulated_seconds), v("emulated_time", r.emulated_time);

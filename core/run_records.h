@@ -105,6 +105,8 @@ struct RoundRecord {
   // was drawn lost, and the round's computed seconds and their running sum (the allreduce
   // ring's too); emulated mode: the round's wall seconds under emulation and their running sum
   std::optional<std::vector<uint32_t>> unavailable, simulated_lost;
+  // network.sample_from = "available": the clients available this round, whom it drew from
+  std::optional<uint64_t> available;
   std::optional<std::vector<uint32_t>> simulated_late;  // network.drop_late: left out, late
   // backup_clients: participants whose update was not waited for (the others' came first)
   std::optional<std::vector<uint32_t>> not_waited_for;

@@ -187,6 +187,9 @@ server = ""              # simulated: the server's own link, shared by every cli
                          # profile: its up_bps carries the TASKs, down_bps the replies); "": unlimited
 drop_late = false        # simulated, synchronous parameter server: an update the clock brings in
                          # after wait_seconds is left out of its round, as a real deadline leaves it
+sample_from = "all"      # all: a round draws from every client and leaves out the unavailable ones
+                         # drawn (fewer asked) | available: it draws among the clients available
+                         # in it (a deployment's checked-in devices; fewer only when fewer are)
 
 [network.custom]         # the profile named "custom"
 down_bps = 10000000.0    # server -> client, bit/s
@@ -203,6 +206,17 @@ save_params_every = 0    # > 0: write params/round-NNNN.safetensors every r roun
 
 void require(bool ok, const std::string& what) {
   if (!ok) throw Error(what);
+}
+
+// A key that names one of two ways: the first word's value, or the second's, or an Error.
+template <typename E>
+E either_word(const Config& c, const std::string& key, std::pair<const char*, E> first,
+              std::pair<const char*, E> second) {
+  const std::string name = c.get_string(key);
+  if (name == first.first) return first.second;
+  require(name == second.first,
+          fmt::format("{} must be {} or {}, got '{}'", key, first.first, second.first, name));
+  return second.second;
 }
 
 // "client:rest" with a client id (digits before the colon) and something after it.
@@ -496,6 +510,12 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
                       "takes pipeline.micro_batches <= {}, got {}",
                       kMaxSimulatedMicroBatches, c.get_int("pipeline.micro_batches")));
   n.drop_late = c.get_bool("network.drop_late");
+  n.sample_available =
+      either_word<bool>(c, "network.sample_from", {"all", false}, {"available", true});
+  require(!n.sample_available || (n.on() && sync_ps),
+          "network.sample_from = \"available\" draws a synchronous round's clients among those "
+          "[network]'s availability makes available: it needs network.mode = \"simulated\" or "
+          "\"emulated\" and the parameter-server topology (regime = \"gradient\" or \"model\")");
   if (n.drop_late) {
     require(n.mode == NetworkMode::kSimulated,
             "network.drop_late leaves out the updates the simulated clock brings in after "
@@ -629,17 +649,6 @@ OptimizerSpec resolve_run_optimizer(const Config& c, const RunSpec& s) {
   return o;
 }
 
-// A key that names one of two ways: the first word's value, or the second's, or an Error.
-template <typename E>
-E either_word(const Config& c, const std::string& key, std::pair<const char*, E> first,
-              std::pair<const char*, E> second) {
-  const std::string name = c.get_string(key);
-  if (name == first.first) return first.second;
-  require(name == second.first,
-          fmt::format("{} must be {} or {}, got '{}'", key, first.first, second.first, name));
-  return second.second;
-}
-
 // client_sampling, and what its fixed weights need of the run: one synchronous round of the
 // parameter server (or model averaging) whose aggregate is the updates' weighted sum.
 ClientSampling resolve_client_sampling(const Config& c, const RunSpec& s) {
@@ -655,8 +664,13 @@ ClientSampling resolve_client_sampling(const Config& c, const RunSpec& s) {
               "or \"model\", topology = \"parameter-server\")");
   require(s.robust.rule == AggregateRule::kMean && s.robust.clip_norm == 0,
           what +
-              ": robust aggregation decides the aggregate its own way (robust.rule = "
-              "\"mean\", robust.clip_norm = 0)");
+              ": robust aggregation and clipping work on the renormalised mean (robust.rule "
+              "= \"mean\", robust.clip_norm = 0)");
+  require(s.backup_clients == 0,
+          what +
+              ": backup_clients leaves out the slowest updates, which are the largest "
+              "clients' when local work grows with the shard, so the scheme's expectation "
+              "would not hold (backup_clients = 0)");
   require(!s.compression.majority,
           what + ": compression.aggregate = \"majority\" gives every client one vote");
   require(s.algorithm != FlAlgorithm::kFedNova,

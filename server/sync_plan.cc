@@ -147,16 +147,12 @@ class SyncPlan final : public Plan {
 
   std::string round(Engine& engine, RoundRecord& rec) override {
     const auto t0 = Clock::now();
-    const size_t k = draws_per_round(s_, engine.num_clients);
-    const RoundSample sample =
-        sample_round(s_.client_sampling, client_weights_, k, s_.seed, engine.round);
+    const RoundSample sample = draw(engine, rec);
     const auto participants =
         network_participants(s_.network, s_.seed, engine.round, sample.clients, rec);
     sampled_weights_.clear();
-    if (s_.client_sampling != ClientSampling::kUniform)
-      for (size_t i = 0; i < sample.clients.size(); ++i)
-        sampled_weights_[sample.clients[i]] = sampled_weight(s_.client_sampling, client_weights_,
-                                                             sample.clients[i], sample.draws[i], k);
+    for (size_t i = 0; i < sample.weights.size(); ++i)
+      sampled_weights_[sample.clients[i]] = sample.weights[i];
     if (participants.empty()) return idle_round(rec, engine.round, "no client available");
     if (std::ranges::all_of(participants,
                             [&](uint32_t c) { return engine.lost.count(engine.owner[c]) > 0; })) {
@@ -196,9 +192,11 @@ class SyncPlan final : public Plan {
     }
     std::vector<ClientUpdate> updates, linear, control_changes;
     for (const auto& [client, r] : c.got) {
-      updates.push_back({client, engine.round, r.update.num_samples, r.update.vectors[0]});
+      // a sampling scheme's weight, which the drift diagnostic's averages take too
+      const double scale = sampled_weights_.empty() ? 1.0 : sampled_weights_.at(client);
+      updates.push_back({client, engine.round, r.update.num_samples, r.update.vectors[0], scale});
       if (drift_)
-        linear.push_back({client, engine.round, r.update.num_samples, r.update.vectors[1]});
+        linear.push_back({client, engine.round, r.update.num_samples, r.update.vectors[1], scale});
       if (scaffold_)
         control_changes.push_back(
             {client, engine.round, r.update.num_samples, r.update.vectors.back()});
@@ -210,8 +208,6 @@ class SyncPlan final : public Plan {
       normalized = fednova_normalize(updates, fednova_works(updates, engine.round), s_.weighting);
       for (size_t k = 0; k < applied.size(); ++k) applied[k].values = normalized[k];
     }
-    if (!sampled_weights_.empty())
-      for (ClientUpdate& u : applied) u.scale = sampled_weights_.at(u.client);
     strategy_->apply(applied, run_.params);
     if (scaffold_) {
       scaffold_server_control(control_changes, s_.weighting, all_clients_weight(), control_);
@@ -333,6 +329,19 @@ class SyncPlan final : public Plan {
     return why;
   }
 
+  // The round's clients: drawn from all of them, or (network.sample_from = "available") from
+  // those available this round, whose count the record keeps.
+  RoundSample draw(const Engine& engine, RoundRecord& rec) const {
+    const size_t k = draws_per_round(s_, engine.num_clients);
+    if (!s_.network.sample_available)
+      return sample_round(s_.client_sampling, client_weights_, k, s_.seed, engine.round);
+    std::vector<uint32_t> available;
+    for (uint32_t c = 0; c < engine.num_clients; ++c)
+      if (client_available(s_.network, s_.seed, c, engine.round)) available.push_back(c);
+    rec.available = available.size();
+    return sample_round(s_.client_sampling, client_weights_, available, k, s_.seed, engine.round);
+  }
+
   // The updates of the participants whose processes are still in the run; with backup_clients,
   // the first of them to come in: all but that many of the round's `participants` (Chen et al.'s
   // N - b of N: a client of a dropped process is one of the b).
@@ -444,7 +453,7 @@ class SyncPlan final : public Plan {
     rec.mean_pairwise_cosine = diag.mean_pairwise_cosine;
     rec.gradient_diversity = diag.gradient_diversity;
     if (drift_ && !updates.empty()) {
-      rec.update_drift = update_drift(updates, linear, s_.weighting);
+      rec.update_drift = update_drift(updates, linear, applied_weighting_);
       rec.diagnostic_bytes_up = linear.size() * drift_bytes_each();
     }
   }

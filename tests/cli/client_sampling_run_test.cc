@@ -9,6 +9,8 @@
 #include <cmath>
 #include <map>
 
+#include "core/network.h"
+#include "core/run_spec.h"
 #include "partitioners/manifest.h"
 #include "tests/util/inproc_run.h"
 #include "tests/util/test_util.h"
@@ -61,9 +63,16 @@ TEST(ClientSamplingRun, ScaledAsksUniformsClientsWithTheirSchemeWeights) {
   EXPECT_NE(scaled.hash, uniform.hash) << "unequal shards: the scheme's weights move the model";
 }
 
+// Where each update's n_k is its shard's size (model averaging, full-batch gradients); a
+// mini-batch gradient counts its batch, which uniform weighs alike and scaled by the shard.
 TEST(ClientSamplingRun, ScaledWithEveryClientAskedIsUniformsRunBitForBit) {
   TempDir tmp;
   EXPECT_EQ(run(tmp, "scaled", {"client_sampling=scaled"}).hash, run(tmp, "uniform", {}).hash);
+  EXPECT_EQ(run(tmp, "scaled-gd", {"regime=gradient", "client_sampling=scaled"}).hash,
+            run(tmp, "uniform-gd", {"regime=gradient"}).hash);
+  EXPECT_NE(
+      run(tmp, "scaled-sgd", {"regime=gradient", "sgd.batch=10", "client_sampling=scaled"}).hash,
+      run(tmp, "uniform-sgd", {"regime=gradient", "sgd.batch=10"}).hash);
 }
 
 TEST(ClientSamplingRun, ProportionalDrawsAddUpToTheRoundsK) {
@@ -84,6 +93,38 @@ TEST(ClientSamplingRun, ProportionalDrawsAddUpToTheRoundsK) {
   EXPECT_GT(repeated, 0) << "with replacement some client is drawn twice in 8 rounds (this seed)";
 }
 
+// network.sample_from = "available": a round draws its K among the clients available in it
+// (as client_available says), so it asks K whenever K are available; drawing from all of them
+// and leaving out the unavailable asks fewer in some round of this seed where K were available.
+TEST(ClientSamplingRun, AmongTheAvailableARoundAsksKWheneverKAreAvailable) {
+  TempDir tmp;
+  const std::vector<std::string> flaky = {"fraction=0.5", "network.mode=simulated",
+                                          "network.profile=custom",
+                                          "network.custom.availability=0.6"};
+  std::vector<std::string> among = flaky;
+  among.push_back("network.sample_from=available");
+  Config cfg = make_run_config();
+  cfg.merge_toml(kUnequalRun, "the test");
+  cfg.set_all(among);
+  const RunSpec spec = resolve_run_spec(cfg);
+  const auto a = run(tmp, "among", among), all = run(tmp, "all", flaky);
+  int fewer_from_all = 0;
+  for (uint64_t r = 0; r < 8; ++r) {
+    std::vector<uint32_t> available;
+    for (uint32_t c = 0; c < 6; ++c)
+      if (client_available(spec.network, spec.seed, c, r)) available.push_back(c);
+    const auto& rec = a.rounds[r];
+    EXPECT_EQ(rec.at("available").get<size_t>(), available.size()) << "round " << r + 1;
+    EXPECT_EQ(rec.at("participants").get<size_t>(), std::min<size_t>(3, available.size()));
+    EXPECT_TRUE(rec.at("unavailable").empty());
+    for (const auto& c : rec.value("clients", nlohmann::json::array()))
+      EXPECT_TRUE(std::ranges::binary_search(available, c.at("client").get<uint32_t>()));
+    EXPECT_FALSE(all.rounds[r].contains("available"));
+    fewer_from_all += available.size() >= 3 && all.rounds[r].at("participants").get<size_t>() < 3;
+  }
+  EXPECT_GT(fewer_from_all, 0);
+}
+
 // The README counts each client's aggregated rounds from the records, and sets them beside the
 // clients' sizes; a run where every client was in every round says nothing of it.
 TEST(ClientSamplingRun, TheReadmeSaysHowOftenEachClientWasAggregated) {
@@ -94,9 +135,9 @@ TEST(ClientSamplingRun, TheReadmeSaysHowOftenEachClientWasAggregated) {
   for (const auto& round : weights_by_round(p))
     for (const auto& [client, w] : round) ++times[client];
   size_t largest = 0, smallest = 0;
-  for (size_t c = 1; c < 6; ++c) {
+  for (size_t c = 1; c < 6; ++c) {  // ties: the README names the lowest id largest, the highest
     if (m.clients[c].indices.size() > m.clients[largest].indices.size()) largest = c;
-    if (m.clients[c].indices.size() < m.clients[smallest].indices.size()) smallest = c;
+    if (m.clients[c].indices.size() <= m.clients[smallest].indices.size()) smallest = c;
   }
   const std::string readme = testing::slurp(p.dir / "README.md");
   EXPECT_NE(readme.find(fmt::format("- participation (`fraction = 0.5`, `client_sampling = "

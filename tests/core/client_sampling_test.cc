@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <numeric>
@@ -127,6 +128,40 @@ TEST(ClientSampling, TheSamplerDrawsAsTheSchemeSays) {
   EXPECT_NE(sample_round(ClientSampling::kUniform, kSizes, k, 8, 0).clients,
             sample_round(ClientSampling::kUniform, kSizes, k, 7, 0).clients)
       << "another seed, another draw (this pair differs)";
+}
+
+// Among candidates (a round's available clients): the draw stays among them, p_k and N are
+// theirs (so scaled is unbiased for their average), and with every client a candidate it is the
+// plain draw.
+TEST(ClientSampling, AmongCandidatesTheSchemeIsTheirs) {
+  const std::vector<uint32_t> all{0, 1, 2, 3, 4}, some{1, 2, 4};
+  for (ClientSampling s :
+       {ClientSampling::kUniform, ClientSampling::kProportional, ClientSampling::kScaled})
+    for (uint64_t r = 0; r < 50; ++r) {
+      const RoundSample plain = sample_round(s, kSizes, 2, 3, r);
+      const RoundSample among_all = sample_round(s, kSizes, all, 2, 3, r);
+      EXPECT_EQ(among_all.clients, plain.clients);
+      EXPECT_EQ(among_all.weights, plain.weights);
+      for (uint32_t c : sample_round(s, kSizes, some, 2, 3, r).clients)
+        EXPECT_TRUE(std::ranges::binary_search(some, c)) << c;
+    }
+  // scaled over every 2-subset of {1, 2, 4} (sizes 20, 30, 25): the candidates' average
+  double expected = 0;
+  for (uint64_t r = 0; r < 3000; ++r) {  // all three subsets come up; average their aggregates
+    const RoundSample x = sample_round(ClientSampling::kScaled, kSizes, some, 2, 3, r);
+    ASSERT_EQ(x.clients.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_DOUBLE_EQ(x.weights[i], double(kSizes[x.clients[i]]) / 75.0 * 3.0 / 2.0);
+      expected += x.weights[i] * kValues[x.clients[i]] / 3000.0;
+    }
+  }
+  const double theirs = (20.0 * -2.0 + 30.0 * 3.0 + 25.0 * 7.0) / 75.0;
+  EXPECT_NEAR(expected, theirs, 0.1) << "sampling noise over 3000 rounds is about 0.03";
+  // more draws than candidates: all of them, each at its share
+  const RoundSample few = sample_round(ClientSampling::kScaled, kSizes, some, 4, 3, 0);
+  EXPECT_EQ(few.clients, some);
+  EXPECT_DOUBLE_EQ(few.weights[0], 20.0 / 75.0);
+  EXPECT_TRUE(sample_round(ClientSampling::kUniform, kSizes, {}, 2, 3, 0).clients.empty());
 }
 
 }  // namespace

@@ -137,7 +137,8 @@ TEST(RunSpecClientSampling, RefusesWhatWeighsTheUpdatesItsOwnWay) {
   for (const auto& [sets, why] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"regime=async"}, "it needs a synchronous round on the parameter server"},
            {{"regime=gradient", "topology=allreduce"}, "topology = \"parameter-server\""},
-           {{"robust.rule=median"}, "robust aggregation decides the aggregate its own way"},
+           {{"robust.rule=median"}, "robust aggregation and clipping work on the renormalised"},
+           {{"processes=4", "backup_clients=1"}, "backup_clients leaves out the slowest updates"},
            {{"robust.clip_norm=1"}, "robust.clip_norm = 0"},
            {{"regime=gradient", "compression.uplink=sign", "compression.aggregate=majority"},
             "gives every client one vote"},
@@ -150,6 +151,21 @@ TEST(RunSpecClientSampling, RefusesWhatWeighsTheUpdatesItsOwnWay) {
         << error;
     EXPECT_NE(error.find(why), std::string::npos) << error;
   }
+}
+
+// network.sample_from draws among the clients [network]'s availability makes available.
+TEST(RunSpecClientSampling, AmongTheAvailableNeedsTheNetworkAndTheParameterServer) {
+  EXPECT_FALSE(spec({}).network.sample_available);
+  EXPECT_TRUE(
+      spec({"network.mode=simulated", "network.sample_from=available"}).network.sample_available);
+  EXPECT_NE(refusal({"network.sample_from=available"}).find("it needs network.mode = "),
+            std::string::npos);
+  EXPECT_NE(refusal({"network.mode=simulated", "regime=async", "network.sample_from=available"})
+                .find("and the parameter-server topology"),
+            std::string::npos);
+  EXPECT_NE(refusal({"network.mode=simulated", "network.sample_from=checked-in"})
+                .find("network.sample_from must be all or available, got 'checked-in'"),
+            std::string::npos);
 }
 
 TEST(RunSpecAllReduceBackend, TheZmqRingByDefaultMpiWhereItCanSum) {
