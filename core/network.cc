@@ -156,7 +156,10 @@ NetworkSpec resolve_network(NetworkMode mode, JitterKind jitter, const std::stri
 bool client_available(const NetworkSpec& n, uint64_t seed, uint32_t client, uint64_t round) {
   const double a = n.of(client).availability;
   if (a >= 1.0) return true;  // no draw: a run without unavailability draws nothing
-  return Rng(seed, "net-available", client, uint32_t(round)).uniform_double() < a;
+  uint64_t stretch = round;
+  if (const uint32_t l = n.availability_rounds; l > 1)
+    stretch = (round + Rng(seed, "net-available-offset", client).below(l)) / l;
+  return Rng(seed, "net-available", client, uint32_t(stretch)).uniform_double() < a;
 }
 
 namespace {

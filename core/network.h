@@ -60,6 +60,10 @@ struct NetworkSpec {
   // "available", as a deployment picks among the devices checked in), not from all of them
   // leaving out the unavailable ones drawn.
   bool sample_available = false;
+  // How many rounds one availability draw holds for a client (network.availability_rounds): 1
+  // draws every round anew; L > 1 keeps a client on or off for stretches of L rounds, each
+  // client's stretches offset by its own draw so that they do not all turn over at once.
+  uint32_t availability_rounds = 1;
   bool on() const { return mode != NetworkMode::kOff; }
   // Client c's link (the first profile for an id beyond the partition).
   const LinkProfile& of(uint32_t c) const {
@@ -105,7 +109,9 @@ inline double least_round_seconds(const LinkProfile& p, uint64_t down_bytes, uin
          double(updates) * transfer_seconds(update_bytes, p.up_bps) + p.latency_s;
 }
 
-// The seeded draws. Purposes: "net-available" (client, round); the jitter and loss of a message
+// The seeded draws. Purposes: "net-available" (client, round; with availability_rounds L > 1
+// (client, (round + offset) / L), the offset below L from "net-available-offset" (client)); the
+// jitter and loss of a message
 // are keyed by a direction ("up" | "down"), an id (the virtual client; in emulation a TASK's
 // process link), the round, and `repeat`: how many messages with the same id and round came
 // right before it on the link (0 for the one TASK and UPDATE per client of a synchronous round;

@@ -187,6 +187,8 @@ server = ""              # simulated: the server's own link, shared by every cli
                          # profile: its up_bps carries the TASKs, down_bps the replies); "": unlimited
 drop_late = false        # simulated, synchronous parameter server: an update the clock brings in
                          # after wait_seconds is left out of its round, as a real deadline leaves it
+availability_rounds = 1  # rounds one availability draw holds for a client: 1 draws each round
+                         # anew; L > 1: on or off in stretches of L rounds (offset per client)
 sample_from = "all"      # all: a round draws from every client and leaves out the unavailable ones
                          # drawn (fewer asked) | available: it draws among the clients available
                          # in it (a deployment's checked-in devices; fewer only when fewer are)
@@ -510,6 +512,10 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
                       "takes pipeline.micro_batches <= {}, got {}",
                       kMaxSimulatedMicroBatches, c.get_int("pipeline.micro_batches")));
   n.drop_late = c.get_bool("network.drop_late");
+  const int64_t stretch = c.get_int("network.availability_rounds");
+  require(stretch >= 1 && stretch <= 1000000,
+          "network.availability_rounds must be between 1 (each round drawn anew) and 1000000");
+  n.availability_rounds = uint32_t(stretch);
   n.sample_available =
       either_word<bool>(c, "network.sample_from", {"all", false}, {"available", true});
   require(!n.sample_available || (n.on() && sync_ps),

@@ -540,6 +540,26 @@ TEST(RunSpecValues, NetworkSettingsWithTheNetworkOffAreWarnedOf) {
   EXPECT_TRUE(warnings({"network.mode=off"}).empty());
 }
 
+// network.availability_rounds: at least 1, and warned of where no client is ever off.
+TEST(RunSpecValues, AvailabilityRoundsIsAStretchOfAtLeastOneRound) {
+  EXPECT_EQ(spec({"network.mode=simulated", "network.availability_rounds=10"})
+                .network.availability_rounds,
+            10u);
+  EXPECT_NE(refusal({"network.mode=simulated", "network.availability_rounds=0"})
+                .find("network.availability_rounds must be between 1"),
+            std::string::npos);
+  Config c = make_run_config();
+  c.set_all({"network.mode=simulated", "network.availability_rounds=10"});
+  const auto w = run_warnings(c, resolve_run_spec(c));
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("every profile's availability is 1: no client is ever off"),
+            std::string::npos)
+      << w[0];
+  c.set("network.profile", "custom");
+  c.set("network.custom.availability", "0.5");
+  EXPECT_TRUE(run_warnings(c, resolve_run_spec(c)).empty());
+}
+
 // The natural scheme's clients = 0 (one per user) becomes the data's count of users before
 // anything reads it: a network mixture deals all 12 devices, an attack may name 2 of them, and the
 // config the clients get says 12. Left at 0, the mixture dealt no client (all had the first

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "core/rng.h"
 #include "core/run_records.h"
@@ -118,6 +119,43 @@ TEST(NetworkAvailability, TheSameClientsAreLeftOutForTheSameSeed) {
   }
   EXPECT_NEAR(available / 4000.0, 0.3, 0.03);
   EXPECT_NE(by_seed[0], by_seed[1]);
+}
+
+// network.availability_rounds = L: a client is on or off for whole stretches of L rounds, its
+// stretches offset by its own draw, at the same long-run share; L = 1 turns over every round.
+TEST(NetworkAvailability, AStretchOfRoundsKeepsOneDraw) {
+  auto n = resolve_network(NetworkMode::kSimulated, JitterKind::kUniform, "custom", "", {},
+                           {.down_bps = 1, .up_bps = 1, .availability = 0.4}, 9, 8);
+  constexpr uint64_t kRounds = 500;
+  const auto agreement = [&](uint32_t l) {  // the share of rounds a client is as in the one before
+    n.availability_rounds = l;
+    int same = 0;
+    for (uint32_t c = 0; c < 8; ++c)
+      for (uint64_t r = 1; r < kRounds; ++r)
+        same += client_available(n, 9, c, r) == client_available(n, 9, c, r - 1);
+    return same / (8.0 * (kRounds - 1));
+  };
+  EXPECT_LT(agreement(1), 0.6) << "independent rounds agree 0.4^2 + 0.6^2 = 0.52 of the time";
+  EXPECT_GT(agreement(5), 0.85) << "at most one turnover in 5 rounds: at least 0.8 + 0.2 x 0.52";
+  n.availability_rounds = 5;
+  std::set<uint32_t> offsets;
+  int on = 0;
+  for (uint32_t c = 0; c < 8; ++c) {
+    std::vector<uint32_t> fits;  // the offsets o whose stretches (r + o) / 5 hold one value
+    for (uint32_t o = 0; o < 5; ++o) {
+      bool fit = true;
+      for (uint64_t r = 1; r < kRounds; ++r)
+        if ((r + o) / 5 == (r - 1 + o) / 5 &&
+            client_available(n, 9, c, r) != client_available(n, 9, c, r - 1))
+          fit = false;
+      if (fit) fits.push_back(o);
+    }
+    ASSERT_EQ(fits.size(), 1u) << "client " << c << ": one offset explains its turnovers";
+    offsets.insert(fits[0]);
+    for (uint64_t r = 0; r < kRounds; ++r) on += client_available(n, 9, c, r);
+  }
+  EXPECT_GT(offsets.size(), 1u) << "the clients do not all turn over in the same round";
+  EXPECT_NEAR(on / (8.0 * kRounds), 0.4, 0.06);
 }
 
 TEST(NetworkAvailability, OffLeavesTheSampleAndTheRecordAlone) {
