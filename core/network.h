@@ -111,13 +111,12 @@ inline double least_round_seconds(const LinkProfile& p, uint64_t down_bytes, uin
 
 // The seeded draws. Purposes: "net-available" (client, round; with availability_rounds L > 1
 // (client, (round + offset) / L), the offset below L from "net-available-offset" (client)); the
-// jitter and loss of a message
-// are keyed by a direction ("up" | "down"), an id (the virtual client; in emulation a TASK's
-// process link), the round, and `repeat`: how many messages with the same id and round came
-// right before it on the link (0 for the one TASK and UPDATE per client of a synchronous round;
-// a master's forward and backward, or an async client's second task on one model version, are
-// repeats, each drawn from its own stream). Keyed by round, not by message count, so a resumed run
-// draws what the uninterrupted one drew for the same round.
+// jitter and loss of a message are keyed by a direction ("up" | "down"), an id (the virtual client;
+// in emulation a TASK's process link), the round, and `repeat`: how many messages with the same id
+// and round came right before it on the link (0 for the one TASK and UPDATE per client of a
+// synchronous round; a master's forward and backward, or an async client's second task on one model
+// version, are repeats, each drawn from its own stream). Keyed by round, not by message count, so a
+// resumed run draws what the uninterrupted one drew for the same round.
 bool client_available(const NetworkSpec& n, uint64_t seed, uint32_t client, uint64_t round);
 double jitter_seconds(JitterKind kind, double scale, uint64_t seed, std::string_view direction,
                       uint32_t id, uint32_t round, uint32_t repeat = 0);
