@@ -670,8 +670,9 @@ ClientSampling resolve_client_sampling(const Config& c, const RunSpec& s) {
               "or \"model\", topology = \"parameter-server\")");
   require(s.robust.rule == AggregateRule::kMean && s.robust.clip_norm == 0,
           what +
-              ": robust aggregation and clipping work on the renormalised mean (robust.rule "
-              "= \"mean\", robust.clip_norm = 0)");
+              ": robust aggregation decides the aggregate its own way, and clipping rescales "
+              "the updates before the renormalised mean (robust.rule = \"mean\", "
+              "robust.clip_norm = 0)");
   require(s.backup_clients == 0,
           what +
               ": backup_clients leaves out the slowest updates, which are the largest "

@@ -74,7 +74,8 @@ std::string why_unread(const Config& c, const RunSpec& s, std::string_view key) 
     return "network.mode = \"off\"";
   if (key == "network.profile" && !c.get_string("network.heterogeneous").empty())
     return "network.heterogeneous draws every client's profile in its place";
-  if (key == "network.availability_rounds" && s.network.all_available())
+  if ((key == "network.availability_rounds" || key == "network.sample_from") &&
+      s.network.all_available())
     return "every profile's availability is 1: no client is ever off";
   if (table == "partition" && is_partition_scheme_key(name)) return partition_why(s, name);
   if (table == "server_optimizer" && name != "name") {

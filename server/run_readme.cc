@@ -223,6 +223,28 @@ std::string staleness_notes(const RunSpec& s, const std::filesystem::path& dir) 
       median(taus), *std::ranges::max_element(taus), fmt::join(who, "; "));
 }
 
+// network.sample_from = "available": how many clients the rounds drew among, and how many rounds
+// had fewer than their K ("" for a run that draws from all of them).
+std::string sampled_among_available(const RunSpec& s, const std::vector<RoundRecord>& rounds) {
+  std::vector<double> available;
+  const auto k = uint64_t(clients_per_round(s));
+  size_t short_rounds = 0;
+  for (const RoundRecord& r : rounds)
+    if (r.available) {
+      available.push_back(double(*r.available));
+      short_rounds += *r.available < k;
+    }
+  if (available.empty()) return "";
+  double sum = 0;
+  for (double a : available) sum += a;
+  return fmt::format(
+      "- the rounds drew their {} clients among those available in them (`network.sample_from = "
+      "\"available\"`): {:.1f} available on average, {:g} to {:g}; {} of {} rounds had fewer "
+      "than {} (each round's in metrics.jsonl's `available`)\n",
+      k, sum / double(available.size()), *std::ranges::min_element(available),
+      *std::ranges::max_element(available), short_rounds, available.size(), k);
+}
+
 // What the rounds left out of or changed in their aggregation: how many sampled clients were
 // unavailable or had a message lost on the simulated links, how many updates network.drop_late's
 // simulated deadline left out, were not waited for (backup_clients) or never came, and whose, by
@@ -245,7 +267,7 @@ std::string aggregation_notes(const RunSpec& s, const std::filesystem::path& dir
                r.simulated_lost.value_or(std::vector<uint32_t>{}).size();
     if (r.robust_fallback) median_rounds.push_back(r.round);
   }
-  std::string md;
+  std::string md = sampled_among_available(s, rounds);
   if (unavailable.count > 0)
     md += fmt::format(
         "- {} of {} sampled clients were unavailable and not asked (the profiles' "

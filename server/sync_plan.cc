@@ -330,14 +330,19 @@ class SyncPlan final : public Plan {
   }
 
   // The round's clients: drawn from all of them, or (network.sample_from = "available") from
-  // those available this round, whose count the record keeps.
+  // those available this round and still in the run (a dropped process's are not checked in),
+  // whose count the record keeps.
   RoundSample draw(const Engine& engine, RoundRecord& rec) const {
     const size_t k = draws_per_round(s_, engine.num_clients);
     if (!s_.network.sample_available)
       return sample_round(s_.client_sampling, client_weights_, k, s_.seed, engine.round);
+    if (engine.all_lost())
+      throw RunFailed("every client process has been dropped from the run: none is left to train");
     std::vector<uint32_t> available;
     for (uint32_t c = 0; c < engine.num_clients; ++c)
-      if (client_available(s_.network, s_.seed, c, engine.round)) available.push_back(c);
+      if (client_available(s_.network, s_.seed, c, engine.round) &&
+          !engine.lost.count(engine.owner.at(c)))
+        available.push_back(c);
     rec.available = available.size();
     return sample_round(s_.client_sampling, client_weights_, available, k, s_.seed, engine.round);
   }

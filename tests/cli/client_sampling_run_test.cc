@@ -108,11 +108,27 @@ TEST(ClientSamplingRun, AmongTheAvailableARoundAsksKWheneverKAreAvailable) {
   cfg.set_all(among);
   const RunSpec spec = resolve_run_spec(cfg);
   const auto a = run(tmp, "among", among), all = run(tmp, "all", flaky);
-  int fewer_from_all = 0;
+  std::vector<std::string> scaled_sets = among;
+  scaled_sets.push_back("client_sampling=scaled");
+  const auto scaled = run(tmp, "among-scaled", scaled_sets);
+  const Manifest m = read_manifest(scaled.dir / "manifest.json", 1000000);
+  int fewer_from_all = 0, short_rounds = 0;
+  double sum_available = 0;
   for (uint64_t r = 0; r < 8; ++r) {
     std::vector<uint32_t> available;
     for (uint32_t c = 0; c < 6; ++c)
       if (client_available(spec.network, spec.seed, c, r)) available.push_back(c);
+    sum_available += double(available.size());
+    short_rounds += available.size() < 3;
+    // scaled among them: p_k and N theirs, K at most their count
+    double n_a = 0;
+    for (uint32_t c : available) n_a += double(m.clients[c].indices.size());
+    for (const auto& c : scaled.rounds[r].value("clients", nlohmann::json::array()))
+      EXPECT_NEAR(c.at("weight").get<double>(),
+                  double(m.clients[c.at("client").get<uint32_t>()].indices.size()) / n_a *
+                      double(available.size()) / double(std::min<size_t>(3, available.size())),
+                  1e-12)
+          << "round " << r + 1;
     const auto& rec = a.rounds[r];
     EXPECT_EQ(rec.at("available").get<size_t>(), available.size()) << "round " << r + 1;
     EXPECT_EQ(rec.at("participants").get<size_t>(), std::min<size_t>(3, available.size()));
@@ -123,6 +139,16 @@ TEST(ClientSamplingRun, AmongTheAvailableARoundAsksKWheneverKAreAvailable) {
     fewer_from_all += available.size() >= 3 && all.rounds[r].at("participants").get<size_t>() < 3;
   }
   EXPECT_GT(fewer_from_all, 0);
+  const std::string readme = testing::slurp(a.dir / "README.md");
+  EXPECT_NE(readme.find(fmt::format("- the rounds drew their 3 clients among those available in "
+                                    "them (`network.sample_from = \"available\"`): {:.1f} "
+                                    "available on average",
+                                    sum_available / 8)),
+            std::string::npos)
+      << readme;
+  EXPECT_NE(readme.find(fmt::format("; {} of 8 rounds had fewer than 3", short_rounds)),
+            std::string::npos)
+      << readme;
 }
 
 // The README counts each client's aggregated rounds from the records, and sets them beside the

@@ -137,7 +137,7 @@ TEST(RunSpecClientSampling, RefusesWhatWeighsTheUpdatesItsOwnWay) {
   for (const auto& [sets, why] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"regime=async"}, "it needs a synchronous round on the parameter server"},
            {{"regime=gradient", "topology=allreduce"}, "topology = \"parameter-server\""},
-           {{"robust.rule=median"}, "robust aggregation and clipping work on the renormalised"},
+           {{"robust.rule=median"}, "robust aggregation decides the aggregate its own way"},
            {{"processes=4", "backup_clients=1"}, "backup_clients leaves out the slowest updates"},
            {{"robust.clip_norm=1"}, "robust.clip_norm = 0"},
            {{"regime=gradient", "compression.uplink=sign", "compression.aggregate=majority"},

@@ -155,6 +155,12 @@ TEST(NetworkAvailability, AStretchOfRoundsKeepsOneDraw) {
     for (uint64_t r = 0; r < kRounds; ++r) on += client_available(n, 9, c, r);
   }
   EXPECT_GT(offsets.size(), 1u) << "the clients do not all turn over in the same round";
+  for (uint32_t c = 0; c < 8; ++c)  // the draw docs/network.md states
+    for (uint64_t r : {0, 7, 123}) {
+      const uint64_t o = Rng(9, "net-available-offset", c).below(5);
+      EXPECT_EQ(client_available(n, 9, c, r),
+                Rng(9, "net-available", c, uint32_t((r + o) / 5)).uniform_double() < 0.4);
+    }
   EXPECT_NEAR(on / (8.0 * kRounds), 0.4, 0.06);
 }
 
