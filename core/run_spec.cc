@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
+#include <set>
+#include <string>
 #include <utility>
 
 #include "core/check.h"
@@ -187,6 +189,8 @@ server = ""              # simulated: the server's own link, shared by every cli
                          # profile: its up_bps carries the TASKs, down_bps the replies); "": unlimited
 drop_late = false        # simulated, synchronous parameter server: an update the clock brings in
                          # after wait_seconds is left out of its round, as a real deadline leaves it
+availability_by_profile = []  # "profile:share" items: the availability of named profiles the
+                         # clients have, e.g. ["3g:0.3", "lte:0.7"] (custom's: [network.custom])
 availability_rounds = 1  # rounds one availability draw holds for a client: 1 draws each round
                          # anew; L > 1: on or off in stretches of L rounds (offset per client)
 sample_from = "all"      # all: a round draws from every client and leaves out the unavailable ones
@@ -219,6 +223,43 @@ E either_word(const Config& c, const std::string& key, std::pair<const char*, E>
   require(name == second.first,
           fmt::format("{} must be {} or {}, got '{}'", key, first.first, second.first, name));
   return second.second;
+}
+
+// network.availability_by_profile: "profile:share" items setting the availability of named
+// profiles the run's clients have (3g devices taking part less often than wifi ones); the custom
+// profile's is network.custom.availability.
+void set_profile_availability(const Config& c, NetworkSpec& n) {
+  std::set<std::string> seen;
+  for (const std::string& item : c.get_string_list("network.availability_by_profile")) {
+    const size_t colon = item.find(':');
+    const std::string name = item.substr(0, colon);
+    double share = -1;
+    if (colon != std::string::npos) {
+      const std::string value = item.substr(colon + 1);
+      char* end = nullptr;
+      share = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0') share = -1;
+    }
+    require(share >= 0 && share <= 1,
+            fmt::format("network.availability_by_profile: '{}' is not \"profile:share\" with a "
+                        "share in [0, 1] (e.g. \"3g:0.3\")",
+                        item));
+    require(name != "custom",
+            "network.availability_by_profile: the custom profile's availability is "
+            "network.custom.availability");
+    require(seen.insert(name).second,
+            fmt::format("network.availability_by_profile names '{}' twice", name));
+    const auto it =
+        std::ranges::find_if(n.profiles, [&](const LinkProfile& l) { return l.name == name; });
+    std::vector<std::string> used;
+    for (const LinkProfile& l : n.profiles) used.push_back(l.name);
+    std::ranges::sort(used);
+    require(it != n.profiles.end(),
+            fmt::format("network.availability_by_profile: no client has profile '{}' (this "
+                        "run's: {})",
+                        name, fmt::join(used, ", ")));
+    it->availability = share;
+  }
 }
 
 // "client:rest" with a client id (digits before the colon) and something after it.
@@ -455,6 +496,7 @@ NetworkSpec resolve_network_section(const Config& c, const RunSpec& s) {
                       jitter == "uniform" ? JitterKind::kUniform : JitterKind::kNormal,
                       c.get_string("network.profile"), c.get_string("network.heterogeneous"),
                       overrides, custom, s.seed, size_t(std::max(0, s.partition.clients)));
+  set_profile_availability(c, n);
   const bool sync_ps = s.topology == Topology::kParameterServer && s.regime != Regime::kAsync;
   const bool ring = s.topology == Topology::kAllReduce;
   const bool master = s.topology == Topology::kMaster && s.regime != Regime::kAsync;
@@ -929,6 +971,7 @@ Config make_run_config(std::string_view extra_sections) {
   c.list_of_strings("stragglers.slowdown");
   c.list_of_strings("stragglers.delay_seconds");
   c.list_of_strings("network.profiles");
+  c.list_of_strings("network.availability_by_profile");
   c.list_of_strings("pipeline.split");
   return c;
 }

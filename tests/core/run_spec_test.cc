@@ -560,6 +560,36 @@ TEST(RunSpecValues, AvailabilityRoundsIsAStretchOfAtLeastOneRound) {
   EXPECT_TRUE(run_warnings(c, resolve_run_spec(c)).empty());
 }
 
+// network.availability_by_profile sets the availability of the named profiles the clients have;
+// what it cannot set is refused by name.
+TEST(RunSpecValues, AvailabilityByProfileSetsTheNamedProfilesShare) {
+  const std::vector<std::string> mixed = {"network.mode=simulated", "partition.clients=40",
+                                          "processes=1", "network.heterogeneous=wifi:0.5,3g:0.5"};
+  std::vector<std::string> sets = mixed;
+  sets.push_back("network.availability_by_profile=3g:0.3");
+  const RunSpec s = spec(sets);
+  int on_3g = 0, rounds_3g = 0;
+  for (uint32_t c = 0; c < 40; ++c) {
+    const LinkProfile& l = s.network.of(c);
+    EXPECT_EQ(l.availability, l.name == "3g" ? 0.3 : 1.0) << c;
+    for (uint64_t r = 0; r < 200 && l.name == "3g"; ++r)
+      on_3g += client_available(s.network, s.seed, c, r), ++rounds_3g;
+  }
+  ASSERT_GT(rounds_3g, 0);
+  EXPECT_NEAR(double(on_3g) / rounds_3g, 0.3, 0.05);
+  for (const auto& [item, why] : std::vector<std::pair<std::string, std::string>>{
+           {"3g", "'3g' is not \"profile:share\" with a share in [0, 1]"},
+           {"3g:1.5", "'3g:1.5' is not \"profile:share\""},
+           {"3g:x", "'3g:x' is not"},
+           {"custom:0.5", "the custom profile's availability is network.custom.availability"},
+           {"lte:0.5", "no client has profile 'lte' (this run's: 3g, wifi)"},
+           {"3g:0.5,3g:0.2", "names '3g' twice"}}) {
+    std::vector<std::string> bad = mixed;
+    bad.push_back("network.availability_by_profile=" + item);
+    EXPECT_NE(refusal(bad).find(why), std::string::npos) << item << ": " << refusal(bad);
+  }
+}
+
 // The natural scheme's clients = 0 (one per user) becomes the data's count of users before
 // anything reads it: a network mixture deals all 12 devices, an attack may name 2 of them, and the
 // config the clients get says 12. Left at 0, the mixture dealt no client (all had the first
