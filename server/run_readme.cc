@@ -333,7 +333,8 @@ std::string participation_note(const RunSpec& s, const PartitionStats& p,
     return sum / double(tenth);
   };
   const std::string ends =
-      by_size.size() >= 10
+      p.size.min == p.size.max ? fmt::format("the shards are all of {:.0f} samples", p.size.min)
+      : by_size.size() >= 10
           ? fmt::format(
                 "the largest tenth of the clients by samples in {:.1f} rounds on average, "
                 "the smallest tenth in {:.1f}",

@@ -582,12 +582,15 @@ TEST(RunSpecValues, AvailabilityByProfileSetsTheNamedProfilesShare) {
            {"3g:1.5", "'3g:1.5' is not \"profile:share\""},
            {"3g:x", "'3g:x' is not"},
            {"custom:0.5", "the custom profile's availability is network.custom.availability"},
-           {"lte:0.5", "no client has profile 'lte' (this run's: 3g, wifi)"},
+           {"5g:0.5", "unknown profile '5g' (valid: datacenter, wifi, lte, 3g, custom)"},
            {"3g:0.5,3g:0.2", "names '3g' twice"}}) {
     std::vector<std::string> bad = mixed;
     bad.push_back("network.availability_by_profile=" + item);
     EXPECT_NE(refusal(bad).find(why), std::string::npos) << item << ": " << refusal(bad);
   }
+  // a profile no client drew at this seed has nothing to set, and the config stays valid
+  sets.back() = "network.availability_by_profile=3g:0.3,lte:0.5";
+  EXPECT_EQ(spec(sets).network.of(0).availability, s.network.of(0).availability);
 }
 
 // The natural scheme's clients = 0 (one per user) becomes the data's count of users before
