@@ -37,7 +37,8 @@ RoundSample draw_with_replacement(std::span<const uint64_t> weights, size_t k, R
 const char* client_sampling_name(ClientSampling s) {
   return s == ClientSampling::kUniform        ? "uniform"
          : s == ClientSampling::kProportional ? "proportional"
-                                              : "scaled";
+         : s == ClientSampling::kScaled       ? "scaled"
+                                              : "poisson";
 }
 
 RoundSample sample_round(ClientSampling s, std::span<const uint64_t> weights, size_t k,
@@ -47,6 +48,11 @@ RoundSample sample_round(ClientSampling s, std::span<const uint64_t> weights, si
   RoundSample out;
   if (s == ClientSampling::kProportional) {
     out = draw_with_replacement(weights, k, rng);
+  } else if (s == ClientSampling::kPoisson) {  // one coin per client, in id order
+    const double q = std::min(1.0, double(k) / double(weights.size()));
+    for (uint32_t c = 0; c < weights.size(); ++c)
+      if (rng.uniform_double() < q) out.clients.push_back(c);
+    out.draws.assign(out.clients.size(), 1);
   } else {
     out.clients.resize(weights.size());
     std::iota(out.clients.begin(), out.clients.end(), 0u);
@@ -58,7 +64,8 @@ RoundSample sample_round(ClientSampling s, std::span<const uint64_t> weights, si
     out.draws.assign(out.clients.size(), 1);
   }
   if (s != ClientSampling::kUniform) {
-    const size_t drawn = s == ClientSampling::kProportional ? k : out.clients.size();
+    // scaled's K is the clients asked, poisson's q N: min(K, N) both (fewer than K: all)
+    const size_t drawn = s == ClientSampling::kProportional ? k : std::min(k, weights.size());
     for (size_t i = 0; i < out.clients.size(); ++i)
       out.weights.push_back(sampled_weight(s, weights, out.clients[i], out.draws[i], drawn));
   }

@@ -16,9 +16,12 @@ enum class ClientSampling {
   kUniform,       // K distinct clients alike; weights renormalised over the updates aggregated
   kProportional,  // K draws with replacement, P(k) = p_k; each draw weighs 1/K (scheme I)
   kScaled,  // K distinct clients alike (uniform's draw); an update weighs p_k N / K (scheme II)
+  // each client independently with probability q = K / N, so a round's count varies about K; an
+  // update weighs p_k N / K as under kScaled (DP-FedAvg's draw, whose privacy accounting needs it)
+  kPoisson,
 };
 
-// "uniform", "proportional", "scaled": the config's word.
+// "uniform", "proportional", "scaled", "poisson": the config's word.
 const char* client_sampling_name(ClientSampling s);
 
 struct RoundSample {
@@ -39,9 +42,9 @@ RoundSample sample_round(ClientSampling s, std::span<const uint64_t> weights,
                          uint64_t round);
 
 // What the update of a client drawn `draws` times weighs in a round of `k` draws: kProportional
-// draws / K, kScaled p_k N / K (written weights[c] / (sum K / N), so with every client asked it is
-// weights[c] / sum to the last bit, as kUniform's renormalisation gives when all of them answer
-// and each update's n_k is its shard's size: model averaging, full-batch gradients).
+// draws / K, kScaled and kPoisson p_k N / K (written weights[c] / (sum K / N), so with every client
+// asked it is weights[c] / sum to the last bit, as kUniform's renormalisation gives when all of
+// them answer and each update's n_k is its shard's size: model averaging, full-batch gradients).
 // kUniform has no fixed weight: throws.
 double sampled_weight(ClientSampling s, std::span<const uint64_t> weights, uint32_t client,
                       uint32_t draws, size_t k);

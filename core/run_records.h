@@ -107,6 +107,10 @@ struct RoundRecord {
   std::optional<std::vector<uint32_t>> unavailable, simulated_lost;
   // network.sample_from = "available": the clients available this round, whom it drew from
   std::optional<uint64_t> available;
+  // [privacy]: the round's updates longer than privacy.clip_norm (clipped); with noise, the
+  // accountant's epsilon after this round at privacy.delta
+  std::optional<uint64_t> clipped;
+  std::optional<double> epsilon;
   std::optional<std::vector<uint32_t>> simulated_late;  // network.drop_late: left out, late
   // backup_clients: participants whose update was not waited for (the others' came first)
   std::optional<std::vector<uint32_t>> not_waited_for;

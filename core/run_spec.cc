@@ -23,7 +23,11 @@
 namespace fedpar {
 
 long clients_per_round(const RunSpec& s) {
-  return std::max(1L, std::lround(s.fraction * double(s.partition.clients)));
+  return long(draws_per_round(s, size_t(s.partition.clients)));
+}
+
+size_t draws_per_round(const RunSpec& s, size_t num_clients) {
+  return std::max<size_t>(1, size_t(std::lround(s.fraction * double(num_clients))));
 }
 
 long updates_per_round(const RunSpec& s) { return clients_per_round(s) - s.backup_clients; }
@@ -59,7 +63,8 @@ fraction = 1.0           # C: share of clients sampled per round: max(1, round(C
 client_sampling = "uniform"  # the round's K draws, p_k by weighting (docs/definitions.md#client-sampling):
                          # uniform: K clients alike, weights renormalised over the updates aggregated |
                          # proportional: K draws with replacement, P(k) = p_k, each 1/K (Li et al.'s I) |
-                         # scaled: uniform's K clients, each p_k N / K, not renormalised (Li et al.'s II)
+                         # scaled: uniform's K clients, each p_k N / K, not renormalised (Li et al.'s II) |
+                         # poisson: each client with probability K / N, each p_k N / K ([privacy]'s)
 continue_without_missing = false  # gradient regime: go on when a client misses a round
 drop_after_missed_rounds = 3  # a client process that misses this many rounds in a row gets no more tasks
 backup_clients = 0       # synchronous parameter server: aggregate the first updates in and leave
@@ -142,6 +147,13 @@ trim = 0.1               # trimmed-mean: the share cut from each end, per coordi
 byzantine = 1            # krum, multi-krum: f, the attackers tolerated (needs more than 2 f + 2 updates)
 select = 0               # multi-krum: the updates averaged (0: n - f)
 clip_norm = 0.0          # > 0: every update scaled to at most this L2 norm first
+
+[privacy]                # DP-FedAvg: client-level differential privacy, trusted server (docs/privacy.md)
+clip_norm = 0.0          # S > 0: each client's update clipped to this L2 norm and their average noised
+                         # (needs client_sampling = "poisson" and weighting = "uniform")
+noise_multiplier = 0.0   # z: N(0, (z S / K)^2) added to every coordinate of the average (K = fraction
+                         # x clients, the fixed denominator); 0: clipping alone, no guarantee
+delta = 1e-5             # the delta of the (epsilon, delta) the accountant reports (keep it below 1 / clients)
 
 [attack]                 # simulated faulty clients (docs/definitions.md#simulated-attacks)
 kind = "none"            # none | sign-flip | scale | noise | label-flip
@@ -697,8 +709,9 @@ OptimizerSpec resolve_run_optimizer(const Config& c, const RunSpec& s) {
 ClientSampling resolve_client_sampling(const Config& c, const RunSpec& s) {
   const std::string name = c.get_string("client_sampling");
   if (name == "uniform") return ClientSampling::kUniform;
-  require(name == "proportional" || name == "scaled",
-          fmt::format("client_sampling must be uniform, proportional or scaled, got '{}'", name));
+  require(name == "proportional" || name == "scaled" || name == "poisson",
+          fmt::format("client_sampling must be uniform, proportional, scaled or poisson, got '{}'",
+                      name));
   const std::string what = fmt::format(
       "client_sampling = \"{}\" weighs each update as the scheme says and sums them", name);
   require(s.regime != Regime::kAsync && s.topology == Topology::kParameterServer,
@@ -719,7 +732,46 @@ ClientSampling resolve_client_sampling(const Config& c, const RunSpec& s) {
           what + ": compression.aggregate = \"majority\" gives every client one vote");
   require(s.algorithm != FlAlgorithm::kFedNova,
           what + ": local.algorithm = \"fednova\" weighs the normalised updates its own way");
-  return name == "proportional" ? ClientSampling::kProportional : ClientSampling::kScaled;
+  return name == "proportional" ? ClientSampling::kProportional
+         : name == "scaled"     ? ClientSampling::kScaled
+                                : ClientSampling::kPoisson;
+}
+
+// [privacy]: DP-FedAvg's clip, noise and delta, and what its accounting needs of the run: each
+// client in a round with probability q, independently of the others and of the data (Poisson),
+// and every update of the same weight 1 / K, so that one client moves the sum by at most S / K.
+// (Poisson sampling already keeps [robust] to the mean without its clip.)
+PrivacySpec resolve_privacy(const Config& c, const RunSpec& s) {
+  const PrivacySpec p{.clip_norm = c.get_float("privacy.clip_norm"),
+                      .noise_multiplier = c.get_float("privacy.noise_multiplier"),
+                      .delta = c.get_float("privacy.delta")};
+  require(p.clip_norm >= 0 && p.noise_multiplier >= 0,
+          "privacy.clip_norm and privacy.noise_multiplier must be >= 0");
+  require(p.delta > 0 && p.delta < 1, "privacy.delta must be in (0, 1)");
+  require(p.noise_multiplier == 0 || p.clip_norm > 0,
+          "privacy.noise_multiplier scales the noise to privacy.clip_norm, the most one client's "
+          "update may move the average: set privacy.clip_norm > 0");
+  if (!p.on()) return p;
+  const std::string what = "[privacy] clips every client's update and noises their average";
+  require(s.client_sampling == ClientSampling::kPoisson,
+          what +
+              ": its accountant counts on each client joining a round alone with probability "
+              "q = K / N (Poisson sampling): set client_sampling = \"poisson\"");
+  require(s.weighting == Weighting::kUniform,
+          what +
+              ": one client may move the average by S / K only where every update weighs the "
+              "same 1 / K: set weighting = \"uniform\" (n_k weights would scale the noise to the "
+              "largest client's)");
+  require(s.algorithm == FlAlgorithm::kFedAvg,
+          what +
+              ": SCAFFOLD's control variates would reach the model unclipped and un-noised, and "
+              "FedNova weighs its updates its own way (local.algorithm = \"fedavg\"; FedProx is "
+              "fedavg with local.prox_mu)");
+  require(!s.network.sample_available,
+          what +
+              ": network.sample_from = \"available\" makes q the share of the available, "
+              "another each round; the accountant's q is K / N");
+  return p;
 }
 
 // local.algorithm, and what each needs of the run.
@@ -1153,6 +1205,7 @@ RunSpec resolve_run_spec(const Config& c) {
                                  {"independent", LocalSampling::kIndependent});
   s.algorithm = resolve_algorithm(c, s);
   s.client_sampling = resolve_client_sampling(c, s);
+  s.privacy = resolve_privacy(c, s);
   s.grid_data = resolve_grid(c, s);
   require(s.model_parallel() || s.partition.clients == 0 || s.processes <= s.partition.clients,
           fmt::format("processes = {} but partition.clients = {}: {} process(es) would host no "

@@ -75,6 +75,15 @@ struct CompressionSpec {
   bool majority = false;          // aggregate = "majority": the sign of the sum of signs
 };
 
+// [privacy]: DP-FedAvg (docs/privacy.md; core/privacy_accountant.h).
+struct PrivacySpec {
+  double clip_norm = 0;         // S: each client's update clipped to this L2 norm; 0: off
+  double noise_multiplier = 0;  // z: the average's noise is N(0, (z S / K)^2); 0: clipping alone
+  double delta = 1e-5;          // the accountant's delta
+  bool on() const { return clip_norm > 0; }
+  bool noised() const { return noise_multiplier > 0; }
+};
+
 // [security]: CURVE on the links to the server (transport/curve.h).
 struct SecuritySpec {
   std::string key;      // the server's key pair file; empty: plaintext
@@ -115,6 +124,7 @@ struct RunSpec {
   int local_steps_max = 0, local_epochs_max = 0;  // heterogeneous work (core/local_update.h)
   FedOptOptions server_optimizer;                 // [server_optimizer], lr = server_lr
   RobustOptions robust;  // [robust]: how the parameter server reduces the updates
+  PrivacySpec privacy;   // [privacy]: DP-FedAvg's clip and noise
   AttackSpec attack;     // [attack]: simulated faulty clients
   // gradient regime: per-client batch
   int64_t sgd_batch = 0;
@@ -167,6 +177,9 @@ struct RunSpec {
 
 // The clients a synchronous round asks, as sync_plan samples them (at least one).
 long clients_per_round(const RunSpec& s);
+// K, the draws a synchronous round makes among the run's `num_clients`: fraction x clients, at
+// least one (client_sampling = "poisson": the mean count; [privacy]'s q is K / num_clients).
+size_t draws_per_round(const RunSpec& s, size_t num_clients);
 // The updates such a round aggregates when none is missing: its clients less backup_clients.
 long updates_per_round(const RunSpec& s);
 

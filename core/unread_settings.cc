@@ -93,6 +93,8 @@ std::string why_unread(const Config& c, const RunSpec& s, std::string_view key) 
                            : r == AggregateRule::kMultiKrum;
     if (!reads) return fmt::format("{} does not use it", quoted("robust.rule"));
   }
+  if (key == "privacy.delta" && !s.privacy.noised())
+    return "privacy.noise_multiplier = 0: without noise there is no (epsilon, delta) to report";
   if (table == "attack" && name != "kind") {
     const AttackKind k = s.attack.kind;
     const bool reads = k != AttackKind::kNone &&

@@ -38,6 +38,9 @@ struct RunCurves {
   std::vector<double> cosine;   // mean pairwise cosine of the round's client updates (empty
                                 // where no round compared any: a ring, a pipeline)
   std::vector<double> drift;    // update_drift, when the run logged it (diagnostics.drift)
+  // [privacy]: the last round's epsilon (with noise), and the updates clipped of those aggregated
+  std::optional<double> epsilon;
+  uint64_t clipped = 0, aggregated = 0;
   std::vector<double> seconds;  // time of the rounds so far: the server's wait + aggregation, or
                                 // the network's simulated / emulated time when the run had one
   double round_seconds = 0;     // the mean round on the clock of `seconds`

@@ -591,6 +591,13 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
   if (const std::string means = seed_means_table(results, target); !means.empty())
     report << "### Over seeds\n\nEach run's seeds together (sample standard deviation).\n\n"
            << means << "\n";
+  if (const std::string privacy = privacy_table(results, plan.cfg.get_float("privacy.delta"));
+      !privacy.empty())
+    report << "### Privacy\n\nDP-FedAvg's runs (`[privacy]`, docs/privacy.md): the accountant's "
+              "client-level epsilon after the run's rounds (the same for every seed), and the "
+              "share of the aggregated updates that were longer than `privacy.clip_norm` and "
+              "clipped to it.\n\n"
+           << privacy << "\n";
   if (const std::string grid = grid_table(results, target); !grid.empty())
     report << fmt::format("### Best of each {}grid\n\n",
                           sweep_key(plan.cfg.get_string("suite.sweep")))

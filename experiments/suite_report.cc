@@ -177,6 +177,26 @@ std::string seed_means_table(const std::vector<SuiteRun>& runs, double target) {
   return t.str();
 }
 
+std::string privacy_table(const std::vector<SuiteRun>& runs, double delta) {
+  std::ostringstream t;
+  for (const auto& g : groups(runs)) {
+    uint64_t clipped = 0, aggregated = 0;
+    std::optional<double> epsilon;  // the same for every seed: q, z and the rounds set it
+    for (const SuiteRun* r : g) {
+      clipped += r->curves.clipped, aggregated += r->curves.aggregated;
+      if (r->curves.epsilon) epsilon = std::max(epsilon.value_or(0), *r->curves.epsilon);
+    }
+    if (aggregated == 0) continue;
+    t << fmt::format("| {} | {} | {:.1f}% |\n", g.front()->group,
+                     epsilon ? fmt::format("{:.3g}", *epsilon) : "none (no noise)",
+                     100.0 * double(clipped) / double(aggregated));
+  }
+  if (t.str().empty()) return "";
+  return fmt::format("| run | epsilon at delta = {:g} | updates clipped |\n|---|---|---|\n",
+                     delta) +
+         t.str();
+}
+
 std::string accounting_table(const std::vector<SuiteRun>& runs) {
   if (std::none_of(runs.begin(), runs.end(),
                    [](const SuiteRun& r) { return r.accounting.clients > 0; }))

@@ -41,6 +41,9 @@ std::string results_table(const std::vector<SuiteRun>& runs, double target);
 // range over the seeds, the best accuracy's mean and, with a target, how many seeds reached it and
 // their mean rounds; "" when no run has more than one seed.
 std::string seed_means_table(const std::vector<SuiteRun>& runs, double target);
+// [privacy]'s runs: each run's epsilon at `delta` after its rounds and the share of its updates
+// clipped (over its seeds); "" when no run clipped.
+std::string privacy_table(const std::vector<SuiteRun>& runs, double delta);
 // Per client and per round: parameter and activation memory, bytes down/up, time split.
 std::string accounting_table(const std::vector<SuiteRun>& runs);
 // Runs labelled "name@value" (suite.sweep's) form a grid per name: its best value (fewest runs

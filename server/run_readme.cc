@@ -245,6 +245,45 @@ std::string sampled_among_available(const RunSpec& s, const std::vector<RoundRec
       *std::ranges::max_element(available), short_rounds, available.size(), k);
 }
 
+// [privacy]: the guarantee the run's rounds bought (the last round's epsilon), or that clipping
+// alone buys none; how many clients the Poisson draws gave and how many updates were clipped.
+std::string privacy_note(const RunSpec& s, size_t num_clients,
+                         const std::vector<RoundRecord>& rounds) {
+  if (!s.privacy.on() || rounds.empty()) return "";
+  std::vector<double> drawn;
+  size_t updates = 0, clipped = 0;
+  for (const RoundRecord& r : rounds) {
+    drawn.push_back(double(r.participants.value_or(0) +
+                           r.unavailable.value_or(std::vector<uint32_t>{}).size() +
+                           r.simulated_lost.value_or(std::vector<uint32_t>{}).size()));
+    updates += r.clients ? r.clients->size() : 0;
+    clipped += r.clipped.value_or(0);
+  }
+  double sum = 0;
+  for (double d : drawn) sum += d;
+  const std::string clipping = fmt::format(
+      "{} of {} updates ({:.0f}%) were longer than privacy.clip_norm = {:g} and clipped to it "
+      "(each round's in metrics.jsonl's `clipped`)",
+      clipped, updates, updates ? 100.0 * double(clipped) / double(updates) : 0.0,
+      s.privacy.clip_norm);
+  if (!s.privacy.noised())
+    return fmt::format(
+        "- updates clipped, no noise (`privacy.noise_multiplier = 0`): **no privacy "
+        "guarantee**, the clipping's cost alone; {}\n",
+        clipping);
+  const RoundRecord& last = rounds.back();
+  return fmt::format(
+      "- client-level differential privacy (`[privacy]`, DP-FedAvg; docs/privacy.md): **(epsilon, "
+      "delta) = ({:.3g}, {:g})** after {} rounds, each drawing every client with probability "
+      "q = {:g} (`client_sampling = \"poisson\"`: {:.1f} drawn a round on average, {:g} to {:g}) "
+      "and adding N(0, (z S / K)^2) with z = {:g} to the average of updates clipped to S; {}. "
+      "The server is trusted: it sees each update before the noise\n",
+      last.epsilon.value_or(0), s.privacy.delta, last.round,
+      double(draws_per_round(s, num_clients)) / double(num_clients), sum / double(drawn.size()),
+      *std::ranges::min_element(drawn), *std::ranges::max_element(drawn),
+      s.privacy.noise_multiplier, clipping);
+}
+
 // What the rounds left out of or changed in their aggregation: how many sampled clients were
 // unavailable or had a message lost on the simulated links, how many updates network.drop_late's
 // simulated deadline left out, were not waited for (backup_clients) or never came, and whose, by
@@ -449,7 +488,8 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
                                  p.held_out, s.partition.holdout)
                    : "",
         left_out.empty() ? "" : "; " + left_out);
-    md << participation_note(s, p, read_round_records(dir));
+    const std::vector<RoundRecord> rounds = read_round_records(dir);
+    md << participation_note(s, p, rounds) << privacy_note(s, p.clients.size(), rounds);
   } catch (const std::exception&) {  // no manifest (model-parallel runs split no data)
   }
   try {  // a metrics line an older build wrote costs these lines only

@@ -4,29 +4,56 @@
 #include <fmt/format.h>
 
 #include "core/check.h"
+#include "core/gaussian_mechanism.h"
 
 namespace fedpar {
 
+void Strategy::apply_noise_only(uint64_t, std::span<float>) {
+  FEDPAR_CHECK(false) << name() << " adds no noise to an empty round";
+}
+
 namespace {
+
+// The round's aggregate of `updates` (none: zeros) with the noise, if any, added.
+void noised_aggregate(std::span<const ClientUpdate> updates, uint64_t round, Weighting w,
+                      const RobustOptions& robust, const AggregateNoise& noise, size_t size,
+                      std::vector<float>& out) {
+  if (updates.empty()) {
+    FEDPAR_CHECK(noise.stddev > 0) << "a round without updates has nothing to aggregate";
+    out.assign(size, 0.0f);
+  } else {
+    robust_aggregate(updates, w, robust, out);
+  }
+  if (noise.stddev > 0) add_gaussian_noise(out, noise.stddev, noise.seed, round);
+}
 
 class GradientAveraging final : public Strategy {
  public:
-  GradientAveraging(Weighting w, LrSchedule lr, SgdOptions sgd, RobustOptions robust)
-      : w_(w), lr_(lr), sgd_(sgd), robust_(robust) {}
+  GradientAveraging(Weighting w, LrSchedule lr, SgdOptions sgd, RobustOptions robust,
+                    AggregateNoise noise)
+      : w_(w), lr_(lr), sgd_(sgd), robust_(robust), noise_(noise) {}
   std::string_view name() const override { return "gradient"; }
   void apply(std::span<const ClientUpdate> updates, std::span<float> params) override {
-    robust_aggregate(updates, w_, robust_, mean_);
-    sgd_.step(params, mean_, lr_.at(int64_t(updates[0].round)));
+    step(updates, updates[0].round, params);
+  }
+  void apply_noise_only(uint64_t round, std::span<float> params) override {
+    step({}, round, params);
   }
 
   void save_state(Checkpoint& c) const override { sgd_.save_state(c, "server_sgd"); }
   void load_state(const Checkpoint& c) override { sgd_.load_state(c, "server_sgd"); }
 
  private:
+  void step(std::span<const ClientUpdate> updates, uint64_t round, std::span<float> params) {
+    noised_aggregate(updates, round, w_, robust_, noise_, params.size(), mean_);
+    sgd_.step(params, mean_, lr_.at(int64_t(round)));
+  }
+
   Weighting w_;
   LrSchedule lr_;
   HostSgd sgd_;
   RobustOptions robust_;
+  AggregateNoise noise_;
   std::vector<float> mean_;  // kept across rounds: one buffer, not a fresh mapping per round
 };
 
@@ -59,30 +86,38 @@ class MajorityVote final : public Strategy {
 
 class ModelAveraging final : public Strategy {
  public:
-  ModelAveraging(Weighting w, FedOptOptions opt, RobustOptions robust)
-      : w_(w), opt_(opt), robust_(robust) {}
+  ModelAveraging(Weighting w, FedOptOptions opt, RobustOptions robust, AggregateNoise noise)
+      : w_(w), opt_(opt), robust_(robust), noise_(noise) {}
   std::string_view name() const override { return "model"; }
   void apply(std::span<const ClientUpdate> updates, std::span<float> params) override {
-    robust_aggregate(updates, w_, robust_, mean_);
-    opt_.step(params, mean_);
+    step(updates, updates[0].round, params);
+  }
+  void apply_noise_only(uint64_t round, std::span<float> params) override {
+    step({}, round, params);
   }
 
   void save_state(Checkpoint& c) const override { opt_.save_state(c, "server_optimizer"); }
   void load_state(const Checkpoint& c) override { opt_.load_state(c, "server_optimizer"); }
 
  private:
+  void step(std::span<const ClientUpdate> updates, uint64_t round, std::span<float> params) {
+    noised_aggregate(updates, round, w_, robust_, noise_, params.size(), mean_);
+    opt_.step(params, mean_);
+  }
+
   Weighting w_;
   FedOpt opt_;
   RobustOptions robust_;
+  AggregateNoise noise_;
   std::vector<float> mean_;  // the mean delta, kept across rounds
 };
 
 }  // namespace
 
 std::unique_ptr<Strategy> make_gradient_averaging(Weighting w, LrSchedule lr, SgdOptions sgd,
-                                                  RobustOptions robust) {
+                                                  RobustOptions robust, AggregateNoise noise) {
   lr.validate();
-  return std::make_unique<GradientAveraging>(w, lr, sgd, robust);
+  return std::make_unique<GradientAveraging>(w, lr, sgd, robust, noise);
 }
 
 std::unique_ptr<Strategy> make_majority_vote(LrSchedule lr, SgdOptions sgd) {
@@ -90,9 +125,9 @@ std::unique_ptr<Strategy> make_majority_vote(LrSchedule lr, SgdOptions sgd) {
   return std::make_unique<MajorityVote>(lr, sgd);
 }
 
-std::unique_ptr<Strategy> make_model_averaging(Weighting w, FedOptOptions opt,
-                                               RobustOptions robust) {
-  return std::make_unique<ModelAveraging>(w, opt, robust);
+std::unique_ptr<Strategy> make_model_averaging(Weighting w, FedOptOptions opt, RobustOptions robust,
+                                               AggregateNoise noise) {
+  return std::make_unique<ModelAveraging>(w, opt, robust, noise);
 }
 
 }  // namespace fedpar

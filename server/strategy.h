@@ -19,12 +19,22 @@
 
 namespace fedpar {
 
+// DP-FedAvg's Gaussian noise on the aggregate (core/gaussian_mechanism.h); stddev 0: none.
+struct AggregateNoise {
+  double stddev = 0;  // z S / K: the noise multiplier times the clip over the fixed denominator
+  uint64_t seed = 0;  // the run's
+};
+
 class Strategy {
  public:
   virtual ~Strategy() = default;
   virtual std::string_view name() const = 0;
   // Reduces `updates` (sorted by client id, at least one) into `params`. Deterministic.
   virtual void apply(std::span<const ClientUpdate> updates, std::span<float> params) = 0;
+  // A round of round number `round` that aggregated no update under AggregateNoise: the noise
+  // alone is the aggregate (the mechanism's output does not tell who was sampled). Only
+  // gradient and model averaging add noise; the others throw.
+  virtual void apply_noise_only(uint64_t round, std::span<float> params);
   // The server optimizer's state (momentum, moments) into and out of a checkpoint.
   virtual void save_state(Checkpoint& c) const = 0;
   virtual void load_state(const Checkpoint& c) = 0;
@@ -34,7 +44,8 @@ class Strategy {
 // gradient (or its robust aggregate), learning rate from `lr` at the round number (the server
 // optimizer keeps momentum).
 std::unique_ptr<Strategy> make_gradient_averaging(Weighting w, LrSchedule lr, SgdOptions sgd,
-                                                  RobustOptions robust = {});
+                                                  RobustOptions robust = {},
+                                                  AggregateNoise noise = {});
 // signSGD with majority vote (Bernstein et al. 2018): each update is a vector of signs (+-1);
 // params <- SGD step along sign(sum_k sign(v_k)) (0 where the vote ties). Every client has one
 // vote, whatever its n_k.
@@ -43,6 +54,7 @@ std::unique_ptr<Strategy> make_majority_vote(LrSchedule lr, SgdOptions sgd);
 // by the server optimizer (FedAvg: params <- params + server_lr * average; FedAvgM, FedAdagrad,
 // FedAdam, FedYogi).
 std::unique_ptr<Strategy> make_model_averaging(Weighting w, FedOptOptions opt,
-                                               RobustOptions robust = {});
+                                               RobustOptions robust = {},
+                                               AggregateNoise noise = {});
 
 }  // namespace fedpar

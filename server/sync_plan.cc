@@ -17,6 +17,7 @@
 #include "core/fednova.h"
 #include "core/local_update.h"
 #include "core/network.h"
+#include "core/privacy_accountant.h"
 #include "core/rng.h"
 #include "core/scaffold.h"
 #include "server/diagnostics.h"
@@ -26,9 +27,17 @@
 namespace fedpar {
 namespace {
 
-// The draws a round makes: fraction x clients, at least one.
-size_t draws_per_round(const RunSpec& s, size_t num_clients) {
-  return std::max<size_t>(1, size_t(std::lround(s.fraction * double(num_clients))));
+// How the updates are reduced: [robust]'s rule, or under [privacy] the mean of updates clipped
+// to its norm.
+RobustOptions reduction(const RunSpec& s) {
+  return s.privacy.on() ? RobustOptions{.clip_norm = s.privacy.clip_norm} : s.robust;
+}
+
+// [privacy]'s noise on the average: z S / K, K = q N being every update's fixed denominator.
+AggregateNoise privacy_noise(const RunSpec& s, size_t num_clients) {
+  return {.stddev = s.privacy.noise_multiplier * s.privacy.clip_norm /
+                    double(draws_per_round(s, num_clients)),
+          .seed = s.seed};
 }
 
 class SyncPlan final : public Plan {
@@ -42,11 +51,12 @@ class SyncPlan final : public Plan {
         // a sampling scheme's weights are given whole (client_sampling.h)
         applied_weighting_(s_.client_sampling == ClientSampling::kUniform ? s_.weighting
                                                                           : Weighting::kSum),
-        strategy_(
-            !gradient_ ? make_model_averaging(applied_weighting_, s_.server_optimizer, s_.robust)
-            : s_.compression.majority ? make_majority_vote(s_.optimizer.lr, s_.optimizer.sgd)
-                                      : make_gradient_averaging(applied_weighting_, s_.optimizer.lr,
-                                                                s_.optimizer.sgd, s_.robust)) {
+        strategy_(!gradient_ ? make_model_averaging(applied_weighting_, s_.server_optimizer,
+                                                    reduction(s_), noise_)
+                  : s_.compression.majority
+                      ? make_majority_vote(s_.optimizer.lr, s_.optimizer.sgd)
+                      : make_gradient_averaging(applied_weighting_, s_.optimizer.lr,
+                                                s_.optimizer.sgd, reduction(s_), noise_)) {
     for (const ClientShard& c : run_.manifest.clients)
       client_weights_.push_back(uint64_t(raw_weight(s_.weighting, c.indices.size())));
   }
@@ -146,6 +156,17 @@ class SyncPlan final : public Plan {
   const ClientState& client_state() const override { return clients_; }
 
   std::string round(Engine& engine, RoundRecord& rec) override {
+    std::string said = aggregate(engine, rec);
+    if (s_.privacy.noised())  // every round ran the mechanism, those that aggregated nothing too
+      rec.epsilon = privacy_spent(double(draws_per_round(s_, engine.num_clients)) /
+                                      double(engine.num_clients),
+                                  s_.privacy.noise_multiplier, engine.round + 1, s_.privacy.delta)
+                        .epsilon;
+    return said;
+  }
+
+ private:
+  std::string aggregate(Engine& engine, RoundRecord& rec) {
     const auto t0 = Clock::now();
     const RoundSample sample = draw(engine, rec);
     const auto participants =
@@ -153,7 +174,13 @@ class SyncPlan final : public Plan {
     sampled_weights_.clear();
     for (size_t i = 0; i < sample.weights.size(); ++i)
       sampled_weights_[sample.clients[i]] = sample.weights[i];
-    if (participants.empty()) return idle_round(rec, engine.round, "no client available");
+    if (participants.empty())
+      return idle_round(
+          rec, engine.round,
+          !sample.clients.empty()
+              ? fmt::format("none of the {} sampled client(s) available", sample.clients.size())
+          : rec.available == 0u ? "no client available to draw from"
+                                : "no client drawn");
     if (std::ranges::all_of(participants,
                             [&](uint32_t c) { return engine.lost.count(engine.owner[c]) > 0; })) {
       if (engine.all_lost())
@@ -187,8 +214,9 @@ class SyncPlan final : public Plan {
       rec.wait_seconds = std::chrono::duration<double>(t_wait - t0).count();
       rec.aggregate_seconds = 0;
       clock_.end_round(rec, engine.round, rec.wait_seconds, waited);
-      return late.empty() ? "no update came; the model stays"
-                          : "every update came late on the simulated clock; the model stays";
+      return noise_alone(engine.round, late.empty()
+                                           ? "no update came"
+                                           : "every update came late on the simulated clock");
     }
     std::vector<ClientUpdate> updates, linear, control_changes;
     for (const auto& [client, r] : c.got) {
@@ -208,6 +236,7 @@ class SyncPlan final : public Plan {
       normalized = fednova_normalize(updates, fednova_works(updates, engine.round), s_.weighting);
       for (size_t k = 0; k < applied.size(); ++k) applied[k].values = normalized[k];
     }
+    if (s_.privacy.on()) rec.clipped = count_longer(updates, s_.privacy.clip_norm);
     strategy_->apply(applied, run_.params);
     if (scaffold_) {
       scaffold_server_control(control_changes, s_.weighting, all_clients_weight(), control_);
@@ -240,7 +269,6 @@ class SyncPlan final : public Plan {
         fallback ? median_clause() : "");
   }
 
- private:
   // ", 2 late (left out: clients 0, 5)" (metrics.jsonl's simulated_late lists them all)
   static std::string late_clause(const std::vector<uint32_t>& late) {
     return late.empty() ? ""
@@ -326,7 +354,24 @@ class SyncPlan final : public Plan {
     per_peer_.clear();
     rec.participants = rec.received = 0;
     clock_.end_round(rec, round, 0);
-    return why;
+    return noise_alone(round, std::move(why));
+  }
+
+  // How many of `updates` have an L2 norm above `bound` (those the clip shortens).
+  static uint64_t count_longer(std::span<const ClientUpdate> updates, double bound) {
+    return uint64_t(std::ranges::count_if(updates, [&](const ClientUpdate& u) {
+      double sq = 0;
+      for (float v : u.values) sq += double(v) * double(v);
+      return std::sqrt(sq) > bound;
+    }));
+  }
+
+  // A round that aggregated no update: the model stays, but under [privacy]'s noise the noise
+  // alone moves it, as the mechanism's output may not tell an empty round from another.
+  std::string noise_alone(uint64_t round, std::string why) {
+    if (!noise_.stddev) return why + "; the model stays";
+    strategy_->apply_noise_only(round, run_.params);
+    return why + "; the noise alone moved the model ([privacy])";
   }
 
   // The round's clients: drawn from all of them, or (network.sample_from = "available") from
@@ -478,6 +523,7 @@ class SyncPlan final : public Plan {
   static constexpr std::string_view kClientControl = "scaffold.c_i.";
   static constexpr std::string_view kClientResidual = "feedback.e_i.";
   const Weighting applied_weighting_;  // the strategy's: `weighting`, or kSum under a scheme
+  const AggregateNoise noise_ = privacy_noise(s_, run_.manifest.clients.size());  // [privacy]
   std::unique_ptr<Strategy> strategy_;
   std::vector<uint64_t> client_weights_;        // every client's raw weight: n_k, or 1
   std::map<uint32_t, double> sampled_weights_;  // a scheme's weight for each of this round's draws

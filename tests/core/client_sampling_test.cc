@@ -92,6 +92,51 @@ TEST(ClientSampling, ProportionalIsUnbiased) {
   }
 }
 
+// Every subset S of the five clients, with its probability q^|S| (1 - q)^(5 - |S|).
+TEST(ClientSampling, PoissonIsUnbiased) {
+  for (size_t k : {1, 2, 3, 4}) {
+    const double q = double(k) / 5.0;
+    double expected = 0, probability = 0;
+    for (uint32_t mask = 1; mask < 32; ++mask) {  // the empty round aggregates 0
+      std::vector<uint32_t> drawn;
+      for (uint32_t c = 0; c < 5; ++c)
+        if (mask >> c & 1) drawn.push_back(c);
+      const double p =
+          std::pow(q, double(drawn.size())) * std::pow(1 - q, 5.0 - double(drawn.size()));
+      expected += p * aggregate(ClientSampling::kPoisson, drawn, std::vector<uint32_t>(5, 1), k);
+      probability += p;
+    }
+    EXPECT_NEAR(probability + std::pow(1 - q, 5.0), 1.0, 1e-12);
+    EXPECT_NEAR(expected, full_average(), 1e-6) << k;
+  }
+  // under weighting = "uniform" (raw weights 1) each update weighs 1 / K: DP-FedAvg's fixed
+  // denominator q N
+  const std::vector<uint64_t> ones(5, 1);
+  EXPECT_DOUBLE_EQ(sampled_weight(ClientSampling::kPoisson, ones, 3, 1, 2), 0.5);
+}
+
+TEST(ClientSampling, PoissonFlipsOneCoinPerClient) {
+  constexpr int kRounds = 20000;
+  constexpr size_t k = 2;  // q = 0.4
+  std::vector<double> asked(5, 0);
+  std::vector<int> counts(6, 0);
+  for (int r = 0; r < kRounds; ++r) {
+    const RoundSample p = sample_round(ClientSampling::kPoisson, kSizes, k, 7, r);
+    EXPECT_TRUE(std::is_sorted(p.clients.begin(), p.clients.end()));
+    EXPECT_EQ(p.draws, std::vector<uint32_t>(p.clients.size(), 1));
+    ++counts[p.clients.size()];
+    for (size_t i = 0; i < p.clients.size(); ++i) {
+      ++asked[p.clients[i]];
+      EXPECT_DOUBLE_EQ(p.weights[i], double(kSizes[p.clients[i]]) / 100.0 * 5.0 / 2.0);
+    }
+  }
+  for (size_t c = 0; c < 5; ++c)
+    EXPECT_NEAR(asked[c], kRounds * 0.4, 5 * std::sqrt(kRounds * 0.4 * 0.6)) << c;
+  // a round's count is Binomial(5, 0.4): none in 7.8% of rounds, all five in 1%
+  EXPECT_NEAR(counts[0], kRounds * 0.07776, 5 * std::sqrt(kRounds * 0.07776));
+  EXPECT_NEAR(counts[5], kRounds * 0.01024, 5 * std::sqrt(kRounds * 0.01024));
+}
+
 TEST(ClientSampling, ScaledWithEveryClientAskedIsTheRenormalisedAverageBitForBit) {
   const std::vector<uint32_t> all{0, 1, 2, 3, 4}, once(5, 1);
   for (uint32_t c = 0; c < 5; ++c)
@@ -135,8 +180,8 @@ TEST(ClientSampling, TheSamplerDrawsAsTheSchemeSays) {
 // plain draw.
 TEST(ClientSampling, AmongCandidatesTheSchemeIsTheirs) {
   const std::vector<uint32_t> all{0, 1, 2, 3, 4}, some{1, 2, 4};
-  for (ClientSampling s :
-       {ClientSampling::kUniform, ClientSampling::kProportional, ClientSampling::kScaled})
+  for (ClientSampling s : {ClientSampling::kUniform, ClientSampling::kProportional,
+                           ClientSampling::kScaled, ClientSampling::kPoisson})
     for (uint64_t r = 0; r < 50; ++r) {
       const RoundSample plain = sample_round(s, kSizes, 2, 3, r);
       const RoundSample among_all = sample_round(s, kSizes, all, 2, 3, r);

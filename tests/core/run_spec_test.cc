@@ -131,9 +131,11 @@ TEST(RunSpecClientSampling, RefusesWhatWeighsTheUpdatesItsOwnWay) {
   EXPECT_EQ(spec({"client_sampling=proportional"}).client_sampling, ClientSampling::kProportional);
   EXPECT_EQ(spec({"regime=gradient", "client_sampling=scaled"}).client_sampling,
             ClientSampling::kScaled);
-  EXPECT_NE(refusal({"client_sampling=weighted"})
-                .find("client_sampling must be uniform, proportional or scaled, got 'weighted'"),
-            std::string::npos);
+  EXPECT_EQ(spec({"client_sampling=poisson"}).client_sampling, ClientSampling::kPoisson);
+  EXPECT_NE(
+      refusal({"client_sampling=weighted"})
+          .find("client_sampling must be uniform, proportional, scaled or poisson, got 'weighted'"),
+      std::string::npos);
   for (const auto& [sets, why] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"regime=async"}, "it needs a synchronous round on the parameter server"},
            {{"regime=gradient", "topology=allreduce"}, "topology = \"parameter-server\""},
@@ -151,6 +153,44 @@ TEST(RunSpecClientSampling, RefusesWhatWeighsTheUpdatesItsOwnWay) {
         << error;
     EXPECT_NE(error.find(why), std::string::npos) << error;
   }
+}
+
+// [privacy]'s accountant counts on Poisson sampling and one weight for every update; its clip is
+// the only one, and no other algorithm carries an update past it.
+TEST(RunSpecPrivacy, DpFedAvgNeedsPoissonSamplingAndEqualWeights) {
+  const std::vector<std::string> dp = {"client_sampling=poisson", "weighting=uniform",
+                                       "privacy.clip_norm=0.5", "privacy.noise_multiplier=1.2"};
+  const PrivacySpec p = spec(dp).privacy;
+  EXPECT_TRUE(p.on() && p.noised());
+  EXPECT_EQ(p.clip_norm, 0.5);
+  EXPECT_EQ(p.noise_multiplier, 1.2);
+  EXPECT_EQ(p.delta, 1e-5);
+  EXPECT_FALSE(spec({}).privacy.on());
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), dp.begin(), dp.end());
+    return more;
+  };
+  EXPECT_TRUE(spec(with({"regime=gradient"})).privacy.noised());
+  for (const auto& [sets, why] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"client_sampling=scaled"}, "set client_sampling = \"poisson\""},
+           {{"weighting=samples"}, "set weighting = \"uniform\""},
+           {{"local.algorithm=scaffold"}, "SCAFFOLD's control variates would reach the model"},
+           {{"network.mode=simulated", "network.sample_from=available"},
+            "makes q the share of the available"}}) {
+    const std::string error = refusal(with(sets));
+    EXPECT_NE(error.find("[privacy] clips every client's update and noises their average"),
+              std::string::npos)
+        << error;
+    EXPECT_NE(error.find(why), std::string::npos) << error;
+  }
+  EXPECT_NE(refusal(with({"regime=async"})).find("a synchronous round on the parameter server"),
+            std::string::npos);
+  EXPECT_NE(refusal({"privacy.noise_multiplier=1"}).find("set privacy.clip_norm > 0"),
+            std::string::npos);
+  EXPECT_NE(refusal(with({"privacy.delta=0"})).find("privacy.delta must be in (0, 1)"),
+            std::string::npos);
+  // clipping alone, the noise-free baseline
+  EXPECT_FALSE(spec(with({"privacy.noise_multiplier=0"})).privacy.noised());
 }
 
 // network.sample_from draws among the clients [network]'s availability makes available.

@@ -56,6 +56,10 @@ TEST(UnreadSettings, ParametersOfAnOptimizerRuleAttackOrCodecNotChosen) {
   EXPECT_EQ(unread({"robust.trim=0.2", "robust.clip_norm=1"}),
             Lines{"robust.trim: robust.rule = \"mean\" does not use it"});
   EXPECT_TRUE(unread({"robust.rule=trimmed-mean", "robust.trim=0.25"}).empty());
+  EXPECT_EQ(unread({"client_sampling=poisson", "weighting=uniform", "privacy.clip_norm=1",
+                    "privacy.delta=1e-6"}),
+            Lines{"privacy.delta: privacy.noise_multiplier = 0: without noise there is no "
+                  "(epsilon, delta) to report"});
   EXPECT_EQ(unread({"attack.kind=noise", "attack.clients=1", "attack.scale=5"}),
             Lines{"attack.scale: attack.kind = \"noise\" does not use it"});
   EXPECT_EQ(unread({"attack.clients=1"}).size(), 1u);  // no attack at all

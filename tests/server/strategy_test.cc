@@ -99,5 +99,43 @@ TEST(Strategies, ModelAveragingAddsTheScaledMeanDelta) {
   EXPECT_EQ(params, (std::vector<float>{0.5f, 1.5f}));
 }
 
+// DP-FedAvg's aggregate: each update clipped to S, weighed by its scale (1 / K) and summed, then
+// N(0, stddev^2) on every coordinate from the run's seed and the round.
+TEST(Strategies, NoisedAveragingClipsSumsAndAddsTheRoundsNoise) {
+  constexpr size_t n = 100000;
+  constexpr double stddev = 0.1;
+  const std::vector<float> big(n, 0.01f), small(n, 0.001f);  // norms 3.16 and 0.316
+  const std::vector<ClientUpdate> u = {
+      {.client = 0, .round = 7, .num_samples = 9, .values = big, .scale = 0.5},
+      {.client = 1, .round = 7, .num_samples = 1, .values = small, .scale = 0.5}};
+  auto noised = [&](uint64_t seed) {
+    auto s = make_model_averaging(Weighting::kSum, {.lr = 1.0f},
+                                  {.rule = AggregateRule::kMean, .clip_norm = 1.0},
+                                  {.stddev = stddev, .seed = seed});
+    std::vector<float> params(n, 0.0f);
+    s->apply(u, params);
+    return params;
+  };
+  const std::vector<float> a = noised(3);
+  const double clean = 0.5 * 0.01 / (0.01 * std::sqrt(double(n))) + 0.5 * 0.001;
+  double mean = 0, sq = 0;
+  for (float x : a) mean += (x - clean) / n, sq += (x - clean) * (x - clean) / n;
+  EXPECT_NEAR(mean, 0, 5 * stddev / std::sqrt(double(n)));
+  EXPECT_NEAR(std::sqrt(sq - mean * mean), stddev, 0.01 * stddev);
+  EXPECT_EQ(noised(3), a) << "the noise comes from the seed and the round";
+  EXPECT_NE(noised(4), a);
+  // a round with no update: the noise alone, the same draw as that round's with updates
+  auto s = make_model_averaging(Weighting::kSum, {.lr = 1.0f}, {.clip_norm = 1.0},
+                                {.stddev = stddev, .seed = 3});
+  std::vector<float> alone(n, 0.0f);
+  s->apply_noise_only(7, alone);
+  for (size_t i = 0; i < n; i += 9973) EXPECT_NEAR(alone[i], a[i] - clean, 1e-6) << i;
+  std::vector<float> next(n, 0.0f);
+  s->apply_noise_only(8, next);
+  EXPECT_NE(next, alone) << "another round, other noise";
+  auto quiet = make_gradient_averaging(Weighting::kSum, LrSchedule{.base_lr = 1.0f}, {});
+  EXPECT_THROW(quiet->apply_noise_only(1, next), Error);
+}
+
 }  // namespace
 }  // namespace fedpar

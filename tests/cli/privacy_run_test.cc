@@ -1,0 +1,113 @@
+// DP-FedAvg through the round engine (the server and its client processes on threads, synthetic
+// data): Poisson draws whose updates weigh 1 / K, the accountant's epsilon on every round, and
+// noise of z S / K on every coordinate of the model in every round, those that drew no client too.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "core/privacy_accountant.h"
+#include "core/safetensors.h"
+#include "tests/util/inproc_run.h"
+#include "tests/util/test_util.h"
+
+namespace fedpar {
+namespace {
+
+using testing::slurp;
+using testing::TempDir;
+
+constexpr const char* kRun =
+    "seed = 3\nrounds = 12\nprocesses = 2\nregime = 'model'\nweighting = 'uniform'\n"
+    "client_sampling = 'poisson'\nfraction = 0.25\n"
+    "[partition]\nclients = 20\n"
+    "[data]\nname = 'synthetic'\niid = true\n[model]\nname = 'mlp'\nhidden = [16]\n"
+    "[local]\nsteps = 2\nbatch = 10\n";
+
+testing::InprocRun run(const TempDir& tmp, const std::string& name, std::vector<std::string> sets,
+                       const char* base = kRun) {
+  return testing::run_on_threads(base, tmp / "res", name, sets);
+}
+
+std::set<uint32_t> clients_of(const nlohmann::json& round) {
+  std::set<uint32_t> out;
+  for (const auto& c : round.value("clients", nlohmann::json::array()))
+    out.insert(c.at("client").get<uint32_t>());
+  return out;
+}
+
+TEST(PrivacyRun, PoissonDrawsWeighOneOverKAndEveryRoundCountsItsEpsilon) {
+  TempDir tmp;
+  const auto dp = run(tmp, "dp", {"privacy.clip_norm=0.05", "privacy.noise_multiplier=1"});
+  const auto clip = run(tmp, "clip", {"privacy.clip_norm=0.05"});
+  ASSERT_EQ(dp.rounds.size(), 12u);
+  std::set<size_t> counts;
+  double last = 0;
+  for (size_t r = 0; r < dp.rounds.size(); ++r) {
+    const auto& round = dp.rounds[r];
+    const std::set<uint32_t> drawn = clients_of(round);
+    counts.insert(drawn.size());
+    for (const auto& c : round.value("clients", nlohmann::json::array()))
+      EXPECT_EQ(c.at("weight").get<double>(), 0.2);
+    EXPECT_LE(round.value("clipped", uint64_t{0}), drawn.size());
+    // q = K / N = 5 / 20, z = 1, after r + 1 rounds
+    const double eps = round.at("epsilon").get<double>();
+    EXPECT_EQ(eps, privacy_spent(0.25, 1, r + 1, 1e-5).epsilon) << "round " << r + 1;
+    EXPECT_GT(eps, last);
+    last = eps;
+    EXPECT_EQ(drawn, clients_of(clip.rounds[r])) << "the draws are the seed's";
+    EXPECT_FALSE(clip.rounds[r].contains("epsilon")) << "no noise, no epsilon";
+  }
+  EXPECT_GT(counts.size(), 1u) << "Poisson's count varies about K = 5: " << counts.size();
+  EXPECT_NE(dp.hash, clip.hash);
+  const std::string readme = slurp(dp.dir / "README.md");
+  EXPECT_NE(readme.find(fmt::format("(epsilon, delta) = ({:.3g}, 1e-05)** after 12 rounds", last)),
+            std::string::npos)
+      << readme;
+  EXPECT_NE(slurp(clip.dir / "README.md").find("**no privacy guarantee**"), std::string::npos);
+}
+
+// With the updates clipped to almost nothing, the model moves by the noise alone: after R rounds
+// each coordinate has moved by N(0, R (z S / K)^2), rounds that drew no client included (1 of 4
+// clients a round: about a third of the rounds draw none).
+TEST(PrivacyRun, EveryRoundAddsNoiseOfZSOverKToEveryCoordinate) {
+  TempDir tmp;
+  const std::vector<std::string> few = {"partition.clients=4", "rounds=16",
+                                        "diagnostics.save_params_every=16",
+                                        "privacy.clip_norm=1e-4"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), few.begin(), few.end());
+    return more;
+  };
+  auto params = [](const testing::InprocRun& r) {
+    std::vector<float> all;
+    for (const auto& [name, t] :
+         load_safetensors(r.dir / "params" / "round-0016.safetensors").tensors)
+      all.insert(all.end(), t.values.begin(), t.values.end());
+    return all;
+  };
+  // the root mean square of the noised model's distance from the noise-free one's
+  auto moved = [&](const std::string& name, const std::vector<std::string>& sets) {
+    const auto noised = run(tmp, name, with(sets));
+    std::vector<std::string> quiet_sets = with(sets);
+    quiet_sets.push_back("privacy.noise_multiplier=0");
+    const std::vector<float> a = params(noised), b = params(run(tmp, name + "-quiet", quiet_sets));
+    EXPECT_EQ(a.size(), b.size());
+    EXPECT_GT(a.size(), 1000u);
+    double sq = 0;
+    for (size_t i = 0; i < a.size(); ++i) sq += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    return std::make_pair(std::sqrt(sq / double(a.size())), noised);
+  };
+  // z S / K = 100 x 1e-4 / K per round; over 16 rounds sqrt(16) times that
+  const auto [one, run_of_one] = moved("k1", {"privacy.noise_multiplier=100"});
+  EXPECT_NEAR(one, 4 * 0.01, 0.08 * 4 * 0.01) << "K = 1 of 4 clients";
+  size_t empty = 0;
+  for (const auto& round : run_of_one.rounds) empty += round.at("participants").get<int>() == 0;
+  EXPECT_GE(empty, 2u) << "this seed draws no client in some rounds";
+  const auto [two, unused] = moved("k2", {"privacy.noise_multiplier=100", "fraction=0.5"});
+  EXPECT_NEAR(two, 4 * 0.005, 0.08 * 4 * 0.005) << "K = 2 of 4 clients";
+}
+
+}  // namespace
+}  // namespace fedpar
