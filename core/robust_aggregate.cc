@@ -95,6 +95,12 @@ MedianFallback median_fallback(const RobustOptions& o) {
 
 bool falls_back_to_median(const RobustOptions& o, size_t n) { return n <= median_fallback(o).most; }
 
+double l2_norm(std::span<const float> v) {
+  double sq = 0;
+  for (float x : v) sq += double(x) * double(x);
+  return std::sqrt(sq);
+}
+
 void robust_aggregate(std::span<const ClientUpdate> updates, Weighting w, const RobustOptions& o,
                       std::vector<float>& out) {
   FEDPAR_CHECK(!updates.empty()) << "nothing to aggregate";
@@ -103,9 +109,7 @@ void robust_aggregate(std::span<const ClientUpdate> updates, Weighting w, const 
   if (o.clip_norm > 0) {
     clipped.reserve(view.size());
     for (ClientUpdate& u : view) {
-      double sq = 0;
-      for (float v : u.values) sq += double(v) * double(v);
-      const double norm = std::sqrt(sq);
+      const double norm = l2_norm(u.values);
       if (norm <= o.clip_norm) continue;
       auto& c = clipped.emplace_back(u.values.begin(), u.values.end());
       const double s = o.clip_norm / norm;

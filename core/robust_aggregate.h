@@ -40,6 +40,9 @@ struct RobustOptions {
   double clip_norm = 0;  // > 0: every update scaled to at most this L2 norm first
 };
 
+// The L2 norm of `v`, summed in double: what clip_norm bounds.
+double l2_norm(std::span<const float> v);
+
 // The aggregate of `updates` (at least one, equal sizes) into `out`. Krum and multi-Krum with
 // n <= 2 f + 2 updates, and trimmed-mean with so few that it cuts none (clients went missing this
 // round, which the run's config check cannot foresee), fall back to the coordinate median.

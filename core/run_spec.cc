@@ -771,6 +771,11 @@ PrivacySpec resolve_privacy(const Config& c, const RunSpec& s) {
           what +
               ": network.sample_from = \"available\" makes q the share of the available, "
               "another each round; the accountant's q is K / N");
+  require(!s.network.drop_late,
+          what +
+              ": network.drop_late leaves out updates by their simulated arrival, which one "
+              "client's traffic can delay for the others (a shared server link), so one client "
+              "could move the sum by more than S / K");
   return p;
 }
 

@@ -186,10 +186,8 @@ class SyncPlan final : public Plan {
       if (engine.all_lost())
         throw RunFailed(
             "every client process has been dropped from the run: none is left to train");
-      engine.log(
-          fmt::format("round {}: the sampled clients ({}) were on a dropped process; the "
-                      "model stays",
-                      engine.round + 1, fmt::join(participants, ", ")));
+      engine.log(fmt::format("round {}: the sampled clients ({}) were on a dropped process",
+                             engine.round + 1, fmt::join(participants, ", ")));
       return idle_round(rec, engine.round, "the sampled clients' process was dropped");
     }
     const double broadcast_seconds = send_tasks(engine, participants);
@@ -359,11 +357,8 @@ class SyncPlan final : public Plan {
 
   // How many of `updates` have an L2 norm above `bound` (those the clip shortens).
   static uint64_t count_longer(std::span<const ClientUpdate> updates, double bound) {
-    return uint64_t(std::ranges::count_if(updates, [&](const ClientUpdate& u) {
-      double sq = 0;
-      for (float v : u.values) sq += double(v) * double(v);
-      return std::sqrt(sq) > bound;
-    }));
+    return uint64_t(std::ranges::count_if(
+        updates, [&](const ClientUpdate& u) { return l2_norm(u.values) > bound; }));
   }
 
   // A round that aggregated no update: the model stays, but under [privacy]'s noise the noise
@@ -460,7 +455,9 @@ class SyncPlan final : public Plan {
           absent.size() + c.released.size() > size_t(s_.backup_clients))
         throw RunFailed(what +
                         " (gradient regime stops; set continue_without_missing = true to go on)");
-      engine.log(what + (c.got.empty() ? "; the model stays" : "; continuing with the rest"));
+      engine.log(what + (!c.got.empty()  ? "; continuing with the rest"
+                         : noise_.stddev ? "; the noise alone moves the model ([privacy])"
+                                         : "; the model stays"));
     }
     engine.count_misses(asked, missed, limit, /*any_absent=*/strict);
     // SCAFFOLD's and a delta downlink's rule, not the config's drop_after_missed_rounds

@@ -176,7 +176,9 @@ TEST(RunSpecPrivacy, DpFedAvgNeedsPoissonSamplingAndEqualWeights) {
            {{"weighting=samples"}, "set weighting = \"uniform\""},
            {{"local.algorithm=scaffold"}, "SCAFFOLD's control variates would reach the model"},
            {{"network.mode=simulated", "network.sample_from=available"},
-            "makes q the share of the available"}}) {
+            "makes q the share of the available"},
+           {{"network.mode=simulated", "network.drop_late=true"},
+            "one client could move the sum by more than S / K"}}) {
     const std::string error = refusal(with(sets));
     EXPECT_NE(error.find("[privacy] clips every client's update and noises their average"),
               std::string::npos)

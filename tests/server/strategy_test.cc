@@ -105,9 +105,10 @@ TEST(Strategies, NoisedAveragingClipsSumsAndAddsTheRoundsNoise) {
   constexpr size_t n = 100000;
   constexpr double stddev = 0.1;
   const std::vector<float> big(n, 0.01f), small(n, 0.001f);  // norms 3.16 and 0.316
+  // unequal scales: a strategy that took the plain mean would miss
   const std::vector<ClientUpdate> u = {
-      {.client = 0, .round = 7, .num_samples = 9, .values = big, .scale = 0.5},
-      {.client = 1, .round = 7, .num_samples = 1, .values = small, .scale = 0.5}};
+      {.client = 0, .round = 7, .num_samples = 9, .values = big, .scale = 0.25},
+      {.client = 1, .round = 7, .num_samples = 1, .values = small, .scale = 0.75}};
   auto noised = [&](uint64_t seed) {
     auto s = make_model_averaging(Weighting::kSum, {.lr = 1.0f},
                                   {.rule = AggregateRule::kMean, .clip_norm = 1.0},
@@ -117,7 +118,7 @@ TEST(Strategies, NoisedAveragingClipsSumsAndAddsTheRoundsNoise) {
     return params;
   };
   const std::vector<float> a = noised(3);
-  const double clean = 0.5 * 0.01 / (0.01 * std::sqrt(double(n))) + 0.5 * 0.001;
+  const double clean = 0.25 * 0.01 / (0.01 * std::sqrt(double(n))) + 0.75 * 0.001;
   double mean = 0, sq = 0;
   for (float x : a) mean += (x - clean) / n, sq += (x - clean) * (x - clean) / n;
   EXPECT_NEAR(mean, 0, 5 * stddev / std::sqrt(double(n)));
