@@ -1,6 +1,8 @@
 // The sampled Gaussian mechanism's RDP and its (epsilon, delta); see privacy_accountant.h.
 #include "core/privacy_accountant.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -49,6 +51,22 @@ PrivacySpent privacy_spent(double q, double z, uint64_t rounds, double delta) {
     if (eps < best.epsilon) best = {std::max(0.0, eps), a};
   }
   return best;
+}
+
+double noise_for_epsilon(double q, uint64_t rounds, double delta, double epsilon) {
+  FEDPAR_CHECK(epsilon > 0) << "epsilon = " << epsilon;
+  double lo = 1e-3, hi = 1e4;
+  if (privacy_spent(q, hi, rounds, delta).epsilon > epsilon)
+    throw Error(fmt::format(
+        "no noise multiplier up to {:g} keeps epsilon at {:g} after {} rounds at q = {:g}, "
+        "delta = {:g}: allow a larger epsilon or delta, or fewer rounds or clients a round",
+        hi, epsilon, rounds, q, delta));
+  if (privacy_spent(q, lo, rounds, delta).epsilon <= epsilon) return lo;
+  while (hi - lo > 1e-4 * hi) {  // epsilon(lo) > target >= epsilon(hi)
+    const double mid = std::sqrt(lo * hi);
+    (privacy_spent(q, mid, rounds, delta).epsilon > epsilon ? lo : hi) = mid;
+  }
+  return hi;
 }
 
 }  // namespace fedpar

@@ -27,4 +27,8 @@ struct PrivacySpent {
 // over the integer orders 2..256. rounds = 0: epsilon 0.
 PrivacySpent privacy_spent(double q, double z, uint64_t rounds, double delta);
 
+// The least noise multiplier z, to 1e-4 relative, whose epsilon after `rounds` at q is at most
+// `epsilon` (epsilon falls as z grows). Throws Error where even z = 1e4 spends more.
+double noise_for_epsilon(double q, uint64_t rounds, double delta, double epsilon);
+
 }  // namespace fedpar

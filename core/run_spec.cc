@@ -718,11 +718,11 @@ ClientSampling resolve_client_sampling(const Config& c, const RunSpec& s) {
           what +
               ": it needs a synchronous round on the parameter server (regime = \"gradient\" "
               "or \"model\", topology = \"parameter-server\")");
-  require(s.robust.rule == AggregateRule::kMean && s.robust.clip_norm == 0,
-          what +
-              ": robust aggregation decides the aggregate its own way, and clipping rescales "
-              "the updates before the renormalised mean (robust.rule = \"mean\", "
-              "robust.clip_norm = 0)");
+  // robust.clip_norm composes: each update is clipped, then weighed
+  require(s.robust.rule == AggregateRule::kMean,
+          what + fmt::format(": robust.rule = \"{}\" decides the aggregate its own way "
+                             "(robust.rule = \"mean\")",
+                             aggregate_rule_name(s.robust.rule)));
   require(s.backup_clients == 0,
           what +
               ": backup_clients leaves out the slowest updates, which are the largest "
@@ -740,7 +740,7 @@ ClientSampling resolve_client_sampling(const Config& c, const RunSpec& s) {
 // [privacy]: DP-FedAvg's clip, noise and delta, and what its accounting needs of the run: each
 // client in a round with probability q, independently of the others and of the data (Poisson),
 // and every update of the same weight 1 / K, so that one client moves the sum by at most S / K.
-// (Poisson sampling already keeps [robust] to the mean without its clip.)
+// (Poisson sampling already keeps [robust] to the mean.)
 PrivacySpec resolve_privacy(const Config& c, const RunSpec& s) {
   const PrivacySpec p{.clip_norm = c.get_float("privacy.clip_norm"),
                       .noise_multiplier = c.get_float("privacy.noise_multiplier"),
@@ -762,6 +762,8 @@ PrivacySpec resolve_privacy(const Config& c, const RunSpec& s) {
               ": one client may move the average by S / K only where every update weighs the "
               "same 1 / K: set weighting = \"uniform\" (n_k weights would scale the noise to the "
               "largest client's)");
+  require(s.robust.clip_norm == 0,
+          what + ": privacy.clip_norm is its clip, which replaces robust.clip_norm (set it to 0)");
   require(s.algorithm == FlAlgorithm::kFedAvg,
           what +
               ": SCAFFOLD's control variates would reach the model unclipped and un-noised, and "

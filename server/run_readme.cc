@@ -307,6 +307,14 @@ std::string aggregation_notes(const RunSpec& s, const std::filesystem::path& dir
     if (r.robust_fallback) median_rounds.push_back(r.round);
   }
   std::string md = sampled_among_available(s, rounds);
+  // the synchronous parameter server records each round's aggregated updates (`clients`)
+  const bool sync_ps = s.topology == Topology::kParameterServer && s.regime != Regime::kAsync;
+  if (sync_ps && !rounds.empty() && aggregated == 0)
+    md += fmt::format(
+        "- **no round of the {} aggregated an update**: the model is the one the run started "
+        "from{} (why each round had none is in the log and in metrics.jsonl's `participants`, "
+        "`unavailable`, `missing`)\n",
+        rounds.size(), s.privacy.noised() ? ", plus [privacy]'s noise" : "");
   if (unavailable.count > 0)
     md += fmt::format(
         "- {} of {} sampled clients were unavailable and not asked (the profiles' "

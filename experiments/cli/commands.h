@@ -24,5 +24,6 @@ Action add_suite_command(CLI::App& app);
 Action add_keys_command(CLI::App& app);
 Action add_compare_command(CLI::App& app);
 Action add_launch_command(CLI::App& app);
+Action add_privacy_command(CLI::App& app);
 
 }  // namespace fedpar

@@ -98,6 +98,7 @@ int run(int argc, char** argv) {
   actions["keys"] = fedpar::add_keys_command(app);
   actions["compare"] = fedpar::add_compare_command(app);
   actions["launch"] = fedpar::add_launch_command(app);
+  actions["privacy"] = fedpar::add_privacy_command(app);
   // The first word names the command: CLI11 would skip an unknown one and complain about the
   // next. `fedpar help [COMMAND]` is --help.
   std::vector<std::string> args(argv + 1, argv + argc);

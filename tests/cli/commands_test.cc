@@ -1,8 +1,12 @@
 // The first word on fedpar's line is its command: an unknown one is named with the commands there
 // are (CLI11 would skip it and complain about the next word), and `fedpar help [COMMAND]` is
 // --help.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include "core/privacy_accountant.h"
 #include "tests/util/run_fedpar.h"
 #include "tests/util/test_util.h"
 
@@ -41,6 +45,48 @@ TEST(Commands, ModelsSayHowEachPresetSplits) {
         "row-parallel 100->200 of 200 inputs, then all-reduce; relu replicated; fc3 replicated",
         "tensor: model 'logreg' has no pair of dense layers"})
     EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+}
+
+// `fedpar privacy` says what a DP-FedAvg run's rounds will cost, or the noise a budget needs,
+// with the accountant's numbers; a run config gives what the flags do not.
+TEST(Commands, PrivacySaysTheBudgetOrTheNoiseForIt) {
+  TempDir tmp;
+  const auto r = testing::run_fedpar("privacy --clients 1000 --fraction 0.1 --rounds 100 --noise 1",
+                                     tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("q = 0.1 a round (K = 100)"), std::string::npos) << r.out;
+  for (uint64_t round : {1, 12, 25, 50, 75, 100}) {
+    const PrivacySpent p = privacy_spent(0.1, 1, round, 1e-5);
+    EXPECT_NE(r.out.find(fmt::format("| {} | {:.4g} | {} |", round, p.epsilon, p.order)),
+              std::string::npos)
+        << round << "\n"
+        << r.out;
+  }
+  const auto budget = testing::run_fedpar(
+      "privacy --clients 1000 --fraction 0.1 --rounds 100 --epsilon 3", tmp.path());
+  ASSERT_EQ(budget.code, 0) << budget.err;
+  const std::string z = fmt::format("{:.4g}", noise_for_epsilon(0.1, 100, 1e-5, 3));
+  EXPECT_NE(budget.out.find("privacy.noise_multiplier = " + z + " keeps epsilon at or below 3"),
+            std::string::npos)
+      << budget.out;
+  std::ofstream(tmp / "run.toml") << "rounds = 40\nfraction = 0.05\nclient_sampling = "
+                                     "'poisson'\nweighting = 'uniform'\n[partition]\nclients = "
+                                     "200\n[privacy]\nclip_norm = 1.0\nnoise_multiplier = "
+                                     "2.0\ndelta = 1e-6\n";
+  const auto from_config =
+      testing::run_fedpar("privacy --config " + (tmp / "run.toml").string(), tmp.path());
+  ASSERT_EQ(from_config.code, 0) << from_config.err;
+  const PrivacySpent p = privacy_spent(0.05, 2, 40, 1e-6);
+  EXPECT_NE(from_config.out.find(fmt::format("| 40 | {:.4g} | {} |", p.epsilon, p.order)),
+            std::string::npos)
+      << from_config.out;
+  const auto both =
+      testing::run_fedpar("privacy --clients 10 --rounds 5 --noise 1 --epsilon 2", tmp.path());
+  EXPECT_EQ(both.code, 2);
+  EXPECT_NE(both.err.find("give --noise or --epsilon, not both"), std::string::npos) << both.err;
+  const auto none = testing::run_fedpar("privacy --clients 10 --rounds 5", tmp.path());
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("which noise? --noise Z"), std::string::npos) << none.err;
 }
 
 // A config named without its .toml (tab completion stops there) is named with it; a suite or a

@@ -110,5 +110,27 @@ TEST(PrivacyRun, EveryRoundAddsNoiseOfZSOverKToEveryCoordinate) {
   EXPECT_NEAR(two, 4 * 0.005, 0.08 * 4 * 0.005) << "K = 2 of 4 clients";
 }
 
+// Clients that are never there: no round aggregates an update, each still adds the noise and
+// counts in epsilon, and the README says that the model is the one it started from plus noise.
+TEST(PrivacyRun, ARunThatAggregatedNothingSaysSo) {
+  TempDir tmp;
+  const auto r =
+      run(tmp, "away",
+          {"rounds=3", "privacy.clip_norm=0.05", "privacy.noise_multiplier=1",
+           "network.mode=simulated", "network.profile=custom", "network.custom.availability=1e-9"});
+  ASSERT_EQ(r.rounds.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(r.rounds[i].at("participants").get<int>(), 0);
+    EXPECT_EQ(r.rounds[i].at("epsilon").get<double>(), privacy_spent(0.25, 1, i + 1, 1e-5).epsilon);
+  }
+  const std::string readme = slurp(r.dir / "README.md");
+  EXPECT_NE(readme.find("- **no round of the 3 aggregated an update**: the model is the one the "
+                        "run started from, plus [privacy]'s noise"),
+            std::string::npos)
+      << readme;
+  EXPECT_EQ(slurp(run(tmp, "here", {"rounds=3"}).dir / "README.md").find("no round of the"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace fedpar

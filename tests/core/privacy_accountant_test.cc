@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/check.h"
+
 namespace fedpar {
 namespace {
 
@@ -101,6 +103,19 @@ TEST(PrivacyAccountant, SamplingAmplifiesAndRoundsCompose) {
   const PrivacySpent p = privacy_spent(0.1, 1, 100, delta);
   EXPECT_GE(p.order, 2);
   EXPECT_LE(p.order, 256);
+}
+
+// The noise a budget calls for: the least z whose epsilon is within it.
+TEST(PrivacyAccountant, NoiseForAnEpsilonIsTheLeastThatKeepsIt) {
+  const double q = 0.1, delta = 1e-5;
+  for (double z : {0.7, 1.0, 2.5, 6.0}) {
+    const double eps = privacy_spent(q, z, 100, delta).epsilon;
+    const double found = noise_for_epsilon(q, 100, delta, eps);
+    EXPECT_NEAR(found, z, 2e-4 * z) << "z " << z;
+    EXPECT_LE(privacy_spent(q, found, 100, delta).epsilon, eps);
+    EXPECT_GT(privacy_spent(q, found * (1 - 1e-3), 100, delta).epsilon, eps);
+  }
+  EXPECT_THROW(noise_for_epsilon(1, 1000000, 1e-12, 1e-6), Error);
 }
 
 }  // namespace

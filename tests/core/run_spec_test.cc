@@ -139,9 +139,8 @@ TEST(RunSpecClientSampling, RefusesWhatWeighsTheUpdatesItsOwnWay) {
   for (const auto& [sets, why] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"regime=async"}, "it needs a synchronous round on the parameter server"},
            {{"regime=gradient", "topology=allreduce"}, "topology = \"parameter-server\""},
-           {{"robust.rule=median"}, "robust aggregation decides the aggregate its own way"},
+           {{"robust.rule=median"}, "robust.rule = \"median\" decides the aggregate its own way"},
            {{"processes=4", "backup_clients=1"}, "backup_clients leaves out the slowest updates"},
-           {{"robust.clip_norm=1"}, "robust.clip_norm = 0"},
            {{"regime=gradient", "compression.uplink=sign", "compression.aggregate=majority"},
             "gives every client one vote"},
            {{"local.algorithm=fednova"}, "weighs the normalised updates its own way"}}) {
@@ -153,6 +152,8 @@ TEST(RunSpecClientSampling, RefusesWhatWeighsTheUpdatesItsOwnWay) {
         << error;
     EXPECT_NE(error.find(why), std::string::npos) << error;
   }
+  // clipping composes with a scheme: each update is clipped, then weighed
+  EXPECT_EQ(spec({"client_sampling=scaled", "robust.clip_norm=1"}).robust.clip_norm, 1);
 }
 
 // [privacy]'s accountant counts on Poisson sampling and one weight for every update; its clip is
@@ -175,6 +176,8 @@ TEST(RunSpecPrivacy, DpFedAvgNeedsPoissonSamplingAndEqualWeights) {
            {{"client_sampling=scaled"}, "set client_sampling = \"poisson\""},
            {{"weighting=samples"}, "set weighting = \"uniform\""},
            {{"local.algorithm=scaffold"}, "SCAFFOLD's control variates would reach the model"},
+           {{"robust.clip_norm=1"},
+            "privacy.clip_norm is its clip, which replaces robust.clip_norm"},
            {{"network.mode=simulated", "network.sample_from=available"},
             "makes q the share of the available"},
            {{"network.mode=simulated", "network.drop_late=true"},
