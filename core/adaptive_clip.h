@@ -7,9 +7,9 @@
 namespace fedpar {
 
 struct AdaptiveClip {
-  double quantile = 0;    // gamma in (0, 1); 0: the clip stays where privacy.clip_norm sets it
-  double lr = 0.2;        // eta_C: C <- C exp(-eta_C (share - gamma))
-  double count_noise = 0; // sigma_b: the count's noise std (before dividing by K)
+  double quantile = 0;     // gamma in (0, 1); 0: the clip stays where privacy.clip_norm sets it
+  double lr = 0.2;         // eta_C: C <- C exp(-eta_C (share - gamma))
+  double count_noise = 0;  // sigma_b: the count's noise std (before dividing by K)
   bool on() const { return quantile > 0; }
 };
 

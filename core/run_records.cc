@@ -223,7 +223,7 @@ void fields(V& v, RoundRecord& r) {
   v("unavailable", r.unavailable), v("simulated_lost", r.simulated_lost),
       v("simulated_late", r.simulated_late);
   v("not_waited_for", r.not_waited_for), v("available", r.available);
-  v("clipped", r.clipped), v("epsilon", r.epsilon);
+  v("clipped", r.clipped), v("clip_norm", r.clip_norm), v("epsilon", r.epsilon);
   v("robust_fallback", r.robust_fallback);
   v("simulated_seconds", r.simulated_seconds), v("simulated_time", r.simulated_time);
   v("emulated_seconds", r.emulated_seconds), v("emulated_time", r.emulated_time);

@@ -110,6 +110,7 @@ struct RoundRecord {
   // [privacy]: the round's updates longer than privacy.clip_norm (clipped); with noise, the
   // accountant's epsilon after this round at privacy.delta
   std::optional<uint64_t> clipped;
+  std::optional<double> clip_norm;  // privacy.adaptive_quantile: the clip this round
   std::optional<double> epsilon;
   std::optional<std::vector<uint32_t>> simulated_late;  // network.drop_late: left out, late
   // backup_clients: participants whose update was not waited for (the others' came first)

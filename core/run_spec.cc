@@ -154,6 +154,11 @@ clip_norm = 0.0          # S > 0: each client's update clipped to this L2 norm a
 noise_multiplier = 0.0   # z: N(0, (z S / K)^2) added to every coordinate of the average (K = fraction
                          # x clients, the fixed denominator); 0: clipping alone, no guarantee
 delta = 1e-5             # the delta of the (epsilon, delta) the accountant reports (keep it below 1 / clients)
+adaptive_quantile = 0.0  # gamma in (0, 1): the clip starts at clip_norm and follows this quantile of the
+                         # update norms (Andrew et al. 2021); 0: the clip stays at clip_norm
+adaptive_lr = 0.2        # eta_C: each round C <- C exp(-eta_C (share of updates within C - gamma))
+count_noise = 0.0        # sigma_b, with noise: the std of the noise on the count of updates within C
+                         # (0: K / 20); above noise_multiplier / 2, the updates' own noise growing to keep z
 
 [attack]                 # simulated faulty clients (docs/definitions.md#simulated-attacks)
 kind = "none"            # none | sign-flip | scale | noise | label-flip
@@ -742,9 +747,28 @@ ClientSampling resolve_client_sampling(const Config& c, const RunSpec& s) {
 // and every update of the same weight 1 / K, so that one client moves the sum by at most S / K.
 // (Poisson sampling already keeps [robust] to the mean.)
 PrivacySpec resolve_privacy(const Config& c, const RunSpec& s) {
-  const PrivacySpec p{.clip_norm = c.get_float("privacy.clip_norm"),
-                      .noise_multiplier = c.get_float("privacy.noise_multiplier"),
-                      .delta = c.get_float("privacy.delta")};
+  PrivacySpec p{.clip_norm = c.get_float("privacy.clip_norm"),
+                .noise_multiplier = c.get_float("privacy.noise_multiplier"),
+                .delta = c.get_float("privacy.delta"),
+                .adaptive = {.quantile = c.get_float("privacy.adaptive_quantile"),
+                             .lr = c.get_float("privacy.adaptive_lr"),
+                             .count_noise = c.get_float("privacy.count_noise")}};
+  AdaptiveClip& a = p.adaptive;
+  require(a.quantile >= 0 && a.quantile < 1, "privacy.adaptive_quantile must be in [0, 1)");
+  require(a.lr > 0 && a.count_noise >= 0,
+          "privacy.adaptive_lr must be > 0 and privacy.count_noise >= 0");
+  require(!a.on() || p.clip_norm > 0,
+          "privacy.adaptive_quantile moves the clip from where privacy.clip_norm starts it: set "
+          "privacy.clip_norm > 0");
+  if (a.on() && p.noise_multiplier > 0) {
+    if (a.count_noise == 0 && s.partition.clients > 0)
+      a.count_noise = double(clients_per_round(s)) / 20;  // the paper's default, K / 20
+    require(a.count_noise == 0 || 2 * a.count_noise > p.noise_multiplier,
+            fmt::format("privacy.count_noise = {:g} must be above noise_multiplier / 2 = {:g}: the "
+                        "count's noise pays for part of the budget, and the updates' noise grows "
+                        "to (z^-2 - (2 sigma_b)^-2)^-1/2 to keep the rest (docs/privacy.md)",
+                        a.count_noise, p.noise_multiplier / 2));
+  }
   require(p.clip_norm >= 0 && p.noise_multiplier >= 0,
           "privacy.clip_norm and privacy.noise_multiplier must be >= 0");
   require(p.delta > 0 && p.delta < 1, "privacy.delta must be in (0, 1)");
@@ -756,7 +780,10 @@ PrivacySpec resolve_privacy(const Config& c, const RunSpec& s) {
   require(s.client_sampling == ClientSampling::kPoisson,
           what +
               ": its accountant counts on each client joining a round alone with probability "
-              "q = K / N (Poisson sampling): set client_sampling = \"poisson\"");
+              "q = K / N (Poisson sampling): set client_sampling = \"poisson\"" +
+              (p.noised() ? std::string()
+                          : " (to clip without noise or accounting, robust.clip_norm clips any "
+                            "synchronous run)"));
   require(s.weighting == Weighting::kUniform,
           what +
               ": one client may move the average by S / K only where every update weighs the "

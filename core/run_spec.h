@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "core/adaptive_clip.h"
 #include "core/attack.h"
 #include "core/client_sampling.h"
 #include "core/codec/codec.h"
@@ -80,6 +81,7 @@ struct PrivacySpec {
   double clip_norm = 0;         // S: each client's update clipped to this L2 norm; 0: off
   double noise_multiplier = 0;  // z: the average's noise is N(0, (z S / K)^2); 0: clipping alone
   double delta = 1e-5;          // the accountant's delta
+  AdaptiveClip adaptive;        // the clip follows a quantile of the update norms
   bool on() const { return clip_norm > 0; }
   bool noised() const { return noise_multiplier > 0; }
 };

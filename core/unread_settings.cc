@@ -93,6 +93,10 @@ std::string why_unread(const Config& c, const RunSpec& s, std::string_view key) 
                            : r == AggregateRule::kMultiKrum;
     if (!reads) return fmt::format("{} does not use it", quoted("robust.rule"));
   }
+  if ((key == "privacy.adaptive_lr" || key == "privacy.count_noise") && !s.privacy.adaptive.on())
+    return "privacy.adaptive_quantile = 0: the clip stays at privacy.clip_norm";
+  if (key == "privacy.count_noise" && !s.privacy.noised())
+    return "privacy.noise_multiplier = 0: the count is not noised either";
   if (key == "privacy.delta" && !s.privacy.noised())
     return "privacy.noise_multiplier = 0: without noise there is no (epsilon, delta) to report";
   if (table == "attack" && name != "kind") {

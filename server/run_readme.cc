@@ -261,11 +261,20 @@ std::string privacy_note(const RunSpec& s, size_t num_clients,
   }
   double sum = 0;
   for (double d : drawn) sum += d;
+  std::vector<double> clips;  // the adaptive clip, round by round
+  for (const RoundRecord& r : rounds)
+    if (r.clip_norm) clips.push_back(*r.clip_norm);
+  const std::string bound =
+      clips.empty() ? fmt::format("privacy.clip_norm = {:g}", s.privacy.clip_norm)
+                    : fmt::format(
+                          "the round's clip, which followed the {:g} quantile of the update norms "
+                          "from {:.4g} "
+                          "to {:.4g} (`privacy.adaptive_quantile`; each round's in `clip_norm`)",
+                          s.privacy.adaptive.quantile, clips.front(), clips.back());
   const std::string clipping = fmt::format(
-      "{} of {} updates ({:.0f}%) were longer than privacy.clip_norm = {:g} and clipped to it "
-      "(each round's in metrics.jsonl's `clipped`)",
-      clipped, updates, updates ? 100.0 * double(clipped) / double(updates) : 0.0,
-      s.privacy.clip_norm);
+      "{} of {} updates ({:.0f}%) were longer than {} and clipped to it (each round's in "
+      "metrics.jsonl's `clipped`)",
+      clipped, updates, updates ? 100.0 * double(clipped) / double(updates) : 0.0, bound);
   if (!s.privacy.noised())
     return fmt::format(
         "- updates clipped, no noise (`privacy.noise_multiplier = 0`): **no privacy "

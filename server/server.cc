@@ -258,6 +258,12 @@ int run_server(Config cfg, const ServerOptions& opts) {
                      s.partition.scheme, out));
   for (const std::string& n : run.manifest.notes) warn(run.warnings, n);
   if (const std::string w = batch_beyond_shards(s, run.manifest); !w.empty()) warn(run.warnings, w);
+  if (const size_t n = run.manifest.clients.size();
+      s.privacy.noised() && n > 0 && s.privacy.delta >= 1.0 / double(n))
+    warn(run.warnings,
+         fmt::format("privacy.delta = {:g} is not below 1 / {} clients: a mechanism that published "
+                     "one client's data outright would meet it; take delta well below 1 / N",
+                     s.privacy.delta, n));
   const auto plan = make_plan(run);  // its refusals (a split that does not divide) come first
   if (s.checkpoint_every > 0 || !opts.resume.empty())
     if (const std::string why = plan->checkpoint_refusal(); !why.empty())

@@ -12,6 +12,10 @@ void Strategy::apply_noise_only(uint64_t, std::span<float>) {
   FEDPAR_CHECK(false) << name() << " adds no noise to an empty round";
 }
 
+void Strategy::set_clip_and_noise(double, double) {
+  FEDPAR_CHECK(false) << name() << " has no clip to move";
+}
+
 namespace {
 
 // The round's aggregate of `updates` (none: zeros) with the noise, if any, added.
@@ -38,6 +42,10 @@ class GradientAveraging final : public Strategy {
   }
   void apply_noise_only(uint64_t round, std::span<float> params) override {
     step({}, round, params);
+  }
+  void set_clip_and_noise(double clip_norm, double noise_stddev) override {
+    robust_.clip_norm = clip_norm;
+    noise_.stddev = noise_stddev;
   }
 
   void save_state(Checkpoint& c) const override { sgd_.save_state(c, "server_sgd"); }
@@ -94,6 +102,10 @@ class ModelAveraging final : public Strategy {
   }
   void apply_noise_only(uint64_t round, std::span<float> params) override {
     step({}, round, params);
+  }
+  void set_clip_and_noise(double clip_norm, double noise_stddev) override {
+    robust_.clip_norm = clip_norm;
+    noise_.stddev = noise_stddev;
   }
 
   void save_state(Checkpoint& c) const override { opt_.save_state(c, "server_optimizer"); }

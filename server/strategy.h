@@ -35,6 +35,9 @@ class Strategy {
   // alone is the aggregate (the mechanism's output does not tell who was sampled). Only
   // gradient and model averaging add noise; the others throw.
   virtual void apply_noise_only(uint64_t round, std::span<float> params);
+  // DP-FedAvg's adaptive clip: this round's clip norm and noise std (the clip moves each round).
+  // Only gradient and model averaging clip; the others throw.
+  virtual void set_clip_and_noise(double clip_norm, double noise_stddev);
   // The server optimizer's state (momentum, moments) into and out of a checkpoint.
   virtual void save_state(Checkpoint& c) const = 0;
   virtual void load_state(const Checkpoint& c) = 0;

@@ -11,6 +11,7 @@
 #include <numeric>
 #include <utility>
 
+#include "core/adaptive_clip.h"
 #include "core/check.h"
 #include "core/client_list.h"
 #include "core/client_sampling.h"
@@ -33,11 +34,19 @@ RobustOptions reduction(const RunSpec& s) {
   return s.privacy.on() ? RobustOptions{.clip_norm = s.privacy.clip_norm} : s.robust;
 }
 
-// [privacy]'s noise on the average: z S / K, K = q N being every update's fixed denominator.
-AggregateNoise privacy_noise(const RunSpec& s, size_t num_clients) {
-  return {.stddev = s.privacy.noise_multiplier * s.privacy.clip_norm /
-                    double(draws_per_round(s, num_clients)),
-          .seed = s.seed};
+// sigma_b, the noise on the adaptive clip's count: the configured one, or K / 20.
+double count_noise(const RunSpec& s, size_t num_clients) {
+  const double set = s.privacy.adaptive.count_noise;
+  return set > 0 ? set : double(draws_per_round(s, num_clients)) / 20;
+}
+
+// [privacy]'s noise on the average: z S / K for the clip S, K = q N being every update's fixed
+// denominator; under the adaptive clip z is what the noised count leaves of the budget.
+AggregateNoise privacy_noise(const RunSpec& s, size_t num_clients, double clip) {
+  const double z = s.privacy.adaptive.on() ? update_noise_multiplier(s.privacy.noise_multiplier,
+                                                                     count_noise(s, num_clients))
+                                           : s.privacy.noise_multiplier;
+  return {.stddev = z * clip / double(draws_per_round(s, num_clients)), .seed = s.seed};
 }
 
 class SyncPlan final : public Plan {
@@ -88,6 +97,7 @@ class SyncPlan final : public Plan {
 
   void save_state(Checkpoint& c) const override {
     strategy_->save_state(c);
+    if (s_.privacy.adaptive.on()) c.f64["privacy.clip_norm"] = {clip_};
     if (scaffold_) {
       c.f32["scaffold.c"] = control_;
       for (const auto& [client, ci] : clients_.controls)
@@ -136,6 +146,7 @@ class SyncPlan final : public Plan {
 
   void load_state(const Checkpoint& c) override {
     strategy_->load_state(c);
+    if (s_.privacy.adaptive.on()) clip_ = c.doubles("privacy.clip_norm").at(0);
     if (scaffold_) {
       control_ = c.floats("scaffold.c");
       for (const auto& [name, v] : c.f32)
@@ -156,7 +167,14 @@ class SyncPlan final : public Plan {
   const ClientState& client_state() const override { return clients_; }
 
   std::string round(Engine& engine, RoundRecord& rec) override {
+    const bool adaptive = s_.privacy.adaptive.on();
+    if (adaptive) {
+      strategy_->set_clip_and_noise(clip_, privacy_noise(s_, engine.num_clients, clip_).stddev);
+      rec.clip_norm = clip_;
+    }
+    within_ = 0;
     std::string said = aggregate(engine, rec);
+    if (adaptive) move_clip(engine);
     if (s_.privacy.noised())  // every round ran the mechanism, those that aggregated nothing too
       rec.epsilon = privacy_spent(double(draws_per_round(s_, engine.num_clients)) /
                                       double(engine.num_clients),
@@ -234,7 +252,10 @@ class SyncPlan final : public Plan {
       normalized = fednova_normalize(updates, fednova_works(updates, engine.round), s_.weighting);
       for (size_t k = 0; k < applied.size(); ++k) applied[k].values = normalized[k];
     }
-    if (s_.privacy.on()) rec.clipped = count_longer(updates, s_.privacy.clip_norm);
+    if (s_.privacy.on()) {
+      rec.clipped = count_longer(updates, clip_);
+      within_ = updates.size() - *rec.clipped;
+    }
     strategy_->apply(applied, run_.params);
     if (scaffold_) {
       scaffold_server_control(control_changes, s_.weighting, all_clients_weight(), control_);
@@ -262,7 +283,7 @@ class SyncPlan final : public Plan {
           engine.round + 1, *over, s_.wait_seconds, s_.wait_seconds));
     }
     return fmt::format(
-        "{} updates{}{}{}", c.got.size(), late_clause(late),
+        "{} update{}{}{}{}", c.got.size(), c.got.size() == 1 ? "" : "s", late_clause(late),
         c.released.empty() ? "" : fmt::format(", not waited for: {}", client_list(c.released)),
         fallback ? median_clause() : "");
   }
@@ -353,6 +374,18 @@ class SyncPlan final : public Plan {
     rec.participants = rec.received = 0;
     clock_.end_round(rec, round, 0);
     return noise_alone(round, std::move(why));
+  }
+
+  // The adaptive clip's step: the share of this round's updates within the clip, its count noised
+  // (sigma_b, from the stream (seed, "dp-count-noise", round)) and divided by K, moves the clip
+  // towards the quantile (core/adaptive_clip.h). Rounds without updates move it too.
+  void move_clip(const Engine& engine) {
+    double count = double(within_);
+    if (s_.privacy.noised())
+      count += count_noise(s_, engine.num_clients) *
+               Rng(s_.seed, "dp-count-noise", 0, uint32_t(engine.round)).normal();
+    clip_ = next_clip(clip_, count / double(draws_per_round(s_, engine.num_clients)),
+                      s_.privacy.adaptive);
   }
 
   // How many of `updates` have an L2 norm above `bound` (those the clip shortens).
@@ -520,7 +553,11 @@ class SyncPlan final : public Plan {
   static constexpr std::string_view kClientControl = "scaffold.c_i.";
   static constexpr std::string_view kClientResidual = "feedback.e_i.";
   const Weighting applied_weighting_;  // the strategy's: `weighting`, or kSum under a scheme
-  const AggregateNoise noise_ = privacy_noise(s_, run_.manifest.clients.size());  // [privacy]
+  // [privacy]: the clip this round (adaptive: it moves), the first round's noise, and how many
+  // of this round's updates were no longer than the clip
+  double clip_ = s_.privacy.clip_norm;
+  const AggregateNoise noise_ = privacy_noise(s_, run_.manifest.clients.size(), clip_);
+  uint64_t within_ = 0;
   std::unique_ptr<Strategy> strategy_;
   std::vector<uint64_t> client_weights_;        // every client's raw weight: n_k, or 1
   std::map<uint32_t, double> sampled_weights_;  // a scheme's weight for each of this round's draws

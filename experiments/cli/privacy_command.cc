@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <set>
@@ -41,13 +42,19 @@ int report(const PrivacyFlags& f) {
     c.merge_file(f.config);
     s = resolve_run_spec(c);
   }
+  require(!f.clients || *f.clients >= 1, "--clients must be >= 1");
+  require(!f.noise || (*f.noise > 0 && std::isfinite(*f.noise)),
+          "--noise must be a positive number (privacy.noise_multiplier)");
+  require(!f.epsilon || (*f.epsilon > 0 && std::isfinite(*f.epsilon)),
+          "--epsilon must be a positive number (the budget)");
   const int64_t clients = f.clients.value_or(s.partition.clients);
   const int64_t rounds = f.rounds.value_or(s.rounds);
   const double fraction = f.fraction.value_or(s.fraction);
   const double delta = f.delta.value_or(s.privacy.delta);
-  require(clients >= 1,
-          "how many clients? --clients N (the config's partition.clients is 0: its partition "
-          "counts them from the data)");
+  require(clients >= 1, f.config.empty()
+                            ? "how many clients? --clients N"
+                            : "how many clients? --clients N (the config's partition.clients is "
+                              "0: its partition counts them from the data)");
   require(rounds >= 1, "--rounds must be >= 1");
   require(fraction > 0 && fraction <= 1, "--fraction must be in (0, 1]");
   require(delta > 0 && delta < 1, "--delta must be in (0, 1)");
@@ -59,6 +66,17 @@ int report(const PrivacyFlags& f) {
   s.fraction = fraction;
   const size_t k = draws_per_round(s, size_t(clients));
   const double q = double(k) / double(clients);
+  if (!f.config.empty() && !s.privacy.on())
+    fmt::print(
+        "note: {} sets no [privacy] (privacy.clip_norm = 0): its runs add no noise and have no "
+        "guarantee; DP-FedAvg needs client_sampling = \"poisson\", weighting = \"uniform\", "
+        "privacy.clip_norm and privacy.noise_multiplier (docs/privacy.md)\n",
+        f.config);
+  if (delta >= 1.0 / double(clients))
+    fmt::print(
+        "note: delta = {:g} is not below 1 / {} clients: a mechanism that published one client's "
+        "data outright would meet it; take delta well below 1 / N\n",
+        delta, clients);
   fmt::print(
       "DP-FedAvg: {} clients, each drawn with probability q = {:g} a round (K = {}), delta = "
       "{:g}\n",

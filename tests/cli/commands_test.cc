@@ -84,6 +84,17 @@ TEST(Commands, PrivacySaysTheBudgetOrTheNoiseForIt) {
       testing::run_fedpar("privacy --clients 10 --rounds 5 --noise 1 --epsilon 2", tmp.path());
   EXPECT_EQ(both.code, 2);
   EXPECT_NE(both.err.find("give --noise or --epsilon, not both"), std::string::npos) << both.err;
+  for (const std::string& bad : {"--clients 10 --epsilon 0", "--clients 10 --epsilon inf",
+                                 "--clients 10 --noise -1", "--clients -3 --noise 1"}) {
+    const auto r = testing::run_fedpar("privacy --rounds 5 " + bad, tmp.path());
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_NE(r.err.find("must be"), std::string::npos) << bad << ": " << r.err;
+    EXPECT_EQ(r.err.find("check failed"), std::string::npos) << r.err;
+  }
+  const auto loose =
+      testing::run_fedpar("privacy --clients 10 --rounds 5 --noise 1 --delta 0.2", tmp.path());
+  EXPECT_NE(loose.out.find("note: delta = 0.2 is not below 1 / 10 clients"), std::string::npos)
+      << loose.out;
   const auto none = testing::run_fedpar("privacy --clients 10 --rounds 5", tmp.path());
   EXPECT_EQ(none.code, 2);
   EXPECT_NE(none.err.find("which noise? --noise Z"), std::string::npos) << none.err;

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/privacy_accountant.h"
+#include "core/rng.h"
 #include "core/safetensors.h"
 #include "tests/util/inproc_run.h"
 #include "tests/util/test_util.h"
@@ -66,6 +67,12 @@ TEST(PrivacyRun, PoissonDrawsWeighOneOverKAndEveryRoundCountsItsEpsilon) {
             std::string::npos)
       << readme;
   EXPECT_NE(slurp(clip.dir / "README.md").find("**no privacy guarantee**"), std::string::npos);
+  EXPECT_EQ(readme.find("is not below 1 / 20 clients"), std::string::npos);
+  const auto loose = run(
+      tmp, "loose",
+      {"rounds=1", "privacy.clip_norm=0.05", "privacy.noise_multiplier=1", "privacy.delta=0.1"});
+  EXPECT_NE(slurp(loose.dir / "README.md").find("privacy.delta = 0.1 is not below 1 / 20 clients"),
+            std::string::npos);
 }
 
 // With the updates clipped to almost nothing, the model moves by the noise alone: after R rounds
@@ -108,6 +115,53 @@ TEST(PrivacyRun, EveryRoundAddsNoiseOfZSOverKToEveryCoordinate) {
   EXPECT_GE(empty, 4u) << "this seed draws no client in some rounds";
   const auto [two, unused] = moved("k2", {"privacy.noise_multiplier=100", "fraction=0.5"});
   EXPECT_NEAR(two, 4 * 0.005, 0.08 * 4 * 0.005) << "K = 2 of 4 clients";
+}
+
+// The adaptive clip through the engine: each round's clip is the last one moved by the rule, with
+// the count of updates within it (noised, with noise, from its stream), and without noise it
+// settles where the quantile asked of the update norms is.
+TEST(PrivacyRun, TheAdaptiveClipFollowsTheQuantileOfTheUpdateNorms) {
+  TempDir tmp;
+  auto clipped_share = [](const testing::InprocRun& r, size_t from) {
+    double clipped = 0, updates = 0;
+    for (size_t i = from; i < r.rounds.size(); ++i)
+      clipped += r.rounds[i].at("clipped").get<double>(),
+          updates += r.rounds[i].at("participants").get<double>();
+    return clipped / updates;
+  };
+  const std::vector<std::string> all = {"fraction=1", "rounds=30", "privacy.clip_norm=1e-3",
+                                        "privacy.adaptive_lr=1"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), all.begin(), all.end());
+    return more;
+  };
+  const auto median = run(tmp, "median", with({"privacy.adaptive_quantile=0.5"}));
+  ASSERT_EQ(median.rounds.size(), 30u);
+  EXPECT_EQ(median.rounds[0].at("clip_norm").get<double>(), 1e-3);
+  for (size_t i = 0; i + 1 < 30; ++i) {
+    const auto& r = median.rounds[i];
+    const double within = r.at("participants").get<double>() - r.at("clipped").get<double>();
+    EXPECT_DOUBLE_EQ(median.rounds[i + 1].at("clip_norm").get<double>(),
+                     r.at("clip_norm").get<double>() * std::exp(-(within / 20 - 0.5)))
+        << "round " << i + 2;
+  }
+  EXPECT_NEAR(clipped_share(median, 20), 0.5, 0.25) << "the last 10 rounds";
+  const auto most = run(tmp, "most", with({"privacy.adaptive_quantile=0.9"}));
+  EXPECT_LT(clipped_share(most, 20), 0.3) << "a tenth or so clipped at the 0.9 quantile";
+  // with noise the count is noised: sigma_b N(0, 1) from (seed, "dp-count-noise", round)
+  const auto noised = run(tmp, "noised",
+                          with({"privacy.adaptive_quantile=0.5", "privacy.noise_multiplier=1",
+                                "privacy.count_noise=5"}));
+  for (size_t i = 0; i + 1 < 30; ++i) {
+    const auto& r = noised.rounds[i];
+    const double count = r.at("participants").get<double>() - r.at("clipped").get<double>() +
+                         5 * Rng(3, "dp-count-noise", 0, uint32_t(i)).normal();
+    EXPECT_DOUBLE_EQ(noised.rounds[i + 1].at("clip_norm").get<double>(),
+                     r.at("clip_norm").get<double>() * std::exp(-(count / 20 - 0.5)))
+        << "round " << i + 2;
+  }
+  EXPECT_NE(slurp(median.dir / "README.md").find("followed the 0.5 quantile of the update norms"),
+            std::string::npos);
 }
 
 // Clients that are never there: no round aggregates an update, each still adds the noise and
