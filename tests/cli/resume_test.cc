@@ -143,6 +143,16 @@ TEST(Resume, GradientRegimeWithMomentumAfterASigkillEndsWithTheUninterruptedByte
       "momentum", with(kLong, {"regime=gradient", "sgd.batch=16", "optimizer.momentum=0.9"}));
 }
 
+// DP-FedAvg with the adaptive clip: the clip where the last checkpoint left it; the Poisson draws,
+// the noise and the count's noise are keyed by the round.
+TEST(Resume, DpFedAvgWithAnAdaptiveClipAfterASigkillEndsWithTheUninterruptedBytes) {
+  expect_resume_gives_the_same_bytes(
+      "dp", with(kLong, {"regime=model", "local.steps=5", "client_sampling=poisson",
+                         "weighting=uniform", "fraction=0.75", "privacy.clip_norm=0.01",
+                         "privacy.noise_multiplier=1", "privacy.adaptive_quantile=0.5",
+                         "privacy.count_noise=2"}));
+}
+
 // The master topology: the server's model and momentum are its whole state.
 TEST(Resume, MasterTopologyAfterASigkillEndsWithTheUninterruptedBytes) {
   expect_resume_gives_the_same_bytes(
