@@ -6,6 +6,7 @@
 #   comes to call a core file not listed here fails to link in every build, not only the fuzz one.
 # Paths are relative to the project root.
 set(FEDPAR_DECODER_CORE_SOURCES
+  core/adaptive_clip.cc
   core/attack.cc
   core/checkpoint.cc
   core/codec/casts.cc

@@ -760,15 +760,10 @@ PrivacySpec resolve_privacy(const Config& c, const RunSpec& s) {
   require(!a.on() || p.clip_norm > 0,
           "privacy.adaptive_quantile moves the clip from where privacy.clip_norm starts it: set "
           "privacy.clip_norm > 0");
-  if (a.on() && p.noise_multiplier > 0) {
-    if (a.count_noise == 0 && s.partition.clients > 0)
-      a.count_noise = double(clients_per_round(s)) / 20;  // the paper's default, K / 20
-    require(a.count_noise == 0 || 2 * a.count_noise > p.noise_multiplier,
-            fmt::format("privacy.count_noise = {:g} must be above noise_multiplier / 2 = {:g}: the "
-                        "count's noise pays for part of the budget, and the updates' noise grows "
-                        "to (z^-2 - (2 sigma_b)^-2)^-1/2 to keep the rest (docs/privacy.md)",
-                        a.count_noise, p.noise_multiplier / 2));
-  }
+  // sigma_b against z where K is known (a partition that counts its clients from the data is
+  // checked when the run starts)
+  if (a.on() && p.noise_multiplier > 0 && s.partition.clients > 0)
+    update_noise_multiplier(p.noise_multiplier, count_noise_std(a, size_t(clients_per_round(s))));
   require(p.clip_norm >= 0 && p.noise_multiplier >= 0,
           "privacy.clip_norm and privacy.noise_multiplier must be >= 0");
   require(p.delta > 0 && p.delta < 1, "privacy.delta must be in (0, 1)");

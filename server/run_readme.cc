@@ -281,16 +281,25 @@ std::string privacy_note(const RunSpec& s, size_t num_clients,
         "guarantee**, the clipping's cost alone; {}\n",
         clipping);
   const RoundRecord& last = rounds.back();
+  const size_t k = draws_per_round(s, num_clients);
+  const double q = double(k) / double(num_clients), z = s.privacy.noise_multiplier;
+  // under the adaptive clip the count's noise takes part of z (core/adaptive_clip.h)
+  const std::string noise =
+      s.privacy.adaptive.on()
+          ? fmt::format(
+                "N(0, (z_u S / K)^2) with z_u = {:.4g} (what z = {:g} leaves beside the "
+                "clip's count, noised with sigma_b = {:g})",
+                update_noise_multiplier(z, count_noise_std(s.privacy.adaptive, k)), z,
+                count_noise_std(s.privacy.adaptive, k))
+          : fmt::format("N(0, (z S / K)^2) with z = {:g}", z);
   return fmt::format(
       "- client-level differential privacy (`[privacy]`, DP-FedAvg; docs/privacy.md): **(epsilon, "
       "delta) = ({:.3g}, {:g})** after {} rounds, each drawing every client with probability "
       "q = {:g} (`client_sampling = \"poisson\"`: {:.1f} drawn a round on average, {:g} to {:g}) "
-      "and adding N(0, (z S / K)^2) with z = {:g} to the average of updates clipped to S; {}. "
+      "and adding {} to the average of updates clipped to S; {}. "
       "The server is trusted: it sees each update before the noise\n",
-      last.epsilon.value_or(0), s.privacy.delta, last.round,
-      double(draws_per_round(s, num_clients)) / double(num_clients), sum / double(drawn.size()),
-      *std::ranges::min_element(drawn), *std::ranges::max_element(drawn),
-      s.privacy.noise_multiplier, clipping);
+      last.epsilon.value_or(0), s.privacy.delta, last.round, q, sum / double(drawn.size()),
+      *std::ranges::min_element(drawn), *std::ranges::max_element(drawn), noise, clipping);
 }
 
 // What the rounds left out of or changed in their aggregation: how many sampled clients were

@@ -18,51 +18,63 @@ void Strategy::set_clip_and_noise(double, double) {
 
 namespace {
 
-// The round's aggregate of `updates` (none: zeros) with the noise, if any, added.
-void noised_aggregate(std::span<const ClientUpdate> updates, uint64_t round, Weighting w,
-                      const RobustOptions& robust, const AggregateNoise& noise, size_t size,
-                      std::vector<float>& out) {
-  if (updates.empty()) {
-    FEDPAR_CHECK(noise.stddev > 0) << "a round without updates has nothing to aggregate";
-    out.assign(size, 0.0f);
-  } else {
-    robust_aggregate(updates, w, robust, out);
-  }
-  if (noise.stddev > 0) add_gaussian_noise(out, noise.stddev, noise.seed, round);
-}
-
-class GradientAveraging final : public Strategy {
+// Gradient and model averaging: the updates' weighted average (or robust aggregate), with
+// [privacy]'s clip and noise where set, handed to the optimizer step each one takes.
+class Averaging : public Strategy {
  public:
-  GradientAveraging(Weighting w, LrSchedule lr, SgdOptions sgd, RobustOptions robust,
-                    AggregateNoise noise)
-      : w_(w), lr_(lr), sgd_(sgd), robust_(robust), noise_(noise) {}
-  std::string_view name() const override { return "gradient"; }
+  Averaging(Weighting w, RobustOptions robust, AggregateNoise noise)
+      : w_(w), robust_(robust), noise_(noise) {}
   void apply(std::span<const ClientUpdate> updates, std::span<float> params) override {
-    step(updates, updates[0].round, params);
+    aggregate_and_step(updates, updates[0].round, params);
   }
   void apply_noise_only(uint64_t round, std::span<float> params) override {
-    step({}, round, params);
+    aggregate_and_step({}, round, params);
   }
   void set_clip_and_noise(double clip_norm, double noise_stddev) override {
     robust_.clip_norm = clip_norm;
     noise_.stddev = noise_stddev;
   }
 
+ protected:
+  // params <- the optimizer's step with the round's aggregate
+  virtual void step(std::span<const float> aggregate, uint64_t round, std::span<float> params) = 0;
+
+ private:
+  // The round's aggregate of `updates` (none: zeros) with the noise, if any, added, then the step.
+  void aggregate_and_step(std::span<const ClientUpdate> updates, uint64_t round,
+                          std::span<float> params) {
+    if (updates.empty()) {
+      FEDPAR_CHECK(noise_.stddev > 0) << "a round without updates has nothing to aggregate";
+      mean_.assign(params.size(), 0.0f);
+    } else {
+      robust_aggregate(updates, w_, robust_, mean_);
+    }
+    if (noise_.stddev > 0) add_gaussian_noise(mean_, noise_.stddev, noise_.seed, round);
+    step(mean_, round, params);
+  }
+
+  Weighting w_;
+  RobustOptions robust_;
+  AggregateNoise noise_;
+  std::vector<float> mean_;  // kept across rounds: one buffer, not a fresh mapping per round
+};
+
+class GradientAveraging final : public Averaging {
+ public:
+  GradientAveraging(Weighting w, LrSchedule lr, SgdOptions sgd, RobustOptions robust,
+                    AggregateNoise noise)
+      : Averaging(w, robust, noise), lr_(lr), sgd_(sgd) {}
+  std::string_view name() const override { return "gradient"; }
   void save_state(Checkpoint& c) const override { sgd_.save_state(c, "server_sgd"); }
   void load_state(const Checkpoint& c) override { sgd_.load_state(c, "server_sgd"); }
 
  private:
-  void step(std::span<const ClientUpdate> updates, uint64_t round, std::span<float> params) {
-    noised_aggregate(updates, round, w_, robust_, noise_, params.size(), mean_);
-    sgd_.step(params, mean_, lr_.at(int64_t(round)));
+  void step(std::span<const float> mean, uint64_t round, std::span<float> params) override {
+    sgd_.step(params, mean, lr_.at(int64_t(round)));
   }
 
-  Weighting w_;
   LrSchedule lr_;
   HostSgd sgd_;
-  RobustOptions robust_;
-  AggregateNoise noise_;
-  std::vector<float> mean_;  // kept across rounds: one buffer, not a fresh mapping per round
 };
 
 class MajorityVote final : public Strategy {
@@ -92,36 +104,21 @@ class MajorityVote final : public Strategy {
   std::vector<float> direction_;
 };
 
-class ModelAveraging final : public Strategy {
+class ModelAveraging final : public Averaging {
  public:
   ModelAveraging(Weighting w, FedOptOptions opt, RobustOptions robust, AggregateNoise noise)
-      : w_(w), opt_(opt), robust_(robust), noise_(noise) {}
+      : Averaging(w, robust, noise), opt_(opt) {}
   std::string_view name() const override { return "model"; }
-  void apply(std::span<const ClientUpdate> updates, std::span<float> params) override {
-    step(updates, updates[0].round, params);
-  }
-  void apply_noise_only(uint64_t round, std::span<float> params) override {
-    step({}, round, params);
-  }
-  void set_clip_and_noise(double clip_norm, double noise_stddev) override {
-    robust_.clip_norm = clip_norm;
-    noise_.stddev = noise_stddev;
-  }
-
   void save_state(Checkpoint& c) const override { opt_.save_state(c, "server_optimizer"); }
   void load_state(const Checkpoint& c) override { opt_.load_state(c, "server_optimizer"); }
 
  private:
-  void step(std::span<const ClientUpdate> updates, uint64_t round, std::span<float> params) {
-    noised_aggregate(updates, round, w_, robust_, noise_, params.size(), mean_);
-    opt_.step(params, mean_);
+  // params <- params + the server optimizer's step with the mean delta
+  void step(std::span<const float> mean, uint64_t, std::span<float> params) override {
+    opt_.step(params, mean);
   }
 
-  Weighting w_;
   FedOpt opt_;
-  RobustOptions robust_;
-  AggregateNoise noise_;
-  std::vector<float> mean_;  // the mean delta, kept across rounds
 };
 
 }  // namespace

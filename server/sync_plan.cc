@@ -34,18 +34,14 @@ RobustOptions reduction(const RunSpec& s) {
   return s.privacy.on() ? RobustOptions{.clip_norm = s.privacy.clip_norm} : s.robust;
 }
 
-// sigma_b, the noise on the adaptive clip's count: the configured one, or K / 20.
-double count_noise(const RunSpec& s, size_t num_clients) {
-  const double set = s.privacy.adaptive.count_noise;
-  return set > 0 ? set : double(draws_per_round(s, num_clients)) / 20;
-}
-
 // [privacy]'s noise on the average: z S / K for the clip S, K = q N being every update's fixed
 // denominator; under the adaptive clip z is what the noised count leaves of the budget.
 AggregateNoise privacy_noise(const RunSpec& s, size_t num_clients, double clip) {
-  const double z = s.privacy.adaptive.on() ? update_noise_multiplier(s.privacy.noise_multiplier,
-                                                                     count_noise(s, num_clients))
-                                           : s.privacy.noise_multiplier;
+  const double z = s.privacy.adaptive.on()
+                       ? update_noise_multiplier(
+                             s.privacy.noise_multiplier,
+                             count_noise_std(s.privacy.adaptive, draws_per_round(s, num_clients)))
+                       : s.privacy.noise_multiplier;
   return {.stddev = z * clip / double(draws_per_round(s, num_clients)), .seed = s.seed};
 }
 
@@ -172,7 +168,7 @@ class SyncPlan final : public Plan {
       strategy_->set_clip_and_noise(clip_, privacy_noise(s_, engine.num_clients, clip_).stddev);
       rec.clip_norm = clip_;
     }
-    within_ = 0;
+    within_ = aggregated_ = 0;
     std::string said = aggregate(engine, rec);
     if (adaptive) move_clip(engine);
     if (s_.privacy.noised())  // every round ran the mechanism, those that aggregated nothing too
@@ -254,7 +250,8 @@ class SyncPlan final : public Plan {
     }
     if (s_.privacy.on()) {
       rec.clipped = count_longer(updates, clip_);
-      within_ = updates.size() - *rec.clipped;
+      aggregated_ = updates.size();
+      within_ = aggregated_ - *rec.clipped;
     }
     strategy_->apply(applied, run_.params);
     if (scaffold_) {
@@ -376,16 +373,16 @@ class SyncPlan final : public Plan {
     return noise_alone(round, std::move(why));
   }
 
-  // The adaptive clip's step: the share of this round's updates within the clip, its count noised
-  // (sigma_b, from the stream (seed, "dp-count-noise", round)) and divided by K, moves the clip
+  // The adaptive clip's step: the share of this round's updates within the clip, its centred
+  // count noised (sigma_b, from the stream (seed, "dp-count-noise", round)), moves the clip
   // towards the quantile (core/adaptive_clip.h). Rounds without updates move it too.
   void move_clip(const Engine& engine) {
-    double count = double(within_);
-    if (s_.privacy.noised())
-      count += count_noise(s_, engine.num_clients) *
-               Rng(s_.seed, "dp-count-noise", 0, uint32_t(engine.round)).normal();
-    clip_ = next_clip(clip_, count / double(draws_per_round(s_, engine.num_clients)),
-                      s_.privacy.adaptive);
+    const size_t k = draws_per_round(s_, engine.num_clients);
+    const double noise =
+        s_.privacy.noised() ? count_noise_std(s_.privacy.adaptive, k) *
+                                  Rng(s_.seed, "dp-count-noise", 0, uint32_t(engine.round)).normal()
+                            : 0.0;
+    clip_ = next_clip(clip_, noised_share(within_, aggregated_, noise, k), s_.privacy.adaptive);
   }
 
   // How many of `updates` have an L2 norm above `bound` (those the clip shortens).
@@ -557,7 +554,7 @@ class SyncPlan final : public Plan {
   // of this round's updates were no longer than the clip
   double clip_ = s_.privacy.clip_norm;
   const AggregateNoise noise_ = privacy_noise(s_, run_.manifest.clients.size(), clip_);
-  uint64_t within_ = 0;
+  size_t within_ = 0, aggregated_ = 0;
   std::unique_ptr<Strategy> strategy_;
   std::vector<uint64_t> client_weights_;        // every client's raw weight: n_k, or 1
   std::map<uint32_t, double> sampled_weights_;  // a scheme's weight for each of this round's draws

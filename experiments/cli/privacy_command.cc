@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "core/adaptive_clip.h"
 #include "core/check.h"
 #include "core/config.h"
 #include "core/privacy_accountant.h"
@@ -95,6 +96,13 @@ int report(const PrivacyFlags& f) {
       "noise multiplier z = {:g}: the average's noise is {:.4g} x privacy.clip_norm a "
       "coordinate\n\n",
       z, z / double(k));
+  if (s.privacy.adaptive.on()) {  // the count's noise takes part of z (core/adaptive_clip.h)
+    const double sigma_b = count_noise_std(s.privacy.adaptive, k);
+    fmt::print(
+        "(the config's adaptive clip: the updates' noise multiplier is {:.4g}, the clip's count "
+        "noised with sigma_b = {:g}; together they cost what z does)\n\n",
+        update_noise_multiplier(z, sigma_b), sigma_b);
+  }
   fmt::print("| after round | epsilon | RDP order |\n|---|---|---|\n");
   for (uint64_t r : milestones(uint64_t(rounds))) {
     const PrivacySpent p = privacy_spent(q, z, r, delta);

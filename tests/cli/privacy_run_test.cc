@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -154,14 +155,50 @@ TEST(PrivacyRun, TheAdaptiveClipFollowsTheQuantileOfTheUpdateNorms) {
                                 "privacy.count_noise=5"}));
   for (size_t i = 0; i + 1 < 30; ++i) {
     const auto& r = noised.rounds[i];
-    const double count = r.at("participants").get<double>() - r.at("clipped").get<double>() +
-                         5 * Rng(3, "dp-count-noise", 0, uint32_t(i)).normal();
+    // each update counts b_k - 1/2 (within the clip: +1/2, beyond: -1/2), then + 1/2 after / K
+    const double n = r.at("participants").get<double>(), within = n - r.at("clipped").get<double>();
+    const double share = std::clamp(
+        (within - n / 2 + 5 * Rng(3, "dp-count-noise", 0, uint32_t(i)).normal()) / 20 + 0.5, 0.0,
+        1.0);
     EXPECT_DOUBLE_EQ(noised.rounds[i + 1].at("clip_norm").get<double>(),
-                     r.at("clip_norm").get<double>() * std::exp(-(count / 20 - 0.5)))
+                     r.at("clip_norm").get<double>() * std::exp(-(share - 0.5)))
         << "round " << i + 2;
   }
   EXPECT_NE(slurp(median.dir / "README.md").find("followed the 0.5 quantile of the update norms"),
             std::string::npos);
+}
+
+// Under the adaptive clip each round's noise is z_Delta C_t / K, C_t that round's clip and z_Delta
+// what the count's noise leaves of z: with no client ever there, the model moves by the noise
+// alone, round by round (the clip moving by the count's noise alone).
+TEST(PrivacyRun, TheAdaptiveClipsNoiseIsItsRoundsClipTimesWhatTheCountLeavesOfZ) {
+  TempDir tmp;
+  const auto r =
+      run(tmp, "away",
+          {"rounds=6", "diagnostics.save_params_every=1", "privacy.clip_norm=0.01",
+           "privacy.noise_multiplier=1", "privacy.adaptive_quantile=0.5", "privacy.count_noise=0.6",
+           "network.mode=simulated", "network.profile=custom", "network.custom.availability=1e-9"});
+  const double z_updates = 1 / std::sqrt(1 - 1 / (4 * 0.6 * 0.6));  // 1.81
+  auto params = [&](int round) {
+    std::vector<float> all;
+    for (const auto& [name, t] :
+         load_safetensors(r.dir / "params" / fmt::format("round-{:04d}.safetensors", round))
+             .tensors)
+      all.insert(all.end(), t.values.begin(), t.values.end());
+    return all;
+  };
+  std::set<double> clips;
+  for (int round = 2; round <= 6; ++round) {
+    const std::vector<float> before = params(round - 1), after = params(round);
+    double sq = 0;
+    for (size_t i = 0; i < after.size(); ++i)
+      sq += (double(after[i]) - before[i]) * (double(after[i]) - before[i]);
+    const double clip = r.rounds[size_t(round - 1)].at("clip_norm").get<double>();
+    clips.insert(clip);
+    const double expected = z_updates * clip / 5;  // K = 5
+    EXPECT_NEAR(std::sqrt(sq / double(after.size())), expected, 0.08 * expected) << round;
+  }
+  EXPECT_EQ(clips.size(), 5u) << "the count's noise moves the clip every round";
 }
 
 // Clients that are never there: no round aggregates an update, each still adds the noise and

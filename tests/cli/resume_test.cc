@@ -147,10 +147,10 @@ TEST(Resume, GradientRegimeWithMomentumAfterASigkillEndsWithTheUninterruptedByte
 // the noise and the count's noise are keyed by the round.
 TEST(Resume, DpFedAvgWithAnAdaptiveClipAfterASigkillEndsWithTheUninterruptedBytes) {
   expect_resume_gives_the_same_bytes(
-      "dp", with(kLong, {"regime=model", "local.steps=5", "client_sampling=poisson",
-                         "weighting=uniform", "fraction=0.75", "privacy.clip_norm=0.01",
-                         "privacy.noise_multiplier=1", "privacy.adaptive_quantile=0.5",
-                         "privacy.count_noise=2"}));
+      "dp",
+      with(kLong, {"regime=model", "local.steps=5", "client_sampling=poisson", "weighting=uniform",
+                   "fraction=0.75", "privacy.clip_norm=0.01", "privacy.noise_multiplier=1",
+                   "privacy.adaptive_quantile=0.5", "privacy.count_noise=2"}));
 }
 
 // The master topology: the server's model and momentum are its whole state.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/check.h"
@@ -22,6 +23,26 @@ TEST(AdaptiveClip, TheTwoNoisesTogetherCostWhatZDoes) {
     }
   EXPECT_EQ(update_noise_multiplier(0, 0), 0);
   EXPECT_THROW(update_noise_multiplier(1, 0.5), Error) << "2 sigma_b = z leaves nothing";
+}
+
+// One client added or removed moves the centred count by 1/2, which is what the split of the
+// noise above assumes: within the clip it adds 1 - 1/2, beyond it - 1/2.
+TEST(AdaptiveClip, OneClientMovesTheShareByHalfACountOverK) {
+  const size_t k = 10;
+  for (size_t updates : {0, 4, 10, 13})
+    for (size_t within = 0; within <= updates; ++within) {
+      const double base = noised_share(within, updates, 0.3, k);
+      const double in = noised_share(within + 1, updates + 1, 0.3, k);
+      const double out = noised_share(within, updates + 1, 0.3, k);
+      if (std::min({base, in, out}) <= 0 || std::max({base, in, out}) >= 1) continue;  // clamped
+      EXPECT_NEAR(in - base, 0.5 / k, 1e-12);
+      EXPECT_NEAR(out - base, -0.5 / k, 1e-12);
+    }
+  EXPECT_DOUBLE_EQ(noised_share(7, 10, 0, k), 0.7) << "without noise and with K updates: the share";
+  EXPECT_EQ(noised_share(10, 10, 50, k), 1.0) << "clamped";
+  EXPECT_EQ(noised_share(0, 10, -50, k), 0.0);
+  EXPECT_EQ(count_noise_std({}, 100), 5.0) << "K / 20 when not set";
+  EXPECT_EQ(count_noise_std({.count_noise = 2}, 100), 2.0);
 }
 
 TEST(AdaptiveClip, TheClipStepsTowardsTheQuantile) {

@@ -194,6 +194,13 @@ TEST(RunSpecPrivacy, DpFedAvgNeedsPoissonSamplingAndEqualWeights) {
             std::string::npos);
   EXPECT_NE(refusal(with({"privacy.delta=0"})).find("privacy.delta must be in (0, 1)"),
             std::string::npos);
+  EXPECT_NE(refusal(with({"privacy.adaptive_quantile=0.5", "privacy.count_noise=0.5"}))
+                .find("sigma_b = 0.5 (privacy.count_noise; K / 20 when 0) must be above "
+                      "noise_multiplier / 2 = 0.6"),
+            std::string::npos);
+  EXPECT_NE(refusal(with({"privacy.adaptive_quantile=0.5"})).find("sigma_b = 0.2 "),
+            std::string::npos)
+      << "K / 20 = 4 / 20 by default";
   // clipping alone, the noise-free baseline
   EXPECT_FALSE(spec(with({"privacy.noise_multiplier=0"})).privacy.noised());
 }
