@@ -760,16 +760,16 @@ PrivacySpec resolve_privacy(const Config& c, const RunSpec& s) {
   require(!a.on() || p.clip_norm > 0,
           "privacy.adaptive_quantile moves the clip from where privacy.clip_norm starts it: set "
           "privacy.clip_norm > 0");
-  // sigma_b against z where K is known (a partition that counts its clients from the data is
-  // checked when the run starts)
-  if (a.on() && p.noise_multiplier > 0 && s.partition.clients > 0)
-    update_noise_multiplier(p.noise_multiplier, count_noise_std(a, size_t(clients_per_round(s))));
   require(p.clip_norm >= 0 && p.noise_multiplier >= 0,
           "privacy.clip_norm and privacy.noise_multiplier must be >= 0");
   require(p.delta > 0 && p.delta < 1, "privacy.delta must be in (0, 1)");
   require(p.noise_multiplier == 0 || p.clip_norm > 0,
           "privacy.noise_multiplier scales the noise to privacy.clip_norm, the most one client's "
           "update may move the average: set privacy.clip_norm > 0");
+  // sigma_b against z where K is known (a partition that counts its clients from the data is
+  // checked when the run starts)
+  if (a.on() && p.noise_multiplier > 0 && s.partition.clients > 0)
+    update_noise_multiplier(p.noise_multiplier, count_noise_std(a, size_t(clients_per_round(s))));
   if (!p.on()) return p;
   const std::string what = "[privacy] clips every client's update and noises their average";
   require(s.client_sampling == ClientSampling::kPoisson,
