@@ -422,11 +422,15 @@ TEST(FedparRun, StopsEverythingWhenAClientDiesOrOnInterrupt) {
     EXPECT_EQ(left, kept);
     const std::string readme = testing::slurp(tmp / "res" / "run.incomplete" / "README.md");
     EXPECT_NE(readme.find("This run stopped after "), std::string::npos) << readme;
-    // the cause, not the SIGTERM fedpar run stopped the server with (it said so once)
+    // the cause, not the SIGTERM fedpar run stopped the server with (it said so once). A killed
+    // client's connection may drop at the server before fedpar run reaps the process: then the
+    // server stops on its own, naming the clients it lost, which is the same cause.
     const std::string own = testing::slurp(
         tmp / "res" / (interrupt ? "run.incomplete-2" : "run.incomplete") / "README.md");
-    EXPECT_NE(own.find(interrupt ? "stopped by SIGINT" : "stopped by fedpar run: client process "),
-              std::string::npos)
+    EXPECT_TRUE(interrupt
+                    ? own.find("stopped by SIGINT") != std::string::npos
+                    : own.find("stopped by fedpar run: client process ") != std::string::npos ||
+                          own.find(" not reachable)") != std::string::npos)
         << own;
     EXPECT_EQ(own.find("SIGTERM"), std::string::npos) << own;
     EXPECT_EQ(own.find("stale"), std::string::npos) << own;  // an earlier pid's reason is not its
