@@ -30,6 +30,16 @@ size_t draws_per_round(const RunSpec& s, size_t num_clients) {
   return std::max<size_t>(1, size_t(std::lround(s.fraction * double(num_clients))));
 }
 
+double sampling_rate(const RunSpec& s, size_t num_clients) {
+  return double(draws_per_round(s, num_clients)) / double(num_clients);
+}
+
+double updates_noise_multiplier(const PrivacySpec& p, size_t k) {
+  return p.adaptive.on()
+             ? update_noise_multiplier(p.noise_multiplier, count_noise_std(p.adaptive, k))
+             : p.noise_multiplier;
+}
+
 long updates_per_round(const RunSpec& s) { return clients_per_round(s) - s.backup_clients; }
 
 namespace {
@@ -769,7 +779,7 @@ PrivacySpec resolve_privacy(const Config& c, const RunSpec& s) {
   // sigma_b against z where K is known (a partition that counts its clients from the data is
   // checked when the run starts)
   if (a.on() && p.noise_multiplier > 0 && s.partition.clients > 0)
-    update_noise_multiplier(p.noise_multiplier, count_noise_std(a, size_t(clients_per_round(s))));
+    updates_noise_multiplier(p, size_t(clients_per_round(s)));
   if (!p.on()) return p;
   const std::string what = "[privacy] clips every client's update and noises their average";
   require(s.client_sampling == ClientSampling::kPoisson,

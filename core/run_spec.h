@@ -182,6 +182,11 @@ long clients_per_round(const RunSpec& s);
 // K, the draws a synchronous round makes among the run's `num_clients`: fraction x clients, at
 // least one (client_sampling = "poisson": the mean count; [privacy]'s q is K / num_clients).
 size_t draws_per_round(const RunSpec& s, size_t num_clients);
+// [privacy]'s sampling rate q = K / num_clients, the accountant's.
+double sampling_rate(const RunSpec& s, size_t num_clients);
+// The noise multiplier of the updates' average: privacy.noise_multiplier z, or under the adaptive
+// clip what z leaves beside the clip's noised count of `k` updates (core/adaptive_clip.h).
+double updates_noise_multiplier(const PrivacySpec& p, size_t k);
 // The updates such a round aggregates when none is missing: its clients less backup_clients.
 long updates_per_round(const RunSpec& s);
 

@@ -282,15 +282,14 @@ std::string privacy_note(const RunSpec& s, size_t num_clients,
         clipping);
   const RoundRecord& last = rounds.back();
   const size_t k = draws_per_round(s, num_clients);
-  const double q = double(k) / double(num_clients), z = s.privacy.noise_multiplier;
+  const double q = sampling_rate(s, num_clients), z = s.privacy.noise_multiplier;
   // under the adaptive clip the count's noise takes part of z (core/adaptive_clip.h)
   const std::string noise =
       s.privacy.adaptive.on()
           ? fmt::format(
                 "N(0, (z_u S / K)^2) with z_u = {:.4g} (what z = {:g} leaves beside the "
                 "clip's count, noised with sigma_b = {:g})",
-                update_noise_multiplier(z, count_noise_std(s.privacy.adaptive, k)), z,
-                count_noise_std(s.privacy.adaptive, k))
+                updates_noise_multiplier(s.privacy, k), z, count_noise_std(s.privacy.adaptive, k))
           : fmt::format("N(0, (z S / K)^2) with z = {:g}", z);
   return fmt::format(
       "- client-level differential privacy (`[privacy]`, DP-FedAvg; docs/privacy.md): **(epsilon, "

@@ -37,12 +37,8 @@ RobustOptions reduction(const RunSpec& s) {
 // [privacy]'s noise on the average: z S / K for the clip S, K = q N being every update's fixed
 // denominator; under the adaptive clip z is what the noised count leaves of the budget.
 AggregateNoise privacy_noise(const RunSpec& s, size_t num_clients, double clip) {
-  const double z = s.privacy.adaptive.on()
-                       ? update_noise_multiplier(
-                             s.privacy.noise_multiplier,
-                             count_noise_std(s.privacy.adaptive, draws_per_round(s, num_clients)))
-                       : s.privacy.noise_multiplier;
-  return {.stddev = z * clip / double(draws_per_round(s, num_clients)), .seed = s.seed};
+  const size_t k = draws_per_round(s, num_clients);
+  return {.stddev = updates_noise_multiplier(s.privacy, k) * clip / double(k), .seed = s.seed};
 }
 
 class SyncPlan final : public Plan {
@@ -172,8 +168,7 @@ class SyncPlan final : public Plan {
     std::string said = aggregate(engine, rec);
     if (adaptive) move_clip(engine);
     if (s_.privacy.noised())  // every round ran the mechanism, those that aggregated nothing too
-      rec.epsilon = privacy_spent(double(draws_per_round(s_, engine.num_clients)) /
-                                      double(engine.num_clients),
+      rec.epsilon = privacy_spent(sampling_rate(s_, engine.num_clients),
                                   s_.privacy.noise_multiplier, engine.round + 1, s_.privacy.delta)
                         .epsilon;
     return said;

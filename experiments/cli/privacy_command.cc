@@ -65,8 +65,9 @@ int report(const PrivacyFlags& f) {
           "which noise? --noise Z (privacy.noise_multiplier, 0 in the config: no guarantee), or "
           "--epsilon E for the least that keeps E");
   s.fraction = fraction;
+  s.privacy.noise_multiplier = z;
   const size_t k = draws_per_round(s, size_t(clients));
-  const double q = double(k) / double(clients);
+  const double q = sampling_rate(s, size_t(clients));
   if (!f.config.empty() && !s.privacy.on())
     fmt::print(
         "note: {} sets no [privacy] (privacy.clip_norm = 0): its runs add no noise and have no "
@@ -101,7 +102,7 @@ int report(const PrivacyFlags& f) {
     fmt::print(
         "(the config's adaptive clip: the updates' noise multiplier is {:.4g}, the clip's count "
         "noised with sigma_b = {:g}; together they cost what z does)\n\n",
-        update_noise_multiplier(z, sigma_b), sigma_b);
+        updates_noise_multiplier(s.privacy, k), sigma_b);
   }
   fmt::print("| after round | epsilon | RDP order |\n|---|---|---|\n");
   for (uint64_t r : milestones(uint64_t(rounds))) {
