@@ -18,6 +18,7 @@
 #include "core/results_dir.h"
 #include "core/run_spec.h"
 #include "core/unread_settings.h"
+#include "experiments/epsilon_column.h"
 #include "experiments/plot.h"
 #include "experiments/run_metrics.h"
 #include "partitioners/stats.h"
@@ -30,6 +31,7 @@ struct Compared {
   std::filesystem::path dir;
   std::vector<double> x, y, round;
   std::optional<double> median_emd;  // how non-IID its partition was (none: no manifest.json)
+  std::optional<double> epsilon;     // [privacy] with noise: its last round's
 };
 
 // The median over clients of the distance of their label distribution to the whole's.
@@ -553,7 +555,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
           dirs[i].string()));
     const std::string ended = how_it_ended(dirs[i]);  // its "final" is where it stopped
     runs.push_back({ended.empty() ? labels[i] : fmt::format("{} ({})", labels[i], ended), dirs[i],
-                    x.column(c), metric.column(c), c.round, median_emd(dirs[i])});
+                    x.column(c), metric.column(c), c.round, median_emd(dirs[i]), c.epsilon});
     clocks.push_back(c.clock);
     // the server's link alone leaves out what a ring's (a pipeline's) workers send each other
     const double peer_mb = c.mb.back() - c.mb_up.back() - c.mb_down.back();
@@ -629,16 +631,26 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   const bool emds_differ = std::any_of(runs.begin(), runs.end(), [&](const Compared& r) {
     return emd_cell(r) != emd_cell(runs.front());
   });
-  table << fmt::format("| run |{}{} evaluations | final {} | best {} (round) |",
+  // DP-FedAvg's runs: what each one's accuracy cost in privacy
+  std::vector<std::optional<double>> epsilons;
+  std::vector<double> deltas;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    epsilons.push_back(runs[i].epsilon);
+    deltas.push_back(specs[i] ? specs[i]->privacy.delta : PrivacySpec{}.delta);
+  }
+  const EpsilonColumn privacy = epsilon_column(epsilons, deltas);
+  const bool dp = !privacy.header.empty();
+  table << fmt::format("| run |{}{}{} evaluations | final {} | best {} (round) |",
                        any_differ ? " settings that differ |" : "",
-                       emds_differ ? " median EMD |" : "", o.metric, o.metric)
+                       emds_differ ? " median EMD |" : "",
+                       dp ? fmt::format(" {} |", privacy.header) : "", o.metric, o.metric)
         << (by_round ? "" : fmt::format(" {} at the end |", x.unit))
         << (o.target > 0 ? fmt::format(" first evaluated round {} {}{} |", reached, num(o.target),
                                        percent_metric(o.metric) ? "%" : "")
                          : "")
         << (o.target > 0 && !by_round ? fmt::format(" {} then |", x.unit) : "")
         << "\n|---|---|---|---|" << (any_differ ? "---|" : "") << (emds_differ ? "---|" : "")
-        << (by_round ? "" : "---|") << (o.target > 0 ? "---|" : "")
+        << (dp ? "---|" : "") << (by_round ? "" : "---|") << (o.target > 0 ? "---|" : "")
         << (o.target > 0 && !by_round ? "---|" : "") << "\n";
   nlohmann::json rows = nlohmann::json::array();
   // accuracies with two decimals, as the suites' tables write them
@@ -650,12 +662,13 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     const size_t b = best_index(r.y, higher_is_better);
     const auto best = r.y.begin() + std::ptrdiff_t(b);
     const std::optional<size_t> hit = first_at(r.y, o.target, higher_is_better);
-    table << fmt::format("| {} |{}{} {} | {} | {} ({}) |", r.label,
+    table << fmt::format("| {} |{}{}{} {} | {} | {} ({}) |", r.label,
                          !any_differ ? ""
                          : differs.departures(i).empty()
                              ? std::string(" as most |")
                              : fmt::format(" `{}` |", differs.departures(i)),
-                         emds_differ ? fmt::format(" {} |", emd_cell(r)) : "", r.y.size(),
+                         emds_differ ? fmt::format(" {} |", emd_cell(r)) : "",
+                         dp ? fmt::format(" {} |", privacy.cells[i]) : "", r.y.size(),
                          value(r.y.back()), value(*best), int(r.round[b]))
           << (by_round ? "" : fmt::format(" {} |", num(r.x.back())));
     if (o.target > 0)
@@ -673,6 +686,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
                           {"best", *best},  {"best_round", r.round[b]}, {"x_at_end", r.x.back()}};
     if (any_differ) row["settings_that_differ"] = differs.full(i);
     if (r.median_emd) row["median_emd"] = *r.median_emd;
+    if (r.epsilon) row["epsilon"] = *r.epsilon, row["delta"] = deltas[i];
     if (o.target > 0)
       row["target_round"] = hit ? nlohmann::json(r.round[*hit]) : nlohmann::json(nullptr);
     rows.push_back(std::move(row));
@@ -686,10 +700,10 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   for (const Reference& r : references) {
     const size_t b = best_index(r.y, higher_is_better);
     table << fmt::format(
-                 "| {} (centralized, `fedpar train`) |{}{} {} epoch(s) | {} | {} (epoch "
+                 "| {} (centralized, `fedpar train`) |{}{}{} {} epoch(s) | {} | {} (epoch "
                  "{}) |",
-                 r.shown(), any_differ ? " - |" : "", emds_differ ? " - |" : "", r.epoch.back(),
-                 value(r.y.back()), value(r.y[b]), r.epoch[b])
+                 r.shown(), any_differ ? " - |" : "", emds_differ ? " - |" : "", dp ? " - |" : "",
+                 r.epoch.back(), value(r.y.back()), value(r.y[b]), r.epoch[b])
           << (by_round ? "" : samples_after(r, r.y.size() - 1));
     if (o.target > 0) {  // the first epoch at the target
       const auto hit = first_at(r.y, o.target, higher_is_better);

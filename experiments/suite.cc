@@ -502,6 +502,7 @@ std::optional<SuiteRun> run_instance(const Instance& in, const std::filesystem::
   r.accounting = read_accounting(dir);
   r.traffic = read_traffic(dir);
   r.delay = read_delay_rounds(dir);
+  r.privacy_delta = c.get_float("privacy.delta");
   const PartitionStats st = manifest_stats(dir / "manifest.json");
   r.clients = st.clients.size();
   r.median_emd = st.emd.median;
@@ -591,8 +592,7 @@ std::string report_markdown(const SuitePlan& plan, bool smoke, const std::vector
   if (const std::string means = seed_means_table(results, target); !means.empty())
     report << "### Over seeds\n\nEach run's seeds together (sample standard deviation).\n\n"
            << means << "\n";
-  if (const std::string privacy = privacy_table(results, plan.cfg.get_float("privacy.delta"));
-      !privacy.empty())
+  if (const std::string privacy = privacy_table(results); !privacy.empty())
     report << "### Privacy\n\nDP-FedAvg's runs (`[privacy]`, docs/privacy.md): the accountant's "
               "client-level epsilon after the run's rounds (the same for every seed), and the "
               "share of the aggregated updates that were longer than `privacy.clip_norm` and "

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/median.h"
+#include "experiments/epsilon_column.h"
 #include "experiments/plot.h"
 
 namespace fedpar {
@@ -177,8 +178,10 @@ std::string seed_means_table(const std::vector<SuiteRun>& runs, double target) {
   return t.str();
 }
 
-std::string privacy_table(const std::vector<SuiteRun>& runs, double delta) {
-  std::ostringstream t;
+std::string privacy_table(const std::vector<SuiteRun>& runs) {
+  std::vector<std::string> names;
+  std::vector<std::optional<double>> epsilons;
+  std::vector<double> deltas, clipped_shares;
   for (const auto& g : groups(runs)) {
     uint64_t clipped = 0, aggregated = 0;
     std::optional<double> epsilon;  // the same for every seed: q, z and the rounds set it
@@ -187,14 +190,20 @@ std::string privacy_table(const std::vector<SuiteRun>& runs, double delta) {
       if (r->curves.epsilon) epsilon = std::max(epsilon.value_or(0), *r->curves.epsilon);
     }
     if (aggregated == 0) continue;
-    t << fmt::format("| {} | {} | {:.1f}% |\n", g.front()->group,
-                     epsilon ? fmt::format("{:.3g}", *epsilon) : "none (no noise)",
-                     100.0 * double(clipped) / double(aggregated));
+    names.push_back(g.front()->group);
+    epsilons.push_back(epsilon);
+    deltas.push_back(g.front()->privacy_delta);
+    clipped_shares.push_back(100.0 * double(clipped) / double(aggregated));
   }
-  if (t.str().empty()) return "";
-  return fmt::format("| run | epsilon at delta = {:g} | updates clipped |\n|---|---|---|\n",
-                     delta) +
-         t.str();
+  if (names.empty()) return "";
+  EpsilonColumn column = epsilon_column(epsilons, deltas);
+  if (column.header.empty())  // clipped without noise: no guarantee in any row
+    column = {.header = "epsilon",
+              .cells = std::vector<std::string>(names.size(), "none (no noise)")};
+  std::string t = fmt::format("| run | {} | updates clipped |\n|---|---|---|\n", column.header);
+  for (size_t i = 0; i < names.size(); ++i)
+    t += fmt::format("| {} | {} | {:.1f}% |\n", names[i], column.cells[i], clipped_shares[i]);
+  return t;
 }
 
 std::string accounting_table(const std::vector<SuiteRun>& runs) {

@@ -30,6 +30,7 @@ struct SuiteRun {
   Divergence divergence;          // weight divergence from the reference, per saved round
   double seconds = 0;             // wall time of the run
   std::vector<DelayRound> delay;  // its rounds with per-client updates, for the delay model
+  double privacy_delta = 1e-5;    // the delta its epsilon (curves.epsilon) is at
 };
 
 // First evaluated round at or above `target` percent; 0 when never.
@@ -41,9 +42,9 @@ std::string results_table(const std::vector<SuiteRun>& runs, double target);
 // range over the seeds, the best accuracy's mean and, with a target, how many seeds reached it and
 // their mean rounds; "" when no run has more than one seed.
 std::string seed_means_table(const std::vector<SuiteRun>& runs, double target);
-// [privacy]'s runs: each run's epsilon at `delta` after its rounds and the share of its updates
-// clipped (over its seeds); "" when no run clipped.
-std::string privacy_table(const std::vector<SuiteRun>& runs, double delta);
+// [privacy]'s runs: each run's epsilon at its privacy.delta after its rounds and the share of its
+// updates clipped (over its seeds); "" when no run clipped.
+std::string privacy_table(const std::vector<SuiteRun>& runs);
 // Per client and per round: parameter and activation memory, bytes down/up, time split.
 std::string accounting_table(const std::vector<SuiteRun>& runs);
 // Runs labelled "name@value" (suite.sweep's) form a grid per name: its best value (fewest runs

@@ -437,6 +437,51 @@ TEST(Compare, SettingsARunNeverReadStayOutOfItsRowAndPartitionsSayHowNonIidTheyA
       << readme;
 }
 
+// DP-FedAvg's runs show what their accuracy cost in privacy: the accountant's epsilon after
+// their rounds, at their own delta (in the header where the runs share one).
+TEST(Compare, PrivateRunsShowTheirEpsilonAtTheirDelta) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << "rounds = 4\nprocesses = 2\nweighting = 'uniform'\n"
+                                     "client_sampling = 'poisson'\nfraction = 0.5\n"
+                                     "[data]\nname = 'synthetic'\niid = true\n"
+                                     "[model]\nname = 'logreg'\n";
+  const std::string dp = " --set privacy.clip_norm=1 --set privacy.noise_multiplier=";
+  one_run(tmp, "plain", "");
+  one_run(tmp, "z1", dp + "1");
+  one_run(tmp, "z2", dp + "2 --set privacy.delta=1e-3");
+  const auto last_epsilon = [&](const char* name) {
+    return testing::jsonl(tmp / "res" / name / "metrics.jsonl").back().at("epsilon").get<double>();
+  };
+  const auto row = [](const std::string& out, const std::string& name) {
+    const size_t at = out.find("| " + name + " |");
+    return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+  };
+  const auto shared = compare(tmp, {"plain", "z1"}, " --out " + (tmp / "a").string());
+  ASSERT_EQ(shared.code, 0) << shared.err;
+  EXPECT_NE(shared.out.find("| epsilon at delta = 1e-05 |"), std::string::npos) << shared.out;
+  EXPECT_NE(row(shared.out, "plain").find("| none (no noise) |"), std::string::npos) << shared.out;
+  EXPECT_NE(row(shared.out, "z1").find(fmt::format("| {:.3g} |", last_epsilon("z1"))),
+            std::string::npos)
+      << shared.out;
+  const auto rows = nlohmann::json::parse(testing::slurp(tmp / "a" / "compare.json"))["runs"];
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_FALSE(rows[0].contains("epsilon"));
+  EXPECT_EQ(rows[1]["epsilon"], last_epsilon("z1"));
+  EXPECT_EQ(rows[1]["delta"], 1e-5);
+  // deltas that differ: each row says its own
+  const auto own = compare(tmp, {"z1", "z2"}, "");
+  ASSERT_EQ(own.code, 0) << own.err;
+  EXPECT_NE(own.out.find("| epsilon (delta) |"), std::string::npos) << own.out;
+  EXPECT_NE(row(own.out, "z2").find(fmt::format("| {:.3g} (0.001) |", last_epsilon("z2"))),
+            std::string::npos)
+      << own.out;
+  EXPECT_LT(last_epsilon("z2"), last_epsilon("z1"));  // more noise, a larger delta
+  // runs without noise have no such column
+  const auto none = compare(tmp, {"plain"}, "");
+  ASSERT_EQ(none.code, 0) << none.err;
+  EXPECT_EQ(none.out.find("epsilon"), std::string::npos) << none.out;
+}
+
 // sgd.batch = "full" is the default 0, the whole shard: a gradient run beside model runs (which
 // do not read it) listed `sgd.batch='full'` as a setting of its own.
 TEST(Compare, AWholeShardBatchIsOneSettingHoweverSpelled) {

@@ -116,6 +116,36 @@ TEST(DivergenceTable, GivesEachPairedRunsDivergenceAndMedianDrift) {
 // A run's seeds together: the final accuracy's mean, sample standard deviation and range, the best
 // accuracy's mean, and how many seeds reached the target in how many rounds on average; a run of
 // one seed alone makes no table.
+TEST(PrivacyTable, EachRunsEpsilonAtItsDeltaAndTheShareClippedOverItsSeeds) {
+  // "clip": clipped without noise; "z1": two seeds; "none": nothing clipped, no row
+  std::vector<SuiteRun> runs = {run("none", "server"), run("clip", "server"),
+                                run("z1-s1", "server"), run("z1-s2", "server")};
+  runs[1].curves.clipped = 3, runs[1].curves.aggregated = 4;
+  for (int s : {2, 3}) {
+    runs[s].group = "z1";
+    runs[s].curves.epsilon = 7.97;
+    runs[s].curves.clipped = uint64_t(s), runs[s].curves.aggregated = 10;
+  }
+  std::string table = privacy_table(runs);
+  EXPECT_NE(table.find("| run | epsilon at delta = 1e-05 | updates clipped |"), std::string::npos)
+      << table;
+  EXPECT_EQ(row(table, "clip"), "| clip | none (no noise) | 75.0% |") << table;
+  EXPECT_EQ(row(table, "z1"), "| z1 | 7.97 | 25.0% |") << table;
+  EXPECT_EQ(row(table, "none"), "") << table;
+  // runs at different deltas: each row gives its own (the suite's base delta is no run's)
+  runs[1].curves.epsilon = 2.5, runs[1].privacy_delta = 1e-3;
+  table = privacy_table(runs);
+  EXPECT_NE(table.find("| run | epsilon (delta) | updates clipped |"), std::string::npos) << table;
+  EXPECT_EQ(row(table, "clip"), "| clip | 2.5 (0.001) | 75.0% |") << table;
+  EXPECT_EQ(row(table, "z1"), "| z1 | 7.97 (1e-05) | 25.0% |") << table;
+  // clipping alone everywhere: the column says so
+  EXPECT_EQ(row(privacy_table({runs[1]}), "clip"), "| clip | 2.5 | 75.0% |");
+  runs[1].curves.epsilon.reset();
+  EXPECT_EQ(
+      privacy_table({runs[0], runs[1]}),
+      "| run | epsilon | updates clipped |\n|---|---|---|\n| clip | none (no noise) | 75.0% |\n");
+}
+
 TEST(SeedMeansTable, AveragesEachRunsSeeds) {
   std::vector<SuiteRun> runs;
   for (const auto& [seed, finals] : std::vector<std::pair<int, std::vector<double>>>{
