@@ -954,16 +954,17 @@ std::vector<std::string> run_warnings(const Config& c, const RunSpec& s) {
                           s.local_steps, s.local_epochs, batch(s.local_batch))
             : fmt::format("each gradient is sgd.batch samples (now {})", batch(s.sgd_batch))));
   // The model regime's defaults are one full-batch local step: FedSGD, gradient descent on the
-  // clients' data, where a newcomer asking for model averaging (regime = "model" given, local
-  // training not) expects FedAvg's local epochs.
-  if (s.regime == Regime::kModel && c.given("regime") && s.local_steps == 1 &&
-      s.local_epochs == 0 && s.local_batch == 0 && !c.given("local.steps") &&
-      !c.given("local.epochs") && !c.given("local.batch"))
-    out.push_back(
-        "regime = \"model\" with its local defaults (local.steps = 1, local.batch = full) takes "
-        "one full-batch step a round: FedSGD, gradient descent on the clients' data; FedAvg "
+  // clients' data, where a newcomer running model averaging (regime = "model", given or the
+  // default, local training not given) expects FedAvg's local epochs.
+  if (s.regime == Regime::kModel && s.local_steps == 1 && s.local_epochs == 0 &&
+      s.local_batch == 0 && !c.given("local.steps") && !c.given("local.epochs") &&
+      !c.given("local.batch"))
+    out.push_back(fmt::format(
+        "regime = \"model\"{} with its local defaults (local.steps = 1, local.batch = full) "
+        "takes one full-batch step a round: FedSGD, gradient descent on the clients' data; FedAvg "
         "trains local epochs of small batches (e.g. local.epochs = 1, local.batch = 10, as "
-        "experiments/fedavg-mnist-2nn.toml does)");
+        "experiments/fedavg-mnist-2nn.toml does)",
+        c.given("regime") ? "" : " (the default)"));
   // FedProx's proximal gradient mu (w - w_sent) is zero at the sent model: with one local step a
   // round it never acts (the run is FedAvg's, bit for bit)
   const bool one_local_step =

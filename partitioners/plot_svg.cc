@@ -67,7 +67,8 @@ std::string partition_svg(const Manifest& m, const std::string& title) {
   size_t lo = SIZE_MAX, hi = 0;
   for (const auto& c : m.clients)
     lo = std::min(lo, c.indices.size()), hi = std::max(hi, c.indices.size());
-  const int bins = 20;
+  // clients of one size (iid, shards): one bar over that size, not a sliver at a 20-bin edge
+  const int bins = hi > lo ? 20 : 1;
   std::vector<int> count(bins, 0);
   for (const auto& c : m.clients) {
     const int b =
@@ -84,12 +85,19 @@ std::string partition_svg(const Manifest& m, const std::string& title) {
   }
   svg += fmt::format("<rect x='{}' y='{}' width='{}' height='{}' fill='none' stroke='black'/>\n",
                      hx, hy, hw, hh);
-  svg += text(hx, hy + hh + 16, std::to_string(N ? lo : 0), "start");
-  svg += text(hx + hw, hy + hh + 16, std::to_string(N ? hi : 0), "end");
+  if (bins > 1) {
+    svg += text(hx, hy + hh + 16, std::to_string(lo), "start");
+    svg += text(hx + hw, hy + hh + 16, std::to_string(hi), "end");
+  } else {
+    svg += text(hx + hw / 2, hy + hh + 16, std::to_string(N ? lo : 0));
+  }
   svg += text(hx + hw / 2, hy + hh + 36, "samples per client");
   svg += text(hx - 6, hy + 10, std::to_string(top), "end");
   svg += text(hx - 6, hy + hh, "0", "end");
-  svg += text(hx + hw / 2, hy - 8, "clients per size bin (20 bins)", "middle", 11);
+  svg += text(hx + hw / 2, hy - 8,
+              bins > 1 ? std::string("clients per size bin (20 bins)")
+                       : fmt::format("every client holds {} samples", N ? lo : 0),
+              "middle", 11);
   svg += text(W / 2, H - 8,
               fmt::format("scheme {} | seed {} | manifest hash {}", m.scheme, m.seed, m.hash),
               "middle", 11);

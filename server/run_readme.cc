@@ -172,13 +172,14 @@ struct LeftOut {
   void add(const RunSpec& s, const std::optional<std::vector<uint32_t>>& ids) {
     for (uint32_t c : ids.value_or(std::vector<uint32_t>{})) {
       ++count;
-      who[s.network.on() ? s.network.of(c).name : "clients"].insert(c);
+      who[s.network.on() ? s.network.of(c).name : ""].insert(c);  // "": no profiles
     }
   }
   std::string whom() const {
     std::vector<std::string> parts;
     for (const auto& [profile, clients] : who)
-      parts.push_back(fmt::format("{}: {}", profile, client_list(clients)));
+      parts.push_back(profile.empty() ? client_list(clients)
+                                      : fmt::format("{}: {}", profile, client_list(clients)));
     return fmt::format("{}", fmt::join(parts, "; "));
   }
 };

@@ -54,7 +54,7 @@ TEST(BackupClients, TheSlowestUpdateIsNotWaitedForNorCountedAMiss) {
                         "aggregated the first to come in and did not wait for the last 1 (fewer "
                         "where clients were missing: a dead or dropped one is one of them; "
                         "`backup_clients`; each round's in metrics.jsonl's `not_waited_for`): "
-                        "clients: client 3\n"),
+                        "client 3\n"),
               std::string::npos)
         << testing::slurp(tmp / "res" / name / "README.md");
   }

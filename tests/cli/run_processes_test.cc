@@ -193,13 +193,17 @@ TEST(FedparRun, AFolderShowsItsRunsCurves) {
   // the split drawn beside its manifest, as `fedpar partition --out` draws it
   EXPECT_NE(testing::slurp(tmp / "res/drawn/partition.svg").find("<svg"), std::string::npos);
   EXPECT_NE(readme.find("- `partition.svg`: the partition drawn"), std::string::npos) << readme;
-  // regime = "model" given, local training not: the server, under `fedpar run` too, warns that
-  // this is FedSGD (it sees the keys given, not every key resolved)
+  // local training not given: the server, under `fedpar run` too, warns that this is FedSGD (it
+  // sees the keys given, not every key resolved), with the regime given or by default
   const auto bare = testing::run_fedpar(run + "bare --no-plots --set regime=model", tmp.path());
   ASSERT_EQ(bare.code, 0) << bare.err;
-  EXPECT_NE(bare.err.find("takes one full-batch step a round: FedSGD"), std::string::npos)
+  EXPECT_NE(bare.err.find("warning: regime = \"model\" with its local defaults (local.steps = 1, "
+                          "local.batch = full) takes one full-batch step a round: FedSGD"),
+            std::string::npos)
       << bare.err;
-  EXPECT_EQ(r.err.find("FedSGD"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("warning: regime = \"model\" (the default) with its local defaults"),
+            std::string::npos)
+      << r.err;
   EXPECT_FALSE(std::filesystem::exists(tmp / "res/bare/plots"));
   const std::string bare_readme = testing::slurp(tmp / "res/bare/README.md");
   EXPECT_EQ(bare_readme.find("]("), std::string::npos);

@@ -382,7 +382,8 @@ TEST(RunSpecValues, SettingsTheRegimeDoesNotReadAreNamed) {
 // Settings their own table's choices leave unread are named one by one, with the choice: a run
 // once trained local.epochs with local.steps = 5 in its README's settings, without a word.
 TEST(RunSpecValues, SettingsAnotherSettingReplacesAreNamed) {
-  const auto warnings = [](const std::vector<std::string>& sets) {
+  const auto warnings = testing::warnings_beside_fedsgd;
+  const auto all_warnings = [](const std::vector<std::string>& sets) {
     Config c = make_run_config();
     c.set_all(sets);
     return run_warnings(c, resolve_run_spec(c));
@@ -393,12 +394,19 @@ TEST(RunSpecValues, SettingsAnotherSettingReplacesAreNamed) {
                 "local.epochs = 0 to train local.steps)"}));
   EXPECT_TRUE(warnings({"regime=model", "local.steps=5"}).empty());
   // the model regime's local defaults are FedSGD: said, unless the config chose them
-  const auto defaults = warnings({"regime=model"});
+  const auto defaults = all_warnings({"regime=model"});
   ASSERT_EQ(defaults.size(), 1u);
   EXPECT_NE(defaults[0].find("takes one full-batch step a round: FedSGD"), std::string::npos)
       << defaults[0];
-  EXPECT_TRUE(warnings({"regime=model", "local.steps=1"}).empty());
-  EXPECT_TRUE(warnings({"regime=model", "local.batch=full"}).empty());
+  EXPECT_TRUE(all_warnings({"regime=model", "local.steps=1"}).empty());
+  EXPECT_TRUE(all_warnings({"regime=model", "local.batch=full"}).empty());
+  // the regime's own default too (a config that names no regime ran FedSGD unwarned)
+  const auto unnamed = all_warnings({});
+  ASSERT_EQ(unnamed.size(), 1u);
+  EXPECT_NE(unnamed[0].find("regime = \"model\" (the default) with its local defaults"),
+            std::string::npos)
+      << unnamed[0];
+  EXPECT_TRUE(all_warnings({"regime=gradient"}).empty());
   // SCAFFOLD over lossy emulated links: each lost update drops a process (the run then failed
   // with nothing said beforehand); simulated loss leaves the client out of its round instead
   const auto scaffold = [&](const char* mode) {
@@ -441,11 +449,7 @@ TEST(RunSpecValues, SettingsAnotherSettingReplacesAreNamed) {
 // FedAdam and FedYogi at FedAvg's server rate of 1 end at chance accuracy on the 2NN: a run at 1
 // or more is warned of; one at a smaller rate, or another server optimizer, is not.
 TEST(RunSpecValues, AnAdaptiveServerOptimizerAtFedAvgsRateIsWarnedOf) {
-  const auto warnings = [](const std::vector<std::string>& sets) {
-    Config c = make_run_config();
-    c.set_all(sets);
-    return run_warnings(c, resolve_run_spec(c));
-  };
+  const auto warnings = testing::warnings_beside_fedsgd;
   for (const char* name : {"adam", "yogi"}) {
     const auto w =
         warnings({"regime=model", "local.epochs=1", fmt::format("server_optimizer.name={}", name)});
@@ -477,11 +481,7 @@ TEST(RunSpecValues, AnAdaptiveServerOptimizerAtFedAvgsRateIsWarnedOf) {
 // A straggler holds up the clients on its process (they compute after it): a synchronous run
 // with more clients than processes says so; one client per process, or async, does not.
 TEST(RunSpecValues, StragglersSharingAProcessAreWarnedOf) {
-  const auto warnings = [](const std::vector<std::string>& sets) {
-    Config c = make_run_config();
-    c.set_all(sets);
-    return run_warnings(c, resolve_run_spec(c));
-  };
+  const auto warnings = testing::warnings_beside_fedsgd;
   const auto w = warnings({"partition.clients=10", "processes=2", "stragglers.slowdown=0:30"});
   ASSERT_EQ(w.size(), 1u);
   EXPECT_NE(w[0].find("[stragglers] slows clients that share a process with others (10 clients on "
@@ -572,11 +572,7 @@ TEST(RunSpecValues, ALossyLinkInTheGradientRegimeNeedsContinueWithoutMissing) {
 
 // Network settings with network.mode = "off" do nothing: the run says which it does not read.
 TEST(RunSpecValues, NetworkSettingsWithTheNetworkOffAreWarnedOf) {
-  const auto warnings = [](const std::vector<std::string>& sets) {
-    Config c = make_run_config();
-    c.set_all(sets);
-    return run_warnings(c, resolve_run_spec(c));
-  };
+  const auto warnings = testing::warnings_beside_fedsgd;
   const auto w = warnings({"network.server=custom", "network.profile=lte"});
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0],
@@ -600,16 +596,16 @@ TEST(RunSpecValues, AvailabilityRoundsIsAStretchOfAtLeastOneRound) {
   EXPECT_NE(refusal({"network.mode=simulated", "network.availability_rounds=0"})
                 .find("network.availability_rounds must be between 1"),
             std::string::npos);
-  Config c = make_run_config();
-  c.set_all({"network.mode=simulated", "network.availability_rounds=10"});
-  const auto w = run_warnings(c, resolve_run_spec(c));
+  const auto w =
+      testing::warnings_beside_fedsgd({"network.mode=simulated", "network.availability_rounds=10"});
   ASSERT_EQ(w.size(), 1u);
   EXPECT_NE(w[0].find("every profile's availability is 1: no client is ever off"),
             std::string::npos)
       << w[0];
-  c.set("network.profile", "custom");
-  c.set("network.custom.availability", "0.5");
-  EXPECT_TRUE(run_warnings(c, resolve_run_spec(c)).empty());
+  EXPECT_TRUE(
+      testing::warnings_beside_fedsgd({"network.mode=simulated", "network.availability_rounds=10",
+                                       "network.profile=custom", "network.custom.availability=0.5"})
+          .empty());
 }
 
 // network.availability_by_profile sets the availability of the named profiles the clients have;
