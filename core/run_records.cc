@@ -240,6 +240,7 @@ void fields(V& v, RunSummary& r) {
   v("server_peak_rss_mib", r.server_peak_rss_mib), v("source_commit", r.source_commit),
       v("build_vector_units", r.build_vector_units), v("blas_kernels", r.blas_kernels),
       v("machine", r.machine), v("load_average", r.load_average);
+  v("rounds_seconds", r.rounds_seconds);
   v("resumed_after_round", r.resumed_after_round), v("earlier_commits", r.earlier_commits);
   v("resumed_with_changes", r.resumed_with_changes);
   v("init_hash", r.init_hash), v("client_holdout", r.client_holdout);

@@ -161,6 +161,9 @@ struct RunSummary {
   std::optional<std::string> blas_kernels;        // OpenBLAS's pick for the server's CPU
   std::optional<std::string> machine;             // the server's cores, CPU and OS
   std::optional<double> load_average;  // the server machine's 1-minute load average at the end
+  // the wall seconds of the rounds this process ran (a resumed run's since it resumed), from the
+  // first round's start to the last's end, evaluations and checkpoints included
+  std::optional<double> rounds_seconds;
   // A resumed run: the round of the checkpoint it went on from, and the commits of the fedpar
   // builds that ran the rounds before it (absent where the checkpoint did not record them)
   std::optional<int64_t> resumed_after_round;

@@ -451,6 +451,11 @@ int RunContext::finish(const Engine& engine,
       .blas_kernels = blas_kernels(),
       .machine = machine_description(),
       .load_average = load_average(),
+      .rounds_seconds = rounds_started
+                            ? std::optional(std::chrono::duration<double>(
+                                                std::chrono::steady_clock::now() - *rounds_started)
+                                                .count())
+                            : std::nullopt,
       .resumed_after_round = resumed_after_ ? std::optional<int64_t>(resumed_after_) : std::nullopt,
       .earlier_commits = earlier_commits_,
       .resumed_with_changes =

@@ -4,10 +4,12 @@
 // summary, hash).
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,6 +100,8 @@ class RunContext {
   // What the server warned of before round 1 (settings it does not read, samples left out, a
   // busy machine, links too slow): summary.json and the README keep them.
   std::vector<std::string> warnings;
+  // when the first round started (run_rounds sets it): summary.json's rounds_seconds
+  std::optional<std::chrono::steady_clock::time_point> rounds_started;
 
  private:
   Resumed resume_from(const std::filesystem::path& dir, Plan& plan);  // resume(), unguarded

@@ -416,6 +416,45 @@ std::string participation_note(const RunSpec& s, const PartitionStats& p,
       never.empty() ? "" : fmt::format("; {} never: {}", never.size(), client_list(never)), ends);
 }
 
+// How long the rounds took on the server's clock, how long the median round waited for its
+// replies, and (with per-client records) the slowest client's compute against the median
+// client's, [stragglers]' sleep included: where a straggler's cost shows. "" without the time
+// (an older summary).
+std::string time_note(const RunSummary& summary, const std::vector<RoundRecord>& rounds) {
+  if (!summary.rounds_seconds) return "";
+  const int64_t ran = summary.rounds_run - summary.resumed_after_round.value_or(0);
+  std::vector<double> waits;
+  std::map<uint32_t, std::vector<double>> compute;  // client -> its rounds' compute seconds
+  for (const RoundRecord& r : rounds) {
+    if (r.round <= summary.resumed_after_round.value_or(0)) continue;
+    waits.push_back(r.wait_seconds);
+    for (const ClientRecord& c : r.clients.value_or(std::vector<ClientRecord>{}))
+      compute[c.client].push_back(c.compute_seconds);
+  }
+  std::string slowest;
+  if (compute.size() > 1) {
+    std::vector<std::pair<double, uint32_t>> medians;
+    for (const auto& [client, seconds] : compute) medians.emplace_back(median(seconds), client);
+    std::vector<double> all;
+    for (const auto& [m, client] : medians) all.push_back(m);
+    const auto& [most, who] = *std::ranges::max_element(medians);
+    slowest = fmt::format(
+        "; the slowest client, client {}, computed {:.3g} s a round and the median client {:.3g} s "
+        "(medians of metrics.jsonl's `clients[].compute_seconds`, [stragglers]' sleep included)",
+        who, most, median(all));
+  }
+  return fmt::format(
+      "- {} round{} {}in {:.1f} s on the server's clock ({:.3g} s a round, evaluations "
+      "included){}{}\n",
+      ran, ran == 1 ? "" : "s", summary.resumed_after_round ? "since the resume " : "",
+      *summary.rounds_seconds, ran > 0 ? *summary.rounds_seconds / double(ran) : 0.0,
+      waits.empty()
+          ? ""
+          : fmt::format("; the median round waited {:.3g} s for its replies (`wait_seconds`)",
+                        median(waits)),
+      slowest);
+}
+
 // " on cpu", " on cuda", " (3 on cuda, 1 on cpu)": what the client processes computed on, as
 // their HELLOs said ("" where no record says).
 std::string devices_of(const std::vector<HostRecord>& hosts) {
@@ -500,6 +539,12 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
       md << fmt::format("- the emulated network's time by round {}: {:.1f} s (`[network]`)\n",
                         f->round, *f->emulated_time);
   }
+  std::vector<RoundRecord> rounds;
+  try {
+    rounds = read_round_records(dir);
+  } catch (const std::exception&) {  // the README says what it can without them
+  }
+  md << time_note(summary, rounds);
   try {  // how non-IID the clients' data was, from the manifest the run wrote
     const PartitionStats p = manifest_stats(dir / "manifest.json");
     const std::string left_out =
@@ -514,7 +559,6 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
                                  p.held_out, s.partition.holdout)
                    : "",
         left_out.empty() ? "" : "; " + left_out);
-    const std::vector<RoundRecord> rounds = read_round_records(dir);
     md << participation_note(s, p, rounds) << privacy_note(s, p.clients.size(), rounds);
   } catch (const std::exception&) {  // no manifest (model-parallel runs split no data)
   }

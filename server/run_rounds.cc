@@ -1,6 +1,7 @@
 // run_rounds and make_plan; see plan.h.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <tuple>
 
 #include "core/check.h"
@@ -50,6 +51,7 @@ WorkerRecord worker_record(uint32_t process, const Reply& reply) {
 
 void run_rounds(Engine& engine, RunContext& run, Plan& plan, int first) {
   plan.begin(engine);
+  run.rounds_started = std::chrono::steady_clock::now();
   for (int r = first; r < run.s.rounds; ++r) {
     engine.round = uint64_t(r);
     engine.admit_newcomers([&] { return plan.client_state(); });

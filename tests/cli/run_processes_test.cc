@@ -161,6 +161,40 @@ TEST(FedparRun, SupervisesServerAndClientsAndGivesTheSameBytes) {
   EXPECT_NE(testing::slurp(tmp / "bad.err").find("rounds must be an integer"), std::string::npos);
 }
 
+// A run's folder says how long its rounds took, and where a straggler held them up, which
+// client it was: client 0 sleeps 0.3 s before each update, the others not at all.
+TEST(FedparRun, AFolderSaysHowLongItsRoundsTookAndWhichClientWasSlowest) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << "rounds = 4\nprocesses = 4\n[data]\nname = 'synthetic'\n"
+                                     "iid = true\n[model]\nname = 'logreg'\n[local]\nsteps = 2\n"
+                                     "[stragglers]\ndelay_seconds = ['0:0.3']\n";
+  const auto r = testing::run_fedpar("run " + (tmp / "run.toml").string() + " --no-plots --set " +
+                                         "results_dir=" + (tmp / "res").string() + " --set name=s",
+                                     tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const double seconds = nlohmann::json::parse(testing::slurp(tmp / "res/s/summary.json"))
+                             .at("rounds_seconds")
+                             .get<double>();
+  EXPECT_GE(seconds, 4 * 0.3);  // every round waits for client 0
+  const std::string readme = testing::slurp(tmp / "res/s/README.md");
+  EXPECT_NE(readme.find(fmt::format("- 4 rounds in {:.1f} s on the server's clock ({:.3g} s a "
+                                    "round, evaluations included); the median round waited ",
+                                    seconds, seconds / 4)),
+            std::string::npos)
+      << readme;
+  const std::smatch m = [&] {
+    std::smatch found;
+    std::regex_search(readme, found,
+                      std::regex("the slowest client, client (\\d+), computed ([0-9.e-]+) s a "
+                                 "round and the median client ([0-9.e-]+) s"));
+    return found;
+  }();
+  ASSERT_EQ(m.size(), 4u) << readme;
+  EXPECT_EQ(m[1], "0") << readme;
+  EXPECT_GE(std::stod(m[2]), 0.3) << readme;  // [stragglers]' sleep counts as its compute
+  EXPECT_LT(std::stod(m[3]), 0.3) << readme;
+}
+
 // A run evaluated at 5 rounds or more gets its test accuracy and loss by round drawn into its
 // folder, shown in its README; --no-plots draws none.
 TEST(FedparRun, AFolderShowsItsRunsCurves) {
