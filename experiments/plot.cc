@@ -88,13 +88,14 @@ bool draw_line_plot(const std::filesystem::path& svg, const LinePlot& plot, std:
       g << data << " using 1:3:4 with filledcurves fs transparent solid 0.2 noborder lc " << i + 1
         << " notitle, ";
     // gnuplot cycles 8 colours; each series has its own dash and point shape as well, so one
-    // drawn over another (two runs that trained alike) still shows
+    // drawn over another (two runs that trained alike) still shows. The shapes shift by one
+    // every 8 series: no two of the first 64 have both colour and shape alike.
     const int points[] = {7, 5, 9, 11, 13, 4, 6, 8};
     if (s.points_only)
       g << data << " using 1:2 with points pt 7 ps 1.2 lc " << i + 1;
     else
-      g << data << " using 1:2 with linespoints pt " << points[i % 8] << " ps 0.5 lc " << i + 1
-        << " dt " << i % 5 + 1;
+      g << data << " using 1:2 with linespoints pt " << points[(i + i / 8) % 8] << " ps 0.5 lc "
+        << i + 1 << " dt " << i % 5 + 1;
     g << " title " << quoted(s.label);
   }
   g << "\n";

@@ -3,10 +3,13 @@
 // target.
 #include "experiments/suite_report.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
+#include <regex>
+#include <set>
 #include <string>
 
 #include "core/run_records.h"
@@ -273,6 +276,22 @@ TEST(LinePlot, AFewWholeRoundsAreTickedOneByOne) {
   EXPECT_NE(script({1, 2, 3, 4, 5}).find("set xtics 1\n"), std::string::npos);
   EXPECT_EQ(script({1, 50, 100}).find("set xtics"), std::string::npos);
   EXPECT_EQ(script({0.5, 1.5, 2.5}).find("set xtics"), std::string::npos);
+}
+
+// Past the 8 colours, a series is told from the one of its colour by its point shape: no two of
+// many runs drawn alike (runs 1 and 9 of a compare had the same colour and shape).
+TEST(LinePlot, NoTwoOfManySeriesShareColourAndShape) {
+  testing::TempDir tmp;
+  LinePlot p{.title = "t", .xlabel = "round", .ylabel = "y"};
+  for (int i = 0; i < 20; ++i) p.series.push_back({fmt::format("s{}", i), {1, 2}, {1, 2}, {}, {}});
+  draw_line_plot(tmp / "p.svg", p, nullptr);
+  const std::string gp = testing::slurp(tmp / "p.svg.gp");
+  std::set<std::pair<int, std::string>> seen;  // (colour, shape)
+  const std::regex each("linespoints pt (\\d+) ps 0.5 lc (\\d+)");
+  for (auto it = std::sregex_iterator(gp.begin(), gp.end(), each); it != std::sregex_iterator();
+       ++it)
+    EXPECT_TRUE(seen.insert({(std::stoi((*it)[2]) - 1) % 8, (*it)[1]}).second) << (*it)[0];
+  EXPECT_EQ(seen.size(), 20u) << gp;
 }
 
 }  // namespace
