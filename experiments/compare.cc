@@ -593,6 +593,26 @@ int run_compare(const CompareOptions& o, const std::string& command) {
             "comes, one of the model regime the clients' local training. `--x samples` puts them "
             "on one axis.\n"
           : "";
+  // a loss target every run met at its first evaluation tells the runs apart in nothing (a
+  // percent given for a loss: --target 90)
+  if (o.target > 0 && std::all_of(runs.begin(), runs.end(), [&](const Compared& r) {
+        return first_at(r.y, o.target, higher_is_better) == size_t(0);
+      }))
+    notes += fmt::format(
+        "Every run was {} --target {} at its first evaluation: the target tells them apart in "
+        "nothing{}.\n",
+        reached, num(o.target),
+        higher_is_better
+            ? ""
+            : fmt::format(
+                  " ({} is in the loss's own units, not a percent: the runs' "
+                  "first evaluated {} ranged from {} to {})",
+                  o.metric, o.metric,
+                  num(std::ranges::min(runs, {}, [](const Compared& r) { return r.y.front(); })
+                          .y.front()),
+                  num(std::ranges::max(runs, {}, [](const Compared& r) {
+                        return r.y.front();
+                      }).y.front())));
   if (mixed_clocks) {
     const std::map<std::string, const char*> meaning = {
         {"simulated", "the simulated network's computed seconds, round by round"},

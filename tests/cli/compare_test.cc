@@ -71,6 +71,15 @@ TEST(Compare, TabulatesAndPlotsWhatEachRunRecorded) {
   // the fast rate reaches 40% and the slow one does not: the table tells them apart
   EXPECT_FALSE(j["runs"][1]["target_round"].is_null());
   EXPECT_TRUE(j["runs"][0]["target_round"].is_null());
+  EXPECT_EQ(r.out.find("at its first evaluation"), std::string::npos) << r.out;
+  // a percent given as a loss target: every run met it at once, which the report says
+  const auto loss = compare(tmp, {"slow", "fast"}, " --metric loss --target 90");
+  ASSERT_EQ(loss.code, 0) << loss.err;
+  EXPECT_NE(loss.out.find("Every run was at or below --target 90 at its first evaluation: the "
+                          "target tells them apart in nothing (loss is in the loss's own units, "
+                          "not a percent: the runs' first evaluated loss ranged from "),
+            std::string::npos)
+      << loss.out;
   EXPECT_NE(testing::slurp(tmp / "cmp/accuracy-vs-round.svg").find("<svg"), std::string::npos);
   EXPECT_NE(testing::slurp(tmp / "cmp/report.md").find("![test accuracy (%) per round]"),
             std::string::npos);
