@@ -78,6 +78,10 @@ fs::path resolve_data_dir(const fs::path& given) {
   return fs::path(FEDPAR_SOURCE_DIR) / "data";
 }
 
+fs::path mnist_folder(const DataOptions& o) {
+  return o.name == "mnist" ? fs::absolute(resolve_data_dir(o.data_dir) / "mnist") : fs::path();
+}
+
 namespace {
 
 // One MNIST split's files, checked against each other: its labels (all digits) and its images,

@@ -145,6 +145,9 @@ struct RunSummary {
   std::optional<uint64_t> parameters;     // the model's parameter count (absent in older records)
   std::optional<uint64_t> train_samples;  // the training set's samples (after data.train_limit)
   std::optional<std::string> dataset;     // its name: "mnist", "csv:a.csv", "synthetic-iid"
+  // mnist: the folder its files were read from (data.dir, $FEDPAR_DATA_DIR, ./data or the source
+  // tree's data/, whichever was found), absolute
+  std::optional<std::string> data_from;
   int64_t rounds_run = 0;
   bool stopped_at_accuracy = false;
   std::optional<int64_t> diverged_at_round;  // the round whose update held NaN or Inf

@@ -434,6 +434,8 @@ int RunContext::finish(const Engine& engine,
       .parameters = params.size(),
       .train_samples = data.train.size(),
       .dataset = data.train.name,
+      .data_from =
+          s.data.name == "mnist" ? std::optional(mnist_folder(s.data).string()) : std::nullopt,
       .rounds_run = diverged_at_  ? diverged_at_ - 1
                     : stopped_at_ ? stopped_at_
                                   : s.rounds,

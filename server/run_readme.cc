@@ -478,9 +478,12 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
   md << fmt::format(
       "fedpar ran `{}` on {} in the `{}` regime ({} topology): {} virtual client(s) in {} "
       "client process(es){}, {} of {} rounds, seed {}.\n\n",
-      s.model.name, summary.dataset.value_or(s.data.name), cfg.get_string("regime"), topology,
-      summary.clients, summary.processes, devices_of(summary.hosts), summary.rounds_run, s.rounds,
-      s.seed);
+      s.model.name,
+      summary.data_from ? fmt::format("{} (read from `{}`)", summary.dataset.value_or(s.data.name),
+                                      *summary.data_from)
+                        : summary.dataset.value_or(s.data.name),
+      cfg.get_string("regime"), topology, summary.clients, summary.processes,
+      devices_of(summary.hosts), summary.rounds_run, s.rounds, s.seed);
   if (summary.final && summary.final->test_accuracy)
     md << fmt::format("- test accuracy {:.2f}% (loss {:.4f}) at round {}\n",
                       100 * *summary.final->test_accuracy, summary.final->test_loss.value_or(0),

@@ -245,7 +245,10 @@ int run_server(Config cfg, const ServerOptions& opts) {
                                    "times this run measures will show it",
                                    *load, std::thread::hardware_concurrency()));
   if (!opts.quiet) {
-    fmt::print(stderr, "server: data: {}\n", describe(run.data));
+    fmt::print(stderr, "server: data: {}{}\n", describe(run.data),
+               s.data.name == "mnist"
+                   ? fmt::format(" (read from {})", mnist_folder(s.data).string())
+                   : "");
     if (run.init_hash() && opts.resume.empty())
       fmt::print(stderr, "server: model: starts from the parameters in {} (hash {})\n",
                  s.model.init_from, *run.init_hash());

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "tests/util/distributed_run.h"
 #include "tests/util/process.h"
@@ -76,6 +78,22 @@ TEST(DataFlags, RunAndServerReadThemAsTrainDoes) {
   const std::string resolved = testing::slurp(tmp / "res" / "ok" / "config.resolved.toml");
   EXPECT_NE(resolved.find("dir = '" + dir.string() + "'"), std::string::npos) << resolved;
   EXPECT_NE(resolved.find("train_limit = 300"), std::string::npos) << resolved;
+  // where the files were read from: the log, summary.json and the README say it, and without
+  // data.dir it is $FEDPAR_DATA_DIR's folder (the config says only dir = '')
+  const auto here = linked_data(tmp, "env");
+  setenv("FEDPAR_DATA_DIR", here.c_str(), 1);
+  const auto found =
+      testing::run_fedpar(run + "--set name=found --train-limit 300 --test-limit 100", tmp.path());
+  unsetenv("FEDPAR_DATA_DIR");
+  ASSERT_EQ(found.code, 0) << found.err;
+  const std::string from = std::filesystem::absolute(here / "mnist").string();
+  EXPECT_NE(found.err.find("(read from " + from + ")\n"), std::string::npos) << found.err;
+  EXPECT_EQ(nlohmann::json::parse(testing::slurp(tmp / "res/found/summary.json"))["data_from"],
+            from);
+  EXPECT_NE(testing::slurp(tmp / "res/found/README.md").find("on mnist (read from `" + from + "`)"),
+            std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(testing::slurp(tmp / "res/ok/summary.json"))["data_from"],
+            std::filesystem::absolute(dir / "mnist").string());
   // the mnist folder itself given as the data dir: the error says to name the one above it
   testing::expect_refused(
       "train --quiet --dataset mnist --data-dir " + (dir / "mnist").string(), tmp.path(), 2,
