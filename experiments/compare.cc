@@ -288,7 +288,8 @@ struct DifferingSettings {
   std::vector<std::map<std::string, std::string>> rows;
   std::vector<std::string> unread;  // "(config not read: ...)", or ""
   // The values most runs share (more than half of those reading the key, and at least 3 of
-  // them): a row shows only where it departs from these.
+  // them; or every one of 2 that read it, where others do not): a row shows only where it
+  // departs from these.
   std::map<std::string, std::string> common;
 
   std::string text(const std::map<std::string, std::string>& kv) const {
@@ -354,7 +355,8 @@ DifferingSettings differing_settings(const std::vector<RunConfig>& configs) {
         if (read.size() > 1 || (!all_read && it->second != text(defaults, k)))
           out.rows[i][k] = it->second, shown = true;
     for (const auto& [v, count] : read)
-      if (shown && readers >= 3 && 2 * count > readers) out.common[k] = v;
+      if (shown && (readers >= 3 || read.size() == 1) && readers >= 2 && 2 * count > readers)
+        out.common[k] = v;
   }
   return out;
 }
@@ -639,8 +641,8 @@ int run_compare(const CompareOptions& o, const std::string& command) {
           ? ""
           : fmt::format(
                 "The settings most runs share (of the runs that read each one): `{}`. A row's "
-                "settings show where its run departs from these (compare.json lists each run's "
-                "in full).\n\n",
+                "settings show where its run departs from these (compare.json's "
+                "`settings_that_differ` gives each run's with these included).\n\n",
                 differs.text(differs.common));
   const bool any_differ = differs.any();
   // partitions that differ in how non-IID they are say by how much (0: every client's labels

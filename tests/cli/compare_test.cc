@@ -391,6 +391,14 @@ TEST(Compare, RoundsOfTheGradientAndModelRegimesAreSaidNotToBeAlike) {
   EXPECT_NE(r.out.substr(row, r.out.find('\n', row) - row).find("not read: local.steps`"),
             std::string::npos)
       << r.out;
+  // two model runs that agree on local.steps beside a gradient run: the value is said once, not
+  // in both rows as if it told them apart
+  one_run(tmp, "two-fast", " --set local.steps=2 --set optimizer.lr=0.3");
+  r = compare(tmp, {"two", "two-fast", "steps"}, "");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("read each one): `local.steps=2"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("| two | `local.steps=2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not read: local.steps`"), std::string::npos) << r.out;
 }
 
 // A setting a run never read does not tell it apart: an iid partition's alpha and the profile of
