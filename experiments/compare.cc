@@ -477,6 +477,31 @@ std::string same_model_note(const std::vector<std::filesystem::path>& dirs,
   return out;
 }
 
+// Runs whose curves are the same points (x and y alike), where their models differ: drawn, one
+// hides the other, so the report says so. Runs of one model hash are said already.
+std::string same_curve_note(const std::vector<Compared>& runs,
+                            const std::vector<std::filesystem::path>& dirs) {
+  std::map<std::string, std::string> hash;
+  for (const auto& d : dirs)
+    if (const auto j = read_summary(d); j.is_object() && j.contains("model_hash"))
+      hash[d.string()] = j["model_hash"].dump();
+  std::string out;
+  std::vector<bool> said(runs.size(), false);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    std::vector<std::string> alike = {runs[i].label};
+    for (size_t k = i + 1; k < runs.size(); ++k)
+      if (!said[k] && runs[k].x == runs[i].x && runs[k].y == runs[i].y &&
+          hash[dirs[k].string()] != hash[dirs[i].string()])
+        alike.push_back(runs[k].label), said[k] = true;
+    if (alike.size() > 1 && !said[i])
+      out += fmt::format(
+          "Runs {} drew the same curve (every point alike, their models not): one line hides "
+          "the other.\n",
+          fmt::join(alike, ", "));
+  }
+  return out;
+}
+
 }  // namespace
 
 int run_compare(const CompareOptions& o, const std::string& command) {
@@ -634,7 +659,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   std::vector<std::optional<RunSpec>> specs;
   for (const RunConfig& r : configs) specs.push_back(r.spec);
   if (o.x == "device-bytes") notes += process_devices_note(specs, labels);
-  notes += test_set_note(specs) + same_model_note(dirs, labels);
+  notes += test_set_note(specs) + same_model_note(dirs, labels) + same_curve_note(runs, dirs);
   for (const Reference& r : references) notes += baseline_note(r, specs);
   const std::string common_note =
       differs.common.empty()
@@ -758,6 +783,17 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   }
   double x_lo = runs[0].x.front(), x_hi = runs[0].x.back();
   for (const auto& r : runs) x_lo = std::min(x_lo, r.x.front()), x_hi = std::max(x_hi, r.x.back());
+  {  // runs whose samples, bytes or seconds end orders of magnitude apart (mini-batch SGD beside
+     // full-batch): on a linear axis the shorter ones are a spike at the left edge
+    double end_lo = INFINITY, end_hi = 0;
+    for (const auto& r : runs)
+      end_lo = std::min(end_lo, r.x.back()), end_hi = std::max(end_hi, r.x.back());
+    plot.log_x = o.x != "round" && x_lo > 0 && end_hi > 30 * end_lo;
+    if (plot.log_x)
+      notes += fmt::format(
+          "The plot's {} axis is logarithmic: the runs ended {:.0f}x apart on it ({} to {}).\n",
+          x.unit, end_hi / end_lo, num(end_lo), num(end_hi));
+  }
   for (const auto& r : references) {
     if (o.x == "samples" && r.train_samples > 0) {  // its epochs' samples: a curve of its own
       std::vector<double> xs;

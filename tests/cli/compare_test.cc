@@ -499,6 +499,48 @@ TEST(Compare, PrivateRunsShowTheirEpsilonAtTheirDelta) {
   EXPECT_EQ(none.out.find("epsilon"), std::string::npos) << none.out;
 }
 
+// Two runs whose models differ but whose accuracy curves are the same points (rates too small to
+// move any prediction): the plot draws one line over the other, and the report says so; their
+// losses differ, so a loss plot is not said to.
+TEST(Compare, RunsThatDrewTheSameCurveAreSaid) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << "rounds = 3\nprocesses = 2\n[data]\nname = 'synthetic'\n"
+                                     "iid = true\n[model]\nname = 'logreg'\n";
+  one_run(tmp, "a", " --set optimizer.lr=1e-7");
+  one_run(tmp, "b", " --set optimizer.lr=2e-7");
+  const auto r = compare(tmp, {"a", "b"}, "");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Runs a, b drew the same curve (every point alike, their models not): one "
+                       "line hides the other."),
+            std::string::npos)
+      << r.out;
+  const auto loss = compare(tmp, {"a", "b"}, " --metric loss");
+  ASSERT_EQ(loss.code, 0) << loss.err;
+  EXPECT_EQ(loss.out.find("drew the same curve"), std::string::npos) << loss.out;
+}
+
+// By samples, full-batch gradient descent beside one mini-batch step a round ends orders of
+// magnitude further along: the x axis goes logarithmic, and the report says so; by round not.
+TEST(Compare, AnAxisWhoseRunsEndOrdersApartIsLogarithmic) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << "rounds = 3\nprocesses = 2\n[data]\nname = 'synthetic'\n"
+                                     "iid = true\n[model]\nname = 'logreg'\n";
+  one_run(tmp, "full", " --set regime=gradient");
+  one_run(tmp, "mini", " --set local.batch=5");
+  const auto r = compare(tmp, {"full", "mini"}, " --x samples --out " + (tmp / "s").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("The plot's samples axis is logarithmic: the runs ended "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(testing::slurp(tmp / "s/accuracy-vs-samples.svg.gp").find("set logscale x\n"),
+            std::string::npos);
+  const auto by_round = compare(tmp, {"full", "mini"}, " --out " + (tmp / "r").string());
+  ASSERT_EQ(by_round.code, 0) << by_round.err;
+  EXPECT_EQ(by_round.out.find("logarithmic"), std::string::npos) << by_round.out;
+  EXPECT_EQ(testing::slurp(tmp / "r/accuracy-vs-round.svg.gp").find("logscale x"),
+            std::string::npos);
+}
+
 // sgd.batch = "full" is the default 0, the whole shard: a gradient run beside model runs (which
 // do not read it) listed `sgd.batch='full'` as a setting of its own.
 TEST(Compare, AWholeShardBatchIsOneSettingHoweverSpelled) {
