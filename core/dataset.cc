@@ -78,8 +78,9 @@ fs::path resolve_data_dir(const fs::path& given) {
   return fs::path(FEDPAR_SOURCE_DIR) / "data";
 }
 
-fs::path mnist_folder(const DataOptions& o) {
-  return o.name == "mnist" ? fs::absolute(resolve_data_dir(o.data_dir) / "mnist") : fs::path();
+std::optional<std::string> mnist_folder(const DataOptions& o) {
+  if (o.name != "mnist") return std::nullopt;
+  return fs::absolute(resolve_data_dir(o.data_dir) / "mnist").lexically_normal().string();
 }
 
 namespace {

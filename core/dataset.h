@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -93,7 +94,8 @@ TrainTest load_without_training_features(const DataOptions& opts, std::string& t
 // Where MNIST is looked for when data_dir is empty: $FEDPAR_DATA_DIR, ./data, then the source
 // tree's data/ folder (where scripts/setup.sh puts it).
 std::filesystem::path resolve_data_dir(const std::filesystem::path& given);
-// mnist: the absolute folder of its files as `o` finds them; empty for another dataset.
-std::filesystem::path mnist_folder(const DataOptions& o);
+// mnist: the absolute folder of its files as `o` finds them ("../data" resolved, symbolic links
+// kept); nullopt for another dataset.
+std::optional<std::string> mnist_folder(const DataOptions& o);
 
 }  // namespace fedpar

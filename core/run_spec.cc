@@ -956,9 +956,9 @@ std::vector<std::string> run_warnings(const Config& c, const RunSpec& s) {
   // The model regime's defaults are one full-batch local step: FedSGD, gradient descent on the
   // clients' data, where a newcomer running model averaging (regime = "model", given or the
   // default, local training not given) expects FedAvg's local epochs.
-  if (s.regime == Regime::kModel && s.local_steps == 1 && s.local_epochs == 0 &&
-      s.local_batch == 0 && !c.given("local.steps") && !c.given("local.epochs") &&
-      !c.given("local.batch"))
+  if (s.regime == Regime::kModel && s.local_steps == 1 && s.local_steps_max <= 1 &&
+      s.local_epochs == 0 && s.local_batch == 0 && !c.given("local.steps") &&
+      !c.given("local.steps_max") && !c.given("local.epochs") && !c.given("local.batch"))
     out.push_back(fmt::format(
         "regime = \"model\"{} with its local defaults (local.steps = 1, local.batch = full) "
         "takes one full-batch step a round: FedSGD, gradient descent on the clients' data; FedAvg "

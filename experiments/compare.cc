@@ -288,8 +288,7 @@ struct DifferingSettings {
   std::vector<std::map<std::string, std::string>> rows;
   std::vector<std::string> unread;  // "(config not read: ...)", or ""
   // The values most runs share (more than half of those reading the key, and at least 3 of
-  // them; or every one of 2 that read it, where others do not): a row shows only where it
-  // departs from these.
+  // them; or both of 2 that read it, of 3 runs): a row shows only where it departs from these.
   std::map<std::string, std::string> common;
 
   std::string text(const std::map<std::string, std::string>& kv) const {
@@ -355,7 +354,8 @@ DifferingSettings differing_settings(const std::vector<RunConfig>& configs) {
         if (read.size() > 1 || (!all_read && it->second != text(defaults, k)))
           out.rows[i][k] = it->second, shown = true;
     for (const auto& [v, count] : read)
-      if (shown && (readers >= 3 || read.size() == 1) && readers >= 2 && 2 * count > readers)
+      if (shown && (readers >= 3 || (read.size() == 1 && readers == 2 && 2 * readers > n)) &&
+          2 * count > readers)
         out.common[k] = v;
   }
   return out;
@@ -477,28 +477,28 @@ std::string same_model_note(const std::vector<std::filesystem::path>& dirs,
   return out;
 }
 
-// Runs whose curves are the same points (x and y alike), where their models differ: drawn, one
-// hides the other, so the report says so. Runs of one model hash are said already.
+// Runs that drew the same curve (x and y alike, point for point) with models of more than one
+// hash: one line hides another, so the report says so (runs of one hash are said already, and a
+// run without a summary, unfinished, has no model to tell apart).
 std::string same_curve_note(const std::vector<Compared>& runs,
                             const std::vector<std::filesystem::path>& dirs) {
-  std::map<std::string, std::string> hash;
-  for (const auto& d : dirs)
-    if (const auto j = read_summary(d); j.is_object() && j.contains("model_hash"))
-      hash[d.string()] = j["model_hash"].dump();
+  std::map<std::pair<std::vector<double>, std::vector<double>>,
+           std::pair<std::vector<std::string>, std::set<std::string>>>
+      by_curve;  // (x, y) -> the runs that drew it, and their model hashes
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (const auto j = read_summary(dirs[i]);
+        j.is_object() && j.contains("model_hash") && j["model_hash"].is_string()) {
+      auto& [labels, hashes] = by_curve[{runs[i].x, runs[i].y}];
+      labels.push_back(runs[i].label);
+      hashes.insert(j["model_hash"].get<std::string>());
+    }
   std::string out;
-  std::vector<bool> said(runs.size(), false);
-  for (size_t i = 0; i < runs.size(); ++i) {
-    std::vector<std::string> alike = {runs[i].label};
-    for (size_t k = i + 1; k < runs.size(); ++k)
-      if (!said[k] && runs[k].x == runs[i].x && runs[k].y == runs[i].y &&
-          hash[dirs[k].string()] != hash[dirs[i].string()])
-        alike.push_back(runs[k].label), said[k] = true;
-    if (alike.size() > 1 && !said[i])
+  for (const auto& [curve, group] : by_curve)
+    if (group.second.size() > 1)
       out += fmt::format(
-          "Runs {} drew the same curve (every point alike, their models not): one line hides "
-          "the other.\n",
-          fmt::join(alike, ", "));
-  }
+          "Runs {} drew the same curve (every point alike, their models not all): one line hides "
+          "another.\n",
+          fmt::join(group.first, ", "));
   return out;
 }
 
@@ -629,7 +629,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
         "Every run was {} --target {} at its first evaluation: the target tells them apart in "
         "nothing{}.\n",
         reached, num(o.target),
-        higher_is_better
+        higher_is_better || o.target < 10  // a loss target of 10 or more: a percent meant
             ? ""
             : fmt::format(
                   " ({} is in the loss's own units, not a percent: the runs' "
@@ -788,7 +788,12 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     double end_lo = INFINITY, end_hi = 0;
     for (const auto& r : runs)
       end_lo = std::min(end_lo, r.x.back()), end_hi = std::max(end_hi, r.x.back());
-    plot.log_x = o.x != "round" && x_lo > 0 && end_hi > 30 * end_lo;
+    // a baseline's point at 0 (an epoch-0 evaluation by samples) would drop off a log axis
+    const bool reference_at_zero =
+        o.x == "samples" && std::ranges::any_of(references, [](const Reference& r) {
+          return r.train_samples > 0 && std::ranges::any_of(r.epoch, [](auto e) { return e <= 0; });
+        });
+    plot.log_x = o.x != "round" && x_lo > 0 && !reference_at_zero && end_hi > 30 * end_lo;
     if (plot.log_x)
       notes += fmt::format(
           "The plot's {} axis is logarithmic: the runs ended {:.0f}x apart on it ({} to {}).\n",

@@ -240,7 +240,15 @@ class Supervisor {
 
   void exited(const std::string& name, pid_t pid, int status) {
     const int exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    const std::string what = WIFSIGNALED(status)
+                                 ? fmt::format("was killed by signal {} ({})", WTERMSIG(status),
+                                               strsignal(WTERMSIG(status)))
+                                 : fmt::format("exited with code {}", exit);
     if (done_) {
+      // a client killed from outside whose server, losing it, failed and was reaped first: the
+      // cause is still said (the server's own words name only the clients it lost)
+      if (name != "server" && WIFSIGNALED(status) && !signalled_ && !g_interrupted)
+        fmt::print(stderr, "fedpar run: {} {}\n", name, what);
       // a client died as the last round ended: the server, told to stop, had finished the run
       // (a stopped one exits 128 + its signal), so its folder is whole and the outcome is its own
       if (name == "server" && (exit == 0 || exit == kExitDiverged) && code_ == kExitRunFailed &&
@@ -259,10 +267,6 @@ class Supervisor {
     } else if (exit == kExitEndedByServer) {
       return;  // the server ended the run, or went on without the process, and says so itself
     } else if (exit != 0) {
-      const std::string what = WIFSIGNALED(status)
-                                   ? fmt::format("was killed by signal {} ({})", WTERMSIG(status),
-                                                 strsignal(WTERMSIG(status)))
-                                   : fmt::format("exited with code {}", exit);
       if (goes_on_without_clients(s_)) {  // the run's own fault policy, as the server applies it
         fmt::print(stderr,
                    "fedpar run: {} {}; the run goes on without its virtual clients (the server "
@@ -291,6 +295,7 @@ class Supervisor {
       if (ec) return;
       // an interrupted run passes its signal on, so each process says what stopped it
       const int sig = g_interrupted ? g_interrupted : SIGTERM;
+      signalled_ = true;
       for (const auto& [pid, name] : alive_) ::kill(pid, sig);
       timer_.expires_after(kKillAfter);
       timer_.async_wait([this, sig](const boost::system::error_code& ec) {
@@ -331,6 +336,7 @@ class Supervisor {
   std::map<pid_t, std::string> alive_;  // started and not yet reaped
   std::chrono::steady_clock::time_point started_;
   bool done_ = false;
+  bool signalled_ = false;  // finish() has sent the remaining processes its stop signal
   int code_ = 0;
 };
 

@@ -434,8 +434,7 @@ int RunContext::finish(const Engine& engine,
       .parameters = params.size(),
       .train_samples = data.train.size(),
       .dataset = data.train.name,
-      .data_from =
-          s.data.name == "mnist" ? std::optional(mnist_folder(s.data).string()) : std::nullopt,
+      .data_from = mnist_folder(s.data),
       .rounds_run = diverged_at_  ? diverged_at_ - 1
                     : stopped_at_ ? stopped_at_
                                   : s.rounds,
@@ -453,11 +452,7 @@ int RunContext::finish(const Engine& engine,
       .blas_kernels = blas_kernels(),
       .machine = machine_description(),
       .load_average = load_average(),
-      .rounds_seconds = rounds_started
-                            ? std::optional(std::chrono::duration<double>(
-                                                std::chrono::steady_clock::now() - *rounds_started)
-                                                .count())
-                            : std::nullopt,
+      .rounds_seconds = rounds_seconds,
       .resumed_after_round = resumed_after_ ? std::optional<int64_t>(resumed_after_) : std::nullopt,
       .earlier_commits = earlier_commits_,
       .resumed_with_changes =

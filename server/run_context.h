@@ -100,8 +100,9 @@ class RunContext {
   // What the server warned of before round 1 (settings it does not read, samples left out, a
   // busy machine, links too slow): summary.json and the README keep them.
   std::vector<std::string> warnings;
-  // when the first round started (run_rounds sets it): summary.json's rounds_seconds
-  std::optional<std::chrono::steady_clock::time_point> rounds_started;
+  // the wall seconds from the first round's start to the last one's end (run_rounds sets it):
+  // summary.json's rounds_seconds
+  std::optional<double> rounds_seconds;
 
  private:
   Resumed resume_from(const std::filesystem::path& dir, Plan& plan);  // resume(), unguarded

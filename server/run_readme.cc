@@ -420,9 +420,12 @@ std::string participation_note(const RunSpec& s, const PartitionStats& p,
 // replies, and (with per-client records) the slowest client's compute against the median
 // client's, [stragglers]' sleep included: where a straggler's cost shows. "" without the time
 // (an older summary).
-std::string time_note(const RunSummary& summary, const std::vector<RoundRecord>& rounds) {
+std::string time_note(const RunSpec& s, const RunSummary& summary,
+                      const std::vector<RoundRecord>& rounds) {
   if (!summary.rounds_seconds) return "";
-  const int64_t ran = summary.rounds_run - summary.resumed_after_round.value_or(0);
+  // a diverged run's last round ran too, though its model is not kept
+  const int64_t ran = summary.rounds_run - summary.resumed_after_round.value_or(0) +
+                      (summary.diverged_at_round ? 1 : 0);
   std::vector<double> waits;
   std::map<uint32_t, std::vector<double>> compute;  // client -> its rounds' compute seconds
   for (const RoundRecord& r : rounds) {
@@ -440,8 +443,9 @@ std::string time_note(const RunSummary& summary, const std::vector<RoundRecord>&
     const auto& [most, who] = *std::ranges::max_element(medians);
     slowest = fmt::format(
         "; the slowest client, client {}, computed {:.3g} s a round and the median client {:.3g} s "
-        "(medians of metrics.jsonl's `clients[].compute_seconds`, [stragglers]' sleep included)",
-        who, most, median(all));
+        "(medians of metrics.jsonl's `clients[].compute_seconds`{})",
+        who, most, median(all),
+        s.slowdown.empty() && s.delay_seconds.empty() ? "" : ", [stragglers]' sleep included");
   }
   return fmt::format(
       "- {} round{} {}in {:.1f} s on the server's clock ({:.3g} s a round, evaluations "
@@ -547,7 +551,7 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
     rounds = read_round_records(dir);
   } catch (const std::exception&) {  // the README says what it can without them
   }
-  md << time_note(summary, rounds);
+  md << time_note(s, summary, rounds);
   try {  // how non-IID the clients' data was, from the manifest the run wrote
     const PartitionStats p = manifest_stats(dir / "manifest.json");
     const std::string left_out =

@@ -51,7 +51,7 @@ WorkerRecord worker_record(uint32_t process, const Reply& reply) {
 
 void run_rounds(Engine& engine, RunContext& run, Plan& plan, int first) {
   plan.begin(engine);
-  run.rounds_started = std::chrono::steady_clock::now();
+  const auto started = std::chrono::steady_clock::now();
   for (int r = first; r < run.s.rounds; ++r) {
     engine.round = uint64_t(r);
     engine.admit_newcomers([&] { return plan.client_state(); });
@@ -86,6 +86,8 @@ void run_rounds(Engine& engine, RunContext& run, Plan& plan, int first) {
       run.checkpoint(r, plan, engine);
     }
   }
+  run.rounds_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 }
 
 }  // namespace fedpar

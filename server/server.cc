@@ -245,10 +245,9 @@ int run_server(Config cfg, const ServerOptions& opts) {
                                    "times this run measures will show it",
                                    *load, std::thread::hardware_concurrency()));
   if (!opts.quiet) {
+    const auto from = mnist_folder(s.data);
     fmt::print(stderr, "server: data: {}{}\n", describe(run.data),
-               s.data.name == "mnist"
-                   ? fmt::format(" (read from {})", mnist_folder(s.data).string())
-                   : "");
+               from ? fmt::format(" (read from {})", *from) : "");
     if (run.init_hash() && opts.resume.empty())
       fmt::print(stderr, "server: model: starts from the parameters in {} (hash {})\n",
                  s.model.init_from, *run.init_hash());

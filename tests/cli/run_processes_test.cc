@@ -193,6 +193,9 @@ TEST(FedparRun, AFolderSaysHowLongItsRoundsTookAndWhichClientWasSlowest) {
   EXPECT_EQ(m[1], "0") << readme;
   EXPECT_GE(std::stod(m[2]), 0.3) << readme;  // [stragglers]' sleep counts as its compute
   EXPECT_LT(std::stod(m[3]), 0.3) << readme;
+  EXPECT_NE(readme.find("`clients[].compute_seconds`, [stragglers]' sleep included)"),
+            std::string::npos)
+      << readme;
 }
 
 // A run evaluated at 5 rounds or more gets its test accuracy and loss by round drawn into its
@@ -242,6 +245,9 @@ TEST(FedparRun, AFolderShowsItsRunsCurves) {
   const std::string bare_readme = testing::slurp(tmp / "res/bare/README.md");
   EXPECT_EQ(bare_readme.find("]("), std::string::npos);
   EXPECT_NE(bare_readme.find("(no plots drawn: `--no-plots`"), std::string::npos) << bare_readme;
+  // the time line names [stragglers] only where the run had them
+  EXPECT_NE(bare_readme.find(" rounds in "), std::string::npos) << bare_readme;
+  EXPECT_EQ(bare_readme.find("[stragglers]"), std::string::npos) << bare_readme;
   // too few evaluated rounds for a curve: the README says so, and no folder is made
   const auto short_run = testing::run_fedpar(run + "short --set rounds=4", tmp.path());
   ASSERT_EQ(short_run.code, 0) << short_run.err;

@@ -392,7 +392,9 @@ TEST(RunSpecValues, SettingsAnotherSettingReplacesAreNamed) {
             (std::vector<std::string>{
                 "the run does not read local.steps = 5: local.epochs = 1 replaces it (set "
                 "local.epochs = 0 to train local.steps)"}));
-  EXPECT_TRUE(warnings({"regime=model", "local.steps=5"}).empty());
+  EXPECT_TRUE(all_warnings({"regime=model", "local.steps=5"}).empty());
+  EXPECT_TRUE(all_warnings({"local.epochs=1"}).empty());
+  EXPECT_TRUE(all_warnings({"local.steps_max=5"}).empty());  // 1 to 5 steps: not FedSGD
   // the model regime's local defaults are FedSGD: said, unless the config chose them
   const auto defaults = all_warnings({"regime=model"});
   ASSERT_EQ(defaults.size(), 1u);

@@ -116,9 +116,8 @@ TEST(DivergenceTable, GivesEachPairedRunsDivergenceAndMedianDrift) {
   EXPECT_EQ(divergence_table({k1, k2}).find("drift"), std::string::npos);
 }
 
-// A run's seeds together: the final accuracy's mean, sample standard deviation and range, the best
-// accuracy's mean, and how many seeds reached the target in how many rounds on average; a run of
-// one seed alone makes no table.
+// DP-FedAvg's runs: each one's epsilon at its own delta (in the header where they share one) and
+// the share of its seeds' updates clipped; a run that clipped nothing has no row.
 TEST(PrivacyTable, EachRunsEpsilonAtItsDeltaAndTheShareClippedOverItsSeeds) {
   // "clip": clipped without noise; "z1": two seeds; "none": nothing clipped, no row
   std::vector<SuiteRun> runs = {run("none", "server"), run("clip", "server"),
@@ -141,14 +140,18 @@ TEST(PrivacyTable, EachRunsEpsilonAtItsDeltaAndTheShareClippedOverItsSeeds) {
   EXPECT_NE(table.find("| run | epsilon (delta) | updates clipped |"), std::string::npos) << table;
   EXPECT_EQ(row(table, "clip"), "| clip | 2.5 (0.001) | 75.0% |") << table;
   EXPECT_EQ(row(table, "z1"), "| z1 | 7.97 (1e-05) | 25.0% |") << table;
-  // clipping alone everywhere: the column says so
+  // one run: its delta in the header
   EXPECT_EQ(row(privacy_table({runs[1]}), "clip"), "| clip | 2.5 | 75.0% |");
+  // clipping alone everywhere: the column says so
   runs[1].curves.epsilon.reset();
   EXPECT_EQ(
       privacy_table({runs[0], runs[1]}),
       "| run | epsilon | updates clipped |\n|---|---|---|\n| clip | none (no noise) | 75.0% |\n");
 }
 
+// A run's seeds together: the final accuracy's mean, sample standard deviation and range, the best
+// accuracy's mean, and how many seeds reached the target in how many rounds on average; a run of
+// one seed alone makes no table.
 TEST(SeedMeansTable, AveragesEachRunsSeeds) {
   std::vector<SuiteRun> runs;
   for (const auto& [seed, finals] : std::vector<std::pair<int, std::vector<double>>>{
