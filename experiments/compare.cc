@@ -18,6 +18,7 @@
 #include "core/results_dir.h"
 #include "core/run_spec.h"
 #include "core/unread_settings.h"
+#include "experiments/compare_seeds.h"
 #include "experiments/epsilon_column.h"
 #include "experiments/plot.h"
 #include "experiments/run_metrics.h"
@@ -738,6 +739,24 @@ int run_compare(const CompareOptions& o, const std::string& command) {
       row["target_round"] = hit ? nlohmann::json(r.round[*hit]) : nlohmann::json(nullptr);
     rows.push_back(std::move(row));
   }
+  std::vector<SeedRun> seed_runs;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Compared& r = runs[i];
+    const std::optional<size_t> hit = first_at(r.y, o.target, higher_is_better);
+    seed_runs.push_back(
+        {.label = r.label,
+         .settings = differs.unread[i].empty() ? std::optional(differs.rows[i]) : std::nullopt,
+         .final = r.y.back(),
+         .best = r.y[best_index(r.y, higher_is_better)],
+         .target_round = hit ? std::optional(r.round[*hit]) : std::nullopt});
+  }
+  const SeedGroups seeds = seed_groups(seed_runs, o.metric, o.target, value);
+  const std::string seeds_md =
+      seeds.table.empty()
+          ? ""
+          : "Runs alike but for their seed, together (the final value's sample standard "
+            "deviation over the seeds; compare.json's `seed_groups`):\n\n" +
+                seeds.table + "\n";
   // no rounds, bytes or simulated time: a line; by samples, its epochs' curve
   const auto samples_after = [&](const Reference& r, size_t k) {
     return o.x == "samples" && r.train_samples > 0
@@ -837,7 +856,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
                            "docs/partitioning.md).\n\n"
                          : "")
          << common_note << table.str() << "\n"
-         << (notes.empty() ? "" : notes + "\n")
+         << seeds_md << (notes.empty() ? "" : notes + "\n")
          << (drawn ? fmt::format("![{} per {}]({})\n", metric.name, o.x, svg)
                    : fmt::format("(no plot: {})\n", why));
   out.write_text("report.md", report.str());
@@ -846,12 +865,13 @@ int run_compare(const CompareOptions& o, const std::string& command) {
                                   {"x", o.x},
                                   {"target", o.target > 0 ? nlohmann::json(o.target)
                                                           : nlohmann::json()},  // none asked
-                                  {"runs", rows}});
+                                  {"runs", rows},
+                                  {"seed_groups", seeds.json}});
   const auto path = out.commit();
   if (path.filename() != o.out.filename())  // the command line names the folder it did not get
     fmt::print(stderr, "fedpar compare: {} exists, so the report went to {}\n", o.out.string(),
                path.string());
-  fmt::print("{}{}\n{}report: {}\n", common_note, table.str(), notes,
+  fmt::print("{}{}\n{}{}report: {}\n", common_note, table.str(), seeds_md, notes,
              (path / "report.md").string());
   return 0;
 }

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -540,6 +542,45 @@ TEST(Compare, AnAxisWhoseRunsEndOrdersApartIsLogarithmic) {
   EXPECT_EQ(by_round.out.find("logarithmic"), std::string::npos) << by_round.out;
   EXPECT_EQ(testing::slurp(tmp / "r/accuracy-vs-round.svg.gp").find("logscale x"),
             std::string::npos);
+}
+
+// A script's runs of each setting under several seeds: those alike but for their seed are taken
+// together, the final value's mean, standard deviation and range over the seeds, as the suites'
+// Over seeds table gives them; a run with no other seed of its setting joins no group.
+TEST(Compare, RunsAlikeButForTheirSeedAreTakenTogether) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << "rounds = 3\nprocesses = 2\n[data]\nname = 'synthetic'\n"
+                                     "iid = true\n[model]\nname = 'logreg'\n";
+  for (int seed : {1, 2, 3})
+    one_run(tmp, fmt::format("a-s{}", seed), fmt::format(" --set seed={}", seed));
+  one_run(tmp, "b-s1", " --set optimizer.lr=0.3");
+  const auto r =
+      compare(tmp, {"a-s1", "a-s2", "a-s3", "b-s1"}, " --target 2 --out " + (tmp / "c").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(testing::slurp(tmp / "c" / "compare.json"));
+  std::vector<double> finals;
+  for (int i = 0; i < 3; ++i) finals.push_back(j["runs"][i]["final"].get<double>());
+  const double mean = (finals[0] + finals[1] + finals[2]) / 3;
+  double var = 0;
+  for (double f : finals) var += (f - mean) * (f - mean);
+  const double sd = std::sqrt(var / 2);
+  ASSERT_EQ(j["seed_groups"].size(), 1u) << j.dump();
+  const auto& g = j["seed_groups"][0];
+  EXPECT_EQ(g["runs"], nlohmann::json({"a-s1", "a-s2", "a-s3"}));
+  EXPECT_NEAR(g["final_mean"].get<double>(), mean, 1e-9);
+  EXPECT_NEAR(g["final_std"].get<double>(), sd, 1e-9);
+  EXPECT_GT(sd, 0) << "seeds that trained alike would not test the spread";
+  EXPECT_EQ(g["final_min"], *std::ranges::min_element(finals));
+  EXPECT_EQ(g["reached_target"], 3);  // 2% at the first evaluation
+  EXPECT_NE(r.out.find(fmt::format("| a-s1, a-s2, a-s3 | 3 | {:.2f}% | {:.2f}% |", mean, sd)),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(testing::slurp(tmp / "c" / "report.md").find("Runs alike but for their seed"),
+            std::string::npos);
+  // no two runs alike but for their seed: no such table
+  const auto none = compare(tmp, {"a-s1", "b-s1"}, "");
+  ASSERT_EQ(none.code, 0) << none.err;
+  EXPECT_EQ(none.out.find("alike but for their seed"), std::string::npos) << none.out;
 }
 
 // sgd.batch = "full" is the default 0, the whole shard: a gradient run beside model runs (which
