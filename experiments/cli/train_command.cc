@@ -22,6 +22,7 @@
 #include "experiments/cli/commands.h"
 #include "experiments/cli/progress.h"
 #include "experiments/cli/train_config.h"
+#include "experiments/cli/train_like.h"
 #include "experiments/provenance.h"
 #include "experiments/train_plots.h"
 
@@ -30,6 +31,7 @@ namespace {
 
 struct TrainArgs {
   std::string config_path;
+  std::string like;  // a distributed run's folder whose baseline this is (train_like.h)
   std::vector<std::string> sets;
   std::vector<std::string> flag_sets;  // "key=value" from the flags, applied before --set
   bool quiet = false, no_plots = false;
@@ -42,12 +44,16 @@ double mean_loss(const BatchStats& s) { return s.samples ? s.loss_sum / double(s
 
 int run_train(const TrainArgs& args) {
   Config cfg = make_train_config();
+  std::optional<TrainLike> like;
+  if (!args.like.empty()) cfg.set_all((like = train_like(args.like))->sets);
   if (!args.config_path.empty()) cfg.merge_file(args.config_path);
   cfg.set_all(flags_then_sets(args.flag_sets, args.sets));
   const TrainSetup s = resolve_train_setup(cfg);
   cfg.set("name", s.name);  // the resolved config names the folder it was written to
   Progress progress(!args.quiet);
-  if (args.config_path.empty() && args.sets.empty() && args.flag_sets.empty())
+  if (like)
+    progress.line(fmt::format("fedpar train: {}; flags and --set given beside it win", like->said));
+  else if (args.config_path.empty() && args.sets.empty() && args.flag_sets.empty())
     progress.line(fmt::format(
         "fedpar train: no config file or flags given, so it trains the defaults: {} on {}, {} "
         "epoch(s) (`fedpar keys train` lists every key, `fedpar train --help` the flags)",
@@ -268,6 +274,10 @@ Action add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   cmd->add_option("--config", args->config_path, "TOML config (see experiments/*.toml)")
       ->check(existing_config_file());
+  cmd->add_option("--like", args->like,
+                  "a finished distributed run's folder: train its centralized baseline (its "
+                  "model, data, seed and optimizer, its clients' batch, as many epochs as it "
+                  "processed samples; named NAME-centralized)");
   add_flag_keys(cmd, train_flags(), args->flag_sets);
   add_flag_keys(cmd, data_flags(), args->flag_sets);
   cmd->add_option("--set", args->sets, "override any config key: --set optimizer.momentum=0.9");

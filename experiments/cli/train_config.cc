@@ -49,7 +49,8 @@ Config make_train_config() {
   c.refer_elsewhere(std::move(run_only),
                     "a key of `fedpar run` configs (the server and its clients), not of "
                     "centralized training: is this a `fedpar run` config? (`fedpar run FILE` runs "
-                    "one)");
+                    "one; `fedpar train --like RESULTS/NAME` trains a finished run's centralized "
+                    "baseline)");
   c.allow_words("train.batch", {"full"});
   return c;
 }

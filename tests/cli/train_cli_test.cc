@@ -333,6 +333,45 @@ TEST(TrainCli, AConfigForTheOtherCommandSaysWhichItIsFor) {
       << r.err;
 }
 
+// The centralized baseline of a finished run in one command: full-batch gradient averaging over 3
+// rounds is full-batch gradient descent for 3 epochs (the equivalence fedpar shows), trained
+// beside the run under its name; what is not a run's folder is refused.
+TEST(TrainCli, LikeARunTrainsItsCentralizedBaseline) {
+  testing::TempDir tmp;
+  std::ofstream(tmp / "run.toml") << "rounds = 3\nprocesses = 2\nregime = 'gradient'\n"
+                                     "seed = 4\n[data]\nname = 'synthetic'\niid = true\n"
+                                     "[model]\nname = 'logreg'\n[optimizer]\nlr = 0.3\n";
+  CliRun r = run_fedpar("run " + (tmp / "run.toml").string() +
+                            " --set results_dir=" + (tmp / "res").string() + " --set name=g",
+                        tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run_fedpar("train --like " + (tmp / "res/g").string(), tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("train.batch = 'full' (sgd.batch), 3 epoch(s) (the run processed "),
+            std::string::npos)
+      << r.err;
+  const std::string resolved = testing::slurp(tmp / "res/g-centralized/config.resolved.toml");
+  for (const char* line : {"seed = 4\n", "lr = 0.3\n", "epochs = 3\n", "batch = 'full'\n"})
+    EXPECT_NE(resolved.find(line), std::string::npos) << line << resolved;
+  const auto run_final =
+      nlohmann::json::parse(testing::slurp(tmp / "res/g/summary.json"))["final"]["test_accuracy"]
+          .get<double>();
+  double centralized = -1;
+  for (std::ifstream in(tmp / "res/g-centralized/metrics.jsonl"); in;) {
+    std::string line;
+    if (std::getline(in, line) && line.find("\"test_accuracy\"") != std::string::npos)
+      centralized = nlohmann::json::parse(line)["test_accuracy"].get<double>();
+  }
+  EXPECT_NEAR(centralized, run_final, 0.002);  // the same steps, summed in another order
+  // a flag beside it wins
+  r = run_fedpar("train --like " + (tmp / "res/g").string() + " --epochs 1 --name one", tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(testing::slurp(tmp / "res/one/config.resolved.toml").find("epochs = 1\n"),
+            std::string::npos);
+  testing::expect_refused("train --like " + tmp.path().string(), tmp.path(), 2,
+                          "not a finished distributed run's folder");
+}
+
 // Without a config or flags, fedpar train first says it trains the defaults and names them (a new
 // user who typed it to see what it does is not left guessing); here MNIST is missing, so it stops.
 TEST(TrainCli, WithoutAConfigItSaysItTrainsTheDefaults) {
