@@ -51,6 +51,9 @@ TrainLike train_like(const std::filesystem::path& run) {
       "like {}: its model, data, seed and optimizer, train.batch = {} ({}), {} epoch(s) (the run "
       "processed {:.0f} samples, {:.2f} times its training set's {})",
       run.string(), batch, batch_key, whole, curves.samples.back(), epochs, *summary.train_samples);
+  if (s.optimizer.lr.kind != "constant" || s.optimizer.lr.warmup_steps > 0)
+    out.said +=
+        "; note: its optimizer.schedule and warmup_steps counted rounds, here they count steps";
   return out;
 }
 

@@ -36,6 +36,12 @@ void two_runs(const TempDir& tmp) {
   one_run(tmp, "fast", " --set optimizer.lr=0.3");
 }
 
+// tmp/run.toml: 3 rounds of logistic regression on IID synthetic data, 2 client processes.
+void three_rounds(const TempDir& tmp) {
+  std::ofstream(tmp / "run.toml") << "rounds = 3\nprocesses = 2\n[data]\nname = 'synthetic'\n"
+                                     "iid = true\n[model]\nname = 'logreg'\n";
+}
+
 // `fedpar compare` of the runs res/NAME..., then `flags`.
 auto compare(const TempDir& tmp, const std::vector<std::string>& names, const std::string& flags) {
   std::string args = "compare";
@@ -506,8 +512,7 @@ TEST(Compare, PrivateRunsShowTheirEpsilonAtTheirDelta) {
 // losses differ, so a loss plot is not said to.
 TEST(Compare, RunsThatDrewTheSameCurveAreSaid) {
   TempDir tmp;
-  std::ofstream(tmp / "run.toml") << "rounds = 3\nprocesses = 2\n[data]\nname = 'synthetic'\n"
-                                     "iid = true\n[model]\nname = 'logreg'\n";
+  three_rounds(tmp);
   one_run(tmp, "a", " --set optimizer.lr=1e-7");
   one_run(tmp, "b", " --set optimizer.lr=2e-7");
   const auto r = compare(tmp, {"a", "b"}, "");
@@ -526,8 +531,7 @@ TEST(Compare, RunsThatDrewTheSameCurveAreSaid) {
 // magnitude further along: the x axis goes logarithmic, and the report says so; by round not.
 TEST(Compare, AnAxisWhoseRunsEndOrdersApartIsLogarithmic) {
   TempDir tmp;
-  std::ofstream(tmp / "run.toml") << "rounds = 3\nprocesses = 2\n[data]\nname = 'synthetic'\n"
-                                     "iid = true\n[model]\nname = 'logreg'\n";
+  three_rounds(tmp);
   one_run(tmp, "full", " --set regime=gradient");
   one_run(tmp, "mini", " --set local.batch=5");
   const auto r = compare(tmp, {"full", "mini"}, " --x samples --out " + (tmp / "s").string());
@@ -549,8 +553,7 @@ TEST(Compare, AnAxisWhoseRunsEndOrdersApartIsLogarithmic) {
 // Over seeds table gives them; a run with no other seed of its setting joins no group.
 TEST(Compare, RunsAlikeButForTheirSeedAreTakenTogether) {
   TempDir tmp;
-  std::ofstream(tmp / "run.toml") << "rounds = 3\nprocesses = 2\n[data]\nname = 'synthetic'\n"
-                                     "iid = true\n[model]\nname = 'logreg'\n";
+  three_rounds(tmp);
   for (int seed : {1, 2, 3})
     one_run(tmp, fmt::format("a-s{}", seed), fmt::format(" --set seed={}", seed));
   one_run(tmp, "b-s1", " --set optimizer.lr=0.3");
