@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <set>
 
 namespace fedpar {
 
@@ -24,7 +25,12 @@ SeedGroups seed_groups(const std::vector<SeedRun>& runs, const std::string& metr
   SeedGroups out;
   std::string rows;
   for (const auto& g : groups) {
-    if (g.size() < 2) continue;
+    // runs of one seed (a rerun, another build) are no spread over seeds: the seed's value is in
+    // the settings only where it differs among the runs compared
+    std::set<std::string> seeds;
+    for (const SeedRun* r : g)
+      seeds.insert(r->settings->count("seed") ? r->settings->at("seed") : "");
+    if (seeds.size() < 2) continue;
     std::vector<double> finals, bests, rounds;
     std::vector<std::string> labels;
     for (const SeedRun* r : g) {
@@ -39,14 +45,18 @@ SeedGroups seed_groups(const std::vector<SeedRun>& runs, const std::string& metr
     for (double f : finals) var += (f - m) * (f - m);
     const double sd = std::sqrt(var / double(finals.size() - 1));
     const auto [lo, hi] = std::ranges::minmax(finals);
-    rows += fmt::format("| {} | {} | {} | {} | {} .. {} | {} |", fmt::join(labels, ", "), g.size(),
-                        value(m), value(sd), value(lo), value(hi), value(mean(bests)));
+    rows +=
+        fmt::format("| {} | {} | {} | {} | {} .. {} | {} |", fmt::join(labels, ", "),
+                    seeds.size() == g.size() ? std::to_string(g.size())
+                                             : fmt::format("{} ({} runs)", seeds.size(), g.size()),
+                    value(m), value(sd), value(lo), value(hi), value(mean(bests)));
     if (target > 0)
       rows += fmt::format(" {} of {} | {} |", rounds.size(), g.size(),
                           rounds.empty() ? std::string("-") : fmt::format("{:.1f}", mean(rounds)));
     rows += "\n";
-    nlohmann::json j = {{"runs", labels},  {"final_mean", m}, {"final_std", sd},
-                        {"final_min", lo}, {"final_max", hi}, {"best_mean", mean(bests)}};
+    nlohmann::json j = {{"runs", labels},          {"seeds", seeds.size()}, {"final_mean", m},
+                        {"final_std", sd},         {"final_min", lo},       {"final_max", hi},
+                        {"best_mean", mean(bests)}};
     if (target > 0) {
       j["reached_target"] = rounds.size();
       j["target_round_mean"] = rounds.empty() ? nlohmann::json() : nlohmann::json(mean(rounds));

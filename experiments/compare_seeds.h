@@ -27,9 +27,9 @@ struct SeedGroups {
 };
 
 // Groups the runs whose settings are alike but for `seed`, in the order of their first run, and
-// tabulates each group of two or more: its runs, the final value's mean, sample standard deviation
-// and range, the best value's mean, and (target > 0) how many reached the target and their mean
-// round. `value` writes a metric value as the table's other columns do.
+// tabulates each group of two seeds or more: its runs, the final value's mean, sample standard
+// deviation and range, the best value's mean, and (target > 0) how many reached the target and
+// their mean round. `value` writes a metric value as the table's other columns do.
 SeedGroups seed_groups(const std::vector<SeedRun>& runs, const std::string& metric, double target,
                        const std::function<std::string(double)>& value);
 

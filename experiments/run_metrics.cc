@@ -146,6 +146,7 @@ RunCurves read_curves(const std::filesystem::path& dir) {
                    [](const RoundRecord& j) { return j.mean_pairwise_cosine.has_value(); }))
     c.cosine.clear();
   c.round_seconds = rounds.empty() ? 0 : clock_seconds / double(rounds.size());
+  c.all_samples = samples;
   return c;
 }
 

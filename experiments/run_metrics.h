@@ -35,6 +35,7 @@ struct RunCurves {
   // Unlike mb, it does not depend on how many processes host the clients.
   std::vector<double> mb_device;
   std::vector<double> samples;  // samples processed by all clients (forward/backward), cumulative
+  double all_samples = 0;       // ... over every round, evaluated or not
   std::vector<double> cosine;   // mean pairwise cosine of the round's client updates (empty
                                 // where no round compared any: a ring, a pipeline)
   std::vector<double> drift;    // update_drift, when the run logged it (diagnostics.drift)

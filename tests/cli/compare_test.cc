@@ -580,10 +580,14 @@ TEST(Compare, RunsAlikeButForTheirSeedAreTakenTogether) {
       << r.out;
   EXPECT_NE(testing::slurp(tmp / "c" / "report.md").find("Runs alike but for their seed"),
             std::string::npos);
-  // no two runs alike but for their seed: no such table
+  // no two runs alike but for their seed: no such table; a rerun of one seed is no spread either
   const auto none = compare(tmp, {"a-s1", "b-s1"}, "");
   ASSERT_EQ(none.code, 0) << none.err;
   EXPECT_EQ(none.out.find("alike but for their seed"), std::string::npos) << none.out;
+  one_run(tmp, "a-again", " --set seed=1");
+  const auto rerun = compare(tmp, {"a-s1", "a-again", "b-s1"}, "");
+  ASSERT_EQ(rerun.code, 0) << rerun.err;
+  EXPECT_EQ(rerun.out.find("alike but for their seed"), std::string::npos) << rerun.out;
 }
 
 // sgd.batch = "full" is the default 0, the whole shard: a gradient run beside model runs (which

@@ -370,6 +370,27 @@ TEST(TrainCli, LikeARunTrainsItsCentralizedBaseline) {
             std::string::npos);
   testing::expect_refused("train --like " + tmp.path().string(), tmp.path(), 2,
                           "not a finished distributed run's folder");
+  // mini-batches: a gradient step of 4 clients' batches of 5 is one of 20; the folder named with
+  // a trailing slash still gets its baseline beside it, named after the folder
+  r = run_fedpar("run " + (tmp / "run.toml").string() + " --set results_dir=" +
+                     (tmp / "res").string() + " --set name=mini --set sgd.batch=5",
+                 tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run_fedpar("train --like " + (tmp / "res/mini").string() + "/", tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("train.batch = 20 (sgd.batch x 4 a step), 1 epoch(s) (the run processed "
+                       "60 samples"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("note: fedpar train counts whole epochs"), std::string::npos) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(tmp / "res/mini-centralized/metrics.jsonl"));
+  // synthetic data drawn from a partition.seed of its own: the baseline's would be other data
+  r = run_fedpar("run " + (tmp / "run.toml").string() + " --set results_dir=" +
+                     (tmp / "res").string() + " --set name=split --set partition.seed=9",
+                 tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  testing::expect_refused("train --like " + (tmp / "res/split").string(), tmp.path(), 2,
+                          "its synthetic data was drawn from partition.seed = 9");
 }
 
 // Without a config or flags, fedpar train first says it trains the defaults and names them (a new
