@@ -684,7 +684,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   std::vector<double> deltas;
   for (size_t i = 0; i < runs.size(); ++i) {
     epsilons.push_back(runs[i].epsilon);
-    deltas.push_back(specs[i] ? specs[i]->privacy.delta : PrivacySpec{}.delta);
+    deltas.push_back(specs[i] ? specs[i]->privacy.delta : std::nan(""));  // its config unread
   }
   const EpsilonColumn privacy = epsilon_column(epsilons, deltas);
   const bool dp = !privacy.header.empty();
@@ -734,7 +734,9 @@ int run_compare(const CompareOptions& o, const std::string& command) {
                           {"best", *best},  {"best_round", r.round[b]}, {"x_at_end", r.x.back()}};
     if (any_differ) row["settings_that_differ"] = differs.full(i);
     if (r.median_emd) row["median_emd"] = *r.median_emd;
-    if (r.epsilon) row["epsilon"] = *r.epsilon, row["delta"] = deltas[i];
+    if (r.epsilon)
+      row["epsilon"] = *r.epsilon,
+      row["delta"] = std::isnan(deltas[i]) ? nlohmann::json() : nlohmann::json(deltas[i]);
     if (o.target > 0)
       row["target_round"] = hit ? nlohmann::json(r.round[*hit]) : nlohmann::json(nullptr);
     rows.push_back(std::move(row));

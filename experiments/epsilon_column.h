@@ -14,7 +14,8 @@ struct EpsilonColumn {
 };
 
 // One cell for each run: `epsilon` its last round's (none without noise), `delta` its
-// privacy.delta. Empty when no run has an epsilon: the table needs no such column.
+// privacy.delta (NaN: unknown, its config unread). Empty when no run has an epsilon: the table
+// needs no such column.
 EpsilonColumn epsilon_column(const std::vector<std::optional<double>>& epsilon,
                              const std::vector<double>& delta);
 

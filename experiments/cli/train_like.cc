@@ -73,6 +73,11 @@ TrainLike train_like(const std::filesystem::path& given) {
         "; note: fedpar train counts whole epochs, so the baseline processes {:.2f} times the "
         "run's samples (--epochs sets another count)",
         double(whole) / epochs);
+  if (s.partition.holdout > 0)
+    out.said += fmt::format(
+        "; note: the run's clients trained on {:.0f}% of their samples (partition.holdout), the "
+        "baseline trains on the whole training set",
+        100 * (1 - s.partition.holdout));
   if (s.regime != Regime::kAsync && together == 1 &&
       (s.optimizer.lr.kind != "constant" || s.optimizer.lr.warmup_steps > 0))
     out.said +=

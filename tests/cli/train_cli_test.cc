@@ -384,6 +384,17 @@ TEST(TrainCli, LikeARunTrainsItsCentralizedBaseline) {
       << r.err;
   EXPECT_NE(r.err.find("note: fedpar train counts whole epochs"), std::string::npos) << r.err;
   EXPECT_TRUE(std::filesystem::exists(tmp / "res/mini-centralized/metrics.jsonl"));
+  // clients that trained on part of their samples: said (the baseline trains on all of them)
+  r = run_fedpar("run " + (tmp / "run.toml").string() + " --set results_dir=" +
+                     (tmp / "res").string() + " --set name=held --set partition.holdout=0.2",
+                 tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run_fedpar("train --like " + (tmp / "res/held").string(), tmp.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("note: the run's clients trained on 80% of their samples "
+                       "(partition.holdout), the baseline trains on the whole training set"),
+            std::string::npos)
+      << r.err;
   // synthetic data drawn from a partition.seed of its own: the baseline's would be other data
   r = run_fedpar("run " + (tmp / "run.toml").string() + " --set results_dir=" +
                      (tmp / "res").string() + " --set name=split --set partition.seed=9",

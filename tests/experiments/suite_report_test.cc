@@ -140,6 +140,11 @@ TEST(PrivacyTable, EachRunsEpsilonAtItsDeltaAndTheShareClippedOverItsSeeds) {
   EXPECT_NE(table.find("| run | epsilon (delta) | updates clipped |"), std::string::npos) << table;
   EXPECT_EQ(row(table, "clip"), "| clip | 2.5 (0.001) | 75.0% |") << table;
   EXPECT_EQ(row(table, "z1"), "| z1 | 7.97 (1e-05) | 25.0% |") << table;
+  // a delta not known (compare's run whose config could not be read) is said, not assumed
+  runs[1].privacy_delta = std::nan("");
+  EXPECT_EQ(row(privacy_table(runs), "clip"), "| clip | 2.5 (delta unknown) | 75.0% |");
+  EXPECT_NE(privacy_table(runs).find("| epsilon (delta) |"), std::string::npos);
+  runs[1].privacy_delta = 1e-3;
   // one run: its delta in the header
   EXPECT_EQ(row(privacy_table({runs[1]}), "clip"), "| clip | 2.5 | 75.0% |");
   // clipping alone everywhere: the column says so
