@@ -705,6 +705,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   const auto value = [&](double v) {
     return higher_is_better ? fmt::format("{:.2f}%", v) : num(v);
   };
+  std::vector<SeedRun> seed_runs;  // the same values, for the groups of seeds below
   for (size_t i = 0; i < runs.size(); ++i) {
     const Compared& r = runs[i];
     const size_t b = best_index(r.y, higher_is_better);
@@ -740,16 +741,11 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     if (o.target > 0)
       row["target_round"] = hit ? nlohmann::json(r.round[*hit]) : nlohmann::json(nullptr);
     rows.push_back(std::move(row));
-  }
-  std::vector<SeedRun> seed_runs;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const Compared& r = runs[i];
-    const std::optional<size_t> hit = first_at(r.y, o.target, higher_is_better);
     seed_runs.push_back(
         {.label = r.label,
          .settings = differs.unread[i].empty() ? std::optional(differs.rows[i]) : std::nullopt,
          .final = r.y.back(),
-         .best = r.y[best_index(r.y, higher_is_better)],
+         .best = *best,
          .target_round = hit ? std::optional(r.round[*hit]) : std::nullopt});
   }
   const SeedGroups seeds = seed_groups(seed_runs, o.metric, o.target, value);
