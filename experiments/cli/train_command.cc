@@ -276,7 +276,7 @@ Action add_train_command(CLI::App& app) {
       ->check(existing_config_file());
   cmd->add_option("--like", args->like,
                   "a finished distributed run's folder: train its centralized baseline (its "
-                  "model, data, seed and optimizer, its clients' batch, as many epochs as it "
+                  "model, data, seed and optimizer, the batch of its steps, as many epochs as it "
                   "processed samples; named NAME-centralized)");
   add_flag_keys(cmd, train_flags(), args->flag_sets);
   add_flag_keys(cmd, data_flags(), args->flag_sets);
