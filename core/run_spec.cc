@@ -365,6 +365,12 @@ CompressionSpec resolve_compression(const Config& c, const RunSpec& s) {
           "compression.error_feedback needs a contractive codec (||x - D(C(x))|| < ||x||); QSGD "
           "is unbiased but not contractive, and its residual grows without bound: use it "
           "without error feedback");
+  // a delta downlink is error feedback on the server's side: x - x^ keeps what the codec dropped
+  require(!k.downlink_delta || k.downlink != "qsgd",
+          "compression.downlink = \"qsgd\" with downlink_delta: what the codec drops stays in "
+          "x - x^ and goes out again, as with error feedback, which needs a contractive codec; "
+          "QSGD is not, and the clients' copy drifts from the model without bound (the 2NN fell "
+          "to chance in 15 rounds): use topk, randk, scaled_sign or powersgd, or fp16 / bf16");
   // sign decodes to +-1: a step's direction for the gradient regime's server, which scales it by
   // its rate; a model delta, or a delta downlink's change, of +-1 moves every weight by 1
   require(k.uplink != "sign" || s.regime != Regime::kModel,

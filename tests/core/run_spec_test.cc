@@ -73,6 +73,9 @@ TEST(RunSpecCompression, RefusesWhatCannotRunAndSaysWhy) {
   EXPECT_NE(refusal({"compression.uplink=qsgd", "compression.error_feedback=true"})
                 .find("QSGD is unbiased but not contractive"),
             std::string::npos);
+  EXPECT_NE(refusal({"compression.downlink=qsgd", "compression.downlink_delta=true"})
+                .find("QSGD is not, and the clients' copy drifts from the model without bound"),
+            std::string::npos);
   EXPECT_NE(refusal({"compression.aggregate=vote"})
                 .find("compression.aggregate must be mean or majority, got 'vote'"),
             std::string::npos);

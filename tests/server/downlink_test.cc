@@ -72,7 +72,8 @@ TEST(Downlink, DeltaModeKeepsTheClientsReplicaInStepBitForBit) {
 }
 
 // A random codec on the downlink draws from the downlink's own stream, not client 0's (whose
-// uplink draws from (round, 0) in the same round): the frame is the kDownlink encoding.
+// uplink draws from (round, 0) in the same round): the frame is the kDownlink encoding. (A run
+// refuses QSGD as its delta downlink, which is not contractive; the stream is Downlink's.)
 TEST(Downlink, ARandomCodecDrawsFromTheDownlinksOwnStream) {
   const CodecParams params{.seed = 9};
   Downlink down(CompressionSpec{.downlink = "qsgd", .downlink_delta = true, .params = params});
