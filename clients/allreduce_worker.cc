@@ -136,8 +136,7 @@ void AllReduceWorker::reduce(const ParamLayout& layout, uint64_t round) {
   }
   const std::span<float> own = c.error_feedback ? std::span<float>(own_) : std::span<float>();
   if (c.uplink == "randk") {
-    ring_allreduce_randk(sum_, rank_, size_, link_, bucket, c.params.seed, round, c.params.ratio,
-                         own);
+    ring_allreduce_randk(sum_, rank_, size_, link_, bucket, c.params, round, own);
   } else {
     if (!powersgd_)
       powersgd_.emplace(with_layout(c.params, layout).shapes, c.params.rank, c.params.seed);

@@ -192,6 +192,8 @@ downlink = "none"        # server -> client model: none | fp16 | bf16, or with d
 downlink_delta = false   # send the encoded change since what the clients hold (what the codec drops
                          # goes out with the next round); every process then gets every TASK
 ratio = 0.01             # topk, randk: the fraction of values sent
+randk_unbiased = false   # randk: decode the values times d / k, so E[D(C(v))] = v (not contractive:
+                         # without error feedback, and not as a delta downlink)
 levels = 4               # qsgd: s, the number of positive levels
 rank = 2                 # powersgd: r, the columns of each matrix's factors P (n x r), Q (m x r)
 bucket = 512             # qsgd: values per norm
@@ -342,6 +344,7 @@ CompressionSpec resolve_compression(const Config& c, const RunSpec& s) {
           fmt::format("compression.rank must be in 1..{}", kPowerSgdMaxRank));
   k.params.rank = uint32_t(rank);
   k.params.seed = s.seed;
+  k.params.randk_unbiased = c.get_bool("compression.randk_unbiased");
   k.error_feedback = c.get_bool("compression.error_feedback");
   const std::string aggregate = c.get_string("compression.aggregate");
   require(aggregate == "mean" || aggregate == "majority",
@@ -365,12 +368,20 @@ CompressionSpec resolve_compression(const Config& c, const RunSpec& s) {
           "compression.error_feedback needs a contractive codec (||x - D(C(x))|| < ||x||); QSGD "
           "is unbiased but not contractive, and its residual grows without bound: use it "
           "without error feedback");
+  require(!k.error_feedback || k.uplink != "randk" || !k.params.randk_unbiased,
+          "compression.randk_unbiased scales random-k's values by d / k, which is unbiased but not "
+          "contractive (E||x - D(C(x))||^2 = (d/k - 1) ||x||^2): use it without error feedback, "
+          "or random-k as it is (randk_unbiased = false) with it");
   // a delta downlink is error feedback on the server's side: x - x^ keeps what the codec dropped
   require(!k.downlink_delta || k.downlink != "qsgd",
           "compression.downlink = \"qsgd\" with downlink_delta: what the codec drops stays in "
           "x - x^ and goes out again, as with error feedback, which needs a contractive codec; "
           "QSGD is not, and the clients' copy drifts from the model without bound (the 2NN fell "
           "to chance in 15 rounds): use topk, randk, scaled_sign or powersgd, or fp16 / bf16");
+  require(!k.downlink_delta || k.downlink != "randk" || !k.params.randk_unbiased,
+          "compression.downlink = \"randk\" with downlink_delta: what the codec drops goes out "
+          "again, as with error feedback, and randk_unbiased's d / k makes random-k not "
+          "contractive: set randk_unbiased = false there");
   // sign decodes to +-1: a step's direction for the gradient regime's server, which scales it by
   // its rate; a model delta, or a delta downlink's change, of +-1 moves every weight by 1
   require(k.uplink != "sign" || s.regime != Regime::kModel,

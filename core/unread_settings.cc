@@ -33,6 +33,7 @@ std::string partition_why(const RunSpec& s, std::string_view key) {
 bool codec_reads(std::string_view codec, std::string_view key) {
   if (key == "ratio") return in(codec, {"topk", "randk"});
   if (key == "topk_bucket") return codec == "topk";
+  if (key == "randk_unbiased") return codec == "randk";
   if (key == "levels" || key == "bucket") return codec == "qsgd";
   if (key == "rank") return codec == "powersgd";
   return true;

@@ -37,8 +37,9 @@ struct CodecParams {
   uint32_t levels = 4;    // QSGD: s, the number of positive levels
   uint32_t bucket = 512;  // QSGD: values per norm (the last bucket may be shorter)
   uint64_t seed = 1;      // the run seed; random draws derive from (seed, codec, round[, client])
-  uint32_t topk_bucket = 0;  // top-k: values per selection (0: the whole vector)
-  uint32_t rank = 2;         // PowerSGD: r, the columns of the factors P and Q
+  uint32_t topk_bucket = 0;     // top-k: values per selection (0: the whole vector)
+  uint32_t rank = 2;            // PowerSGD: r, the columns of the factors P and Q
+  bool randk_unbiased = false;  // random-k: decode the values times d / k (E[D(C(v))] = v)
   // PowerSGD: the shapes of the tensors the vector holds, in order (the model's ParamLayout, set
   // by whoever holds the model: with_layout); the config does not name them.
   std::vector<std::vector<int64_t>> shapes;

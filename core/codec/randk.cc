@@ -22,6 +22,10 @@ size_t randk_count(size_t d, double ratio) {
   return std::min(d, size_t(std::max(1LL, std::llround(ratio * double(d)))));
 }
 
+float randk_scale(size_t d, size_t k, bool unbiased) {
+  return unbiased && k > 0 ? float(double(d) / double(k)) : 1.0f;
+}
+
 namespace {
 
 // Sorts distinct 32-bit indices increasingly: least significant digit first, 11 bits a pass, only
@@ -102,7 +106,8 @@ namespace {
 // server decodes many messages of one round. Guarded by a mutex, so concurrent calls are safe.
 class RandK final : public Codec {
  public:
-  explicit RandK(const CodecParams& p) : ratio_(p.ratio), seed_(p.seed) {}
+  explicit RandK(const CodecParams& p)
+      : ratio_(p.ratio), seed_(p.seed), unbiased_(p.randk_unbiased) {}
   CodecId id() const override { return CodecId::kRandK; }
   bool summable() const override { return true; }
 
@@ -124,9 +129,15 @@ class RandK final : public Codec {
       return fmt::format("randk holds {} bytes, expected {} for {} of {} values", bytes.size(),
                          4 * k, k, d);
     const auto idx = indices(d, ctx.round);
+    const float scale = randk_scale(d, k, unbiased_);
     std::fill(out.begin(), out.end(), 0.0f);
     const uint8_t* p = bytes.data();
-    for (uint32_t i : *idx) std::memcpy(&out[i], p, 4), p += 4;
+    for (uint32_t i : *idx) {
+      float x;
+      std::memcpy(&x, p, 4);
+      p += 4;
+      out[i] = x * scale;
+    }
     return "";
   }
 
@@ -137,12 +148,14 @@ class RandK final : public Codec {
     FEDPAR_CHECK(bytes.size() == 4 * idx->size())
         << "randk cannot decode its own encoding: " << bytes.size() << " bytes for " << idx->size()
         << " values";
+    const float scale = randk_scale(p.size(), idx->size(), unbiased_);
     uint32_t nonfinite = 0;
     const uint8_t* b = bytes.data();
     for (uint32_t i : *idx) {
       float x;
       std::memcpy(&x, b, 4);
       b += 4;
+      x *= scale;
       nonfinite |= uint32_t(!std::isfinite(x));
       p[i] -= x;
     }
@@ -163,6 +176,7 @@ class RandK final : public Codec {
 
   double ratio_;
   uint64_t seed_;
+  bool unbiased_;
   mutable std::mutex mu_;
   mutable std::shared_ptr<const std::vector<uint32_t>> cached_;
   mutable size_t cached_d_ = 0;

@@ -15,6 +15,8 @@ std::unique_ptr<Codec> make_randk_codec(const CodecParams& p);
 
 // k for d values (0 for d = 0).
 size_t randk_count(size_t d, double ratio);
+// What a decoded value is multiplied by: float(d / k) when unbiased (k > 0), else 1.
+float randk_scale(size_t d, size_t k, bool unbiased);
 // The round's indices, increasing: the first k entries of 0..d-1 after Rng(seed, "randk", 0,
 // uint32_t(round)).choose(·, k), sorted. Drawn without materializing 0..d-1 when k is small (the
 // same draws in the same order: tested against Rng::choose).

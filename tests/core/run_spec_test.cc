@@ -76,6 +76,14 @@ TEST(RunSpecCompression, RefusesWhatCannotRunAndSaysWhy) {
   EXPECT_NE(refusal({"compression.downlink=qsgd", "compression.downlink_delta=true"})
                 .find("QSGD is not, and the clients' copy drifts from the model without bound"),
             std::string::npos);
+  EXPECT_NE(refusal({"compression.uplink=randk", "compression.randk_unbiased=true",
+                     "compression.error_feedback=true"})
+                .find("E||x - D(C(x))||^2 = (d/k - 1) ||x||^2): use it without error feedback"),
+            std::string::npos);
+  EXPECT_NE(refusal({"compression.downlink=randk", "compression.downlink_delta=true",
+                     "compression.randk_unbiased=true"})
+                .find("randk_unbiased's d / k makes random-k not contractive"),
+            std::string::npos);
   EXPECT_NE(refusal({"compression.aggregate=vote"})
                 .find("compression.aggregate must be mean or majority, got 'vote'"),
             std::string::npos);

@@ -68,6 +68,8 @@ TEST(UnreadSettings, ParametersOfAnOptimizerRuleAttackOrCodecNotChosen) {
                   "compression.downlink = \"none\")"});
   EXPECT_TRUE(unread({"compression.uplink=topk", "compression.ratio=0.1"}).empty());
   EXPECT_EQ(unread({"compression.uplink=topk", "compression.levels=8"}).size(), 1u);
+  EXPECT_EQ(unread({"compression.uplink=topk", "compression.randk_unbiased=true"}).size(), 1u);
+  EXPECT_TRUE(unread({"compression.uplink=randk", "compression.randk_unbiased=true"}).empty());
 }
 
 TEST(UnreadSettings, TablesOfAnotherTopologyOrRegime) {

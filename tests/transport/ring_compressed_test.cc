@@ -35,8 +35,8 @@ TEST(RingRandK, EveryWorkerGetsTheRandKDecodingOfTheSumWithKFloatsOnTheRing) {
   auto data = x;
   std::vector<RingStats> st(n);
   testing::on_memory_ring(n, [&](int r, RingLink& link) {
-    st[size_t(r)] =
-        ring_allreduce_randk(data[size_t(r)], r, n, link, 1 << 20, 7, 5, 0.1, own[size_t(r)]);
+    st[size_t(r)] = ring_allreduce_randk(data[size_t(r)], r, n, link, 1 << 20,
+                                         {.ratio = 0.1, .seed = 7}, 5, own[size_t(r)]);
   });
   const auto idx = randk_indices(7, 5, d, 300);
   std::vector<bool> picked(d, false);
@@ -56,6 +56,34 @@ TEST(RingRandK, EveryWorkerGetsTheRandKDecodingOfTheSumWithKFloatsOnTheRing) {
       ASSERT_NEAR(data[0][i], want[i], 1e-5) << i;
     else
       ASSERT_EQ(data[0][i], 0.0f) << i;
+  }
+}
+
+// randk_unbiased: the same sums, each times float(d / k) on every worker, and `own` is the
+// unbiased codec's decoding.
+TEST(RingRandK, TheUnbiasedFormScalesTheSumsByDOverK) {
+  const int n = 3;
+  const size_t d = 3000;  // ratio 0.1: k = 300, scale 10
+  std::vector<std::vector<float>> x;
+  for (int r = 0; r < n; ++r) x.push_back(random_vector(d, uint64_t(400 + r)));
+  auto plain = x, scaled = x;
+  std::vector<std::vector<float>> own(n, std::vector<float>(d));
+  const CodecParams unbiased{.ratio = 0.1, .seed = 7, .randk_unbiased = true};
+  testing::on_memory_ring(n, [&](int r, RingLink& link) {
+    ring_allreduce_randk(plain[size_t(r)], r, n, link, 1 << 20, {.ratio = 0.1, .seed = 7}, 5);
+  });
+  testing::on_memory_ring(n, [&](int r, RingLink& link) {
+    ring_allreduce_randk(scaled[size_t(r)], r, n, link, 1 << 20, unbiased, 5, own[size_t(r)]);
+  });
+  const float s = randk_scale(d, 300, true);
+  ASSERT_EQ(s, 10.0f);
+  for (int r = 0; r < n; ++r) {
+    for (size_t i = 0; i < d; ++i)
+      ASSERT_EQ(scaled[size_t(r)][i], plain[0][i] * s) << r << " " << i;
+    std::vector<uint8_t> bytes;
+    std::vector<float> decoded(d);
+    round_trip(*make_codec("randk", unbiased), x[size_t(r)], {.round = 5}, bytes, decoded);
+    EXPECT_TRUE(testing::same_bits(own[size_t(r)], decoded)) << "rank " << r;
   }
 }
 

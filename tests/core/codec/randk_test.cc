@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <set>
 #include <vector>
@@ -123,6 +124,46 @@ TEST(RandK, EncodedSizeIsFourBytesPerValueAndOtherLengthsAreRefused) {
   std::vector<float> none;
   EXPECT_EQ(c->decode({}, {}, none), "");
   testing::fuzz_decoder(*c, b, 1000, {}, 200, 4);
+}
+
+// randk_unbiased: the same bytes, decoded times float(d / k); over many rounds the decodings
+// average to the vector itself, where plain random-k's average to k / d of it.
+TEST(RandK, TheUnbiasedFormScalesByDOverKAndAveragesToTheVector) {
+  const auto c = make_codec("randk", {.ratio = 0.3, .seed = 5, .randk_unbiased = true});
+  const std::vector<float> v = {0, 1.5f, -2, 3, 4, 5, 6, -7.25f, 8, 9};
+  const auto bytes = encode(*c, v, {.round = 3});
+  EXPECT_EQ(bytes, encode(*make_codec("randk", {.ratio = 0.3, .seed = 5}), v, {.round = 3}));
+  const float s = float(10.0 / 3.0);
+  EXPECT_EQ(randk_scale(10, 3, true), s);
+  EXPECT_EQ(randk_scale(10, 3, false), 1.0f);
+  std::vector<float> out(10);
+  ASSERT_EQ(c->decode(bytes, {.round = 3}, out), "");
+  EXPECT_TRUE(same_bits(out, {0, 1.5f * s, -2 * s, 0, 0, 0, 0, -7.25f * s, 0, 0}));
+  std::vector<float> p = v, scratch;
+  ASSERT_TRUE(c->subtract_decoded(bytes, {.round = 3}, p, scratch));
+  for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(p[i], v[i] - out[i]) << i;
+
+  const size_t d = 50, rounds = 3000;  // ratio 0.2: k = 10, each index kept in a fifth of rounds
+  const auto x = awkward_vector(d, 2, false);
+  for (bool unbiased : {true, false}) {
+    const auto codec = make_codec("randk", {.ratio = 0.2, .seed = 6, .randk_unbiased = unbiased});
+    std::vector<double> mean(d, 0.0);
+    std::vector<uint8_t> b;
+    std::vector<float> decoded(d);
+    for (uint64_t r = 0; r < rounds; ++r) {
+      round_trip(*codec, x, {.round = r}, b, decoded);
+      for (size_t i = 0; i < d; ++i) mean[i] += decoded[i] / double(rounds);
+    }
+    // the expected share of x: 1 unbiased, k / d = 0.2 plain; a round's draw has relative standard
+    // deviation sqrt(0.8 / 0.2) = 2 per index, so 3000 rounds' mean is within about 0.04
+    const double share = unbiased ? 1.0 : 0.2;
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < d; ++i) {
+      err += (mean[i] - share * x[i]) * (mean[i] - share * x[i]);
+      norm += share * x[i] * share * x[i];
+    }
+    EXPECT_LT(std::sqrt(err / norm), 0.06) << (unbiased ? "unbiased" : "plain");
+  }
 }
 
 }  // namespace
