@@ -4,8 +4,30 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "core/local_update.h"
 
 namespace fedpar {
+
+int64_t fednova_steps(const RunSpec& s, size_t shard_size, uint32_t client, uint64_t round) {
+  const Task task{.kind = LocalWork::kLocalTrain,
+                  .round = round,
+                  .batch = s.local_batch,
+                  .local_steps = s.local_steps,
+                  .local_epochs = s.local_epochs,
+                  .local_steps_max = s.local_steps_max,
+                  .local_epochs_max = s.local_epochs_max};
+  return local_steps_taken(task, shard_size, s.seed, client);
+}
+
+std::optional<int64_t> fednova_equal_steps(const RunSpec& s, std::span<const size_t> shard_sizes) {
+  const bool drawn =
+      s.local_epochs > 0 ? s.local_epochs_max > s.local_epochs : s.local_steps_max > s.local_steps;
+  if (drawn || shard_sizes.empty()) return std::nullopt;
+  const int64_t first = fednova_steps(s, shard_sizes[0], 0, 1);
+  for (size_t k = 1; k < shard_sizes.size(); ++k)
+    if (fednova_steps(s, shard_sizes[k], uint32_t(k), 1) != first) return std::nullopt;
+  return first;
+}
 
 double fednova_work(int64_t steps, double momentum) {
   FEDPAR_CHECK(steps >= 1 && momentum >= 0 && momentum < 1)

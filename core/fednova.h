@@ -10,12 +10,24 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "core/run_spec.h"
 #include "core/weighted_average.h"
 
 namespace fedpar {
+
+// tau_i: the optimizer steps client `client` takes in `round` on a shard of `shard_size` samples
+// under the run's [local] settings (local_steps_taken of its local-train task), as the client
+// computes them.
+int64_t fednova_steps(const RunSpec& s, size_t shard_size, uint32_t client, uint64_t round);
+
+// The steps every client takes every round when they are all the same (no drawn work, and with
+// local.epochs shards that give the same batches a pass): FedNova's update is then FedAvg's, bit
+// for bit. nullopt where the work differs.
+std::optional<int64_t> fednova_equal_steps(const RunSpec& s, std::span<const size_t> shard_sizes);
 
 // ||a||_1 for `steps` local steps of SGD with heavy-ball `momentum` (0 <= momentum < 1).
 double fednova_work(int64_t steps, double momentum);

@@ -19,6 +19,7 @@
 #include "core/client_list.h"
 #include "core/codec/codec.h"
 #include "core/count_users.h"
+#include "core/fednova.h"
 #include "core/hash.h"
 #include "core/stop_signal.h"
 #include "partitioners/stats.h"
@@ -224,6 +225,22 @@ std::string batch_beyond_shards(const RunSpec& s, const Manifest& m) {
       smallest, local ? "local steps" : "gradients", key, batch, key);
 }
 
+// FedNova rescales each delta by its client's steps: with every client taking the same, it is
+// FedAvg (the run then measures nothing FedNova adds).
+std::string fednova_as_fedavg(const RunSpec& s, const Manifest& m) {
+  if (s.algorithm != FlAlgorithm::kFedNova) return {};
+  std::vector<size_t> sizes;
+  for (const ClientShard& c : m.clients) sizes.push_back(c.indices.size());
+  const auto steps = fednova_equal_steps(s, sizes);
+  if (!steps) return {};
+  return fmt::format(
+      "local.algorithm = \"fednova\" normalises each update by its client's local steps, and "
+      "every client takes the same, {} a round: its update is FedAvg's, bit for bit; FedNova "
+      "differs where the work differs (local.steps_max or local.epochs_max, or local.epochs over "
+      "shards of unequal sizes: partition.sizes)",
+      *steps);
+}
+
 }  // namespace
 
 int run_server(Config cfg, const ServerOptions& opts) {
@@ -260,6 +277,7 @@ int run_server(Config cfg, const ServerOptions& opts) {
                      s.partition.scheme, out));
   for (const std::string& n : run.manifest.notes) warn(run.warnings, n);
   if (const std::string w = batch_beyond_shards(s, run.manifest); !w.empty()) warn(run.warnings, w);
+  if (const std::string w = fednova_as_fedavg(s, run.manifest); !w.empty()) warn(run.warnings, w);
   if (const size_t n = run.manifest.clients.size();
       s.privacy.noised() && n > 0 && s.privacy.delta >= 1.0 / double(n))
     warn(run.warnings,

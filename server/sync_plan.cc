@@ -343,18 +343,11 @@ class SyncPlan final : public Plan {
   // FedNova's a_i for every update: the steps its client took, as the client computes them
   // (from the run's seed and the shard's size, not from what the client says), with momentum.
   std::vector<double> fednova_works(std::span<const ClientUpdate> updates, uint64_t round) const {
-    const Task task{.kind = LocalWork::kLocalTrain,
-                    .round = round,
-                    .batch = s_.local_batch,
-                    .local_steps = s_.local_steps,
-                    .local_epochs = s_.local_epochs,
-                    .local_steps_max = s_.local_steps_max,
-                    .local_epochs_max = s_.local_epochs_max};
     std::vector<double> works;
     for (const ClientUpdate& u : updates) {
       const size_t n = run_.manifest.clients.at(u.client).indices.size();
       works.push_back(
-          fednova_work(local_steps_taken(task, n, s_.seed, u.client), s_.optimizer.sgd.momentum));
+          fednova_work(fednova_steps(s_, n, u.client, round), s_.optimizer.sgd.momentum));
     }
     return works;
   }

@@ -176,6 +176,18 @@ TEST(FlAlgorithms, FedNovaIsFedAvgUnderEqualWorkAndDiffersUnderUnequal) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(testing::final_params(tmp / "res" / "fednova"),
             testing::final_params(tmp / "res" / "fedavg"));
+  const std::string same =
+      "local.algorithm = \"fednova\" normalises each update by its client's "
+      "local steps, and every client takes the same";
+  EXPECT_NE(r.err.find("server: warning: " + same), std::string::npos) << r.err;
+  const auto warned = [&](const std::string& run) {
+    const auto summary = nlohmann::json::parse(testing::slurp(tmp / "res" / run / "summary.json"));
+    for (const auto& w : summary.value("warnings", nlohmann::json::array()))
+      if (w.get<std::string>().starts_with(same)) return true;
+    return false;
+  };
+  EXPECT_TRUE(warned("fednova"));
+  EXPECT_FALSE(warned("fedavg"));
   const std::string uneven = "--set local.steps=1 --set local.steps_max=9 ";
   r = run_fl(tmp, "fedavg-uneven", uneven);
   ASSERT_EQ(r.code, 0) << r.err;
@@ -189,6 +201,7 @@ TEST(FlAlgorithms, FedNovaIsFedAvgUnderEqualWorkAndDiffersUnderUnequal) {
       steps.insert(k);
     }
   EXPECT_GE(steps.size(), 5u) << "48 draws from 1..9";
+  EXPECT_FALSE(warned("fednova-uneven"));
   EXPECT_GT(testing::relative_distance(testing::final_params(tmp / "res" / "fednova-uneven"),
                                        testing::final_params(tmp / "res" / "fedavg-uneven")),
             1e-3);

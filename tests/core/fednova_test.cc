@@ -41,6 +41,27 @@ TEST(FedNova, RescalesByTheEffectiveStepsOverEachClientsWork) {
   EXPECT_EQ(fednova_normalize(u, std::vector<double>{3, 3}, Weighting::kBySamples)[1][0], 8.0f);
 }
 
+// The steps are equal where no work is drawn and the shards give the same batches a pass; then
+// FedNova is FedAvg (the server warns).
+TEST(FedNova, EqualStepsAreFoundWhereNoWorkIsDrawnAndTheShardsAgree) {
+  RunSpec s;
+  s.local_steps = 5;
+  const std::vector<size_t> unequal = {600, 300, 17};
+  EXPECT_EQ(fednova_equal_steps(s, unequal), 5);  // local.steps: the shard's size does not count
+  s.local_steps_max = 9;
+  EXPECT_EQ(fednova_equal_steps(s, unequal), std::nullopt);
+  s.local_steps_max = 0;
+  s.local_epochs = 2;
+  s.local_batch = 50;
+  EXPECT_EQ(fednova_equal_steps(s, std::vector<size_t>{600, 600, 590}), 24);       // 2 x 12 batches
+  EXPECT_EQ(fednova_equal_steps(s, std::vector<size_t>{600, 601}), std::nullopt);  // 12, 13
+  EXPECT_EQ(fednova_steps(s, 601, 1, 3), 26);
+  s.local_batch = 0;  // full batch: one step an epoch, whatever the size
+  EXPECT_EQ(fednova_equal_steps(s, unequal), 2);
+  s.local_epochs_max = 3;
+  EXPECT_EQ(fednova_equal_steps(s, unequal), std::nullopt);
+}
+
 TEST(FedNova, HeterogeneousWorkIsSeededAndCoversItsRange) {
   Task t{.kind = LocalWork::kLocalTrain, .batch = 10, .local_steps = 2, .local_steps_max = 6};
   std::set<int64_t> seen;
