@@ -31,8 +31,9 @@ struct Compared {
   std::string label;
   std::filesystem::path dir;
   std::vector<double> x, y, round;
-  std::optional<double> median_emd;  // how non-IID its partition was (none: no manifest.json)
-  std::optional<double> epsilon;     // [privacy] with noise: its last round's
+  std::optional<double> median_emd;        // how non-IID its partition was (none: no manifest.json)
+  std::optional<double> epsilon;           // [privacy] with noise: its last round's
+  uint64_t participants = 0, missing = 0;  // over its rounds: asked, and updates that never came
 };
 
 // The median over clients of the distance of their label distribution to the whole's.
@@ -583,7 +584,8 @@ int run_compare(const CompareOptions& o, const std::string& command) {
           dirs[i].string()));
     const std::string ended = how_it_ended(dirs[i]);  // its "final" is where it stopped
     runs.push_back({ended.empty() ? labels[i] : fmt::format("{} ({})", labels[i], ended), dirs[i],
-                    x.column(c), metric.column(c), c.round, median_emd(dirs[i]), c.epsilon});
+                    x.column(c), metric.column(c), c.round, median_emd(dirs[i]), c.epsilon,
+                    c.participants, c.missing});
     clocks.push_back(c.clock);
     // the server's link alone leaves out what a ring's (a pipeline's) workers send each other
     const double peer_mb = c.mb.back() - c.mb_up.back() - c.mb_down.back();
@@ -688,18 +690,33 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   }
   const EpsilonColumn privacy = epsilon_column(epsilons, deltas);
   const bool dp = !privacy.header.empty();
-  table << fmt::format("| run |{}{}{} evaluations | final {} | best {} (round) |",
+  // a run that lost updates (a client process gone, messages lost) averaged fewer clients than
+  // it asked: said beside the others, whose cell is 0
+  const bool lost =
+      std::any_of(runs.begin(), runs.end(), [](const Compared& r) { return r.missing > 0; });
+  if (lost)
+    notes +=
+        "Updates missing: of the updates the rounds asked for, those that never came (a "
+        "client process gone or dropped, a lost message, a missed deadline): such a run's "
+        "rounds averaged fewer clients than asked; its README says whose.\n";
+  const auto missing_cell = [](const Compared& r) {
+    return r.missing == 0 ? std::string("0")
+                          : fmt::format("**{} of {}** ({:.0f}%)", r.missing, r.participants,
+                                        100.0 * double(r.missing) / double(r.participants));
+  };
+  table << fmt::format("| run |{}{}{}{} evaluations | final {} | best {} (round) |",
                        any_differ ? " settings that differ |" : "",
                        emds_differ ? " median EMD |" : "",
-                       dp ? fmt::format(" {} |", privacy.header) : "", o.metric, o.metric)
+                       dp ? fmt::format(" {} |", privacy.header) : "",
+                       lost ? " updates missing |" : "", o.metric, o.metric)
         << (by_round ? "" : fmt::format(" {} at the end |", x.unit))
         << (o.target > 0 ? fmt::format(" first evaluated round {} {}{} |", reached, num(o.target),
                                        percent_metric(o.metric) ? "%" : "")
                          : "")
         << (o.target > 0 && !by_round ? fmt::format(" {} then |", x.unit) : "")
         << "\n|---|---|---|---|" << (any_differ ? "---|" : "") << (emds_differ ? "---|" : "")
-        << (dp ? "---|" : "") << (by_round ? "" : "---|") << (o.target > 0 ? "---|" : "")
-        << (o.target > 0 && !by_round ? "---|" : "") << "\n";
+        << (dp ? "---|" : "") << (lost ? "---|" : "") << (by_round ? "" : "---|")
+        << (o.target > 0 ? "---|" : "") << (o.target > 0 && !by_round ? "---|" : "") << "\n";
   nlohmann::json rows = nlohmann::json::array();
   // accuracies with two decimals, as the suites' tables write them
   const auto value = [&](double v) {
@@ -711,13 +728,14 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     const size_t b = best_index(r.y, higher_is_better);
     const auto best = r.y.begin() + std::ptrdiff_t(b);
     const std::optional<size_t> hit = first_at(r.y, o.target, higher_is_better);
-    table << fmt::format("| {} |{}{}{} {} | {} | {} ({}) |", r.label,
+    table << fmt::format("| {} |{}{}{}{} {} | {} | {} ({}) |", r.label,
                          !any_differ ? ""
                          : differs.departures(i).empty()
                              ? std::string(" as most |")
                              : fmt::format(" `{}` |", differs.departures(i)),
                          emds_differ ? fmt::format(" {} |", emd_cell(r)) : "",
-                         dp ? fmt::format(" {} |", privacy.cells[i]) : "", r.y.size(),
+                         dp ? fmt::format(" {} |", privacy.cells[i]) : "",
+                         lost ? fmt::format(" {} |", missing_cell(r)) : "", r.y.size(),
                          value(r.y.back()), value(*best), int(r.round[b]))
           << (by_round ? "" : fmt::format(" {} |", num(r.x.back())));
     if (o.target > 0)
@@ -740,6 +758,8 @@ int run_compare(const CompareOptions& o, const std::string& command) {
       row["delta"] = std::isnan(deltas[i]) ? nlohmann::json() : nlohmann::json(deltas[i]);
     if (o.target > 0)
       row["target_round"] = hit ? nlohmann::json(r.round[*hit]) : nlohmann::json(nullptr);
+    row["participants"] = r.participants;
+    row["missing"] = r.missing;
     rows.push_back(std::move(row));
     seed_runs.push_back(
         {.label = r.label,
@@ -764,10 +784,10 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   for (const Reference& r : references) {
     const size_t b = best_index(r.y, higher_is_better);
     table << fmt::format(
-                 "| {} (centralized, `fedpar train`) |{}{}{} {} epoch(s) | {} | {} (epoch "
+                 "| {} (centralized, `fedpar train`) |{}{}{}{} {} epoch(s) | {} | {} (epoch "
                  "{}) |",
                  r.shown(), any_differ ? " - |" : "", emds_differ ? " - |" : "", dp ? " - |" : "",
-                 r.epoch.back(), value(r.y.back()), value(r.y[b]), r.epoch[b])
+                 lost ? " - |" : "", r.epoch.back(), value(r.y.back()), value(r.y[b]), r.epoch[b])
           << (by_round ? "" : samples_after(r, r.y.size() - 1));
     if (o.target > 0) {  // the first epoch at the target
       const auto hit = first_at(r.y, o.target, higher_is_better);

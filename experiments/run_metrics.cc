@@ -102,6 +102,8 @@ RunCurves read_curves(const std::filesystem::path& dir) {
     peer += round_peer;
     if (j.epsilon) c.epsilon = j.epsilon;
     if (j.clipped) c.clipped += *j.clipped, c.aggregated += j.clients ? j.clients->size() : 0;
+    c.participants += j.participants.value_or(0);
+    c.missing += j.missing ? j.missing->size() : 0;
     seconds += step_ms(j) / 1e3;  // async and allreduce: all in the wait
     // a run with network conditions counts its links' time: simulated, or emulated in real time
     c.clock = j.simulated_time    ? "simulated"

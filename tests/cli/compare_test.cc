@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -228,6 +229,35 @@ TEST(Compare, RunsThatDivergedOrStoppedEarlySaySo) {
   const auto loss = compare(tmp, {"ok", "late"}, " --metric loss");
   ASSERT_EQ(loss.code, 0) << loss.err;
   EXPECT_EQ(loss.out.find("00000000"), std::string::npos) << loss.out;
+}
+
+// A run whose rounds lost updates (here a straggler's process dropped at its first missed
+// deadline: clients 0 and 2 of 4, every round) says how many of those asked never came; the
+// others' cell is 0, and compare.json has both counts for every run.
+TEST(Compare, RunsThatLostUpdatesSayHowManyBesideTheOthers) {
+  TempDir tmp;
+  three_rounds(tmp);
+  one_run(tmp, "whole", "");
+  one_run(tmp, "dropped",
+          " --set wait_seconds=1 --set drop_after_missed_rounds=1"
+          " --set stragglers.delay_seconds=0:2");
+  const auto r = compare(tmp, {"whole", "dropped"}, " --out " + (tmp / "cmp").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("| updates missing | evaluations |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| **6 of 12** (50%) | 3 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("wait_seconds=60` | 0 | 3 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Updates missing: of the updates the rounds asked for, those that never "
+                       "came"),
+            std::string::npos)
+      << r.out;
+  const auto json = nlohmann::json::parse(testing::slurp(tmp / "cmp" / "compare.json"));
+  std::map<std::string, std::pair<int, int>> counts;
+  for (const auto& row : json.at("runs"))
+    counts[row.at("run")] = {row.at("missing").get<int>(), row.at("participants").get<int>()};
+  EXPECT_EQ(counts["whole"], std::make_pair(0, 12));
+  EXPECT_EQ(counts["dropped"], std::make_pair(6, 12));
+  // runs that lost nothing get no such column
+  EXPECT_EQ(compare(tmp, {"whole"}, "").out.find("updates missing"), std::string::npos);
 }
 
 // Runs scored on different test sets, and runs that ended with the very same model, are said:
