@@ -232,8 +232,9 @@ void fields(V& v, RoundRecord& r) {
 template <typename V>
 void fields(V& v, RunSummary& r) {
   v("command", r.command), v("model_hash", r.model_hash), v("parameters", r.parameters),
-      v("train_samples", r.train_samples), v("dataset", r.dataset), v("data_from", r.data_from),
-      v("rounds_run", r.rounds_run), v("stopped_at_accuracy", r.stopped_at_accuracy);
+      v("train_samples", r.train_samples), v("test_samples", r.test_samples);
+  v("dataset", r.dataset), v("data_from", r.data_from), v("rounds_run", r.rounds_run),
+      v("stopped_at_accuracy", r.stopped_at_accuracy);
   v("diverged_at_round", r.diverged_at_round), v("diverged", r.diverged);
   v("clients", r.clients), v("processes", r.processes), v("hosts", r.hosts);  // `final`: to_json
   v("replaced", r.replaced);

@@ -144,6 +144,7 @@ struct RunSummary {
   std::string model_hash;
   std::optional<uint64_t> parameters;     // the model's parameter count (absent in older records)
   std::optional<uint64_t> train_samples;  // the training set's samples (after data.train_limit)
+  std::optional<uint64_t> test_samples;   // the test set's (after data.test_limit; 0: none)
   std::optional<std::string> dataset;     // its name: "mnist", "csv:a.csv", "synthetic-iid"
   // mnist: the folder its files were read from (data.dir, $FEDPAR_DATA_DIR, ./data or the source
   // tree's data/, whichever was found), absolute

@@ -504,6 +504,32 @@ std::string same_curve_note(const std::vector<Compared>& runs,
   return out;
 }
 
+// Test accuracy on runs scored on one test set of n samples: a sample is 100 / n points, and at
+// the runs' median final accuracy p the binomial standard error is sqrt(p (1 - p) / n), below
+// which final accuracies do not tell runs apart ("" when a run's summary does not give n, or
+// they differ: test_set_note says so).
+std::string test_size_note(const std::vector<Compared>& runs,
+                           const std::vector<std::filesystem::path>& dirs) {
+  std::set<uint64_t> sizes;
+  for (const auto& dir : dirs) {
+    const auto j = read_summary(dir);
+    if (!j.is_object() || !j.contains("test_samples") || !j["test_samples"].is_number_unsigned())
+      return "";
+    sizes.insert(j["test_samples"].get<uint64_t>());
+  }
+  if (sizes.size() != 1 || *sizes.begin() == 0) return "";
+  const double n = double(*sizes.begin());
+  std::vector<double> finals;
+  for (const Compared& r : runs) finals.push_back(r.y.back() / 100);
+  std::ranges::sort(finals);
+  const double p = finals[finals.size() / 2];
+  return fmt::format(
+      "Test accuracy is on {} test samples: one sample is {:.2g} points, and the binomial standard "
+      "error at the median final accuracy ({:.2f}%) is {:.2f} points; final accuracies less than "
+      "about twice that apart do not tell runs apart.\n",
+      *sizes.begin(), 100 / n, 100 * p, 100 * std::sqrt(p * (1 - p) / n));
+}
+
 }  // namespace
 
 int run_compare(const CompareOptions& o, const std::string& command) {
@@ -663,6 +689,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   for (const RunConfig& r : configs) specs.push_back(r.spec);
   if (o.x == "device-bytes") notes += process_devices_note(specs, labels);
   notes += test_set_note(specs) + same_model_note(dirs, labels) + same_curve_note(runs, dirs);
+  if (o.metric == "accuracy") notes += test_size_note(runs, dirs);
   for (const Reference& r : references) notes += baseline_note(r, specs);
   const std::string common_note =
       differs.common.empty()

@@ -433,6 +433,7 @@ int RunContext::finish(const Engine& engine,
       .model_hash = hash,
       .parameters = params.size(),
       .train_samples = data.train.size(),
+      .test_samples = data.test.size(),
       .dataset = data.train.name,
       .data_from = mnist_folder(s.data),
       .rounds_run = diverged_at_  ? diverged_at_ - 1

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -488,11 +489,18 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
                         : summary.dataset.value_or(s.data.name),
       cfg.get_string("regime"), topology, summary.clients, summary.processes,
       devices_of(summary.hosts), summary.rounds_run, s.rounds, s.seed);
-  if (summary.final && summary.final->test_accuracy)
-    md << fmt::format("- test accuracy {:.2f}% (loss {:.4f}) at round {}\n",
-                      100 * *summary.final->test_accuracy, summary.final->test_loss.value_or(0),
-                      summary.final->round);
-  else
+  if (summary.final && summary.final->test_accuracy) {
+    const double p = *summary.final->test_accuracy;
+    md << fmt::format(
+        "- test accuracy {:.2f}% (loss {:.4f}) at round {}{}\n", 100 * p,
+        summary.final->test_loss.value_or(0), summary.final->round,
+        summary.test_samples && *summary.test_samples > 0
+            ? fmt::format(", on {} test samples (a binomial standard error of {:.2f} "
+                          "points: differences below about twice that are noise)",
+                          *summary.test_samples,
+                          100 * std::sqrt(p * (1 - p) / double(*summary.test_samples)))
+            : "");
+  } else
     md << "- no test evaluation (no test set, or no evaluated round)\n";
   if (summary.final && summary.final->global_train_loss)  // eval_train
     md << fmt::format(

@@ -260,6 +260,33 @@ TEST(Compare, RunsThatLostUpdatesSayHowManyBesideTheOthers) {
   EXPECT_EQ(compare(tmp, {"whole"}, "").out.find("updates missing"), std::string::npos);
 }
 
+// The test set's size is in summary.json and the README (with the final accuracy's binomial
+// standard error), and compare says what one sample and that error are worth in points.
+TEST(Compare, TheTestSetsSizeSaysWhatADifferenceIsWorth) {
+  TempDir tmp;
+  three_rounds(tmp);
+  one_run(tmp, "a", "");
+  one_run(tmp, "b", " --set optimizer.lr=0.3");
+  const auto summary = nlohmann::json::parse(testing::slurp(tmp / "res" / "a" / "summary.json"));
+  const auto n = summary.at("test_samples").get<uint64_t>();
+  ASSERT_GT(n, 0u);
+  const double p = summary.at("final").at("test_accuracy").get<double>();
+  EXPECT_NE(
+      testing::slurp(tmp / "res" / "a" / "README.md")
+          .find(fmt::format(", on {} test samples (a binomial standard error of {:.2f} points", n,
+                            100 * std::sqrt(p * (1 - p) / double(n)))),
+      std::string::npos);
+  const auto r = compare(tmp, {"a", "b"}, "");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(fmt::format("Test accuracy is on {} test samples: one sample is {:.2g} "
+                                   "points, and the binomial standard error at the median final",
+                                   n, 100.0 / double(n))),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(compare(tmp, {"a", "b"}, " --metric loss").out.find("test samples:"),
+            std::string::npos);
+}
+
 // Runs scored on different test sets, and runs that ended with the very same model, are said:
 // neither shows in the table's numbers.
 TEST(Compare, DifferentTestSetsAndIdenticalModelsAreSaid) {
