@@ -54,8 +54,9 @@ double formula_bytes(const RunSpec& s, Shape in, int classes, double batch) {
   return d * within + 2 * (d - 1) * part_params * 4;  // + each part's ring across the replicas
 }
 
-// The least idle share a process can show when `processes` share `cores`: each runs at most
-// cores / processes of the time.
+// About the idle share a process shows when `processes` share `cores` and all compute: each gets
+// cores / processes of the time. Not a floor: while others wait on a message a process gets more,
+// and an op's measured time includes waiting for a core, so a share can read below it.
 double idle_floor(const SplitRun& r, int cores) {
   return std::max(0.0, 1.0 - double(cores) / double(r.processes));
 }
@@ -328,10 +329,11 @@ ParallelismSection parallelism_section(const std::vector<SplitRun>& runs, int co
       // measured idle follows the machine's load, and is shown but not checked.
       const bool shared = most->processes > cores;
       md << fmt::format(
-          "- **{}, {} bubble**, measured idle (expected: the formula, or {:.2f} where {} "
-          "processes share {} cores): {}; from m={} to m={} it {}{}.\n",
-          model, sched, idle_floor(*most, cores), most->processes, cores, fmt::join(steps, ", "),
-          fewest->micro_batches, most->micro_batches,
+          "- **{}, {} bubble**, measured idle (expected: the formula, or about {:.2f} where {} "
+          "processes share {} cores, each then getting about {} of {} of the time; not a floor: "
+          "a process gets more while others wait): {}; from m={} to m={} it {}{}.\n",
+          model, sched, idle_floor(*most, cores), most->processes, cores, cores, most->processes,
+          fmt::join(steps, ", "), fewest->micro_batches, most->micro_batches,
           shrank ? "shrank" : "did not shrink (each micro-batch adds messages and waits)",
           shared ? " (not checked here: with processes sharing cores, the idle share measures "
                    "waiting for a core as much as the schedule; the simulated links' step is "
