@@ -62,12 +62,12 @@ row() {  # row "args as the docs write them" [a run: its folder name]
 }
 
 # The data-parallel topologies' configs (one step a round through a parameter server, a master, a
-# ring) and the pipeline config split 2 ways by tensor parallelism, on this machine's clock.
+# ring) and the 2NN split 2 ways by tensor parallelism, on this machine's clock.
 topologies() {
   row "run experiments/topology-parameter-server.toml" topo-ps
   row "run experiments/topology-master.toml" topo-master
   row "run experiments/topology-allreduce.toml" topo-ring
-  row "run experiments/pipeline-2nn.toml --set topology=tensor --set processes=2 --set name=tensor-2nn" tensor-2nn
+  row "run experiments/tensor-2nn.toml" tensor-2nn
   # async: which worker's update lands first depends on the clock, so its digits vary run to run
   row "run experiments/async-straggler.toml" async-straggler
 }
