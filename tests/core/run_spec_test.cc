@@ -491,6 +491,34 @@ TEST(RunSpecValues, AnAdaptiveServerOptimizerAtFedAvgsRateIsWarnedOf) {
             "1) or local.epochs (now 0) of local.batch (now 50) samples");
 }
 
+// Top-k, random-k and PowerSGD without error feedback lose what they leave out for good: warned
+// of, with what they keep; not with error feedback, unbiased random-k or an unbiased or cast codec.
+TEST(RunSpecValues, ABiasedCodecWithoutErrorFeedbackIsWarnedOf) {
+  const auto warnings = testing::warnings_beside_fedsgd;
+  const auto one = [&](const std::vector<std::string>& sets) {
+    const auto w = warnings(sets);
+    return w.size() == 1 ? w[0] : fmt::format("{} warnings", w.size());
+  };
+  EXPECT_NE(one({"compression.uplink=topk"})
+                .find("compression.uplink = \"topk\" without error feedback: it sends the largest "
+                      "1% of the values, and loses the rest of each update for good"),
+            std::string::npos);
+  EXPECT_NE(one({"compression.uplink=randk", "compression.ratio=0.1"})
+                .find("it sends 10% of the values, at random indices, and loses the rest of each "
+                      "update for good, so the model moves less than the clients' steps say; set "
+                      "compression.error_feedback = true (clients send what was dropped with their "
+                      "next update), or randk_unbiased = true"),
+            std::string::npos);
+  EXPECT_NE(one({"compression.uplink=powersgd"}).find("a rank-2 approximation of each matrix"),
+            std::string::npos);
+  for (const auto& quiet : std::vector<std::vector<std::string>>{
+           {"compression.uplink=topk", "compression.error_feedback=true"},
+           {"compression.uplink=randk", "compression.randk_unbiased=true"},
+           {"compression.uplink=qsgd"},
+           {"compression.uplink=fp16"}})
+    EXPECT_TRUE(warnings(quiet).empty()) << quiet[0];
+}
+
 // A straggler holds up the clients on its process (they compute after it): a synchronous run
 // with more clients than processes says so; one client per process, or async, does not.
 TEST(RunSpecValues, StragglersSharingAProcessAreWarnedOf) {
