@@ -539,12 +539,26 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
                                         cores)
                           : fmt::format("below its {} cores", cores));
   }
+  std::vector<RoundRecord> rounds;
+  try {
+    rounds = read_round_records(dir);
+  } catch (const std::exception&) {  // the README says what it can without them
+  }
   if (const auto& f = summary.final) {  // the last evaluated round: the last round, as a rule
+    uint64_t diagnostic = 0;            // received, measuring or saving rather than training
+    for (const RoundRecord& r : rounds)
+      if (r.round <= f->round) diagnostic += r.diagnostic_bytes_up.value_or(0);
     md << fmt::format(
-        "- {} sent and {} received at the server's socket by round {} ({}; docs/metrics.md)\n",
+        "- {} sent and {} received at the server's socket by round {} ({}{}; docs/metrics.md)\n",
         megabytes(f->bytes_sent_total), megabytes(f->bytes_received_total), f->round,
         f->workers ? "what the workers send each other is in metrics.jsonl's `workers`"
-                   : "the server's TASKs go to client processes, not to each client");
+                   : "the server's TASKs go to client processes, not to each client",
+        diagnostic > 0
+            ? fmt::format("; {} of what it received measured or saved rather than trained "
+                          "(`diagnostic_bytes_up`: models fetched to evaluate or checkpoint, "
+                          "timings, drift), which fedpar compare's MB leave out",
+                          megabytes(diagnostic))
+            : "");
     md << compression_line(s, *f, summary.parameters.value_or(0));
     md << split_line(s, *f);
     if (f->simulated_time)
@@ -553,11 +567,6 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
     if (f->emulated_time)
       md << fmt::format("- the emulated network's time by round {}: {:.1f} s (`[network]`)\n",
                         f->round, *f->emulated_time);
-  }
-  std::vector<RoundRecord> rounds;
-  try {
-    rounds = read_round_records(dir);
-  } catch (const std::exception&) {  // the README says what it can without them
   }
   md << time_note(s, summary, rounds);
   try {  // how non-IID the clients' data was, from the manifest the run wrote

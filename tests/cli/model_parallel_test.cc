@@ -118,6 +118,13 @@ TEST(Pipeline, LinksCarryTheBoundaryTensorsAndOneFOneBHoldsLess) {
       }
     }
     EXPECT_GT(evaluated, 0);
+    // the README says how much of what the server received was these parts (kB below 0.1 MB)
+    EXPECT_NE(testing::slurp(tmp / "res" / sched / "README.md")
+                  .find(fmt::format("; {:.1f} kB of what it received measured or saved rather "
+                                    "than trained (`diagnostic_bytes_up`",
+                                    double(evaluated * 2994 * 4) / 1e3)),
+              std::string::npos)
+        << sched;
   }
   // Stage 0 of 3: GPipe holds all 4 micro-batches, 1F1B at most 3; the last stage 4 vs 1. A slot
   // holds a micro-batch of 6's input and its layers' outputs (stage 0: 60 inputs, fc1 32, relu 32;
