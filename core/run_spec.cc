@@ -61,6 +61,8 @@ wait_seconds = 60.0      # for each round's updates (async: for a task's, then i
 start_wait_seconds = 0.0 # for the processes to say HELLO and load their data; 0: the larger of
                          # wait_seconds and 60 (a round deadline of 0.5 s is no data load's)
 eval_every = 1           # rounds between test-set evaluations
+log_every = 1            # rounds between the server's round lines (evaluated rounds, the first and
+                         # the last print whatever it says; metrics.jsonl has every round)
 eval_train = false       # evaluated rounds also score the server's model on the whole training set
                          # (global_train_loss; train_loss is what the clients' steps saw)
 eval_clients = false     # evaluated rounds also score it on each client's own samples (its shard, or
@@ -1129,6 +1131,8 @@ RunSpec resolve_run_spec(const Config& c) {
   require(s.checkpoint_every >= 0, "checkpoint_every must be >= 0 (0 = never)");
   s.eval_every = c.get_int32("eval_every");
   require(s.eval_every >= 1, "eval_every must be >= 1");
+  s.log_every = c.get_int32("log_every");
+  require(s.log_every >= 1, "log_every must be >= 1 (1: a line every round)");
   s.eval_train = c.get_bool("eval_train");
   s.eval_clients = c.get_bool("eval_clients");
   s.stop_at_accuracy = c.get_float("stop_at_accuracy");
@@ -1311,7 +1315,7 @@ RunSpec resolve_run_spec(const Config& c) {
 bool operational_key(const std::string& key) {
   return key == "name" || key == "results_dir" || key == "bind" || key == "processes" ||
          key == "max_slots" || key == "wait_seconds" || key == "start_wait_seconds" ||
-         key == "checkpoint_every" || key.starts_with("security.");
+         key == "checkpoint_every" || key == "log_every" || key.starts_with("security.");
 }
 
 bool observation_key(const std::string& key, const RunSpec& s) {

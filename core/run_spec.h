@@ -97,6 +97,7 @@ struct RunSpec {
   std::string name, results_dir, bind;
   uint64_t seed = 1;
   int rounds = 1, processes = 1, eval_every = 1, threads = 1;
+  int log_every = 1;  // rounds between the server's round lines (evaluated ones always print)
   std::string device = "cpu";  // the clients' backend
   double wait_seconds = 60, fraction = 1.0;
   double start_wait_seconds = 60;  // for HELLO and READY: start_wait_seconds, or max(wait, 60)

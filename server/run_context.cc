@@ -109,16 +109,19 @@ bool RunContext::end_round(int r, RoundRecord& rec, const Engine& engine, const 
   if (rec.simulated_seconds)
     network += fmt::format(", {} s simulated", secs(*rec.simulated_seconds));
   if (rec.emulated_seconds) network += fmt::format(", {} s emulated", secs(*rec.emulated_seconds));
-  engine.log(fmt::format(
-      "round {}/{}: {}{}{}{}{}{}", r + 1, s.rounds, what, network,
-      trained && rec.train_loss
-          ? fmt::format(", {} {:.4f}", s.regime == Regime::kModel ? "local loss" : "train loss",
-                        *rec.train_loss)
-          : "",
-      rec.global_train_loss ? fmt::format(", global train loss {:.4f}", *rec.global_train_loss)
-                            : "",
-      rec.test_accuracy ? fmt::format(", test accuracy {:.2f}%", 100 * *rec.test_accuracy) : "",
-      rec.client_accuracy ? clients_line(*rec.client_accuracy, s.partition.holdout > 0) : ""));
+  // a long run's lines thinned to one in log_every; what a reader looks for always prints
+  const bool evaluated = rec.test_accuracy || rec.global_train_loss || rec.client_accuracy;
+  if (evaluated || r == 0 || r + 1 == s.rounds || (r + 1) % s.log_every == 0)
+    engine.log(fmt::format(
+        "round {}/{}: {}{}{}{}{}{}", r + 1, s.rounds, what, network,
+        trained && rec.train_loss
+            ? fmt::format(", {} {:.4f}", s.regime == Regime::kModel ? "local loss" : "train loss",
+                          *rec.train_loss)
+            : "",
+        rec.global_train_loss ? fmt::format(", global train loss {:.4f}", *rec.global_train_loss)
+                              : "",
+        rec.test_accuracy ? fmt::format(", test accuracy {:.2f}%", 100 * *rec.test_accuracy) : "",
+        rec.client_accuracy ? clients_line(*rec.client_accuracy, s.partition.holdout > 0) : ""));
   if (s.stop_at_accuracy > 0 && rec.test_accuracy && *rec.test_accuracy >= s.stop_at_accuracy) {
     engine.log(
         fmt::format("test accuracy {:.2f}% after round {} reached stop_at_accuracy = {:.2f}%; "

@@ -198,6 +198,37 @@ TEST(FedparRun, AFolderSaysHowLongItsRoundsTookAndWhichClientWasSlowest) {
       << readme;
 }
 
+// log_every thins the server's round lines, never the evaluated, first or last round's, nor
+// metrics.jsonl; it changes nothing the run computes.
+TEST(FedparRun, LogEveryThinsTheRoundLinesAndNothingElse) {
+  TempDir tmp;
+  std::ofstream(tmp / "run.toml") << "rounds = 7\neval_every = 3\n[data]\nname = 'synthetic'\n"
+                                     "iid = true\n[model]\nname = 'logreg'\n";
+  std::string hashes[2];
+  for (int every : {1, 4}) {
+    const auto r = testing::run_fedpar(
+        fmt::format("run {} --no-plots --set results_dir={} --set name=e{} --set log_every={}",
+                    (tmp / "run.toml").string(), (tmp / "res").string(), every, every),
+        tmp.path());
+    ASSERT_EQ(r.code, 0) << r.err;
+    hashes[every == 4] = testing::model_hash(tmp / "res" / fmt::format("e{}", every));
+    std::set<int> printed;
+    for (int round = 1; round <= 7; ++round)
+      if (r.err.find(fmt::format("round {}/7:", round)) != std::string::npos) printed.insert(round);
+    // 1 the first, 3 and 6 evaluated, 4 the fourth, 7 the last (and evaluated)
+    const std::set<int> want =
+        every == 1 ? std::set<int>{1, 2, 3, 4, 5, 6, 7} : std::set<int>{1, 3, 4, 6, 7};
+    EXPECT_EQ(printed, want) << r.err;
+    EXPECT_EQ(testing::jsonl(tmp / "res" / fmt::format("e{}", every) / "metrics.jsonl").size(), 7u);
+  }
+  EXPECT_EQ(hashes[0], hashes[1]);
+  const auto bad =
+      testing::run_fedpar("run " + (tmp / "run.toml").string() + " --set log_every=0", tmp.path());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("log_every must be >= 1 (1: a line every round)"), std::string::npos)
+      << bad.err;
+}
+
 // A run evaluated at 5 rounds or more gets its test accuracy and loss by round drawn into its
 // folder, shown in its README; --no-plots draws none.
 TEST(FedparRun, AFolderShowsItsRunsCurves) {
