@@ -31,9 +31,9 @@ struct Compared {
   std::string label;
   std::filesystem::path dir;
   std::vector<double> x, y, round;
-  std::optional<double> median_emd;        // how non-IID its partition was (none: no manifest.json)
-  std::optional<double> epsilon;           // [privacy] with noise: its last round's
-  uint64_t participants = 0, missing = 0;  // over its rounds: asked, and updates that never came
+  std::optional<double> median_emd;  // how non-IID its partition was (none: no manifest.json)
+  std::optional<double> epsilon;     // [privacy] with noise: its last round's
+  uint64_t asked = 0, lost = 0;  // over its rounds: updates asked for, and those lost (RunCurves)
 };
 
 // The median over clients of the distance of their label distribution to the whole's.
@@ -611,7 +611,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
     const std::string ended = how_it_ended(dirs[i]);  // its "final" is where it stopped
     runs.push_back({ended.empty() ? labels[i] : fmt::format("{} ({})", labels[i], ended), dirs[i],
                     x.column(c), metric.column(c), c.round, median_emd(dirs[i]), c.epsilon,
-                    c.participants, c.missing});
+                    c.updates_asked, c.updates_lost});
     clocks.push_back(c.clock);
     // the server's link alone leaves out what a ring's (a pipeline's) workers send each other
     const double peer_mb = c.mb.back() - c.mb_up.back() - c.mb_down.back();
@@ -720,22 +720,24 @@ int run_compare(const CompareOptions& o, const std::string& command) {
   // a run that lost updates (a client process gone, messages lost) averaged fewer clients than
   // it asked: said beside the others, whose cell is 0
   const bool lost =
-      std::any_of(runs.begin(), runs.end(), [](const Compared& r) { return r.missing > 0; });
+      std::any_of(runs.begin(), runs.end(), [](const Compared& r) { return r.lost > 0; });
   if (lost)
     notes +=
-        "Updates missing: of the updates the rounds asked for, those that never came (a "
-        "client process gone or dropped, a lost message, a missed deadline): such a run's "
-        "rounds averaged fewer clients than asked; its README says whose.\n";
-  const auto missing_cell = [](const Compared& r) {
-    return r.missing == 0 ? std::string("0")
-                          : fmt::format("**{} of {}** ({:.0f}%)", r.missing, r.participants,
-                                        100.0 * double(r.missing) / double(r.participants));
+        "Updates lost: of the updates the parameter server's rounds asked for, those that "
+        "never reached the aggregate (a client process gone or dropped, a real deadline "
+        "missed, a message lost or late on the simulated links): such a run's rounds "
+        "averaged fewer clients than asked; its README says whose.\n";
+  const auto lost_cell = [](const Compared& r) {
+    return r.lost == 0
+               ? std::string("0")
+               : fmt::format("**{} of {}** ({:.0f}%)", r.lost, r.asked,
+                             100.0 * double(r.lost) / double(std::max<uint64_t>(1, r.asked)));
   };
   table << fmt::format("| run |{}{}{}{} evaluations | final {} | best {} (round) |",
                        any_differ ? " settings that differ |" : "",
                        emds_differ ? " median EMD |" : "",
                        dp ? fmt::format(" {} |", privacy.header) : "",
-                       lost ? " updates missing |" : "", o.metric, o.metric)
+                       lost ? " updates lost |" : "", o.metric, o.metric)
         << (by_round ? "" : fmt::format(" {} at the end |", x.unit))
         << (o.target > 0 ? fmt::format(" first evaluated round {} {}{} |", reached, num(o.target),
                                        percent_metric(o.metric) ? "%" : "")
@@ -762,7 +764,7 @@ int run_compare(const CompareOptions& o, const std::string& command) {
                              : fmt::format(" `{}` |", differs.departures(i)),
                          emds_differ ? fmt::format(" {} |", emd_cell(r)) : "",
                          dp ? fmt::format(" {} |", privacy.cells[i]) : "",
-                         lost ? fmt::format(" {} |", missing_cell(r)) : "", r.y.size(),
+                         lost ? fmt::format(" {} |", lost_cell(r)) : "", r.y.size(),
                          value(r.y.back()), value(*best), int(r.round[b]))
           << (by_round ? "" : fmt::format(" {} |", num(r.x.back())));
     if (o.target > 0)
@@ -785,8 +787,8 @@ int run_compare(const CompareOptions& o, const std::string& command) {
       row["delta"] = std::isnan(deltas[i]) ? nlohmann::json() : nlohmann::json(deltas[i]);
     if (o.target > 0)
       row["target_round"] = hit ? nlohmann::json(r.round[*hit]) : nlohmann::json(nullptr);
-    row["participants"] = r.participants;
-    row["missing"] = r.missing;
+    row["updates_asked"] = r.asked;
+    row["updates_lost"] = r.lost;
     rows.push_back(std::move(row));
     seed_runs.push_back(
         {.label = r.label,

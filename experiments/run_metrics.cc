@@ -102,8 +102,11 @@ RunCurves read_curves(const std::filesystem::path& dir) {
     peer += round_peer;
     if (j.epsilon) c.epsilon = j.epsilon;
     if (j.clipped) c.clipped += *j.clipped, c.aggregated += j.clients ? j.clients->size() : 0;
-    c.participants += j.participants.value_or(0);
-    c.missing += j.missing ? j.missing->size() : 0;
+    const auto count = [](const std::optional<std::vector<uint32_t>>& v) {
+      return v ? v->size() : size_t(0);
+    };
+    c.updates_asked += j.participants.value_or(0) + count(j.simulated_lost);
+    c.updates_lost += count(j.missing) + count(j.simulated_lost) + count(j.simulated_late);
     seconds += step_ms(j) / 1e3;  // async and allreduce: all in the wait
     // a run with network conditions counts its links' time: simulated, or emulated in real time
     c.clock = j.simulated_time    ? "simulated"

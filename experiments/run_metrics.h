@@ -42,9 +42,10 @@ struct RunCurves {
   // [privacy]: the last round's epsilon (with noise), and the updates clipped of those aggregated
   std::optional<double> epsilon;
   uint64_t clipped = 0, aggregated = 0;
-  // every round's participants, and of them those whose update never came (`missing`: a process
-  // gone or dropped, a lost message, a missed deadline)
-  uint64_t participants = 0, missing = 0;
+  // The updates the rounds asked for (participants, and those whose message the simulated links
+  // lost), and of them those that never reached the aggregate: `missing` (a process gone or
+  // dropped, a real deadline missed), `simulated_lost`, `simulated_late` (network.drop_late)
+  uint64_t updates_asked = 0, updates_lost = 0;
   std::vector<double> seconds;  // time of the rounds so far: the server's wait + aggregation, or
                                 // the network's simulated / emulated time when the run had one
   double round_seconds = 0;     // the mean round on the clock of `seconds`

@@ -231,9 +231,10 @@ TEST(Compare, RunsThatDivergedOrStoppedEarlySaySo) {
   EXPECT_EQ(loss.out.find("00000000"), std::string::npos) << loss.out;
 }
 
-// A run whose rounds lost updates (here a straggler's process dropped at its first missed
-// deadline: clients 0 and 2 of 4, every round) says how many of those asked never came; the
-// others' cell is 0, and compare.json has both counts for every run.
+// A run whose rounds lost updates says how many of those asked never reached the aggregate:
+// a straggler's process dropped at its first missed deadline (clients 0 and 2 of 4, every round),
+// and messages the simulated links lost (counted from its own records); the others' cell is 0,
+// and compare.json has both counts for every run.
 TEST(Compare, RunsThatLostUpdatesSayHowManyBesideTheOthers) {
   TempDir tmp;
   three_rounds(tmp);
@@ -241,23 +242,36 @@ TEST(Compare, RunsThatLostUpdatesSayHowManyBesideTheOthers) {
   one_run(tmp, "dropped",
           " --set wait_seconds=1 --set drop_after_missed_rounds=1"
           " --set stragglers.delay_seconds=0:2");
-  const auto r = compare(tmp, {"whole", "dropped"}, " --out " + (tmp / "cmp").string());
+  one_run(tmp, "lossy",
+          " --set network.mode=simulated --set network.profile=custom"
+          " --set network.custom.loss=0.5");
+  int lossy_lost = 0, lossy_asked = 0;
+  for (const auto& rec : testing::jsonl(tmp / "res" / "lossy" / "metrics.jsonl")) {
+    const int lost = rec.contains("simulated_lost") ? int(rec["simulated_lost"].size()) : 0;
+    lossy_lost += lost;
+    lossy_asked += rec.at("participants").get<int>() + lost;
+  }
+  ASSERT_GT(lossy_lost, 0) << "the seed's draws lost no message";
+  const auto r = compare(tmp, {"whole", "dropped", "lossy"}, " --out " + (tmp / "cmp").string());
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("| updates missing | evaluations |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| updates lost | evaluations |"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("| **6 of 12** (50%) | 3 |"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("wait_seconds=60` | 0 | 3 |"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("Updates missing: of the updates the rounds asked for, those that never "
-                       "came"),
+  EXPECT_NE(r.out.find(fmt::format("| **{} of {}** (", lossy_lost, lossy_asked)), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("| 0 | 3 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Updates lost: of the updates the parameter server's rounds asked for, "
+                       "those that never reached the aggregate"),
             std::string::npos)
       << r.out;
   const auto json = nlohmann::json::parse(testing::slurp(tmp / "cmp" / "compare.json"));
   std::map<std::string, std::pair<int, int>> counts;
   for (const auto& row : json.at("runs"))
-    counts[row.at("run")] = {row.at("missing").get<int>(), row.at("participants").get<int>()};
+    counts[row.at("run")] = {row.at("updates_lost").get<int>(), row.at("updates_asked").get<int>()};
   EXPECT_EQ(counts["whole"], std::make_pair(0, 12));
   EXPECT_EQ(counts["dropped"], std::make_pair(6, 12));
+  EXPECT_EQ(counts["lossy"], std::make_pair(lossy_lost, lossy_asked));
   // runs that lost nothing get no such column
-  EXPECT_EQ(compare(tmp, {"whole"}, "").out.find("updates missing"), std::string::npos);
+  EXPECT_EQ(compare(tmp, {"whole"}, "").out.find("updates lost"), std::string::npos);
 }
 
 // The test set's size is in summary.json and the README (with the final accuracy's binomial
