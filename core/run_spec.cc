@@ -194,8 +194,8 @@ downlink = "none"        # server -> client model: none | fp16 | bf16, or with d
 downlink_delta = false   # send the encoded change since what the clients hold (what the codec drops
                          # goes out with the next round); every process then gets every TASK
 ratio = 0.01             # topk, randk: the fraction of values sent
-randk_unbiased = false   # randk: decode the values times d / k, so E[D(C(v))] = v (not contractive:
-                         # without error feedback, and not as a delta downlink)
+randk_unbiased = false   # randk, uplink and downlink: decode the values times d / k, so E[D(C(v))]
+                         # = v (at ratio <= 0.5 not contractive: no error feedback or delta downlink)
 levels = 4               # qsgd: s, the number of positive levels
 rank = 2                 # powersgd: r, the columns of each matrix's factors P (n x r), Q (m x r)
 bucket = 512             # qsgd: values per norm
@@ -366,24 +366,45 @@ CompressionSpec resolve_compression(const Config& c, const RunSpec& s) {
           "each client its own version (use downlink fp16 / bf16 there)");
   require(!k.error_feedback || k.uplink != "none",
           "compression.error_feedback needs an uplink codec (compression.uplink)");
-  require(!k.error_feedback || k.uplink != "qsgd",
-          "compression.error_feedback needs a contractive codec (||x - D(C(x))|| < ||x||); QSGD "
-          "is unbiased but not contractive, and its residual grows without bound: use it "
-          "without error feedback");
-  require(!k.error_feedback || k.uplink != "randk" || !k.params.randk_unbiased,
-          "compression.randk_unbiased scales random-k's values by d / k, which is unbiased but not "
-          "contractive (E||x - D(C(x))||^2 = (d/k - 1) ||x||^2): use it without error feedback, "
-          "or random-k as it is (randk_unbiased = false) with it");
-  // a delta downlink is error feedback on the server's side: x - x^ keeps what the codec dropped
-  require(!k.downlink_delta || k.downlink != "qsgd",
-          "compression.downlink = \"qsgd\" with downlink_delta: what the codec drops stays in "
-          "x - x^ and goes out again, as with error feedback, which needs a contractive codec; "
-          "QSGD is not, and the clients' copy drifts from the model without bound (the 2NN fell "
-          "to chance in 15 rounds): use topk, randk, scaled_sign or powersgd, or fp16 / bf16");
-  require(!k.downlink_delta || k.downlink != "randk" || !k.params.randk_unbiased,
-          "compression.downlink = \"randk\" with downlink_delta: what the codec drops goes out "
-          "again, as with error feedback, and randk_unbiased's d / k makes random-k not "
-          "contractive: set randk_unbiased = false there");
+  // Error feedback needs a contractive codec, E||x - D(C(x))||^2 < ||x||^2, and a delta downlink
+  // is error feedback on the server's side (x - x^ keeps what the codec dropped). QSGD's variance
+  // is at most min(B / s^2, sqrt(B) / s) ||x||^2 (Alistarh et al. 2017), unbiased random-k's
+  // exactly (d/k - 1) ||x||^2: refused where that is not below 1.
+  const double qsgd_variance =
+      std::min(double(k.params.bucket) / double(k.params.levels * k.params.levels),
+               std::sqrt(double(k.params.bucket)) / double(k.params.levels));
+  const std::string qsgd_why = fmt::format(
+      "its variance bound min(bucket / s^2, sqrt(bucket) / s) is {:.3g} at levels = {}, bucket = "
+      "{}",
+      qsgd_variance, k.params.levels, k.params.bucket);
+  const bool randk_expands = k.params.randk_unbiased && k.params.ratio <= 0.5;
+  const std::string randk_why = fmt::format(
+      "randk_unbiased scales the values by d / k, so E||x - D(C(x))||^2 = (d/k - 1) ||x||^2, "
+      "not below ||x||^2 at ratio = {:g} (<= 0.5)",
+      k.params.ratio);
+  require(!k.error_feedback || k.uplink != "qsgd" || qsgd_variance < 1,
+          fmt::format("compression.error_feedback needs a contractive codec (||x - D(C(x))|| < "
+                      "||x||); QSGD is unbiased but not contractive here ({}), and its residual "
+                      "grows without bound: use it without error feedback, or more levels",
+                      qsgd_why));
+  require(!k.error_feedback || k.uplink != "randk" || !randk_expands,
+          fmt::format("compression.error_feedback needs a contractive codec, and {}: use unbiased "
+                      "random-k without error feedback, or random-k as it is (randk_unbiased = "
+                      "false) with it",
+                      randk_why));
+  require(!k.downlink_delta || k.downlink != "qsgd" || qsgd_variance < 1,
+          fmt::format("compression.downlink = \"qsgd\" with downlink_delta: what the codec drops "
+                      "stays in x - x^ and goes out again, as with error feedback, which needs a "
+                      "contractive codec; QSGD is not, and the clients' copy drifts from the model "
+                      "without bound ({}; at the defaults the 2NN fell to chance in 15 rounds): "
+                      "use topk, randk, scaled_sign or powersgd, or fp16 / bf16",
+                      qsgd_why));
+  require(!k.downlink_delta || k.downlink != "randk" || !randk_expands,
+          fmt::format("compression.downlink = \"randk\" with downlink_delta: what the codec drops "
+                      "goes out again, as with error feedback, and {}; randk_unbiased applies to "
+                      "the uplink and the downlink alike, so a random-k delta downlink needs it "
+                      "false",
+                      randk_why));
   // sign decodes to +-1: a step's direction for the gradient regime's server, which scales it by
   // its rate; a model delta, or a delta downlink's change, of +-1 moves every weight by 1
   require(k.uplink != "sign" || s.regime != Regime::kModel,
@@ -995,24 +1016,27 @@ std::vector<std::string> run_warnings(const Config& c, const RunSpec& s) {
         "sent model, where the proximal term mu (w - w_sent) is zero; train more local steps "
         "(local.epochs with a local.batch, or local.steps)",
         s.prox_mu));
-  // The sparsifying and low-rank codecs are biased: without error feedback what they leave out of
-  // an update is lost for good (the 2NN's FedAvg at random-k 1%: 14.26% plain, 37.68% with it,
-  // docs/results/randk-unbiased; data-parallel top-k 1%: 77.10% against 86.45%)
+  // The sparsifying, low-rank and scaled-sign codecs are biased: without error feedback what they
+  // leave out of an update is lost for good (the 2NN's FedAvg at random-k 1%: 14.26% plain, 37.68%
+  // with it, docs/results/randk-unbiased; data-parallel top-k 1%: 77.10% against 86.50%, scaled
+  // sign 70.70% against 87.10%, docs/results/communication). Plain sign is signSGD itself (its
+  // server steps along the signs at its own rate), not a compressed gradient: not warned of.
   const std::string& up = s.compression.uplink;
-  if (!s.compression.error_feedback &&
-      (up == "topk" || up == "powersgd" || (up == "randk" && !s.compression.params.randk_unbiased)))
+  if (!s.compression.error_feedback && (up == "topk" || up == "powersgd" || up == "scaled_sign" ||
+                                        (up == "randk" && !s.compression.params.randk_unbiased)))
     out.push_back(fmt::format(
         "compression.uplink = \"{}\" without error feedback: {}, and loses the rest of each "
         "update for good, so the model moves less than the clients' steps say; set "
         "compression.error_feedback = true (clients send what was dropped with their next "
         "update){}",
         up,
-        up == "topk"    ? fmt::format("it sends the largest {:g}% of the values",
-                                      100 * s.compression.params.ratio)
-        : up == "randk" ? fmt::format("it sends {:g}% of the values, at random indices",
-                                      100 * s.compression.params.ratio)
-                        : fmt::format("it sends a rank-{} approximation of each matrix",
-                                      s.compression.params.rank),
+        up == "scaled_sign" ? std::string("it sends each value's sign times their mean magnitude")
+        : up == "topk"      ? fmt::format("it sends the largest {:g}% of the values",
+                                          100 * s.compression.params.ratio)
+        : up == "randk"     ? fmt::format("it sends {:g}% of the values, at random indices",
+                                          100 * s.compression.params.ratio)
+                            : fmt::format("it sends a rank-{} approximation of each matrix",
+                                          s.compression.params.rank),
         up == "randk" ? ", or randk_unbiased = true (the kept values times d / k)" : ""));
   // SCAFFOLD drops a process at its first missing update: over lossy emulated links processes
   // leave one by one (the run fails once none is left)

@@ -505,9 +505,8 @@ std::string same_curve_note(const std::vector<Compared>& runs,
 }
 
 // Test accuracy on runs scored on one test set of n samples: a sample is 100 / n points, and at
-// the runs' median final accuracy p the binomial standard error is sqrt(p (1 - p) / n), below
-// which final accuracies do not tell runs apart ("" when a run's summary does not give n, or
-// they differ: test_set_note says so).
+// the runs' median final accuracy p the test set's sampling error is sqrt(p (1 - p) / n) ("" when
+// a run's summary does not give n, or they differ: test_set_note says so).
 std::string test_size_note(const std::vector<Compared>& runs,
                            const std::vector<std::filesystem::path>& dirs) {
   std::set<uint64_t> sizes;
@@ -524,9 +523,11 @@ std::string test_size_note(const std::vector<Compared>& runs,
   std::ranges::sort(finals);
   const double p = finals[finals.size() / 2];
   return fmt::format(
-      "Test accuracy is on {} test samples: one sample is {:.2g} points, and the binomial standard "
-      "error at the median final accuracy ({:.2f}%) is {:.2f} points; final accuracies less than "
-      "about twice that apart do not tell runs apart.\n",
+      "Test accuracy is on {} test samples: one sample is {:.2g} points, and the test set's "
+      "sampling error at the median final accuracy ({:.2f}%) is a binomial standard error of "
+      "{:.2f} points; on test sets drawn apart two runs would need about 2.8 times that between "
+      "them, and on this shared one a paired test of the samples they score differently tells "
+      "more (seeds vary the accuracy besides: take their spread from runs of several).\n",
       *sizes.begin(), 100 / n, 100 * p, 100 * std::sqrt(p * (1 - p) / n));
 }
 

@@ -329,10 +329,15 @@ ParallelismSection parallelism_section(const std::vector<SplitRun>& runs, int co
       // measured idle follows the machine's load, and is shown but not checked.
       const bool shared = most->processes > cores;
       md << fmt::format(
-          "- **{}, {} bubble**, measured idle (expected: the formula, or about {:.2f} where {} "
-          "processes share {} cores, each then getting about {} of {} of the time; not a floor: "
-          "a process gets more while others wait): {}; from m={} to m={} it {}{}.\n",
-          model, sched, idle_floor(*most, cores), most->processes, cores, cores, most->processes,
+          "- **{}, {} bubble**, measured idle (expected: the formula{}): {}; from m={} to m={} it "
+          "{}{}.\n",
+          model, sched,
+          shared ? fmt::format(", or about {:.2f} where {} processes share {} cores, each then "
+                               "getting about {} of {} of the time; not a floor: a process gets "
+                               "more while others wait",
+                               idle_floor(*most, cores), most->processes, cores, cores,
+                               most->processes)
+                 : "",
           fmt::join(steps, ", "), fewest->micro_batches, most->micro_batches,
           shrank ? "shrank" : "did not shrink (each micro-batch adds messages and waits)",
           shared ? " (not checked here: with processes sharing cores, the idle share measures "

@@ -495,8 +495,8 @@ std::string run_readme(const Config& cfg, const RunSpec& s, const RunSummary& su
         "- test accuracy {:.2f}% (loss {:.4f}) at round {}{}\n", 100 * p,
         summary.final->test_loss.value_or(0), summary.final->round,
         summary.test_samples && *summary.test_samples > 0
-            ? fmt::format(", on {} test samples (a binomial standard error of {:.2f} "
-                          "points: differences below about twice that are noise)",
+            ? fmt::format(", on {} test samples (the test set's sampling error, a binomial "
+                          "standard error of {:.2f} points; seeds vary the accuracy besides)",
                           *summary.test_samples,
                           100 * std::sqrt(p * (1 - p) / double(*summary.test_samples)))
             : "");

@@ -285,15 +285,15 @@ TEST(Compare, TheTestSetsSizeSaysWhatADifferenceIsWorth) {
   const auto n = summary.at("test_samples").get<uint64_t>();
   ASSERT_GT(n, 0u);
   const double p = summary.at("final").at("test_accuracy").get<double>();
-  EXPECT_NE(
-      testing::slurp(tmp / "res" / "a" / "README.md")
-          .find(fmt::format(", on {} test samples (a binomial standard error of {:.2f} points", n,
-                            100 * std::sqrt(p * (1 - p) / double(n)))),
-      std::string::npos);
+  EXPECT_NE(testing::slurp(tmp / "res" / "a" / "README.md")
+                .find(fmt::format(", on {} test samples (the test set's sampling error, a binomial "
+                                  "standard error of {:.2f} points",
+                                  n, 100 * std::sqrt(p * (1 - p) / double(n)))),
+            std::string::npos);
   const auto r = compare(tmp, {"a", "b"}, "");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find(fmt::format("Test accuracy is on {} test samples: one sample is {:.2g} "
-                                   "points, and the binomial standard error at the median final",
+                                   "points, and the test set's sampling error at the median final",
                                    n, 100.0 / double(n))),
             std::string::npos)
       << r.out;

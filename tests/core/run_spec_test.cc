@@ -78,11 +78,23 @@ TEST(RunSpecCompression, RefusesWhatCannotRunAndSaysWhy) {
             std::string::npos);
   EXPECT_NE(refusal({"compression.uplink=randk", "compression.randk_unbiased=true",
                      "compression.error_feedback=true"})
-                .find("E||x - D(C(x))||^2 = (d/k - 1) ||x||^2): use it without error feedback"),
+                .find("E||x - D(C(x))||^2 = (d/k - 1) ||x||^2, not below ||x||^2 at ratio = 0.01"),
             std::string::npos);
   EXPECT_NE(refusal({"compression.downlink=randk", "compression.downlink_delta=true",
                      "compression.randk_unbiased=true"})
-                .find("randk_unbiased's d / k makes random-k not contractive"),
+                .find("randk_unbiased applies to the uplink and the downlink alike"),
+            std::string::npos);
+  // where the variance is below the norm the codecs are contractive, and allowed
+  for (const auto& fine : std::vector<std::vector<std::string>>{
+           {"compression.uplink=randk", "compression.randk_unbiased=true", "compression.ratio=0.6",
+            "compression.error_feedback=true"},
+           {"compression.uplink=qsgd", "compression.levels=127", "compression.error_feedback=true"},
+           {"compression.downlink=qsgd", "compression.levels=127",
+            "compression.downlink_delta=true"}})
+    EXPECT_EQ(refusal(fine), "") << fine[0] << " " << fine[1];
+  EXPECT_NE(refusal({"compression.uplink=qsgd", "compression.error_feedback=true"})
+                .find("its variance bound min(bucket / s^2, sqrt(bucket) / s) is 5.66 at levels = "
+                      "4, bucket = 512"),
             std::string::npos);
   EXPECT_NE(refusal({"compression.aggregate=vote"})
                 .find("compression.aggregate must be mean or majority, got 'vote'"),
@@ -511,11 +523,20 @@ TEST(RunSpecValues, ABiasedCodecWithoutErrorFeedbackIsWarnedOf) {
             std::string::npos);
   EXPECT_NE(one({"compression.uplink=powersgd"}).find("a rank-2 approximation of each matrix"),
             std::string::npos);
+  EXPECT_NE(one({"compression.uplink=scaled_sign"})
+                .find("it sends each value's sign times their mean magnitude, and loses"),
+            std::string::npos);
+  // the ring's random-k alike
+  EXPECT_NE(
+      one({"regime=gradient", "topology=allreduce", "processes=2", "compression.uplink=randk"})
+          .find("compression.uplink = \"randk\" without error feedback"),
+      std::string::npos);
   for (const auto& quiet : std::vector<std::vector<std::string>>{
            {"compression.uplink=topk", "compression.error_feedback=true"},
            {"compression.uplink=randk", "compression.randk_unbiased=true"},
            {"compression.uplink=qsgd"},
-           {"compression.uplink=fp16"}})
+           {"compression.uplink=fp16"},
+           {"regime=gradient", "compression.uplink=sign"}})
     EXPECT_TRUE(warnings(quiet).empty()) << quiet[0];
 }
 
