@@ -62,7 +62,7 @@ start_wait_seconds = 0.0 # for the processes to say HELLO and load their data; 0
                          # wait_seconds and 60 (a round deadline of 0.5 s is no data load's)
 eval_every = 1           # rounds between test-set evaluations
 log_every = 1            # rounds between the server's round lines (evaluated rounds, the first and
-                         # the last print whatever it says; metrics.jsonl has every round)
+                         # the last always print; metrics.jsonl has every round)
 eval_train = false       # evaluated rounds also score the server's model on the whole training set
                          # (global_train_loss; train_loss is what the clients' steps saw)
 eval_clients = false     # evaluated rounds also score it on each client's own samples (its shard, or

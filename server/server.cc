@@ -237,7 +237,7 @@ std::string fednova_as_fedavg(const RunSpec& s, const Manifest& m) {
       "local.algorithm = \"fednova\" normalises each update by its client's local steps, and "
       "every client takes the same, {} a round: its update is FedAvg's, bit for bit; FedNova "
       "differs where the work differs (local.steps_max or local.epochs_max, or local.epochs over "
-      "shards of unequal sizes: partition.sizes)",
+      "shards of unequal sizes, e.g. partition.scheme = \"iid-quantity\")",
       *steps);
 }
 
